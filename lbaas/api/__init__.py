@@ -1,0 +1,1 @@
+"""The Octavia-v2-compatible HTTP surface."""

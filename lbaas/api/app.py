@@ -1,0 +1,35 @@
+"""The API application factory: routers, error mapping and the edge middleware."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp
+
+from lbaas import __version__
+from lbaas.api.edge import EdgeMiddleware
+from lbaas.api.errors import install_error_handlers
+from lbaas.api.routers import ROUTERS, identity, networking, versions
+from lbaas.api.services import ApiServices
+
+
+def create_app(services: ApiServices) -> FastAPI:
+    app = FastAPI(
+        title="lbaas",
+        version=__version__,
+        description="Load balancing as a service, wire-compatible with OpenStack Octavia v2.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.services = services
+    install_error_handlers(app)
+    app.include_router(versions.router)
+    for router in ROUTERS:
+        app.include_router(router, prefix="/v2")
+    app.include_router(networking.router)
+    app.include_router(identity.router)
+    return app
+
+
+def create_asgi_app(services: ApiServices) -> ASGIApp:
+    """The app wrapped in the edge middleware: what servers and tests run."""
+    return EdgeMiddleware(create_app(services), services.settings.api.max_body_bytes)

@@ -1,0 +1,123 @@
+"""The read side of lbaas's network registry, in the Networking (Neutron) API's shape.
+
+python-octaviaclient resolves ``--vip-subnet-id`` and member ``--subnet-id`` through the
+Networking API before it calls the load-balancer API, and with ``--os-auth-type none`` it
+sends those calls to the same endpoint. Serving these few reads lets the stock CLI work
+against lbaas alone. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from lbaas.api.deps import get_services
+from lbaas.api.services import ApiServices
+from lbaas.db import network_repo
+from lbaas.db.tables import NetworkRow, PortRow, SubnetRow
+from lbaas.errors import NotFound
+
+router = APIRouter(prefix="/v2.0", tags=["networking"])
+
+
+def _subnet(row: SubnetRow) -> dict[str, Any]:
+    net = ipaddress.ip_network(row.cidr, strict=False)
+    hosts = list(net.hosts())
+    pools = [{"start": str(hosts[0]), "end": str(hosts[-1])}] if hosts else []
+    return {
+        "id": row.id,
+        "name": row.name,
+        "network_id": row.network_id,
+        "cidr": row.cidr,
+        "ip_version": row.ip_version,
+        "gateway_ip": row.gateway_ip,
+        "allocation_pools": pools,
+        "enable_dhcp": False,
+        "project_id": row.project_id or "",
+        "tenant_id": row.project_id or "",
+        "tags": [],
+    }
+
+
+def _network(row: NetworkRow, subnet_ids: list[str]) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "name": row.name,
+        "subnets": subnet_ids,
+        "admin_state_up": True,
+        "status": "ACTIVE",
+        "shared": True,
+        "project_id": row.project_id or "",
+        "tenant_id": row.project_id or "",
+        "tags": [],
+    }
+
+
+def _port(row: PortRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "name": "",
+        "network_id": row.network_id,
+        "fixed_ips": [{"subnet_id": row.subnet_id, "ip_address": row.ip_address}],
+        "device_owner": row.device_owner,
+        "device_id": row.device_id,
+        "admin_state_up": True,
+        "status": "ACTIVE",
+    }
+
+
+def _matches(obj: dict[str, Any], request: Request) -> bool:
+    for key, value in request.query_params.items():
+        if key in ("fields", "limit", "marker", "sort_key", "sort_dir"):
+            continue
+        if key in obj and str(obj[key]) != value:
+            return False
+    return True
+
+
+@router.get("/subnets")
+def list_subnets(request: Request, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
+    with services.database.read() as session:
+        subnets = [_subnet(s) for s in network_repo.all_subnets(session)]
+    return {"subnets": [s for s in subnets if _matches(s, request)]}
+
+
+@router.get("/subnets/{subnet_id}")
+def show_subnet(subnet_id: str, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
+    with services.database.read() as session:
+        row = network_repo.get_subnet(session, subnet_id)
+        if row is None:
+            raise NotFound(f"Subnet {subnet_id} could not be found.")
+        return {"subnet": _subnet(row)}
+
+
+@router.get("/networks")
+def list_networks(request: Request, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
+    with services.database.read() as session:
+        subnets = network_repo.all_subnets(session)
+        nets = [
+            _network(n, [s.id for s in subnets if s.network_id == n.id])
+            for n in network_repo.all_networks(session)
+        ]
+    return {"networks": [n for n in nets if _matches(n, request)]}
+
+
+@router.get("/networks/{network_id}")
+def show_network(network_id: str, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
+    with services.database.read() as session:
+        row = network_repo.get_network(session, network_id)
+        if row is None:
+            raise NotFound(f"Network {network_id} could not be found.")
+        subnets = network_repo.subnets_of_network(session, network_id)
+        return {"network": _network(row, [s.id for s in subnets])}
+
+
+@router.get("/ports/{port_id}")
+def show_port(port_id: str, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
+    with services.database.read() as session:
+        row = network_repo.get_port(session, port_id)
+        if row is None:
+            raise NotFound(f"Port {port_id} could not be found.")
+        return {"port": _port(row)}

@@ -1,0 +1,19 @@
+"""What the API handlers are built with, assembled once by the composition root."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lbaas.config import Settings
+from lbaas.db.engine import Database
+from lbaas.providers.registry import ProviderRegistry
+
+
+@dataclass
+class ApiServices:
+    settings: Settings
+    database: Database
+    providers: ProviderRegistry
+    #: Called after a write committed a converge job (wakes an in-process worker).
+    notify: Callable[[], None] = field(default=lambda: None)

@@ -1,0 +1,1 @@
+"""Response views: rows → Octavia's JSON objects, one module per resource."""

@@ -1,0 +1,250 @@
+"""The ``lbaas`` command, and the composition root: settings are read here and passed down.
+
+    lbaas serve                 everything in one process (embedded SQLite by default)
+    lbaas api | worker          the parts, for scale-out against PostgreSQL
+    lbaas health                the heartbeat receiver and stale-amphora sweeper
+    lbaas agent                 the per-host agent that runs HAProxy for amphorae
+    lbaas db upgrade            create or migrate the schema
+    lbaas network create-subnet register a subnet VIPs and members can use
+    lbaas config-reference      print the configuration reference (Markdown)
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import signal
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from lbaas.config import Settings, load_settings
+from lbaas.errors import ConfigError
+
+LOG = logging.getLogger("lbaas")
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "state_dir", None):
+        overrides["state_dir"] = args.state_dir
+    if getattr(args, "port", None):
+        overrides.setdefault("api", {})["port"] = args.port
+    if getattr(args, "database_url", None):
+        overrides.setdefault("database", {})["url"] = args.database_url
+    return load_settings(Path(args.config) if args.config else None, overrides=overrides)
+
+
+def _setup_logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+
+    def _handler(signum: int, _frame: object) -> None:
+        LOG.info("signal %d received, stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _handler)
+    signal.signal(signal.SIGINT, _handler)
+    stop.wait()
+
+
+def _serve_api(settings: Settings, app: Any) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        host=settings.api.host,
+        port=settings.api.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+    )
+    server = uvicorn.Server(config)
+    print(f"lbaas API listening on http://{settings.api.host}:{settings.api.port}", flush=True)
+    server.run()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from lbaas.api.app import create_asgi_app
+    from lbaas.compose import build_control_plane
+
+    settings = _settings(args)
+    _setup_logging(settings)
+    plane = build_control_plane(settings)
+    plane.start()
+    extras = _start_embedded_extras(settings, plane)
+    print(f"lbaas database: {settings.database_url}", flush=True)
+    try:
+        _serve_api(settings, create_asgi_app(plane.services))
+    finally:
+        for stop in extras:
+            stop()
+        plane.stop()
+    return 0
+
+
+def _start_embedded_extras(settings: Settings, plane: Any) -> list[Callable[[], None]]:
+    """Health manager and local agent, when the amphora provider is enabled."""
+    stops: list[Callable[[], None]] = []
+    if "amphora" not in settings.providers.enabled:
+        return stops
+    from lbaas.health.service import start_health_manager
+
+    stops.append(start_health_manager(settings, plane.database))
+    from lbaas.agent.service import start_agent
+
+    stops.append(start_agent(settings))
+    return stops
+
+
+def cmd_api(args: argparse.Namespace) -> int:
+    from lbaas.api.app import create_asgi_app
+    from lbaas.api.services import ApiServices
+    from lbaas.compose import open_database, open_providers
+
+    settings = _settings(args)
+    _setup_logging(settings)
+    database = open_database(settings, upgrade=False)
+    providers = open_providers(settings, database)
+    _serve_api(settings, create_asgi_app(ApiServices(settings, database, providers)))
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from lbaas.compose import build_worker, open_database, open_providers
+
+    settings = _settings(args)
+    _setup_logging(settings)
+    database = open_database(settings, upgrade=False)
+    providers = open_providers(settings, database)
+    worker = build_worker(settings, database, providers)
+    worker.start()
+    print(f"lbaas worker {worker.owner} running", flush=True)
+    _wait_for_signal()
+    worker.stop()
+    return 0
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    from lbaas.compose import open_database
+    from lbaas.health.service import start_health_manager
+
+    settings = _settings(args)
+    _setup_logging(settings)
+    stop = start_health_manager(settings, open_database(settings, upgrade=False))
+    _wait_for_signal()
+    stop()
+    return 0
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    from lbaas.agent.service import start_agent
+
+    settings = _settings(args)
+    _setup_logging(settings)
+    stop = start_agent(settings)
+    _wait_for_signal()
+    stop()
+    return 0
+
+
+def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    from lbaas.db.engine import Database
+    from lbaas.db.migrate import current_revision, upgrade_database
+
+    settings = _settings(args)
+    database = Database(settings.database_url)
+    upgrade_database(database)
+    print(f"database at revision {current_revision(database)}")
+    return 0
+
+
+def cmd_create_subnet(args: argparse.Namespace) -> int:
+    from lbaas.config import SubnetDeclaration
+    from lbaas.compose import open_database
+    from lbaas.network.registry import seed_subnets
+
+    settings = _settings(args)
+    network = ipaddress.ip_network(args.cidr, strict=False)
+    subnet = SubnetDeclaration(
+        id=args.id or str(uuid.uuid4()),
+        network_id=args.network_id or str(uuid.uuid4()),
+        cidr=str(network),
+        name=args.name,
+        gateway_ip=args.gateway,
+    )
+    database = open_database(settings)
+    seed_subnets(database, settings.network.model_copy(update={"subnets": (subnet,)}))
+    print(f"subnet {subnet.id} ({subnet.cidr}) on network {subnet.network_id}")
+    return 0
+
+
+def cmd_config_reference(_args: argparse.Namespace) -> int:
+    from lbaas.config_reference import render_reference
+
+    sys.stdout.write(render_reference())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lbaas", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", help="TOML settings file (or LBAAS_CONFIG)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, func: Callable[[argparse.Namespace], int], help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--state-dir", help="where SQLite, certificates and amphorae live")
+        p.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite in the state dir)")
+        p.set_defaults(func=func)
+        return p
+
+    serve = add("serve", cmd_serve, "API, worker and periodic tasks in one process")
+    serve.add_argument("--port", type=int, help="API port (default 9876)")
+    api = add("api", cmd_api, "the REST API only")
+    api.add_argument("--port", type=int, help="API port (default 9876)")
+    add("worker", cmd_worker, "the converge worker only")
+    add("health", cmd_health, "the health manager only")
+    add("agent", cmd_agent, "the per-host agent")
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    up = db_sub.add_parser("upgrade", help="create or migrate the schema")
+    up.add_argument("--state-dir")
+    up.add_argument("--database-url")
+    up.set_defaults(func=cmd_db_upgrade)
+    net = sub.add_parser("network", help="the subnet registry")
+    net_sub = net.add_subparsers(dest="network_command", required=True)
+    cs = net_sub.add_parser("create-subnet", help="register a subnet")
+    cs.add_argument("cidr")
+    cs.add_argument("--name", default="")
+    cs.add_argument("--id")
+    cs.add_argument("--network-id")
+    cs.add_argument("--gateway")
+    cs.add_argument("--state-dir")
+    cs.add_argument("--database-url")
+    cs.set_defaults(func=cmd_create_subnet)
+    ref = sub.add_parser("config-reference", help="print the configuration reference")
+    ref.set_defaults(func=cmd_config_reference)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(f"lbaas: configuration error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""One typed settings object, made of small documented sections.
+
+Settings are read once by ``lbaas.cli`` — from an optional TOML file, then from the
+environment as ``LBAAS_<SECTION>__<FIELD>`` (``LBAAS_API__PORT=9999``) — validated with
+errors that name the field, and passed down into constructors. Nothing imports a global
+configuration. Every default works for the embedded mode (``lbaas serve``: SQLite under
+the state directory, VIPs on 127.0.0.0/8, no root). ``docs/configuration.md`` is generated
+from these classes (``lbaas config-reference``), so docs and code cannot drift.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lbaas.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ApiSettings(_Section):
+    """The Octavia-compatible REST API."""
+
+    host: str = Field("127.0.0.1", description="Address the API listens on.")
+    port: int = Field(9876, description="Port the API listens on (Octavia's default).")
+    auth_strategy: Literal["noauth", "keystone_headers"] = Field(
+        "noauth",
+        description=(
+            "noauth: every caller is admin, as in Octavia's noauth. keystone_headers: "
+            "trust X-Project-Id / X-Roles set by a Keystone auth_token middleware in front."
+        ),
+    )
+    default_project_id: str = Field(
+        "default",
+        description="Project used when a request carries no X-Project-Id header.",
+    )
+    default_roles: tuple[str, ...] = Field(
+        ("admin",),
+        description=(
+            "Roles of a caller that sends no X-Roles header (noauth only). The default makes "
+            "the single-user embedded mode an administrator, like Octavia's noauth."
+        ),
+    )
+    enforce_new_defaults: bool = Field(
+        True,
+        description=(
+            "Honour only keystone roles (admin/member/reader). False also honours the "
+            "deprecated load-balancer_* roles, as oslo.policy does with the same switch."
+        ),
+    )
+    pagination_max_limit: int = Field(1000, description="Largest page a list returns.")
+    api_base_uri: str | None = Field(
+        None, description="Base URL used in pagination links instead of the request URL."
+    )
+    max_body_bytes: int = Field(114688, description="Larger request bodies get 413.")
+
+
+class DatabaseSettings(_Section):
+    """Where desired state and jobs are kept."""
+
+    url: str = Field(
+        "",
+        description=(
+            "SQLAlchemy URL. Empty means SQLite at <state_dir>/lbaas.sqlite (WAL mode). "
+            "PostgreSQL: postgresql+psycopg://user@host/db."
+        ),
+    )
+    pool_size: int = Field(10, description="Connections kept per process (PostgreSQL).")
+
+
+class WorkerSettings(_Section):
+    """The converge worker and its durable job queue."""
+
+    threads: int = Field(4, description="Load balancers converged in parallel per process.")
+    lease_seconds: float = Field(
+        30.0, description="A claimed job is claimed again if its worker is silent this long."
+    )
+    poll_interval: float = Field(
+        0.5, description="How often an idle worker looks for jobs it was not told about."
+    )
+    max_attempts: int = Field(
+        5, description="Failed attempts (temporary errors) before a load balancer goes to ERROR."
+    )
+    backoff_base: float = Field(0.5, description="First retry delay in seconds; doubles.")
+    backoff_max: float = Field(30.0, description="Longest retry delay in seconds.")
+    resync_interval: float = Field(
+        60.0, description="Seconds between periodic re-converges of every load balancer."
+    )
+
+
+class QuotaSettings(_Section):
+    """Default per-project quotas; -1 is unlimited."""
+
+    loadbalancer: int = -1
+    listener: int = -1
+    pool: int = -1
+    member: int = -1
+    healthmonitor: int = -1
+    l7policy: int = -1
+    l7rule: int = -1
+
+
+class SubnetDeclaration(_Section):
+    """A subnet the service knows about, declared in the configuration file."""
+
+    id: str
+    network_id: str
+    cidr: str
+    name: str = ""
+    gateway_ip: str | None = None
+
+
+class NetworkSettings(_Section):
+    """The registry of subnets VIPs and members are allocated from."""
+
+    loopback_subnet_cidr: str = Field(
+        "127.0.10.0/24",
+        description="The default subnet VIPs come from in loopback mode (inside 127.0.0.0/8).",
+    )
+    loopback_subnet_id: str = Field(
+        "7f000a00-0000-4000-8000-000000000001", description="Id of the loopback subnet."
+    )
+    loopback_network_id: str = Field(
+        "7f000a00-0000-4000-8000-000000000000", description="Id of the loopback network."
+    )
+    subnets: tuple[SubnetDeclaration, ...] = Field(
+        (), description="Further subnets to register at start-up."
+    )
+    reserved_member_addresses: tuple[str, ...] = Field(
+        ("169.254.169.254",), description="Addresses members may not use."
+    )
+
+
+class ProviderSettings(_Section):
+    """Which providers are enabled."""
+
+    enabled: tuple[str, ...] = Field(
+        ("noop",), description="Provider names loaded at start-up (entry points lbaas.providers)."
+    )
+    default: str = Field("noop", description="Provider of load balancers that name none.")
+    noop_delay: float = Field(0.0, description="Seconds the noop provider sleeps per apply.")
+    noop_fail: Literal["none", "temporary", "permanent"] = Field(
+        "none", description="Make the noop provider fail (for tests)."
+    )
+    noop_record_path: str = Field(
+        "", description="If set, the noop provider appends one JSON line per call here."
+    )
+
+
+class HealthSettings(_Section):
+    """Heartbeat receiver and stale-amphora failover."""
+
+    bind_host: str = Field("127.0.0.1", description="Address heartbeats are received on.")
+    bind_port: int = Field(5555, description="UDP port heartbeats are received on.")
+    heartbeat_key: str = Field(
+        "insecure-change-me", description="HMAC key shared by agents and the health manager."
+    )
+    heartbeat_interval: float = Field(1.0, description="Seconds between agent heartbeats.")
+    stale_after: float = Field(
+        3.0, description="An amphora silent this long is considered failed."
+    )
+    failover_threshold: float = Field(
+        0.5,
+        description=(
+            "If more than this share of all amphorae is stale at once, automatic failover "
+            "stops and an alarm is raised (a failover storm is more likely our fault)."
+        ),
+    )
+
+
+class AgentSettings(_Section):
+    """The per-host agent that runs HAProxy for amphorae."""
+
+    host: str = Field("127.0.0.1", description="Address the agent's HTTPS API listens on.")
+    port: int = Field(9443, description="Port of the agent's HTTPS API.")
+    mode: Literal["loopback", "netns"] = Field(
+        "loopback", description="loopback: VIPs on 127.0.0.0/8, no root. netns: one namespace per amphora."
+    )
+    haproxy_binary: str = Field("haproxy", description="HAProxy executable.")
+
+
+class Settings(_Section):
+    """Everything lbaas reads from its environment."""
+
+    state_dir: Path = Field(
+        Path("./state"), description="Where SQLite, certificates and amphora files live."
+    )
+    log_level: str = Field("INFO", description="Python logging level.")
+    api: ApiSettings = ApiSettings()
+    database: DatabaseSettings = DatabaseSettings()
+    worker: WorkerSettings = WorkerSettings()
+    quota: QuotaSettings = QuotaSettings()
+    network: NetworkSettings = NetworkSettings()
+    providers: ProviderSettings = ProviderSettings()
+    health: HealthSettings = HealthSettings()
+    agent: AgentSettings = AgentSettings()
+
+    @property
+    def database_url(self) -> str:
+        if self.database.url:
+            return self.database.url
+        return f"sqlite:///{(self.state_dir / 'lbaas.sqlite').resolve()}"
+
+
+ENV_PREFIX = "LBAAS_"
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Turn LBAAS_<SECTION>__<FIELD> variables into a nested dict (values JSON or text)."""
+    tree: dict[str, Any] = {}
+    for key, raw in environ.items():
+        if not key.startswith(ENV_PREFIX) or key == "LBAAS_CONFIG":
+            continue
+        path = key[len(ENV_PREFIX) :].lower().split("__")
+        node = tree
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        node[path[-1]] = value
+    return tree
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_settings(
+    path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Read the file (if any), then the environment, then explicit overrides."""
+    env = os.environ if environ is None else environ
+    data: dict[str, Any] = {}
+    file_path = path or (Path(env["LBAAS_CONFIG"]) if env.get("LBAAS_CONFIG") else None)
+    if file_path is not None:
+        try:
+            data = tomllib.loads(file_path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read settings file {file_path}: {exc}") from exc
+    data = _merge(data, _env_overrides(env))
+    if overrides:
+        data = _merge(data, overrides)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from exc

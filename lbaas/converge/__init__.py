@@ -1,0 +1,1 @@
+"""Converging a load balancer: make its data plane match its stored desired state."""

@@ -1,0 +1,146 @@
+"""One query builder for every list endpoint: filters, tags, sort, marker pagination.
+
+The API layer parses Octavia's query parameters into a ``ListQuery`` (API attribute names
+already mapped to columns by the resource's ``ListSpec``); this module turns it into SQL.
+Pagination is keyset-based: the marker row's sort-key values bound the next page, with
+``created_at`` and ``id`` always appended as tie-breakers so pages never overlap or skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, exists, false, or_, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+from lbaas.db.tables import Base, TagRow
+
+
+@dataclass(frozen=True)
+class ListSpec:
+    """How a resource's API attribute names map onto its table."""
+
+    table: type[Base]
+    columns: Mapping[str, InstrumentedAttribute[Any]]
+    id_column: InstrumentedAttribute[Any]
+    created_column: InstrumentedAttribute[Any] | None
+    tag_capable: bool = True
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    filters: Mapping[str, Any] = field(default_factory=dict)
+    tags_all: Sequence[str] = ()
+    tags_any: Sequence[str] = ()
+    not_tags_all: Sequence[str] = ()
+    not_tags_any: Sequence[str] = ()
+    sort: Sequence[tuple[str, bool]] = ()  # (api attribute, ascending)
+    limit: int | None = None
+    marker: str | None = None
+    page_reverse: bool = False
+    # Extra conditions from the caller (scope to a parent, hide DELETED, project scope).
+    conditions: Sequence[ColumnElement[bool]] = ()
+
+
+class BadMarker(Exception):
+    """The marker id does not name a visible row."""
+
+
+def _has_tag(spec: ListSpec, tag: str) -> ColumnElement[bool]:
+    return exists().where(TagRow.resource_id == spec.id_column, TagRow.tag == tag)
+
+
+def _tag_conditions(spec: ListSpec, query: ListQuery) -> list[ColumnElement[bool]]:
+    conds: list[ColumnElement[bool]] = []
+    if query.tags_all:
+        conds.append(and_(*[_has_tag(spec, t) for t in query.tags_all]))
+    if query.tags_any:
+        conds.append(or_(*[_has_tag(spec, t) for t in query.tags_any]))
+    if query.not_tags_all:
+        conds.append(~and_(*[_has_tag(spec, t) for t in query.not_tags_all]))
+    if query.not_tags_any:
+        conds.append(~or_(*[_has_tag(spec, t) for t in query.not_tags_any]))
+    return conds
+
+
+def _order_columns(
+    spec: ListSpec, query: ListQuery
+) -> list[tuple[InstrumentedAttribute[Any], bool]]:
+    order = [(spec.columns[key], asc) for key, asc in query.sort]
+    used = {id(col) for col, _ in order}
+    for col in (spec.created_column, spec.id_column):
+        if col is not None and id(col) not in used:
+            order.append((col, True))
+    return order
+
+
+def _after_marker(
+    order: list[tuple[InstrumentedAttribute[Any], bool]], values: Sequence[Any], reverse: bool
+) -> ColumnElement[bool]:
+    """Rows strictly after (or before, when reverse) the marker in the given order."""
+    clauses: list[ColumnElement[bool]] = []
+    for i, (col, asc) in enumerate(order):
+        forward = asc != reverse
+        value = values[i]
+        if value is None:
+            # NULLs sort first ascending in our convention; anything non-null is after.
+            step = col.is_not(None) if forward else false()
+        else:
+            step = col > value if forward else col < value
+        equal_prefix = [
+            (order[j][0] == values[j]) if values[j] is not None else order[j][0].is_(None)
+            for j in range(i)
+        ]
+        clauses.append(and_(*equal_prefix, step))
+    return or_(*clauses)
+
+
+def list_rows(session: Session, spec: ListSpec, query: ListQuery) -> list[Any]:
+    """Rows for one page (at most ``query.limit``), in the requested order."""
+    stmt = select(spec.table)
+    for name, value in query.filters.items():
+        stmt = stmt.where(spec.columns[name] == value)
+    for cond in [*query.conditions, *_tag_conditions(spec, query)]:
+        stmt = stmt.where(cond)
+    order = _order_columns(spec, query)
+    if query.marker is not None:
+        marker_row = session.scalars(
+            select(spec.table).where(spec.id_column == query.marker, *query.conditions)
+        ).first()
+        if marker_row is None:
+            raise BadMarker(query.marker)
+        values = [getattr(marker_row, col.key) for col, _ in order]
+        stmt = stmt.where(_after_marker(order, values, query.page_reverse))
+    stmt = stmt.order_by(
+        *[
+            (col.asc().nulls_first() if asc else col.desc().nulls_last())
+            for col, asc in order
+        ]
+    )
+    if query.limit is not None:
+        stmt = stmt.limit(query.limit)
+    return list(session.scalars(stmt))
+
+
+def tags_of(session: Session, ids: Sequence[str]) -> dict[str, list[str]]:
+    """Tags of many objects in one query."""
+    out: dict[str, list[str]] = {i: [] for i in ids}
+    if not ids:
+        return out
+    rows = session.execute(
+        select(TagRow.resource_id, TagRow.tag)
+        .where(TagRow.resource_id.in_(list(ids)))
+        .order_by(TagRow.tag)
+    )
+    for resource_id, tag in rows:
+        out[resource_id].append(tag)
+    return out
+
+
+def set_tags(session: Session, resource_id: str, tags: Sequence[str]) -> None:
+    """Replace an object's tags."""
+    session.query(TagRow).filter(TagRow.resource_id == resource_id).delete()
+    for tag in dict.fromkeys(tags):
+        session.add(TagRow(resource_id=resource_id, tag=tag))

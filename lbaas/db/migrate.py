@@ -1,0 +1,32 @@
+"""Schema migrations with Alembic, run programmatically (``lbaas db upgrade``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+from lbaas.db.engine import Database
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def alembic_config(database: Database) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", database.url.replace("%", "%%"))
+    config.attributes["engine"] = database.engine
+    return config
+
+
+def upgrade_database(database: Database, revision: str = "head") -> None:
+    """Bring the schema to ``revision``; a no-op when it is already there."""
+    command.upgrade(alembic_config(database), revision)
+
+
+def current_revision(database: Database) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with database.engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()

@@ -1,0 +1,84 @@
+"""Storage of networks, subnets and ports (allocated addresses)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from lbaas.db.tables import NetworkRow, PortRow, SubnetRow
+
+
+def get_subnet(session: Session, subnet_id: str) -> SubnetRow | None:
+    return session.get(SubnetRow, subnet_id)
+
+
+def get_network(session: Session, network_id: str) -> NetworkRow | None:
+    return session.get(NetworkRow, network_id)
+
+
+def get_port(session: Session, port_id: str) -> PortRow | None:
+    return session.get(PortRow, port_id)
+
+
+def subnets_of_network(session: Session, network_id: str) -> list[SubnetRow]:
+    return list(
+        session.scalars(
+            select(SubnetRow).where(SubnetRow.network_id == network_id).order_by(SubnetRow.created_at)
+        )
+    )
+
+
+def all_subnets(session: Session) -> list[SubnetRow]:
+    return list(session.scalars(select(SubnetRow).order_by(SubnetRow.created_at)))
+
+
+def all_networks(session: Session) -> list[NetworkRow]:
+    return list(session.scalars(select(NetworkRow).order_by(NetworkRow.created_at)))
+
+
+def used_addresses(session: Session, subnet_id: str) -> set[str]:
+    return set(session.scalars(select(PortRow.ip_address).where(PortRow.subnet_id == subnet_id)))
+
+
+def ports_on(session: Session, subnet_id: str, address: str) -> PortRow | None:
+    return session.scalars(
+        select(PortRow).where(PortRow.subnet_id == subnet_id, PortRow.ip_address == address)
+    ).first()
+
+
+def ensure_network(session: Session, network_id: str, name: str, now: datetime) -> NetworkRow:
+    row = session.get(NetworkRow, network_id)
+    if row is None:
+        row = NetworkRow(id=network_id, name=name, created_at=now)
+        session.add(row)
+        session.flush()
+    return row
+
+
+def ensure_subnet(
+    session: Session,
+    *,
+    subnet_id: str,
+    network_id: str,
+    cidr: str,
+    ip_version: int,
+    name: str,
+    gateway_ip: str | None,
+    now: datetime,
+) -> SubnetRow:
+    row = session.get(SubnetRow, subnet_id)
+    if row is None:
+        row = SubnetRow(
+            id=subnet_id,
+            network_id=network_id,
+            cidr=cidr,
+            ip_version=ip_version,
+            name=name,
+            gateway_ip=gateway_ip,
+            created_at=now,
+        )
+        session.add(row)
+        session.flush()
+    return row

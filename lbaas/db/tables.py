@@ -1,0 +1,386 @@
+"""SQLAlchemy tables: the stored desired state, the network registry and the job queue.
+
+Rows here are an implementation detail of ``lbaas.db``; the rest of the code sees the
+domain graph (``lbaas.model``) built by ``lbaas.db.graph_loader`` and the API's views.
+Column names follow the Octavia API names where they are the same thing, so filters and
+sort keys map one to one. Tags live in one table keyed by the tagged object's id (ids are
+UUIDs, unique across kinds), which lets every tag filter be an EXISTS sub-query.
+"""
+
+# size: one declarative table per stored kind; splitting them would only scatter the schema.
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+def _id() -> Mapped[str]:
+    return mapped_column(String(36), primary_key=True)
+
+
+class TimestampMixin:
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    updated_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class StatusMixin(TimestampMixin):
+    provisioning_status: Mapped[str] = mapped_column(String(16), nullable=False, index=True)
+    operating_status: Mapped[str] = mapped_column(String(16), nullable=False)
+
+
+class LoadBalancerRow(StatusMixin, Base):
+    __tablename__ = "load_balancers"
+
+    id: Mapped[str] = _id()
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    name: Mapped[str | None] = mapped_column(String(255))
+    description: Mapped[str | None] = mapped_column(String(255))
+    admin_state_up: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    vip_address: Mapped[str | None] = mapped_column(String(64))
+    vip_port_id: Mapped[str | None] = mapped_column(String(36))
+    vip_subnet_id: Mapped[str | None] = mapped_column(String(36))
+    vip_network_id: Mapped[str | None] = mapped_column(String(36))
+    vip_qos_policy_id: Mapped[str | None] = mapped_column(String(36))
+    vip_sg_ids: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
+    additional_vips: Mapped[list[dict[str, str]]] = mapped_column(JSON, nullable=False, default=list)
+    provider: Mapped[str] = mapped_column(String(64), nullable=False)
+    flavor_id: Mapped[str | None] = mapped_column(String(36))
+    availability_zone: Mapped[str | None] = mapped_column(String(255))
+    topology: Mapped[str] = mapped_column(String(16), nullable=False, default="SINGLE")
+
+    listeners: Mapped[list[ListenerRow]] = relationship(
+        back_populates="loadbalancer", order_by="ListenerRow.created_at"
+    )
+    pools: Mapped[list[PoolRow]] = relationship(
+        back_populates="loadbalancer", order_by="PoolRow.created_at"
+    )
+
+
+class ListenerRow(StatusMixin, Base):
+    __tablename__ = "listeners"
+    __table_args__ = (Index("ix_listeners_lb", "loadbalancer_id"),)
+
+    id: Mapped[str] = _id()
+    loadbalancer_id: Mapped[str] = mapped_column(ForeignKey("load_balancers.id"), nullable=False)
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    name: Mapped[str | None] = mapped_column(String(255))
+    description: Mapped[str | None] = mapped_column(String(255))
+    admin_state_up: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    protocol: Mapped[str] = mapped_column(String(32), nullable=False)
+    protocol_port: Mapped[int] = mapped_column(Integer, nullable=False)
+    connection_limit: Mapped[int] = mapped_column(Integer, nullable=False)
+    default_pool_id: Mapped[str | None] = mapped_column(ForeignKey("pools.id"))
+    timeout_client_data: Mapped[int] = mapped_column(Integer, nullable=False)
+    timeout_member_connect: Mapped[int] = mapped_column(Integer, nullable=False)
+    timeout_member_data: Mapped[int] = mapped_column(Integer, nullable=False)
+    timeout_tcp_inspect: Mapped[int] = mapped_column(Integer, nullable=False)
+    insert_headers: Mapped[dict[str, str]] = mapped_column(JSON, nullable=False, default=dict)
+    allowed_cidrs: Mapped[list[str] | None] = mapped_column(JSON)
+    default_tls_container_ref: Mapped[str | None] = mapped_column(String(255))
+    sni_container_refs: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
+    client_ca_tls_container_ref: Mapped[str | None] = mapped_column(String(255))
+    client_authentication: Mapped[str] = mapped_column(String(16), nullable=False)
+    client_crl_container_ref: Mapped[str | None] = mapped_column(String(255))
+    tls_ciphers: Mapped[str | None] = mapped_column(String(2048))
+    tls_versions: Mapped[list[str] | None] = mapped_column(JSON)
+    alpn_protocols: Mapped[list[str] | None] = mapped_column(JSON)
+    hsts_max_age: Mapped[int | None] = mapped_column(Integer)
+    hsts_include_subdomains: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    hsts_preload: Mapped[bool] = mapped_column(Boolean, nullable=False)
+
+    loadbalancer: Mapped[LoadBalancerRow] = relationship(back_populates="listeners")
+    l7policies: Mapped[list[L7PolicyRow]] = relationship(
+        back_populates="listener", order_by="L7PolicyRow.position"
+    )
+
+
+class PoolRow(StatusMixin, Base):
+    __tablename__ = "pools"
+    __table_args__ = (Index("ix_pools_lb", "loadbalancer_id"),)
+
+    id: Mapped[str] = _id()
+    loadbalancer_id: Mapped[str] = mapped_column(ForeignKey("load_balancers.id"), nullable=False)
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    name: Mapped[str | None] = mapped_column(String(255))
+    description: Mapped[str | None] = mapped_column(String(255))
+    admin_state_up: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    protocol: Mapped[str] = mapped_column(String(16), nullable=False)
+    lb_algorithm: Mapped[str] = mapped_column(String(32), nullable=False)
+    session_persistence: Mapped[dict[str, object] | None] = mapped_column(JSON)
+    tls_enabled: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    tls_container_ref: Mapped[str | None] = mapped_column(String(255))
+    ca_tls_container_ref: Mapped[str | None] = mapped_column(String(255))
+    crl_container_ref: Mapped[str | None] = mapped_column(String(255))
+    tls_ciphers: Mapped[str | None] = mapped_column(String(2048))
+    tls_versions: Mapped[list[str] | None] = mapped_column(JSON)
+    alpn_protocols: Mapped[list[str] | None] = mapped_column(JSON)
+
+    loadbalancer: Mapped[LoadBalancerRow] = relationship(back_populates="pools")
+    members: Mapped[list[MemberRow]] = relationship(
+        back_populates="pool", order_by="MemberRow.created_at"
+    )
+    health_monitor: Mapped[HealthMonitorRow | None] = relationship(back_populates="pool")
+
+
+class MemberRow(StatusMixin, Base):
+    __tablename__ = "members"
+    __table_args__ = (
+        UniqueConstraint("pool_id", "address", "protocol_port", name="uq_member_address_port"),
+    )
+
+    id: Mapped[str] = _id()
+    pool_id: Mapped[str] = mapped_column(ForeignKey("pools.id"), nullable=False, index=True)
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    name: Mapped[str | None] = mapped_column(String(255))
+    admin_state_up: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    address: Mapped[str] = mapped_column(String(64), nullable=False)
+    protocol_port: Mapped[int] = mapped_column(Integer, nullable=False)
+    weight: Mapped[int] = mapped_column(Integer, nullable=False)
+    backup: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    subnet_id: Mapped[str | None] = mapped_column(String(36))
+    monitor_address: Mapped[str | None] = mapped_column(String(64))
+    monitor_port: Mapped[int | None] = mapped_column(Integer)
+    vnic_type: Mapped[str] = mapped_column(String(16), nullable=False, default="normal")
+
+    pool: Mapped[PoolRow] = relationship(back_populates="members")
+
+
+class HealthMonitorRow(StatusMixin, Base):
+    __tablename__ = "health_monitors"
+
+    id: Mapped[str] = _id()
+    pool_id: Mapped[str] = mapped_column(ForeignKey("pools.id"), nullable=False, unique=True)
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    name: Mapped[str | None] = mapped_column(String(255))
+    admin_state_up: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    type: Mapped[str] = mapped_column(String(16), nullable=False)
+    delay: Mapped[int] = mapped_column(Integer, nullable=False)
+    timeout: Mapped[int] = mapped_column(Integer, nullable=False)
+    max_retries: Mapped[int] = mapped_column(Integer, nullable=False)
+    max_retries_down: Mapped[int] = mapped_column(Integer, nullable=False)
+    http_method: Mapped[str | None] = mapped_column(String(16))
+    url_path: Mapped[str | None] = mapped_column(String(2048))
+    expected_codes: Mapped[str | None] = mapped_column(String(64))
+    http_version: Mapped[float | None] = mapped_column(Float)
+    domain_name: Mapped[str | None] = mapped_column(String(255))
+
+    pool: Mapped[PoolRow] = relationship(back_populates="health_monitor")
+
+
+class L7PolicyRow(StatusMixin, Base):
+    __tablename__ = "l7policies"
+
+    id: Mapped[str] = _id()
+    listener_id: Mapped[str] = mapped_column(ForeignKey("listeners.id"), nullable=False, index=True)
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    name: Mapped[str | None] = mapped_column(String(255))
+    description: Mapped[str | None] = mapped_column(String(255))
+    admin_state_up: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    action: Mapped[str] = mapped_column(String(32), nullable=False)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    redirect_pool_id: Mapped[str | None] = mapped_column(ForeignKey("pools.id"))
+    redirect_url: Mapped[str | None] = mapped_column(String(2048))
+    redirect_prefix: Mapped[str | None] = mapped_column(String(2048))
+    redirect_http_code: Mapped[int | None] = mapped_column(Integer)
+
+    listener: Mapped[ListenerRow] = relationship(back_populates="l7policies")
+    rules: Mapped[list[L7RuleRow]] = relationship(
+        back_populates="l7policy", order_by="L7RuleRow.created_at"
+    )
+
+
+class L7RuleRow(StatusMixin, Base):
+    __tablename__ = "l7rules"
+
+    id: Mapped[str] = _id()
+    l7policy_id: Mapped[str] = mapped_column(
+        ForeignKey("l7policies.id"), nullable=False, index=True
+    )
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    admin_state_up: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    type: Mapped[str] = mapped_column(String(32), nullable=False)
+    compare_type: Mapped[str] = mapped_column(String(32), nullable=False)
+    key: Mapped[str | None] = mapped_column(String(255))
+    value: Mapped[str] = mapped_column(String(255), nullable=False)
+    invert: Mapped[bool] = mapped_column(Boolean, nullable=False)
+
+    l7policy: Mapped[L7PolicyRow] = relationship(back_populates="rules")
+
+
+class TagRow(Base):
+    __tablename__ = "tags"
+
+    resource_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(255), primary_key=True)
+
+
+class QuotaRow(Base):
+    __tablename__ = "quotas"
+
+    project_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    loadbalancer: Mapped[int | None] = mapped_column(Integer)
+    listener: Mapped[int | None] = mapped_column(Integer)
+    pool: Mapped[int | None] = mapped_column(Integer)
+    member: Mapped[int | None] = mapped_column(Integer)
+    healthmonitor: Mapped[int | None] = mapped_column(Integer)
+    l7policy: Mapped[int | None] = mapped_column(Integer)
+    l7rule: Mapped[int | None] = mapped_column(Integer)
+
+
+class FlavorProfileRow(Base):
+    __tablename__ = "flavor_profiles"
+
+    id: Mapped[str] = _id()
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    provider_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    flavor_data: Mapped[str] = mapped_column(String(4096), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class FlavorRow(Base):
+    __tablename__ = "flavors"
+
+    id: Mapped[str] = _id()
+    name: Mapped[str] = mapped_column(String(255), nullable=False, unique=True)
+    description: Mapped[str | None] = mapped_column(String(255))
+    enabled: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    flavor_profile_id: Mapped[str] = mapped_column(
+        ForeignKey("flavor_profiles.id"), nullable=False
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class AvailabilityZoneProfileRow(Base):
+    __tablename__ = "availability_zone_profiles"
+
+    id: Mapped[str] = _id()
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    provider_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    availability_zone_data: Mapped[str] = mapped_column(String(4096), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class AvailabilityZoneRow(Base):
+    __tablename__ = "availability_zones"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    description: Mapped[str | None] = mapped_column(String(255))
+    enabled: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    availability_zone_profile_id: Mapped[str] = mapped_column(
+        ForeignKey("availability_zone_profiles.id"), nullable=False
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class NetworkRow(Base):
+    __tablename__ = "networks"
+
+    id: Mapped[str] = _id()
+    name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    project_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class SubnetRow(Base):
+    __tablename__ = "subnets"
+
+    id: Mapped[str] = _id()
+    network_id: Mapped[str] = mapped_column(ForeignKey("networks.id"), nullable=False)
+    name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    cidr: Mapped[str] = mapped_column(String(64), nullable=False)
+    ip_version: Mapped[int] = mapped_column(Integer, nullable=False)
+    gateway_ip: Mapped[str | None] = mapped_column(String(64))
+    project_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class PortRow(Base):
+    """An allocated address on a subnet (a VIP, or an amphora's leg)."""
+
+    __tablename__ = "ports"
+    __table_args__ = (UniqueConstraint("subnet_id", "ip_address", name="uq_port_subnet_ip"),)
+
+    id: Mapped[str] = _id()
+    network_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    subnet_id: Mapped[str] = mapped_column(ForeignKey("subnets.id"), nullable=False)
+    ip_address: Mapped[str] = mapped_column(String(64), nullable=False)
+    device_owner: Mapped[str] = mapped_column(String(64), nullable=False, default="")
+    device_id: Mapped[str] = mapped_column(String(64), nullable=False, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class AmphoraRow(TimestampMixin, Base):
+    __tablename__ = "amphorae"
+
+    id: Mapped[str] = _id()
+    loadbalancer_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    status: Mapped[str] = mapped_column(String(36), nullable=False)
+    role: Mapped[str | None] = mapped_column(String(16))
+    host: Mapped[str | None] = mapped_column(String(255))
+    lb_network_ip: Mapped[str | None] = mapped_column(String(64))
+    vrrp_ip: Mapped[str | None] = mapped_column(String(64))
+    ha_ip: Mapped[str | None] = mapped_column(String(64))
+    vrrp_port_id: Mapped[str | None] = mapped_column(String(36))
+    ha_port_id: Mapped[str | None] = mapped_column(String(36))
+    cert_expiration: Mapped[datetime | None] = mapped_column(DateTime)
+    compute_id: Mapped[str | None] = mapped_column(String(64))
+    vrrp_interface: Mapped[str | None] = mapped_column(String(16))
+    vrrp_id: Mapped[int | None] = mapped_column(Integer)
+    vrrp_priority: Mapped[int | None] = mapped_column(Integer)
+    last_heartbeat_at: Mapped[float | None] = mapped_column(Float)
+    failover_pending: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+
+
+class ListenerStatsRow(Base):
+    """Counters of one listener as seen by one amphora, folded across restarts."""
+
+    __tablename__ = "listener_stats"
+
+    amphora_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    listener_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    loadbalancer_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    epoch: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    base: Mapped[dict[str, int]] = mapped_column(JSON, nullable=False)
+    last: Mapped[dict[str, int]] = mapped_column(JSON, nullable=False)
+
+
+class ConvergeJobRow(Base):
+    """The durable "converge load balancer X" job: one row per load balancer.
+
+    A write bumps ``requested_gen``; a worker claims the row (lease), converges, and on
+    success sets ``done_gen`` to the generation it claimed. Changes that arrive while the
+    row is queued merge into the same run; changes that arrive during a run leave
+    ``requested_gen > done_gen`` so the row is claimed again.
+    """
+
+    __tablename__ = "converge_jobs"
+
+    loadbalancer_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    requested_gen: Mapped[int] = mapped_column(Integer, nullable=False)
+    done_gen: Mapped[int] = mapped_column(Integer, nullable=False)
+    claimed_gen: Mapped[int] = mapped_column(Integer, nullable=False)
+    rebuild: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires_at: Mapped[float | None] = mapped_column(Float)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    next_attempt_at: Mapped[float] = mapped_column(Float, nullable=False, index=True)
+    last_error: Mapped[str | None] = mapped_column(String(2048))
+    updated_at: Mapped[float] = mapped_column(Float, nullable=False)

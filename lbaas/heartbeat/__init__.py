@@ -1,0 +1,1 @@
+"""The heartbeat wire format shared by agents (senders) and the health manager (receiver)."""

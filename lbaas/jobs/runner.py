@@ -1,0 +1,107 @@
+"""The job runner: owns a claim's bookkeeping from start to settled.
+
+Converge code raises; the runner decides what that means, as kopf and netbox's JobRunner
+do. The state machine, one branch per outcome:
+
+* converge returned              → the claimed generation is done (fenced write)
+* ``TemporaryError`` / unknown   → retry after backoff, unless attempts are used up,
+  exception                        then as permanent
+* ``PermanentError``             → ERROR on the load balancer, reason kept on the job
+* fence says LOST                → someone else owns it now: write nothing
+
+Backoff doubles from ``backoff_base`` up to ``backoff_max``; a provider's own suggested
+delay is honoured if longer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from enum import Enum
+
+from sqlalchemy.orm import Session
+
+from lbaas.config import WorkerSettings
+from lbaas.converge.converge import ConvergeRequest, Converger
+from lbaas.db import job_queue
+from lbaas.db.engine import Database
+from lbaas.db.job_queue import Claim, Fence
+from lbaas.errors import PermanentError, TemporaryError
+
+LOG = logging.getLogger(__name__)
+
+
+class Outcome(Enum):
+    DONE = "done"
+    RETRY = "retry"
+    FAILED = "failed"
+
+
+def backoff_delay(attempts: int, base: float, maximum: float) -> float:
+    """Delay before attempt number ``attempts + 1`` (attempts counts failures so far)."""
+    return float(min(maximum, base * (2**attempts)))
+
+
+class JobRunner:
+    def __init__(
+        self,
+        database: Database,
+        converger: Converger,
+        settings: WorkerSettings,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._db = database
+        self._converger = converger
+        self._settings = settings
+        self._clock = clock
+
+    def _settle_for(self, claim: Claim) -> Callable[..., Fence]:
+        def settle(session: Session, error: str | None = None) -> Fence:
+            fence = job_queue.check_fence(session, claim)
+            if fence is not Fence.LOST:
+                job_queue.settle_done(session, claim, self._clock(), error)
+            return fence
+
+        return settle
+
+    def run(self, claim: Claim) -> Outcome:
+        """Converge the claimed load balancer and settle the claim, whatever happens."""
+        request = ConvergeRequest(claim.loadbalancer_id, rebuild=claim.rebuild)
+        settle = self._settle_for(claim)
+        try:
+            self._converger.converge_load_balancer(request, settle)
+            return Outcome.DONE
+        except PermanentError as exc:
+            return self._fail(claim, request, exc.user_message, exc.operator_message)
+        except TemporaryError as exc:
+            return self._retry(claim, request, exc.user_message, exc.operator_message, exc.delay)
+        except Exception as exc:  # noqa: BLE001 - top of the job loop: count as temporary
+            LOG.exception("converge of %s raised", claim.loadbalancer_id)
+            message = f"internal error: {type(exc).__name__}"
+            return self._retry(claim, request, message, str(exc), 0.0)
+
+    def _retry(
+        self, claim: Claim, request: ConvergeRequest, user: str, operator: str, hint: float
+    ) -> Outcome:
+        if claim.attempts + 1 >= self._settings.max_attempts:
+            reason = f"{user} (gave up after {claim.attempts + 1} attempts)"
+            return self._fail(claim, request, reason, operator)
+        delay = max(
+            hint,
+            backoff_delay(claim.attempts, self._settings.backoff_base, self._settings.backoff_max),
+        )
+        LOG.info(
+            "converge of %s failed (attempt %d), retrying in %.2fs: %s",
+            claim.loadbalancer_id,
+            claim.attempts + 1,
+            delay,
+            operator,
+        )
+        job_queue.settle_retry(self._db, claim, self._clock(), delay, user)
+        return Outcome.RETRY
+
+    def _fail(self, claim: Claim, request: ConvergeRequest, user: str, operator: str) -> Outcome:
+        LOG.warning("converge of %s failed for good: %s", claim.loadbalancer_id, operator)
+        self._converger.give_up(request, user, self._settle_for(claim))
+        return Outcome.FAILED

@@ -1,0 +1,127 @@
+"""The worker: threads that claim converge jobs, a lease keeper, and the periodic resync.
+
+Each thread claims one job at a time, so one process converges up to ``threads`` load
+balancers in parallel and never the same one twice (the job row holds one lease). An idle
+thread sleeps until ``notify()`` — called by an in-process API right after its commit — or
+until ``poll_interval`` passes, which is how jobs written by other processes are found. A
+keeper thread renews the leases of running jobs, so a long converge is not taken over,
+while a worker that dies stops renewing and its jobs are claimed again when the lease
+runs out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+from lbaas.config import WorkerSettings
+from lbaas.db import job_queue
+from lbaas.db.engine import Database
+from lbaas.jobs.runner import JobRunner
+
+LOG = logging.getLogger(__name__)
+
+
+class Worker:
+    def __init__(
+        self,
+        database: Database,
+        runner: JobRunner,
+        settings: WorkerSettings,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._db = database
+        self._runner = runner
+        self._settings = settings
+        self._clock = clock
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._wake = threading.Condition()
+        self._pending_wakeups = 0
+        self._stop = threading.Event()
+        self._running: set[str] = set()
+        self._running_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def notify(self) -> None:
+        """Wake an idle thread: a job was just committed."""
+        with self._wake:
+            self._pending_wakeups += 1
+            self._wake.notify()
+
+    def start(self) -> None:
+        for i in range(self._settings.threads):
+            self._spawn(self._claim_loop, f"converge-{i}")
+        self._spawn(self._lease_loop, "lease-keeper")
+        self._spawn(self._resync_loop, "resync")
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def _idle_wait(self) -> None:
+        with self._wake:
+            if self._pending_wakeups == 0:
+                self._wake.wait(self._settings.poll_interval)
+            self._pending_wakeups = max(0, self._pending_wakeups - 1)
+
+    def run_once(self) -> bool:
+        """Claim and run one job if there is one; True if a job ran."""
+        claim = job_queue.claim_next(
+            self._db, self.owner, self._clock(), self._settings.lease_seconds
+        )
+        if claim is None:
+            return False
+        with self._running_lock:
+            self._running.add(claim.loadbalancer_id)
+        try:
+            self._runner.run(claim)
+        finally:
+            with self._running_lock:
+                self._running.discard(claim.loadbalancer_id)
+        return True
+
+    def _claim_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.run_once():
+                    continue
+            except Exception:  # noqa: BLE001 - top of the loop: log, back off, go on
+                LOG.exception("worker loop error")
+                self._stop.wait(self._settings.poll_interval)
+                continue
+            self._idle_wait()
+
+    def _lease_loop(self) -> None:
+        interval = max(0.05, self._settings.lease_seconds / 3)
+        while not self._stop.wait(interval):
+            with self._running_lock:
+                running = sorted(self._running)
+            try:
+                job_queue.renew_leases(
+                    self._db, self.owner, running, self._clock(), self._settings.lease_seconds
+                )
+            except Exception:  # noqa: BLE001 - top of the loop
+                LOG.exception("lease renewal failed")
+
+    def _resync_loop(self) -> None:
+        while not self._stop.wait(self._settings.resync_interval):
+            try:
+                count = job_queue.enqueue_resync(self._db, self._clock())
+                if count:
+                    LOG.info("resync queued %d load balancers", count)
+                    self.notify()
+            except Exception:  # noqa: BLE001 - top of the loop
+                LOG.exception("resync failed")

@@ -1,0 +1,4 @@
+"""The domain model: enums, the load-balancer graph and health reports.
+
+Nothing here does I/O; every other layer may import it.
+"""

@@ -1,0 +1,204 @@
+"""Enumerations of the load-balancer domain.
+
+Every vocabulary the API, the database, converge and the providers share lives here as a
+``StrEnum`` so that a typo is a type error rather than a silent mismatch. The values are
+exactly the strings of Octavia's v2 API, so they can be stored and sent as they are.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ProvisioningStatus(StrEnum):
+    ACTIVE = "ACTIVE"
+    PENDING_CREATE = "PENDING_CREATE"
+    PENDING_UPDATE = "PENDING_UPDATE"
+    PENDING_DELETE = "PENDING_DELETE"
+    ERROR = "ERROR"
+    DELETED = "DELETED"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.startswith("PENDING_")
+
+
+class OperatingStatus(StrEnum):
+    ONLINE = "ONLINE"
+    DRAINING = "DRAINING"
+    OFFLINE = "OFFLINE"
+    DEGRADED = "DEGRADED"
+    ERROR = "ERROR"
+    NO_MONITOR = "NO_MONITOR"
+
+
+class ListenerProtocol(StrEnum):
+    HTTP = "HTTP"
+    HTTPS = "HTTPS"
+    TCP = "TCP"
+    TERMINATED_HTTPS = "TERMINATED_HTTPS"
+    UDP = "UDP"
+    SCTP = "SCTP"
+    PROMETHEUS = "PROMETHEUS"
+
+    @property
+    def l4_family(self) -> str:
+        """The transport a listener of this protocol binds (port uniqueness is per family)."""
+        if self is ListenerProtocol.UDP:
+            return "UDP"
+        if self is ListenerProtocol.SCTP:
+            return "SCTP"
+        return "TCP"
+
+
+class PoolProtocol(StrEnum):
+    HTTP = "HTTP"
+    HTTPS = "HTTPS"
+    TCP = "TCP"
+    PROXY = "PROXY"
+    PROXYV2 = "PROXYV2"
+    UDP = "UDP"
+    SCTP = "SCTP"
+
+
+class LbAlgorithm(StrEnum):
+    ROUND_ROBIN = "ROUND_ROBIN"
+    LEAST_CONNECTIONS = "LEAST_CONNECTIONS"
+    SOURCE_IP = "SOURCE_IP"
+    SOURCE_IP_PORT = "SOURCE_IP_PORT"
+
+
+class PersistenceType(StrEnum):
+    SOURCE_IP = "SOURCE_IP"
+    HTTP_COOKIE = "HTTP_COOKIE"
+    APP_COOKIE = "APP_COOKIE"
+
+
+class HealthMonitorType(StrEnum):
+    HTTP = "HTTP"
+    HTTPS = "HTTPS"
+    PING = "PING"
+    TCP = "TCP"
+    TLS_HELLO = "TLS-HELLO"
+    UDP_CONNECT = "UDP-CONNECT"
+    SCTP = "SCTP"
+
+
+class HttpMethod(StrEnum):
+    GET = "GET"
+    HEAD = "HEAD"
+    POST = "POST"
+    PUT = "PUT"
+    DELETE = "DELETE"
+    TRACE = "TRACE"
+    OPTIONS = "OPTIONS"
+    CONNECT = "CONNECT"
+    PATCH = "PATCH"
+
+
+class L7PolicyAction(StrEnum):
+    REJECT = "REJECT"
+    REDIRECT_TO_URL = "REDIRECT_TO_URL"
+    REDIRECT_TO_POOL = "REDIRECT_TO_POOL"
+    REDIRECT_PREFIX = "REDIRECT_PREFIX"
+
+
+class L7RuleType(StrEnum):
+    HOST_NAME = "HOST_NAME"
+    PATH = "PATH"
+    FILE_TYPE = "FILE_TYPE"
+    HEADER = "HEADER"
+    COOKIE = "COOKIE"
+    SSL_CONN_HAS_CERT = "SSL_CONN_HAS_CERT"
+    SSL_VERIFY_RESULT = "SSL_VERIFY_RESULT"
+    SSL_DN_FIELD = "SSL_DN_FIELD"
+
+
+class L7CompareType(StrEnum):
+    REGEX = "REGEX"
+    STARTS_WITH = "STARTS_WITH"
+    ENDS_WITH = "ENDS_WITH"
+    CONTAINS = "CONTAINS"
+    EQUAL_TO = "EQUAL_TO"
+
+
+class ClientAuthentication(StrEnum):
+    NONE = "NONE"
+    OPTIONAL = "OPTIONAL"
+    MANDATORY = "MANDATORY"
+
+
+class Topology(StrEnum):
+    SINGLE = "SINGLE"
+    ACTIVE_STANDBY = "ACTIVE_STANDBY"
+
+
+class AmphoraStatus(StrEnum):
+    BOOTING = "BOOTING"
+    ALLOCATED = "ALLOCATED"
+    READY = "READY"
+    PENDING_CREATE = "PENDING_CREATE"
+    PENDING_DELETE = "PENDING_DELETE"
+    DELETED = "DELETED"
+    ERROR = "ERROR"
+    FAILOVER_STOPPED = "FAILOVER_STOPPED"
+
+
+class AmphoraRole(StrEnum):
+    STANDALONE = "STANDALONE"
+    MASTER = "MASTER"
+    BACKUP = "BACKUP"
+
+
+# Which pool protocols a listener of each protocol may use as its default or redirect pool.
+LISTENER_POOL_COMPATIBILITY: dict[ListenerProtocol, frozenset[PoolProtocol]] = {
+    ListenerProtocol.HTTP: frozenset(
+        {PoolProtocol.HTTP, PoolProtocol.PROXY, PoolProtocol.PROXYV2}
+    ),
+    ListenerProtocol.HTTPS: frozenset(
+        {PoolProtocol.HTTPS, PoolProtocol.PROXY, PoolProtocol.PROXYV2, PoolProtocol.TCP}
+    ),
+    ListenerProtocol.TCP: frozenset(
+        {
+            PoolProtocol.HTTP,
+            PoolProtocol.HTTPS,
+            PoolProtocol.PROXY,
+            PoolProtocol.PROXYV2,
+            PoolProtocol.TCP,
+        }
+    ),
+    ListenerProtocol.TERMINATED_HTTPS: frozenset(
+        {PoolProtocol.HTTP, PoolProtocol.PROXY, PoolProtocol.PROXYV2}
+    ),
+    ListenerProtocol.UDP: frozenset({PoolProtocol.UDP}),
+    ListenerProtocol.SCTP: frozenset({PoolProtocol.SCTP}),
+    ListenerProtocol.PROMETHEUS: frozenset(),
+}
+
+# Health monitor types allowed per pool protocol.
+_STREAM_HM_TYPES = frozenset(
+    {
+        HealthMonitorType.HTTP,
+        HealthMonitorType.HTTPS,
+        HealthMonitorType.PING,
+        HealthMonitorType.TCP,
+        HealthMonitorType.TLS_HELLO,
+    }
+)
+_DATAGRAM_HM_TYPES = frozenset(
+    {
+        HealthMonitorType.UDP_CONNECT,
+        HealthMonitorType.SCTP,
+        HealthMonitorType.TCP,
+        HealthMonitorType.HTTP,
+    }
+)
+POOL_HEALTH_MONITOR_TYPES: dict[PoolProtocol, frozenset[HealthMonitorType]] = {
+    PoolProtocol.HTTP: _STREAM_HM_TYPES,
+    PoolProtocol.HTTPS: _STREAM_HM_TYPES,
+    PoolProtocol.PROXY: _STREAM_HM_TYPES,
+    PoolProtocol.PROXYV2: _STREAM_HM_TYPES,
+    PoolProtocol.TCP: _STREAM_HM_TYPES,
+    PoolProtocol.UDP: _DATAGRAM_HM_TYPES,
+    PoolProtocol.SCTP: _DATAGRAM_HM_TYPES,
+}

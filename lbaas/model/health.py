@@ -1,0 +1,66 @@
+"""Observed health of a load balancer's data plane, as providers and agents report it.
+
+This is the shape of one health report (a heartbeat's payload, or a provider's ``status``
+answer) before it is rolled up into Octavia's operating statuses. It mirrors what HAProxy
+can tell: whether a listener is accepting (or full), whether a backend has a working
+server, and per server whether its check passes, it is draining or in maintenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from lbaas.model.graph import ListenerId, LoadBalancerId, MemberId, PoolId
+
+
+class ListenerState(StrEnum):
+    OPEN = "OPEN"
+    FULL = "FULL"
+    DOWN = "DOWN"
+
+
+class PoolState(StrEnum):
+    UP = "UP"
+    DOWN = "DOWN"
+
+
+class MemberState(StrEnum):
+    UP = "UP"
+    DOWN = "DOWN"
+    DRAIN = "DRAIN"
+    MAINT = "MAINT"
+    NO_CHECK = "NO_CHECK"
+
+
+@dataclass(frozen=True)
+class ListenerCounters:
+    """Cumulative counters of one listener since its process started."""
+
+    bytes_in: int = 0
+    bytes_out: int = 0
+    active_connections: int = 0
+    total_connections: int = 0
+    request_errors: int = 0
+
+
+@dataclass(frozen=True)
+class ListenerHealth:
+    state: ListenerState
+    counters: ListenerCounters = field(default_factory=ListenerCounters)
+
+
+@dataclass(frozen=True)
+class PoolHealth:
+    state: PoolState
+    members: Mapping[MemberId, MemberState] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """One observation of a load balancer's data plane."""
+
+    loadbalancer_id: LoadBalancerId
+    listeners: Mapping[ListenerId, ListenerHealth] = field(default_factory=dict)
+    pools: Mapping[PoolId, PoolHealth] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""lbaas's own network registry: networks, subnets and the addresses allocated on them."""

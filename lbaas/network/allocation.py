@@ -1,0 +1,130 @@
+"""VIP address allocation from the subnets lbaas knows, the way Octavia resolves a VIP.
+
+A load balancer's VIP may be requested by port, network, subnet and/or address; this module
+picks the subnet, checks the address (or finds a free one) and records a port for it, all
+inside the caller's transaction so a failed create leaves no port behind. The network and
+broadcast addresses, the gateway and (for the loopback range) 127.0.0.1 are never handed out.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from lbaas.db import network_repo
+from lbaas.db.session import Session
+from lbaas.db.tables import PortRow, SubnetRow
+from lbaas.errors import Conflict, InvalidInput, ValidationFailure
+
+# Larger subnets are only searched this far for a free address (keeps allocation O(1)).
+_SEARCH_LIMIT = 65536
+
+
+@dataclass(frozen=True)
+class VipRequest:
+    port_id: str | None = None
+    network_id: str | None = None
+    subnet_id: str | None = None
+    address: str | None = None
+
+
+@dataclass(frozen=True)
+class AllocatedVip:
+    address: str
+    subnet_id: str
+    network_id: str
+    port_id: str
+
+
+def _contains(subnet: SubnetRow, address: str) -> bool:
+    return ipaddress.ip_address(address) in ipaddress.ip_network(subnet.cidr, strict=False)
+
+
+def _free_address(session: Session, subnet: SubnetRow) -> str | None:
+    network = ipaddress.ip_network(subnet.cidr, strict=False)
+    used = network_repo.used_addresses(session, subnet.id)
+    reserved = {subnet.gateway_ip, "127.0.0.1"}
+    for count, host in enumerate(network.hosts()):
+        if count >= _SEARCH_LIMIT:
+            break
+        text = str(host)
+        if text not in used and text not in reserved:
+            return text
+    return None
+
+
+def _subnet_for_network(session: Session, network_id: str, address: str | None) -> SubnetRow:
+    subnets = network_repo.subnets_of_network(session, network_id)
+    if address is not None:
+        for subnet in subnets:
+            if _contains(subnet, address):
+                return subnet
+        raise ValidationFailure(
+            "Supplied network does not contain a subnet for VIP address specified."
+        )
+    for subnet in sorted(subnets, key=lambda s: s.ip_version):
+        if _free_address(session, subnet) is not None:
+            return subnet
+    raise ValidationFailure(f"No subnet of network {network_id} has a free address for the VIP.")
+
+
+def allocate_vip(
+    session: Session, request: VipRequest, owner_id: str, now: datetime
+) -> AllocatedVip:
+    """Resolve and reserve the VIP; raises InvalidInput (400) or Conflict (409)."""
+    if request.port_id is not None:
+        port = network_repo.get_port(session, request.port_id)
+        if port is None:
+            raise InvalidInput(f"Port {request.port_id} not found.")
+        if port.device_id and port.device_id != owner_id:
+            raise InvalidInput(f"Port {port.id} is already used by device {port.device_id}")
+        if request.address is not None and request.address != port.ip_address:
+            raise InvalidInput("Specified VIP address not found on the specified VIP port.")
+        if request.subnet_id is not None and request.subnet_id != port.subnet_id:
+            raise InvalidInput(
+                "VIP port's subnet could not be determined. Please specify either a VIP "
+                "subnet or address."
+            )
+        port.device_id = owner_id
+        port.device_owner = "lbaas:vip"
+        return AllocatedVip(port.ip_address, port.subnet_id, port.network_id, port.id)
+    if request.subnet_id is not None:
+        subnet = network_repo.get_subnet(session, request.subnet_id)
+        if subnet is None:
+            raise InvalidInput(f"Subnet {request.subnet_id} not found.")
+        if request.network_id is not None and subnet.network_id != request.network_id:
+            raise InvalidInput(f"Subnet {request.subnet_id} not found.")
+    elif request.network_id is not None:
+        if network_repo.get_network(session, request.network_id) is None:
+            raise InvalidInput(f"Network {request.network_id} not found.")
+        subnet = _subnet_for_network(session, request.network_id, request.address)
+    else:
+        raise ValidationFailure(
+            "VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id."
+        )
+    address = request.address
+    if address is None:
+        address = _free_address(session, subnet)
+        if address is None:
+            raise Conflict(f"No free address left on subnet {subnet.id}.")
+    elif not _contains(subnet, address):
+        raise InvalidInput(
+            f"VIP address {address} is not in the CIDR {subnet.cidr} of subnet {subnet.id}."
+        )
+    if network_repo.ports_on(session, subnet.id, address) is not None:
+        raise Conflict(f"The VIP IP address is already in use: {address}")
+    port_id = str(uuid.uuid4())
+    session.add(
+        PortRow(
+            id=port_id,
+            network_id=subnet.network_id,
+            subnet_id=subnet.id,
+            ip_address=address,
+            device_owner="lbaas:vip",
+            device_id=owner_id,
+            created_at=now,
+        )
+    )
+    return AllocatedVip(address, subnet.id, subnet.network_id, port_id)

@@ -1,0 +1,1 @@
+"""Providers: the data planes load balancers run on, behind one interface (base.py)."""

@@ -1,0 +1,114 @@
+"""The provider interface: the one thing every data plane implements.
+
+A provider is handed the whole desired graph of a load balancer and makes its data plane
+match it. That is the design's "converge, don't script": there is no create-listener or
+update-member call to sequence, so a provider never sees half a change, and applying the
+same graph twice is a no-op. Providers declare up front what they can do
+(``ProviderCapabilities``); the API checks every request against that declaration before
+anything is written, so an unsupported option is a 400 and never a failed converge.
+
+Errors: ``apply`` and ``delete`` raise ``lbaas.errors.TemporaryError`` for conditions worth
+retrying (an agent that does not answer) and ``PermanentError`` for those that are not (a
+configuration a real validator refused). Anything else is treated as temporary by the job
+runner until its attempts run out.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from lbaas.model.enums import (
+    HealthMonitorType,
+    L7PolicyAction,
+    L7RuleType,
+    LbAlgorithm,
+    ListenerProtocol,
+    PersistenceType,
+    PoolProtocol,
+)
+from lbaas.model.graph import LoadBalancer, LoadBalancerId
+from lbaas.model.health import HealthReport
+
+if TYPE_CHECKING:
+    from lbaas.config import Settings
+    from lbaas.db.engine import Database
+
+
+@dataclass(frozen=True)
+class ProviderContext:
+    """What a provider is built with: the settings and, for stateful ones, the database."""
+
+    settings: Settings
+    database: Database | None = None
+
+
+@dataclass(frozen=True)
+class ProviderCapabilities:
+    """What a provider supports; the API refuses (400) whatever is not listed here."""
+
+    listener_protocols: frozenset[ListenerProtocol]
+    pool_protocols: frozenset[PoolProtocol]
+    lb_algorithms: frozenset[LbAlgorithm]
+    persistence_types: frozenset[PersistenceType]
+    health_monitor_types: frozenset[HealthMonitorType]
+    l7_actions: frozenset[L7PolicyAction] = frozenset()
+    l7_rule_types: frozenset[L7RuleType] = frozenset()
+    # Flavor and availability-zone keys with a one-line description each.
+    flavor_keys: Mapping[str, str] = field(default_factory=dict)
+    availability_zone_keys: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What a successful ``apply`` observed; the health roll-up may refine it later."""
+
+    # Set when the provider could already see the data plane serving (e.g. HAProxy up).
+    serving: bool = True
+    detail: str = ""
+
+
+class ProviderDriver(abc.ABC):
+    """A data plane that can carry load balancers."""
+
+    #: The name tenants put in a load balancer's ``provider`` field.
+    name: str = ""
+    #: One line shown by ``GET /v2/lbaas/providers``.
+    description: str = ""
+
+    def __init__(self, context: ProviderContext) -> None:
+        self.context = context
+
+    @abc.abstractmethod
+    def capabilities(self) -> ProviderCapabilities:
+        """Declare what this provider supports. Pure; called once at start-up."""
+
+    @abc.abstractmethod
+    def apply(self, graph: LoadBalancer, *, rebuild: bool = False) -> ApplyResult:
+        """Make the data plane of ``graph.id`` match ``graph`` exactly.
+
+        Creates what is missing, changes what differs and removes what the graph no longer
+        holds. Idempotent: applying an unchanged graph changes nothing. ``rebuild`` asks
+        for the data plane to be torn down and built afresh (failover), keeping the VIP.
+        Raises TemporaryError or PermanentError.
+        """
+
+    @abc.abstractmethod
+    def delete(self, loadbalancer_id: LoadBalancerId) -> None:
+        """Remove every trace of the load balancer from the data plane.
+
+        Idempotent: deleting what does not exist succeeds. Raises TemporaryError.
+        """
+
+    @abc.abstractmethod
+    def status(self, loadbalancer_id: LoadBalancerId) -> HealthReport | None:
+        """The latest health observed for the load balancer, or None if nothing is known.
+
+        Providers whose data planes push heartbeats may return None and let the health
+        manager record what arrives.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
+        """Release what the provider holds (connections, threads)."""

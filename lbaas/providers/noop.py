@@ -1,0 +1,89 @@
+"""The noop provider: accepts every graph and touches no data plane.
+
+It exists for API tests, benchmarks and the control plane's crash tests. It remembers what
+it was asked to do (in memory, and optionally as JSON lines in a file so a test can read
+what another process did), and it can be made slow or failing through its settings or,
+in-process, through its attributes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from lbaas.errors import PermanentError, TemporaryError
+from lbaas.model import enums as E
+from lbaas.model.graph import LoadBalancer, LoadBalancerId
+from lbaas.model.health import HealthReport
+from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    action: str
+    loadbalancer_id: str
+    started: float
+    finished: float
+
+
+class NoopProvider(ProviderDriver):
+    description = "Accepts everything, carries no traffic (for tests and benchmarks)."
+
+    def __init__(self, context: ProviderContext) -> None:
+        super().__init__(context)
+        settings = context.settings.providers
+        self.delay = settings.noop_delay
+        self.fail = settings.noop_fail
+        self._record_path = settings.noop_record_path
+        self.calls: list[RecordedCall] = []
+        self.graphs: dict[str, LoadBalancer] = {}
+        self._lock = threading.Lock()
+
+    def capabilities(self) -> ProviderCapabilities:
+        return ProviderCapabilities(
+            listener_protocols=frozenset(E.ListenerProtocol),
+            pool_protocols=frozenset(E.PoolProtocol),
+            lb_algorithms=frozenset(E.LbAlgorithm),
+            persistence_types=frozenset(E.PersistenceType),
+            health_monitor_types=frozenset(E.HealthMonitorType),
+            l7_actions=frozenset(E.L7PolicyAction),
+            l7_rule_types=frozenset(E.L7RuleType),
+            flavor_keys={"loadbalancer_topology": "SINGLE or ACTIVE_STANDBY (recorded only)"},
+            availability_zone_keys={"compute_zone": "Recorded only"},
+        )
+
+    def _run(self, action: str, loadbalancer_id: str) -> None:
+        started = time.time()
+        if self.delay:
+            time.sleep(self.delay)
+        if self.fail == "temporary":
+            raise TemporaryError("noop provider told to fail (temporary)", delay=0.05)
+        if self.fail == "permanent":
+            raise PermanentError("noop provider told to fail (permanent)")
+        call = RecordedCall(action, loadbalancer_id, started, time.time())
+        with self._lock:
+            self.calls.append(call)
+            if self._record_path:
+                line = json.dumps({**call.__dict__, "pid": os.getpid()}) + "\n"
+                fd = os.open(self._record_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, line.encode())
+                finally:
+                    os.close(fd)
+
+    def apply(self, graph: LoadBalancer, *, rebuild: bool = False) -> ApplyResult:
+        self._run("rebuild" if rebuild else "apply", graph.id)
+        with self._lock:
+            self.graphs[graph.id] = graph
+        return ApplyResult(serving=True, detail="noop")
+
+    def delete(self, loadbalancer_id: LoadBalancerId) -> None:
+        self._run("delete", loadbalancer_id)
+        with self._lock:
+            self.graphs.pop(loadbalancer_id, None)
+
+    def status(self, loadbalancer_id: LoadBalancerId) -> HealthReport | None:
+        return None

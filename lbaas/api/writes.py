@@ -25,7 +25,7 @@ ACTIVE = ProvisioningStatus.ACTIVE.value
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def lock_loadbalancer_for_child(session: Session, loadbalancer_id: str) -> LoadBalancerRow:

@@ -47,7 +47,7 @@ class ConvergeRequest:
 
 def utcnow() -> datetime:
     """Timestamps are stored naive in UTC, as Octavia renders them (no zone suffix)."""
-    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Converger:

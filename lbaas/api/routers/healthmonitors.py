@@ -1,0 +1,5 @@
+"""Placeholder router; being written."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

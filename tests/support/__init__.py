@@ -1,0 +1,1 @@
+"""Test support code: fixtures' building blocks, clients and process runners."""

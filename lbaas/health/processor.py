@@ -1,0 +1,69 @@
+"""What one authenticated heartbeat changes: liveness, counters, operating statuses.
+
+The receiver only proves a datagram is genuine and fresh; this is the step after it, kept
+apart so it can be driven directly in tests and reused by anything else that learns of a
+data plane's health (a provider's ``status`` answer takes the same path). Order matters:
+liveness first, because a heartbeat that reaches us proves the amphora is up even if its
+load balancer is in the middle of a converge; counters next, because they are cumulative
+and must be folded even while statuses may not be written; statuses last, written by the
+store only when no converge is in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from enum import StrEnum
+from functools import partial
+
+from lbaas.health.counters import fold_report
+from lbaas.health.rollup import roll_up
+from lbaas.health.store import HealthStore
+from lbaas.model.graph import AmphoraId, ListenerId
+from lbaas.model.health import HealthReport, ListenerCounters
+
+log = logging.getLogger(__name__)
+
+
+class HeartbeatOutcome(StrEnum):
+    """What became of a heartbeat that passed authentication."""
+
+    APPLIED = "applied"
+    """Recorded, counters folded, statuses written."""
+    DEFERRED = "deferred"
+    """Recorded and counters folded; statuses not written (a converge is in flight)."""
+    LOADBALANCER_GONE = "loadbalancer_gone"
+    """Recorded; the load balancer no longer exists, so there was nothing else to do."""
+    UNKNOWN_AMPHORA = "unknown_amphora"
+    """Ignored: the store does not know this amphora as serving that load balancer."""
+
+
+class HeartbeatProcessor:
+    """Applies authenticated heartbeats to a ``HealthStore``."""
+
+    def __init__(self, store: HealthStore, clock: Callable[[], float] = time.time) -> None:
+        self._store = store
+        self._clock = clock
+
+    def process(self, amphora_id: AmphoraId, epoch: int, report: HealthReport) -> HeartbeatOutcome:
+        """Apply one heartbeat from ``amphora_id``'s agent of start-up time ``epoch``."""
+        lb_id = report.loadbalancer_id
+        if not self._store.record_heartbeat(amphora_id, lb_id, self._clock()):
+            log.info("ignoring heartbeat of unknown amphora %s (lb %s)", amphora_id, lb_id)
+            return HeartbeatOutcome.UNKNOWN_AMPHORA
+        graph = self._store.load_graph(lb_id)
+        if graph is None:
+            return HeartbeatOutcome.LOADBALANCER_GONE
+        # Only listeners the graph knows: a late report must not resurrect the counters
+        # of a listener that was just deleted.
+        known = {listener.id for listener in graph.listeners}
+        reported: dict[ListenerId, ListenerCounters] = {
+            lid: health.counters for lid, health in report.listeners.items() if lid in known
+        }
+        if reported:
+            update = partial(fold_report, epoch=epoch, reported=reported)
+            self._store.update_listener_counters(amphora_id, lb_id, update)
+        if self._store.apply_operating_statuses(lb_id, roll_up(graph, report)):
+            return HeartbeatOutcome.APPLIED
+        return HeartbeatOutcome.DEFERRED

@@ -1,0 +1,49 @@
+"""Running the health manager: the heartbeat receiver and the stale-amphora sweeper.
+
+``start_health_manager`` is what ``lbaas health`` and ``lbaas serve`` call; it returns a
+function that stops both.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from lbaas.config import Settings
+from lbaas.db.engine import Database
+from lbaas.heartbeat.envelope import ReplayGuard
+from lbaas.health.processor import HeartbeatProcessor
+from lbaas.health.receiver import HeartbeatReceiver
+from lbaas.health.sql_store import SqlHealthStore
+from lbaas.health.stale import StaleAmphoraSweeper
+
+
+def start_health_manager(settings: Settings, database: Database) -> Callable[[], None]:
+    health = settings.health
+    store = SqlHealthStore(database)
+    receiver = HeartbeatReceiver(
+        HeartbeatProcessor(store),
+        health.heartbeat_key.encode(),
+        ReplayGuard(max_age=max(30.0, health.stale_after * 3)),
+        host=health.bind_host,
+        port=health.bind_port,
+    )
+    receiver.start()
+    sweeper = StaleAmphoraSweeper(
+        store, stale_after=health.stale_after, failover_threshold=health.failover_threshold
+    )
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=sweeper.run,
+        args=(stop, max(0.2, health.stale_after / 3)),
+        name="stale-sweeper",
+        daemon=True,
+    )
+    thread.start()
+
+    def stop_all() -> None:
+        stop.set()
+        thread.join(5)
+        receiver.stop()
+
+    return stop_all

@@ -1,0 +1,124 @@
+"""Failing over amphorae that stopped heartbeating, unless too many stopped at once.
+
+One silent amphora is a failed amphora: replace it. Most of them silent at the same moment
+is almost never most of the data plane dying; it is the health manager's own network, a
+wrong heartbeat key after a rotation, or the database lagging. Failing them all over would
+turn our fault into an outage of every load balancer, so above ``failover_threshold`` (a
+share of all amphorae) the sweeper requests nothing, raises an alarm that operators can
+see, and waits for heartbeats to return. This is Octavia's failover-storm guard, kept in
+the health policy rather than in a repository query so it can be tested with a clock.
+
+Two more guards against our own faults: a storm needs at least ``min_storm_size`` stale
+amphorae (so a deployment of one amphora can still fail it over), and silence only counts
+from the moment this sweeper started, so restarting the health manager after an outage of
+its own does not make every amphora look stale at once.
+
+Requesting a failover is idempotent in the store (False while one is pending), so a stale
+amphora seen again on the next sweep is not failed over twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lbaas.health.store import HealthStore
+from lbaas.model.graph import AmphoraId
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What one sweep found and did."""
+
+    total: int
+    stale: tuple[AmphoraId, ...]
+    failovers_requested: tuple[AmphoraId, ...]
+    alarm: str | None
+
+
+class StaleAmphoraSweeper:
+    """Finds silent amphorae and requests their failover, with a storm guard."""
+
+    def __init__(
+        self,
+        store: HealthStore,
+        *,
+        stale_after: float,
+        failover_threshold: float,
+        clock: Callable[[], float] = time.time,
+        min_storm_size: int = 2,
+    ) -> None:
+        if stale_after <= 0:
+            raise ValueError("stale_after must be positive")
+        if not 0 <= failover_threshold <= 1:
+            raise ValueError("failover_threshold is a share of all amphorae, from 0 to 1")
+        self._store = store
+        self._stale_after = stale_after
+        self._threshold = failover_threshold
+        self._clock = clock
+        self._min_storm_size = min_storm_size
+        self._listening_since = clock()
+        self._alarm: str | None = None
+        self.errors = 0
+        """Sweeps that raised (counted by ``run``)."""
+
+    @property
+    def alarm(self) -> str | None:
+        """Why automatic failover is stopped, or None while it is working."""
+        return self._alarm
+
+    def sweep(self) -> SweepResult:
+        """Look at every amphora once; request failovers or raise the alarm."""
+        now = self._clock()
+        # Silence before we were listening is not evidence against an amphora.
+        cutoff = now - self._stale_after
+        heard = self._store.list_amphora_heartbeats()
+        stale = tuple(
+            hb.amphora_id for hb in heard if max(hb.last_seen, self._listening_since) < cutoff
+        )
+        if self._is_storm(len(stale), len(heard)):
+            self._raise_alarm(
+                f"failover storm: {len(stale)} of {len(heard)} amphorae stale; "
+                "automatic failover stopped"
+            )
+            return SweepResult(len(heard), stale, (), self._alarm)
+        self._clear_alarm(len(stale), len(heard))
+        requested = tuple(a for a in stale if self._store.request_failover(a))
+        for amphora_id in requested:
+            log.warning(
+                "amphora %s silent for more than %.1fs: failover requested",
+                amphora_id,
+                self._stale_after,
+            )
+        return SweepResult(len(heard), stale, requested, None)
+
+    def run(self, stop: threading.Event, interval: float) -> None:
+        """Sweep every ``interval`` seconds until ``stop`` is set."""
+        while not stop.wait(interval):
+            try:
+                self.sweep()
+            except Exception:  # the top of the sweep loop: log, count, sweep again later
+                self.errors += 1
+                log.exception("stale-amphora sweep failed")
+
+    def _is_storm(self, stale: int, total: int) -> bool:
+        return stale >= self._min_storm_size and stale > self._threshold * total
+
+    def _raise_alarm(self, reason: str) -> None:
+        if self._alarm is None:
+            log.error("%s", reason)
+        self._alarm = reason
+
+    def _clear_alarm(self, stale: int, total: int) -> None:
+        if self._alarm is not None:
+            log.warning(
+                "failover storm over: %d of %d amphorae stale; automatic failover resumed",
+                stale,
+                total,
+            )
+        self._alarm = None

@@ -147,7 +147,7 @@ class ProviderSettings(_Section):
     )
     default: str = Field("noop", description="Provider of load balancers that name none.")
     noop_delay: float = Field(0.0, description="Seconds the noop provider sleeps per apply.")
-    noop_fail: Literal["none", "temporary", "permanent"] = Field(
+    noop_fail: Literal["none", "temporary", "permanent", "unexpected"] = Field(
         "none", description="Make the noop provider fail (for tests)."
     )
     noop_record_path: str = Field(

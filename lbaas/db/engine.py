@@ -71,12 +71,14 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        """A session for reading; rolled back at the end, so it never writes."""
+        """A session for reading; its transaction is discarded at the end, never committed.
+
+        Closing (rather than rolling back) keeps loaded rows readable afterwards.
+        """
         session = self._sessions()
         try:
             yield session
         finally:
-            session.rollback()
             session.close()
 
     @contextmanager

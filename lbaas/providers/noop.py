@@ -55,24 +55,31 @@ class NoopProvider(ProviderDriver):
             availability_zone_keys={"compute_zone": "Recorded only"},
         )
 
+    def _append_record(self, line: dict[str, object]) -> None:
+        if not self._record_path:
+            return
+        data = (json.dumps({**line, "pid": os.getpid()}) + "\n").encode()
+        fd = os.open(self._record_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
     def _run(self, action: str, loadbalancer_id: str) -> None:
         started = time.time()
+        self._append_record({"phase": "start", "action": action, "loadbalancer_id": loadbalancer_id, "at": started})
         if self.delay:
             time.sleep(self.delay)
         if self.fail == "temporary":
             raise TemporaryError("noop provider told to fail (temporary)", delay=0.05)
         if self.fail == "permanent":
             raise PermanentError("noop provider told to fail (permanent)")
+        if self.fail == "unexpected":
+            raise RuntimeError("noop provider told to fail (unexpected)")
         call = RecordedCall(action, loadbalancer_id, started, time.time())
         with self._lock:
             self.calls.append(call)
-            if self._record_path:
-                line = json.dumps({**call.__dict__, "pid": os.getpid()}) + "\n"
-                fd = os.open(self._record_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    os.write(fd, line.encode())
-                finally:
-                    os.close(fd)
+        self._append_record({"phase": "end", **call.__dict__})
 
     def apply(self, graph: LoadBalancer, *, rebuild: bool = False) -> ApplyResult:
         self._run("rebuild" if rebuild else "apply", graph.id)

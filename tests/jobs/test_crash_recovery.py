@@ -1,0 +1,123 @@
+"""Workers killed with SIGKILL lose nothing: leases run out and jobs are claimed again.
+
+The API runs in-process (its own worker never started), so every write commits its job
+and nothing claims it until a real ``lbaas worker`` process does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.api_client import LOOPBACK_SUBNET, Api
+from tests.support.processes import lbaas_env, lbaas_process, read_records, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def _worker_env(state_dir: Path, records: Path, delay: float, database_url: str = "") -> dict[str, str]:
+    return lbaas_env(
+        {
+            "state_dir": str(state_dir),
+            "database": {"url": database_url},
+            "providers": {"noop_delay": delay, "noop_record_path": str(records)},
+            "worker": {"lease_seconds": 1.5, "poll_interval": 0.1, "threads": 4},
+            "log_level": "WARNING",
+        }
+    )
+
+
+def _post_lbs(api: Api, count: int) -> list[str]:
+    ids = []
+    for n in range(count):
+        body = {"name": f"crash{n}", "vip_subnet_id": LOOPBACK_SUBNET}
+        r = api.post("/v2/lbaas/loadbalancers", {"loadbalancer": body})
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["loadbalancer"]["id"])
+    return ids
+
+
+def _statuses(api: Api) -> dict[str, str]:
+    lbs = api.get("/v2/lbaas/loadbalancers").json()["loadbalancers"]
+    return {lb["id"]: lb["provisioning_status"] for lb in lbs}
+
+
+def test_kill_during_slow_converge_then_restart(idle_api: Api, state_dir: Path, tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    ids = _post_lbs(idle_api, 6)
+    slow = _worker_env(state_dir, records, delay=30.0)
+    with lbaas_process(["worker"], slow, tmp_path / "w1.log") as first:
+        wait_for(lambda: len(read_records(records)) >= 4, 30, "converges to start")
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+    assert all(r["phase"] == "start" for r in read_records(records))
+    assert set(_statuses(idle_api).values()) == {"PENDING_CREATE"}
+    fast = _worker_env(state_dir, records, delay=0.0)
+    with lbaas_process(["worker"], fast, tmp_path / "w2.log"):
+        wait_for(lambda: set(_statuses(idle_api).values()) == {"ACTIVE"}, 60, "all ACTIVE")
+    finished = {r["loadbalancer_id"] for r in read_records(records) if r["phase"] == "end"}
+    assert finished == set(ids)
+
+
+def test_jobs_committed_with_no_worker_are_claimed_later(
+    idle_api: Api, state_dir: Path, tmp_path: Path
+) -> None:
+    records = tmp_path / "records.jsonl"
+    ids = _post_lbs(idle_api, 5)
+    # Between commit and claim: the jobs are durable rows, no worker has seen them.
+    assert read_records(records) == []
+    with lbaas_process(["worker"], _worker_env(state_dir, records, 0.0), tmp_path / "w.log"):
+        wait_for(lambda: set(_statuses(idle_api).values()) == {"ACTIVE"}, 60, "all ACTIVE")
+    assert {r["loadbalancer_id"] for r in read_records(records) if r["phase"] == "end"} == set(ids)
+
+
+def _overlaps(records: list[dict[str, Any]]) -> list[str]:
+    """Load balancers whose converges overlapped in time (must never happen)."""
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for r in records:
+        if r["phase"] == "end":
+            spans[r["loadbalancer_id"]].append((r["started"], r["finished"]))
+    bad = []
+    for lb_id, intervals in spans.items():
+        intervals.sort()
+        for (_, end), (start, _) in zip(intervals, intervals[1:], strict=False):
+            if start < end:
+                bad.append(lb_id)
+    return bad
+
+
+@pytest.mark.postgres
+def test_two_workers_on_postgres_never_run_a_job_twice_at_once(
+    postgres: Any, state_dir: Path, tmp_path: Path
+) -> None:
+    from starlette.testclient import TestClient
+
+    from lbaas.compose import build_control_plane
+    from tests.support.control_plane import asgi_app, test_settings
+
+    url = postgres.create("two_workers")
+    plane = build_control_plane(test_settings(state_dir, url))
+    records = tmp_path / "records.jsonl"
+    try:
+        with TestClient(asgi_app(plane)) as client:
+            api = Api(client, "p-alpha", "member")
+            ids = _post_lbs(api, 200)
+            env = _worker_env(state_dir, records, delay=0.01, database_url=url)
+            with lbaas_process(["worker"], env, tmp_path / "a.log"), lbaas_process(
+                ["worker"], env, tmp_path / "b.log"
+            ):
+                wait_for(
+                    lambda: list(_statuses(api).values()).count("ACTIVE") == 200, 120, "200 ACTIVE"
+                )
+            # A resync may legitimately re-apply; what must never happen is overlap.
+            done = [r for r in read_records(records) if r["phase"] == "end"]
+            assert {r["loadbalancer_id"] for r in done} == set(ids)
+            assert _overlaps(read_records(records)) == []
+            assert len({r["pid"] for r in done}) == 2, "both workers took jobs"
+    finally:
+        plane.stop()

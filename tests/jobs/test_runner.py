@@ -1,0 +1,137 @@
+"""Each branch of the job runner's state machine, on a real SQLite database."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from lbaas.db import job_queue
+from tests.support.api_client import LOOPBACK_SUBNET, Api
+from tests.support.control_plane import noop_of
+
+
+def _post_lb(api: Api) -> str:
+    r = api.post("/v2/lbaas/loadbalancers", {"loadbalancer": {"vip_subnet_id": LOOPBACK_SUBNET}})
+    assert r.status_code == 201
+    return str(r.json()["loadbalancer"]["id"])
+
+
+def _status(api: Api, lb_id: str) -> str:
+    return str(api.get(f"/v2/lbaas/loadbalancers/{lb_id}").json()["loadbalancer"]["provisioning_status"])
+
+
+def _converge_status(api: Api, lb_id: str) -> dict[str, Any]:
+    return dict(api.get(f"/v2/lbaas/loadbalancers/{lb_id}/converge_status").json()["converge_status"])
+
+
+def test_success_settles_active(idle_plane: Any, idle_api: Api) -> None:
+    lb = _post_lb(idle_api)
+    assert idle_plane.worker.run_once()
+    assert _status(idle_api, lb) == "ACTIVE"
+    assert not idle_plane.worker.run_once()  # nothing left
+    assert _converge_status(idle_api, lb) == {
+        "loadbalancer_id": lb,
+        "provisioning_status": "ACTIVE",
+        "pending": False,
+        "last_error": None,
+    }
+
+
+def test_temporary_error_retries_then_succeeds(idle_plane: Any, idle_api: Api) -> None:
+    lb = _post_lb(idle_api)
+    noop_of(idle_plane).fail = "temporary"
+    assert idle_plane.worker.run_once()
+    assert _status(idle_api, lb) == "PENDING_CREATE"
+    assert "temporary" in str(_converge_status(idle_api, lb)["last_error"])
+    noop_of(idle_plane).fail = "none"
+    time.sleep(0.06)  # the provider asked for a 0.05 s delay
+    assert idle_plane.worker.run_once()
+    assert _status(idle_api, lb) == "ACTIVE"
+    assert _converge_status(idle_api, lb)["last_error"] is None
+
+
+def test_temporary_errors_exhaust_attempts_into_error(idle_plane: Any, idle_api: Api) -> None:
+    lb = _post_lb(idle_api)
+    noop_of(idle_plane).fail = "temporary"
+    runs = 0
+    deadline = time.monotonic() + 5
+    while _status(idle_api, lb) != "ERROR" and time.monotonic() < deadline:
+        runs += idle_plane.worker.run_once()
+        time.sleep(0.01)
+    assert _status(idle_api, lb) == "ERROR"
+    assert runs == 3  # max_attempts
+    status = _converge_status(idle_api, lb)
+    assert "gave up after 3 attempts" in status["last_error"]
+    assert status["pending"] is False
+
+
+def test_permanent_error_sets_error_at_once(idle_plane: Any, idle_api: Api) -> None:
+    lb = _post_lb(idle_api)
+    noop_of(idle_plane).fail = "permanent"
+    assert idle_plane.worker.run_once()
+    assert _status(idle_api, lb) == "ERROR"
+    assert "permanent" in _converge_status(idle_api, lb)["last_error"]
+    # An ERROR load balancer can be failed over; success brings it back to ACTIVE.
+    noop_of(idle_plane).fail = "none"
+    admin = idle_api.as_("p-admin", "admin")
+    assert admin.put(f"/v2/lbaas/loadbalancers/{lb}/failover").status_code == 202
+    assert idle_plane.worker.run_once()
+    assert _status(idle_api, lb) == "ACTIVE"
+
+
+def test_unexpected_exception_counts_as_temporary(idle_plane: Any, idle_api: Api) -> None:
+    lb = _post_lb(idle_api)
+    noop_of(idle_plane).fail = "unexpected"
+    assert idle_plane.worker.run_once()
+    assert _status(idle_api, lb) == "PENDING_CREATE"
+    assert _converge_status(idle_api, lb)["last_error"] == "internal error: RuntimeError"
+
+
+def test_lost_lease_writes_nothing(idle_plane: Any, idle_api: Api) -> None:
+    lb = _post_lb(idle_api)
+    db = idle_plane.database
+    first = job_queue.claim_next(db, "worker-a", time.time(), lease_seconds=0.01)
+    assert first is not None
+    time.sleep(0.02)
+    second = job_queue.claim_next(db, "worker-b", time.time(), lease_seconds=30)
+    assert second is not None and second.loadbalancer_id == lb
+    with db.write() as session:
+        assert job_queue.check_fence(session, first) is job_queue.Fence.LOST
+        job_queue.settle_done(session, first, time.time())
+    with db.write() as session:
+        assert job_queue.check_fence(session, second) is job_queue.Fence.CURRENT
+
+
+def test_changes_queued_together_merge_into_one_converge(idle_plane: Any, idle_api: Api) -> None:
+    lb = _post_lb(idle_api)
+    with idle_plane.database.write() as session:
+        for _ in range(4):  # four more changes while the first is still queued
+            job_queue.enqueue_converge(session, lb, time.time())
+    while idle_plane.worker.run_once():
+        pass
+    applies = [c for c in noop_of(idle_plane).calls if c.loadbalancer_id == lb]
+    assert len(applies) == 1
+    assert _status(idle_api, lb) == "ACTIVE"
+
+
+def test_change_during_a_run_is_converged_again(idle_plane: Any, idle_api: Api) -> None:
+    lb = _post_lb(idle_api)
+    db = idle_plane.database
+    claim = job_queue.claim_next(db, "worker-a", time.time(), lease_seconds=30)
+    assert claim is not None
+    with db.write() as session:
+        job_queue.enqueue_converge(session, lb, time.time())
+    with db.write() as session:
+        assert job_queue.check_fence(session, claim) is job_queue.Fence.SUPERSEDED
+        job_queue.settle_done(session, claim, time.time())
+    assert idle_plane.worker.run_once()  # the newer generation runs
+    assert _status(idle_api, lb) == "ACTIVE"
+
+
+def test_resync_requeues_active_load_balancers(idle_plane: Any, idle_api: Api) -> None:
+    lb = _post_lb(idle_api)
+    assert idle_plane.worker.run_once()
+    assert job_queue.enqueue_resync(idle_plane.database, time.time()) == 1
+    assert idle_plane.worker.run_once()
+    assert len([c for c in noop_of(idle_plane).calls if c.loadbalancer_id == lb]) == 2
+    assert _status(idle_api, lb) == "ACTIVE"

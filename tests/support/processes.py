@@ -1,0 +1,68 @@
+"""Running lbaas commands as real processes in tests, and always stopping them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+def lbaas_env(settings: Mapping[str, Any], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment variables LBAAS_<SECTION>__<FIELD> for a nested settings dict."""
+    env = dict(os.environ if base is None else base)
+    env = {k: v for k, v in env.items() if not k.startswith("LBAAS_")}
+
+    def walk(prefix: str, tree: Mapping[str, Any]) -> None:
+        for key, value in tree.items():
+            name = f"{prefix}{key.upper()}"
+            if isinstance(value, Mapping):
+                walk(name + "__", value)
+            else:
+                env[name] = value if isinstance(value, str) else json.dumps(value)
+
+    walk("LBAAS_", settings)
+    return env
+
+
+@contextmanager
+def lbaas_process(
+    args: list[str], env: Mapping[str, str], log_path: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``python -m lbaas.cli <args>``; kill it (and log where) when the block ends."""
+    log = open(log_path, "ab")  # noqa: SIM115 - closed in finally
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lbaas.cli", *args],
+        env=dict(env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        log.close()
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

@@ -1,0 +1,16 @@
+"""HAProxy configuration for one load balancer, rendered from its graph.
+
+``render_haproxy_config(lb, ctx)`` is the entry point (``config``); ``HaproxyContext``
+(``context``) carries the deployment facts; ``names`` maps frontends, backends and servers
+to lbaas ids and back, for the agent reading statistics and driving the runtime API. The
+other modules are the steps in between: ``selection`` and ``unsupported`` decide what gets
+rendered, ``frontend``, ``l7``, ``backend``, ``healthcheck`` and ``timeouts`` build the
+HAProxy-shaped ``view``, and ``emit`` (with ``quoting`` and ``addresses``) writes the text.
+"""
+
+from __future__ import annotations
+
+from lbaas.render.haproxy.config import build_haproxy_view, render_haproxy_config
+from lbaas.render.haproxy.context import HaproxyContext
+
+__all__ = ["HaproxyContext", "build_haproxy_view", "render_haproxy_config"]

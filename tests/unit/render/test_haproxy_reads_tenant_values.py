@@ -1,0 +1,118 @@
+"""HAProxy itself reads hostile tenant values back exactly, as one pattern each.
+
+``haproxy -c`` only proves a configuration parses; a value split into two patterns, or a
+``$VAR`` expanded, would still parse. So this test starts the real binary on the hostile
+golden graph (bound to a free loopback port), asks the runtime API for every ACL pattern it
+loaded, and sends requests that only the exact values match.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
+
+from .golden_cases import HOSTILE_URL, HOSTILE_VALUES, l7_hostile_values
+from .haproxy_runner import haproxy_binary, prepare_run_dir
+
+pytestmark = pytest.mark.haproxy
+
+_ACL_LINE = re.compile(r"^(\d+) \(\) acl '[^']*' file '(.*)' line \d+\.", re.MULTILINE)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _runtime(sock_path: Path, command: str) -> str:
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(5)
+        conn.connect(str(sock_path))
+        conn.sendall(command.encode() + b"\n")
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks).decode()
+
+
+def _wait_for_socket(sock_path: Path, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "haproxy exited during start-up"
+        try:
+            _runtime(sock_path, "show info")
+            return
+        except OSError:
+            time.sleep(0.05)
+    pytest.fail("haproxy's runtime socket did not come up")
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[tuple[Path, Path, int]]:
+    port = _free_port()
+    lb = l7_hostile_values()
+    lb = replace(lb, listeners=tuple(replace(lst, protocol_port=port) for lst in lb.listeners))
+    with tempfile.TemporaryDirectory(prefix="lbhx-") as tmp:
+        run_dir = Path(tmp)
+        prepare_run_dir(run_dir)
+        ctx = HaproxyContext("127.0.0.1", str(run_dir / "rt.sock"), str(run_dir), 1000)
+        config = run_dir / "haproxy.cfg"
+        config.write_text(render_haproxy_config(lb, ctx))
+        process = subprocess.Popen(
+            [haproxy_binary(), "-db", "-f", str(config)],
+            cwd=run_dir,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait_for_socket(run_dir / "rt.sock", process)
+            yield config, run_dir / "rt.sock", port
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def test_every_acl_holds_exactly_the_tenant_value(running: tuple[Path, Path, int]) -> None:
+    config, sock, _ = running
+    listing = _runtime(sock, "show acl")
+    ids = [acl_id for acl_id, path in _ACL_LINE.findall(listing) if path == str(config)]
+    patterns = []
+    for acl_id in ids:
+        entries = _runtime(sock, f"show acl #{acl_id}").removesuffix("\n\n")
+        assert entries.startswith("0x") and "\n0x" not in entries, entries
+        patterns.append(entries.split(" ", 1)[1])
+    assert sorted(patterns) == sorted([*HOSTILE_VALUES, "^/go\\$"])
+
+
+def _request(port: int, path: str, headers: dict[str, str]) -> http.client.HTTPResponse:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn.request("GET", path, headers=headers)
+    return conn.getresponse()
+
+
+@pytest.mark.parametrize("value", [v for v in HOSTILE_VALUES if "\n" not in v])
+def test_requests_carrying_the_exact_value_are_rejected(
+    running: tuple[Path, Path, int], value: str
+) -> None:
+    _, _, port = running
+    assert _request(port, "/go$", {"X-Probe": value}).status == 403
+
+
+def test_redirect_target_is_sent_literally(running: tuple[Path, Path, int]) -> None:
+    _, _, port = running
+    response = _request(port, "/go$", {})
+    assert response.status == 302
+    assert response.getheader("Location") == HOSTILE_URL

@@ -1,12 +1,12 @@
 """The ``lbaas`` command, and the composition root: settings are read here and passed down.
 
-    lbaas serve                 everything in one process (embedded SQLite by default)
-    lbaas api | worker          the parts, for scale-out against PostgreSQL
-    lbaas health                the heartbeat receiver and stale-amphora sweeper
-    lbaas agent                 the per-host agent that runs HAProxy for amphorae
-    lbaas db upgrade            create or migrate the schema
-    lbaas network create-subnet register a subnet VIPs and members can use
-    lbaas config-reference      print the configuration reference (Markdown)
+lbaas serve                 everything in one process (embedded SQLite by default)
+lbaas api | worker          the parts, for scale-out against PostgreSQL
+lbaas health                the heartbeat receiver and stale-amphora sweeper
+lbaas agent                 the per-host agent that runs HAProxy for amphorae
+lbaas db upgrade            create or migrate the schema
+lbaas network create-subnet register a subnet VIPs and members can use
+lbaas config-reference      print the configuration reference (Markdown)
 """
 
 from __future__ import annotations
@@ -170,8 +170,8 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_create_subnet(args: argparse.Namespace) -> int:
-    from lbaas.config import SubnetDeclaration
     from lbaas.compose import open_database
+    from lbaas.config import SubnetDeclaration
     from lbaas.network.registry import seed_subnets
 
     settings = _settings(args)
@@ -201,7 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="TOML settings file (or LBAAS_CONFIG)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def add(name: str, func: Callable[[argparse.Namespace], int], help_text: str) -> argparse.ArgumentParser:
+    def add(
+        name: str, func: Callable[[argparse.Namespace], int], help_text: str
+    ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--state-dir", help="where SQLite, certificates and amphorae live")
         p.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite in the state dir)")

@@ -34,8 +34,9 @@ class ApiSettings(_Section):
     auth_strategy: Literal["noauth", "keystone_headers"] = Field(
         "noauth",
         description=(
-            "noauth: every caller is admin, as in Octavia's noauth. keystone_headers: "
-            "trust X-Project-Id / X-Roles set by a Keystone auth_token middleware in front."
+            "noauth: identity from X-Project-Id / X-Roles when sent, else default_project_id "
+            "and default_roles. keystone_headers: a Keystone auth_token middleware in front "
+            "sets those headers; a request without roles may do nothing."
         ),
     )
     default_project_id: str = Field(
@@ -164,9 +165,7 @@ class HealthSettings(_Section):
         "insecure-change-me", description="HMAC key shared by agents and the health manager."
     )
     heartbeat_interval: float = Field(1.0, description="Seconds between agent heartbeats.")
-    stale_after: float = Field(
-        3.0, description="An amphora silent this long is considered failed."
-    )
+    stale_after: float = Field(3.0, description="An amphora silent this long is considered failed.")
     failover_threshold: float = Field(
         0.5,
         description=(
@@ -182,7 +181,8 @@ class AgentSettings(_Section):
     host: str = Field("127.0.0.1", description="Address the agent's HTTPS API listens on.")
     port: int = Field(9443, description="Port of the agent's HTTPS API.")
     mode: Literal["loopback", "netns"] = Field(
-        "loopback", description="loopback: VIPs on 127.0.0.0/8, no root. netns: one namespace per amphora."
+        "loopback",
+        description="loopback: VIPs on 127.0.0.0/8, no root. netns: one namespace per amphora.",
     )
     haproxy_binary: str = Field("haproxy", description="HAProxy executable.")
 

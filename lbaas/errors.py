@@ -61,7 +61,9 @@ class ValidationFailure(InvalidInput):
 class Forbidden(ApiError):
     status_code = 403
 
-    def __init__(self, message: str = "Policy does not allow this request to be performed.") -> None:
+    def __init__(
+        self, message: str = "Policy does not allow this request to be performed."
+    ) -> None:
         super().__init__(message)
 
 

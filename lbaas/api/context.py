@@ -49,7 +49,9 @@ def build_context(request: Request, settings: ApiSettings, request_id: str) -> R
     roles_header = headers.get("x-roles")
     if settings.auth_strategy == "noauth":
         project = project or settings.default_project_id
-        roles = _roles_from_header(roles_header) if roles_header else frozenset(settings.default_roles)
+        roles = (
+            _roles_from_header(roles_header) if roles_header else frozenset(settings.default_roles)
+        )
     else:
         roles = _roles_from_header(roles_header)
     normalised = set(roles)

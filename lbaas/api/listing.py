@@ -115,7 +115,9 @@ def parse_list_params(
             try:
                 filters[key] = int(raw)
             except ValueError:
-                raise InvalidInput("One or more arguments are either duplicate or invalid") from None
+                raise InvalidInput(
+                    "One or more arguments are either duplicate or invalid"
+                ) from None
         else:
             filters[key] = raw
     tag_keys = ("tags", "tags-any", "not-tags", "not-tags-any")
@@ -170,9 +172,7 @@ def page_links(
     if params.sort_dir_text:
         common.append(("sort_dir", params.sort_dir_text))
     if len(ids) >= limit:
-        links.append(
-            {"href": f"{base}?{urlencode([*common, ('marker', ids[-1])])}", "rel": "next"}
-        )
+        links.append({"href": f"{base}?{urlencode([*common, ('marker', ids[-1])])}", "rel": "next"})
     if params.query.marker is not None and ids:
         query = urlencode([*common, ("marker", ids[0]), ("page_reverse", "True")])
         links.append({"href": f"{base}?{query}", "rel": "previous"})

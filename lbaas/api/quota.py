@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lbaas.config import QuotaSettings
 from lbaas.db import queries
 from lbaas.db.session import Session
@@ -45,8 +47,8 @@ def check_quota(
     if limit < 0:
         return
     table, label = KINDS[kind]
-    column = getattr(table, "project_id")
-    status = getattr(table, "provisioning_status")
+    columns: Any = table  # every quota kind has project_id and provisioning_status
+    column, status = columns.project_id, columns.provisioning_status
     in_use = queries.count_rows(session, table, column == project_id, status != "DELETED")
     if in_use + adding > limit:
         raise QuotaExceeded(label)

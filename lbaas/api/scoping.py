@@ -16,7 +16,11 @@ from lbaas.errors import Forbidden
 
 
 def list_scope(
-    request: Request, ctx: RequestContext, project_column: Any, *, global_rule: Rule = Rule.READ_GLOBAL
+    request: Request,
+    ctx: RequestContext,
+    project_column: Any,
+    *,
+    global_rule: Rule = Rule.READ_GLOBAL,
 ) -> list[Any]:
     """Conditions restricting a list to what the caller may see (after authorising)."""
     requested = request.query_params.get("project_id")

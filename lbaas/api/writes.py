@@ -41,9 +41,7 @@ def lock_loadbalancer_for_child(session: Session, loadbalancer_id: str) -> LoadB
 def require_lb_state(lb: LoadBalancerRow, *allowed: str) -> None:
     """LB-level PUT/DELETE/failover: 409 with Octavia's 'Invalid state' message."""
     if lb.provisioning_status not in allowed:
-        raise Conflict(
-            f"Invalid state {lb.provisioning_status} of loadbalancer resource {lb.id}"
-        )
+        raise Conflict(f"Invalid state {lb.provisioning_status} of loadbalancer resource {lb.id}")
 
 
 def require_active(row: Any, kind: str) -> None:

@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from sqlalchemy.orm import Session
-
 from lbaas.db import status_writer
 from lbaas.db.engine import Database
 from lbaas.db.graph_loader import graph_from_row, load_loadbalancer_row
 from lbaas.db.job_queue import Fence
+from lbaas.db.session import Session
 from lbaas.errors import PermanentError
 from lbaas.model.enums import OperatingStatus, ProvisioningStatus
 from lbaas.model.graph import LoadBalancer, LoadBalancerId

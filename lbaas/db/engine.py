@@ -66,7 +66,11 @@ class Database:
         if self.is_sqlite:
             _configure_sqlite(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        writer = self.engine.execution_options(sqlite_begin="IMMEDIATE") if self.is_sqlite else self.engine
+        writer = (
+            self.engine.execution_options(sqlite_begin="IMMEDIATE")
+            if self.is_sqlite
+            else self.engine
+        )
         self._write_sessions = sessionmaker(writer, expire_on_commit=False)
 
     @contextmanager

@@ -72,7 +72,7 @@ def heartbeating_amphorae(session: Session) -> list[tuple[str, str, float]]:
             AmphoraRow.last_heartbeat_at.is_not(None),
         )
     )
-    return [(a, str(lb), float(t)) for a, lb, t in rows]
+    return [(a, str(lb), float(t or 0.0)) for a, lb, t in rows]
 
 
 def request_failover(session: Session, amphora_id: str, now: Any) -> bool:

@@ -114,10 +114,7 @@ def list_rows(session: Session, spec: ListSpec, query: ListQuery) -> list[Any]:
         values = [getattr(marker_row, col.key) for col, _ in order]
         stmt = stmt.where(_after_marker(order, values, query.page_reverse))
     stmt = stmt.order_by(
-        *[
-            (col.asc().nulls_first() if asc else col.desc().nulls_last())
-            for col, asc in order
-        ]
+        *[(col.asc().nulls_first() if asc else col.desc().nulls_last()) for col, asc in order]
     )
     if query.limit is not None:
         stmt = stmt.limit(query.limit)

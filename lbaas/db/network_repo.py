@@ -25,7 +25,9 @@ def get_port(session: Session, port_id: str) -> PortRow | None:
 def subnets_of_network(session: Session, network_id: str) -> list[SubnetRow]:
     return list(
         session.scalars(
-            select(SubnetRow).where(SubnetRow.network_id == network_id).order_by(SubnetRow.created_at)
+            select(SubnetRow)
+            .where(SubnetRow.network_id == network_id)
+            .order_by(SubnetRow.created_at)
         )
     )
 

@@ -13,7 +13,9 @@ from lbaas.db.tables import Base, LoadBalancerRow
 
 def lock_loadbalancer(session: Session, loadbalancer_id: str) -> LoadBalancerRow | None:
     """The load balancer row, locked for the rest of the transaction (the 409 test-and-set)."""
-    row = session.get(LoadBalancerRow, loadbalancer_id, with_for_update=True, populate_existing=True)
+    row = session.get(
+        LoadBalancerRow, loadbalancer_id, with_for_update=True, populate_existing=True
+    )
     if row is None or row.provisioning_status == "DELETED":
         return None
     return row

@@ -33,7 +33,9 @@ from lbaas.model.enums import OperatingStatus, ProvisioningStatus
 ACTIVE = ProvisioningStatus.ACTIVE.value
 ERROR = ProvisioningStatus.ERROR.value
 PENDING_DELETE = ProvisioningStatus.PENDING_DELETE.value
-StatusRow = LoadBalancerRow | ListenerRow | PoolRow | MemberRow | HealthMonitorRow | L7PolicyRow | L7RuleRow
+StatusRow = (
+    LoadBalancerRow | ListenerRow | PoolRow | MemberRow | HealthMonitorRow | L7PolicyRow | L7RuleRow
+)
 
 
 def _tree(lb: LoadBalancerRow) -> Iterator[StatusRow]:
@@ -53,7 +55,9 @@ def _tree(lb: LoadBalancerRow) -> Iterator[StatusRow]:
 def _remove(session: Session, row: StatusRow) -> None:
     if isinstance(row, PoolRow):
         session.execute(
-            update(ListenerRow).where(ListenerRow.default_pool_id == row.id).values(default_pool_id=None)
+            update(ListenerRow)
+            .where(ListenerRow.default_pool_id == row.id)
+            .values(default_pool_id=None)
         )
     if isinstance(row, ListenerRow):
         session.execute(delete(ListenerStatsRow).where(ListenerStatsRow.listener_id == row.id))

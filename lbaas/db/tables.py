@@ -60,7 +60,9 @@ class LoadBalancerRow(StatusMixin, Base):
     vip_network_id: Mapped[str | None] = mapped_column(String(36))
     vip_qos_policy_id: Mapped[str | None] = mapped_column(String(36))
     vip_sg_ids: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
-    additional_vips: Mapped[list[dict[str, str]]] = mapped_column(JSON, nullable=False, default=list)
+    additional_vips: Mapped[list[dict[str, str]]] = mapped_column(
+        JSON, nullable=False, default=list
+    )
     provider: Mapped[str] = mapped_column(String(64), nullable=False)
     flavor_id: Mapped[str | None] = mapped_column(String(36))
     availability_zone: Mapped[str | None] = mapped_column(String(255))
@@ -262,9 +264,7 @@ class FlavorRow(Base):
     name: Mapped[str] = mapped_column(String(255), nullable=False, unique=True)
     description: Mapped[str | None] = mapped_column(String(255))
     enabled: Mapped[bool] = mapped_column(Boolean, nullable=False)
-    flavor_profile_id: Mapped[str] = mapped_column(
-        ForeignKey("flavor_profiles.id"), nullable=False
-    )
+    flavor_profile_id: Mapped[str] = mapped_column(ForeignKey("flavor_profiles.id"), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
 
 

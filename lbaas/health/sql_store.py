@@ -21,7 +21,9 @@ def _now() -> datetime:
 
 
 def _counters(raw: Mapping[str, int]) -> ListenerCounters:
-    return ListenerCounters(**{k: int(v) for k, v in raw.items() if k in ListenerCounters.__dataclass_fields__})
+    return ListenerCounters(
+        **{k: int(v) for k, v in raw.items() if k in ListenerCounters.__dataclass_fields__}
+    )
 
 
 class SqlHealthStore(HealthStore):

@@ -20,13 +20,12 @@ import time
 from collections.abc import Callable
 from enum import Enum
 
-from sqlalchemy.orm import Session
-
 from lbaas.config import WorkerSettings
-from lbaas.converge.converge import ConvergeRequest, Converger
+from lbaas.converge.converge import Converger, ConvergeRequest
 from lbaas.db import job_queue
 from lbaas.db.engine import Database
 from lbaas.db.job_queue import Claim, Fence
+from lbaas.db.session import Session
 from lbaas.errors import PermanentError, TemporaryError
 
 LOG = logging.getLogger(__name__)

@@ -152,9 +152,7 @@ class AmphoraRole(StrEnum):
 
 # Which pool protocols a listener of each protocol may use as its default or redirect pool.
 LISTENER_POOL_COMPATIBILITY: dict[ListenerProtocol, frozenset[PoolProtocol]] = {
-    ListenerProtocol.HTTP: frozenset(
-        {PoolProtocol.HTTP, PoolProtocol.PROXY, PoolProtocol.PROXYV2}
-    ),
+    ListenerProtocol.HTTP: frozenset({PoolProtocol.HTTP, PoolProtocol.PROXY, PoolProtocol.PROXYV2}),
     ListenerProtocol.HTTPS: frozenset(
         {PoolProtocol.HTTPS, PoolProtocol.PROXY, PoolProtocol.PROXYV2, PoolProtocol.TCP}
     ),

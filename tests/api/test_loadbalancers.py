@@ -83,7 +83,10 @@ class TestLoadBalancers(ResourceTests):
             400,
         )
         assert_fault(
-            api.post("/v2/lbaas/loadbalancers", {"loadbalancer": {"vip_subnet_id": LOOPBACK_SUBNET, "bogus": 1}}),
+            api.post(
+                "/v2/lbaas/loadbalancers",
+                {"loadbalancer": {"vip_subnet_id": LOOPBACK_SUBNET, "bogus": 1}},
+            ),
             400,
             "Unknown attribute for argument loadbalancer: bogus",
         )

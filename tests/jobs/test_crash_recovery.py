@@ -20,7 +20,9 @@ from tests.support.processes import lbaas_env, lbaas_process, read_records, wait
 pytestmark = pytest.mark.slow
 
 
-def _worker_env(state_dir: Path, records: Path, delay: float, database_url: str = "") -> dict[str, str]:
+def _worker_env(
+    state_dir: Path, records: Path, delay: float, database_url: str = ""
+) -> dict[str, str]:
     return lbaas_env(
         {
             "state_dir": str(state_dir),
@@ -47,7 +49,9 @@ def _statuses(api: Api) -> dict[str, str]:
     return {lb["id"]: lb["provisioning_status"] for lb in lbs}
 
 
-def test_kill_during_slow_converge_then_restart(idle_api: Api, state_dir: Path, tmp_path: Path) -> None:
+def test_kill_during_slow_converge_then_restart(
+    idle_api: Api, state_dir: Path, tmp_path: Path
+) -> None:
     records = tmp_path / "records.jsonl"
     ids = _post_lbs(idle_api, 6)
     slow = _worker_env(state_dir, records, delay=30.0)
@@ -108,8 +112,9 @@ def test_two_workers_on_postgres_never_run_a_job_twice_at_once(
             api = Api(client, "p-alpha", "member")
             ids = _post_lbs(api, 200)
             env = _worker_env(state_dir, records, delay=0.01, database_url=url)
-            with lbaas_process(["worker"], env, tmp_path / "a.log"), lbaas_process(
-                ["worker"], env, tmp_path / "b.log"
+            with (
+                lbaas_process(["worker"], env, tmp_path / "a.log"),
+                lbaas_process(["worker"], env, tmp_path / "b.log"),
             ):
                 wait_for(
                     lambda: list(_statuses(api).values()).count("ACTIVE") == 200, 120, "200 ACTIVE"

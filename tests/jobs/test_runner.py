@@ -17,11 +17,15 @@ def _post_lb(api: Api) -> str:
 
 
 def _status(api: Api, lb_id: str) -> str:
-    return str(api.get(f"/v2/lbaas/loadbalancers/{lb_id}").json()["loadbalancer"]["provisioning_status"])
+    return str(
+        api.get(f"/v2/lbaas/loadbalancers/{lb_id}").json()["loadbalancer"]["provisioning_status"]
+    )
 
 
 def _converge_status(api: Api, lb_id: str) -> dict[str, Any]:
-    return dict(api.get(f"/v2/lbaas/loadbalancers/{lb_id}/converge_status").json()["converge_status"])
+    return dict(
+        api.get(f"/v2/lbaas/loadbalancers/{lb_id}/converge_status").json()["converge_status"]
+    )
 
 
 def test_success_settles_active(idle_plane: Any, idle_api: Api) -> None:

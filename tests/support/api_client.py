@@ -66,7 +66,9 @@ class Api:
         self.wait_lb(lb["id"])
         return lb
 
-    def create_child(self, path: str, wrapper: str, lb_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    def create_child(
+        self, path: str, wrapper: str, lb_id: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
         r = self.post(path, {wrapper: body})
         assert r.status_code == 201, r.text
         self.wait_lb(lb_id)
@@ -87,7 +89,14 @@ class Api:
         return self.create_child(f"/v2/lbaas/pools/{pool_id}/members", "member", lb_id, body)
 
     def create_healthmonitor(self, lb_id: str, pool_id: str, **fields: Any) -> dict[str, Any]:
-        body = {"pool_id": pool_id, "type": "HTTP", "delay": 5, "timeout": 3, "max_retries": 3, **fields}
+        body = {
+            "pool_id": pool_id,
+            "type": "HTTP",
+            "delay": 5,
+            "timeout": 3,
+            "max_retries": 3,
+            **fields,
+        }
         return self.create_child("/v2/lbaas/healthmonitors", "healthmonitor", lb_id, body)
 
     def create_l7policy(self, lb_id: str, listener_id: str, **fields: Any) -> dict[str, Any]:

@@ -66,7 +66,9 @@ SPEC = ListSpec(
 )
 
 
-def get_loadbalancer(session: Session, ctx: RequestContext, lb_id: str, rule: Rule) -> LoadBalancerRow:
+def get_loadbalancer(
+    session: Session, ctx: RequestContext, lb_id: str, rule: Rule
+) -> LoadBalancerRow:
     """The visible load balancer or 404; then 403 unless the caller passes ``rule``."""
     row = session.get(LoadBalancerRow, lb_id)
     if row is None or row.provisioning_status == "DELETED":
@@ -106,17 +108,25 @@ def list_loadbalancers(
         )
 
 
-def _resolve_provider(session: Session, services: ApiServices, requested: str | None, flavor_id: str | None) -> str:
+def _resolve_provider(
+    session: Session, services: ApiServices, requested: str | None, flavor_id: str | None
+) -> str:
     provider = requested
     if flavor_id is not None:
         flavor = session.get(FlavorRow, flavor_id)
         if flavor is None or flavor_id == "00000000-0000-0000-0000-000000000000":
             raise ValidationFailure("Invalid flavor_id.")
         if not flavor.enabled:
-            raise InvalidInput(f"The selected flavor is not allowed in this deployment: {flavor_id}")
+            raise InvalidInput(
+                f"The selected flavor is not allowed in this deployment: {flavor_id}"
+            )
         profile = session.get(FlavorProfileRow, flavor.flavor_profile_id)
         flavor_provider = profile.provider_name if profile is not None else None
-        if provider is not None and flavor_provider is not None and services.providers.resolve(provider) != services.providers.resolve(flavor_provider):
+        if (
+            provider is not None
+            and flavor_provider is not None
+            and services.providers.resolve(provider) != services.providers.resolve(flavor_provider)
+        ):
             raise InvalidInput(f"Flavor '{flavor_id}' is not compatible with provider '{provider}'")
         provider = provider or flavor_provider
     provider = provider or services.providers.default
@@ -133,7 +143,9 @@ def _check_availability_zone(session: Session, name: str | None) -> None:
     if zone is None:
         raise ValidationFailure("Invalid availability zone.")
     if not zone.enabled:
-        raise InvalidInput(f"The selected availability_zone is not allowed in this deployment: {name}")
+        raise InvalidInput(
+            f"The selected availability_zone is not allowed in this deployment: {name}"
+        )
 
 
 @router.post("/lbaas/loadbalancers", status_code=201)

@@ -94,7 +94,9 @@ def show_subnet(subnet_id: str, services: ApiServices = Depends(get_services)) -
 
 
 @router.get("/networks")
-def list_networks(request: Request, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
+def list_networks(
+    request: Request, services: ApiServices = Depends(get_services)
+) -> dict[str, Any]:
     with services.database.read() as session:
         subnets = network_repo.all_subnets(session)
         nets = [

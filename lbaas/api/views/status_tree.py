@@ -28,8 +28,7 @@ def _pool(pool: PoolRow) -> dict[str, Any]:
     if hm is not None:
         out["health_monitor"] = {**_status(hm), "type": hm.type}
     out["members"] = [
-        {**_status(m), "address": m.address, "protocol_port": m.protocol_port}
-        for m in pool.members
+        {**_status(m), "address": m.address, "protocol_port": m.protocol_port} for m in pool.members
     ]
     return out
 

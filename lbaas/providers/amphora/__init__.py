@@ -1,0 +1,1 @@
+"""The amphora provider: HAProxy data planes run by per-host agents."""

@@ -25,7 +25,10 @@ def create_app(services: ApiServices) -> FastAPI:
     app.include_router(versions.router)
     for router in ROUTERS:
         app.include_router(router, prefix="/v2")
-    app.include_router(networking.router)
+    # The stock CLI discovers "v2" from our root document and asks the Networking API
+    # there too, so the registry is served under both /v2.0 (Neutron's) and /v2.
+    app.include_router(networking.router, prefix="/v2.0")
+    app.include_router(networking.router, prefix="/v2")
     app.include_router(identity.router)
     return app
 

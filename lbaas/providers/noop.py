@@ -67,7 +67,9 @@ class NoopProvider(ProviderDriver):
 
     def _run(self, action: str, loadbalancer_id: str) -> None:
         started = time.time()
-        self._append_record({"phase": "start", "action": action, "loadbalancer_id": loadbalancer_id, "at": started})
+        self._append_record(
+            {"phase": "start", "action": action, "loadbalancer_id": loadbalancer_id, "at": started}
+        )
         if self.delay:
             time.sleep(self.delay)
         if self.fail == "temporary":

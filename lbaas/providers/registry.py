@@ -106,5 +106,7 @@ def load_providers(enabled: Iterable[str], context: ProviderContext) -> dict[str
     return loaded
 
 
-def build_registry(enabled: Iterable[str], default: str, context: ProviderContext) -> ProviderRegistry:
+def build_registry(
+    enabled: Iterable[str], default: str, context: ProviderContext
+) -> ProviderRegistry:
     return ProviderRegistry(load_providers(enabled, context), default)

@@ -19,7 +19,7 @@ from lbaas.db import network_repo
 from lbaas.db.tables import NetworkRow, PortRow, SubnetRow
 from lbaas.errors import NotFound
 
-router = APIRouter(prefix="/v2.0", tags=["networking"])
+router = APIRouter(tags=["networking"])
 
 
 def _subnet(row: SubnetRow) -> dict[str, Any]:

@@ -1,0 +1,286 @@
+"""Control-plane benchmark: prints JSON figures for `lbaas serve` with the noop provider.
+
+    python bench/control_plane.py [--quick] [--database-url URL]
+
+Measures, against a fresh `lbaas serve` process on a free loopback port:
+POST latency (p50/p95); POST→ACTIVE for one load balancer and for a full tree (load
+balancer, listener, pool, two members, health monitor — built call by call, each waiting
+for ACTIVE as a client must, and as one fully-populated POST); list throughput with 200
+and 1000 load balancers; 50 load balancers created by 10 threads (time until all ACTIVE,
+errors). Figures go to stdout; nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+SUBNET = "7f000a00-0000-4000-8000-000000000001"
+LB = "/v2/lbaas/loadbalancers"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return round(ordered[index] * 1000, 2)
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"p50_ms": _pct(values, 0.5), "p95_ms": _pct(values, 0.95), "n": len(values)}
+
+
+class Client:
+    def __init__(self, url: str) -> None:
+        self.http = httpx.Client(base_url=url, timeout=30)
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        r = self.http.post(path, json=body)
+        r.raise_for_status()
+        return dict(r.json())
+
+    def wait_active(self, lb_id: str, poll: float = 0.002) -> None:
+        while True:
+            r = self.http.get(f"{LB}/{lb_id}")
+            status = r.json()["loadbalancer"]["provisioning_status"]
+            if status == "ACTIVE":
+                return
+            if status == "ERROR":
+                raise RuntimeError(f"{lb_id} went to ERROR")
+            time.sleep(poll)
+
+    def create_lb(self, name: str) -> str:
+        body = {"loadbalancer": {"name": name, "vip_subnet_id": SUBNET}}
+        return str(self.post(LB, body)["loadbalancer"]["id"])
+
+    def delete_all(self) -> None:
+        for lb in self.http.get(LB).json()["loadbalancers"]:
+            self.http.delete(f"{LB}/{lb['id']}", params={"cascade": "true"})
+
+
+def post_latency(c: Client, n: int) -> dict[str, float]:
+    times = []
+    for i in range(n):
+        start = time.perf_counter()
+        c.create_lb(f"post-{i}")
+        times.append(time.perf_counter() - start)
+    return _summary(times)
+
+
+def post_to_active(c: Client, n: int) -> dict[str, float]:
+    times = []
+    for i in range(n):
+        start = time.perf_counter()
+        c.wait_active(c.create_lb(f"active-{i}"))
+        times.append(time.perf_counter() - start)
+    return _summary(times)
+
+
+def _tree_step(c: Client, lb_id: str, path: str, wrapper: str, body: dict[str, Any]) -> str:
+    obj = c.post(path, {wrapper: body})[wrapper]
+    c.wait_active(lb_id)
+    return str(obj["id"])
+
+
+def full_tree_stepwise(c: Client, n: int) -> dict[str, float]:
+    times = []
+    for i in range(n):
+        start = time.perf_counter()
+        lb_id = c.create_lb(f"tree-{i}")
+        c.wait_active(lb_id)
+        listener = _tree_step(
+            c,
+            lb_id,
+            "/v2/lbaas/listeners",
+            "listener",
+            {"loadbalancer_id": lb_id, "protocol": "HTTP", "protocol_port": 80},
+        )
+        pool = _tree_step(
+            c,
+            lb_id,
+            "/v2/lbaas/pools",
+            "pool",
+            {"listener_id": listener, "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"},
+        )
+        for m in range(2):
+            _tree_step(
+                c,
+                lb_id,
+                f"/v2/lbaas/pools/{pool}/members",
+                "member",
+                {"address": f"192.0.2.{10 + m}", "protocol_port": 80},
+            )
+        _tree_step(
+            c,
+            lb_id,
+            "/v2/lbaas/healthmonitors",
+            "healthmonitor",
+            {"pool_id": pool, "type": "HTTP", "delay": 5, "timeout": 3, "max_retries": 3},
+        )
+        times.append(time.perf_counter() - start)
+    return _summary(times)
+
+
+def full_tree_single_call(c: Client, n: int) -> dict[str, float]:
+    times = []
+    for i in range(n):
+        body = {
+            "loadbalancer": {
+                "name": f"graph-{i}",
+                "vip_subnet_id": SUBNET,
+                "listeners": [
+                    {
+                        "protocol": "HTTP",
+                        "protocol_port": 80,
+                        "default_pool": {
+                            "name": "p",
+                            "protocol": "HTTP",
+                            "lb_algorithm": "ROUND_ROBIN",
+                            "members": [
+                                {"address": "192.0.2.10", "protocol_port": 80},
+                                {"address": "192.0.2.11", "protocol_port": 80},
+                            ],
+                            "healthmonitor": {
+                                "type": "HTTP",
+                                "delay": 5,
+                                "timeout": 3,
+                                "max_retries": 3,
+                            },
+                        },
+                    }
+                ],
+            }
+        }
+        start = time.perf_counter()
+        lb_id = c.post(LB, body)["loadbalancer"]["id"]
+        c.wait_active(lb_id)
+        times.append(time.perf_counter() - start)
+    return _summary(times)
+
+
+def list_throughput(c: Client, total: int, seconds: float) -> dict[str, float]:
+    existing = len(c.http.get(LB).json()["loadbalancers"])
+    for i in range(existing, total):
+        c.create_lb(f"list-{i}")
+    count = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        r = c.http.get(LB)
+        assert len(r.json()["loadbalancers"]) >= total
+        count += 1
+    elapsed = time.perf_counter() - start
+    return {"load_balancers": total, "requests_per_s": round(count / elapsed, 1)}
+
+
+def concurrent_creates(url: str, total: int, threads: int) -> dict[str, float]:
+    errors: list[str] = []
+    ids: list[str] = []
+    lock = threading.Lock()
+
+    def work(k: int) -> None:
+        c = Client(url)
+        for i in range(k, total, threads):
+            try:
+                lb_id = c.create_lb(f"conc-{i}")
+                with lock:
+                    ids.append(lb_id)
+            except Exception as exc:  # noqa: BLE001 - counted, reported as a figure
+                with lock:
+                    errors.append(repr(exc))
+
+    start = time.perf_counter()
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    c = Client(url)
+    for lb_id in ids:
+        c.wait_active(lb_id)
+    return {
+        "load_balancers": total,
+        "threads": threads,
+        "seconds_to_all_active": round(time.perf_counter() - start, 3),
+        "errors": len(errors),
+    }
+
+
+def _start_server(state: Path, database_url: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LBAAS_")}
+    env.update(
+        {
+            "LBAAS_STATE_DIR": str(state),
+            "LBAAS_API__PORT": str(port),
+            "LBAAS_LOG_LEVEL": "WARNING",
+            "LBAAS_PROVIDERS__ENABLED": '["noop"]',
+            "LBAAS_PROVIDERS__DEFAULT": "noop",
+            "LBAAS_DATABASE__URL": database_url,
+        }
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lbaas.cli", "serve"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("lbaas serve did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
+    parser.add_argument("--database-url", default="")
+    args = parser.parse_args()
+    q = args.quick
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = _start_server(Path(tmp), args.database_url)
+        try:
+            c = Client(url)
+            figures: dict[str, Any] = {"database": args.database_url or "sqlite"}
+            steps: list[tuple[str, Callable[[], Any]]] = [
+                ("post_latency", lambda: post_latency(c, 5 if q else 200)),
+                ("post_to_active_one_lb", lambda: post_to_active(c, 5 if q else 100)),
+                ("post_to_active_full_tree_stepwise", lambda: full_tree_stepwise(c, 2 if q else 30)),
+                ("post_to_active_full_tree_single_call", lambda: full_tree_single_call(c, 2 if q else 30)),
+                ("concurrent_50_lbs_10_threads", lambda: concurrent_creates(url, 10 if q else 50, 10)),
+                ("list_200", lambda: list_throughput(c, 20 if q else 200, 1 if q else 5)),
+                ("list_1000", lambda: list_throughput(c, 30 if q else 1000, 1 if q else 5)),
+            ]
+            for name, step in steps:
+                figures[name] = step()
+            print(json.dumps(figures, indent=2))
+        finally:
+            proc.terminate()
+            proc.wait(20)
+
+
+if __name__ == "__main__":
+    main()

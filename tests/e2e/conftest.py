@@ -1,0 +1,60 @@
+"""End-to-end fixtures: ``lbaas serve`` as a real process on a free loopback port."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.processes import lbaas_env, lbaas_process, wait_for
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Served:
+    url: str
+    state_dir: Path
+    log: Path
+
+
+def serve(tmp_path: Path, settings: dict[str, Any]) -> Iterator[Served]:
+    port = free_port()
+    state_dir = tmp_path / "serve-state"
+    log = tmp_path / "serve.log"
+    env = lbaas_env(
+        {
+            "state_dir": str(state_dir),
+            "api": {"port": port},
+            "worker": {"poll_interval": 0.1},
+            **settings,
+        }
+    )
+    url = f"http://127.0.0.1:{port}"
+    with lbaas_process(["serve"], env, log) as proc:
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"lbaas serve exited: {log.read_text()[-2000:]}")
+            try:
+                return httpx.get(url + "/", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(up, 60, "lbaas serve to answer")
+        yield Served(url, state_dir, log)
+
+
+@pytest.fixture
+def noop_server(tmp_path: Path) -> Iterator[Served]:
+    """``lbaas serve`` with the noop provider."""
+    yield from serve(tmp_path, {"providers": {"enabled": ["noop"], "default": "noop"}})

@@ -151,6 +151,14 @@ class ProviderSettings(_Section):
     noop_fail: Literal["none", "temporary", "permanent", "unexpected"] = Field(
         "none", description="Make the noop provider fail (for tests)."
     )
+    amphora_maxconn: int = Field(
+        8000,
+        description=(
+            "HAProxy's global maxconn, and a listener's when its connection_limit is -1 "
+            "(Octavia uses 50000; HAProxy needs about two file descriptors per connection, "
+            "so keep it under half of the agent host's open-files limit)."
+        ),
+    )
     noop_record_path: str = Field(
         "", description="If set, the noop provider appends one JSON line per call here."
     )

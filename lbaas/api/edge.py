@@ -56,7 +56,7 @@ class EdgeMiddleware:
         request_id = f"req-{uuid.uuid4()}"
         scope.setdefault("state", {})["request_id"] = request_id
         path: str = scope["path"]
-        if path.endswith(".json"):
+        if path.endswith(".json") and path.startswith("/v2"):
             path = path[: -len(".json")]
         for old, new in _ALIASES:
             if path == old or path.startswith(old + "/"):

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from lbaas.db.engine import Database
 from lbaas.db.migrate import upgrade_database
 from tests.support.api_client import Api
-from tests.support.control_plane import asgi_app, running_control_plane, test_settings
+from tests.support.control_plane import asgi_app, running_control_plane, make_settings
 from tests.support.databases import PostgresDatabases
 
 
@@ -54,7 +54,7 @@ def settings_overrides() -> dict[str, Any]:
 
 @pytest.fixture
 def plane(state_dir: Path, database_url: str, settings_overrides: dict[str, Any]) -> Iterator[Any]:
-    settings = test_settings(state_dir, database_url, **settings_overrides)
+    settings = make_settings(state_dir, database_url, **settings_overrides)
     with running_control_plane(settings) as running:
         yield running
 

@@ -15,13 +15,13 @@ from starlette.testclient import TestClient
 
 from lbaas.compose import build_control_plane
 from tests.support.api_client import Api
-from tests.support.control_plane import asgi_app, test_settings
+from tests.support.control_plane import asgi_app, make_settings
 
 
 @pytest.fixture
 def idle_plane(state_dir: Path) -> Iterator[Any]:
     """A control plane whose worker is built but not started."""
-    settings = test_settings(
+    settings = make_settings(
         state_dir, worker={"max_attempts": 3, "backoff_base": 0.0, "backoff_max": 0.0}
     )
     plane = build_control_plane(settings)

@@ -16,7 +16,7 @@ from lbaas.db.tables import Base
 from lbaas.providers.noop import NoopProvider
 
 
-def test_settings(state_dir: Path, database_url: str = "", **overrides: Any) -> Any:
+def make_settings(state_dir: Path, database_url: str = "", **overrides: Any) -> Any:
     base: dict[str, Any] = {
         "state_dir": str(state_dir),
         "database": {"url": database_url},

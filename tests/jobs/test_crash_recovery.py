@@ -27,7 +27,12 @@ def _worker_env(
         {
             "state_dir": str(state_dir),
             "database": {"url": database_url},
-            "providers": {"noop_delay": delay, "noop_record_path": str(records)},
+            "providers": {
+                "enabled": ["noop"],
+                "default": "noop",
+                "noop_delay": delay,
+                "noop_record_path": str(records),
+            },
             "worker": {"lease_seconds": 1.5, "poll_interval": 0.1, "threads": 4},
             "log_level": "WARNING",
         }

@@ -22,6 +22,7 @@ def make_settings(state_dir: Path, database_url: str = "", **overrides: Any) -> 
         "database": {"url": database_url},
         "worker": {"poll_interval": 0.05, "threads": 4, "backoff_base": 0.05, "lease_seconds": 5},
         "api": {"auth_strategy": "keystone_headers"},
+        "providers": {"enabled": ["noop"], "default": "noop"},
     }
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(base.get(key), dict):

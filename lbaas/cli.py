@@ -101,10 +101,16 @@ def _start_embedded_extras(settings: Settings, plane: Any) -> list[Callable[[], 
     from lbaas.health.service import start_health_manager
 
     stops.append(start_health_manager(settings, plane.database))
-    from lbaas.agent.service import start_agent
-
-    stops.append(start_agent(settings))
+    stops.append(_start_agent(settings))
     return stops
+
+
+def _start_agent(settings: Settings) -> Callable[[], None]:
+    from lbaas.agent.service import AgentService
+
+    service = AgentService(settings)
+    service.start()
+    return service.stop
 
 
 def cmd_api(args: argparse.Namespace) -> int:
@@ -148,11 +154,10 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
-    from lbaas.agent.service import start_agent
-
     settings = _settings(args)
     _setup_logging(settings)
-    stop = start_agent(settings)
+    stop = _start_agent(settings)
+    print(f"lbaas agent ({settings.agent.mode} mode) on {settings.agent.host}:{settings.agent.port}", flush=True)
     _wait_for_signal()
     stop()
     return 0

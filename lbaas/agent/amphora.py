@@ -1,0 +1,258 @@
+"""The amphorae of this host: converge each to its spec, supervise, report, delete.
+
+One directory per amphora under ``root`` holds its HAProxy files and ``applied.json`` (the
+last spec applied successfully), which is how an agent that restarts finds its amphorae
+again and how a repeated PUT is recognised. Each amphora has its own lock, so the API and
+the supervise loop never work on the same amphora at once while different amphorae proceed
+in parallel.
+
+A PUT converges in two steps: plumbing (netns mode only; idempotent ``HostOps`` calls) and
+``HaproxyInstance.apply`` (which does nothing for an unchanged text). Failures are recorded
+as the amphora's ``last_error`` and raised for the API to answer with.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from lbaas.agent.haproxy_process import ApplyOutcome, HaproxyInstance, RuntimeApiFactory
+from lbaas.agent.host.base import HostOps
+from lbaas.agent.host.loopback import is_loopback_address
+from lbaas.agent.plumbing import (
+    AmphoraPlumbing,
+    apply_plumbing,
+    namespace_name,
+    plan_plumbing,
+    remove_plumbing,
+)
+from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
+from lbaas.agent.stats import StatsCollector
+from lbaas.agent.wire import AMPHORA_ID_PATTERN, AmphoraSpec, AmphoraStatus
+from lbaas.errors import Conflict, InvalidInput
+from lbaas.model.graph import LoadBalancerId
+from lbaas.model.health import HealthReport
+
+log = logging.getLogger(__name__)
+
+APPLIED_FILE = "applied.json"
+_UNIX_PATH_MAX = 107
+AgentMode = Literal["loopback", "netns"]
+
+
+@dataclass
+class _Amphora:
+    id: str
+    instance: HaproxyInstance
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    applied: AmphoraSpec | None = None
+    stats: StatsCollector | None = None
+    last_outcome: ApplyOutcome | None = None
+    last_error: str | None = None
+
+
+class AmphoraManager:
+    """Every amphora this agent runs."""
+
+    def __init__(
+        self,
+        root: Path,
+        host: HostOps,
+        *,
+        mode: AgentMode = "loopback",
+        runtime_api: RuntimeApiFactory = RuntimeApi.at,
+    ) -> None:
+        self.root = root.absolute()
+        self.mode = mode
+        self._host = host
+        self._runtime_api = runtime_api
+        self._lock = threading.Lock()
+        self._amphorae: dict[str, _Amphora] = {}
+
+    def restore(self) -> list[str]:
+        """Load the amphorae an earlier agent left in ``root``; the supervisor restarts them."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        found = []
+        for applied in sorted(self.root.glob(f"*/{APPLIED_FILE}")):
+            amphora_id = applied.parent.name
+            try:
+                spec = AmphoraSpec.model_validate_json(json.loads(applied.read_text())["spec"])
+            except (OSError, ValueError, KeyError) as exc:
+                log.error("cannot restore amphora %s from %s: %s", amphora_id, applied, exc)
+                continue
+            amp = self._entry(amphora_id)
+            amp.applied = spec
+            amp.stats = StatsCollector(LoadBalancerId(spec.loadbalancer_id))
+            found.append(amphora_id)
+        return found
+
+    def amphora_ids(self) -> list[str]:
+        with self._lock:
+            return sorted(self._amphorae)
+
+    def put(self, amphora_id: str, spec: AmphoraSpec) -> AmphoraStatus:
+        """Converge amphora ``amphora_id`` to ``spec``."""
+        if self.mode == "loopback" and not is_loopback_address(spec.vip.address):
+            raise InvalidInput(
+                f"this agent runs in loopback mode; VIP {spec.vip.address} is not in 127.0.0.0/8"
+            )
+        with self._locked(amphora_id) as amp:
+            if amp.applied is not None and spec.version < amp.applied.version:
+                raise Conflict(
+                    f"amphora {amphora_id} has version {amp.applied.version} applied; "
+                    f"refusing older version {spec.version}"
+                )
+            try:
+                if self.mode == "netns":
+                    previous = None if amp.applied is None else self._plan(amphora_id, amp.applied)
+                    apply_plumbing(self._host, self._plan(amphora_id, spec), previous)
+                amp.last_outcome = amp.instance.apply(spec.haproxy_config)
+            except Exception as exc:
+                amp.last_error = str(getattr(exc, "operator_message", None) or exc)
+                raise
+            self._save(amp, spec)
+            amp.last_error = None
+            return self._status(amp)
+
+    def get(self, amphora_id: str) -> AmphoraStatus | None:
+        with self._lock:
+            amp = self._amphorae.get(amphora_id)
+        return None if amp is None else self._status(amp)
+
+    def delete(self, amphora_id: str) -> None:
+        """Stop HAProxy, remove plumbing and files. Idempotent."""
+        with self._locked(amphora_id) as amp:
+            amp.instance.stop()
+            if self.mode == "netns":
+                spec = amp.applied
+                plumbing = (
+                    AmphoraPlumbing(self._namespace(amphora_id), ())
+                    if spec is None
+                    else self._plan(amphora_id, spec)
+                )
+                remove_plumbing(self._host, plumbing)
+            shutil.rmtree(amp.instance.directory, ignore_errors=True)
+            with self._lock:
+                self._amphorae.pop(amphora_id, None)
+
+    def supervise(self) -> list[str]:
+        """Restart every HAProxy whose master died; the ids of those restarted."""
+        restarted = []
+        for amphora_id in self.amphora_ids():
+            with self._lock:
+                amp = self._amphorae.get(amphora_id)
+            if amp is None or amp.applied is None:
+                continue
+            with amp.lock:
+                with self._lock:
+                    if self._amphorae.get(amphora_id) is not amp:
+                        continue  # deleted meanwhile: nothing to bring back
+                # Top of the supervise loop: one broken amphora must not stop the others.
+                try:
+                    if self.mode == "netns" and not self._host.namespace_exists(
+                        self._namespace(amphora_id)
+                    ):
+                        apply_plumbing(self._host, self._plan(amphora_id, amp.applied), None)
+                    if amp.instance.ensure_running():
+                        restarted.append(amphora_id)
+                        log.warning("restarted haproxy of amphora %s", amphora_id)
+                except Exception as exc:  # noqa: BLE001 - logged with the id, kept as last_error
+                    amp.last_error = str(exc)
+                    log.error("cannot supervise amphora %s: %s", amphora_id, exc)
+        return restarted
+
+    def health_reports(self) -> list[tuple[str, HealthReport]]:
+        """(amphora id, report) for every amphora whose statistics can be read now."""
+        reports = []
+        for amphora_id in self.amphora_ids():
+            with self._lock:
+                amp = self._amphorae.get(amphora_id)
+            stats = None if amp is None else amp.stats
+            if amp is None or stats is None:
+                continue
+            # Without the amphora's lock: a reload in progress must not delay heartbeats.
+            api = amp.instance.runtime()
+            if api is None or amp.instance.master_pid() is None:
+                continue
+            try:
+                reports.append((amphora_id, stats.collect(api)))
+            except RuntimeApiError as exc:
+                log.info("no statistics from amphora %s: %s", amphora_id, exc)
+        return reports
+
+    def stop_all(self) -> None:
+        """Stop every HAProxy but keep files and plumbing (agent shutdown in tests)."""
+        for amphora_id in self.amphora_ids():
+            with self._lock:
+                amp = self._amphorae.get(amphora_id)
+            if amp is not None:
+                with amp.lock:
+                    amp.instance.stop()
+
+    @contextmanager
+    def _locked(self, amphora_id: str) -> Iterator[_Amphora]:
+        """The amphora's entry, locked, and still the registered one (not just deleted)."""
+        while True:
+            amp = self._entry(amphora_id)
+            with amp.lock:
+                with self._lock:
+                    current = self._amphorae.get(amphora_id) is amp
+                if current:
+                    yield amp
+                    return
+
+    def _entry(self, amphora_id: str) -> _Amphora:
+        if re.fullmatch(AMPHORA_ID_PATTERN, amphora_id) is None:
+            raise InvalidInput(f"invalid amphora id {amphora_id!r}")
+        if len(str(self.root / amphora_id / "master.sock")) > _UNIX_PATH_MAX:
+            raise InvalidInput(f"amphora id {amphora_id!r} is too long for this agent's paths")
+        with self._lock:
+            amp = self._amphorae.get(amphora_id)
+            if amp is None:
+                instance = HaproxyInstance(
+                    self.root / amphora_id,
+                    self._host,
+                    namespace=self._namespace(amphora_id) if self.mode == "netns" else None,
+                    runtime_api=self._runtime_api,
+                )
+                amp = self._amphorae[amphora_id] = _Amphora(amphora_id, instance)
+            return amp
+
+    def _namespace(self, amphora_id: str) -> str:
+        return namespace_name(amphora_id)
+
+    def _plan(self, amphora_id: str, spec: AmphoraSpec) -> AmphoraPlumbing:
+        return plan_plumbing(amphora_id, spec)
+
+    def _save(self, amp: _Amphora, spec: AmphoraSpec) -> None:
+        if amp.applied is None or amp.applied.loadbalancer_id != spec.loadbalancer_id:
+            amp.stats = StatsCollector(LoadBalancerId(spec.loadbalancer_id))
+        amp.applied = spec
+        path = amp.instance.directory / APPLIED_FILE
+        tmp = path.with_name(f".{APPLIED_FILE}.tmp")
+        tmp.write_text(json.dumps({"spec": spec.model_dump_json()}))
+        tmp.replace(path)
+
+    def _status(self, amp: _Amphora) -> AmphoraStatus:
+        pid = amp.instance.master_pid()
+        return AmphoraStatus(
+            amphora_id=amp.id,
+            loadbalancer_id=None if amp.applied is None else amp.applied.loadbalancer_id,
+            applied_version=None if amp.applied is None else amp.applied.version,
+            running=pid is not None,
+            master_pid=pid,
+            namespace=amp.instance.namespace,
+            reloads=amp.instance.reloads,
+            restarts=amp.instance.restarts,
+            runtime_changes=amp.instance.runtime_changes,
+            last_outcome=None if amp.last_outcome is None else amp.last_outcome.value,
+            last_error=amp.last_error,
+        )

@@ -1,0 +1,286 @@
+"""Running HAProxy in master-worker mode: the process half shared by real and loopback.
+
+Both host implementations run HAProxy the same way; they differ only in whether the command
+is prefixed with ``ip netns exec <ns>``. HAProxy runs in the foreground (``-W``) as a child
+of the agent in its own session, so the agent reaps it (this host's PID 1 may not reap
+orphans, and a zombie must never look alive), and its output goes to a log file whose tail
+explains failures. A master found through its pid file after an agent restart is adopted:
+it counts as alive while ``/proc`` shows a non-zombie process whose command line names the
+same configuration file.
+
+Reloads go through the master CLI (``reload``), falling back to SIGUSR2, and are confirmed
+through ``show proc``: the master's reload count moves and a new worker appears. The master
+hands the listening sockets to the new worker, so nothing is refused while it starts.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from lbaas.agent.host.base import (
+    HaproxyFiles,
+    HaproxyReloadFailed,
+    HaproxyStartFailed,
+    HostCommandFailed,
+    HostOps,
+    HostOpsError,
+)
+from lbaas.agent.runtime_api import MasterCli, ProcTable, RuntimeApiError
+from lbaas.errors import InvalidRenderedConfig
+
+_POLL = 0.05
+
+
+class HaproxyLauncher:
+    """Validates, starts, reloads and stops HAProxy masters; remembers its children."""
+
+    def __init__(
+        self,
+        binary: str = "haproxy",
+        *,
+        start_timeout: float = 20.0,
+        reload_timeout: float = 20.0,
+        stop_timeout: float = 10.0,
+    ) -> None:
+        self.binary = binary
+        self._start_timeout = start_timeout
+        self._reload_timeout = reload_timeout
+        self._stop_timeout = stop_timeout
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+
+    def validate(self, config: Path, workdir: Path) -> None:
+        argv = [self.binary, "-c", "-f", str(config.absolute())]
+        try:
+            done = subprocess.run(
+                argv, cwd=workdir, capture_output=True, text=True, timeout=60, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise HostCommandFailed(argv, -1, str(exc)) from exc
+        if done.returncode != 0:
+            raise InvalidRenderedConfig(
+                "HAProxy refused the rendered configuration.",
+                operator_message=(done.stdout + done.stderr).strip(),
+            )
+
+    def version(self) -> str:
+        argv = [self.binary, "-v"]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise HostCommandFailed(argv, -1, str(exc)) from exc
+        words = done.stdout.split()
+        if done.returncode != 0 or len(words) < 3:
+            raise HostCommandFailed(argv, done.returncode, done.stderr or done.stdout)
+        return words[2]
+
+    def start(self, files: HaproxyFiles, prefix: Sequence[str] = ()) -> int:
+        running = self.master_pid(files)
+        if running is not None:
+            return running
+        files.pid_file.unlink(missing_ok=True)
+        argv = [
+            *prefix,
+            self.binary,
+            "-W",
+            "-S",
+            f"{files.master_socket.absolute()},mode,600",
+            "-p",
+            str(files.pid_file.absolute()),
+            "-f",
+            str(files.config.absolute()),
+        ]
+        with open(files.log_file, "ab") as log:
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=files.workdir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise HaproxyStartFailed(f"cannot run {argv[0]}: {exc}") from exc
+        self._children[proc.pid] = proc
+        deadline = time.monotonic() + self._start_timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self._children.pop(proc.pid, None)
+                raise HaproxyStartFailed(
+                    f"haproxy exited with {proc.returncode}", log_tail(files.log_file)
+                )
+            table = _try_show_proc(files)
+            if table is not None and table.current_workers:
+                return table.master.pid
+            time.sleep(_POLL)
+        self._kill(proc.pid)
+        raise HaproxyStartFailed(
+            "haproxy did not answer on its master socket", log_tail(files.log_file)
+        )
+
+    def reload(self, files: HaproxyFiles) -> None:
+        pid = self.master_pid(files)
+        if pid is None:
+            raise HaproxyReloadFailed("no haproxy master is running")
+        before = _try_show_proc(files)
+        if before is None:
+            raise HaproxyReloadFailed("the haproxy master socket does not answer")
+        try:
+            MasterCli.at(files.master_socket).reload()
+        except RuntimeApiError:
+            os.kill(pid, signal.SIGUSR2)
+        old_pids = {w.pid for w in before.workers}
+        deadline = time.monotonic() + self._reload_timeout
+        while time.monotonic() < deadline:
+            if self.master_pid(files) is None:
+                raise HaproxyReloadFailed("haproxy master died", log_tail(files.log_file))
+            table = _try_show_proc(files)
+            if table is not None and table.master.reloads > before.master.reloads:
+                if table.failed_reloads > before.failed_reloads:
+                    raise HaproxyReloadFailed("haproxy failed to reload", log_tail(files.log_file))
+                if any(w.pid not in old_pids for w in table.current_workers):
+                    return
+            time.sleep(_POLL)
+        raise HaproxyReloadFailed("haproxy did not start new workers", log_tail(files.log_file))
+
+    def stop(self, files: HaproxyFiles) -> None:
+        pid = self.master_pid(files)
+        if pid is not None:
+            workers = _children_of(pid)
+            _signal(pid, signal.SIGTERM)
+            if not self._wait_dead([pid, *workers], self._stop_timeout, files):
+                for victim in (pid, *workers):
+                    _signal(victim, signal.SIGKILL)
+                if not self._wait_dead([pid, *workers], self._stop_timeout, files):
+                    raise HostOpsError(f"haproxy {pid} of {files.config} will not die")
+        files.pid_file.unlink(missing_ok=True)
+
+    def master_pid(self, files: HaproxyFiles) -> int | None:
+        try:
+            pid = int(files.pid_file.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if self._alive(pid, files) else None
+
+    def _alive(self, pid: int, files: HaproxyFiles | None) -> bool:
+        child = self._children.get(pid)
+        if child is not None:
+            if child.poll() is None:
+                return True
+            self._children.pop(pid, None)
+            return False
+        return _proc_alive(pid, None if files is None else str(files.config.absolute()))
+
+    def _wait_dead(self, pids: list[int], timeout: float, files: HaproxyFiles) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not any(self._alive(p, files if p == pids[0] else None) for p in pids):
+                return True
+            time.sleep(_POLL)
+        return False
+
+    def _kill(self, pid: int) -> None:
+        _signal(pid, signal.SIGKILL)
+        child = self._children.pop(pid, None)
+        if child is not None:
+            child.wait(timeout=self._stop_timeout)
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _try_show_proc(files: HaproxyFiles) -> ProcTable | None:
+    try:
+        return MasterCli.at(files.master_socket, timeout=2.0).show_proc()
+    except RuntimeApiError:
+        return None
+
+
+def _proc_alive(pid: int, needle: str | None) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+    state = stat.rsplit(")", 1)[-1].split()[0]
+    if state in ("Z", "X"):
+        return False
+    return needle is None or needle in cmdline.split("\0")
+
+
+def _children_of(pid: int) -> list[int]:
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and fields[1] == str(pid):
+            found.append(int(entry.name))
+    return found
+
+
+_CAP_SYS_RESOURCE = 24
+
+
+def _may_raise_limits() -> bool:
+    """Whether this process (and so HAProxy) holds CAP_SYS_RESOURCE."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> _CAP_SYS_RESOURCE & 1)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+class LaunchingHostOps(HostOps):
+    """The HAProxy half of ``HostOps`` for implementations that run real processes."""
+
+    def __init__(self, launcher: HaproxyLauncher) -> None:
+        self.launcher = launcher
+
+    def namespace_prefix(self, namespace: str | None) -> list[str]:
+        """The argv prefix that runs a command inside ``namespace`` (or refuses it)."""
+        raise NotImplementedError
+
+    def validate_haproxy_config(self, config: Path, workdir: Path) -> None:
+        self.launcher.validate(config, workdir)
+
+    def start_haproxy(self, files: HaproxyFiles, namespace: str | None = None) -> int:
+        return self.launcher.start(files, self.namespace_prefix(namespace))
+
+    def reload_haproxy(self, files: HaproxyFiles) -> None:
+        self.launcher.reload(files)
+
+    def stop_haproxy(self, files: HaproxyFiles) -> None:
+        self.launcher.stop(files)
+
+    def haproxy_master_pid(self, files: HaproxyFiles) -> int | None:
+        return self.launcher.master_pid(files)
+
+    def haproxy_version(self) -> str:
+        return self.launcher.version()
+
+    def haproxy_fd_limit(self) -> int | None:
+        return None if _may_raise_limits() else resource.getrlimit(resource.RLIMIT_NOFILE)[1]

@@ -1,0 +1,124 @@
+"""Netns mode: an amphora's namespace, its legs on virtual networks, and their addresses.
+
+Every network is a Linux bridge in the host namespace (``lbaas-br-<short>``); an amphora is a
+namespace (``lbaas-amp-<short>``) with one veth leg per network it touches: the VIP network
+(the VIP is on that leg) and each member network. The host may get an address on a bridge
+(``vip_host_address``) so that it can reach the VIP itself. Names are derived from hashes of
+the ids because Linux limits link names to 15 characters and ids are 36.
+
+``plan_plumbing`` is a pure function of the spec; ``apply_plumbing`` makes the host match a
+plan and removes what the previous plan had and the new one has not; ``remove_plumbing``
+tears an amphora's part down and deletes bridges no link uses any more. All of it goes
+through ``HostOps``, whose calls are idempotent, so applying a plan twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from dataclasses import dataclass
+
+from lbaas.agent.host.base import HostOps
+from lbaas.agent.wire import AmphoraSpec
+
+
+@dataclass(frozen=True)
+class Leg:
+    """One veth pair from an amphora's namespace to a network's bridge."""
+
+    network_id: str
+    bridge: str
+    host_end: str
+    amphora_end: str
+    addresses: tuple[str, ...]  # CIDR form, on the amphora end
+    host_address: str | None  # CIDR form, on the bridge
+
+
+@dataclass(frozen=True)
+class AmphoraPlumbing:
+    namespace: str
+    legs: tuple[Leg, ...]
+
+
+def _short(ident: str, length: int) -> str:
+    return hashlib.sha256(ident.encode()).hexdigest()[:length]
+
+
+def namespace_name(amphora_id: str) -> str:
+    return f"lbaas-amp-{_short(amphora_id, 12)}"
+
+
+def bridge_name(network_id: str) -> str:
+    return f"lbaas-br-{_short(network_id, 6)}"
+
+
+def _with_prefix(address: str, cidr: str) -> str:
+    return f"{address}/{ipaddress.ip_network(cidr, strict=False).prefixlen}"
+
+
+def plan_plumbing(amphora_id: str, spec: AmphoraSpec) -> AmphoraPlumbing:
+    """The namespace and legs ``spec`` asks for."""
+    addresses: dict[str, list[str]] = {}
+    host_addresses: dict[str, str | None] = {}
+    vip = spec.vip
+    addresses[vip.network_id] = [_with_prefix(vip.address, vip.subnet_cidr)]
+    host = spec.network.vip_host_address
+    host_addresses[vip.network_id] = None if host is None else _with_prefix(host, vip.subnet_cidr)
+    for net in spec.network.member_networks:
+        addresses.setdefault(net.network_id, []).append(_with_prefix(net.address, net.subnet_cidr))
+        if net.host_address is not None:
+            host_addresses[net.network_id] = _with_prefix(net.host_address, net.subnet_cidr)
+        else:
+            host_addresses.setdefault(net.network_id, None)
+    amp = _short(amphora_id, 6)
+    legs = tuple(
+        Leg(
+            network_id=net_id,
+            bridge=bridge_name(net_id),
+            host_end=f"lbv{amp}{_short(net_id, 4)}h",
+            amphora_end=f"lbv{amp}{_short(net_id, 4)}a",
+            addresses=tuple(dict.fromkeys(addrs)),
+            host_address=host_addresses[net_id],
+        )
+        for net_id, addrs in sorted(addresses.items())
+    )
+    return AmphoraPlumbing(namespace=namespace_name(amphora_id), legs=legs)
+
+
+def apply_plumbing(
+    host: HostOps, desired: AmphoraPlumbing, previous: AmphoraPlumbing | None
+) -> None:
+    """Create what ``desired`` needs; remove legs and addresses only ``previous`` had."""
+    host.create_namespace(desired.namespace)
+    old_legs = {} if previous is None else {leg.network_id: leg for leg in previous.legs}
+    for leg in desired.legs:
+        host.create_bridge(leg.bridge)
+        if leg.host_address is not None:
+            host.add_address(leg.bridge, leg.host_address)
+        if not host.link_exists(leg.amphora_end, desired.namespace):
+            host.create_veth_pair(leg.host_end, leg.amphora_end)
+            host.move_to_namespace(leg.amphora_end, desired.namespace)
+        host.attach_to_bridge(leg.host_end, leg.bridge)
+        host.set_link_up(leg.host_end)
+        host.set_link_up(leg.amphora_end, desired.namespace)
+        old = old_legs.pop(leg.network_id, None)
+        for address in () if old is None else set(old.addresses) - set(leg.addresses):
+            host.delete_address(leg.amphora_end, address, desired.namespace)
+        for address in leg.addresses:
+            host.add_address(leg.amphora_end, address, desired.namespace)
+    for gone in old_legs.values():
+        host.delete_link(gone.amphora_end, desired.namespace)
+        _remove_unused_bridge(host, gone)
+
+
+def remove_plumbing(host: HostOps, plumbing: AmphoraPlumbing) -> None:
+    """Delete the namespace (its legs go with it) and bridges left without links."""
+    host.delete_namespace(plumbing.namespace)
+    for leg in plumbing.legs:
+        host.delete_link(leg.host_end)  # in case the namespace was already gone
+        _remove_unused_bridge(host, leg)
+
+
+def _remove_unused_bridge(host: HostOps, leg: Leg) -> None:
+    if not host.bridge_ports(leg.bridge):
+        host.delete_link(leg.bridge)

@@ -1,0 +1,159 @@
+"""The agent put together: certificates, host operations, HTTPS API, supervisor, heartbeats.
+
+This is the agent's composition root; ``lbaas agent`` calls ``run_agent(settings)``. The CA
+lives under ``<state_dir>/pki`` (created on first start, shared with the controller in the
+embedded mode) and the agent's own server certificate under ``pki/agent``; amphorae live
+under ``<state_dir>/amphorae``. ``settings.agent.mode`` picks the host operations: loopback
+(no root) or netns (``RealHostOps``). Amphorae an earlier agent left behind are adopted:
+their HAProxy keeps running through an agent restart and is restarted if it died.
+
+Heartbeats go to the health manager at ``settings.health.bind_host:bind_port`` (a wildcard
+bind address means this host) every ``heartbeat_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from lbaas.agent.amphora import AmphoraManager
+from lbaas.agent.api import create_agent_app
+from lbaas.agent.haproxy_config_text import max_connections_for
+from lbaas.agent.heartbeat import HeartbeatSender
+from lbaas.agent.host.base import HostOps
+from lbaas.agent.host.haproxy_exec import HaproxyLauncher
+from lbaas.agent.host.loopback import LoopbackHostOps
+from lbaas.agent.host.real import RealHostOps
+from lbaas.agent.server import AgentHttpsServer
+from lbaas.agent.wire import AgentInfo
+from lbaas.certs.authority import CertificateAuthority, TlsFiles
+from lbaas.config import AgentSettings, Settings
+
+log = logging.getLogger(__name__)
+
+SUPERVISE_INTERVAL = 1.0
+
+
+def host_ops_for(agent: AgentSettings) -> HostOps:
+    """The host operations of the configured mode."""
+    launcher = HaproxyLauncher(agent.haproxy_binary)
+    return RealHostOps(launcher) if agent.mode == "netns" else LoopbackHostOps(launcher)
+
+
+def agent_identity(ca: CertificateAuthority, pki: Path, host: str) -> TlsFiles:
+    """The agent's server certificate, naming ``host`` (or this host's loopback if wildcard)."""
+    dns = ["localhost", socket.gethostname()]
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:  # a host name
+        ips, dns = ["127.0.0.1"], [*dns, host]
+    else:
+        ips = ["127.0.0.1", "::1"] if address.is_unspecified else [host]
+    return ca.ensure_identity(pki / "agent", "agent", "server", ip_addresses=ips, dns_names=dns)
+
+
+class Supervisor:
+    """Calls ``check`` every ``interval`` seconds in a thread until stopped."""
+
+    def __init__(self, check: Callable[[], object], interval: float = SUPERVISE_INTERVAL) -> None:
+        self._check = check
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="agent-supervisor", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            # Top of the supervise loop: keep supervising whatever one round raised.
+            try:
+                self._check()
+            except Exception:  # noqa: BLE001 - logged; the next round tries again
+                log.exception("supervise round failed")
+
+
+class AgentService:
+    """Every part of a running agent; ``start`` and ``stop`` them together."""
+
+    def __init__(self, settings: Settings, host: HostOps | None = None) -> None:
+        state_dir = settings.state_dir.absolute()
+        pki = state_dir / "pki"
+        self.ca = CertificateAuthority.load_or_create(pki)
+        self.tls = agent_identity(self.ca, pki, settings.agent.host)
+        self.host = host if host is not None else host_ops_for(settings.agent)
+        self.mode = settings.agent.mode
+        self.manager = AmphoraManager(state_dir / "amphorae", self.host, mode=self.mode)
+        adopted = self.manager.restore()
+        if adopted:
+            log.info("adopted amphorae %s", ", ".join(adopted))
+        self._haproxy_version: str | None = None
+        app = create_agent_app(self.manager, self.info)
+        self.server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, self.tls)
+        self.supervisor = Supervisor(self.manager.supervise)
+        health = settings.health
+        target = health.bind_host
+        if target in ("0.0.0.0", "::", ""):
+            target = "::1" if ":" in target else "127.0.0.1"
+        self.heartbeat = HeartbeatSender(
+            self.manager.health_reports,
+            health.heartbeat_key.encode(),
+            (target, health.bind_port),
+            interval=health.heartbeat_interval,
+        )
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.server.host}]" if ":" in self.server.host else self.server.host
+        return f"https://{host}:{self.server.port}"
+
+    def info(self) -> AgentInfo:
+        if self._haproxy_version is None:
+            self._haproxy_version = self.host.haproxy_version()
+        fd_limit = self.host.haproxy_fd_limit()
+        return AgentInfo(
+            mode=self.mode,
+            haproxy_version=self._haproxy_version,
+            amphora_root=str(self.manager.root),
+            amphorae=tuple(self.manager.amphora_ids()),
+            max_connections=None if fd_limit is None else max_connections_for(fd_limit),
+        )
+
+    def start(self) -> None:
+        self.manager.supervise()
+        self.server.start()
+        self.supervisor.start()
+        self.heartbeat.start()
+        log.info("agent (%s mode) listening on %s", self.mode, self.base_url)
+
+    def stop(self, *, stop_haproxy: bool = False) -> None:
+        """Stop the agent; HAProxy keeps serving unless ``stop_haproxy``."""
+        self.heartbeat.stop()
+        self.supervisor.stop()
+        self.server.stop()
+        if stop_haproxy:
+            self.manager.stop_all()
+
+
+def run_agent(settings: Settings, stop: threading.Event | None = None) -> None:
+    """Run the agent until SIGTERM/SIGINT (or ``stop`` is set); HAProxy keeps running."""
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+    service = AgentService(settings)
+    service.start()
+    try:
+        stop.wait()
+    finally:
+        service.stop()

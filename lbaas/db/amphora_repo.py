@@ -1,0 +1,71 @@
+"""Amphora records: which data-plane instance serves which load balancer, on which agent."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from lbaas.db.tables import AmphoraRow, PortRow
+
+GONE = ("DELETED", "PENDING_DELETE")
+
+
+def amphorae_of(session: Session, loadbalancer_id: str) -> list[AmphoraRow]:
+    return list(
+        session.scalars(
+            select(AmphoraRow)
+            .where(AmphoraRow.loadbalancer_id == loadbalancer_id, AmphoraRow.status.not_in(GONE))
+            .order_by(AmphoraRow.created_at)
+        )
+    )
+
+
+def create_amphora(
+    session: Session, loadbalancer_id: str, host: str, vip_address: str, now: datetime
+) -> AmphoraRow:
+    row = AmphoraRow(
+        id=str(uuid.uuid4()),
+        loadbalancer_id=loadbalancer_id,
+        status="PENDING_CREATE",
+        role="STANDALONE",
+        host=host,
+        lb_network_ip=host,
+        ha_ip=vip_address,
+        compute_id=None,
+        failover_pending=False,
+        created_at=now,
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def set_status(session: Session, amphora_id: str, status: str, now: datetime) -> None:
+    row = session.get(AmphoraRow, amphora_id)
+    if row is None:
+        return
+    row.status = status
+    row.updated_at = now
+    if status in GONE:
+        row.failover_pending = False
+        for port in session.scalars(select(PortRow).where(PortRow.device_id == amphora_id)):
+            session.delete(port)
+
+
+def mark_serving(session: Session, amphora_id: str, now: datetime) -> None:
+    row = session.get(AmphoraRow, amphora_id)
+    if row is None:
+        return
+    row.status = "ALLOCATED"
+    row.failover_pending = False
+    row.updated_at = now
+
+
+def port_address(session: Session, amphora_id: str, subnet_id: str) -> str | None:
+    port = session.scalars(
+        select(PortRow).where(PortRow.device_id == amphora_id, PortRow.subnet_id == subnet_id)
+    ).first()
+    return None if port is None else port.ip_address

@@ -1,0 +1,46 @@
+"""Fixtures of the agent's end-to-end tests: short directories, backends, a manager."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from agent_e2e_support import Backend
+
+from lbaas.agent.amphora import AmphoraManager
+from lbaas.agent.host.loopback import LoopbackHostOps
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A directory with a short path: unix socket paths are limited to 107 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="lbe-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def backends() -> Iterator[list[Backend]]:
+    servers = [Backend("backend-a"), Backend("backend-b")]
+    try:
+        yield servers
+    finally:
+        for server in servers:
+            server.close()
+
+
+@pytest.fixture
+def manager(short_dir: Path) -> Iterator[AmphoraManager]:
+    if shutil.which("haproxy") is None:
+        pytest.fail("haproxy is not installed")
+    manager = AmphoraManager(short_dir / "amphorae", LoopbackHostOps())
+    try:
+        yield manager
+    finally:
+        for amphora_id in manager.amphora_ids():
+            manager.delete(amphora_id)

@@ -1,0 +1,77 @@
+"""Heartbeats: one sealed datagram per report, decodable by the health manager's codec."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from lbaas.agent.heartbeat import HeartbeatSender
+from lbaas.heartbeat.envelope import open_envelope
+from lbaas.heartbeat.report_codec import from_payload
+from lbaas.model.graph import ListenerId, LoadBalancerId, MemberId, PoolId
+from lbaas.model.health import (
+    HealthReport,
+    ListenerCounters,
+    ListenerHealth,
+    ListenerState,
+    MemberState,
+    PoolHealth,
+    PoolState,
+)
+
+KEY = b"test-key"
+REPORT = HealthReport(
+    LoadBalancerId("lb-1"),
+    listeners={
+        ListenerId("l1"): ListenerHealth(ListenerState.OPEN, ListenerCounters(1, 2, 3, 4, 5))
+    },
+    pools={PoolId("p1"): PoolHealth(PoolState.UP, {MemberId("m1"): MemberState.DRAIN})},
+)
+
+
+@pytest.fixture
+def receiver() -> Iterator[socket.socket]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(10)
+    try:
+        yield sock
+    finally:
+        sock.close()
+
+
+def test_each_report_is_sent_sealed(receiver: socket.socket) -> None:
+    reports = [("amp-1", REPORT), ("amp-2", REPORT)]
+    sender = HeartbeatSender(lambda: reports, KEY, receiver.getsockname(), epoch=7)
+    try:
+        assert sender.send_once() == 2
+        assert sender.send_once() == 2
+    finally:
+        sender.stop()
+    envelopes = [open_envelope(receiver.recv(65536), KEY) for _ in range(4)]
+    assert [e.sender for e in envelopes] == ["amp-1", "amp-2", "amp-1", "amp-2"]
+    assert all(e.epoch == 7 for e in envelopes)
+    sequences = [e.sequence for e in envelopes]
+    assert sequences == sorted(sequences) and len(set(sequences)) == 4
+    amphora_id, decoded = from_payload(envelopes[0].payload)
+    assert amphora_id == "amp-1" and decoded == REPORT
+
+
+def test_the_thread_keeps_sending_after_a_failing_round(receiver: socket.socket) -> None:
+    rounds: list[int] = []
+
+    def source() -> list[tuple[str, HealthReport]]:
+        rounds.append(1)
+        if len(rounds) == 1:
+            raise RuntimeError("statistics exploded")
+        return [("amp-1", REPORT)]
+
+    sender = HeartbeatSender(source, KEY, receiver.getsockname(), interval=0.01)
+    sender.start()
+    try:
+        envelope = open_envelope(receiver.recv(65536), KEY)
+    finally:
+        sender.stop()
+    assert envelope.sender == "amp-1" and sender.failures >= 1

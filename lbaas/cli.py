@@ -44,6 +44,8 @@ def _setup_logging(settings: Settings) -> None:
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # Every agent call would otherwise be logged by the HTTP client at INFO.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def _wait_for_signal() -> None:

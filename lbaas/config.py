@@ -144,9 +144,10 @@ class ProviderSettings(_Section):
     """Which providers are enabled."""
 
     enabled: tuple[str, ...] = Field(
-        ("noop",), description="Provider names loaded at start-up (entry points lbaas.providers)."
+        ("amphora", "noop"),
+        description="Provider names loaded at start-up (entry points lbaas.providers).",
     )
-    default: str = Field("noop", description="Provider of load balancers that name none.")
+    default: str = Field("amphora", description="Provider of load balancers that name none.")
     noop_delay: float = Field(0.0, description="Seconds the noop provider sleeps per apply.")
     noop_fail: Literal["none", "temporary", "permanent", "unexpected"] = Field(
         "none", description="Make the noop provider fail (for tests)."

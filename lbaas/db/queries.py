@@ -48,3 +48,18 @@ def find_rows(session: Session, table: type[Base], *conditions: Any) -> list[Any
 
 def count_rows(session: Session, table: type[Base], *conditions: Any) -> int:
     return int(session.scalar(select(func.count()).select_from(table).where(*conditions)) or 0)
+
+
+def ensure_quota_record(session: Session, project_id: str) -> None:
+    """Create the project's (all-default) quota record the first time it creates anything."""
+    from sqlalchemy.exc import IntegrityError
+
+    from lbaas.db.tables import QuotaRow
+
+    if session.get(QuotaRow, project_id) is not None:
+        return
+    try:
+        with session.begin_nested():
+            session.add(QuotaRow(project_id=project_id))
+    except IntegrityError:
+        pass  # another request created it first: exactly what we wanted

@@ -62,7 +62,7 @@ class Api:
         body = {"vip_subnet_id": LOOPBACK_SUBNET, **fields}
         r = self.post("/v2/lbaas/loadbalancers", {"loadbalancer": body})
         assert r.status_code == 201, r.text
-        lb = r.json()["loadbalancer"]
+        lb: dict[str, Any] = r.json()["loadbalancer"]
         self.wait_lb(lb["id"])
         return lb
 

@@ -1,5 +1,189 @@
-"""Placeholder router; being written."""
+"""``/v2/octavia/amphorae``: the operator's view of data-plane instances (admin only).
 
-from fastapi import APIRouter
+Amphorae are created and retired by providers while they converge load balancers; the
+API only shows them and offers the three operator actions Octavia has. ``failover`` is
+a rebuild of the amphora's load balancer, written like every other write (lock the load
+balancer, 409 unless ACTIVE, mark PENDING_UPDATE, enqueue in the same transaction).
+``config`` re-pushes the configuration, which in lbaas is simply another converge of the
+load balancer; it changes no status. ``DELETE`` only forgets an amphora already in
+ERROR (a healthy one is replaced by failover instead) and releases its ports.
+"""
 
-router = APIRouter()
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.responses import Response
+
+from lbaas.api.context import RequestContext
+from lbaas.api.deps import get_context, get_services
+from lbaas.api.listing import list_page, parse_list_params, select_fields
+from lbaas.api.policy import Rule, authorize
+from lbaas.api.services import ApiServices
+from lbaas.api.views.amphora import amphora_view, listener_stats_view, render_amphorae
+from lbaas.api.writes import PENDING_UPDATE, enqueue, lock_loadbalancer_for_child, mark, utcnow
+from lbaas.db import amphora_queries, amphora_repo
+from lbaas.db.listing import ListSpec
+from lbaas.db.session import Session
+from lbaas.db.tables import AmphoraRow, LoadBalancerRow
+from lbaas.errors import Conflict, NotFound
+
+router = APIRouter(tags=["amphorae"])
+PATH = "/octavia/amphorae"
+DELETED = "DELETED"
+T = AmphoraRow
+SPEC = ListSpec(
+    table=T,
+    columns={
+        name: getattr(T, name)
+        for name in (
+            "id",
+            "loadbalancer_id",
+            "compute_id",
+            "lb_network_ip",
+            "vrrp_ip",
+            "ha_ip",
+            "vrrp_port_id",
+            "ha_port_id",
+            "role",
+            "status",
+            "vrrp_interface",
+            "vrrp_id",
+            "vrrp_priority",
+            "created_at",
+            "updated_at",
+        )
+    },
+    id_column=T.id,
+    created_column=T.created_at,
+    tag_capable=False,
+)
+
+
+def get_amphora(session: Session, amphora_id: str, *, lock: bool = False) -> AmphoraRow:
+    row = session.get(AmphoraRow, amphora_id, with_for_update=lock)
+    if row is None or row.status == DELETED:
+        raise NotFound.of("Amphora", amphora_id)
+    return row
+
+
+def _live_loadbalancer(session: Session, amp: AmphoraRow) -> LoadBalancerRow | None:
+    if amp.loadbalancer_id is None:
+        return None
+    lb = session.get(LoadBalancerRow, amp.loadbalancer_id)
+    return None if lb is None or lb.provisioning_status == DELETED else lb
+
+
+@router.get(PATH)
+def list_amphorae(
+    request: Request,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    params = parse_list_params(
+        request,
+        SPEC,
+        services.settings.api.pagination_max_limit,
+        int_filters=frozenset({"vrrp_id", "vrrp_priority"}),
+        extra_allowed=frozenset({"project_id"}),
+    )
+    conditions = [T.status != DELETED]
+    project = request.query_params.get("project_id")
+    if project is not None:
+        conditions.append(amphora_queries.owned_by_project(project))
+    with services.database.read() as session:
+        return list_page(
+            session,
+            request,
+            SPEC,
+            params,
+            render_amphorae,
+            "amphorae",
+            "amphorae_links",
+            services.settings.api.api_base_uri,
+            conditions,
+        )
+
+
+@router.get(PATH + "/{amphora_id}")
+def show_amphora(
+    amphora_id: str,
+    fields: list[str] = Query(default=[]),
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    with services.database.read() as session:
+        view = amphora_view(get_amphora(session, amphora_id))
+    return {"amphora": select_fields(view, fields)}
+
+
+@router.delete(PATH + "/{amphora_id}", status_code=204)
+def delete_amphora(
+    amphora_id: str,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> Response:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    with services.database.write() as session:
+        amp = get_amphora(session, amphora_id, lock=True)
+        if amp.status != "ERROR":
+            raise Conflict(f"amphora {amp.id} is immutable and cannot be updated.")
+        amphora_repo.set_status(session, amp.id, DELETED, utcnow())
+    return Response(status_code=204)
+
+
+@router.put(PATH + "/{amphora_id}/failover", status_code=202)
+def failover_amphora(
+    amphora_id: str,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> Response:
+    """Rebuild the amphora's load balancer; 409 unless that load balancer is ACTIVE."""
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    with services.database.write() as session:
+        amp = get_amphora(session, amphora_id, lock=True)
+        served = _live_loadbalancer(session, amp)
+        if served is None:
+            raise Conflict(f"amphora {amp.id} is immutable and cannot be updated.")
+        lb = lock_loadbalancer_for_child(session, served.id)
+        mark([lb], PENDING_UPDATE, utcnow())
+        amp.failover_pending = True
+        enqueue(session, lb.id, rebuild=True)
+    services.notify()
+    return Response(status_code=202)
+
+
+@router.put(PATH + "/{amphora_id}/config", status_code=202)
+def push_amphora_config(
+    amphora_id: str,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> Response:
+    """Re-apply the load balancer's configuration (a converge; no status changes)."""
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    with services.database.write() as session:
+        amp = get_amphora(session, amphora_id)
+        lb = _live_loadbalancer(session, amp)
+        if lb is not None:
+            enqueue(session, lb.id)
+    if lb is not None:
+        services.notify()
+    return Response(status_code=202)
+
+
+@router.get(PATH + "/{amphora_id}/stats")
+def amphora_stats(
+    amphora_id: str,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    with services.database.read() as session:
+        amp = get_amphora(session, amphora_id)
+        rows = amphora_queries.listener_counters(session, amp.id)
+    if not rows:
+        raise NotFound(f"Amphora stats for {amphora_id} not found.")
+    return {"amphora_stats": [listener_stats_view(r) for r in rows]}

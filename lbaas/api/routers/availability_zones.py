@@ -1,5 +1,166 @@
-"""Placeholder router; being written."""
+"""``/v2/lbaas/availabilityzones``: zones tenants may place load balancers in.
 
-from fastapi import APIRouter
+Zones are addressed by name (their primary key; there is no ``id``), so the name cannot
+change and pagination markers are names. Like flavors, zones are readable by anyone who
+may read load balancers and written only by admins; a zone named by a load balancer that
+still exists cannot be deleted, only disabled.
+"""
 
-router = APIRouter()
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.responses import JSONResponse, Response
+
+from lbaas.api.context import RequestContext
+from lbaas.api.deps import get_context, get_services
+from lbaas.api.listing import list_page, parse_list_params, select_fields
+from lbaas.api.policy import Rule, authorize
+from lbaas.api.schemas.catalog import (
+    AvailabilityZoneCreateBody,
+    AvailabilityZoneUpdateBody,
+    reject_nulls,
+)
+from lbaas.api.services import ApiServices
+from lbaas.api.views.catalog import availability_zone_view, render_availability_zones
+from lbaas.api.writes import utcnow
+from lbaas.db import queries
+from lbaas.db.listing import ListSpec
+from lbaas.db.session import Session
+from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow, LoadBalancerRow
+from lbaas.errors import Conflict, InvalidInput, NotFound
+
+router = APIRouter(tags=["availabilityzones"])
+NIL_UUID = "00000000-0000-0000-0000-000000000000"
+PATH = "/lbaas/availabilityzones"
+T = AvailabilityZoneRow
+SPEC = ListSpec(
+    table=T,
+    columns={
+        "name": T.name,
+        "description": T.description,
+        "enabled": T.enabled,
+        "availability_zone_profile_id": T.availability_zone_profile_id,
+    },
+    id_column=T.name,
+    created_column=T.created_at,
+    tag_capable=False,
+)
+
+
+def get_zone(session: Session, name: str, *, lock: bool = False) -> AvailabilityZoneRow:
+    row = None if name == NIL_UUID else session.get(AvailabilityZoneRow, name, with_for_update=lock)
+    if row is None:
+        raise NotFound.of("Availability Zone", name)
+    return row
+
+
+@router.get(PATH)
+def list_zones(
+    request: Request,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.READ, ctx.project_id)
+    params = parse_list_params(
+        request,
+        SPEC,
+        services.settings.api.pagination_max_limit,
+        bool_filters=frozenset({"enabled"}),
+    )
+    with services.database.read() as session:
+        return list_page(
+            session,
+            request,
+            SPEC,
+            params,
+            render_availability_zones,
+            "availability_zones",
+            "availability_zones_links",
+            services.settings.api.api_base_uri,
+        )
+
+
+@router.post(PATH, status_code=201)
+def create_zone(
+    body: AvailabilityZoneCreateBody,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> JSONResponse:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    data = body.availability_zone
+    with services.database.write() as session:
+        if session.get(AvailabilityZoneRow, data.name) is not None:
+            raise Conflict(f"A availability zone of {data.name} already exists.")
+        profile_id = data.availability_zone_profile_id
+        if session.get(AvailabilityZoneProfileRow, profile_id) is None:
+            raise InvalidInput(
+                f"{profile_id} is not a valid option for availability_zone_profile_id"
+            )
+        row = AvailabilityZoneRow(
+            name=data.name,
+            description=data.description,
+            enabled=data.enabled,
+            availability_zone_profile_id=profile_id,
+            created_at=utcnow(),
+        )
+        session.add(row)
+        session.flush()
+        view = availability_zone_view(row)
+    return JSONResponse({"availability_zone": view}, status_code=201)
+
+
+@router.get(PATH + "/{name}")
+def show_zone(
+    name: str,
+    fields: list[str] = Query(default=[]),
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.READ, ctx.project_id)
+    with services.database.read() as session:
+        view = availability_zone_view(get_zone(session, name))
+    return {"availability_zone": select_fields(view, fields)}
+
+
+@router.put(PATH + "/{name}")
+def update_zone(
+    name: str,
+    body: AvailabilityZoneUpdateBody,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    data = body.availability_zone
+    with services.database.write() as session:
+        row = get_zone(session, name, lock=True)
+        reject_nulls(data, "enabled")
+        if data.given("description"):
+            row.description = data.description
+        if data.enabled is not None:
+            row.enabled = data.enabled
+        session.flush()
+        view = availability_zone_view(row)
+    return {"availability_zone": view}
+
+
+@router.delete(PATH + "/{name}", status_code=204)
+def delete_zone(
+    name: str,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> Response:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    with services.database.write() as session:
+        row = get_zone(session, name, lock=True)
+        users = queries.count_rows(
+            session,
+            LoadBalancerRow,
+            LoadBalancerRow.availability_zone == row.name,
+            LoadBalancerRow.provisioning_status != "DELETED",
+        )
+        if users:
+            raise Conflict(f"Availability Zone {row.name} is in use and cannot be modified.")
+        session.delete(row)
+    return Response(status_code=204)

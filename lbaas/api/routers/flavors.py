@@ -1,5 +1,172 @@
-"""Placeholder router; being written."""
+"""``/v2/lbaas/flavors``: named offerings an operator publishes for tenants to pick.
 
-from fastapi import APIRouter
+A flavor points at a flavor profile (provider + provider-specific data, admin only); the
+flavor itself is what tenants see and name in ``flavor_id`` when they create a load
+balancer. Anyone who may read load balancers may read flavors; only admins write them.
+A flavor in use by a load balancer that still exists cannot be deleted (it can be
+disabled, which stops new load balancers from picking it). The nil UUID is reserved by
+Octavia as "no flavor" and is never found.
+"""
 
-router = APIRouter()
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.responses import JSONResponse, Response
+
+from lbaas.api.context import RequestContext
+from lbaas.api.deps import get_context, get_services
+from lbaas.api.listing import list_page, parse_list_params, select_fields
+from lbaas.api.policy import Rule, authorize
+from lbaas.api.schemas.catalog import FlavorCreateBody, FlavorUpdateBody, reject_nulls
+from lbaas.api.services import ApiServices
+from lbaas.api.views.catalog import flavor_view, render_flavors
+from lbaas.api.writes import utcnow
+from lbaas.db import queries
+from lbaas.db.listing import ListSpec
+from lbaas.db.session import Session
+from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow
+from lbaas.errors import Conflict, InvalidInput, NotFound
+
+router = APIRouter(tags=["flavors"])
+NIL_UUID = "00000000-0000-0000-0000-000000000000"
+T = FlavorRow
+SPEC = ListSpec(
+    table=T,
+    columns={
+        "id": T.id,
+        "name": T.name,
+        "description": T.description,
+        "enabled": T.enabled,
+        "flavor_profile_id": T.flavor_profile_id,
+    },
+    id_column=T.id,
+    created_column=T.created_at,
+    tag_capable=False,
+)
+
+
+def get_flavor(session: Session, flavor_id: str, *, lock: bool = False) -> FlavorRow:
+    row = None if flavor_id == NIL_UUID else session.get(FlavorRow, flavor_id, with_for_update=lock)
+    if row is None:
+        raise NotFound.of("Flavor", flavor_id)
+    return row
+
+
+def _require_unique_name(session: Session, name: str, own_id: str | None = None) -> None:
+    if queries.count_rows(session, FlavorRow, FlavorRow.name == name, FlavorRow.id != own_id):
+        raise Conflict(f"A flavor of {name} already exists.")
+
+
+@router.get("/lbaas/flavors")
+def list_flavors(
+    request: Request,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.READ, ctx.project_id)
+    params = parse_list_params(
+        request,
+        SPEC,
+        services.settings.api.pagination_max_limit,
+        bool_filters=frozenset({"enabled"}),
+    )
+    with services.database.read() as session:
+        return list_page(
+            session,
+            request,
+            SPEC,
+            params,
+            render_flavors,
+            "flavors",
+            "flavors_links",
+            services.settings.api.api_base_uri,
+            [T.id != NIL_UUID],
+        )
+
+
+@router.post("/lbaas/flavors", status_code=201)
+def create_flavor(
+    body: FlavorCreateBody,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> JSONResponse:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    data = body.flavor
+    with services.database.write() as session:
+        _require_unique_name(session, data.name)
+        if session.get(FlavorProfileRow, data.flavor_profile_id) is None:
+            raise InvalidInput(
+                f"{data.flavor_profile_id} is not a valid option for flavor_profile_id"
+            )
+        row = FlavorRow(
+            id=str(uuid.uuid4()),
+            name=data.name,
+            description=data.description,
+            enabled=data.enabled,
+            flavor_profile_id=data.flavor_profile_id,
+            created_at=utcnow(),
+        )
+        session.add(row)
+        session.flush()
+        view = flavor_view(row)
+    return JSONResponse({"flavor": view}, status_code=201)
+
+
+@router.get("/lbaas/flavors/{flavor_id}")
+def show_flavor(
+    flavor_id: str,
+    fields: list[str] = Query(default=[]),
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.READ, ctx.project_id)
+    with services.database.read() as session:
+        return {"flavor": select_fields(flavor_view(get_flavor(session, flavor_id)), fields)}
+
+
+@router.put("/lbaas/flavors/{flavor_id}")
+def update_flavor(
+    flavor_id: str,
+    body: FlavorUpdateBody,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    data = body.flavor
+    with services.database.write() as session:
+        row = get_flavor(session, flavor_id, lock=True)
+        reject_nulls(data, "name", "enabled")
+        if data.name is not None and data.name != row.name:
+            _require_unique_name(session, data.name, row.id)
+            row.name = data.name
+        if data.given("description"):
+            row.description = data.description
+        if data.enabled is not None:
+            row.enabled = data.enabled
+        session.flush()
+        view = flavor_view(row)
+    return {"flavor": view}
+
+
+@router.delete("/lbaas/flavors/{flavor_id}", status_code=204)
+def delete_flavor(
+    flavor_id: str,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> Response:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    with services.database.write() as session:
+        row = get_flavor(session, flavor_id, lock=True)
+        users = queries.count_rows(
+            session,
+            LoadBalancerRow,
+            LoadBalancerRow.flavor_id == row.id,
+            LoadBalancerRow.provisioning_status != "DELETED",
+        )
+        if users:
+            raise Conflict(f"Flavor {row.id} is in use and cannot be modified.")
+        session.delete(row)
+    return Response(status_code=204)

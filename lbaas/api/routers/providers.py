@@ -1,5 +1,90 @@
-"""Placeholder router; being written."""
+"""``/v2/lbaas/providers``: the enabled providers and the flavor / zone keys each accepts.
 
-from fastapi import APIRouter
+Nothing here touches the database: providers are loaded once at start-up and declare
+their capabilities then (``ProviderCapabilities.flavor_keys`` and
+``availability_zone_keys``), so these reads are answered from the registry. The lists are
+small and fixed, hence not paged; the capability lists take Octavia's ``name`` /
+``description`` exact-match filters and ``fields``, and ignore other query keys as the
+reference does.
+"""
 
-router = APIRouter()
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query
+
+from lbaas.api.context import RequestContext
+from lbaas.api.deps import get_context, get_services
+from lbaas.api.listing import select_fields
+from lbaas.api.policy import Rule, authorize
+from lbaas.api.services import ApiServices
+from lbaas.errors import InvalidInput
+from lbaas.providers.base import ProviderCapabilities
+
+router = APIRouter(tags=["providers"])
+
+
+@router.get("/lbaas/providers")
+def list_providers(
+    fields: list[str] = Query(default=[]),
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.READ, ctx.project_id)
+    listed = [
+        select_fields({"name": name, "description": description}, fields)
+        for name, description in services.providers.listed()
+    ]
+    return {"providers": listed}
+
+
+def _capabilities(
+    services: ApiServices,
+    ctx: RequestContext,
+    provider: str,
+    keys_of: Callable[[ProviderCapabilities], Mapping[str, str]],
+    name: str | None,
+    description: str | None,
+    fields: list[str],
+) -> list[dict[str, Any]]:
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    if services.providers.resolve(provider) is None:
+        raise InvalidInput(f"Provider '{provider}' is not enabled.")
+    keys = keys_of(services.providers.capabilities(provider))
+    return [
+        select_fields({"name": key, "description": text}, fields)
+        for key, text in keys.items()
+        if (not name or key == name) and (not description or text == description)
+    ]
+
+
+@router.get("/lbaas/providers/{provider}/flavor_capabilities")
+def flavor_capabilities(
+    provider: str,
+    name: str | None = None,
+    description: str | None = None,
+    fields: list[str] = Query(default=[]),
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    found = _capabilities(
+        services, ctx, provider, lambda c: c.flavor_keys, name, description, fields
+    )
+    return {"flavor_capabilities": found}
+
+
+@router.get("/lbaas/providers/{provider}/availability_zone_capabilities")
+def availability_zone_capabilities(
+    provider: str,
+    name: str | None = None,
+    description: str | None = None,
+    fields: list[str] = Query(default=[]),
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    found = _capabilities(
+        services, ctx, provider, lambda c: c.availability_zone_keys, name, description, fields
+    )
+    return {"availability_zone_capabilities": found}

@@ -1,5 +1,148 @@
-"""Placeholder router; being written."""
+"""``/v2/lbaas/quotas``: per-project limits, their defaults, and who may see or set them.
 
-from fastapi import APIRouter
+A project's limits are stored as one record whose columns are ``null`` where the
+deployment default applies, so changing a default in the configuration moves every project
+that never set its own value. Reads of one project return the *effective* limits (defaults
+filled in); the list returns the records as stored, as Octavia does. DELETE keeps the
+record and clears every limit back to the default.
 
-router = APIRouter()
+``/quotas/defaults`` is a real route here (Octavia serves it only by accident, as "the
+quota of project ``defaults``"); it is declared before ``/quotas/{project_id}`` so the
+path parameter cannot capture it. Enforcement lives in ``lbaas.api.quota``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import JSONResponse, Response
+
+from lbaas.api.context import RequestContext
+from lbaas.api.deps import get_context, get_services
+from lbaas.api.listing import page_links, parse_list_params, select_fields
+from lbaas.api.policy import Rule, authorize
+from lbaas.api.quota import KINDS
+from lbaas.api.schemas.quota import QuotaUpdateBody
+from lbaas.api.scoping import list_scope
+from lbaas.api.services import ApiServices
+from lbaas.api.views.quota import default_limits, effective_limits, quota_view, render_quotas
+from lbaas.db.listing import BadMarker, ListQuery, ListSpec, list_rows
+from lbaas.db.tables import QuotaRow
+from lbaas.errors import InvalidInput, NotFound
+
+router = APIRouter(tags=["quotas"])
+T = QuotaRow
+SPEC = ListSpec(
+    table=T,
+    columns={
+        "project_id": T.project_id,
+        "tenant_id": T.project_id,
+        **{kind: getattr(T, kind) for kind in KINDS},
+    },
+    id_column=T.project_id,
+    created_column=None,
+    tag_capable=False,
+)
+PROJECT_ID_MAX = 36
+
+
+@router.get("/lbaas/quotas")
+def list_quotas(
+    request: Request,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    params = parse_list_params(
+        request, SPEC, services.settings.api.pagination_max_limit, int_filters=frozenset(KINDS)
+    )
+    scope = list_scope(request, ctx, T.project_id, global_rule=Rule.READ_QUOTA_GLOBAL)
+    query = params.query
+    query = ListQuery(**{**query.__dict__, "conditions": (*query.conditions, *scope)})
+    with services.database.read() as session:
+        try:
+            rows: list[QuotaRow] = list_rows(session, SPEC, query)
+        except BadMarker:
+            raise InvalidInput(
+                f"Supplied pagination marker '{query.marker}' is not valid."
+            ) from None
+    links = page_links(
+        request, params, [r.project_id for r in rows], services.settings.api.api_base_uri
+    )
+    objects = [select_fields(o, params.fields) for o in render_quotas(None, rows)]
+    return {"quotas": objects, "quotas_links": links}
+
+
+@router.get("/lbaas/quotas/defaults")
+def show_deployment_defaults(
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    """The defaults, for anyone allowed to read their own project's quota."""
+    authorize(ctx, Rule.READ_QUOTA, ctx.project_id)
+    return {"quota": quota_view(None, default_limits(services.settings.quota))}
+
+
+@router.get("/lbaas/quotas/{project_id}/default")
+def show_project_defaults(
+    project_id: str,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.READ_QUOTA, project_id)
+    return {"quota": quota_view(project_id, default_limits(services.settings.quota))}
+
+
+@router.get("/lbaas/quotas/{project_id}")
+def show_quota(
+    project_id: str,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> dict[str, Any]:
+    authorize(ctx, Rule.READ_QUOTA, project_id)
+    with services.database.read() as session:
+        row = session.get(QuotaRow, project_id)
+        limits = effective_limits(row, services.settings.quota)
+    return {"quota": quota_view(project_id, limits)}
+
+
+@router.put("/lbaas/quotas/{project_id}", status_code=202)
+def update_quota(
+    project_id: str,
+    body: QuotaUpdateBody,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> JSONResponse:
+    authorize(ctx, Rule.WRITE_QUOTA, project_id)
+    if len(project_id) > PROJECT_ID_MAX:
+        raise InvalidInput(
+            f"Invalid input for field/attribute project_id. Value: '{project_id}'. "
+            f"Value should have a maximum character requirement of {PROJECT_ID_MAX}"
+        )
+    with services.database.write() as session:
+        row = session.get(QuotaRow, project_id, with_for_update=True)
+        if row is None:
+            row = QuotaRow(project_id=project_id)
+            session.add(row)
+        for kind, limit in body.quota.limits().items():
+            setattr(row, kind, limit)
+        session.flush()
+        limits = effective_limits(row, services.settings.quota)
+    return JSONResponse({"quota": quota_view(project_id, limits)}, status_code=202)
+
+
+@router.delete("/lbaas/quotas/{project_id}", status_code=202)
+def reset_quota(
+    project_id: str,
+    services: ApiServices = Depends(get_services),
+    ctx: RequestContext = Depends(get_context),
+) -> Response:
+    """Every limit of the project back to the default; the record itself stays."""
+    authorize(ctx, Rule.WRITE_QUOTA, project_id)
+    with services.database.write() as session:
+        row = session.get(QuotaRow, project_id, with_for_update=True)
+        if row is None:
+            raise NotFound.of("Quotas", project_id)
+        for kind in KINDS:
+            setattr(row, kind, None)
+    return Response(status_code=202)

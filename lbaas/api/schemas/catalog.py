@@ -1,0 +1,129 @@
+"""Request schemas of the operator catalogue: flavors, availability zones and their profiles.
+
+These are global objects an operator manages (no project, no status, no tags). Fields an
+object cannot change after creation (a flavor's profile, a zone's name and profile) are
+simply absent from the update schemas, so sending them is the usual "Unknown attribute"
+400. Fields that may change but never be empty (names, ``enabled``, profile data) are
+refused with Octavia's "None is not a valid option" when a client sends ``null``.
+
+A profile's data is a string holding a JSON object whose keys the provider declares;
+``check_profile_data`` enforces that with the message Octavia gives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Annotated
+
+from pydantic import Field
+
+from lbaas.api.schemas.types import Description, Name, Schema, Uuid
+from lbaas.errors import InvalidInput
+
+ProviderName = Annotated[str, Field(max_length=255)]
+ProfileData = Annotated[str, Field(max_length=4096)]
+
+
+def reject_nulls(data: Schema, *names: str) -> None:
+    """400 when a client sends ``null`` for a field that must keep a value."""
+    for name in names:
+        if data.given(name) and getattr(data, name) is None:
+            raise InvalidInput(f"None is not a valid option for {name}")
+
+
+def check_profile_data(raw: str, option: str, allowed_keys: Collection[str]) -> None:
+    """The data must be a JSON object whose keys are all among ``allowed_keys``."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict) or any(key not in allowed_keys for key in parsed):
+        raise InvalidInput(f"{raw} is not a valid option for {option}")
+
+
+# -- flavors ---------------------------------------------------------------------------
+
+
+class FlavorCreate(Schema):
+    name: Name
+    description: Description | None = None
+    enabled: bool = True
+    flavor_profile_id: Uuid
+
+
+class FlavorCreateBody(Schema):
+    flavor: FlavorCreate
+
+
+class FlavorUpdate(Schema):
+    name: Name | None = None
+    description: Description | None = None
+    enabled: bool | None = None
+
+
+class FlavorUpdateBody(Schema):
+    flavor: FlavorUpdate
+
+
+class FlavorProfileCreate(Schema):
+    name: Name
+    provider_name: ProviderName
+    flavor_data: ProfileData
+
+
+class FlavorProfileCreateBody(Schema):
+    flavorprofile: FlavorProfileCreate
+
+
+class FlavorProfileUpdate(Schema):
+    name: Name | None = None
+    provider_name: ProviderName | None = None
+    flavor_data: ProfileData | None = None
+
+
+class FlavorProfileUpdateBody(Schema):
+    flavorprofile: FlavorProfileUpdate
+
+
+# -- availability zones ----------------------------------------------------------------
+
+
+class AvailabilityZoneCreate(Schema):
+    name: Name
+    description: Description | None = None
+    enabled: bool = True
+    availability_zone_profile_id: Uuid
+
+
+class AvailabilityZoneCreateBody(Schema):
+    availability_zone: AvailabilityZoneCreate
+
+
+class AvailabilityZoneUpdate(Schema):
+    description: Description | None = None
+    enabled: bool | None = None
+
+
+class AvailabilityZoneUpdateBody(Schema):
+    availability_zone: AvailabilityZoneUpdate
+
+
+class AvailabilityZoneProfileCreate(Schema):
+    name: Name
+    provider_name: ProviderName
+    availability_zone_data: ProfileData
+
+
+class AvailabilityZoneProfileCreateBody(Schema):
+    availability_zone_profile: AvailabilityZoneProfileCreate
+
+
+class AvailabilityZoneProfileUpdate(Schema):
+    name: Name | None = None
+    provider_name: ProviderName | None = None
+    availability_zone_data: ProfileData | None = None
+
+
+class AvailabilityZoneProfileUpdateBody(Schema):
+    availability_zone_profile: AvailabilityZoneProfileUpdate

@@ -1,0 +1,1 @@
+"""Pure request validation: rules that need no database, kept apart to be unit-tested."""

@@ -1,0 +1,195 @@
+"""The pool rules that need no database: protocols, session persistence, TLS options.
+
+They are plain functions of values so the pool router, the single-call load balancer
+create and the unit tests share them. Each failure raises the ``lbaas.errors`` type and
+wording Octavia clients expect ("Validation failure: …" for semantic checks, bare
+messages for the option and certificate errors).
+
+Certificates: lbaas has no key manager to fetch secrets from, so a reference to one can
+never be resolved. Octavia answers an unfetchable reference with 400 ``Could not retrieve
+certificate: [...]``, and so does lbaas, for every pool certificate reference; the check
+that a revocation list comes with a CA runs first, as in the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from lbaas.errors import InvalidInput, ValidationFailure
+from lbaas.model.enums import (
+    LISTENER_POOL_COMPATIBILITY,
+    ListenerProtocol,
+    PersistenceType,
+    PoolProtocol,
+)
+
+TLS_VERSIONS = ("SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
+# Defaults of a pool that re-encrypts to its members (the same as listeners').
+DEFAULT_TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
+DEFAULT_ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
+DEFAULT_TLS_CIPHERS = ":".join(
+    (
+        "TLS_AES_256_GCM_SHA384",
+        "TLS_CHACHA20_POLY1305_SHA256",
+        "TLS_AES_128_GCM_SHA256",
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "ECDHE-RSA-CHACHA20-POLY1305",
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+    )
+)
+DATAGRAM_PROTOCOLS = frozenset({PoolProtocol.UDP.value, PoolProtocol.SCTP.value})
+# RFC 6265 cookie names are HTTP tokens: visible ASCII except these separators.
+_COOKIE_SEPARATORS = frozenset('()<>@,;:\\"/[]?={} \t')
+
+
+@dataclass(frozen=True)
+class Persistence:
+    """A pool's session persistence as plain values (what is stored, as a dict)."""
+
+    type: str | None
+    cookie_name: str | None = None
+    persistence_timeout: int | None = None
+    persistence_granularity: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "type": self.type,
+            "cookie_name": self.cookie_name,
+            "persistence_timeout": self.persistence_timeout,
+            "persistence_granularity": self.persistence_granularity,
+        }
+
+
+@dataclass(frozen=True)
+class TlsRefs:
+    """The three certificate references of a pool."""
+
+    tls_container_ref: str | None = None
+    ca_tls_container_ref: str | None = None
+    crl_container_ref: str | None = None
+
+
+def check_listener_pool_protocols(listener_protocol: str, pool_protocol: str) -> None:
+    """A pool may serve a listener only if their protocols fit (§4.1)."""
+    if listener_protocol == ListenerProtocol.PROMETHEUS.value:
+        raise InvalidInput("Protocol PROMETHEUS listeners cannot have child objects.")
+    allowed = LISTENER_POOL_COMPATIBILITY[ListenerProtocol(listener_protocol)]
+    if PoolProtocol(pool_protocol) not in allowed:
+        raise ValidationFailure(
+            f"The pool protocol '{pool_protocol}' is invalid while the listener protocol "
+            f"is '{listener_protocol}'."
+        )
+
+
+def is_cookie_name(value: str) -> bool:
+    return bool(value) and all(
+        0x20 < ord(ch) < 0x7F and ch not in _COOKIE_SEPARATORS for ch in value
+    )
+
+
+def _check_datagram_persistence(sp: Persistence) -> None:
+    if sp.type == PersistenceType.SOURCE_IP.value and sp.cookie_name:
+        raise ValidationFailure(
+            "session_persistence SOURCE_IP type for UDP and SCTP protocols only accepts: "
+            "type, persistence_timeout, persistence_granularity."
+        )
+    if sp.cookie_name:
+        raise ValidationFailure("Cookie names are not supported for UDP and SCTP pools.")
+    if sp.type != PersistenceType.SOURCE_IP.value:
+        raise ValidationFailure(
+            f"Session persistence of type {sp.type} is not supported for UDP and SCTP "
+            "protocol pools."
+        )
+
+
+def check_session_persistence(sp: Persistence, pool_protocol: str) -> None:
+    """Session persistence rules of §4.4 for a pool of ``pool_protocol``."""
+    if pool_protocol in DATAGRAM_PROTOCOLS:
+        _check_datagram_persistence(sp)
+    elif sp.persistence_timeout or sp.persistence_granularity:
+        raise ValidationFailure(
+            "persistence_timeout and persistence_granularity is only for UDP and SCTP "
+            "protocol pools."
+        )
+    if sp.cookie_name:
+        if sp.type != PersistenceType.APP_COOKIE.value:
+            raise ValidationFailure(
+                'Field "cookie_name" can only be specified with session persistence of '
+                'type "APP_COOKIE".'
+            )
+        if not is_cookie_name(sp.cookie_name):
+            raise ValidationFailure('Supplied "cookie_name" is invalid.')
+    elif sp.type == PersistenceType.APP_COOKIE.value:
+        raise ValidationFailure(
+            'Field "cookie_name" must be specified when using the "APP_COOKIE" session '
+            "persistence type."
+        )
+
+
+def check_tls_versions(versions: Sequence[str] | None) -> None:
+    if versions is None:
+        return
+    if not versions:
+        raise ValidationFailure(
+            "Empty TLS version list. Either specify at least one TLS version or remove "
+            "this parameter to use the default."
+        )
+    invalid = [v for v in versions if v not in TLS_VERSIONS]
+    if invalid:
+        raise ValidationFailure(f"Invalid TLS versions: {', '.join(invalid)}")
+
+
+def check_alpn_protocols(protocols: Sequence[str] | None) -> None:
+    if protocols is None:
+        return
+    if not protocols:
+        raise ValidationFailure(
+            "Empty ALPN protocol list. Either specify at least one ALPN protocol or "
+            "remove this parameter to use the default."
+        )
+    invalid = [p for p in protocols if p not in ALPN_PROTOCOLS]
+    if invalid:
+        raise ValidationFailure(f"Invalid ALPN protocol: {', '.join(invalid)}")
+
+
+def _unretrievable(refs: Sequence[str | None]) -> None:
+    wanted = [r for r in refs if r]
+    if wanted:
+        raise InvalidInput(f"Could not retrieve certificate: {wanted!r}")
+
+
+def check_tls_refs_on_create(refs: TlsRefs) -> None:
+    if refs.crl_container_ref and not refs.ca_tls_container_ref:
+        raise ValidationFailure(
+            "A CA certificate reference is required to specify a revocation list."
+        )
+    _unretrievable([refs.tls_container_ref, refs.ca_tls_container_ref, refs.crl_container_ref])
+
+
+def check_tls_refs_on_update(stored: TlsRefs, sent: Mapping[str, str | None]) -> None:
+    """``sent`` holds only the reference fields present in the PUT body."""
+    crl = sent.get("crl_container_ref", stored.crl_container_ref)
+    if "ca_tls_container_ref" in sent:
+        ca = sent["ca_tls_container_ref"]
+        if not ca and crl and stored.ca_tls_container_ref:
+            raise ValidationFailure(
+                "A CA reference cannot be removed when a certificate revocation list is present."
+            )
+        if not ca and crl:
+            raise ValidationFailure(
+                "A CA reference is required to specify a certificate revocation list."
+            )
+    elif crl and not stored.ca_tls_container_ref:
+        raise ValidationFailure(
+            "A CA reference is required to specify a certificate revocation list."
+        )
+    _unretrievable(
+        [sent.get(n) for n in ("tls_container_ref", "ca_tls_container_ref", "crl_container_ref")]
+    )

@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -268,9 +267,18 @@ def main() -> None:
             steps: list[tuple[str, Callable[[], Any]]] = [
                 ("post_latency", lambda: post_latency(c, 5 if q else 200)),
                 ("post_to_active_one_lb", lambda: post_to_active(c, 5 if q else 100)),
-                ("post_to_active_full_tree_stepwise", lambda: full_tree_stepwise(c, 2 if q else 30)),
-                ("post_to_active_full_tree_single_call", lambda: full_tree_single_call(c, 2 if q else 30)),
-                ("concurrent_50_lbs_10_threads", lambda: concurrent_creates(url, 10 if q else 50, 10)),
+                (
+                    "post_to_active_full_tree_stepwise",
+                    lambda: full_tree_stepwise(c, 2 if q else 30),
+                ),
+                (
+                    "post_to_active_full_tree_single_call",
+                    lambda: full_tree_single_call(c, 2 if q else 30),
+                ),
+                (
+                    "concurrent_50_lbs_10_threads",
+                    lambda: concurrent_creates(url, 10 if q else 50, 10),
+                ),
                 ("list_200", lambda: list_throughput(c, 20 if q else 200, 1 if q else 5)),
                 ("list_1000", lambda: list_throughput(c, 30 if q else 1000, 1 if q else 5)),
             ]

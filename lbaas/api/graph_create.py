@@ -1,23 +1,45 @@
 """The single-call ("fully populated") load balancer create, and VIP extras.
 
 Nested listeners and pools are validated by the same builders the standalone POSTs use, so
-every rule of §5.2–5.7 applies; this module only resolves pool definitions and references
-by name (definitions first, then the objects that refer to them).
+every rule of the per-resource sections applies; this module only resolves pools by name.
+A nested pool object with more than a ``name`` is a definition; a bare ``{"name": …}`` is
+a reference to one. Definitions — top-level, a listener's ``default_pool`` or a policy's
+``redirect_pool`` — are hoisted and created first, then listeners, their policies and
+rules, all in the load balancer's own transaction.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from lbaas.api.builders.l7policy import build_l7policy
+from lbaas.api.builders.listener import build_listener
 from lbaas.api.context import RequestContext
+from lbaas.api.errors import validation_message
+from lbaas.api.quota import check_quota
+from lbaas.api.routers.healthmonitors import build_healthmonitor
+from lbaas.api.routers.members import build_member
+from lbaas.api.routers.pools import build_pool
+from lbaas.api.schemas.listener import ListenerNested
 from lbaas.api.schemas.loadbalancer import AdditionalVip
+from lbaas.api.schemas.pool import PoolSingleCreate
 from lbaas.api.services import ApiServices
+from lbaas.api.views.l7policy import render_l7policies
+from lbaas.api.views.l7rule import render_l7rules
+from lbaas.api.views.listener import render_listeners
+from lbaas.api.views.pool import render_pools_full
+from lbaas.db import queries
 from lbaas.db.session import Session
-from lbaas.db.tables import LoadBalancerRow
-from lbaas.errors import InvalidInput
+from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, LoadBalancerRow, PoolRow
+from lbaas.errors import InvalidInput, ValidationFailure
 from lbaas.network.allocation import AllocatedVip, VipRequest, allocate_vip
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def new_id() -> str:
@@ -31,20 +53,84 @@ def allocate_additional_vips(
     out: list[dict[str, str]] = []
     for extra in extras:
         if extra.subnet_id in seen:
-            raise InvalidInput(
-                "Validation failure: Duplicate VIP subnet(s) specified. Only one IP can be "
-                "bound per subnet."
+            raise ValidationFailure(
+                "Duplicate VIP subnet(s) specified. Only one IP can be bound per subnet."
             )
         seen.add(extra.subnet_id)
         vip = allocate_vip(
             session, VipRequest(subnet_id=extra.subnet_id, address=extra.ip_address), owner, now
         )
         if vip.network_id != primary.network_id:
-            raise InvalidInput(
-                "Validation failure: All VIP subnets must belong to the same network."
-            )
+            raise ValidationFailure("All VIP subnets must belong to the same network.")
         out.append({"subnet_id": vip.subnet_id, "ip_address": vip.address, "port_id": vip.port_id})
     return out
+
+
+def _parse(model: type[M], raw: Any, where: str) -> M:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("loadbalancer", where, *e["loc"])} for e in exc.errors()]
+        raise InvalidInput(validation_message(errors)) from None
+
+
+def _pool_objects(
+    listeners: list[ListenerNested], pools: list[dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    yield from pools
+    for listener in listeners:
+        if listener.default_pool is not None:
+            yield listener.default_pool
+        for policy in listener.l7policies or []:
+            if policy.redirect_pool is not None:
+                yield policy.redirect_pool
+
+
+def _pool_definitions(
+    listeners: list[ListenerNested], pools: list[dict[str, Any]]
+) -> dict[str, PoolSingleCreate]:
+    definitions: dict[str, PoolSingleCreate] = {}
+    references: list[str] = []
+    for raw in _pool_objects(listeners, pools):
+        if not isinstance(raw, dict) or not raw.get("name"):
+            raise ValidationFailure(
+                "Pools must be named when creating a fully populated loadbalancer."
+            )
+        name = str(raw["name"])
+        if set(raw) == {"name"}:
+            references.append(name)
+            continue
+        if name in definitions:
+            raise ValidationFailure(
+                "Pool names must be unique when creating a fully populated loadbalancer."
+            )
+        definitions[name] = _parse(PoolSingleCreate, raw, "pools")
+    for name in references:
+        if name not in definitions:
+            raise ValidationFailure(
+                f"Pool '{name}' was referenced but no full definition was found."
+            )
+    return definitions
+
+
+def _check_quotas(
+    session: Session,
+    services: ApiServices,
+    project: str,
+    listeners: list[ListenerNested],
+    pools: dict[str, PoolSingleCreate],
+) -> None:
+    policies = [p for li in listeners for p in li.l7policies or []]
+    counts = {
+        "listener": len(listeners),
+        "pool": len(pools),
+        "member": sum(len(p.members or []) for p in pools.values()),
+        "healthmonitor": sum(1 for p in pools.values() if p.healthmonitor is not None),
+        "l7policy": len(policies),
+        "l7rule": sum(len(p.rules or []) for p in policies),
+    }
+    for kind, count in counts.items():
+        check_quota(session, services.settings.quota, project, kind, count)
 
 
 def create_children(
@@ -52,8 +138,64 @@ def create_children(
     services: ApiServices,
     ctx: RequestContext,
     lb: LoadBalancerRow,
-    listeners: list[dict[str, Any]],
-    pools: list[dict[str, Any]],
+    listeners_raw: list[dict[str, Any]],
+    pools_raw: list[dict[str, Any]],
     now: datetime,
 ) -> dict[str, Any]:
-    raise InvalidInput("Fully populated load balancer create is not supported yet.")
+    """Create the nested tree under ``lb``; return the expanded ``listeners`` and ``pools``."""
+    listeners = [_parse(ListenerNested, raw, "listeners") for raw in listeners_raw]
+    definitions = _pool_definitions(listeners, pools_raw)
+    _check_quotas(session, services, lb.project_id, listeners, definitions)
+    pool_rows: dict[str, PoolRow] = {}
+    for name, definition in definitions.items():
+        pool = build_pool(session, services, lb, definition, now)
+        pool_rows[name] = pool
+        monitor = definition.healthmonitor
+        if monitor is not None:
+            build_healthmonitor(session, services, pool, monitor, now)
+        for member in definition.members or []:
+            build_member(session, services, pool, member, now, has_monitor=monitor is not None)
+    listener_rows: list[ListenerRow] = []
+    for data in listeners:
+        default = data.default_pool
+        listener = build_listener(
+            session,
+            services,
+            lb,
+            data,
+            now,
+            default_pool=pool_rows[str(default["name"])] if default else None,
+        )
+        listener_rows.append(listener)
+        for policy in data.l7policies or []:
+            target = policy.redirect_pool
+            build_l7policy(
+                session,
+                services,
+                listener,
+                lb,
+                policy,
+                now,
+                redirect_pool=pool_rows[str(target["name"])] if target else None,
+            )
+    session.flush()
+    return {
+        "listeners": _full_listeners(session, listener_rows),
+        "pools": render_pools_full(session, list(pool_rows.values())),
+    }
+
+
+def _full_listeners(session: Session, rows: list[ListenerRow]) -> list[dict[str, Any]]:
+    """Listener views with full L7 policies, each with full rules (the graph-create shape)."""
+    out = []
+    for row, view in zip(rows, render_listeners(session, rows), strict=True):
+        found = queries.find_rows(session, L7PolicyRow, L7PolicyRow.listener_id == row.id)
+        policies: list[L7PolicyRow] = sorted(found, key=lambda p: p.position)
+        policy_views = render_l7policies(session, policies)
+        for policy, policy_view in zip(policies, policy_views, strict=True):
+            rules = queries.find_rows(session, L7RuleRow, L7RuleRow.l7policy_id == policy.id)
+            policy_view["rules"] = render_l7rules(
+                session, sorted(rules, key=lambda r: r.created_at)
+            )
+        out.append({**view, "l7policies": policy_views})
+    return out

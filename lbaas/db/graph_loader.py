@@ -131,7 +131,9 @@ def _policy(row: L7PolicyRow) -> G.L7Policy:
 
 
 def _listener(row: ListenerRow, live_pools: set[G.PoolId]) -> G.Listener:
-    default_pool = row.default_pool_id if G.PoolId(row.default_pool_id or "") in live_pools else None
+    default_pool = (
+        row.default_pool_id if G.PoolId(row.default_pool_id or "") in live_pools else None
+    )
     return G.Listener(
         id=G.ListenerId(row.id),
         protocol=E.ListenerProtocol(row.protocol),

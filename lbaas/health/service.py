@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 from lbaas.config import Settings
 from lbaas.db.engine import Database
-from lbaas.heartbeat.envelope import ReplayGuard
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.sql_store import SqlHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
+from lbaas.heartbeat.envelope import ReplayGuard
 
 
 def start_health_manager(settings: Settings, database: Database) -> Callable[[], None]:

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from lbaas.db.engine import Database
 from lbaas.db.migrate import upgrade_database
 from tests.support.api_client import Api
-from tests.support.control_plane import asgi_app, running_control_plane, make_settings
+from tests.support.control_plane import asgi_app, make_settings, running_control_plane
 from tests.support.databases import PostgresDatabases
 
 

@@ -12,7 +12,9 @@ def test_version_discovery(api: Api) -> None:
     assert ids[0] == "v2.0" and ids[-1] == "v2.30" and len(ids) == 31
     assert [v["status"] for v in body["versions"]].count("CURRENT") == 1
     assert body["versions"][-1]["status"] == "CURRENT"
-    assert all(v["links"] == [{"href": "http://testserver/v2", "rel": "self"}] for v in body["versions"])
+    assert all(
+        v["links"] == [{"href": "http://testserver/v2", "rel": "self"}] for v in body["versions"]
+    )
     for path in ("/v2", "/v2.0", "/v2/lbaas", "/v2.0/octavia"):
         assert api.get(path).json() == "v2"
 
@@ -44,7 +46,11 @@ def test_oversized_body_is_413(api: Api) -> None:
 
 
 def test_every_response_has_a_request_id(api: Api) -> None:
-    for r in (api.get("/"), api.get("/v2/lbaas/loadbalancers/nope"), api.get("/v2/lbaas/loadbalancers")):
+    for r in (
+        api.get("/"),
+        api.get("/v2/lbaas/loadbalancers/nope"),
+        api.get("/v2/lbaas/loadbalancers"),
+    ):
         assert r.headers["x-openstack-request-id"].startswith("req-")
 
 
@@ -54,7 +60,9 @@ def test_integer_and_boolean_coercion(api: Api) -> None:
     assert r.status_code == 201
     assert r.json()["loadbalancer"]["admin_state_up"] is True
     body["admin_state_up"] = "maybe"
-    assert_fault(api.post("/v2/lbaas/loadbalancers", {"loadbalancer": body}), 400, "unambiguous boolean")
+    assert_fault(
+        api.post("/v2/lbaas/loadbalancers", {"loadbalancer": body}), 400, "unambiguous boolean"
+    )
     body["admin_state_up"] = None
     r = api.post("/v2/lbaas/loadbalancers", {"loadbalancer": body})
     assert r.json()["loadbalancer"]["admin_state_up"] is False
@@ -79,9 +87,7 @@ def test_vip_port_is_visible_and_reusable_only_by_its_owner(api: Api) -> None:
     lb = api.create_lb()
     port = api.get(f"/v2.0/ports/{lb['vip_port_id']}").json()["port"]
     assert port["fixed_ips"] == [{"subnet_id": LOOPBACK_SUBNET, "ip_address": lb["vip_address"]}]
-    r = api.post(
-        "/v2/lbaas/loadbalancers", {"loadbalancer": {"vip_port_id": lb["vip_port_id"]}}
-    )
+    r = api.post("/v2/lbaas/loadbalancers", {"loadbalancer": {"vip_port_id": lb["vip_port_id"]}})
     assert_fault(r, 400, "already used by device")
 
 

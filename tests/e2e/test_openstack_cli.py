@@ -50,39 +50,101 @@ def run_workflow(cli: Cli) -> None:
     assert lb["provisioning_status"] == "PENDING_CREATE"
     cli.wait_active("web")
     listener = cli.json(
-        "loadbalancer", "listener", "create", "--name", "http", "--protocol", "HTTP",
-        "--protocol-port", "8080", "web",
+        "loadbalancer",
+        "listener",
+        "create",
+        "--name",
+        "http",
+        "--protocol",
+        "HTTP",
+        "--protocol-port",
+        "8080",
+        "web",
     )
     cli.wait_active("web")
     pool = cli.json(
-        "loadbalancer", "pool", "create", "--name", "pool1", "--lb-algorithm", "ROUND_ROBIN",
-        "--listener", "http", "--protocol", "HTTP",
+        "loadbalancer",
+        "pool",
+        "create",
+        "--name",
+        "pool1",
+        "--lb-algorithm",
+        "ROUND_ROBIN",
+        "--listener",
+        "http",
+        "--protocol",
+        "HTTP",
     )
     cli.wait_active("web")
     member = cli.json(
-        "loadbalancer", "member", "create", "--name", "m1", "--address", "192.168.1.14",
-        "--protocol-port", "80", "pool1",
+        "loadbalancer",
+        "member",
+        "create",
+        "--name",
+        "m1",
+        "--address",
+        "192.168.1.14",
+        "--protocol-port",
+        "80",
+        "pool1",
     )
     assert member["address"] == "192.168.1.14"
     cli.wait_active("web")
     cli.json(
-        "loadbalancer", "healthmonitor", "create", "--name", "hm1", "--delay", "5",
-        "--timeout", "3", "--max-retries", "3", "--type", "HTTP", "pool1",
+        "loadbalancer",
+        "healthmonitor",
+        "create",
+        "--name",
+        "hm1",
+        "--delay",
+        "5",
+        "--timeout",
+        "3",
+        "--max-retries",
+        "3",
+        "--type",
+        "HTTP",
+        "pool1",
     )
     cli.wait_active("web")
     shared = cli.json(
-        "loadbalancer", "pool", "create", "--name", "shared", "--lb-algorithm", "ROUND_ROBIN",
-        "--loadbalancer", "web", "--protocol", "HTTP",
+        "loadbalancer",
+        "pool",
+        "create",
+        "--name",
+        "shared",
+        "--lb-algorithm",
+        "ROUND_ROBIN",
+        "--loadbalancer",
+        "web",
+        "--protocol",
+        "HTTP",
     )
     cli.wait_active("web")
     policy = cli.json(
-        "loadbalancer", "l7policy", "create", "--name", "to-shared", "--action",
-        "REDIRECT_TO_POOL", "--redirect-pool", "shared", "http",
+        "loadbalancer",
+        "l7policy",
+        "create",
+        "--name",
+        "to-shared",
+        "--action",
+        "REDIRECT_TO_POOL",
+        "--redirect-pool",
+        "shared",
+        "http",
     )
     cli.wait_active("web")
     rule = cli.json(
-        "loadbalancer", "l7rule", "create", "--type", "HOST_NAME", "--compare-type",
-        "STARTS_WITH", "--value", "server", "to-shared",
+        "loadbalancer",
+        "l7rule",
+        "create",
+        "--type",
+        "HOST_NAME",
+        "--compare-type",
+        "STARTS_WITH",
+        "--value",
+        "server",
+        "to-shared",
     )
     assert rule["value"] == "server"
     cli.wait_active("web")

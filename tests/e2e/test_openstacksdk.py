@@ -19,7 +19,9 @@ def _wait(lb: Any, conn: Any) -> Any:
 
 
 def run_sdk_workflow(url: str) -> None:
-    conn = openstack.connect(auth_type="none", auth={"endpoint": url}, load_balancer_api_version="2")
+    conn = openstack.connect(
+        auth_type="none", auth={"endpoint": url}, load_balancer_api_version="2"
+    )
     lb = conn.load_balancer.create_load_balancer(name="sdk", vip_subnet_id=LOOPBACK_SUBNET)
     lb = _wait(lb, conn)
     assert lb.provisioning_status == "ACTIVE"

@@ -1,0 +1,223 @@
+"""Listener rows from requests: create (standalone POST and graph create) and update.
+
+Create and update share one path: the request is laid over a base (the defaults on
+create, the stored row on update) with Octavia's null-means-default rule, the merged
+listener is validated as a whole, and only then is the row written. The certificate step
+(which always fails here, see ``lbaas.api.validation.listener``) looks only at references
+the request itself sent, as the reference does.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from lbaas.api.capabilities import require_capability
+from lbaas.api.schemas.listener import ListenerCommon, ListenerOptions, ListenerUpdate
+from lbaas.api.services import ApiServices
+from lbaas.api.validation import listener as rules
+from lbaas.api.writes import PENDING_CREATE
+from lbaas.db import queries
+from lbaas.db.listing import set_tags
+from lbaas.db.session import Session
+from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
+from lbaas.errors import NotFound
+from lbaas.model.enums import ClientAuthentication, ListenerProtocol, OperatingStatus
+
+# What each optional field becomes when omitted on create or sent as null.
+NULL_MEANS: dict[str, Any] = {
+    "name": None,
+    "description": None,
+    "connection_limit": -1,
+    "default_pool_id": None,
+    "insert_headers": {},
+    **rules.DEFAULT_TIMEOUTS,
+    "default_tls_container_ref": None,
+    "sni_container_refs": [],
+    "client_ca_tls_container_ref": None,
+    "client_authentication": ClientAuthentication.NONE,
+    "client_crl_container_ref": None,
+    "allowed_cidrs": None,
+    "tls_ciphers": None,
+    "tls_versions": None,
+    "alpn_protocols": None,
+    "hsts_max_age": None,
+    "hsts_include_subdomains": False,
+    "hsts_preload": False,
+}
+
+
+def pool_on_loadbalancer(session: Session, lb: LoadBalancerRow, pool_id: str) -> PoolRow:
+    """A pool the listener's load balancer owns, else 404 as if it did not exist."""
+    pool = session.get(PoolRow, pool_id)
+    if pool is None or pool.loadbalancer_id != lb.id or pool.provisioning_status == "DELETED":
+        raise NotFound.of("Pool", pool_id)
+    return pool
+
+
+def _overlay(data: ListenerOptions, base: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for name, null_value in NULL_MEANS.items():
+        if data.given(name):
+            value = getattr(data, name)
+            out[name] = null_value if value is None else value
+    return out
+
+
+def _settings(protocol: ListenerProtocol, v: Mapping[str, Any]) -> rules.ListenerSettings:
+    versions, alpn = v["tls_versions"], v["alpn_protocols"]
+    return rules.with_tls_defaults(
+        rules.ListenerSettings(
+            protocol=protocol,
+            insert_headers=dict(v["insert_headers"]),
+            default_tls_container_ref=v["default_tls_container_ref"],
+            sni_container_refs=tuple(v["sni_container_refs"]),
+            client_ca_tls_container_ref=v["client_ca_tls_container_ref"],
+            client_authentication=ClientAuthentication(v["client_authentication"]),
+            client_crl_container_ref=v["client_crl_container_ref"],
+            tls_ciphers=v["tls_ciphers"] or None,
+            tls_versions=tuple(versions) if versions is not None else None,
+            alpn_protocols=tuple(alpn) if alpn is not None else None,
+            hsts_max_age=v["hsts_max_age"],
+            hsts_include_subdomains=bool(v["hsts_include_subdomains"]),
+            hsts_preload=bool(v["hsts_preload"]),
+        )
+    )
+
+
+def _sent_refs(data: ListenerOptions) -> None:
+    """Fetch (and fail on) every certificate reference the request carried."""
+    sni = list(data.sni_container_refs or [])
+    default = data.default_tls_container_ref
+    rules.require_fetchable(
+        [*sni, *([default] if default else [])],
+        data.client_ca_tls_container_ref,
+        data.client_crl_container_ref,
+    )
+
+
+def _check_default_pool(
+    session: Session,
+    lb: LoadBalancerRow,
+    protocol: ListenerProtocol,
+    pool: PoolRow | None,
+    pool_id: str | None,
+) -> None:
+    if pool is None and pool_id is None:
+        return
+    if protocol is ListenerProtocol.PROMETHEUS:
+        rules.raise_no_children()
+    target = pool if pool is not None else pool_on_loadbalancer(session, lb, str(pool_id))
+    rules.check_pool_protocol(protocol, target.protocol)
+
+
+def _vip_addresses(lb: LoadBalancerRow) -> list[str]:
+    extra = [v.get("ip_address") for v in lb.additional_vips or []]
+    return [a for a in [lb.vip_address, *extra] if a]
+
+
+def _check_port(
+    session: Session, lb: LoadBalancerRow, protocol: ListenerProtocol, port: int
+) -> None:
+    others = queries.find_rows(
+        session,
+        ListenerRow,
+        ListenerRow.loadbalancer_id == lb.id,
+        ListenerRow.protocol_port == port,
+        ListenerRow.provisioning_status != "DELETED",
+    )
+    rules.check_port_free(protocol, port, [(o.protocol, o.protocol_port) for o in others])
+
+
+def _store(row: ListenerRow, v: Mapping[str, Any], s: rules.ListenerSettings) -> None:
+    row.name, row.description = v["name"], v["description"]
+    row.connection_limit = int(v["connection_limit"])
+    row.default_pool_id = v["default_pool_id"]
+    row.insert_headers = dict(v["insert_headers"])
+    for key in rules.DEFAULT_TIMEOUTS:
+        setattr(row, key, int(v[key]))
+    row.allowed_cidrs = v["allowed_cidrs"]
+    row.default_tls_container_ref = s.default_tls_container_ref
+    row.sni_container_refs = list(s.sni_container_refs)
+    row.client_ca_tls_container_ref = s.client_ca_tls_container_ref
+    row.client_authentication = s.client_authentication.value
+    row.client_crl_container_ref = s.client_crl_container_ref
+    row.tls_ciphers = s.tls_ciphers
+    row.tls_versions = list(s.tls_versions) if s.tls_versions is not None else None
+    row.alpn_protocols = list(s.alpn_protocols) if s.alpn_protocols is not None else None
+    row.hsts_max_age = s.hsts_max_age
+    row.hsts_include_subdomains = s.hsts_include_subdomains
+    row.hsts_preload = s.hsts_preload
+
+
+def build_listener(
+    session: Session,
+    services: ApiServices,
+    lb: LoadBalancerRow,
+    data: ListenerCommon,
+    now: datetime,
+    *,
+    default_pool: PoolRow | None = None,
+) -> ListenerRow:
+    """Validate a new listener of ``lb`` (already locked) and add its row.
+
+    ``default_pool`` is a pool the caller already holds (the graph create's resolved
+    ``default_pool``); otherwise ``data.default_pool_id`` is looked up on ``lb``.
+    """
+    protocol = ListenerProtocol(data.protocol)
+    require_capability(services, lb.provider, "protocol", protocol, "listener_protocols")
+    values = _overlay(data, NULL_MEANS)
+    settings = _settings(protocol, values)
+    rules.check_settings(settings)
+    _check_port(session, lb, protocol, data.protocol_port)
+    _check_default_pool(session, lb, protocol, default_pool, data.default_pool_id)
+    if default_pool is not None:
+        values["default_pool_id"] = default_pool.id
+    values["allowed_cidrs"] = rules.normalise_cidrs(values["allowed_cidrs"])
+    rules.check_cidrs(values["allowed_cidrs"], _vip_addresses(lb), lb.vip_sg_ids or [])
+    _sent_refs(data)
+    row = ListenerRow(
+        id=str(uuid.uuid4()),
+        loadbalancer_id=lb.id,
+        project_id=lb.project_id,
+        admin_state_up=bool(data.admin_state_up),
+        protocol=protocol.value,
+        protocol_port=data.protocol_port,
+        provisioning_status=PENDING_CREATE,
+        operating_status=OperatingStatus.OFFLINE.value,
+        created_at=now,
+    )
+    _store(row, values, settings)
+    session.add(row)
+    session.flush()
+    set_tags(session, row.id, data.tags or [])
+    return row
+
+
+def update_listener(
+    session: Session,
+    lb: LoadBalancerRow,
+    row: ListenerRow,
+    data: ListenerUpdate,
+    now: datetime,
+) -> None:
+    """Validate the stored listener merged with a PUT and write it (statuses are the caller's)."""
+    protocol = ListenerProtocol(row.protocol)
+    stored = {name: getattr(row, name) for name in NULL_MEANS}
+    values = _overlay(data, stored)
+    settings = _settings(protocol, values)
+    rules.check_settings(settings)
+    if data.given("default_pool_id"):
+        _check_default_pool(session, lb, protocol, None, data.default_pool_id)
+    if data.given("allowed_cidrs"):
+        values["allowed_cidrs"] = rules.normalise_cidrs(values["allowed_cidrs"])
+        rules.check_cidrs(values["allowed_cidrs"], _vip_addresses(lb), lb.vip_sg_ids or [])
+    _sent_refs(data)
+    _store(row, values, settings)
+    if data.given("admin_state_up"):
+        row.admin_state_up = bool(data.admin_state_up)
+    if data.tags is not None:
+        set_tags(session, row.id, data.tags)
+    row.updated_at = now

@@ -1,0 +1,107 @@
+"""Request schemas of L7 policies: standalone POST/PUT and the graph-create shape.
+
+The action/redirect interplay (a redirect field picks the action, REJECT drops them) is
+decided by ``lbaas.api.validation.l7`` on the keys actually sent, so every redirect field
+here is optional and ``action`` is only required on create.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
+
+from lbaas.api.schemas.l7rule import L7RuleCommon
+from lbaas.api.schemas.types import (
+    AdminState,
+    Description,
+    Name,
+    ProjectRef,
+    Schema,
+    Tags,
+    Uuid,
+)
+from lbaas.api.validation.l7 import REDIRECT_CODES
+from lbaas.model.enums import L7PolicyAction
+
+
+def _url(value: str) -> str:
+    """An absolute http(s) URL with a host and no whitespace or control characters."""
+    bad = PydanticCustomError("url_format", "Value should be an absolute http or https URL")
+    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in value):
+        raise bad
+    try:
+        parts = urlsplit(value)
+        _ = parts.port
+    except ValueError:
+        raise bad from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise bad
+    return value
+
+
+def _redirect_code(value: int) -> int:
+    if value not in REDIRECT_CODES:
+        raise PydanticCustomError(
+            "enum",
+            "Value should be one of: {expected}",
+            {"expected": ", ".join(str(c) for c in REDIRECT_CODES)},
+        )
+    return value
+
+
+RedirectUrl = Annotated[str, Field(max_length=255), AfterValidator(_url)]
+RedirectCode = Annotated[int, AfterValidator(_redirect_code)]
+Position = Annotated[int, Field(ge=1, le=2147483647)]
+
+
+class L7PolicyCommon(Schema):
+    """A policy as created, standalone or nested in a listener of the graph create."""
+
+    name: Name | None = None
+    description: Description | None = None
+    admin_state_up: AdminState = True
+    action: L7PolicyAction
+    redirect_pool_id: Uuid | None = None
+    redirect_url: RedirectUrl | None = None
+    redirect_prefix: RedirectUrl | None = None
+    redirect_http_code: RedirectCode | None = None
+    position: Position | None = None
+    rules: list[L7RuleCommon] | None = None
+    tags: Tags | None = None
+
+
+class L7PolicyCreate(L7PolicyCommon):
+    listener_id: Uuid
+    # Deprecated and ignored: a policy belongs to its load balancer's project.
+    project_id: ProjectRef | None = None
+    tenant_id: ProjectRef | None = None
+
+
+class L7PolicyNested(L7PolicyCommon):
+    """Graph create: ``redirect_pool`` is a pool definition or ``{"name": …}`` reference."""
+
+    redirect_pool: dict[str, Any] | None = None
+
+
+class L7PolicyCreateBody(Schema):
+    l7policy: L7PolicyCreate
+
+
+class L7PolicyUpdate(Schema):
+    name: Name | None = None
+    description: Description | None = None
+    admin_state_up: AdminState | None = None
+    action: L7PolicyAction | None = None
+    redirect_pool_id: Uuid | None = None
+    redirect_url: RedirectUrl | None = None
+    redirect_prefix: RedirectUrl | None = None
+    redirect_http_code: RedirectCode | None = None
+    position: Position | None = None
+    tags: Tags | None = None
+
+
+class L7PolicyUpdateBody(Schema):
+    l7policy: L7PolicyUpdate

@@ -1,0 +1,324 @@
+"""Listener rules that need no database: headers, TLS and HSTS, allowed CIDRs, ports.
+
+The API checks a listener as a whole: a POST checks what was sent (with defaults), a PUT
+checks the stored listener with the request laid over it, so the same function decides
+both and an update can never leave a combination a create would have refused.
+
+Certificates. Octavia fetches every certificate reference from a key manager (Barbican)
+before accepting a listener. lbaas has no key manager, so no reference can ever be
+fetched: a TERMINATED_HTTPS listener (which must carry a certificate reference) and any
+request that sends a reference pass every other check and then fail with Octavia's own
+400, ``Could not retrieve certificate: [...]``. That check runs last, after the checks
+that need only the request, the way a real fetch would be the last and costliest step.
+
+Operator switches of the reference (disabling TLS-terminated or PROMETHEUS listeners, a
+minimum TLS version, a cipher prohibit-list) have no setting here; their defaults (all
+allowed, no minimum, nothing prohibited) apply.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NoReturn
+
+from lbaas.errors import Conflict, InvalidInput, ValidationFailure
+from lbaas.model.enums import (
+    LISTENER_POOL_COMPATIBILITY,
+    ClientAuthentication,
+    ListenerProtocol,
+    PoolProtocol,
+)
+
+HTTP_HEADERS = frozenset(
+    {
+        "X-Forwarded-For",
+        "X-Forwarded-Port",
+        "X-Forwarded-Proto",
+        "X-Forwarded-IP",
+        "X-Client-IP",
+        "X-Real-IP",
+    }
+)
+CLIENT_CERT_HEADERS = frozenset(
+    {
+        "X-SSL-Client-Verify",
+        "X-SSL-Client-Has-Cert",
+        "X-SSL-Client-DN",
+        "X-SSL-Client-CN",
+        "X-SSL-Issuer",
+        "X-SSL-Client-SHA1",
+        "X-SSL-Client-Not-Before",
+        "X-SSL-Client-Not-After",
+    }
+)
+HEADER_PROTOCOLS = frozenset({ListenerProtocol.HTTP, ListenerProtocol.TERMINATED_HTTPS})
+DATAGRAM_PROTOCOLS = frozenset({ListenerProtocol.UDP, ListenerProtocol.SCTP})
+
+TLS_VERSIONS = ("SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
+# The reference's operator defaults for TERMINATED_HTTPS listeners.
+DEFAULT_TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
+DEFAULT_ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
+DEFAULT_TLS_CIPHERS = ":".join(
+    (
+        "TLS_AES_256_GCM_SHA384",
+        "TLS_CHACHA20_POLY1305_SHA256",
+        "TLS_AES_128_GCM_SHA256",
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+        "ECDHE-RSA-CHACHA20-POLY1305",
+    )
+)
+_CIPHER_CHARS = re.compile(r"[A-Za-z0-9\-+!:@=_.]+")
+
+DEFAULT_TIMEOUTS = {
+    "timeout_client_data": 50000,
+    "timeout_member_connect": 5000,
+    "timeout_member_data": 50000,
+    "timeout_tcp_inspect": 0,
+}
+
+
+@dataclass(frozen=True)
+class ListenerSettings:
+    """The parts of a listener whose combination is validated (the final, merged values)."""
+
+    protocol: ListenerProtocol
+    insert_headers: Mapping[str, str]
+    default_tls_container_ref: str | None
+    sni_container_refs: tuple[str, ...]
+    client_ca_tls_container_ref: str | None
+    client_authentication: ClientAuthentication
+    client_crl_container_ref: str | None
+    tls_ciphers: str | None
+    tls_versions: tuple[str, ...] | None
+    alpn_protocols: tuple[str, ...] | None
+    hsts_max_age: int | None
+    hsts_include_subdomains: bool
+    hsts_preload: bool
+
+    @property
+    def has_certificate(self) -> bool:
+        return bool(self.default_tls_container_ref or self.sni_container_refs)
+
+    @property
+    def offloads_tls(self) -> bool:
+        """TERMINATED_HTTPS, or PROMETHEUS with a certificate (served over TLS)."""
+        if self.protocol is ListenerProtocol.TERMINATED_HTTPS:
+            return True
+        return self.protocol is ListenerProtocol.PROMETHEUS and self.has_certificate
+
+    @property
+    def any_reference(self) -> bool:
+        return self.has_certificate or bool(
+            self.client_ca_tls_container_ref or self.client_crl_container_ref
+        )
+
+
+def with_tls_defaults(settings: ListenerSettings) -> ListenerSettings:
+    """Fill TERMINATED_HTTPS defaults; drop TLS options on listeners that do not offload."""
+    if not settings.offloads_tls:
+        return _replace_tls(settings, None, None, None)
+    if settings.protocol is not ListenerProtocol.TERMINATED_HTTPS:
+        return settings
+    return _replace_tls(
+        settings,
+        settings.tls_ciphers or DEFAULT_TLS_CIPHERS,
+        settings.tls_versions if settings.tls_versions is not None else DEFAULT_TLS_VERSIONS,
+        settings.alpn_protocols if settings.alpn_protocols is not None else DEFAULT_ALPN_PROTOCOLS,
+    )
+
+
+def _replace_tls(
+    s: ListenerSettings,
+    ciphers: str | None,
+    versions: tuple[str, ...] | None,
+    alpn: tuple[str, ...] | None,
+) -> ListenerSettings:
+    return ListenerSettings(
+        protocol=s.protocol,
+        insert_headers=s.insert_headers,
+        default_tls_container_ref=s.default_tls_container_ref,
+        sni_container_refs=s.sni_container_refs,
+        client_ca_tls_container_ref=s.client_ca_tls_container_ref,
+        client_authentication=s.client_authentication,
+        client_crl_container_ref=s.client_crl_container_ref,
+        tls_ciphers=ciphers,
+        tls_versions=versions,
+        alpn_protocols=alpn,
+        hsts_max_age=s.hsts_max_age,
+        hsts_include_subdomains=s.hsts_include_subdomains,
+        hsts_preload=s.hsts_preload,
+    )
+
+
+def check_insert_headers(protocol: ListenerProtocol, headers: Iterable[str]) -> None:
+    names = list(headers)
+    if not names:
+        return
+    if protocol not in HEADER_PROTOCOLS:
+        raise InvalidInput(
+            f"insert-headers is not a valid option for a {protocol.value} protocol listener."
+        )
+    unknown = [n for n in names if n not in HTTP_HEADERS | CLIENT_CERT_HEADERS]
+    if unknown:
+        raise InvalidInput(f"{unknown} is not a valid option for insert_headers")
+    client_cert = [n for n in names if n in CLIENT_CERT_HEADERS]
+    if client_cert and protocol is not ListenerProtocol.TERMINATED_HTTPS:
+        raise InvalidInput(
+            f"{client_cert} is not a valid option for {protocol.value} protocol listener."
+        )
+
+
+def check_settings(settings: ListenerSettings) -> None:
+    """Every rule of the combination, in the order the reference reports them."""
+    protocol = settings.protocol.value
+    check_insert_headers(settings.protocol, settings.insert_headers)
+    if settings.protocol in DATAGRAM_PROTOCOLS and settings.any_reference:
+        raise ValidationFailure(f"{protocol} protocol listener does not support TLS.")
+    if not settings.offloads_tls and settings.any_reference:
+        raise ValidationFailure(
+            f"Certificate container references are not allowed on {protocol} protocol listeners."
+        )
+    if settings.client_ca_tls_container_ref and not settings.has_certificate:
+        raise ValidationFailure(
+            "An SNI or default certificate container reference must be provided with a "
+            "client CA container reference."
+        )
+    if settings.offloads_tls and not settings.has_certificate:
+        raise ValidationFailure(
+            "An SNI or default certificate container reference must be provided for "
+            f"{protocol} protocol listeners."
+        )
+    auth = settings.client_authentication
+    if auth is not ClientAuthentication.NONE and not settings.client_ca_tls_container_ref:
+        raise ValidationFailure(
+            f"Client authentication setting {auth.value} requires a client CA container reference."
+        )
+    if settings.client_crl_container_ref and not settings.client_ca_tls_container_ref:
+        raise ValidationFailure(
+            "A client CA container reference is required to use a certificate revocation list."
+        )
+    if settings.offloads_tls:
+        check_tls_options(settings.tls_ciphers, settings.tls_versions, settings.alpn_protocols)
+    check_hsts(settings)
+
+
+def check_tls_options(
+    ciphers: str | None, versions: Sequence[str] | None, alpn: Sequence[str] | None
+) -> None:
+    if versions is not None:
+        if not versions:
+            raise ValidationFailure(
+                "Empty TLS version list. Send at least one version, or leave the field out "
+                "to get the default."
+            )
+        bad = [v for v in versions if v not in TLS_VERSIONS]
+        if bad:
+            raise ValidationFailure(f"Invalid TLS versions: {', '.join(bad)}")
+    if ciphers is not None and not _CIPHER_CHARS.fullmatch(ciphers):
+        raise ValidationFailure(
+            "tls_ciphers may contain only letters, digits and the characters - + ! : @ = _ ."
+        )
+    if alpn is not None:
+        if not alpn:
+            raise ValidationFailure(
+                "Empty ALPN protocol list. Send at least one protocol, or leave the field out "
+                "to get the default."
+            )
+        bad = [p for p in alpn if p not in ALPN_PROTOCOLS]
+        if bad:
+            raise ValidationFailure(f"Invalid ALPN protocol: {', '.join(bad)}")
+
+
+def check_hsts(settings: ListenerSettings) -> None:
+    if (
+        settings.hsts_max_age is not None
+        and settings.protocol is not ListenerProtocol.TERMINATED_HTTPS
+    ):
+        raise ValidationFailure(
+            "HSTS can only be configured on TERMINATED_HTTPS protocol listeners."
+        )
+    if (settings.hsts_include_subdomains or settings.hsts_preload) and (
+        settings.hsts_max_age is None
+    ):
+        raise ValidationFailure(
+            "hsts_include_subdomains and hsts_preload require hsts_max_age to be set."
+        )
+
+
+def require_fetchable(tls_refs: Sequence[str], ca_ref: str | None, crl_ref: str | None) -> None:
+    """The key-manager step: with no key manager configured, every reference fails."""
+    if tls_refs:
+        raise InvalidInput(f"Could not retrieve certificate: {list(tls_refs)}")
+    client_refs = [r for r in (ca_ref, crl_ref) if r]
+    if client_refs:
+        raise InvalidInput(f"Could not retrieve certificate: {client_refs}")
+
+
+def normalise_cidrs(cidrs: Iterable[str] | None) -> list[str] | None:
+    """Host bits cleared, duplicates dropped (first wins); an empty list means none."""
+    out: list[str] = []
+    for cidr in cidrs or ():
+        text = str(ipaddress.ip_network(cidr, strict=False))
+        if text not in out:
+            out.append(text)
+    return out or None
+
+
+def check_cidrs(
+    cidrs: Sequence[str] | None, vip_addresses: Sequence[str], vip_sg_ids: Sequence[str]
+) -> None:
+    if not cidrs:
+        return
+    if vip_sg_ids:
+        raise ValidationFailure(
+            "allowed_cidrs cannot be used on a load balancer that has vip_sg_ids."
+        )
+    if not vip_addresses:
+        return
+    families = {ipaddress.ip_address(a).version for a in vip_addresses}
+    for cidr in cidrs:
+        if ipaddress.ip_network(cidr, strict=False).version not in families:
+            raise ValidationFailure(
+                f"CIDR {cidr} IP version incompatible with all VIPs {list(vip_addresses)} "
+                "IP version."
+            )
+
+
+def check_port_free(
+    protocol: ListenerProtocol, port: int, others: Iterable[tuple[str, int]]
+) -> None:
+    """409 if another listener on the LB binds the port with the same transport."""
+    for other_protocol, other_port in others:
+        if other_port != port:
+            continue
+        if ListenerProtocol(other_protocol).l4_family == protocol.l4_family:
+            raise Conflict(
+                "Another Listener on this Load Balancer is already using protocol "
+                f"{protocol.value} and protocol_port {port}"
+            )
+
+
+def check_pool_protocol(listener_protocol: ListenerProtocol, pool_protocol: str) -> None:
+    """§4.1: which pool protocols a listener may send traffic to."""
+    if listener_protocol is ListenerProtocol.PROMETHEUS:
+        raise_no_children()
+    allowed = LISTENER_POOL_COMPATIBILITY[listener_protocol]
+    if PoolProtocol(pool_protocol) not in allowed:
+        raise ValidationFailure(
+            f"The pool protocol '{pool_protocol}' is invalid while the listener protocol is "
+            f"'{listener_protocol.value}'."
+        )
+
+
+def raise_no_children() -> NoReturn:
+    raise InvalidInput("Protocol PROMETHEUS listeners cannot have child objects.")

@@ -1,0 +1,53 @@
+"""Reads the listener and L7 API needs that must come back in a defined order.
+
+Listener views list their policies in evaluation order and policy views list their rules
+in creation order; positions are renumbered from the policies in order. The generic
+``queries.children_ids`` does not order, hence these two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+from lbaas.db.tables import L7PolicyRow
+
+_GONE = ("DELETED", "PENDING_DELETE")
+
+
+def ordered_children_ids(
+    session: Session,
+    id_column: InstrumentedAttribute[Any],
+    parent_column: InstrumentedAttribute[Any],
+    parent_ids: Sequence[str],
+    order: Sequence[InstrumentedAttribute[Any]],
+    *conditions: Any,
+) -> dict[str, list[str]]:
+    """Ids of children grouped by parent, each group in ``order``, in one query."""
+    out: dict[str, list[str]] = {p: [] for p in parent_ids}
+    if not parent_ids:
+        return out
+    stmt = (
+        select(parent_column, id_column)
+        .where(parent_column.in_(list(parent_ids)), *conditions)
+        .order_by(*order, id_column)
+    )
+    for parent, child in session.execute(stmt):
+        out[parent].append(child)
+    return out
+
+
+def policies_in_order(session: Session, listener_id: str) -> list[L7PolicyRow]:
+    """A listener's policies that are not being deleted, in evaluation order."""
+    stmt = (
+        select(L7PolicyRow)
+        .where(
+            L7PolicyRow.listener_id == listener_id,
+            L7PolicyRow.provisioning_status.not_in(_GONE),
+        )
+        .order_by(L7PolicyRow.position, L7PolicyRow.created_at, L7PolicyRow.id)
+    )
+    return list(session.scalars(stmt))

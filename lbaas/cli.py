@@ -159,7 +159,10 @@ def cmd_agent(args: argparse.Namespace) -> int:
     settings = _settings(args)
     _setup_logging(settings)
     stop = _start_agent(settings)
-    print(f"lbaas agent ({settings.agent.mode} mode) on {settings.agent.host}:{settings.agent.port}", flush=True)
+    print(
+        f"lbaas agent ({settings.agent.mode} mode) on {settings.agent.host}:{settings.agent.port}",
+        flush=True,
+    )
     _wait_for_signal()
     stop()
     return 0

@@ -1,0 +1,74 @@
+"""The parts run separately against PostgreSQL: ``lbaas db upgrade``, ``lbaas api`` × 2 and
+``lbaas worker``, as a scale-out deployment would run them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import free_port
+from tests.support.processes import lbaas_env, lbaas_process, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+SUBNET = "7f000a00-0000-4000-8000-000000000001"
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url + "/", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_api_and_worker_processes_share_postgres(postgres: Any, tmp_path: Path) -> None:
+    url = postgres.create("scale_out")
+    base = {
+        "state_dir": str(tmp_path / "state"),
+        "database": {"url": url},
+        "providers": {"enabled": ["noop"], "default": "noop"},
+        "worker": {"poll_interval": 0.1},
+    }
+    upgrade = subprocess.run(
+        [sys.executable, "-m", "lbaas.cli", "db", "upgrade"],
+        env=lbaas_env(base),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert "revision 0001" in upgrade.stdout
+    ports = [free_port(), free_port()]
+    apis = [f"http://127.0.0.1:{p}" for p in ports]
+    with (
+        lbaas_process(["api"], lbaas_env({**base, "api": {"port": ports[0]}}), tmp_path / "a1.log"),
+        lbaas_process(["api"], lbaas_env({**base, "api": {"port": ports[1]}}), tmp_path / "a2.log"),
+        lbaas_process(["worker"], lbaas_env(base), tmp_path / "w.log"),
+    ):
+        for api in apis:
+            wait_for(lambda api=api: _answers(api), 60, f"{api} to answer")
+        created = []
+        for n, api in enumerate(apis * 3):
+            body = {"loadbalancer": {"name": f"so{n}", "vip_subnet_id": SUBNET}}
+            r = httpx.post(f"{api}/v2/lbaas/loadbalancers", json=body, timeout=10)
+            assert r.status_code == 201, r.text
+            created.append(r.json()["loadbalancer"]["id"])
+
+        def all_active() -> bool:
+            lbs = httpx.get(f"{apis[1]}/v2/lbaas/loadbalancers", timeout=10).json()
+            states = {lb["id"]: lb["provisioning_status"] for lb in lbs["loadbalancers"]}
+            return all(states.get(i) == "ACTIVE" for i in created)
+
+        wait_for(all_active, 60, "all ACTIVE through either API")
+        addresses = {
+            httpx.get(f"{apis[0]}/v2/lbaas/loadbalancers/{i}", timeout=10).json()["loadbalancer"][
+                "vip_address"
+            ]
+            for i in created
+        }
+        assert len(addresses) == len(created), "no VIP address handed out twice"

@@ -84,3 +84,15 @@ def ensure_subnet(
         session.add(row)
         session.flush()
     return row
+
+
+def try_reserve_port(session: Session, port: PortRow) -> bool:
+    """Insert the port unless its address was taken meanwhile (a concurrent create)."""
+    from sqlalchemy.exc import IntegrityError
+
+    try:
+        with session.begin_nested():
+            session.add(port)
+    except IntegrityError:
+        return False
+    return True

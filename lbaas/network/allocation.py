@@ -104,20 +104,22 @@ def allocate_vip(
         raise ValidationFailure(
             "VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id."
         )
-    address = request.address
-    if address is None:
-        address = _free_address(session, subnet)
+    if request.address is not None:
+        if not _contains(subnet, request.address):
+            raise InvalidInput(
+                f"VIP address {request.address} is not in the CIDR {subnet.cidr} of subnet "
+                f"{subnet.id}."
+            )
+        if network_repo.ports_on(session, subnet.id, request.address) is not None:
+            raise Conflict(f"The VIP IP address is already in use: {request.address}")
+    # Another transaction may take the same free address between our read and our insert;
+    # the unique (subnet, address) constraint tells us, and we try the next one.
+    for _attempt in range(16):
+        address = request.address or _free_address(session, subnet)
         if address is None:
             raise Conflict(f"No free address left on subnet {subnet.id}.")
-    elif not _contains(subnet, address):
-        raise InvalidInput(
-            f"VIP address {address} is not in the CIDR {subnet.cidr} of subnet {subnet.id}."
-        )
-    if network_repo.ports_on(session, subnet.id, address) is not None:
-        raise Conflict(f"The VIP IP address is already in use: {address}")
-    port_id = str(uuid.uuid4())
-    session.add(
-        PortRow(
+        port_id = str(uuid.uuid4())
+        port = PortRow(
             id=port_id,
             network_id=subnet.network_id,
             subnet_id=subnet.id,
@@ -126,5 +128,8 @@ def allocate_vip(
             device_id=owner_id,
             created_at=now,
         )
-    )
-    return AllocatedVip(address, subnet.id, subnet.network_id, port_id)
+        if network_repo.try_reserve_port(session, port):
+            return AllocatedVip(address, subnet.id, subnet.network_id, port_id)
+        if request.address is not None:
+            break
+    raise Conflict(f"The VIP IP address is already in use: {request.address or subnet.cidr}")

@@ -27,6 +27,9 @@ class ListSpec:
     id_column: InstrumentedAttribute[Any]
     created_column: InstrumentedAttribute[Any] | None
     tag_capable: bool = True
+    # Return plain rows (attribute access by column name) instead of ORM objects: several
+    # times cheaper for big pages, for views that need no relationships.
+    plain_rows: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ def _after_marker(
 
 def list_rows(session: Session, spec: ListSpec, query: ListQuery) -> list[Any]:
     """Rows for one page (at most ``query.limit``), in the requested order."""
-    stmt = select(spec.table)
+    stmt = select(*spec.table.__table__.columns) if spec.plain_rows else select(spec.table)
     for name, value in query.filters.items():
         stmt = stmt.where(spec.columns[name] == value)
     for cond in [*query.conditions, *_tag_conditions(spec, query)]:
@@ -118,6 +121,8 @@ def list_rows(session: Session, spec: ListSpec, query: ListQuery) -> list[Any]:
     )
     if query.limit is not None:
         stmt = stmt.limit(query.limit)
+    if spec.plain_rows:
+        return list(session.execute(stmt).all())
     return list(session.scalars(stmt))
 
 

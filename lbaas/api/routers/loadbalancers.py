@@ -63,6 +63,7 @@ SPEC = ListSpec(
     },
     id_column=T.id,
     created_column=T.created_at,
+    plain_rows=True,
 )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 def timestamp(value: datetime | None) -> str | None:
     """Octavia's format: ISO-8601 in UTC without a zone suffix."""
-    return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%S")
+    return None if value is None else value.isoformat(timespec="seconds")
 
 
 def text(value: str | None) -> str:

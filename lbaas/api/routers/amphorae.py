@@ -20,6 +20,7 @@ from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
+from lbaas.api.routing import JsonRoute
 from lbaas.api.services import ApiServices
 from lbaas.api.views.amphora import amphora_view, listener_stats_view, render_amphorae
 from lbaas.api.writes import PENDING_UPDATE, enqueue, lock_loadbalancer_for_child, mark, utcnow
@@ -29,7 +30,7 @@ from lbaas.db.session import Session
 from lbaas.db.tables import AmphoraRow, LoadBalancerRow
 from lbaas.errors import Conflict, NotFound
 
-router = APIRouter(tags=["amphorae"])
+router = APIRouter(route_class=JsonRoute, tags=["amphorae"])
 PATH = "/octavia/amphorae"
 DELETED = "DELETED"
 T = AmphoraRow

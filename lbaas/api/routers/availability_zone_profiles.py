@@ -22,6 +22,7 @@ from lbaas.api.routers.flavorprofiles import (
     show_profile,
     update_profile,
 )
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import (
     AvailabilityZoneProfileCreateBody,
     AvailabilityZoneProfileUpdateBody,
@@ -35,7 +36,7 @@ from lbaas.db import queries
 from lbaas.db.session import Session
 from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow
 
-router = APIRouter(tags=["availabilityzoneprofiles"])
+router = APIRouter(route_class=JsonRoute, tags=["availabilityzoneprofiles"])
 
 
 def _zones_using(session: Session, profile_id: str) -> int:

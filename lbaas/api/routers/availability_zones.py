@@ -17,6 +17,7 @@ from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import (
     AvailabilityZoneCreateBody,
     AvailabilityZoneUpdateBody,
@@ -31,7 +32,7 @@ from lbaas.db.session import Session
 from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow, LoadBalancerRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
 
-router = APIRouter(tags=["availabilityzones"])
+router = APIRouter(route_class=JsonRoute, tags=["availabilityzones"])
 NIL_UUID = "00000000-0000-0000-0000-000000000000"
 PATH = "/lbaas/availabilityzones"
 T = AvailabilityZoneRow

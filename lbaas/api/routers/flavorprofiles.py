@@ -22,6 +22,7 @@ from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import (
     FlavorProfileCreateBody,
     FlavorProfileUpdateBody,
@@ -39,7 +40,7 @@ from lbaas.db.tables import FlavorProfileRow, FlavorRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
 from lbaas.providers.base import ProviderCapabilities
 
-router = APIRouter(tags=["flavorprofiles"])
+router = APIRouter(route_class=JsonRoute, tags=["flavorprofiles"])
 NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
 

@@ -20,6 +20,7 @@ from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import FlavorCreateBody, FlavorUpdateBody, reject_nulls
 from lbaas.api.services import ApiServices
 from lbaas.api.views.catalog import flavor_view, render_flavors
@@ -30,7 +31,7 @@ from lbaas.db.session import Session
 from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
 
-router = APIRouter(tags=["flavors"])
+router = APIRouter(route_class=JsonRoute, tags=["flavors"])
 NIL_UUID = "00000000-0000-0000-0000-000000000000"
 T = FlavorRow
 SPEC = ListSpec(

@@ -23,6 +23,7 @@ from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
 from lbaas.api.routers.pools import find_pool, get_pool, lock_pool_for_child
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.healthmonitor import (
     HealthMonitorCreateBody,
     HealthMonitorSingleCreate,
@@ -41,7 +42,7 @@ from lbaas.db.tables import HealthMonitorRow, LoadBalancerRow, MemberRow, PoolRo
 from lbaas.errors import Conflict, InvalidInput, NotFound
 from lbaas.model.enums import OperatingStatus
 
-router = APIRouter(tags=["healthmonitors"])
+router = APIRouter(route_class=JsonRoute, tags=["healthmonitors"])
 T = HealthMonitorRow
 SPEC = ListSpec(
     table=T,

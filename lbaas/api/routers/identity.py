@@ -9,7 +9,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-router = APIRouter(prefix="/v3", tags=["identity"])
+from lbaas.api.routing import JsonRoute
+
+router = APIRouter(route_class=JsonRoute, prefix="/v3", tags=["identity"])
 
 
 def _project(project_id: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
 from lbaas.api.routers.listeners import get_listener
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.l7policy import L7PolicyCreateBody, L7PolicyUpdateBody
 from lbaas.api.scoping import list_scope
 from lbaas.api.services import ApiServices
@@ -37,7 +38,7 @@ from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow
 from lbaas.errors import NotFound
 
-router = APIRouter(tags=["l7policies"])
+router = APIRouter(route_class=JsonRoute, tags=["l7policies"])
 T = L7PolicyRow
 SPEC = ListSpec(
     table=T,

@@ -20,6 +20,7 @@ from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.routers.l7policies import get_l7policy
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.l7rule import L7RuleCreateBody, L7RuleUpdateBody
 from lbaas.api.services import ApiServices
 from lbaas.api.views.l7rule import render_l7rules
@@ -37,7 +38,7 @@ from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, LoadBalancerRow
 from lbaas.errors import NotFound
 
-router = APIRouter(tags=["l7rules"])
+router = APIRouter(route_class=JsonRoute, tags=["l7rules"])
 T = L7RuleRow
 SPEC = ListSpec(
     table=T,

@@ -21,6 +21,7 @@ from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
 from lbaas.api.routers.loadbalancers import get_loadbalancer
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.listener import ListenerCreateBody, ListenerUpdateBody
 from lbaas.api.scoping import list_scope
 from lbaas.api.services import ApiServices
@@ -39,7 +40,7 @@ from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow
 from lbaas.errors import NotFound, ValidationFailure
 
-router = APIRouter(tags=["listeners"])
+router = APIRouter(route_class=JsonRoute, tags=["listeners"])
 T = ListenerRow
 # Every scalar attribute of the response; list-valued ones (sni_container_refs,
 # allowed_cidrs, tls_versions, alpn_protocols, insert_headers, l7policies) are stored as

@@ -13,6 +13,7 @@ from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreateBody, LoadBalancerUpdateBody
 from lbaas.api.scoping import list_scope
 from lbaas.api.services import ApiServices
@@ -37,7 +38,7 @@ from lbaas.errors import InvalidInput, NotFound, ValidationFailure
 from lbaas.model.enums import OperatingStatus
 from lbaas.network.allocation import VipRequest, allocate_vip
 
-router = APIRouter(tags=["loadbalancers"])
+router = APIRouter(route_class=JsonRoute, tags=["loadbalancers"])
 T = LoadBalancerRow
 SPEC = ListSpec(
     table=T,

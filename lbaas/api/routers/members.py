@@ -29,6 +29,7 @@ from lbaas.api.listing import TRUE_WORDS, list_page, parse_list_params, select_f
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
 from lbaas.api.routers.pools import find_pool, get_pool, has_live_monitor, lock_pool_for_child
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.member import (
     DEFAULT_WEIGHT,
     MemberCreate,
@@ -47,7 +48,7 @@ from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow, Member
 from lbaas.errors import Conflict, InvalidInput, NotFound, ValidationFailure
 from lbaas.model.enums import OperatingStatus
 
-router = APIRouter(tags=["members"])
+router = APIRouter(route_class=JsonRoute, tags=["members"])
 T = MemberRow
 SPEC = ListSpec(
     table=T,

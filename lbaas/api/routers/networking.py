@@ -14,12 +14,13 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 
 from lbaas.api.deps import get_services
+from lbaas.api.routing import JsonRoute
 from lbaas.api.services import ApiServices
 from lbaas.db import network_repo
 from lbaas.db.tables import NetworkRow, PortRow, SubnetRow
 from lbaas.errors import NotFound
 
-router = APIRouter(tags=["networking"])
+router = APIRouter(route_class=JsonRoute, tags=["networking"])
 
 
 def _subnet(row: SubnetRow) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.pool import PoolCreate, PoolCreateBody, PoolSingleCreate, PoolUpdateBody
 from lbaas.api.scoping import list_scope
 from lbaas.api.services import ApiServices
@@ -53,7 +54,7 @@ from lbaas.db.tables import (
 from lbaas.errors import Conflict, InvalidInput, NotFound, ValidationFailure
 from lbaas.model.enums import OperatingStatus
 
-router = APIRouter(tags=["pools"])
+router = APIRouter(route_class=JsonRoute, tags=["pools"])
 T = PoolRow
 SPEC = ListSpec(
     table=T,

@@ -19,11 +19,12 @@ from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import select_fields
 from lbaas.api.policy import Rule, authorize
+from lbaas.api.routing import JsonRoute
 from lbaas.api.services import ApiServices
 from lbaas.errors import InvalidInput
 from lbaas.providers.base import ProviderCapabilities
 
-router = APIRouter(tags=["providers"])
+router = APIRouter(route_class=JsonRoute, tags=["providers"])
 
 
 @router.get("/lbaas/providers")

@@ -23,6 +23,7 @@ from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import page_links, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import KINDS
+from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.quota import QuotaUpdateBody
 from lbaas.api.scoping import list_scope
 from lbaas.api.services import ApiServices
@@ -31,7 +32,7 @@ from lbaas.db.listing import BadMarker, ListQuery, ListSpec, list_rows
 from lbaas.db.tables import QuotaRow
 from lbaas.errors import InvalidInput, NotFound
 
-router = APIRouter(tags=["quotas"])
+router = APIRouter(route_class=JsonRoute, tags=["quotas"])
 T = QuotaRow
 SPEC = ListSpec(
     table=T,

@@ -6,7 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-router = APIRouter(tags=["versions"])
+from lbaas.api.routing import JsonRoute
+
+router = APIRouter(route_class=JsonRoute, tags=["versions"])
 
 # (id, updated) of every v2 minor version the API serves, oldest first.
 VERSIONS: tuple[tuple[str, str], ...] = (

@@ -233,6 +233,8 @@ def _start_server(state: Path, database_url: str) -> tuple[subprocess.Popen[byte
             "LBAAS_PROVIDERS__ENABLED": '["noop"]',
             "LBAAS_PROVIDERS__DEFAULT": "noop",
             "LBAAS_DATABASE__URL": database_url,
+            # More load balancers than the default /24 loopback subnet holds.
+            "LBAAS_NETWORK__LOOPBACK_SUBNET_CIDR": "127.16.0.0/16",
         }
     )
     proc = subprocess.Popen(

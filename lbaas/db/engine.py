@@ -12,6 +12,7 @@ place that sees it.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,6 +73,7 @@ class Database:
             else self.engine
         )
         self._write_sessions = sessionmaker(writer, expire_on_commit=False)
+        self._sqlite_writer = threading.RLock()
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -88,6 +90,19 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Session]:
         """One write transaction: committed if the block ends normally, else rolled back."""
+        if self.is_sqlite:
+            # SQLite has one writer at a time; queue this process's writers on a mutex
+            # rather than on SQLite's busy handler, which sleeps in coarse steps (up to
+            # 100 ms) and turned every API write behind a converge into a long wait.
+            with self._sqlite_writer:
+                with self._write_transaction() as session:
+                    yield session
+            return
+        with self._write_transaction() as session:
+            yield session
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[Session]:
         session = self._write_sessions()
         try:
             yield session

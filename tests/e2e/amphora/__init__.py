@@ -1,0 +1,1 @@
+"""End-to-end tests of the amphora provider: real HAProxy, real backends, real traffic."""

@@ -19,6 +19,7 @@ import re
 import shutil
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,8 @@ from lbaas.model.health import HealthReport
 log = logging.getLogger(__name__)
 
 APPLIED_FILE = "applied.json"
+#: Seconds a heartbeat waits for an amphora's statistics (shorter than any sane interval).
+STATS_DEADLINE = 0.8
 _UNIX_PATH_MAX = 107
 AgentMode = Literal["loopback", "netns"]
 
@@ -75,6 +78,7 @@ class AmphoraManager:
         self._host = host
         self._runtime_api = runtime_api
         self._lock = threading.Lock()
+        self._stats_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="amphora-stats")
         self._amphorae: dict[str, _Amphora] = {}
 
     def restore(self) -> list[str]:
@@ -114,6 +118,9 @@ class AmphoraManager:
                 if self.mode == "netns":
                     previous = None if amp.applied is None else self._plan(amphora_id, amp.applied)
                     apply_plumbing(self._host, self._plan(amphora_id, spec), previous)
+                # Read the counters just before a possible reload, so the carry across the
+                # new worker loses only what arrives in the moment between the two.
+                self._read_stats(amphora_id)
                 amp.last_outcome = amp.instance.apply(spec.haproxy_config)
             except Exception as exc:
                 amp.last_error = str(getattr(exc, "operator_message", None) or exc)
@@ -170,23 +177,39 @@ class AmphoraManager:
         return restarted
 
     def health_reports(self) -> list[tuple[str, HealthReport]]:
-        """(amphora id, report) for every amphora whose statistics can be read now."""
+        """(amphora id, report) for every amphora whose statistics can be read now.
+
+        Amphorae are read in parallel, and whatever has not answered within
+        ``STATS_DEADLINE`` is left out: one hung HAProxy must cost only
+        its own heartbeat, never every other amphora's on this host.
+        """
+        futures = {
+            self._stats_pool.submit(self._read_stats, amphora_id): amphora_id
+            for amphora_id in self.amphora_ids()
+        }
+        done, _late = wait(futures, timeout=STATS_DEADLINE)
         reports = []
-        for amphora_id in self.amphora_ids():
-            with self._lock:
-                amp = self._amphorae.get(amphora_id)
-            stats = None if amp is None else amp.stats
-            if amp is None or stats is None:
-                continue
-            # Without the amphora's lock: a reload in progress must not delay heartbeats.
-            api = amp.instance.runtime()
-            if api is None or amp.instance.master_pid() is None:
-                continue
-            try:
-                reports.append((amphora_id, stats.collect(api)))
-            except RuntimeApiError as exc:
-                log.info("no statistics from amphora %s: %s", amphora_id, exc)
-        return reports
+        for future in done:
+            report = future.result()
+            if report is not None:
+                reports.append((futures[future], report))
+        return sorted(reports, key=lambda item: item[0])
+
+    def _read_stats(self, amphora_id: str) -> HealthReport | None:
+        with self._lock:
+            amp = self._amphorae.get(amphora_id)
+        stats = None if amp is None else amp.stats
+        if amp is None or stats is None:
+            return None
+        # Without the amphora's lock: a reload in progress must not delay heartbeats.
+        api = amp.instance.runtime()
+        if api is None or amp.instance.master_pid() is None:
+            return None
+        try:
+            return stats.collect(api)
+        except RuntimeApiError as exc:
+            log.info("no statistics from amphora %s: %s", amphora_id, exc)
+            return None
 
     def stop_all(self) -> None:
         """Stop every HAProxy but keep files and plumbing (agent shutdown in tests)."""

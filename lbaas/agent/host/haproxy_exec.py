@@ -154,6 +154,9 @@ class HaproxyLauncher:
         if pid is not None:
             workers = _children_of(pid)
             _signal(pid, signal.SIGTERM)
+            # A stopped (hung) HAProxy only acts on SIGTERM once it runs again.
+            for victim in (pid, *workers):
+                _signal(victim, signal.SIGCONT)
             if not self._wait_dead([pid, *workers], self._stop_timeout, files):
                 for victim in (pid, *workers):
                     _signal(victim, signal.SIGKILL)

@@ -172,15 +172,6 @@ def test_manual_failover_rebuilds_the_amphora(
         print(json.dumps({"measure": "failover_manual", "traffic_resumed_s": round(recovered, 3)}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "lbaas bug: AmphoraManager.health_reports reads every amphora's stats socket in turn "
-        "with a 5 s timeout, so one hung HAProxy delays the heartbeats of every other "
-        "amphora on the agent past health.stale_after; the sweeper then sees all of them "
-        "stale and raises the failover-storm alarm"
-    ),
-)
 def test_a_hung_amphora_does_not_silence_its_neighbours(
     serve: ServeInstance, api: OctaviaApi, backends: BackendFleet
 ) -> None:

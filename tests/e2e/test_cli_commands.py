@@ -1,0 +1,57 @@
+"""The ``lbaas`` command itself: a broken provider stops start-up, subnets can be added."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.processes import lbaas_env
+
+
+def _lbaas(args: list[str], settings: dict[str, object]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lbaas.cli", *args],
+        env=lbaas_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_serve_refuses_to_start_with_a_broken_provider(tmp_path: Path) -> None:
+    done = _lbaas(
+        ["serve"],
+        {"state_dir": str(tmp_path), "providers": {"enabled": ["bogus"], "default": "bogus"}},
+    )
+    assert done.returncode == 2
+    assert "configuration error: provider 'bogus' is enabled" in done.stderr
+
+
+def test_create_subnet_registers_it_for_vips(tmp_path: Path) -> None:
+    settings = {"state_dir": str(tmp_path), "providers": {"enabled": ["noop"], "default": "noop"}}
+    done = _lbaas(
+        [
+            "network",
+            "create-subnet",
+            "10.20.0.0/24",
+            "--name",
+            "tenant-a",
+            "--id",
+            "0a140000-0000-4000-8000-000000000001",
+            "--gateway",
+            "10.20.0.1",
+        ],
+        settings,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "subnet 0a140000-0000-4000-8000-000000000001 (10.20.0.0/24)" in done.stdout
+    from lbaas.db import network_repo
+    from lbaas.db.engine import Database
+
+    database = Database(f"sqlite:///{tmp_path / 'lbaas.sqlite'}")
+    with database.read() as session:
+        subnet = network_repo.get_subnet(session, "0a140000-0000-4000-8000-000000000001")
+        assert subnet is not None and subnet.name == "tenant-a" and subnet.gateway_ip == "10.20.0.1"
+    database.dispose()

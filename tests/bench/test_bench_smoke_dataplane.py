@@ -1,0 +1,89 @@
+"""Keeps ``bench/dataplane.py`` from rotting: ``--quick`` exits 0 and prints every figure.
+
+Nothing here looks at the figures themselves (no assertion on time or throughput): the run
+shares two cores with the rest of the suite, so only the shape of the JSON is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "dataplane.py"
+
+TOP_KEYS = {
+    "quick",
+    "generator",
+    "host",
+    "lbaas_settings",
+    "configs",
+    "throughput",
+    "member_post_to_first_served",
+    "full_tree_post_to_first_response",
+    "reconfiguration_under_load",
+    "amphora_crash_recovery",
+    "targets",
+    "notes",
+}
+TARGET_KEYS = {
+    "throughput_ratio_keepalive",
+    "throughput_ratio_new_connection",
+    "member_served_within_200ms",
+    "full_tree_serving_within_300ms",
+    "zero_errors_during_reconfiguration",
+    "crash_recovery_within_5s",
+}
+PER_TARGET = {"requests_per_s", "p50_ms", "p99_ms", "errors", "requests_per_s_samples"}
+
+
+def _run_quick() -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--no-install"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=540,
+        check=False,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stderr[-4000:]}"
+    figures = json.loads(done.stdout)
+    assert isinstance(figures, dict)
+    return figures
+
+
+@pytest.mark.slow
+@pytest.mark.haproxy
+@pytest.mark.timeout(600)
+def test_quick_run_prints_every_figure() -> None:
+    if shutil.which("haproxy") is None:
+        pytest.fail("haproxy is not installed")
+    figures = _run_quick()
+
+    assert TOP_KEYS <= figures.keys()
+    assert figures["quick"] is True
+    assert {"name", "connections"} <= figures["generator"].keys()
+
+    throughput = figures["throughput"]
+    for mode in ("keepalive", "new_connection_per_request"):
+        section = throughput[mode]
+        for target in ("lbaas_vip", "handwritten_haproxy", "direct_backend"):
+            assert PER_TARGET <= section[target].keys(), (mode, target)
+            assert isinstance(section[target]["requests_per_s"], int | float)
+        assert isinstance(section["ratio_lbaas_to_handwritten"], int | float)
+        assert isinstance(section["p99_ratio_lbaas_to_handwritten"], int | float)
+
+    for name in ("member_post_to_first_served", "full_tree_post_to_first_response"):
+        assert {"median_ms", "samples_ms", "target_ms", "met"} <= figures[name].keys(), name
+    assert {"changes", "requests", "errors", "error_kinds", "met"} <= figures[
+        "reconfiguration_under_load"
+    ].keys()
+    assert {"median_s", "samples_s", "runs", "met"} <= figures["amphora_crash_recovery"].keys()
+
+    assert TARGET_KEYS <= figures["targets"].keys()

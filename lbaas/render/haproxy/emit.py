@@ -87,6 +87,9 @@ def _section(title: str, lines: Iterable[str]) -> str:
 
 def _global_lines(section: GlobalSection) -> Iterator[str]:
     yield f"maxconn {section.maxconn}"
+    # HAProxy's built-in HTTP client (unused by lbaas) otherwise loads the whole system CA
+    # bundle at every start: most of the time of `haproxy -c` and of every reload.
+    yield "httpclient.ssl.verify none"
     yield (
         f"stats socket {quoted(section.runtime_socket)} mode 600 level admin expose-fd listeners"
     )
@@ -117,6 +120,10 @@ def _frontend_lines(fe: Frontend) -> Iterator[str]:
         yield f"tcp-request connection reject unless {ALLOWED_CIDRS_ACL}"
     if fe.reject_all:
         yield "tcp-request connection reject"
+    if fe.mode == "http":
+        # On reload, answer an in-flight keep-alive request before closing the connection,
+        # rather than closing idle keep-alive connections under a client about to reuse them.
+        yield "option idle-close-on-response"
     if fe.forward_for:
         yield "option forwardfor"
     for acl in fe.acls:

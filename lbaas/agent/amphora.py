@@ -118,10 +118,9 @@ class AmphoraManager:
                 if self.mode == "netns":
                     previous = None if amp.applied is None else self._plan(amphora_id, amp.applied)
                     apply_plumbing(self._host, self._plan(amphora_id, spec), previous)
-                # Read the counters just before a possible reload, so the carry across the
-                # new worker loses only what arrives in the moment between the two.
-                self._read_stats(amphora_id)
-                amp.last_outcome = amp.instance.apply(spec.haproxy_config)
+                # A reload replaces the worker: the statistics hold it to read it to its end.
+                guard = None if amp.stats is None else amp.stats.across_reload
+                amp.last_outcome = amp.instance.apply(spec.haproxy_config, guard)
             except Exception as exc:
                 amp.last_error = str(getattr(exc, "operator_message", None) or exc)
                 raise
@@ -206,7 +205,7 @@ class AmphoraManager:
         if api is None or amp.instance.master_pid() is None:
             return None
         try:
-            return stats.collect(api)
+            return stats.collect(api, amp.instance.master_cli())
         except RuntimeApiError as exc:
             log.info("no statistics from amphora %s: %s", amphora_id, exc)
             return None

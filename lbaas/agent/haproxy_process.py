@@ -11,7 +11,9 @@
    install the file, so a later reload or restart keeps them. No reload;
 5. anything else: save the servers' runtime state to the ``server-state-file`` the text
    names, install the file and reload seamlessly through the master. If the reload fails the
-   previous file is put back, so the file on disk always matches what HAProxy runs.
+   previous file is put back, so the file on disk always matches what HAProxy runs. The
+   caller may wrap the reload in a ``ReloadGuard``, given the runtime socket of the worker
+   being replaced (the statistics use it to read that worker to its end).
 
 The file on disk is therefore the running configuration, which is what makes step 3 cheap
 and what ``ensure_running`` restarts from when a master has died.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from enum import StrEnum
 from pathlib import Path
 
@@ -33,12 +36,15 @@ from lbaas.agent.haproxy_config_text import (
     runtime_only_changes,
 )
 from lbaas.agent.host.base import HaproxyFiles, HostOps
-from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
+from lbaas.agent.runtime_api import MasterCli, RuntimeApi, RuntimeApiError
 from lbaas.errors import InvalidRenderedConfig
 
 log = logging.getLogger(__name__)
 
 RuntimeApiFactory = Callable[[Path], RuntimeApi]
+ReloadGuard = Callable[[Path], AbstractContextManager[object]]
+#: Seconds to wait for the master CLI when reading statistics (heartbeats are short).
+MASTER_CLI_TIMEOUT = 2.0
 
 
 class ApplyOutcome(StrEnum):
@@ -89,7 +95,10 @@ class HaproxyInstance:
     def master_pid(self) -> int | None:
         return self._host.haproxy_master_pid(self.files)
 
-    def apply(self, config_text: str) -> ApplyOutcome:
+    def master_cli(self) -> MasterCli:
+        return MasterCli.at(self.files.master_socket, MASTER_CLI_TIMEOUT)
+
+    def apply(self, config_text: str, reload_guard: ReloadGuard | None = None) -> ApplyOutcome:
         """Make HAProxy run ``config_text``; see the module docstring for how."""
         facts = read_config_facts(config_text, self.directory)
         if facts.runtime_socket is None:
@@ -121,12 +130,20 @@ class HaproxyInstance:
             self.runtime_changes += 1
             return ApplyOutcome.RUNTIME_API
         self._save_server_state()
+        old_facts = None if old_text is None else read_config_facts(old_text, self.directory)
+        old_socket = None if old_facts is None else old_facts.runtime_socket
         previous = self.directory / "haproxy.cfg.previous"
         if old_text is not None:
             _write(previous, old_text)
         os.replace(candidate, self.files.config)
+        guard: AbstractContextManager[object] = (
+            nullcontext()
+            if reload_guard is None or old_socket is None
+            else reload_guard(old_socket)
+        )
         try:
-            self._host.reload_haproxy(self.files)
+            with guard:
+                self._host.reload_haproxy(self.files)
         except BaseException:
             if old_text is not None:
                 os.replace(previous, self.files.config)

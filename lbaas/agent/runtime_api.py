@@ -3,9 +3,16 @@
 The runtime API (the ``stats socket`` of the rendered configuration, served by the current
 worker) reads statistics and changes servers without a reload: weights and ready / drain /
 maint states. The master CLI (``-S master.sock``) tells which processes exist and how many
-reloads the master has done, and triggers a reload. Both speak one line in, text out; the
+reloads the master has done, triggers a reload, and passes a command on to any worker,
+old ones still draining included (``@!<pid>``). Both speak one line in, text out; the
 socket I/O is a ``Transport`` callable so the parsing and command logic can be tested with a
 fake transport instead of a live HAProxy (httpx's swappable-transport idea).
+
+Usually a transport opens one connection per command. ``CliSession`` keeps one interactive
+connection to the runtime API instead: a worker told to stop by a reload still serves the
+connections it has, this one included, and does not exit before it is closed. That is what
+lets ``lbaas.agent.stats`` read a replaced worker's final counters (HAProxy 2.6 closes an
+idle session after ``set timeout cli``, which bounds the hold even if the agent forgets it).
 
 Every failure, whether the socket is missing or HAProxy answers a command with an error
 message, is a ``RuntimeApiError``.
@@ -18,7 +25,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from lbaas.errors import LbaasError
 
@@ -49,6 +56,65 @@ def unix_socket_transport(path: Path, timeout: float = 5.0) -> Transport:
     return send
 
 
+class Session(Protocol):
+    """A transport over one connection that stays open until ``close``."""
+
+    def __call__(self, command: str) -> str: ...
+
+    def close(self) -> None: ...
+
+
+_PROMPT = b"\n> "
+
+
+class CliSession:
+    """One interactive (``prompt`` mode) connection to a runtime API socket."""
+
+    def __init__(self, sock: socket.socket, path: Path) -> None:
+        self._sock = sock
+        self._path = path
+
+    @classmethod
+    def open(cls, path: Path, timeout: float = 5.0, idle_limit: int = 30) -> CliSession:
+        """Connect to ``path``; HAProxy drops the session after ``idle_limit`` idle seconds."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        session = cls(sock, path)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(str(path))
+            sock.sendall(b"prompt\n")
+            session._read()
+            session._command_ok(f"set timeout cli {int(idle_limit)}")
+        except (OSError, RuntimeApiError) as exc:
+            sock.close()
+            raise RuntimeApiError(f"{path}: cannot open a CLI session: {exc}") from exc
+        return session
+
+    def __call__(self, command: str) -> str:
+        try:
+            self._sock.sendall(command.encode() + b"\n")
+            return self._read()
+        except OSError as exc:
+            raise RuntimeApiError(f"{self._path}: {command!r} failed: {exc}") from exc
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _read(self) -> str:
+        chunks = b""
+        while not chunks.endswith(_PROMPT):
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise RuntimeApiError(f"{self._path}: the session was closed")
+            chunks += chunk
+        return chunks[:-2].decode(errors="replace")  # the answer, without the "> " prompt
+
+    def _command_ok(self, command: str) -> None:
+        answer = self(command).strip()
+        if answer:
+            raise RuntimeApiError(f"{command!r} refused: {answer}")
+
+
 class RuntimeApi:
     """The runtime API of the current worker."""
 
@@ -72,15 +138,7 @@ class RuntimeApi:
 
     def show_stat(self) -> list[dict[str, str]]:
         """``show stat`` rows keyed by the CSV header (``pxname``, ``svname``, ``status``...)."""
-        text = self._send("show stat")
-        lines = [line for line in text.splitlines() if line.strip()]
-        if not lines or not lines[0].startswith("# "):
-            raise RuntimeApiError(f"unexpected show stat answer: {text[:200]!r}")
-        header = lines[0][2:].rstrip(",").split(",")
-        rows: list[dict[str, str]] = []
-        for values in csv.reader(lines[1:]):
-            rows.append(dict(zip(header, values, strict=False)))
-        return rows
+        return parse_show_stat(self._send("show stat"))
 
     def show_servers_state(self) -> str:
         """``show servers state`` verbatim: the format ``server-state-file`` loads."""
@@ -153,9 +211,22 @@ class MasterCli:
             raise RuntimeApiError(f"unexpected show proc answer: {text[:200]!r}")
         return ProcTable(master, failed, tuple(workers))
 
+    def worker_stat(self, pid: int) -> list[dict[str, str]]:
+        """``show stat`` of worker ``pid``, current or old, passed on by the master."""
+        return parse_show_stat(self._send(f"@!{int(pid)} show stat; quit"))
+
     def reload(self) -> None:
         """Ask the master to re-execute itself on its configuration (it closes the socket)."""
         self._send("reload")
+
+
+def parse_show_stat(text: str) -> list[dict[str, str]]:
+    """``show stat`` rows keyed by the CSV header; anything else is a ``RuntimeApiError``."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or not lines[0].startswith("# "):
+        raise RuntimeApiError(f"unexpected show stat answer: {text[:200]!r}")
+    header = lines[0][2:].rstrip(",").split(",")
+    return [dict(zip(header, values, strict=False)) for values in csv.reader(lines[1:])]
 
 
 def _leading_int(text: str) -> int:

@@ -10,21 +10,46 @@ Names are mapped back to lbaas ids with the renderer's own parse functions (``fe
 * member: ``UP``/``UP 1/3`` UP, ``DOWN``/``DOWN 1/2`` DOWN, ``DRAIN``/``NOLB`` DRAIN,
   ``MAINT...`` MAINT, ``no check`` NO_CHECK.
 
-Counters of a worker start at zero and a reload starts a new worker, so ``CounterCarry``
-keeps, per listener, the sum of what earlier workers had counted. When the worker pid read
-from ``show info`` changes (or a counter goes backwards), the last values read from the old
-worker are folded into that carry. What an old worker counts after the last read, while it
-drains, is lost; reading more often shrinks that. Active connections are a gauge and are not
-carried.
+Counters: HAProxy 2.6 counts per worker process, from zero, and a reload replaces the worker
+with no way to hand its counters over. So ``WorkerLedger`` keeps the last cumulative counters
+read from every worker pid and reports, per listener, their sum plus a carry for workers that
+are gone. A pid leaves the ledger when the master's ``show proc`` stops listing it (its last
+values move into the carry: same total, less to track) or when its counters go backwards (a
+reused pid, i.e. a new process, as after the master was restarted).
+
+Each collection asks the master for its workers and reads each with ``@!<pid> show stat``,
+old workers still draining included, so what they count after a reload is seen. When the
+master CLI does not answer (it re-executes itself during a reload) the current worker is
+read through the runtime socket instead.
+
+That alone still misses what an old worker counts after our last read of it: it accepts
+connections until it learns it must stop, serves them, and exits, after which nothing can be
+read. So the agent wraps each reload in ``across_reload``: just before it, a ``CliSession``
+is opened to the worker about to be replaced, which cannot exit while the session is open.
+After the reload the session is polled until that worker reports ``Stopping: 1`` (its
+listeners are closed, so no connection can be added) and its tenant frontends have no
+session left (so no byte can be added); that read is final, the session is closed and the
+worker exits. The hold is bounded: ``HOLD_LIMIT`` seconds after the reload, and HAProxy
+itself drops the session after its idle limit should the agent stall. A worker still
+draining at the limit keeps being read through the master until it exits, so at most the
+bytes its long connections move in the last heartbeat interval are missed, never a
+connection. The renderer sets no ``hard-stop-after``; one that killed a worker before its
+final read would cost the same.
+
+Active connections are a gauge: the sum over the live workers, never carried.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
-from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
+from lbaas.agent.runtime_api import CliSession, MasterCli, RuntimeApi, RuntimeApiError, Session
 from lbaas.model.graph import ListenerId, LoadBalancerId, MemberId, PoolId
 from lbaas.model.health import (
     HealthReport,
@@ -41,7 +66,15 @@ from lbaas.render.haproxy.names import (
     parse_server_name,
 )
 
+log = logging.getLogger(__name__)
+
 StatRow = Mapping[str, str]
+SessionOpener = Callable[[Path], Session]
+
+#: Seconds a replaced worker is held after its reload while its connections finish.
+HOLD_LIMIT = 5.0
+#: Seconds between two reads of a held worker.
+HOLD_POLL = 0.05
 
 
 @dataclass(frozen=True)
@@ -70,58 +103,146 @@ class CumulativeCounters:
         )
 
 
-class CounterCarry:
-    """Per-listener totals of the workers that came before the current one."""
+ZERO = CumulativeCounters()
+
+
+class WorkerLedger:
+    """Per-listener totals over every worker seen: live ones by pid, gone ones carried."""
 
     def __init__(self) -> None:
-        self._pid: str | None = None
         self._carried: dict[ListenerId, CumulativeCounters] = {}
-        self._last: dict[ListenerId, CumulativeCounters] = {}
+        self._last: dict[int, dict[ListenerId, CumulativeCounters]] = {}
 
-    def observe(
-        self, worker_pid: str, current: Mapping[ListenerId, CumulativeCounters]
-    ) -> dict[ListenerId, CumulativeCounters]:
-        """Totals since the first observation, given the current worker's own counters."""
-        restarted = self._pid is not None and worker_pid != self._pid
-        restarted = restarted or any(
-            c.dropped_below(self._last[lid]) for lid, c in current.items() if lid in self._last
-        )
-        if restarted:
-            for lid, last in self._last.items():
-                self._carried[lid] = self._carried.get(lid, CumulativeCounters()) + last
-            self._last = {}
-        self._pid = worker_pid
-        self._last = dict(current)
-        return {lid: self._carried.get(lid, CumulativeCounters()) + c for lid, c in current.items()}
+    @property
+    def live_pids(self) -> set[int]:
+        return set(self._last)
+
+    def observe(self, pid: int, counters: Mapping[ListenerId, CumulativeCounters]) -> None:
+        """Record what worker ``pid`` has counted so far."""
+        last = self._last.get(pid, {})
+        if any(c.dropped_below(last[lid]) for lid, c in counters.items() if lid in last):
+            self._retire(pid)  # the pid now belongs to another process
+            last = {}
+        self._last[pid] = {**last, **counters}
+
+    def retire_absent(self, live: Collection[int]) -> None:
+        """Carry the workers that are not in ``live`` (the master no longer has them)."""
+        for pid in [p for p in self._last if p not in live]:
+            self._retire(pid)
+
+    def totals(self) -> dict[ListenerId, CumulativeCounters]:
+        sums = dict(self._carried)
+        for counters in self._last.values():
+            for lid, value in counters.items():
+                sums[lid] = sums.get(lid, ZERO) + value
+        return sums
+
+    def _retire(self, pid: int) -> None:
+        for lid, value in self._last.pop(pid, {}).items():
+            self._carried[lid] = self._carried.get(lid, ZERO) + value
 
 
 class StatsCollector:
     """Turns statistics of one amphora's HAProxy into cumulative health reports."""
 
-    def __init__(self, loadbalancer_id: LoadBalancerId) -> None:
+    def __init__(
+        self, loadbalancer_id: LoadBalancerId, open_session: SessionOpener = CliSession.open
+    ) -> None:
         self.loadbalancer_id = loadbalancer_id
-        self._carry = CounterCarry()
+        self._open_session = open_session
+        self._ledger = WorkerLedger()
+        # Reads and observations are serialised: a worker's counters must reach the ledger
+        # in the order they were read, or an older read would look like a reused pid.
         self._lock = threading.Lock()
 
-    def collect(self, api: RuntimeApi) -> HealthReport:
-        """Read ``show info`` and ``show stat`` (same worker on both sides) into a report."""
+    def collect(self, api: RuntimeApi, master: MasterCli | None = None) -> HealthReport:
+        """Read every worker through ``master``, or only the current one through ``api``."""
         with self._lock:
+            if master is not None:
+                try:
+                    return self._collect_all(master)
+                except RuntimeApiError as exc:
+                    log.debug("master CLI unusable, reading the current worker only: %s", exc)
             for _ in range(3):
                 pid = api.show_info()["Pid"]
                 rows = api.show_stat()
                 if api.show_info()["Pid"] == pid:
-                    return self._report(pid, rows)
+                    return self._report(_pid(pid), rows, {})
         raise RuntimeApiError("the haproxy worker kept changing while statistics were read")
 
-    def report(self, worker_pid: str, rows: Sequence[StatRow]) -> HealthReport:
-        """The report for ``rows`` read from the worker ``worker_pid``."""
+    def report(
+        self,
+        worker_pid: int | str,
+        rows: Sequence[StatRow],
+        old_workers: Mapping[int, Sequence[StatRow]] | None = None,
+    ) -> HealthReport:
+        """The report for ``rows`` of the current worker and those of ``old_workers``."""
         with self._lock:
-            return self._report(worker_pid, rows)
+            return self._report(_pid(worker_pid), rows, old_workers or {})
 
-    def _report(self, worker_pid: str, rows: Sequence[StatRow]) -> HealthReport:
+    @contextmanager
+    def across_reload(self, runtime_socket: Path) -> Iterator[None]:
+        """Hold the worker serving ``runtime_socket`` through a reload, then count it out."""
+        session: Session | None = None
+        try:
+            session = self._open_session(runtime_socket)
+        except RuntimeApiError as exc:
+            log.warning("cannot hold the worker through the reload: %s", exc)
+        if session is None:
+            yield
+            return
+        try:
+            yield
+        finally:
+            # Also after a failed reload: the worker then never stops and the hold just ends.
+            threading.Thread(
+                target=self.drain, args=(session,), name="stats-drain", daemon=True
+            ).start()
+
+    def drain(self, session: Session, limit: float = HOLD_LIMIT) -> None:
+        """Read the held worker until it stopped with no tenant session, then let it go."""
+        api = RuntimeApi(session)
+        deadline = time.monotonic() + limit
+        try:
+            while True:
+                with self._lock:
+                    info = api.show_info()
+                    rows = api.show_stat()
+                    self._ledger.observe(_pid(info["Pid"]), _cumulative(rows))
+                if info.get("Stopping") == "1" and not _tenant_sessions(rows):
+                    return
+                if time.monotonic() >= deadline:
+                    log.info(
+                        "worker %s still draining; released before its final read", info["Pid"]
+                    )
+                    return
+                time.sleep(HOLD_POLL)
+        except RuntimeApiError as exc:
+            log.warning("lost the held worker before its final read: %s", exc)
+        finally:
+            session.close()
+
+    def _collect_all(self, master: MasterCli) -> HealthReport:
+        table = master.show_proc()
+        if len(table.current_workers) != 1:
+            raise RuntimeApiError(f"expected one current worker, found {table.workers}")
+        current = table.current_workers[0].pid
+        rows = master.worker_stat(current)
+        old: dict[int, list[dict[str, str]]] = {}
+        for worker in table.workers:
+            if worker.pid != current:
+                try:
+                    old[worker.pid] = master.worker_stat(worker.pid)
+                except RuntimeApiError:
+                    pass  # exiting right now: its last read stays in the ledger
+        self._ledger.retire_absent({w.pid for w in table.workers})
+        return self._report(current, rows, old)
+
+    def _report(
+        self, pid: int, rows: Sequence[StatRow], old_workers: Mapping[int, Sequence[StatRow]]
+    ) -> HealthReport:
         states: dict[ListenerId, ListenerState] = {}
         gauges: dict[ListenerId, int] = {}
-        current: dict[ListenerId, CumulativeCounters] = {}
         pool_states: dict[PoolId, PoolState] = {}
         members: dict[PoolId, dict[MemberId, MemberState]] = {}
         for row in rows:
@@ -130,10 +251,6 @@ class StatsCollector:
                 listener_id = parse_frontend_name(proxy)
                 if listener_id is not None:
                     states[listener_id] = listener_state(row)
-                    gauges[listener_id] = _int(row, "scur")
-                    current[listener_id] = CumulativeCounters(
-                        _int(row, "bin"), _int(row, "bout"), _int(row, "stot"), _int(row, "ereq")
-                    )
                 continue
             pool_id = parse_backend_name(proxy)
             if pool_id is None:
@@ -145,14 +262,18 @@ class StatsCollector:
             member_id = parse_server_name(service)
             if member_id is not None:
                 members.setdefault(pool_id, {})[member_id] = member_state(row.get("status", ""))
-        totals = self._carry.observe(worker_pid, current)
+        for worker_pid, worker_rows in [(pid, rows), *old_workers.items()]:
+            self._ledger.observe(worker_pid, _cumulative(worker_rows))
+            for lid, active in _tenant_sessions(worker_rows).items():
+                gauges[lid] = gauges.get(lid, 0) + active
+        totals = self._ledger.totals()
         listeners = {
             lid: ListenerHealth(
                 state=states[lid],
                 counters=ListenerCounters(
                     bytes_in=totals[lid].bytes_in,
                     bytes_out=totals[lid].bytes_out,
-                    active_connections=gauges[lid],
+                    active_connections=gauges.get(lid, 0),
                     total_connections=totals[lid].total_connections,
                     request_errors=totals[lid].request_errors,
                 ),
@@ -164,6 +285,35 @@ class StatsCollector:
             for pid, state in pool_states.items()
         }
         return HealthReport(self.loadbalancer_id, listeners=listeners, pools=pools)
+
+
+def _tenant_frontends(rows: Sequence[StatRow]) -> Iterator[tuple[ListenerId, StatRow]]:
+    for row in rows:
+        if row.get("svname") == "FRONTEND":
+            listener_id = parse_frontend_name(row.get("pxname", ""))
+            if listener_id is not None:
+                yield listener_id, row
+
+
+def _cumulative(rows: Sequence[StatRow]) -> dict[ListenerId, CumulativeCounters]:
+    return {
+        lid: CumulativeCounters(
+            _int(row, "bin"), _int(row, "bout"), _int(row, "stot"), _int(row, "ereq")
+        )
+        for lid, row in _tenant_frontends(rows)
+    }
+
+
+def _tenant_sessions(rows: Sequence[StatRow]) -> dict[ListenerId, int]:
+    """Open sessions per listener, only those with any (empty: nothing left to count)."""
+    return {lid: n for lid, row in _tenant_frontends(rows) if (n := _int(row, "scur")) > 0}
+
+
+def _pid(text: int | str) -> int:
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise RuntimeApiError(f"not a worker pid: {text!r}") from exc
 
 
 def listener_state(row: StatRow) -> ListenerState:

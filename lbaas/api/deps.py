@@ -1,4 +1,9 @@
-"""FastAPI dependencies: the services and the caller's context for each request."""
+"""FastAPI dependencies: the services and the caller's context for each request.
+
+They are ``async`` although they never await: FastAPI runs a plain ``def`` dependency in
+its thread pool, and two extra thread hops per request (each waiting for the GIL behind
+the worker threads) cost more than everything these functions do.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,16 @@ from lbaas.api.context import RequestContext, build_context
 from lbaas.api.services import ApiServices
 
 
-def get_services(request: Request) -> ApiServices:
+def services_of(request: Request) -> ApiServices:
     services: ApiServices = request.app.state.services
     return services
 
 
-def get_context(request: Request) -> RequestContext:
-    services = get_services(request)
+async def get_services(request: Request) -> ApiServices:
+    return services_of(request)
+
+
+async def get_context(request: Request) -> RequestContext:
+    services = services_of(request)
     request_id = getattr(request.state, "request_id", "")
     return build_context(request, services.settings.api, request_id)

@@ -61,6 +61,8 @@ def touch(row: Any, now: datetime) -> None:
     row.updated_at = now
 
 
-def enqueue(session: Session, loadbalancer_id: str, *, rebuild: bool = False) -> None:
+def enqueue(
+    session: Session, loadbalancer_id: str, *, rebuild: bool = False, new: bool = False
+) -> None:
     """Insert (or merge into) the converge job, inside the write's transaction."""
-    job_queue.enqueue_converge(session, loadbalancer_id, time.time(), rebuild=rebuild)
+    job_queue.enqueue_converge(session, loadbalancer_id, time.time(), rebuild=rebuild, new=new)

@@ -18,9 +18,10 @@ from typing import Protocol
 
 from lbaas.db import status_writer
 from lbaas.db.engine import Database
-from lbaas.db.graph_loader import graph_from_row, load_loadbalancer_row
+from lbaas.db.graph_loader import graph_from_row
 from lbaas.db.job_queue import Fence
 from lbaas.db.session import Session
+from lbaas.db.tree_loader import load_tree
 from lbaas.errors import PermanentError
 from lbaas.model.enums import OperatingStatus, ProvisioningStatus
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
@@ -62,13 +63,14 @@ class Converger:
     def converge_load_balancer(self, request: ConvergeRequest, settle: Settle) -> None:
         """Make the data plane match the stored graph, then settle statuses."""
         with self._db.read() as session:
-            row = load_loadbalancer_row(session, request.loadbalancer_id)
+            row = load_tree(session, request.loadbalancer_id)
             if row is None or row.provisioning_status == ProvisioningStatus.DELETED:
-                deleting, graph = None, None
+                deleting, graph, snapshot = None, None, None
             else:
                 deleting = row.provisioning_status == ProvisioningStatus.PENDING_DELETE
                 graph = graph_from_row(session, row)
-        if graph is None:
+                snapshot = status_writer.snapshot_tree(row)
+        if graph is None or snapshot is None:
             with self._db.write() as session:
                 settle(session)
             return
@@ -84,7 +86,7 @@ class Converger:
         operating = self._rollup(graph, provider.status(LoadBalancerId(graph.id)))
         with self._db.write() as session:
             if settle(session) is Fence.CURRENT:
-                status_writer.finish_applied(session, graph.id, utcnow(), operating)
+                status_writer.finish_applied(session, snapshot, utcnow(), operating)
         LOG.debug("load balancer %s converged", graph.id)
 
     def give_up(self, request: ConvergeRequest, reason: str, settle: Settle) -> None:

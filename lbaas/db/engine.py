@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -72,6 +72,7 @@ class Database:
             if self.is_sqlite
             else self.engine
         )
+        self._writer = writer
         self._write_sessions = sessionmaker(writer, expire_on_commit=False)
         self._sqlite_writer = threading.RLock()
 
@@ -100,6 +101,33 @@ class Database:
             return
         with self._write_transaction() as session:
             yield session
+
+    @contextmanager
+    def write_connection(self) -> Iterator[Connection]:
+        """``write()`` for Core-only work: a bare connection, no ORM session to set up.
+
+        The job queue's claims run many times per converge; the session's own bookkeeping
+        was most of their cost.
+        """
+        if self.is_sqlite:
+            with self._sqlite_writer:
+                with self._core_transaction() as conn:
+                    yield conn
+            return
+        with self._core_transaction() as conn:
+            yield conn
+
+    @contextmanager
+    def _core_transaction(self) -> Iterator[Connection]:
+        try:
+            with self._writer.begin() as conn:
+                yield conn
+        except IntegrityError as exc:
+            LOG.info("integrity error: %s", exc.orig)
+            raise Conflict("Already an entity with that specified id.") from exc
+        except OperationalError as exc:
+            LOG.warning("database busy: %s", exc.orig)
+            raise ServiceUnavailable("Database busy, please try again.") from exc
 
     @contextmanager
     def _write_transaction(self) -> Iterator[Session]:

@@ -19,13 +19,15 @@ from lbaas.db.tables import (
     L7PolicyRow,
     ListenerRow,
     LoadBalancerRow,
-    MemberRow,
     PoolRow,
     SubnetRow,
+    table_of,
 )
+from lbaas.db.tree_loader import TreeNode, load_tree
 from lbaas.model import enums as E
 from lbaas.model import graph as G
 
+_SUBNETS = table_of(SubnetRow)
 _DELETING = E.ProvisioningStatus.PENDING_DELETE.value
 
 
@@ -33,7 +35,7 @@ def _live(status: str) -> bool:
     return status != _DELETING and status != E.ProvisioningStatus.DELETED.value
 
 
-def _member(row: MemberRow) -> G.Member:
+def _member(row: TreeNode) -> G.Member:
     return G.Member(
         id=G.MemberId(row.id),
         address=row.address,
@@ -48,7 +50,7 @@ def _member(row: MemberRow) -> G.Member:
     )
 
 
-def _pool(row: PoolRow) -> G.Pool:
+def _pool(row: TreeNode) -> G.Pool:
     hm = row.health_monitor
     monitor = None
     if hm is not None and _live(hm.provisioning_status):
@@ -103,7 +105,7 @@ def _opt_int(value: object) -> int | None:
     return None if value is None else int(str(value))
 
 
-def _policy(row: L7PolicyRow) -> G.L7Policy:
+def _policy(row: TreeNode) -> G.L7Policy:
     return G.L7Policy(
         id=G.L7PolicyId(row.id),
         action=E.L7PolicyAction(row.action),
@@ -130,7 +132,7 @@ def _policy(row: L7PolicyRow) -> G.L7Policy:
     )
 
 
-def _listener(row: ListenerRow, live_pools: set[G.PoolId]) -> G.Listener:
+def _listener(row: TreeNode, live_pools: set[G.PoolId]) -> G.Listener:
     default_pool = (
         row.default_pool_id if G.PoolId(row.default_pool_id or "") in live_pools else None
     )
@@ -198,7 +200,7 @@ def _flavor_data(session: Session, flavor_id: str | None) -> dict[str, object]:
     return dict(data) if isinstance(data, dict) else {}
 
 
-def graph_from_row(session: Session, lb: LoadBalancerRow) -> G.LoadBalancer:
+def graph_from_row(session: Session, lb: TreeNode) -> G.LoadBalancer:
     """Build the desired graph of an already loaded load balancer row."""
     pools = tuple(_pool(p) for p in lb.pools if _live(p.provisioning_status))
     live_pools = {p.id for p in pools}
@@ -212,7 +214,9 @@ def graph_from_row(session: Session, lb: LoadBalancerRow) -> G.LoadBalancer:
             cidr=s.cidr,
             gateway_ip=s.gateway_ip,
         )
-        for s in session.scalars(select(SubnetRow).where(SubnetRow.id.in_(subnet_ids)))
+        for s in session.connection().execute(
+            select(_SUBNETS).where(_SUBNETS.c.id.in_(sorted(subnet_ids)))
+        )
     )
     return G.LoadBalancer(
         id=G.LoadBalancerId(lb.id),
@@ -239,7 +243,7 @@ def graph_from_row(session: Session, lb: LoadBalancerRow) -> G.LoadBalancer:
 
 def load_graph(session: Session, loadbalancer_id: str) -> G.LoadBalancer | None:
     """The desired graph of a load balancer, or None if it does not exist."""
-    row = load_loadbalancer_row(session, loadbalancer_id)
-    if row is None:
+    tree = load_tree(session, loadbalancer_id)
+    if tree is None:
         return None
-    return graph_from_row(session, row)
+    return graph_from_row(session, tree)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import bindparam, case, delete, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from lbaas.db.engine import Database
@@ -43,58 +43,88 @@ class Fence(Enum):
     LOST = "lost"  # the lease was taken over: write nothing
 
 
+_JOBS = ConvergeJobRow.__table__.c
+
+
 def enqueue_converge(
-    session: Session, loadbalancer_id: str, now: float, *, rebuild: bool = False
+    session: Session, loadbalancer_id: str, now: float, *, rebuild: bool = False, new: bool = False
 ) -> None:
-    """Ask for the load balancer to be converged, inside the caller's transaction."""
-    row = session.get(ConvergeJobRow, loadbalancer_id, with_for_update=True)
-    if row is None:
-        session.add(
-            ConvergeJobRow(
-                loadbalancer_id=loadbalancer_id,
-                requested_gen=1,
-                done_gen=0,
-                claimed_gen=0,
-                rebuild=rebuild,
-                attempts=0,
-                next_attempt_at=now,
-                updated_at=now,
-            )
+    """Ask for the load balancer to be converged, inside the caller's transaction.
+
+    Callers hold the load balancer's row lock, so update-else-insert cannot race; ``new``
+    says the load balancer was created in this transaction, so there is nothing to update.
+    """
+    values: dict[str, object] = {
+        "requested_gen": _JOBS.requested_gen + 1,
+        # A fresh change is worth trying at once, even if an older attempt is backing off.
+        "next_attempt_at": case((_JOBS.next_attempt_at > now, now), else_=_JOBS.next_attempt_at),
+        "attempts": 0,
+        "updated_at": now,
+    }
+    if rebuild:
+        values["rebuild"] = True
+    conn = session.connection()
+    if not new:
+        result = conn.execute(
+            update(ConvergeJobRow).where(_JOBS.loadbalancer_id == loadbalancer_id).values(**values)
         )
-        return
-    row.requested_gen += 1
-    row.rebuild = row.rebuild or rebuild
-    # A fresh change is worth trying at once, even if an older attempt is backing off.
-    row.next_attempt_at = min(row.next_attempt_at, now)
-    row.attempts = 0
-    row.updated_at = now
+        if result.rowcount:
+            return
+    conn.execute(
+        insert(ConvergeJobRow).values(
+            loadbalancer_id=loadbalancer_id,
+            requested_gen=1,
+            done_gen=0,
+            claimed_gen=0,
+            rebuild=rebuild,
+            attempts=0,
+            next_attempt_at=now,
+            updated_at=now,
+        )
+    )
+
+
+_CLAIMABLE = (
+    select(_JOBS.loadbalancer_id, _JOBS.requested_gen, _JOBS.attempts, _JOBS.rebuild)
+    .where(
+        _JOBS.requested_gen > _JOBS.done_gen,
+        _JOBS.next_attempt_at <= bindparam("now"),
+        or_(_JOBS.lease_expires_at.is_(None), _JOBS.lease_expires_at < bindparam("now")),
+    )
+    .order_by(_JOBS.next_attempt_at)
+    .limit(1)
+    .with_for_update(skip_locked=True)
+)
+_TAKE_LEASE = (
+    update(ConvergeJobRow)
+    .where(_JOBS.loadbalancer_id == bindparam("lb_id"))
+    .values(
+        lease_owner=bindparam("owner"),
+        lease_expires_at=bindparam("expires"),
+        claimed_gen=bindparam("generation"),
+        updated_at=bindparam("now"),
+    )
+)
 
 
 def claim_next(db: Database, owner: str, now: float, lease_seconds: float) -> Claim | None:
     """Claim the most overdue runnable job, or return None if there is none."""
-    with db.write() as session:
-        query = (
-            select(ConvergeJobRow)
-            .where(
-                ConvergeJobRow.requested_gen > ConvergeJobRow.done_gen,
-                ConvergeJobRow.next_attempt_at <= now,
-                or_(
-                    ConvergeJobRow.lease_expires_at.is_(None),
-                    ConvergeJobRow.lease_expires_at < now,
-                ),
-            )
-            .order_by(ConvergeJobRow.next_attempt_at)
-            .limit(1)
-            .with_for_update(skip_locked=True)
-        )
-        row = session.scalars(query).first()
+    with db.write_connection() as conn:
+        row = conn.execute(_CLAIMABLE, {"now": now}).first()
         if row is None:
             return None
-        row.lease_owner = owner
-        row.lease_expires_at = now + lease_seconds
-        row.claimed_gen = row.requested_gen
-        row.updated_at = now
-        return Claim(row.loadbalancer_id, row.claimed_gen, owner, row.attempts, row.rebuild)
+        lb_id, generation, attempts, rebuild = row
+        conn.execute(
+            _TAKE_LEASE,
+            {
+                "lb_id": lb_id,
+                "owner": owner,
+                "expires": now + lease_seconds,
+                "generation": generation,
+                "now": now,
+            },
+        )
+        return Claim(lb_id, generation, owner, attempts, bool(rebuild))
 
 
 def renew_leases(
@@ -116,27 +146,45 @@ def renew_leases(
 
 def check_fence(session: Session, claim: Claim) -> Fence:
     """Lock the job row and tell whether the claim may still write its result."""
-    row = session.get(ConvergeJobRow, claim.loadbalancer_id, with_for_update=True)
-    if row is None or row.lease_owner != claim.owner or row.claimed_gen != claim.generation:
+    row = (
+        session.connection()
+        .execute(
+            select(_JOBS.lease_owner, _JOBS.claimed_gen, _JOBS.requested_gen)
+            .where(_JOBS.loadbalancer_id == claim.loadbalancer_id)
+            .with_for_update()
+        )
+        .first()
+    )
+    if row is None:
         return Fence.LOST
-    if row.requested_gen > claim.generation:
+    lease_owner, claimed_gen, requested_gen = row
+    if lease_owner != claim.owner or claimed_gen != claim.generation:
+        return Fence.LOST
+    if requested_gen > claim.generation:
         return Fence.SUPERSEDED
     return Fence.CURRENT
 
 
 def settle_done(session: Session, claim: Claim, now: float, error: str | None = None) -> None:
     """Record that the claimed generation is finished (successfully, or given up)."""
-    row = session.get(ConvergeJobRow, claim.loadbalancer_id, with_for_update=True)
-    if row is None or row.lease_owner != claim.owner:
-        return
-    row.done_gen = claim.generation
-    row.lease_owner = None
-    row.lease_expires_at = None
-    row.attempts = 0
-    row.last_error = error[:2048] if error else None
-    if claim.rebuild and row.requested_gen == claim.generation:
-        row.rebuild = False
-    row.updated_at = now
+    values: dict[str, object] = {
+        "done_gen": claim.generation,
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "attempts": 0,
+        "last_error": error[:2048] if error else None,
+        "updated_at": now,
+    }
+    if claim.rebuild:
+        # The rebuild was done, unless a newer rebuild was asked for meanwhile.
+        values["rebuild"] = case(
+            (_JOBS.requested_gen == claim.generation, False), else_=_JOBS.rebuild
+        )
+    session.connection().execute(
+        update(ConvergeJobRow)
+        .where(_JOBS.loadbalancer_id == claim.loadbalancer_id, _JOBS.lease_owner == claim.owner)
+        .values(**values)
+    )
 
 
 def settle_retry(db: Database, claim: Claim, now: float, delay: float, error: str) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from lbaas.db.tables import NetworkRow, PortRow, SubnetRow
+from lbaas.db.tables import NetworkRow, PortRow, SubnetRow, table_of
 
 
 def get_subnet(session: Session, subnet_id: str) -> SubnetRow | None:
@@ -40,8 +42,17 @@ def all_networks(session: Session) -> list[NetworkRow]:
     return list(session.scalars(select(NetworkRow).order_by(NetworkRow.created_at)))
 
 
-def used_addresses(session: Session, subnet_id: str) -> set[str]:
-    return set(session.scalars(select(PortRow.ip_address).where(PortRow.subnet_id == subnet_id)))
+def taken_addresses(session: Session, subnet_id: str, candidates: list[str]) -> set[str]:
+    """Which of ``candidates`` already have a port on the subnet."""
+    ports = table_of(PortRow).c
+    rows = session.connection().execute(
+        select(ports.ip_address).where(
+            ports.subnet_id == subnet_id,
+            ports.ip_address.in_(bindparam("candidates", expanding=True)),
+        ),
+        {"candidates": candidates},
+    )
+    return {address for (address,) in rows}
 
 
 def ports_on(session: Session, subnet_id: str, address: str) -> PortRow | None:
@@ -87,12 +98,14 @@ def ensure_subnet(
 
 
 def try_reserve_port(session: Session, port: PortRow) -> bool:
-    """Insert the port unless its address was taken meanwhile (a concurrent create)."""
-    from sqlalchemy.exc import IntegrityError
+    """Insert the port unless its address was taken meanwhile (a concurrent create).
 
-    try:
-        with session.begin_nested():
-            session.add(port)
-    except IntegrityError:
-        return False
-    return True
+    ``INSERT … ON CONFLICT DO NOTHING`` on the unique (subnet, address) pair instead of a
+    savepoint around an ORM insert: one statement, and the outcome is its row count.
+    """
+    table = table_of(PortRow)
+    values = {col.key: getattr(port, col.key) for col in table.columns}
+    dialect = session.get_bind().dialect.name
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    result = session.connection().execute(insert(table).values(**values).on_conflict_do_nothing())
+    return bool(result.rowcount)

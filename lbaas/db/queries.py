@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import String, any_, bindparam, func, literal, literal_column, select, union_all
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from lbaas.db.tables import Base, LoadBalancerRow
+from lbaas.db.tables import Base, ListenerRow, LoadBalancerRow, PoolRow, TagRow
 
 
 def lock_loadbalancer(session: Session, loadbalancer_id: str) -> LoadBalancerRow | None:
@@ -36,9 +40,80 @@ def children_ids(
     out: dict[str, list[str]] = {p: [] for p in parent_ids}
     if not parent_ids:
         return out
-    stmt = select(parent_column, id_column).where(parent_column.in_(list(parent_ids)), *conditions)
-    for parent, child in session.execute(stmt):
+    # An expanding bind parameter, not a list literal: SQLAlchemy coerces every element of
+    # a literal list each time the statement is built, which costs more than the query.
+    stmt = select(parent_column, id_column).where(
+        parent_column.in_(bindparam("parent_ids", expanding=True)), *conditions
+    )
+    for parent, child in session.connection().execute(stmt, {"parent_ids": list(parent_ids)}):
         out[parent].append(child)
+    return out
+
+
+@dataclass(frozen=True)
+class LoadBalancerChildren:
+    """What a load balancer's view lists besides its own columns, per load balancer id."""
+
+    listeners: dict[str, list[str]]
+    pools: dict[str, list[str]]
+    tags: dict[str, list[str]]
+
+
+_LIVE = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE", "ACTIVE", "ERROR")
+
+
+def in_id_set(column: Any, dialect: str) -> Any:
+    """``column IN <the ids bound as "id_set">``, with one bind parameter however many.
+
+    An expanding IN list is rendered anew for every call, element by element; for a page
+    of hundreds of load balancers that cost more than the query. PostgreSQL takes an
+    array, SQLite a JSON array unpacked by ``json_each``.
+    """
+    if dialect == "postgresql":
+        return column == any_(bindparam("id_set", type_=ARRAY(String)))
+    ids: Any = select(literal_column("value")).select_from(func.json_each(bindparam("id_set")))
+    return column.in_(ids.scalar_subquery())
+
+
+def id_set_value(dialect: str, ids: Sequence[str]) -> object:
+    """The value to bind as ``id_set`` for ``in_id_set``."""
+    return list(ids) if dialect == "postgresql" else json.dumps(list(ids))
+
+
+@functools.cache
+def _loadbalancer_children_query(dialect: str) -> Any:
+    listeners, pools, tags = ListenerRow.__table__.c, PoolRow.__table__.c, TagRow.__table__.c
+    return union_all(
+        select(literal("l"), listeners.loadbalancer_id, listeners.id).where(
+            in_id_set(listeners.loadbalancer_id, dialect),
+            listeners.provisioning_status.in_(_LIVE),
+        ),
+        select(literal("p"), pools.loadbalancer_id, pools.id).where(
+            in_id_set(pools.loadbalancer_id, dialect), pools.provisioning_status.in_(_LIVE)
+        ),
+        select(literal("t"), tags.resource_id, tags.tag).where(
+            in_id_set(tags.resource_id, dialect)
+        ),
+    )
+
+
+def loadbalancer_children(session: Session, lb_ids: Sequence[str]) -> LoadBalancerChildren:
+    """Listener ids, pool ids and tags of many load balancers in one round trip."""
+    out = LoadBalancerChildren(
+        {i: [] for i in lb_ids}, {i: [] for i in lb_ids}, {i: [] for i in lb_ids}
+    )
+    if not lb_ids:
+        return out
+    by_kind = {"l": out.listeners, "p": out.pools, "t": out.tags}
+    conn = session.connection()
+    dialect = conn.dialect.name
+    rows = conn.execute(
+        _loadbalancer_children_query(dialect), {"id_set": id_set_value(dialect, lb_ids)}
+    )
+    for kind, parent, value in rows:
+        by_kind[kind][parent].append(value)
+    for tags in out.tags.values():
+        tags.sort()
     return out
 
 

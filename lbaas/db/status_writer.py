@@ -9,12 +9,15 @@ objects waiting to be deleted stay marked so a later successful converge removes
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, update
+from sqlalchemy import Table, delete, update
 from sqlalchemy.orm import Session
 
+from lbaas.db import tree_loader
 from lbaas.db.graph_loader import load_loadbalancer_row
 from lbaas.db.tables import (
     HealthMonitorRow,
@@ -27,7 +30,9 @@ from lbaas.db.tables import (
     PoolRow,
     PortRow,
     TagRow,
+    table_of,
 )
+from lbaas.db.tree_loader import TreeNode
 from lbaas.model.enums import OperatingStatus, ProvisioningStatus
 
 ACTIVE = ProvisioningStatus.ACTIVE.value
@@ -70,44 +75,104 @@ def _doomed(row: StatusRow, parents_doomed: bool) -> bool:
     return parents_doomed or row.provisioning_status == PENDING_DELETE
 
 
-def finish_applied(
-    session: Session,
-    loadbalancer_id: str,
-    now: datetime,
-    operating: Mapping[str, OperatingStatus] | None = None,
-) -> None:
-    """The graph is live: settle statuses and drop what was being deleted."""
-    lb = load_loadbalancer_row(session, loadbalancer_id)
-    if lb is None:
-        return
-    doomed_ids: set[str] = set()
+@dataclass(frozen=True)
+class SettleRow:
+    """One stored object as the converge saw it, and whether it is being deleted."""
+
+    table: Table
+    id: str
+    provisioning_status: str
+    operating_status: str
+    doomed: bool
+
+
+@dataclass(frozen=True)
+class TreeSnapshot:
+    """The statuses of a load balancer's tree, read together with the graph applied.
+
+    A converge whose fence is still CURRENT when it finishes knows that nothing in the
+    tree changed meanwhile (every change bumps the job's generation, and the API refuses
+    changes while the load balancer is PENDING_*), so it can settle from this snapshot
+    with a few set-based statements instead of loading the tree a second time.
+    """
+
+    loadbalancer_id: str
+    rows: tuple[SettleRow, ...]  # children before their parents, the load balancer last
+
+
+def _settle_row(row: TreeNode, doomed: bool) -> SettleRow:
+    return SettleRow(row.table, row.id, row.provisioning_status, row.operating_status, doomed)
+
+
+def snapshot_tree(lb: TreeNode) -> TreeSnapshot:
+    """What ``finish_applied`` needs of a tree loaded by ``tree_loader.load_tree``."""
+    rows: list[SettleRow] = []
     for listener in lb.listeners:
         gone = _doomed(listener, False)
         for policy in listener.l7policies:
             policy_gone = _doomed(policy, gone)
-            for rule in policy.rules:
-                if _doomed(rule, policy_gone):
-                    doomed_ids.add(rule.id)
-            if policy_gone:
-                doomed_ids.add(policy.id)
-        if gone:
-            doomed_ids.add(listener.id)
+            rows.extend(_settle_row(rule, _doomed(rule, policy_gone)) for rule in policy.rules)
+            rows.append(_settle_row(policy, policy_gone))
+        rows.append(_settle_row(listener, gone))
     for pool in lb.pools:
         gone = _doomed(pool, False)
-        for member in pool.members:
-            if _doomed(member, gone):
-                doomed_ids.add(member.id)
+        rows.extend(_settle_row(member, _doomed(member, gone)) for member in pool.members)
         hm = pool.health_monitor
-        if hm is not None and _doomed(hm, gone):
-            doomed_ids.add(hm.id)
-        if gone:
-            doomed_ids.add(pool.id)
-    for row in list(_tree(lb)):
-        if row.id in doomed_ids:
-            _remove(session, row)
-        else:
-            _settle(row, ACTIVE, now, operating)
-    _settle(lb, ACTIVE, now, operating)
+        if hm is not None:
+            rows.append(_settle_row(hm, _doomed(hm, gone)))
+        rows.append(_settle_row(pool, gone))
+    rows.append(_settle_row(lb, False))
+    return TreeSnapshot(lb.id, tuple(rows))
+
+
+_LISTENERS = tree_loader.LISTENERS
+_POOLS = tree_loader.POOLS
+_STATS = table_of(ListenerStatsRow)
+_TAGS = table_of(TagRow)
+
+
+def finish_applied(
+    session: Session,
+    snapshot: TreeSnapshot,
+    now: datetime,
+    operating: Mapping[str, OperatingStatus] | None = None,
+) -> None:
+    """The graph is live: drop what was being deleted, settle the rest as ACTIVE.
+
+    Statuses are written per (table, new values) group, so an unchanged tree of any size
+    costs one statement per kind of object that actually changes.
+    """
+    conn = session.connection()
+    groups: dict[tuple[Table, str | None, str | None], list[str]] = defaultdict(list)
+    for row in snapshot.rows:
+        if row.doomed:
+            if row.table is _POOLS:
+                conn.execute(
+                    update(_LISTENERS)
+                    .where(_LISTENERS.c.default_pool_id == row.id)
+                    .values(default_pool_id=None)
+                )
+            if row.table is _LISTENERS:
+                conn.execute(delete(_STATS).where(_STATS.c.listener_id == row.id))
+            conn.execute(delete(_TAGS).where(_TAGS.c.resource_id == row.id))
+            conn.execute(delete(row.table).where(row.table.c.id == row.id))
+            continue
+        provisioning = ACTIVE if row.provisioning_status != ACTIVE else None
+        observed = operating.get(row.id) if operating is not None else None
+        new_operating = (
+            observed.value
+            if observed is not None and observed.value != row.operating_status
+            else None
+        )
+        if provisioning is not None or new_operating is not None:
+            groups[(row.table, provisioning, new_operating)].append(row.id)
+    for (table, provisioning, new_operating), ids in groups.items():
+        values: dict[str, object] = {"updated_at": now}
+        if provisioning is not None:
+            values["provisioning_status"] = provisioning
+        if new_operating is not None:
+            values["operating_status"] = new_operating
+        conn.execute(update(table).where(table.c.id.in_(ids)).values(**values))
 
 
 def _settle(

@@ -23,6 +23,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -384,3 +385,10 @@ class ConvergeJobRow(Base):
     next_attempt_at: Mapped[float] = mapped_column(Float, nullable=False, index=True)
     last_error: Mapped[str | None] = mapped_column(String(2048))
     updated_at: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+def table_of(mapped: type[Base]) -> Table:
+    """The Core table behind a mapped class, typed for Core statements."""
+    table = mapped.__table__
+    assert isinstance(table, Table)
+    return table

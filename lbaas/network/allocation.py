@@ -42,16 +42,38 @@ def _contains(subnet: SubnetRow, address: str) -> bool:
     return ipaddress.ip_address(address) in ipaddress.ip_network(subnet.cidr, strict=False)
 
 
+# Where the last search on each subnet ended, so the next one starts there instead of
+# reading every used address again (that made each create O(addresses in use)). Only a
+# speed-up: a stale or missing hint just means a longer search, and the unique
+# (subnet, address) constraint still decides who gets an address.
+_next_index: dict[str, int] = {}
+_BATCH = 64
+
+
+def _host_range(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> tuple[int, int]:
+    """(first usable address as an integer, how many) — as ``hosts()`` would yield."""
+    base, size = int(network.network_address), network.num_addresses
+    if network.version == 4 and network.prefixlen < 31:
+        return base + 1, size - 2  # no network or broadcast address
+    if network.version == 6 and network.prefixlen < 127:
+        return base + 1, size - 1  # no subnet-router anycast address
+    return base, size
+
+
 def _free_address(session: Session, subnet: SubnetRow) -> str | None:
-    network = ipaddress.ip_network(subnet.cidr, strict=False)
-    used = network_repo.used_addresses(session, subnet.id)
+    """A free address, searching in batches from where the last search ended."""
+    first, count = _host_range(ipaddress.ip_network(subnet.cidr, strict=False))
+    count = min(count, _SEARCH_LIMIT)
     reserved = {subnet.gateway_ip, "127.0.0.1"}
-    for count, host in enumerate(network.hosts()):
-        if count >= _SEARCH_LIMIT:
-            break
-        text = str(host)
-        if text not in used and text not in reserved:
-            return text
+    start = _next_index.get(subnet.id, 0) % max(count, 1)
+    for offset in range(0, count, _BATCH):
+        indexes = [(start + offset + k) % count for k in range(min(_BATCH, count - offset))]
+        candidates = [str(ipaddress.ip_address(first + i)) for i in indexes]
+        taken = network_repo.taken_addresses(session, subnet.id, candidates)
+        for index, text in zip(indexes, candidates, strict=True):
+            if text not in taken and text not in reserved:
+                _next_index[subnet.id] = index + 1
+                return text
     return None
 
 

@@ -6,13 +6,13 @@ Every step waits for the load balancer to be ACTIVE again, as a user would.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from typing import Any
 
 import pytest
 
+from tests.e2e.amphora.openstack_cli import openstack_executable
 from tests.e2e.conftest import Served
 
 pytestmark = [pytest.mark.slow]
@@ -21,9 +21,7 @@ LOOPBACK_SUBNET = "7f000a00-0000-4000-8000-000000000001"
 
 class Cli:
     def __init__(self, url: str) -> None:
-        exe = shutil.which("openstack")
-        assert exe, "python-openstackclient is part of the test dependencies"
-        self.base = [exe, "--os-auth-type", "none", "--os-endpoint", url]
+        self.base = [openstack_executable(), "--os-auth-type", "none", "--os-endpoint", url]
 
     def run(self, *args: str) -> str:
         done = subprocess.run(

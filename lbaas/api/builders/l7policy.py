@@ -21,7 +21,7 @@ from lbaas.api.validation import listener as listener_rules
 from lbaas.api.validation.l7 import Redirect, reorder, sanitize_policy_args, settle_redirect
 from lbaas.api.writes import PENDING_CREATE
 from lbaas.db.listener_queries import policies_in_order
-from lbaas.db.listing import set_tags
+from lbaas.db.listing import add_tags, set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.model.enums import L7PolicyAction, ListenerProtocol, OperatingStatus
@@ -116,7 +116,7 @@ def build_l7policy(
     _number([*siblings, row], reorder([p.id for p in siblings], row.id, data.position))
     session.add(row)
     session.flush()
-    set_tags(session, row.id, data.tags or [])
+    add_tags(session, row.id, data.tags or [])
     for rule in data.rules or []:
         build_l7rule(session, services, lb, row, rule, now)
     return row

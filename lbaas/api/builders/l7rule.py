@@ -11,7 +11,7 @@ from lbaas.api.services import ApiServices
 from lbaas.api.validation.l7 import MAX_RULES_PER_POLICY, validate_rule
 from lbaas.api.writes import PENDING_CREATE
 from lbaas.db import queries
-from lbaas.db.listing import set_tags
+from lbaas.db.listing import add_tags, set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, LoadBalancerRow
 from lbaas.errors import Conflict, InvalidInput
@@ -61,7 +61,7 @@ def build_l7rule(
     )
     session.add(row)
     session.flush()
-    set_tags(session, row.id, data.tags or [])
+    add_tags(session, row.id, data.tags or [])
     return row
 
 

@@ -20,7 +20,7 @@ from lbaas.api.services import ApiServices
 from lbaas.api.validation import listener as rules
 from lbaas.api.writes import PENDING_CREATE
 from lbaas.db import queries
-from lbaas.db.listing import set_tags
+from lbaas.db.listing import add_tags, set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import NotFound
@@ -192,7 +192,7 @@ def build_listener(
     _store(row, values, settings)
     session.add(row)
     session.flush()
-    set_tags(session, row.id, data.tags or [])
+    add_tags(session, row.id, data.tags or [])
     return row
 
 

@@ -36,7 +36,7 @@ from lbaas.api.validation import healthmonitor as rules
 from lbaas.api.views.healthmonitor import render_healthmonitor, render_healthmonitors
 from lbaas.api.writes import PENDING_CREATE, PENDING_DELETE, PENDING_UPDATE, enqueue, mark, utcnow
 from lbaas.db import queries
-from lbaas.db.listing import ListSpec, set_tags
+from lbaas.db.listing import ListSpec, add_tags, set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import HealthMonitorRow, LoadBalancerRow, MemberRow, PoolRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
@@ -124,7 +124,7 @@ def build_healthmonitor(
         created_at=now,
     )
     session.add(row)
-    set_tags(session, row.id, data.tags or [])
+    add_tags(session, row.id, data.tags or [])
     return row
 
 

@@ -17,7 +17,7 @@ from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreateBody, LoadBalancerUpdateBody
 from lbaas.api.scoping import list_scope
 from lbaas.api.services import ApiServices
-from lbaas.api.views.loadbalancer import render_loadbalancers
+from lbaas.api.views.loadbalancer import loadbalancer_view, render_loadbalancers
 from lbaas.api.views.status_tree import status_tree
 from lbaas.api.writes import (
     ACTIVE,
@@ -31,7 +31,7 @@ from lbaas.api.writes import (
 )
 from lbaas.db import job_queue, stats_repo
 from lbaas.db.graph_loader import load_loadbalancer_row
-from lbaas.db.listing import ListSpec, set_tags
+from lbaas.db.listing import ListSpec, add_tags, set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import AvailabilityZoneRow, FlavorProfileRow, FlavorRow, LoadBalancerRow
 from lbaas.errors import InvalidInput, NotFound, ValidationFailure
@@ -201,15 +201,16 @@ def create_loadbalancer(
         )
         session.add(row)
         session.flush()
-        set_tags(session, row.id, data.tags or [])
+        add_tags(session, row.id, data.tags or [])
         full = None
         if data.listeners or data.pools:
             full = graph_create.create_children(
                 session, services, ctx, row, data.listeners or [], data.pools or [], now
             )
-        enqueue(session, row.id)
+        enqueue(session, row.id, new=True)
         session.flush()
-        view = _one(session, row)
+        # A new load balancer's children are the ones just created: no need to query them.
+        view = loadbalancer_view(row, [], [], sorted(set(data.tags or [])))
         if full is not None:
             view.update(full)
     services.notify()

@@ -42,7 +42,7 @@ from lbaas.api.services import ApiServices
 from lbaas.api.views.member import render_member, render_members
 from lbaas.api.writes import PENDING_CREATE, PENDING_DELETE, PENDING_UPDATE, enqueue, mark, utcnow
 from lbaas.db import network_repo, queries
-from lbaas.db.listing import ListSpec, set_tags
+from lbaas.db.listing import ListSpec, add_tags, set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow, MemberRow, PoolRow
 from lbaas.errors import Conflict, InvalidInput, NotFound, ValidationFailure
@@ -160,7 +160,7 @@ def build_member(
         created_at=now,
     )
     session.add(row)
-    set_tags(session, row.id, data.tags or [])
+    add_tags(session, row.id, data.tags or [])
     return row
 
 

@@ -41,7 +41,7 @@ from lbaas.api.writes import (
     utcnow,
 )
 from lbaas.db import pool_queries, queries
-from lbaas.db.listing import ListSpec, set_tags
+from lbaas.db.listing import ListSpec, add_tags, set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import (
     HealthMonitorRow,
@@ -218,7 +218,7 @@ def build_pool(
     session.flush()
     if listener is not None:
         listener.default_pool_id = row.id
-    set_tags(session, row.id, data.tags or [])
+    add_tags(session, row.id, data.tags or [])
     return row
 
 

@@ -6,10 +6,28 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+import orjson
 
-def timestamp(value: datetime | None) -> str | None:
-    """Octavia's format: ISO-8601 in UTC without a zone suffix."""
-    return None if value is None else value.isoformat(timespec="seconds")
+
+def timestamp(value: datetime | str | None) -> str | None:
+    """Octavia's format: ISO-8601 in UTC without a zone suffix, to the second.
+
+    Listings read timestamps as their stored text (``YYYY-MM-DD HH:MM:SS[.ffffff]``).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return f"{value[:10]}T{value[11:19]}"
+    return value.isoformat(timespec="seconds")
+
+
+def json_value(value: Any, empty: Any) -> Any:
+    """A JSON column's value, whether decoded (ORM rows) or stored text (listings)."""
+    if value is None:
+        return empty
+    if isinstance(value, str):
+        return empty if value in ("[]", "{}") else orjson.loads(value)
+    return value
 
 
 def text(value: str | None) -> str:

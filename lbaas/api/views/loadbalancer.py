@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbaas.api.views.common import ids, lifecycle, ownership, text
+from lbaas.api.views.common import ids, json_value, lifecycle, ownership, text
 from lbaas.db import queries
-from lbaas.db.listing import tags_of
 from lbaas.db.session import Session
-from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
+from lbaas.db.tables import LoadBalancerRow
 
 
 def loadbalancer_view(
@@ -26,9 +25,9 @@ def loadbalancer_view(
         "vip_subnet_id": row.vip_subnet_id,
         "vip_network_id": row.vip_network_id,
         "vip_qos_policy_id": row.vip_qos_policy_id,
-        "vip_sg_ids": list(row.vip_sg_ids or []),
+        "vip_sg_ids": list(json_value(row.vip_sg_ids, [])),
         "vip_vnic_type": "normal",
-        "additional_vips": list(row.additional_vips or []),
+        "additional_vips": list(json_value(row.additional_vips, [])),
         "listeners": ids(listener_ids),
         "pools": ids(pool_ids),
         "provider": row.provider or "octavia",
@@ -39,18 +38,7 @@ def loadbalancer_view(
 
 
 def render_loadbalancers(session: Session, rows: list[LoadBalancerRow]) -> list[dict[str, Any]]:
-    """Views of many load balancers with a fixed number of queries."""
-    lb_ids = [r.id for r in rows]
-    live = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE", "ACTIVE", "ERROR")
-    listeners = queries.children_ids(
-        session,
-        ListenerRow.id,
-        ListenerRow.loadbalancer_id,
-        lb_ids,
-        ListenerRow.provisioning_status.in_(live),
-    )
-    pools = queries.children_ids(
-        session, PoolRow.id, PoolRow.loadbalancer_id, lb_ids, PoolRow.provisioning_status.in_(live)
-    )
-    tags = tags_of(session, lb_ids)
+    """Views of many load balancers with one query for their children and tags."""
+    children = queries.loadbalancer_children(session, [r.id for r in rows])
+    listeners, pools, tags = children.listeners, children.pools, children.tags
     return [loadbalancer_view(r, listeners[r.id], pools[r.id], tags[r.id]) for r in rows]

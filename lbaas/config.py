@@ -62,6 +62,13 @@ class ApiSettings(_Section):
         None, description="Base URL used in pagination links instead of the request URL."
     )
     max_body_bytes: int = Field(114688, description="Larger request bodies get 413.")
+    telemetry: bool = Field(
+        False,
+        description=(
+            "FastAPI's native OpenTelemetry spans, metrics and logs, to the global providers. "
+            "Off by default: with no exporter configured it is pure per-request overhead."
+        ),
+    )
 
 
 class DatabaseSettings(_Section):

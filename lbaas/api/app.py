@@ -19,6 +19,12 @@ def create_app(services: ApiServices) -> FastAPI:
         description="Load balancing as a service, wire-compatible with OpenStack Octavia v2.",
         docs_url=None,
         redoc_url=None,
+        telemetry={
+            "tracing": services.settings.api.telemetry,
+            "metrics": services.settings.api.telemetry,
+            "logs": services.settings.api.telemetry,
+            "operation_spans": services.settings.api.telemetry,
+        },
     )
     app.state.services = services
     install_error_handlers(app)

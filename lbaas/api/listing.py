@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
 from starlette.requests import Request
+from starlette.responses import Response
 
 from lbaas.db.listing import BadMarker, ListQuery, ListSpec, list_rows
-from lbaas.db.session import Session
+from lbaas.db.loadbalancer_json import PageRenderer
+from lbaas.db.session import Connection, Session
 from lbaas.errors import InvalidInput
 
 RESERVED = {
@@ -191,19 +194,58 @@ def list_page(
     conditions: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """Run the query and build ``{collection: [...], links_key: [...]}``."""
-    query = params.query
-    if conditions:
-        query = ListQuery(**{**query.__dict__, "conditions": (*query.conditions, *conditions)})
+    query = _with_conditions(params.query, conditions)
     try:
         rows = list_rows(session, spec, query)
     except BadMarker:
-        raise InvalidInput(f"Supplied pagination marker '{query.marker}' is not valid.") from None
+        raise _bad_marker(query) from None
     objects = render(session, rows)
     body: dict[str, Any] = {collection: [select_fields(o, params.fields) for o in objects]}
     if links_key is not None:
         ids = [str(getattr(r, "id", getattr(r, "name", ""))) for r in rows]
         body[links_key] = page_links(request, params, ids, base_uri)
     return body
+
+
+def list_page_json(
+    conn: Connection,
+    request: Request,
+    spec: ListSpec,
+    params: ListParams,
+    render: PageRenderer,
+    collection: str,
+    links_key: str,
+    base_uri: str | None,
+    conditions: Sequence[Any] = (),
+) -> Response:
+    """``list_page`` for objects the database renders to JSON itself: the API only joins
+    the finished objects (no ``fields=`` selection; callers use ``list_page`` for that)."""
+    query = _with_conditions(params.query, conditions)
+    try:
+        ids, objects = render(conn, spec, query)
+    except BadMarker:
+        raise _bad_marker(query) from None
+    links = orjson.dumps(page_links(request, params, ids, base_uri))
+    body = b"".join(
+        (
+            b'{"' + collection.encode() + b'":[',
+            ",".join(objects).encode(),
+            b'],"' + links_key.encode() + b'":',
+            links,
+            b"}",
+        )
+    )
+    return Response(body, media_type="application/json")
+
+
+def _with_conditions(query: ListQuery, conditions: Sequence[Any]) -> ListQuery:
+    if not conditions:
+        return query
+    return ListQuery(**{**query.__dict__, "conditions": (*query.conditions, *conditions)})
+
+
+def _bad_marker(query: ListQuery) -> InvalidInput:
+    return InvalidInput(f"Supplied pagination marker '{query.marker}' is not valid.")
 
 
 def filter_mapping(spec_columns: Mapping[str, Any]) -> frozenset[str]:

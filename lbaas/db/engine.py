@@ -103,6 +103,12 @@ class Database:
             yield session
 
     @contextmanager
+    def read_connection(self) -> Iterator[Connection]:
+        """``read()`` for Core-only work; the transaction is rolled back at the end."""
+        with self.engine.connect() as conn:
+            yield conn
+
+    @contextmanager
     def write_connection(self) -> Iterator[Connection]:
         """``write()`` for Core-only work: a bare connection, no ORM session to set up.
 

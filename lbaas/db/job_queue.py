@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from sqlalchemy import bindparam, case, delete, insert, or_, select, update
 from sqlalchemy.orm import Session
@@ -109,6 +110,12 @@ _TAKE_LEASE = (
 
 def claim_next(db: Database, owner: str, now: float, lease_seconds: float) -> Claim | None:
     """Claim the most overdue runnable job, or return None if there is none."""
+    # Look first without the write lock: most calls find nothing (a worker thread asks
+    # once more after every job), and on SQLite a write transaction would queue behind,
+    # and hold up, the API's writers.
+    with db.read_connection() as conn:
+        if conn.execute(_CLAIMABLE, {"now": now}).first() is None:
+            return None
     with db.write_connection() as conn:
         row = conn.execute(_CLAIMABLE, {"now": now}).first()
         if row is None:
@@ -144,17 +151,16 @@ def renew_leases(
         )
 
 
+_FENCE = (
+    select(_JOBS.lease_owner, _JOBS.claimed_gen, _JOBS.requested_gen)
+    .where(_JOBS.loadbalancer_id == bindparam("lb_id"))
+    .with_for_update()
+)
+
+
 def check_fence(session: Session, claim: Claim) -> Fence:
     """Lock the job row and tell whether the claim may still write its result."""
-    row = (
-        session.connection()
-        .execute(
-            select(_JOBS.lease_owner, _JOBS.claimed_gen, _JOBS.requested_gen)
-            .where(_JOBS.loadbalancer_id == claim.loadbalancer_id)
-            .with_for_update()
-        )
-        .first()
-    )
+    row = session.connection().execute(_FENCE, {"lb_id": claim.loadbalancer_id}).first()
     if row is None:
         return Fence.LOST
     lease_owner, claimed_gen, requested_gen = row
@@ -165,25 +171,41 @@ def check_fence(session: Session, claim: Claim) -> Fence:
     return Fence.CURRENT
 
 
-def settle_done(session: Session, claim: Claim, now: float, error: str | None = None) -> None:
-    """Record that the claimed generation is finished (successfully, or given up)."""
-    values: dict[str, object] = {
-        "done_gen": claim.generation,
+def _settle_statement(rebuild: bool) -> Any:
+    values: dict[str, Any] = {
+        "done_gen": bindparam("generation"),
         "lease_owner": None,
         "lease_expires_at": None,
         "attempts": 0,
-        "last_error": error[:2048] if error else None,
-        "updated_at": now,
+        "last_error": bindparam("error"),
+        "updated_at": bindparam("now"),
     }
-    if claim.rebuild:
+    if rebuild:
         # The rebuild was done, unless a newer rebuild was asked for meanwhile.
         values["rebuild"] = case(
-            (_JOBS.requested_gen == claim.generation, False), else_=_JOBS.rebuild
+            (_JOBS.requested_gen == bindparam("generation"), False), else_=_JOBS.rebuild
         )
-    session.connection().execute(
+    return (
         update(ConvergeJobRow)
-        .where(_JOBS.loadbalancer_id == claim.loadbalancer_id, _JOBS.lease_owner == claim.owner)
+        .where(_JOBS.loadbalancer_id == bindparam("lb_id"), _JOBS.lease_owner == bindparam("owner"))
         .values(**values)
+    )
+
+
+_SETTLE = {False: _settle_statement(False), True: _settle_statement(True)}
+
+
+def settle_done(session: Session, claim: Claim, now: float, error: str | None = None) -> None:
+    """Record that the claimed generation is finished (successfully, or given up)."""
+    session.connection().execute(
+        _SETTLE[claim.rebuild],
+        {
+            "lb_id": claim.loadbalancer_id,
+            "owner": claim.owner,
+            "generation": claim.generation,
+            "error": error[:2048] if error else None,
+            "now": now,
+        },
     )
 
 

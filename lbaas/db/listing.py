@@ -18,6 +18,7 @@ from sqlalchemy import (
     JSON,
     ColumnElement,
     DateTime,
+    Select,
     String,
     and_,
     bindparam,
@@ -27,6 +28,7 @@ from sqlalchemy import (
     or_,
     select,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import KeyedColumnElement
 
@@ -135,32 +137,43 @@ def plain_columns(table: type[Base]) -> list[KeyedColumnElement[Any]]:
 
 def list_rows(session: Session, spec: ListSpec, query: ListQuery) -> list[Any]:
     """Rows for one page (at most ``query.limit``), in the requested order."""
-    stmt = select(*plain_columns(spec.table)) if spec.plain_rows else select(spec.table)
+    columns = plain_columns(spec.table) if spec.plain_rows else [spec.table]
+    stmt = page_statement(session.connection(), spec, query, columns)
+    if spec.plain_rows:
+        # Straight to the connection (the ORM's execute path adds nothing for Core rows),
+        # and into named tuples: reading an attribute of SQLAlchemy's Row costs about 20
+        # times more, which dominated rendering a page of hundreds of objects.
+        make = plain_row_type(spec.table)._make
+        return [make(row) for row in session.connection().execute(stmt).all()]
+    return list(session.scalars(stmt))
+
+
+def page_statement(
+    conn: Connection, spec: ListSpec, query: ListQuery, columns: Sequence[Any]
+) -> Select[Any]:
+    """SELECT ``columns`` for one page: filters, tags, marker, order and limit applied."""
+    stmt = select(*columns)
     for name, value in query.filters.items():
         stmt = stmt.where(spec.columns[name] == value)
     for cond in [*query.conditions, *_tag_conditions(spec, query)]:
         stmt = stmt.where(cond)
     order = _order_columns(spec, query)
     if query.marker is not None:
-        marker_row = session.scalars(
-            select(spec.table).where(spec.id_column == query.marker, *query.conditions)
+        marker_row = conn.execute(
+            select(*[col for col, _ in order]).where(
+                spec.id_column == query.marker, *query.conditions
+            )
         ).first()
         if marker_row is None:
             raise BadMarker(query.marker)
-        values = [getattr(marker_row, col.key) for col, _ in order]
+        values = list(marker_row)
         stmt = stmt.where(_after_marker(order, values, query.page_reverse))
     stmt = stmt.order_by(
         *[(col.asc().nulls_first() if asc else col.desc().nulls_last()) for col, asc in order]
     )
     if query.limit is not None:
         stmt = stmt.limit(query.limit)
-    if spec.plain_rows:
-        # Straight to the connection (the ORM's execute path adds nothing for Core rows),
-        # and into named tuples: reading an attribute of SQLAlchemy's Row costs about 20
-        # times more, which dominated rendering a page of hundreds of objects.
-        make = plain_row_type(spec.table)._make
-        return [make(row) for row in session.connection().execute(stmt)]
-    return list(session.scalars(stmt))
+    return stmt
 
 
 @functools.cache

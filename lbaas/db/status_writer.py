@@ -9,12 +9,14 @@ objects waiting to be deleted stay marked so a later successful converge removes
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Table, delete, update
+from sqlalchemy import Table, bindparam, delete, update
 from sqlalchemy.orm import Session
 
 from lbaas.db import tree_loader
@@ -167,12 +169,20 @@ def finish_applied(
         if provisioning is not None or new_operating is not None:
             groups[(row.table, provisioning, new_operating)].append(row.id)
     for (table, provisioning, new_operating), ids in groups.items():
-        values: dict[str, object] = {"updated_at": now}
-        if provisioning is not None:
-            values["provisioning_status"] = provisioning
-        if new_operating is not None:
-            values["operating_status"] = new_operating
-        conn.execute(update(table).where(table.c.id.in_(ids)).values(**values))
+        stmt = _status_update(table, provisioning is not None, new_operating is not None)
+        conn.execute(stmt, {"ids": ids, "now": now, "prov": provisioning, "oper": new_operating})
+
+
+@functools.cache
+def _status_update(table: Table, provisioning: bool, operating: bool) -> Any:
+    """Built once per shape: constructing DML per call cost more than running it."""
+    values: dict[str, Any] = {"updated_at": bindparam("now")}
+    if provisioning:
+        values["provisioning_status"] = bindparam("prov")
+    if operating:
+        values["operating_status"] = bindparam("oper")
+    ids: Any = bindparam("ids", expanding=True)
+    return update(table).where(table.c.id.in_(ids)).values(**values)
 
 
 def _settle(

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 from lbaas.api import graph_create
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import list_page, parse_list_params, select_fields
+from lbaas.api.listing import list_page, list_page_json, parse_list_params, select_fields
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
 from lbaas.api.routing import JsonRoute
@@ -32,6 +32,7 @@ from lbaas.api.writes import (
 from lbaas.db import job_queue, stats_repo
 from lbaas.db.graph_loader import load_loadbalancer_row
 from lbaas.db.listing import ListSpec, add_tags, set_tags
+from lbaas.db.loadbalancer_json import list_loadbalancers_json
 from lbaas.db.session import Session
 from lbaas.db.tables import AvailabilityZoneRow, FlavorProfileRow, FlavorRow, LoadBalancerRow
 from lbaas.errors import InvalidInput, NotFound, ValidationFailure
@@ -83,30 +84,47 @@ def _one(session: Session, row: LoadBalancerRow) -> dict[str, Any]:
     return render_loadbalancers(session, [row])[0]
 
 
-@router.get("/lbaas/loadbalancers")
+@router.get("/lbaas/loadbalancers", response_model=None)
 def list_loadbalancers(
     request: Request,
     services: ApiServices = Depends(get_services),
     ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+) -> dict[str, Any] | Response:
     params = parse_list_params(
         request,
         SPEC,
         services.settings.api.pagination_max_limit,
         bool_filters=frozenset({"admin_state_up"}),
     )
+    scope = list_scope(request, ctx, T.project_id)
+    conditions = [T.provisioning_status != "DELETED", *scope]
+    base_uri = services.settings.api.api_base_uri
+    collection, links = "loadbalancers", "loadbalancers_links"
+    if not params.fields:
+        # The database renders each object (see lbaas/db/loadbalancer_json.py).
+        with services.database.read_connection() as conn:
+            return list_page_json(
+                conn,
+                request,
+                SPEC,
+                params,
+                list_loadbalancers_json,
+                collection,
+                links,
+                base_uri,
+                conditions,
+            )
     with services.database.read() as session:
-        scope = list_scope(request, ctx, T.project_id)
         return list_page(
             session,
             request,
             SPEC,
             params,
             render_loadbalancers,
-            "loadbalancers",
-            "loadbalancers_links",
-            services.settings.api.api_base_uri,
-            [T.provisioning_status != "DELETED", *scope],
+            collection,
+            links,
+            base_uri,
+            conditions,
         )
 
 

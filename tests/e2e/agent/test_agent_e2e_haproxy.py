@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import threading
@@ -159,6 +160,31 @@ def test_counters_survive_a_reload(lb: Lb) -> None:
     assert counters.total_connections == 10
     assert counters.bytes_in > before.listeners[LISTENER].counters.bytes_in
     assert after.pools[POOL].members  # every member reported
+
+
+def test_a_replaced_worker_is_read_to_its_end(lb: Lb) -> None:
+    """What the old worker serves after the reload is counted, though it then exits at once."""
+    keep_alive = "option idle-close-on-response"  # as rendered: answer, then close
+    lb.put(frontend_lines=(keep_alive,))
+    kept = http.client.HTTPConnection(lb.vip, lb.port, timeout=10)
+    try:
+        kept.request("GET", "/")
+        kept.getresponse().read()
+        [(_, before)] = lb.manager.health_reports()
+        reloaded = lb.put(frontend_lines=(keep_alive, "http-response set-header X-New 1"))
+        assert reloaded.last_outcome == "RELOADED"
+        # The old worker serves this request on its established connection, and exits
+        # as soon as that connection is closed: no heartbeat reads it in between.
+        kept.request("GET", "/")
+        kept.getresponse().read()
+    finally:
+        kept.close()
+    wait_until(lambda: len(lb.master().show_proc().workers) == 1, what="the old worker to exit")
+    [(_, after)] = lb.manager.health_reports()
+    first, total = before.listeners[LISTENER].counters, after.listeners[LISTENER].counters
+    assert (first.total_connections, total.total_connections) == (1, 1)
+    assert total.bytes_in == 2 * first.bytes_in > 0
+    assert total.bytes_out > first.bytes_out
 
 
 def test_refused_config_keeps_the_old_one_serving(lb: Lb) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,27 @@ def test_maxconn_beyond_the_hosts_descriptors_is_refused(
     assert host.count("start_haproxy") == 0
     fitting = text.replace("maxconn 50000", "maxconn 9950")
     assert instance.apply(fitting) is ApplyOutcome.STARTED
+
+
+def test_only_a_reload_is_wrapped_in_the_guard_given_the_old_workers_socket(
+    instance: HaproxyInstance, host: RecordingHostOps
+) -> None:
+    events: list[str] = []
+
+    @contextmanager
+    def guard(runtime_socket: Path) -> Iterator[None]:
+        events.append(f"hold {runtime_socket.name} after {host.count('reload_haproxy')} reloads")
+        try:
+            yield
+        finally:
+            events.append(f"release after {host.count('reload_haproxy')} reloads")
+
+    instance.apply(make_config(instance.directory), guard)  # started: no worker replaced
+    instance.apply(make_config(instance.directory, weight=2), guard)  # runtime API only
+    assert events == []
+    instance.apply(make_config(instance.directory, timeout_client="9s"), guard)
+    assert events == ["hold stats.sock after 0 reloads", "release after 1 reloads"]
+    host.reload_error = HaproxyReloadFailed("no new worker")
+    with pytest.raises(HaproxyReloadFailed):
+        instance.apply(make_config(instance.directory, timeout_client="8s"), guard)
+    assert events[-2:] == ["hold stats.sock after 1 reloads", "release after 2 reloads"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+from pathlib import Path
+
 import pytest
 
-from lbaas.agent.runtime_api import MasterCli, RuntimeApi, RuntimeApiError
+from lbaas.agent.runtime_api import CliSession, MasterCli, RuntimeApi, RuntimeApiError
 
 SHOW_PROC = (
     "#<PID>          <type>          <reloads>       <uptime>        <version>      \n"
@@ -61,3 +65,50 @@ def test_show_proc_reads_reloads_and_workers() -> None:
 def test_show_proc_without_master_is_an_error() -> None:
     with pytest.raises(RuntimeApiError):
         MasterCli(lambda c: "").show_proc()
+
+
+def test_worker_stat_goes_through_the_master_to_one_worker() -> None:
+    sent: list[str] = []
+
+    def transport(command: str) -> str:
+        sent.append(command)
+        return "# pxname,svname,stot,\nfe_1,FRONTEND,7,\n"
+
+    rows = MasterCli(transport).worker_stat(17346)
+    assert sent == ["@!17346 show stat; quit"] and rows[0]["stot"] == "7"
+    with pytest.raises(RuntimeApiError, match="target PID"):
+        MasterCli(lambda c: "Can't find the target PID matching the prefix '@!1'\n").worker_stat(1)
+
+
+def _fake_worker_cli(listening: socket.socket, received: list[str]) -> None:
+    """The worker's end of one interactive session: every answer ends with the prompt."""
+    sock, _ = listening.accept()
+    with sock, sock.makefile("rb") as lines:
+        for line in lines:
+            command = line.decode().strip()
+            received.append(command)
+            answer = "Pid: 42\nStopping: 1\n" if command == "show info" else ""
+            sock.sendall(f"{answer}\n> ".encode())
+
+
+def test_a_cli_session_keeps_one_connection_for_many_commands(tmp_path: Path) -> None:
+    path = tmp_path / "stats.sock"
+    received: list[str] = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listening:
+        listening.bind(str(path))
+        listening.listen(1)
+        worker = threading.Thread(target=_fake_worker_cli, args=(listening, received))
+        worker.start()
+        session = CliSession.open(path, idle_limit=20)
+        assert session("show info") == "Pid: 42\nStopping: 1\n\n"
+        assert RuntimeApi(session).show_info()["Stopping"] == "1"
+        session.close()
+        worker.join(5)
+    assert received == ["prompt", "set timeout cli 20", "show info", "show info"]
+    with pytest.raises(RuntimeApiError):
+        session("show info")
+
+
+def test_a_cli_session_to_a_missing_socket_is_a_runtime_api_error(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeApiError, match="cannot open a CLI session"):
+        CliSession.open(tmp_path / "missing.sock")

@@ -1,8 +1,18 @@
-"""Statistics to health reports: states, and counters that survive a new worker."""
+"""Statistics to health reports: states, and counters that survive reloads exactly."""
 
 from __future__ import annotations
 
-from lbaas.agent.stats import StatsCollector, listener_state, member_state
+import time
+from pathlib import Path
+
+from lbaas.agent.runtime_api import MasterCli, RuntimeApi, RuntimeApiError, Session
+from lbaas.agent.stats import (
+    CumulativeCounters,
+    StatsCollector,
+    WorkerLedger,
+    listener_state,
+    member_state,
+)
 from lbaas.model.graph import ListenerId, LoadBalancerId, MemberId, PoolId
 from lbaas.model.health import ListenerState, MemberState, PoolState
 
@@ -82,3 +92,189 @@ def test_counters_going_backwards_count_as_a_new_worker() -> None:
     collector.report("1", _rows(stot=10))
     report = collector.report("1", _rows(stot=4))
     assert report.listeners[ListenerId("l1")].counters.total_connections == 14
+
+
+# --- every worker, old and new, read through the master -------------------------------------
+
+STAT_HEADER = "# pxname,svname,scur,slim,stot,bin,bout,ereq,status,"
+
+
+def _stat_text(stot: int, scur: int = 0) -> str:
+    return f"{STAT_HEADER}\nfe_l1,FRONTEND,{scur},100,{stot},{stot * 10},{stot * 100},0,OPEN,\n"
+
+
+class FakeMaster:
+    """A master CLI transport: ``show proc`` and ``@!<pid> show stat`` from ``workers``."""
+
+    def __init__(self) -> None:
+        self.master_pid = 1
+        self.workers: dict[int, tuple[int, int, int]] = {}  # pid -> (reloads, stot, scur)
+        self.up = True
+
+    def __call__(self, command: str) -> str:
+        if not self.up:
+            raise RuntimeApiError("master.sock: connection refused")
+        if command == "show proc; quit":
+            lines = [f"{self.master_pid} master 0 [failed: 0] 0d 2.6", "# workers"]
+            lines += [f"{pid} worker {w[0]} 0d 2.6" for pid, w in self.workers.items()]
+            return "\n".join(lines) + "\n"
+        pid = int(command.split()[0].removeprefix("@!"))
+        if pid not in self.workers:
+            return f"Can't find the target PID matching the prefix '@!{pid}'\n"
+        _reloads, stot, scur = self.workers[pid]
+        return _stat_text(stot, scur)
+
+
+def _counted(collector: StatsCollector, master: FakeMaster) -> tuple[int, int]:
+    api = RuntimeApi(lambda command: "")  # never used while the master answers
+    listener = collector.collect(api, MasterCli(master)).listeners[ListenerId("l1")]
+    return listener.counters.total_connections, listener.counters.active_connections
+
+
+def test_old_and_new_workers_are_summed_until_an_old_one_is_gone() -> None:
+    master, collector = FakeMaster(), StatsCollector(LoadBalancerId("lb"))
+    master.workers = {10: (0, 5, 0)}
+    assert _counted(collector, master) == (5, 0)
+    # A reload: 10 drains (it counted 3 more meanwhile), 11 is the current worker.
+    master.workers = {11: (0, 2, 1), 10: (1, 8, 2)}
+    assert _counted(collector, master) == (10, 3)
+    # 10 has exited: its last values are carried, nothing is lost or counted twice.
+    master.workers = {11: (0, 4, 0)}
+    assert _counted(collector, master) == (12, 0)
+    assert collector._ledger.live_pids == {11}
+
+
+def test_an_old_worker_gone_between_show_proc_and_its_read_keeps_its_last_values() -> None:
+    master, collector = FakeMaster(), StatsCollector(LoadBalancerId("lb"))
+    master.workers = {10: (0, 5, 0)}
+    _counted(collector, master)
+    master.workers = {11: (0, 1, 0), 10: (1, 6, 0)}
+    _counted(collector, master)
+
+    class Vanishing(FakeMaster):
+        def __call__(self, command: str) -> str:
+            return "no such pid\n" if command.startswith("@!10 ") else super().__call__(command)
+
+    vanishing = Vanishing()
+    vanishing.workers = {11: (0, 2, 0), 10: (1, 7, 0)}
+    assert _counted(collector, vanishing) == (8, 0)
+
+
+def test_a_new_master_brings_new_pids_and_the_old_counts_are_kept() -> None:
+    master, collector = FakeMaster(), StatsCollector(LoadBalancerId("lb"))
+    master.workers = {10: (0, 7, 0)}
+    _counted(collector, master)
+    master.master_pid, master.workers = 50, {51: (0, 1, 0)}
+    assert _counted(collector, master) == (8, 0)
+    assert collector._ledger.live_pids == {51}
+
+
+def test_a_reused_pid_whose_counters_dropped_is_a_new_process() -> None:
+    master, collector = FakeMaster(), StatsCollector(LoadBalancerId("lb"))
+    master.workers = {10: (0, 7, 0)}
+    _counted(collector, master)
+    master.workers = {10: (0, 2, 0)}  # e.g. a restarted master whose worker got pid 10 again
+    assert _counted(collector, master) == (9, 0)
+    master.workers = {10: (0, 3, 0)}
+    assert _counted(collector, master) == (10, 0)
+
+
+def test_without_the_master_the_current_worker_is_read_through_the_runtime_api() -> None:
+    master, collector = FakeMaster(), StatsCollector(LoadBalancerId("lb"))
+    master.workers = {10: (0, 7, 0)}
+    _counted(collector, master)
+    master.up = False  # re-executing for a reload; the runtime socket answers meanwhile
+
+    def runtime(command: str) -> str:
+        return "Pid: 11\n" if command == "show info" else _stat_text(2)
+
+    report = collector.collect(RuntimeApi(runtime), MasterCli(master))
+    assert report.listeners[ListenerId("l1")].counters.total_connections == 9
+
+
+def test_the_ledger_totals_are_the_carry_plus_every_live_worker() -> None:
+    ledger = WorkerLedger()
+    l1 = ListenerId("l1")
+    ledger.observe(1, {l1: CumulativeCounters(10, 100, 1, 0)})
+    ledger.observe(2, {l1: CumulativeCounters(5, 50, 1, 1)})
+    assert ledger.totals()[l1] == CumulativeCounters(15, 150, 2, 1)
+    ledger.retire_absent({2})
+    ledger.observe(2, {l1: CumulativeCounters(6, 60, 2, 1)})
+    assert ledger.totals()[l1] == CumulativeCounters(16, 160, 3, 1)
+    assert ledger.live_pids == {2}
+
+
+# --- a replaced worker held through its reload and read to its end -------------------------
+
+
+class HeldWorker:
+    """A ``Session`` to one worker: it stops after ``stop_after`` reads, then drains."""
+
+    def __init__(self, pid: int = 10, stop_after: int = 1, drained_after: int = 2) -> None:
+        self.pid, self.reads, self.closed = pid, 0, False
+        self.stop_after, self.drained_after = stop_after, drained_after
+        self.stot = 5
+
+    def __call__(self, command: str) -> str:
+        if self.closed:
+            raise RuntimeApiError("closed")
+        if command == "show info":
+            self.reads += 1
+            self.stot += 1  # it accepted one more connection since the last read
+            stopping = int(self.reads > self.stop_after)
+            return f"Pid: {self.pid}\nStopping: {stopping}\n"
+        return _stat_text(self.stot, scur=int(self.reads <= self.drained_after))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_held_worker_is_read_until_it_stopped_and_drained_then_released() -> None:
+    collector = StatsCollector(LoadBalancerId("lb"))
+    held = HeldWorker(stop_after=1, drained_after=3)
+    collector.drain(held)
+    assert held.closed and held.reads == 4
+    assert collector._ledger.totals()[ListenerId("l1")].total_connections == 9
+
+
+def test_the_hold_is_released_at_its_limit_and_on_errors() -> None:
+    collector = StatsCollector(LoadBalancerId("lb"))
+    never_stops = HeldWorker(stop_after=10**6)
+    collector.drain(never_stops, limit=0.0)
+    assert never_stops.closed and never_stops.reads == 1
+
+    class Broken(HeldWorker):
+        def __call__(self, command: str) -> str:
+            raise RuntimeApiError("the worker went away")
+
+    broken = Broken()
+    collector.drain(broken)
+    assert broken.closed
+
+
+def test_across_reload_hands_the_held_worker_to_a_drain() -> None:
+    held = HeldWorker(pid=10)
+    opened: list[Path] = []
+
+    def open_session(path: Path) -> Session:
+        opened.append(path)
+        return held
+
+    collector = StatsCollector(LoadBalancerId("lb"), open_session)
+    with collector.across_reload(Path("/run/amp/stats.sock")):
+        assert held.reads == 0  # held while the master reloads, read only after
+    deadline = time.monotonic() + 5
+    while not held.closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert opened == [Path("/run/amp/stats.sock")] and held.closed
+    assert collector._ledger.live_pids == {10}
+
+
+def test_a_worker_that_cannot_be_held_does_not_stop_the_reload() -> None:
+    def refuse(path: Path) -> Session:
+        raise RuntimeApiError(f"{path}: connection refused")
+
+    reloaded = False
+    with StatsCollector(LoadBalancerId("lb"), refuse).across_reload(Path("/x/stats.sock")):
+        reloaded = True
+    assert reloaded

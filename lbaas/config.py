@@ -100,7 +100,8 @@ class WorkerSettings(_Section):
     backoff_base: float = Field(0.5, description="First retry delay in seconds; doubles.")
     backoff_max: float = Field(30.0, description="Longest retry delay in seconds.")
     resync_interval: float = Field(
-        60.0, description="Seconds between periodic re-converges of every load balancer."
+        60.0,
+        description="Each load balancer is re-converged about this often (spread out, not at once).",
     )
 
 

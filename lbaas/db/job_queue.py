@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, insert, or_, select, update
+from sqlalchemy import bindparam, case, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from lbaas.db.engine import Database
-from lbaas.db.tables import ConvergeJobRow, LoadBalancerRow
+from lbaas.db.tables import ConvergeJobRow, LoadBalancerRow, table_of
 
 
 @dataclass(frozen=True)
@@ -236,22 +236,38 @@ def last_error(session: Session, loadbalancer_id: str) -> tuple[str | None, int,
     return row.last_error, row.requested_gen, row.done_gen
 
 
-def enqueue_resync(db: Database, now: float) -> int:
-    """Queue a converge for every ACTIVE load balancer with nothing outstanding."""
+def enqueue_resync(
+    db: Database, now: float, interval: float = 0.0, limit: int | None = None
+) -> int:
+    """Queue a converge for ACTIVE load balancers with nothing outstanding whose last
+    converge settled at least ``interval`` seconds ago, oldest first, at most ``limit``."""
+    lbs = table_of(LoadBalancerRow).c
     with db.write() as session:
-        active = set(
-            session.scalars(
-                select(LoadBalancerRow.id).where(LoadBalancerRow.provisioning_status == "ACTIVE")
+        due = (
+            select(_JOBS.loadbalancer_id)
+            .join_from(ConvergeJobRow, LoadBalancerRow, lbs.id == _JOBS.loadbalancer_id)
+            .where(
+                lbs.provisioning_status == "ACTIVE",
+                _JOBS.requested_gen <= _JOBS.done_gen,
+                _JOBS.updated_at <= now - interval,
             )
+            .order_by(_JOBS.updated_at, _JOBS.loadbalancer_id)
         )
-        outstanding = set(
-            session.scalars(
-                select(ConvergeJobRow.loadbalancer_id).where(
-                    ConvergeJobRow.requested_gen > ConvergeJobRow.done_gen
-                )
-            )
-        )
-        targets = sorted(active - outstanding)
+        if limit is not None:
+            due = due.limit(limit)
+        targets = list(session.connection().execute(due).scalars())
         for lb_id in targets:
             enqueue_converge(session, lb_id, now)
         return len(targets)
+
+
+def count_active(db: Database) -> int:
+    """How many load balancers are ACTIVE (the resync's share per tick depends on it)."""
+    lbs = table_of(LoadBalancerRow).c
+    with db.read_connection() as conn:
+        found = conn.execute(
+            select(func.count())
+            .select_from(lbs.id.table)
+            .where(lbs.provisioning_status == "ACTIVE")
+        ).scalar()
+    return int(found or 0)

@@ -117,9 +117,16 @@ class Worker:
                 LOG.exception("lease renewal failed")
 
     def _resync_loop(self) -> None:
-        while not self._stop.wait(self._settings.resync_interval):
+        # Spread the resync out: a tick every twelfth of the interval queues the load
+        # balancers whose last converge is older than the interval, a twelfth of them at
+        # most, so each is re-converged about once per interval without a burst of every
+        # load balancer at once (which stalled the API every minute at a few thousand).
+        interval = self._settings.resync_interval
+        ticks = 12
+        while not self._stop.wait(interval / ticks):
             try:
-                count = job_queue.enqueue_resync(self._db, self._clock())
+                share = job_queue.count_active(self._db) // ticks + 1
+                count = job_queue.enqueue_resync(self._db, self._clock(), interval, share)
                 if count:
                     LOG.info("resync queued %d load balancers", count)
                     self.notify()

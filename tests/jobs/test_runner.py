@@ -139,3 +139,23 @@ def test_resync_requeues_active_load_balancers(idle_plane: Any, idle_api: Api) -
     assert idle_plane.worker.run_once()
     assert len([c for c in noop_of(idle_plane).calls if c.loadbalancer_id == lb]) == 2
     assert _status(idle_api, lb) == "ACTIVE"
+
+
+def test_resync_takes_only_due_load_balancers_oldest_first(
+    idle_plane: Any, idle_api: Api
+) -> None:
+    lbs = [_post_lb(idle_api) for _ in range(3)]
+    while idle_plane.worker.run_once():
+        pass
+    db = idle_plane.database
+    now = time.time()
+    # Settled just now: not due within an interval of a minute.
+    assert job_queue.enqueue_resync(db, now, interval=60.0) == 0
+    # Due a minute later, but one tick takes at most its share, the oldest first.
+    assert job_queue.enqueue_resync(db, now + 61.0, interval=60.0, limit=2) == 2
+    with db.read() as session:
+        pending = {
+            lb for lb in lbs if (job := job_queue.last_error(session, lb)) and job[1] > job[2]
+        }
+    assert pending == set(lbs[:2])
+    assert job_queue.count_active(db) == 3

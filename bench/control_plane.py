@@ -180,8 +180,18 @@ def full_tree_single_call(c: Client, n: int) -> dict[str, float]:
     return _summary(times)
 
 
-def list_throughput(url: str, total: int, seconds: float) -> dict[str, float]:
-    """A tenant with exactly ``total`` load balancers lists them, as fast as it can."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def list_throughput(url: str, server_pid: int, total: int, seconds: float) -> dict[str, float]:
+    """A tenant with exactly ``total`` load balancers lists them, as fast as it can.
+
+    Server CPU per request is reported too: a figure below 1000 / requests_per_s means
+    the server was not the only limit (the client, or the other core's load).
+    """
     c = Client(url, project=f"bench-list-{total}")
     existing = len(c.http.get(LB).json()["loadbalancers"])
     for i in range(existing, total):
@@ -190,6 +200,7 @@ def list_throughput(url: str, total: int, seconds: float) -> dict[str, float]:
     while any(lb["provisioning_status"] != "ACTIVE" for lb in c.http.get(LB).json()[LBS]):
         time.sleep(0.05)
     count = 0
+    cpu_before = _cpu_seconds(server_pid)
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
         r = c.http.get(LB)
@@ -197,7 +208,12 @@ def list_throughput(url: str, total: int, seconds: float) -> dict[str, float]:
         assert len(orjson.loads(r.content)["loadbalancers"]) == total
         count += 1
     elapsed = time.perf_counter() - start
-    return {"load_balancers": total, "requests_per_s": round(count / elapsed, 1)}
+    server_ms = (_cpu_seconds(server_pid) - cpu_before) * 1000 / count
+    return {
+        "load_balancers": total,
+        "requests_per_s": round(count / elapsed, 1),
+        "server_cpu_ms_per_request": round(server_ms, 2),
+    }
 
 
 def concurrent_creates(url: str, total: int, threads: int) -> dict[str, float]:
@@ -292,8 +308,14 @@ def main() -> None:
                     "concurrent_50_lbs_10_threads",
                     lambda: concurrent_creates(url, 10 if q else 50, 10),
                 ),
-                ("list_200", lambda: list_throughput(url, 20 if q else 200, 1 if q else 5)),
-                ("list_1000", lambda: list_throughput(url, 30 if q else 1000, 1 if q else 5)),
+                (
+                    "list_200",
+                    lambda: list_throughput(url, proc.pid, 20 if q else 200, 1 if q else 5),
+                ),
+                (
+                    "list_1000",
+                    lambda: list_throughput(url, proc.pid, 30 if q else 1000, 1 if q else 5),
+                ),
             ]
             for name, step in steps:
                 figures[name] = step()

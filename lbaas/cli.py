@@ -70,6 +70,8 @@ def _serve_api(settings: Settings, app: Any) -> None:
         log_level="warning",
         access_log=False,
         lifespan="off",
+        # Links follow api.api_base_uri, as Octavia's do; nothing reads X-Forwarded-*.
+        proxy_headers=False,
     )
     server = uvicorn.Server(config)
     print(f"lbaas API listening on http://{settings.api.host}:{settings.api.port}", flush=True)

@@ -92,32 +92,27 @@ def load_tree(session: Session, loadbalancer_id: str) -> TreeNode | None:
     return lb
 
 
+def _children(
+    session: Session, table: Table, parent_key: str, parent_ids: Any, *order: Any
+) -> dict[str, list[TreeNode]]:
+    """Rows of ``table`` whose ``parent_key`` is in the subquery ``parent_ids``, grouped."""
+    column = table.c[parent_key]
+    stmt = select(table).where(column.in_(parent_ids)).order_by(*order)
+    return _grouped(_nodes(session, table, stmt), parent_key)
+
+
 def _attach_pool_children(session: Session, loadbalancer_id: str, pools: list[TreeNode]) -> None:
     members: dict[str, list[TreeNode]] = {}
-    monitors: dict[str, TreeNode] = {}
+    monitors: dict[str, list[TreeNode]] = {}
     if pools:
         pool_ids = select(POOLS.c.id).where(POOLS.c.loadbalancer_id == loadbalancer_id)
-        members = _grouped(
-            _nodes(
-                session,
-                MEMBERS,
-                select(MEMBERS)
-                .where(MEMBERS.c.pool_id.in_(pool_ids))
-                .order_by(MEMBERS.c.created_at, MEMBERS.c.id),
-            ),
-            "pool_id",
+        members = _children(
+            session, MEMBERS, "pool_id", pool_ids, MEMBERS.c.created_at, MEMBERS.c.id
         )
-        monitors = {
-            hm.pool_id: hm
-            for hm in _nodes(
-                session,
-                HEALTH_MONITORS,
-                select(HEALTH_MONITORS).where(HEALTH_MONITORS.c.pool_id.in_(pool_ids)),
-            )
-        }
+        monitors = _children(session, HEALTH_MONITORS, "pool_id", pool_ids)
     for pool in pools:
         pool.members = members.get(pool.id, [])
-        pool.health_monitor = monitors.get(pool.id)
+        pool.health_monitor = next(iter(monitors.get(pool.id, [])), None)
 
 
 def _attach_listener_children(
@@ -127,25 +122,13 @@ def _attach_listener_children(
     rules: dict[str, list[TreeNode]] = {}
     if listeners:
         listener_ids = select(LISTENERS.c.id).where(LISTENERS.c.loadbalancer_id == loadbalancer_id)
-        found = _nodes(
-            session,
-            L7POLICIES,
-            select(L7POLICIES)
-            .where(L7POLICIES.c.listener_id.in_(listener_ids))
-            .order_by(L7POLICIES.c.position, L7POLICIES.c.id),
+        policies = _children(
+            session, L7POLICIES, "listener_id", listener_ids, L7POLICIES.c.position, L7POLICIES.c.id
         )
-        policies = _grouped(found, "listener_id")
-        if found:
+        if policies:
             policy_ids = select(L7POLICIES.c.id).where(L7POLICIES.c.listener_id.in_(listener_ids))
-            rules = _grouped(
-                _nodes(
-                    session,
-                    L7RULES,
-                    select(L7RULES)
-                    .where(L7RULES.c.l7policy_id.in_(policy_ids))
-                    .order_by(L7RULES.c.created_at, L7RULES.c.id),
-                ),
-                "l7policy_id",
+            rules = _children(
+                session, L7RULES, "l7policy_id", policy_ids, L7RULES.c.created_at, L7RULES.c.id
             )
     for listener in listeners:
         listener.l7policies = policies.get(listener.id, [])

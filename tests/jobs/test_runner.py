@@ -141,9 +141,7 @@ def test_resync_requeues_active_load_balancers(idle_plane: Any, idle_api: Api) -
     assert _status(idle_api, lb) == "ACTIVE"
 
 
-def test_resync_takes_only_due_load_balancers_oldest_first(
-    idle_plane: Any, idle_api: Api
-) -> None:
+def test_resync_takes_only_due_load_balancers_oldest_first(idle_plane: Any, idle_api: Api) -> None:
     lbs = [_post_lb(idle_api) for _ in range(3)]
     while idle_plane.worker.run_once():
         pass

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -91,16 +91,16 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Session]:
         """One write transaction: committed if the block ends normally, else rolled back."""
-        if self.is_sqlite:
-            # SQLite has one writer at a time; queue this process's writers on a mutex
-            # rather than on SQLite's busy handler, which sleeps in coarse steps (up to
-            # 100 ms) and turned every API write behind a converge into a long wait.
-            with self._sqlite_writer:
-                with self._write_transaction() as session:
-                    yield session
-            return
-        with self._write_transaction() as session:
-            yield session
+        with self._one_writer(), _mapped_errors():
+            session = self._write_sessions()
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+            finally:
+                session.close()
 
     @contextmanager
     def read_connection(self) -> Iterator[Connection]:
@@ -115,45 +115,27 @@ class Database:
         The job queue's claims run many times per converge; the session's own bookkeeping
         was most of their cost.
         """
-        if self.is_sqlite:
-            with self._sqlite_writer:
-                with self._core_transaction() as conn:
-                    yield conn
-            return
-        with self._core_transaction() as conn:
+        with self._one_writer(), _mapped_errors(), self._writer.begin() as conn:
             yield conn
 
-    @contextmanager
-    def _core_transaction(self) -> Iterator[Connection]:
-        try:
-            with self._writer.begin() as conn:
-                yield conn
-        except IntegrityError as exc:
-            LOG.info("integrity error: %s", exc.orig)
-            raise Conflict("Already an entity with that specified id.") from exc
-        except OperationalError as exc:
-            LOG.warning("database busy: %s", exc.orig)
-            raise ServiceUnavailable("Database busy, please try again.") from exc
-
-    @contextmanager
-    def _write_transaction(self) -> Iterator[Session]:
-        session = self._write_sessions()
-        try:
-            yield session
-            session.commit()
-        except IntegrityError as exc:
-            session.rollback()
-            LOG.info("integrity error: %s", exc.orig)
-            raise Conflict("Already an entity with that specified id.") from exc
-        except OperationalError as exc:
-            session.rollback()
-            LOG.warning("database busy: %s", exc.orig)
-            raise ServiceUnavailable("Database busy, please try again.") from exc
-        except BaseException:
-            session.rollback()
-            raise
-        finally:
-            session.close()
+    def _one_writer(self) -> AbstractContextManager[object]:
+        # SQLite has one writer at a time; queue this process's writers on a mutex
+        # rather than on SQLite's busy handler, which sleeps in coarse steps (up to
+        # 100 ms) and turned every API write behind a converge into a long wait.
+        return self._sqlite_writer if self.is_sqlite else nullcontext()
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+@contextmanager
+def _mapped_errors() -> Iterator[None]:
+    """The one place database errors become API errors (after the rollback)."""
+    try:
+        yield
+    except IntegrityError as exc:
+        LOG.info("integrity error: %s", exc.orig)
+        raise Conflict("Already an entity with that specified id.") from exc
+    except OperationalError as exc:
+        LOG.warning("database busy: %s", exc.orig)
+        raise ServiceUnavailable("Database busy, please try again.") from exc

@@ -85,7 +85,7 @@ def enqueue_converge(
     )
 
 
-_CLAIMABLE = (
+_RUNNABLE = (
     select(_JOBS.loadbalancer_id, _JOBS.requested_gen, _JOBS.attempts, _JOBS.rebuild)
     .where(
         _JOBS.requested_gen > _JOBS.done_gen,
@@ -94,8 +94,8 @@ _CLAIMABLE = (
     )
     .order_by(_JOBS.next_attempt_at)
     .limit(1)
-    .with_for_update(skip_locked=True)
 )
+_CLAIMABLE = _RUNNABLE.with_for_update(skip_locked=True)
 _TAKE_LEASE = (
     update(ConvergeJobRow)
     .where(_JOBS.loadbalancer_id == bindparam("lb_id"))
@@ -114,7 +114,7 @@ def claim_next(db: Database, owner: str, now: float, lease_seconds: float) -> Cl
     # once more after every job), and on SQLite a write transaction would queue behind,
     # and hold up, the API's writers.
     with db.read_connection() as conn:
-        if conn.execute(_CLAIMABLE, {"now": now}).first() is None:
+        if conn.execute(_RUNNABLE, {"now": now}).first() is None:
             return None
     with db.write_connection() as conn:
         row = conn.execute(_CLAIMABLE, {"now": now}).first()

@@ -21,13 +21,13 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection, Dialect
 
 from lbaas.db.listing import ListQuery, ListSpec, page_statement
+from lbaas.db.queries import LIVE_STATUSES
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow, TagRow, table_of
 
 _LBS = table_of(LoadBalancerRow).c
 _LISTENERS = table_of(ListenerRow).c
 _POOLS = table_of(PoolRow).c
 _TAGS = table_of(TagRow).c
-_LIVE = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE", "ACTIVE", "ERROR")
 
 
 class _Dialect:
@@ -67,7 +67,7 @@ def _ids_of(d: _Dialect, table: Any) -> Any:
     """``[{"id": …}]`` of the live children of the outer load balancer row."""
     return (
         select(d.array_of(d.obj("id", table.id)))
-        .where(table.loadbalancer_id == _LBS.id, table.provisioning_status.in_(_LIVE))
+        .where(table.loadbalancer_id == _LBS.id, table.provisioning_status.in_(LIVE_STATUSES))
         .scalar_subquery()
     )
 

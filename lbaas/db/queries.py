@@ -59,7 +59,8 @@ class LoadBalancerChildren:
     tags: dict[str, list[str]]
 
 
-_LIVE = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE", "ACTIVE", "ERROR")
+# Provisioning statuses of objects that exist for the API (everything but DELETED).
+LIVE_STATUSES = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE", "ACTIVE", "ERROR")
 
 
 def in_id_set(column: Any, dialect: str) -> Any:
@@ -86,10 +87,10 @@ def _loadbalancer_children_query(dialect: str) -> Any:
     return union_all(
         select(literal("l"), listeners.loadbalancer_id, listeners.id).where(
             in_id_set(listeners.loadbalancer_id, dialect),
-            listeners.provisioning_status.in_(_LIVE),
+            listeners.provisioning_status.in_(LIVE_STATUSES),
         ),
         select(literal("p"), pools.loadbalancer_id, pools.id).where(
-            in_id_set(pools.loadbalancer_id, dialect), pools.provisioning_status.in_(_LIVE)
+            in_id_set(pools.loadbalancer_id, dialect), pools.provisioning_status.in_(LIVE_STATUSES)
         ),
         select(literal("t"), tags.resource_id, tags.tag).where(
             in_id_set(tags.resource_id, dialect)

@@ -7,7 +7,8 @@ POST latency (p50/p95); POST→ACTIVE for one load balancer and for a full tree 
 balancer, listener, pool, two members, health monitor — built call by call, each waiting
 for ACTIVE as a client must, and as one fully-populated POST); list throughput with 200
 and 1000 load balancers; 50 load balancers created by 10 threads (time until all ACTIVE,
-errors). Figures go to stdout; nothing here asserts on time.
+errors); a batch member PUT of 1000 members, then of 1000 that replace half of them.
+Figures go to stdout; nothing here asserts on time.
 """
 
 from __future__ import annotations
@@ -104,26 +105,31 @@ def _tree_step(c: Client, lb_id: str, path: str, wrapper: str, body: dict[str, A
     return str(obj["id"])
 
 
+def _http_listener_and_pool(c: Client, lb_id: str) -> str:
+    """An HTTP listener and its default pool, one call each; the pool's id."""
+    listener = _tree_step(
+        c,
+        lb_id,
+        "/v2/lbaas/listeners",
+        "listener",
+        {"loadbalancer_id": lb_id, "protocol": "HTTP", "protocol_port": 80},
+    )
+    return _tree_step(
+        c,
+        lb_id,
+        "/v2/lbaas/pools",
+        "pool",
+        {"listener_id": listener, "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"},
+    )
+
+
 def full_tree_stepwise(c: Client, n: int) -> dict[str, float]:
     times = []
     for i in range(n):
         start = time.perf_counter()
         lb_id = c.create_lb(f"tree-{i}")
         c.wait_active(lb_id)
-        listener = _tree_step(
-            c,
-            lb_id,
-            "/v2/lbaas/listeners",
-            "listener",
-            {"loadbalancer_id": lb_id, "protocol": "HTTP", "protocol_port": 80},
-        )
-        pool = _tree_step(
-            c,
-            lb_id,
-            "/v2/lbaas/pools",
-            "pool",
-            {"listener_id": listener, "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"},
-        )
+        pool = _http_listener_and_pool(c, lb_id)
         for m in range(2):
             _tree_step(
                 c,
@@ -178,6 +184,26 @@ def full_tree_single_call(c: Client, n: int) -> dict[str, float]:
         c.wait_active(lb_id)
         times.append(time.perf_counter() - start)
     return _summary(times)
+
+
+def batch_members(c: Client, size: int) -> dict[str, float]:
+    """The batch member PUT (what a controller syncing endpoints sends): ``size`` members
+    replacing none, then ``size`` replacing half of them; time to 202 and to ACTIVE."""
+    lb_id = c.create_lb("batch")
+    c.wait_active(lb_id)
+    pool = _http_listener_and_pool(c, lb_id)
+    figures: dict[str, float] = {"members": size}
+    for name, offset in (("create", 0), ("replace_half", size // 2)):
+        members = [
+            {"address": f"10.{(i + offset) // 250}.{(i + offset) % 250}.1", "protocol_port": 80}
+            for i in range(size)
+        ]
+        start = time.perf_counter()
+        c.http.put(f"/v2/lbaas/pools/{pool}/members", json={"members": members}).raise_for_status()
+        figures[f"{name}_put_ms"] = round((time.perf_counter() - start) * 1000, 1)
+        c.wait_active(lb_id, poll=0.01)
+        figures[f"{name}_active_ms"] = round((time.perf_counter() - start) * 1000, 1)
+    return figures
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -333,6 +359,7 @@ def main() -> None:
                     "post_to_active_full_tree_single_call",
                     lambda: full_tree_single_call(c, 2 if q else 30),
                 ),
+                ("batch_members_1000", lambda: batch_members(c, 50 if q else 1000)),
                 (
                     "concurrent_50_lbs_10_threads",
                     lambda: concurrent_creates(url, 10 if q else 50, 10),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import os
 import signal
 import sys
 import threading
@@ -48,7 +49,8 @@ def _setup_logging(settings: Settings) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
-def _wait_for_signal() -> None:
+def _wait_for_signal(parent_pid: int | None = None) -> None:
+    """Until SIGTERM or SIGINT; with ``parent_pid``, also until that parent is gone."""
     stop = threading.Event()
 
     def _handler(signum: int, _frame: object) -> None:
@@ -56,8 +58,17 @@ def _wait_for_signal() -> None:
         stop.set()
 
     signal.signal(signal.SIGTERM, _handler)
-    signal.signal(signal.SIGINT, _handler)
-    stop.wait()
+    if parent_pid is None:
+        signal.signal(signal.SIGINT, _handler)
+        stop.wait()
+        return
+    # A child of serve: Ctrl-C reaches the whole process group, and serve, which got it
+    # too, stops its child in order; a SIGKILLed serve is seen as a changed parent.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while not stop.wait(0.5):
+        if os.getppid() != parent_pid:
+            LOG.warning("parent process %d is gone; stopping", parent_pid)
+            return
 
 
 def _serve_api(settings: Settings, app: Any) -> None:
@@ -80,31 +91,59 @@ def _serve_api(settings: Settings, app: Any) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from lbaas.api.app import create_asgi_app
-    from lbaas.compose import build_control_plane
+    from lbaas.api.services import ApiServices
+    from lbaas.child_worker import ChildWorker
+    from lbaas.compose import open_database, open_providers, release_dead_worker, wakeup_sender
 
     settings = _settings(args)
     _setup_logging(settings)
-    plane = build_control_plane(settings)
-    plane.start()
-    extras = _start_embedded_extras(settings, plane)
-    print(f"lbaas database: {settings.database_url}", flush=True)
+    database = open_database(settings)  # creates or upgrades the schema before the child starts
+    providers = open_providers(settings, database)
+    child = ChildWorker(
+        _child_worker_command(args), on_death=lambda pid: release_dead_worker(database, pid)
+    )
+    sender = wakeup_sender(settings)
+    extras: list[Callable[[], None]] = []
     try:
-        _serve_api(settings, create_asgi_app(plane.services))
+        child.start()
+        extras = _start_embedded_extras(settings, database, sender.notify)
+        print(f"lbaas database: {settings.database_url}", flush=True)
+        _serve_api(
+            settings, create_asgi_app(ApiServices(settings, database, providers, sender.notify))
+        )
     finally:
         for stop in extras:
             stop()
-        plane.stop()
+        child.stop()
+        sender.close()
+        providers.close()
+        database.dispose()
     return 0
 
 
-def _start_embedded_extras(settings: Settings, plane: Any) -> list[Callable[[], None]]:
+def _child_worker_command(args: argparse.Namespace) -> list[str]:
+    """``lbaas worker`` with serve's own options, told to exit when serve does."""
+    command = [sys.executable, "-m", "lbaas.cli"]
+    if args.config:
+        command += ["--config", args.config]
+    command += ["worker", "--parent-pid", str(os.getpid())]
+    if args.state_dir:
+        command += ["--state-dir", args.state_dir]
+    if args.database_url:
+        command += ["--database-url", args.database_url]
+    return command
+
+
+def _start_embedded_extras(
+    settings: Settings, database: Any, notify: Callable[[], None]
+) -> list[Callable[[], None]]:
     """Health manager and local agent, when the amphora provider is enabled."""
     stops: list[Callable[[], None]] = []
     if "amphora" not in settings.providers.enabled:
         return stops
     from lbaas.health.service import start_health_manager
 
-    stops.append(start_health_manager(settings, plane.database))
+    stops.append(start_health_manager(settings, database, notify))
     stops.append(_start_agent(settings))
     return stops
 
@@ -120,38 +159,43 @@ def _start_agent(settings: Settings) -> Callable[[], None]:
 def cmd_api(args: argparse.Namespace) -> int:
     from lbaas.api.app import create_asgi_app
     from lbaas.api.services import ApiServices
-    from lbaas.compose import open_database, open_providers
+    from lbaas.compose import open_database, open_providers, wakeup_sender
 
     settings = _settings(args)
     _setup_logging(settings)
     database = open_database(settings, upgrade=False)
     providers = open_providers(settings, database)
-    _serve_api(settings, create_asgi_app(ApiServices(settings, database, providers)))
+    notify = wakeup_sender(settings).notify
+    _serve_api(settings, create_asgi_app(ApiServices(settings, database, providers, notify)))
     return 0
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from lbaas.compose import build_worker, open_database, open_providers
+    from lbaas.compose import build_worker_process, open_database, open_providers
 
     settings = _settings(args)
     _setup_logging(settings)
     database = open_database(settings, upgrade=False)
     providers = open_providers(settings, database)
-    worker = build_worker(settings, database, providers)
-    worker.start()
-    print(f"lbaas worker {worker.owner} running", flush=True)
-    _wait_for_signal()
-    worker.stop()
+    process = build_worker_process(settings, database, providers)
+    process.start()
+    print(f"lbaas worker {process.worker.owner} running", flush=True)
+    _wait_for_signal(parent_pid=args.parent_pid)
+    process.stop()
+    providers.close()
+    database.dispose()
     return 0
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    from lbaas.compose import open_database
+    from lbaas.compose import open_database, wakeup_sender
     from lbaas.health.service import start_health_manager
 
     settings = _settings(args)
     _setup_logging(settings)
-    stop = start_health_manager(settings, open_database(settings, upgrade=False))
+    stop = start_health_manager(
+        settings, open_database(settings, upgrade=False), wakeup_sender(settings).notify
+    )
     _wait_for_signal()
     stop()
     return 0
@@ -222,11 +266,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    serve = add("serve", cmd_serve, "API, worker and periodic tasks in one process")
+    serve = add("serve", cmd_serve, "API, worker and periodic tasks (the worker in a child)")
     serve.add_argument("--port", type=int, help="API port (default 9876)")
     api = add("api", cmd_api, "the REST API only")
     api.add_argument("--port", type=int, help="API port (default 9876)")
-    add("worker", cmd_worker, "the converge worker only")
+    worker = add("worker", cmd_worker, "the converge worker only")
+    # serve's child worker: exit when this process is no longer the parent.
+    worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     add("health", cmd_health, "the health manager only")
     add("agent", cmd_agent, "the per-host agent")
     db = sub.add_parser("db", help="database maintenance")

@@ -12,11 +12,15 @@ from dataclasses import dataclass
 from lbaas.api.services import ApiServices
 from lbaas.config import Settings
 from lbaas.converge.converge import Converger
+from lbaas.db import job_queue
 from lbaas.db.engine import Database
+from lbaas.db.job_notify import PostgresJobListener
 from lbaas.db.migrate import upgrade_database
 from lbaas.health.rollup import roll_up
+from lbaas.jobs.base import WakeupSource
 from lbaas.jobs.runner import JobRunner
-from lbaas.jobs.worker import Worker
+from lbaas.jobs.wakeup import WakeupListener, WakeupSender, wakeup_directory
+from lbaas.jobs.worker import Worker, owner_prefix
 from lbaas.network.registry import seed_subnets
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.registry import ProviderRegistry, build_registry
@@ -38,23 +42,35 @@ def open_providers(settings: Settings, database: Database) -> ProviderRegistry:
     return build_registry(settings.providers.enabled, settings.providers.default, context)
 
 
-@dataclass
-class ControlPlane:
-    """API services and a worker sharing one database and one provider registry."""
+def wakeup_sender(settings: Settings) -> WakeupSender:
+    """What a process that commits jobs calls to wake the workers on its host."""
+    return WakeupSender(wakeup_directory(settings.state_dir))
 
-    settings: Settings
-    database: Database
-    providers: ProviderRegistry
+
+@dataclass
+class WorkerProcess:
+    """A worker and what wakes it from other processes: the host's wakeup socket and,
+    on PostgreSQL, the job queue's notifications from any host."""
+
     worker: Worker
-    services: ApiServices
+    listeners: list[WakeupSource]
 
     def start(self) -> None:
         self.worker.start()
+        for listener in self.listeners:
+            listener.start()
 
     def stop(self) -> None:
+        for listener in self.listeners:
+            listener.stop()
         self.worker.stop()
-        self.providers.close()
-        self.database.dispose()
+
+
+def release_dead_worker(database: Database, pid: int) -> None:
+    """The jobs a worker process on this host held when it died can run again at once."""
+    released = job_queue.release_leases_of(database, owner_prefix(pid))
+    if released:
+        LOG.warning("released %d converge job(s) held by dead worker process %d", released, pid)
 
 
 def build_worker(settings: Settings, database: Database, providers: ProviderRegistry) -> Worker:
@@ -63,9 +79,52 @@ def build_worker(settings: Settings, database: Database, providers: ProviderRegi
     return Worker(database, runner, settings.worker)
 
 
+def build_worker_process(
+    settings: Settings, database: Database, providers: ProviderRegistry
+) -> WorkerProcess:
+    worker = build_worker(settings, database, providers)
+    listeners: list[WakeupSource] = [
+        WakeupListener(wakeup_directory(settings.state_dir), worker.notify)
+    ]
+    if not database.is_sqlite:
+        listeners.append(PostgresJobListener(database.url, worker.notify))
+    return WorkerProcess(worker, listeners)
+
+
+@dataclass
+class ControlPlane:
+    """API services and a worker in one process, sharing a database and providers.
+
+    Tests run this; ``lbaas serve`` runs the same parts with the worker in a child
+    process (``lbaas.child_worker``).
+    """
+
+    settings: Settings
+    database: Database
+    providers: ProviderRegistry
+    worker: Worker
+    services: ApiServices
+    sender: WakeupSender
+
+    def start(self) -> None:
+        self.worker.start()
+
+    def stop(self) -> None:
+        self.worker.stop()
+        self.sender.close()
+        self.providers.close()
+        self.database.dispose()
+
+
 def build_control_plane(settings: Settings, *, upgrade: bool = True) -> ControlPlane:
     database = open_database(settings, upgrade=upgrade)
     providers = open_providers(settings, database)
     worker = build_worker(settings, database, providers)
-    services = ApiServices(settings, database, providers, notify=worker.notify)
-    return ControlPlane(settings, database, providers, worker, services)
+    sender = wakeup_sender(settings)
+
+    def notify() -> None:
+        worker.notify()  # this process's worker at once, without a socket
+        sender.notify()  # and any other worker process sharing the state directory
+
+    services = ApiServices(settings, database, providers, notify=notify)
+    return ControlPlane(settings, database, providers, worker, services, sender)

@@ -62,6 +62,21 @@ class ApiSettings(_Section):
         None, description="Base URL used in pagination links instead of the request URL."
     )
     max_body_bytes: int = Field(114688, description="Larger request bodies get 413.")
+    metrics_enabled: bool = Field(
+        False,
+        description=(
+            "Serve /metrics in Prometheus' text format, without authentication: load "
+            "balancers and amphorae by status, the converge queue, responses per status."
+        ),
+    )
+    healthcheck_enabled: bool = Field(
+        False,
+        description=(
+            "Serve /healthcheck (GET or HEAD, no authentication): 200 'OK' while the "
+            "database answers, 503 otherwise, for a load balancer in front of API "
+            "processes. Off by default, as in Octavia (404)."
+        ),
+    )
     telemetry: bool = Field(
         False,
         description=(
@@ -102,6 +117,17 @@ class WorkerSettings(_Section):
     resync_interval: float = Field(
         60.0,
         description="Each load balancer is re-converged about this often (spread out, not at once).",
+    )
+    deleted_retention: float = Field(
+        604800.0,
+        ge=0,
+        description=(
+            "Seconds DELETED load balancer and amphora records are kept before they are "
+            "purged (Octavia's default is a week). 0 keeps them forever."
+        ),
+    )
+    housekeeping_interval: float = Field(
+        3600.0, gt=0, description="How often each worker purges expired DELETED records."
     )
 
 
@@ -166,6 +192,16 @@ class ProviderSettings(_Section):
             "HAProxy's global maxconn, and a listener's when its connection_limit is -1 "
             "(Octavia uses 50000; HAProxy needs about two file descriptors per connection, "
             "so keep it under half of the agent host's open-files limit)."
+        ),
+    )
+    amphora_hard_stop_after: int = Field(
+        900,
+        ge=0,
+        description=(
+            "Seconds a HAProxy worker replaced by a reload may keep serving the connections "
+            "it still holds before it is stopped (HAProxy's hard-stop-after); without a "
+            "limit, long-lived connections keep old workers, their memory and descriptors, "
+            "forever. 0: no limit."
         ),
     )
     noop_record_path: str = Field(

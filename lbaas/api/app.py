@@ -8,7 +8,8 @@ from starlette.types import ASGIApp
 from lbaas import __version__
 from lbaas.api.edge import EdgeMiddleware
 from lbaas.api.errors import install_error_handlers
-from lbaas.api.routers import ROUTERS, identity, networking, versions
+from lbaas.api.metrics import RequestCounter
+from lbaas.api.routers import ROUTERS, healthcheck, identity, metrics, networking, versions
 from lbaas.api.services import ApiServices
 
 
@@ -36,9 +37,16 @@ def create_app(services: ApiServices) -> FastAPI:
     app.include_router(networking.router, prefix="/v2.0")
     app.include_router(networking.router, prefix="/v2")
     app.include_router(identity.router)
+    if services.settings.api.healthcheck_enabled:
+        app.include_router(healthcheck.router)
+    app.state.request_counter = RequestCounter()
+    if services.settings.api.metrics_enabled:
+        app.include_router(metrics.router)
     return app
 
 
 def create_asgi_app(services: ApiServices) -> ASGIApp:
     """The app wrapped in the edge middleware: what servers and tests run."""
-    return EdgeMiddleware(create_app(services), services.settings.api.max_body_bytes)
+    app = create_app(services)
+    counter = app.state.request_counter if services.settings.api.metrics_enabled else None
+    return EdgeMiddleware(app, services.settings.api.max_body_bytes, counter)

@@ -2,7 +2,8 @@
 
 Done once here instead of in every handler: ``/v2.0/...`` served as ``/v2/...``, a ``.json``
 suffix ignored, an ``Accept`` that excludes JSON refused with 406, bodies over the limit
-refused with 413, and an ``x-openstack-request-id`` on every response. It is a plain ASGI
+refused with 413, an ``x-openstack-request-id`` on every response, and (with metrics on)
+a count of every response. It is a plain ASGI
 middleware (not Starlette's BaseHTTPMiddleware) so it adds no task or copy per request.
 """
 
@@ -13,6 +14,8 @@ import uuid
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from lbaas.api.metrics import RequestCounter
 
 _ALIASES = (("/v2.0/lbaas", "/v2/lbaas"), ("/v2.0/octavia", "/v2/octavia"))
 
@@ -44,10 +47,23 @@ async def _send_json(send: Send, status: int, body: dict[str, Any], request_id: 
     await send({"type": "http.response.body", "body": payload})
 
 
+def _counting(send: Send, counter: RequestCounter, method: str) -> Send:
+    async def counted(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            counter.count(method, int(message["status"]))
+        await send(message)
+
+    return counted
+
+
 class EdgeMiddleware:
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_body_bytes: int, counter: RequestCounter | None = None
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        # Counts every response (406 and 413 from here included) for /metrics.
+        self.counter = counter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -55,6 +71,8 @@ class EdgeMiddleware:
             return
         request_id = f"req-{uuid.uuid4()}"
         scope.setdefault("state", {})["request_id"] = request_id
+        if self.counter is not None:
+            send = _counting(send, self.counter, scope["method"])
         path: str = scope["path"]
         if path.endswith(".json") and path.startswith("/v2"):
             path = path[: -len(".json")]

@@ -31,9 +31,8 @@ KINDS: dict[str, tuple[type[Base], str]] = {
 }
 
 
-def effective_limit(session: Session, defaults: QuotaSettings, project_id: str, kind: str) -> int:
-    record = session.get(QuotaRow, project_id)
-    stored = getattr(record, kind) if record is not None else None
+def effective_limit(record: QuotaRow, defaults: QuotaSettings, kind: str) -> int:
+    stored = getattr(record, kind)
     return int(stored) if stored is not None else int(getattr(defaults, kind))
 
 
@@ -41,10 +40,10 @@ def check_quota(
     session: Session, defaults: QuotaSettings, project_id: str, kind: str, adding: int = 1
 ) -> None:
     """Raise QuotaExceeded (403) if adding ``adding`` objects would pass the limit."""
-    queries.ensure_quota_record(session, project_id)
+    record = queries.ensure_quota_record(session, project_id)
     if adding <= 0:
         return
-    limit = effective_limit(session, defaults, project_id, kind)
+    limit = effective_limit(record, defaults, kind)
     if limit < 0:
         return
     table, label = KINDS[kind]

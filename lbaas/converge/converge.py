@@ -62,13 +62,13 @@ class Converger:
 
     def converge_load_balancer(self, request: ConvergeRequest, settle: Settle) -> None:
         """Make the data plane match the stored graph, then settle statuses."""
-        with self._db.read() as session:
-            row = load_tree(session, request.loadbalancer_id)
+        with self._db.read_connection() as conn:
+            row = load_tree(conn, request.loadbalancer_id)
             if row is None or row.provisioning_status == ProvisioningStatus.DELETED:
                 deleting, graph, snapshot = None, None, None
             else:
                 deleting = row.provisioning_status == ProvisioningStatus.PENDING_DELETE
-                graph = graph_from_row(session, row)
+                graph = graph_from_row(conn, row)
                 snapshot = status_writer.snapshot_tree(row)
         if graph is None or snapshot is None:
             with self._db.write() as session:

@@ -4,23 +4,27 @@ Every write in lbaas is one short transaction (design principle 6), so this modu
 exactly two ways in: ``read()`` and ``write()``. On SQLite a write starts with
 ``BEGIN IMMEDIATE`` so concurrent writers queue on the database lock up front instead of
 failing half-way with "database is locked" when a reader upgrades; WAL mode lets readers
-go on meanwhile. On PostgreSQL writes take row locks (``SELECT … FOR UPDATE``) where the
-code asks for them. ``IntegrityError`` becomes ``lbaas.errors.Conflict`` here, the one
-place that sees it.
+go on meanwhile. Before that, writers queue on a lock of their own (``SqliteWriterLock``),
+which hands over at once instead of in the busy handler's sleeps. On PostgreSQL writes
+take row locks (``SELECT … FOR UPDATE``) where the code asks for them. ``IntegrityError``
+becomes ``lbaas.errors.Conflict`` here, the one place that sees it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from lbaas.errors import Conflict, ServiceUnavailable
@@ -46,6 +50,52 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
 
+class SqliteWriterLock:
+    """One SQLite writer at a time: across threads (a re-entrant lock) and processes (flock).
+
+    SQLite's own busy handler sleeps in coarse steps (up to 100 ms) while another
+    connection writes, which turned every API write behind a converge into a long wait.
+    Queued on this lock instead, the next writer is woken the moment the previous one
+    commits. The kernel drops a flock when its process dies, so a crash cannot leave it
+    held.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._fd = -1
+        self._threads = threading.RLock()
+        self._depth = 0
+
+    def __enter__(self) -> None:
+        self._threads.acquire()
+        try:
+            if self._depth == 0:
+                if self._fd < 0:
+                    self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                fcntl.flock(self._fd, fcntl.LOCK_EX)  # releases the GIL while it waits
+        except BaseException:
+            self._threads.release()
+            raise
+        self._depth += 1
+
+    def __exit__(
+        self,
+        _type: type[BaseException] | None,
+        _value: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._threads.release()
+
+    def close(self) -> None:
+        with self._threads:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+
 class Database:
     """A handle on one database: an engine and the two kinds of transaction."""
 
@@ -53,11 +103,13 @@ class Database:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         kwargs: dict[str, Any] = {"echo": echo, "future": True}
+        self._sqlite_writer: SqliteWriterLock | None = None
         if self.is_sqlite:
             path = url.split("///", 1)[-1]
             if not path or path == ":memory:":
                 raise ValueError("lbaas needs a SQLite file, not an in-memory database")
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._sqlite_writer = SqliteWriterLock(Path(f"{path}-writer.lock"))
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         else:
             kwargs["pool_size"] = pool_size
@@ -74,7 +126,6 @@ class Database:
         )
         self._writer = writer
         self._write_sessions = sessionmaker(writer, expire_on_commit=False)
-        self._sqlite_writer = threading.RLock()
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -119,13 +170,20 @@ class Database:
             yield conn
 
     def _one_writer(self) -> AbstractContextManager[object]:
-        # SQLite has one writer at a time; queue this process's writers on a mutex
-        # rather than on SQLite's busy handler, which sleeps in coarse steps (up to
-        # 100 ms) and turned every API write behind a converge into a long wait.
-        return self._sqlite_writer if self.is_sqlite else nullcontext()
+        return self._sqlite_writer if self._sqlite_writer is not None else nullcontext()
+
+    def ping(self) -> None:
+        """A round trip to the database; raises ``ServiceUnavailable`` when there is none."""
+        try:
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+        except SQLAlchemyError as exc:
+            raise ServiceUnavailable("Database unreachable.") from exc
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._sqlite_writer is not None:
+            self._sqlite_writer.close()
 
 
 @contextmanager

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy import bindparam, select
+from sqlalchemy.engine import Connection
 
 from lbaas.db.tables import (
     FlavorProfileRow,
     FlavorRow,
-    L7PolicyRow,
-    ListenerRow,
-    LoadBalancerRow,
-    PoolRow,
     SubnetRow,
     table_of,
 )
@@ -171,36 +167,25 @@ def _listener(row: TreeNode, live_pools: set[G.PoolId]) -> G.Listener:
     )
 
 
-def load_loadbalancer_row(session: Session, loadbalancer_id: str) -> LoadBalancerRow | None:
-    """The load balancer row with its whole tree loaded in a fixed number of queries."""
-    query = (
-        select(LoadBalancerRow)
-        .where(LoadBalancerRow.id == loadbalancer_id)
-        .options(
-            selectinload(LoadBalancerRow.listeners)
-            .selectinload(ListenerRow.l7policies)
-            .selectinload(L7PolicyRow.rules),
-            selectinload(LoadBalancerRow.pools).selectinload(PoolRow.members),
-            selectinload(LoadBalancerRow.pools).selectinload(PoolRow.health_monitor),
-        )
-    )
-    return session.scalars(query).first()
+_FLAVORS, _PROFILES = table_of(FlavorRow).c, table_of(FlavorProfileRow).c
+# Built once: every converge reads these.
+_FLAVOR_DATA = select(_PROFILES.flavor_data).where(
+    _FLAVORS.id == bindparam("flavor_id"), _PROFILES.id == _FLAVORS.flavor_profile_id
+)
+_SUBNETS_BY_ID = select(_SUBNETS).where(_SUBNETS.c.id.in_(bindparam("ids", expanding=True)))
 
 
-def _flavor_data(session: Session, flavor_id: str | None) -> dict[str, object]:
+def _flavor_data(conn: Connection, flavor_id: str | None) -> dict[str, object]:
     if not flavor_id:
         return {}
-    flavor = session.get(FlavorRow, flavor_id)
-    if flavor is None:
+    stored = conn.execute(_FLAVOR_DATA, {"flavor_id": flavor_id}).scalar()
+    if stored is None:
         return {}
-    profile = session.get(FlavorProfileRow, flavor.flavor_profile_id)
-    if profile is None:
-        return {}
-    data = json.loads(profile.flavor_data)
+    data = json.loads(stored)
     return dict(data) if isinstance(data, dict) else {}
 
 
-def graph_from_row(session: Session, lb: TreeNode) -> G.LoadBalancer:
+def graph_from_row(conn: Connection, lb: TreeNode) -> G.LoadBalancer:
     """Build the desired graph of an already loaded load balancer row."""
     pools = tuple(_pool(p) for p in lb.pools if _live(p.provisioning_status))
     live_pools = {p.id for p in pools}
@@ -214,9 +199,7 @@ def graph_from_row(session: Session, lb: TreeNode) -> G.LoadBalancer:
             cidr=s.cidr,
             gateway_ip=s.gateway_ip,
         )
-        for s in session.connection().execute(
-            select(_SUBNETS).where(_SUBNETS.c.id.in_(sorted(subnet_ids)))
-        )
+        for s in conn.execute(_SUBNETS_BY_ID, {"ids": sorted(subnet_ids)})
     )
     return G.LoadBalancer(
         id=G.LoadBalancerId(lb.id),
@@ -232,7 +215,7 @@ def graph_from_row(session: Session, lb: TreeNode) -> G.LoadBalancer:
         admin_state_up=lb.admin_state_up,
         topology=E.Topology(lb.topology),
         availability_zone=lb.availability_zone,
-        flavor=_flavor_data(session, lb.flavor_id),
+        flavor=_flavor_data(conn, lb.flavor_id),
         listeners=tuple(
             _listener(li, live_pools) for li in lb.listeners if _live(li.provisioning_status)
         ),
@@ -241,9 +224,9 @@ def graph_from_row(session: Session, lb: TreeNode) -> G.LoadBalancer:
     )
 
 
-def load_graph(session: Session, loadbalancer_id: str) -> G.LoadBalancer | None:
+def load_graph(conn: Connection, loadbalancer_id: str) -> G.LoadBalancer | None:
     """The desired graph of a load balancer, or None if it does not exist."""
-    tree = load_tree(session, loadbalancer_id)
+    tree = load_tree(conn, loadbalancer_id)
     if tree is None:
         return None
-    return graph_from_row(session, tree)
+    return graph_from_row(conn, tree)

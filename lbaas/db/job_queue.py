@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, func, insert, or_, select, update
+from sqlalchemy import bindparam, case, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 
 from lbaas.db.engine import Database
+from lbaas.db.job_notify import CHANNEL
 from lbaas.db.tables import ConvergeJobRow, LoadBalancerRow, table_of
 
 
@@ -47,6 +48,37 @@ class Fence(Enum):
 _JOBS = ConvergeJobRow.__table__.c
 
 
+def _enqueue_update(rebuild: bool) -> Any:
+    values: dict[str, Any] = {
+        "requested_gen": _JOBS.requested_gen + 1,
+        # A fresh change is worth trying at once, even if an older attempt is backing off.
+        "next_attempt_at": case(
+            (_JOBS.next_attempt_at > bindparam("now"), bindparam("now")),
+            else_=_JOBS.next_attempt_at,
+        ),
+        "attempts": 0,
+        "updated_at": bindparam("now"),
+    }
+    if rebuild:
+        values["rebuild"] = True
+    return update(ConvergeJobRow).where(_JOBS.loadbalancer_id == bindparam("lb")).values(**values)
+
+
+_NOTIFY = select(func.pg_notify(literal(CHANNEL), literal("")))
+# Built once: enqueueing runs in every write of the API.
+_ENQUEUE_UPDATE = {rebuild: _enqueue_update(rebuild) for rebuild in (False, True)}
+_ENQUEUE_INSERT = insert(ConvergeJobRow).values(
+    loadbalancer_id=bindparam("lb"),
+    requested_gen=1,
+    done_gen=0,
+    claimed_gen=0,
+    rebuild=bindparam("rebuild"),
+    attempts=0,
+    next_attempt_at=bindparam("now"),
+    updated_at=bindparam("now"),
+)
+
+
 def enqueue_converge(
     session: Session, loadbalancer_id: str, now: float, *, rebuild: bool = False, new: bool = False
 ) -> None:
@@ -55,34 +87,15 @@ def enqueue_converge(
     Callers hold the load balancer's row lock, so update-else-insert cannot race; ``new``
     says the load balancer was created in this transaction, so there is nothing to update.
     """
-    values: dict[str, object] = {
-        "requested_gen": _JOBS.requested_gen + 1,
-        # A fresh change is worth trying at once, even if an older attempt is backing off.
-        "next_attempt_at": case((_JOBS.next_attempt_at > now, now), else_=_JOBS.next_attempt_at),
-        "attempts": 0,
-        "updated_at": now,
-    }
-    if rebuild:
-        values["rebuild"] = True
     conn = session.connection()
+    if conn.dialect.name == "postgresql":
+        # Delivered at commit to every listening worker (lbaas.db.job_notify).
+        conn.execute(_NOTIFY)
     if not new:
-        result = conn.execute(
-            update(ConvergeJobRow).where(_JOBS.loadbalancer_id == loadbalancer_id).values(**values)
-        )
+        result = conn.execute(_ENQUEUE_UPDATE[rebuild], {"lb": loadbalancer_id, "now": now})
         if result.rowcount:
             return
-    conn.execute(
-        insert(ConvergeJobRow).values(
-            loadbalancer_id=loadbalancer_id,
-            requested_gen=1,
-            done_gen=0,
-            claimed_gen=0,
-            rebuild=rebuild,
-            attempts=0,
-            next_attempt_at=now,
-            updated_at=now,
-        )
-    )
+    conn.execute(_ENQUEUE_INSERT, {"lb": loadbalancer_id, "now": now, "rebuild": rebuild})
 
 
 _RUNNABLE = (
@@ -223,9 +236,21 @@ def settle_retry(db: Database, claim: Claim, now: float, delay: float, error: st
         row.updated_at = now
 
 
-def forget(session: Session, loadbalancer_id: str) -> None:
-    """Drop the job row of a load balancer that no longer exists."""
-    session.execute(delete(ConvergeJobRow).where(ConvergeJobRow.loadbalancer_id == loadbalancer_id))
+def release_leases_of(db: Database, owner_prefix: str) -> int:
+    """Free at once the leases of a worker process known to be dead; how many there were.
+
+    Only for a process whose death is certain (``lbaas serve`` has just reaped its child):
+    anyone else must wait for the lease to run out, because a worker that merely looks
+    silent may still be converging. The fence keeps even a wrong release harmless to the
+    data: the old owner's settle would find its lease LOST.
+    """
+    with db.write_connection() as conn:
+        result = conn.execute(
+            update(ConvergeJobRow)
+            .where(_JOBS.lease_owner.startswith(owner_prefix, autoescape=True))
+            .values(lease_owner=None, lease_expires_at=None)
+        )
+        return int(result.rowcount)
 
 
 def last_error(session: Session, loadbalancer_id: str) -> tuple[str | None, int, int] | None:

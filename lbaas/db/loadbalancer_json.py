@@ -57,7 +57,8 @@ class _Dialect:
     def boolean(self, column: Any) -> Any:
         if self.pg:
             return column
-        return func.json(case((column, "true"), else_="false"))
+        # json('true') is constant, so SQLite evaluates it once, not once per row.
+        return case((column, func.json("true")), else_=func.json("false"))
 
     def stored_json(self, column: Any) -> Any:
         return column if self.pg else func.json(column)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -97,15 +98,29 @@ def ensure_subnet(
     return row
 
 
+def _reserve_statement(insert: Any) -> Any:
+    table = table_of(PortRow)
+    return (
+        insert(table)
+        .values({c.key: bindparam(c.key) for c in table.columns})
+        .on_conflict_do_nothing()
+    )
+
+
+# Built once per dialect: every load balancer create reserves a VIP port.
+_RESERVE = {
+    "postgresql": _reserve_statement(postgresql_insert),
+    "sqlite": _reserve_statement(sqlite_insert),
+}
+
+
 def try_reserve_port(session: Session, port: PortRow) -> bool:
     """Insert the port unless its address was taken meanwhile (a concurrent create).
 
     ``INSERT … ON CONFLICT DO NOTHING`` on the unique (subnet, address) pair instead of a
     savepoint around an ORM insert: one statement, and the outcome is its row count.
     """
-    table = table_of(PortRow)
-    values = {col.key: getattr(port, col.key) for col in table.columns}
-    dialect = session.get_bind().dialect.name
-    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
-    result = session.connection().execute(insert(table).values(**values).on_conflict_do_nothing())
+    values = {col.key: getattr(port, col.key) for col in table_of(PortRow).columns}
+    conn = session.connection()
+    result = conn.execute(_RESERVE[conn.dialect.name], values)
     return bool(result.rowcount)

@@ -10,9 +10,10 @@ from typing import Any
 
 from sqlalchemy import String, any_, bindparam, func, literal, literal_column, select, union_all
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from lbaas.db.tables import Base, ListenerRow, LoadBalancerRow, PoolRow, TagRow
+from lbaas.db.tables import Base, ListenerRow, LoadBalancerRow, PoolRow, QuotaRow, TagRow
 
 
 def lock_loadbalancer(session: Session, loadbalancer_id: str) -> LoadBalancerRow | None:
@@ -126,16 +127,18 @@ def count_rows(session: Session, table: type[Base], *conditions: Any) -> int:
     return int(session.scalar(select(func.count()).select_from(table).where(*conditions)) or 0)
 
 
-def ensure_quota_record(session: Session, project_id: str) -> None:
-    """Create the project's (all-default) quota record the first time it creates anything."""
-    from sqlalchemy.exc import IntegrityError
-
-    from lbaas.db.tables import QuotaRow
-
-    if session.get(QuotaRow, project_id) is not None:
-        return
+def ensure_quota_record(session: Session, project_id: str) -> QuotaRow:
+    """The project's quota record, created (all defaults) the first time it creates anything."""
+    record = session.get(QuotaRow, project_id)
+    if record is not None:
+        return record
+    record = QuotaRow(project_id=project_id)
     try:
         with session.begin_nested():
-            session.add(QuotaRow(project_id=project_id))
+            session.add(record)
     except IntegrityError:
-        pass  # another request created it first: exactly what we wanted
+        # Another request created it first: exactly what we wanted.
+        found = session.get(QuotaRow, project_id)
+        assert found is not None
+        return found
+    return record

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,16 +20,8 @@ from sqlalchemy import Table, bindparam, delete, update
 from sqlalchemy.orm import Session
 
 from lbaas.db import tree_loader
-from lbaas.db.graph_loader import load_loadbalancer_row
 from lbaas.db.tables import (
-    HealthMonitorRow,
-    L7PolicyRow,
-    L7RuleRow,
-    ListenerRow,
     ListenerStatsRow,
-    LoadBalancerRow,
-    MemberRow,
-    PoolRow,
     PortRow,
     TagRow,
     table_of,
@@ -40,40 +32,9 @@ from lbaas.model.enums import OperatingStatus, ProvisioningStatus
 ACTIVE = ProvisioningStatus.ACTIVE.value
 ERROR = ProvisioningStatus.ERROR.value
 PENDING_DELETE = ProvisioningStatus.PENDING_DELETE.value
-StatusRow = (
-    LoadBalancerRow | ListenerRow | PoolRow | MemberRow | HealthMonitorRow | L7PolicyRow | L7RuleRow
-)
 
 
-def _tree(lb: LoadBalancerRow) -> Iterator[StatusRow]:
-    """Every stored object under a load balancer, children before their parents."""
-    for listener in lb.listeners:
-        for policy in listener.l7policies:
-            yield from policy.rules
-            yield policy
-        yield listener
-    for pool in lb.pools:
-        yield from pool.members
-        if pool.health_monitor is not None:
-            yield pool.health_monitor
-        yield pool
-
-
-def _remove(session: Session, row: StatusRow) -> None:
-    if isinstance(row, PoolRow):
-        session.execute(
-            update(ListenerRow)
-            .where(ListenerRow.default_pool_id == row.id)
-            .values(default_pool_id=None)
-        )
-    if isinstance(row, ListenerRow):
-        session.execute(delete(ListenerStatsRow).where(ListenerStatsRow.listener_id == row.id))
-    session.execute(delete(TagRow).where(TagRow.resource_id == row.id))
-    session.delete(row)
-    session.flush()
-
-
-def _doomed(row: StatusRow, parents_doomed: bool) -> bool:
+def _doomed(row: TreeNode, parents_doomed: bool) -> bool:
     return parents_doomed or row.provisioning_status == PENDING_DELETE
 
 
@@ -185,62 +146,110 @@ def _status_update(table: Table, provisioning: bool, operating: bool) -> Any:
     return update(table).where(table.c.id.in_(ids)).values(**values)
 
 
-def _settle(
-    row: StatusRow,
-    provisioning: str,
-    now: datetime,
-    operating: Mapping[str, OperatingStatus] | None,
-) -> None:
-    changed = False
-    if row.provisioning_status != provisioning:
-        row.provisioning_status = provisioning
-        changed = True
-    if operating is not None and row.id in operating:
-        value = operating[row.id].value
-        if row.operating_status != value:
-            row.operating_status = value
-            changed = True
-    if changed:
-        row.updated_at = now
+# Children before the rows they reference: rules → policies → listeners (which point at
+# pools) → members and monitors → pools.
+_DELETION_ORDER = (
+    tree_loader.L7RULES,
+    tree_loader.L7POLICIES,
+    tree_loader.LISTENERS,
+    tree_loader.MEMBERS,
+    tree_loader.HEALTH_MONITORS,
+    tree_loader.POOLS,
+)
+_LOADBALANCERS = tree_loader.LOADBALANCERS
+_PORTS = table_of(PortRow)
 
 
 def finish_deleted(session: Session, loadbalancer_id: str, now: datetime) -> None:
     """The data plane is gone: remove the tree, release the VIP, keep a DELETED stub."""
-    lb = load_loadbalancer_row(session, loadbalancer_id)
+    conn = session.connection()
+    lb = tree_loader.load_tree(conn, loadbalancer_id)
     if lb is None:
         return
-    for row in list(_tree(lb)):
-        _remove(session, row)
-    session.execute(delete(ListenerStatsRow).where(ListenerStatsRow.loadbalancer_id == lb.id))
-    session.execute(delete(TagRow).where(TagRow.resource_id == lb.id))
+    doomed: dict[Table, list[str]] = defaultdict(list)
+    for row in snapshot_tree(lb).rows:
+        if row.table is not _LOADBALANCERS:
+            doomed[row.table].append(row.id)
+    every_id = [lb.id, *(i for ids in doomed.values() for i in ids)]
+    conn.execute(delete(_TAGS).where(_TAGS.c.resource_id.in_(every_id)))
+    conn.execute(delete(_STATS).where(_STATS.c.loadbalancer_id == lb.id))
+    for table in _DELETION_ORDER:
+        if doomed[table]:
+            conn.execute(delete(table).where(table.c.id.in_(doomed[table])))
     if lb.vip_port_id:
-        session.execute(delete(PortRow).where(PortRow.id == lb.vip_port_id))
-    session.execute(delete(PortRow).where(PortRow.device_id == lb.id))
-    lb.provisioning_status = ProvisioningStatus.DELETED.value
-    lb.operating_status = OperatingStatus.OFFLINE.value
-    lb.updated_at = now
+        conn.execute(delete(_PORTS).where(_PORTS.c.id == lb.vip_port_id))
+    conn.execute(delete(_PORTS).where(_PORTS.c.device_id == lb.id))
+    conn.execute(
+        update(_LOADBALANCERS)
+        .where(_LOADBALANCERS.c.id == lb.id)
+        .values(
+            provisioning_status=ProvisioningStatus.DELETED.value,
+            operating_status=OperatingStatus.OFFLINE.value,
+            updated_at=now,
+        )
+    )
+
+
+_PENDING_CHANGES = (
+    ProvisioningStatus.PENDING_CREATE.value,
+    ProvisioningStatus.PENDING_UPDATE.value,
+)
 
 
 def finish_failed(session: Session, loadbalancer_id: str, now: datetime) -> None:
     """Give up: the load balancer and everything pending (but deletions) go to ERROR."""
-    lb = load_loadbalancer_row(session, loadbalancer_id)
+    conn = session.connection()
+    lb = tree_loader.load_tree(conn, loadbalancer_id)
     if lb is None:
         return
-    for row in _tree(lb):
-        if row.provisioning_status in (
-            ProvisioningStatus.PENDING_CREATE.value,
-            ProvisioningStatus.PENDING_UPDATE.value,
-        ):
-            _settle(row, ERROR, now, None)
-    _settle(lb, ERROR, now, None)
+    failing: dict[Table, list[str]] = defaultdict(list)
+    for row in snapshot_tree(lb).rows:
+        pending = row.provisioning_status in _PENDING_CHANGES
+        if pending or (row.table is _LOADBALANCERS and row.provisioning_status != ERROR):
+            failing[row.table].append(row.id)
+    for table, ids in failing.items():
+        conn.execute(_status_update(table, True, False), {"ids": ids, "now": now, "prov": ERROR})
+
+
+# The tables whose operating statuses the health manager writes, by the name of the kind.
+OPERATING_TABLES: dict[str, Table] = {  # keys: OperatingStatuses.by_kind()
+    "loadbalancer": tree_loader.LOADBALANCERS,
+    "listeners": tree_loader.LISTENERS,
+    "pools": tree_loader.POOLS,
+    "members": tree_loader.MEMBERS,
+    "health_monitors": tree_loader.HEALTH_MONITORS,
+    "l7policies": tree_loader.L7POLICIES,
+    "l7rules": tree_loader.L7RULES,
+}
+
+
+@functools.cache
+def _operating_update(table: Table) -> Any:
+    ids: Any = bindparam("ids", expanding=True)
+    return (
+        update(table)
+        .where(table.c.id.in_(ids), table.c.operating_status != bindparam("value"))
+        .values(operating_status=bindparam("value"), updated_at=bindparam("now"))
+    )
 
 
 def apply_operating_statuses(
-    session: Session, loadbalancer_id: str, operating: Mapping[str, OperatingStatus], now: datetime
+    session: Session,
+    by_kind: Mapping[str, Mapping[str, OperatingStatus]],
+    now: datetime,
 ) -> None:
-    """Record observed health without touching provisioning statuses."""
-    lb = load_loadbalancer_row(session, loadbalancer_id)
-    if lb is None:
-        return
-    for row in [*_tree(lb), lb]:
-        _settle(row, row.provisioning_status, now, operating)
+    """Record observed health without touching provisioning statuses.
+
+    Runs for every heartbeat, so it reads nothing: one UPDATE per (kind, status) that
+    only matches the rows whose status differs — in the steady state, writes that touch
+    no row. ``by_kind`` maps a key of ``OPERATING_TABLES`` to {object id: status}.
+    """
+    conn = session.connection()
+    for kind, statuses in by_kind.items():
+        groups: dict[str, list[str]] = defaultdict(list)
+        for object_id, status in statuses.items():
+            groups[status.value].append(object_id)
+        for value, ids in groups.items():
+            conn.execute(
+                _operating_update(OPERATING_TABLES[kind]), {"ids": ids, "value": value, "now": now}
+            )

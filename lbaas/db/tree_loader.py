@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Select, Table, bindparam, select
-from sqlalchemy.orm import Session
+from sqlalchemy.engine import Connection
 
 from lbaas.db.tables import (
     HealthMonitorRow,
@@ -71,64 +71,62 @@ _POOLS = (
 
 
 def _nodes(
-    session: Session, table: Table, stmt: Select[Any], params: dict[str, Any] | None = None
+    conn: Connection, table: Table, stmt: Select[Any], params: dict[str, Any] | None = None
 ) -> list[TreeNode]:
-    rows = session.connection().execute(stmt, params or {})
+    rows = conn.execute(stmt, params or {})
     return [TreeNode(table=table, **row._asdict()) for row in rows]
 
 
-def load_tree(session: Session, loadbalancer_id: str) -> TreeNode | None:
+def load_tree(conn: Connection, loadbalancer_id: str) -> TreeNode | None:
     """The load balancer with ``listeners`` (→ ``l7policies`` → ``rules``) and ``pools``
     (→ ``members``, ``health_monitor``), ordered as the ORM relationships order them."""
     params = {"lb_id": loadbalancer_id}
-    found = _nodes(session, LOADBALANCERS, _LOADBALANCER, params)
+    found = _nodes(conn, LOADBALANCERS, _LOADBALANCER, params)
     if not found:
         return None
     lb = found[0]
-    lb.listeners = _nodes(session, LISTENERS, _LISTENERS, params)
-    lb.pools = _nodes(session, POOLS, _POOLS, params)
-    _attach_pool_children(session, loadbalancer_id, lb.pools)
-    _attach_listener_children(session, loadbalancer_id, lb.listeners)
+    lb.listeners = _nodes(conn, LISTENERS, _LISTENERS, params)
+    lb.pools = _nodes(conn, POOLS, _POOLS, params)
+    _attach_pool_children(conn, loadbalancer_id, lb.pools)
+    _attach_listener_children(conn, loadbalancer_id, lb.listeners)
     return lb
 
 
 def _children(
-    session: Session, table: Table, parent_key: str, parent_ids: Any, *order: Any
+    conn: Connection, table: Table, parent_key: str, parent_ids: Any, *order: Any
 ) -> dict[str, list[TreeNode]]:
     """Rows of ``table`` whose ``parent_key`` is in the subquery ``parent_ids``, grouped."""
     column = table.c[parent_key]
     stmt = select(table).where(column.in_(parent_ids)).order_by(*order)
-    return _grouped(_nodes(session, table, stmt), parent_key)
+    return _grouped(_nodes(conn, table, stmt), parent_key)
 
 
-def _attach_pool_children(session: Session, loadbalancer_id: str, pools: list[TreeNode]) -> None:
+def _attach_pool_children(conn: Connection, loadbalancer_id: str, pools: list[TreeNode]) -> None:
     members: dict[str, list[TreeNode]] = {}
     monitors: dict[str, list[TreeNode]] = {}
     if pools:
         pool_ids = select(POOLS.c.id).where(POOLS.c.loadbalancer_id == loadbalancer_id)
-        members = _children(
-            session, MEMBERS, "pool_id", pool_ids, MEMBERS.c.created_at, MEMBERS.c.id
-        )
-        monitors = _children(session, HEALTH_MONITORS, "pool_id", pool_ids)
+        members = _children(conn, MEMBERS, "pool_id", pool_ids, MEMBERS.c.created_at, MEMBERS.c.id)
+        monitors = _children(conn, HEALTH_MONITORS, "pool_id", pool_ids)
     for pool in pools:
         pool.members = members.get(pool.id, [])
         pool.health_monitor = next(iter(monitors.get(pool.id, [])), None)
 
 
 def _attach_listener_children(
-    session: Session, loadbalancer_id: str, listeners: list[TreeNode]
+    conn: Connection, loadbalancer_id: str, listeners: list[TreeNode]
 ) -> None:
     policies: dict[str, list[TreeNode]] = {}
     rules: dict[str, list[TreeNode]] = {}
     if listeners:
         listener_ids = select(LISTENERS.c.id).where(LISTENERS.c.loadbalancer_id == loadbalancer_id)
         policies = _children(
-            session, L7POLICIES, "listener_id", listener_ids, L7POLICIES.c.position, L7POLICIES.c.id
+            conn, L7POLICIES, "listener_id", listener_ids, L7POLICIES.c.position, L7POLICIES.c.id
         )
         if policies:
             policy_ids = select(L7POLICIES.c.id).where(L7POLICIES.c.listener_id.in_(listener_ids))
             rules = _children(
-                session, L7RULES, "l7policy_id", policy_ids, L7RULES.c.created_at, L7RULES.c.id
+                conn, L7RULES, "l7policy_id", policy_ids, L7RULES.c.created_at, L7RULES.c.id
             )
     for listener in listeners:
         listener.l7policies = policies.get(listener.id, [])

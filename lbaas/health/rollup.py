@@ -90,6 +90,13 @@ class OperatingStatuses(Mapping[str, OperatingStatus]):
             combined.update(section)
         object.__setattr__(self, "_all", MappingProxyType(combined))
 
+    def by_kind(self) -> dict[str, Mapping[str, OperatingStatus]]:
+        """The statuses per kind of object, the load balancer's as a one-entry mapping."""
+        return {
+            "loadbalancer": {self.loadbalancer_id: self.loadbalancer},
+            **{name: getattr(self, name) for name in _SECTIONS},
+        }
+
     def __getitem__(self, object_id: str) -> OperatingStatus:
         return self._all[object_id]
 

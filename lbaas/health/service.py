@@ -18,9 +18,12 @@ from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.heartbeat.envelope import ReplayGuard
 
 
-def start_health_manager(settings: Settings, database: Database) -> Callable[[], None]:
+def start_health_manager(
+    settings: Settings, database: Database, notify: Callable[[], None] = lambda: None
+) -> Callable[[], None]:
+    """``notify`` wakes the workers when a failover job was committed."""
     health = settings.health
-    store = SqlHealthStore(database)
+    store = SqlHealthStore(database, notify)
     receiver = HeartbeatReceiver(
         HeartbeatProcessor(store),
         health.heartbeat_key.encode(),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 
@@ -27,8 +27,10 @@ def _counters(raw: Mapping[str, int]) -> ListenerCounters:
 
 
 class SqlHealthStore(HealthStore):
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, notify: Callable[[], None] = lambda: None) -> None:
         self._db = database
+        # Wakes the workers once a failover job is committed (they would poll it anyway).
+        self._notify = notify
 
     def record_heartbeat(
         self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, received_at: float
@@ -37,8 +39,8 @@ class SqlHealthStore(HealthStore):
             return health_repo.record_heartbeat(session, amphora_id, loadbalancer_id, received_at)
 
     def load_graph(self, loadbalancer_id: LoadBalancerId) -> LoadBalancer | None:
-        with self._db.read() as session:
-            return load_graph(session, loadbalancer_id)
+        with self._db.read_connection() as conn:
+            return load_graph(conn, loadbalancer_id)
 
     def update_listener_counters(
         self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, update: CounterUpdate
@@ -68,7 +70,7 @@ class SqlHealthStore(HealthStore):
         with self._db.write() as session:
             if not health_repo.loadbalancer_is_settled(session, loadbalancer_id):
                 return False
-            status_writer.apply_operating_statuses(session, loadbalancer_id, statuses, _now())
+            status_writer.apply_operating_statuses(session, statuses.by_kind(), _now())
             return True
 
     def list_amphora_heartbeats(self) -> list[AmphoraHeartbeat]:
@@ -80,4 +82,7 @@ class SqlHealthStore(HealthStore):
 
     def request_failover(self, amphora_id: AmphoraId) -> bool:
         with self._db.write() as session:
-            return health_repo.request_failover(session, amphora_id, _now())
+            requested = health_repo.request_failover(session, amphora_id, _now())
+        if requested:
+            self._notify()
+        return requested

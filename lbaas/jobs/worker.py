@@ -1,12 +1,13 @@
-"""The worker: threads that claim converge jobs, a lease keeper, and the periodic resync.
+"""The worker: threads that claim converge jobs, a lease keeper, the periodic resync and
+housekeeping.
 
 Each thread claims one job at a time, so one process converges up to ``threads`` load
 balancers in parallel and never the same one twice (the job row holds one lease). An idle
-thread sleeps until ``notify()`` — called by an in-process API right after its commit — or
-until ``poll_interval`` passes, which is how jobs written by other processes are found. A
+thread sleeps until ``notify()`` — called by an in-process API right after its commit, or
+by the wake-up listeners for other processes — or until ``poll_interval`` passes. A
 keeper thread renews the leases of running jobs, so a long converge is not taken over,
 while a worker that dies stops renewing and its jobs are claimed again when the lease
-runs out.
+runs out. Housekeeping purges DELETED records older than ``deleted_retention``.
 """
 
 from __future__ import annotations
@@ -18,13 +19,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from lbaas.config import WorkerSettings
-from lbaas.db import job_queue
+from lbaas.db import housekeeping, job_queue
 from lbaas.db.engine import Database
+from lbaas.db.housekeeping import Purged
 from lbaas.jobs.runner import JobRunner
 
 LOG = logging.getLogger(__name__)
+
+
+def owner_prefix(pid: int) -> str:
+    """How the lease owners of the worker process ``pid`` on this host begin."""
+    return f"{socket.gethostname()}:{pid}:"
 
 
 class Worker:
@@ -39,7 +47,7 @@ class Worker:
         self._runner = runner
         self._settings = settings
         self._clock = clock
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = f"{owner_prefix(os.getpid())}{uuid.uuid4().hex[:8]}"
         self._wake = threading.Condition()
         self._pending_wakeups = 0
         self._stop = threading.Event()
@@ -58,6 +66,8 @@ class Worker:
             self._spawn(self._claim_loop, f"converge-{i}")
         self._spawn(self._lease_loop, "lease-keeper")
         self._spawn(self._resync_loop, "resync")
+        if self._settings.deleted_retention > 0:
+            self._spawn(self._housekeeping_loop, "housekeeping")
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -115,6 +125,25 @@ class Worker:
                 )
             except Exception:  # noqa: BLE001 - top of the loop
                 LOG.exception("lease renewal failed")
+
+    def purge_expired(self) -> Purged:
+        """Remove DELETED records older than ``deleted_retention``."""
+        cutoff = self._clock() - self._settings.deleted_retention
+        deleted_before = datetime.fromtimestamp(cutoff, UTC).replace(tzinfo=None)
+        return housekeeping.purge_deleted(self._db, deleted_before)
+
+    def _housekeeping_loop(self) -> None:
+        while not self._stop.wait(self._settings.housekeeping_interval):
+            try:
+                purged = self.purge_expired()
+                if purged.loadbalancers or purged.amphorae:
+                    LOG.info(
+                        "purged %d deleted load balancers and %d deleted amphorae",
+                        purged.loadbalancers,
+                        purged.amphorae,
+                    )
+            except Exception:  # noqa: BLE001 - top of the loop
+                LOG.exception("housekeeping failed")
 
     def _resync_loop(self) -> None:
         # Spread the resync out: a tick every twelfth of the interval queues the load

@@ -47,6 +47,8 @@ def _contains(subnet: SubnetRow, address: str) -> bool:
 # speed-up: a stale or missing hint just means a longer search, and the unique
 # (subnet, address) constraint still decides who gets an address.
 _next_index: dict[str, int] = {}
+# Right after the hint an address is nearly always free: look at a few first, then more.
+_FIRST_BATCH = 8
 _BATCH = 64
 
 
@@ -66,14 +68,17 @@ def _free_address(session: Session, subnet: SubnetRow) -> str | None:
     count = min(count, _SEARCH_LIMIT)
     reserved = {subnet.gateway_ip, "127.0.0.1"}
     start = _next_index.get(subnet.id, 0) % max(count, 1)
-    for offset in range(0, count, _BATCH):
-        indexes = [(start + offset + k) % count for k in range(min(_BATCH, count - offset))]
+    offset, batch = 0, _FIRST_BATCH
+    while offset < count:
+        size = min(batch, count - offset)
+        indexes = [(start + offset + k) % count for k in range(size)]
         candidates = [str(ipaddress.ip_address(first + i)) for i in indexes]
         taken = network_repo.taken_addresses(session, subnet.id, candidates)
         for index, text in zip(indexes, candidates, strict=True):
             if text not in taken and text not in reserved:
                 _next_index[subnet.id] = index + 1
                 return text
+        offset, batch = offset + size, _BATCH
     return None
 
 

@@ -56,6 +56,8 @@ class ProviderCapabilities:
     health_monitor_types: frozenset[HealthMonitorType]
     l7_actions: frozenset[L7PolicyAction] = frozenset()
     l7_rule_types: frozenset[L7RuleType] = frozenset()
+    # Listener protocols that may carry L7 policies (HAProxy: the HTTP ones only).
+    l7_listener_protocols: frozenset[ListenerProtocol] = frozenset(ListenerProtocol)
     # Flavor and availability-zone keys with a one-line description each.
     flavor_keys: Mapping[str, str] = field(default_factory=dict)
     availability_zone_keys: Mapping[str, str] = field(default_factory=dict)

@@ -227,3 +227,21 @@ def test_stats(api: Api, admin: Api, plane: Any) -> None:
     }
     missing = str(uuid.uuid4())
     assert_fault(admin.get(f"{AMPHORAE}/{missing}/stats"), 404, f"Amphora {missing} not found.")
+
+
+def test_the_health_managers_failover_request_wakes_the_workers(api: Api, plane: Any) -> None:
+    from lbaas.health.sql_store import SqlHealthStore
+    from lbaas.model.graph import AmphoraId
+    from tests.support.wakes import WakeCounter
+
+    lb = api.create_lb()
+    api.wait_lb(lb["id"])
+    amp_id = add_amphora(plane, lb["id"])
+    wakes = WakeCounter()
+    store = SqlHealthStore(plane.database, wakes)
+    assert store.request_failover(AmphoraId(amp_id))
+    assert wakes.count == 1
+    # Already failing over: nothing new is committed, nobody is woken.
+    assert not store.request_failover(AmphoraId(amp_id))
+    assert wakes.count == 1
+    api.wait_lb(lb["id"])

@@ -418,6 +418,23 @@ class TestL7Policies(ResourceTests):
             )
             api.create_l7policy(ctx["lb_id"], ctx["listener_id"])
 
+    def test_a_provider_may_keep_l7_policies_to_http_listeners(self, api: Api, plane: Any) -> None:
+        lb = api.create_lb()
+        tcp = api.create_listener(lb["id"], protocol="TCP", protocol_port=8443)
+        http = api.create_listener(lb["id"], protocol="HTTP", protocol_port=8080)
+        only_http = frozenset({"HTTP", "TERMINATED_HTTPS"})
+        with provider_declaring(plane, l7_listener_protocols=only_http):
+            refused(
+                api,
+                lb["id"],
+                lambda: post_policy(api, tcp["id"], action="REJECT"),
+                400,
+                "Provider 'noop' does not support a requested option: L7 policies on listener "
+                "protocol TCP",
+                POLICIES,
+            )
+            api.create_l7policy(lb["id"], http["id"])
+
 
 class TestL7PolicyQuota:
     @pytest.fixture

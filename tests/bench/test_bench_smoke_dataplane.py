@@ -6,17 +6,12 @@ shares two cores with the rest of the suite, so only the shape of the JSON is ch
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "bench" / "dataplane.py"
+from tests.bench.quick_run import quick_figures
 
 TOP_KEYS = {
     "quick",
@@ -44,18 +39,7 @@ PER_TARGET = {"requests_per_s", "p50_ms", "p99_ms", "errors", "requests_per_s_sa
 
 
 def _run_quick() -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--no-install"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=540,
-        check=False,
-    )
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stderr[-4000:]}"
-    figures = json.loads(done.stdout)
-    assert isinstance(figures, dict)
-    return figures
+    return quick_figures("dataplane.py", "--no-install", timeout=540)
 
 
 @pytest.mark.slow

@@ -25,6 +25,7 @@ class Served:
     url: str
     state_dir: Path
     log: Path
+    pid: int
 
 
 def serve(tmp_path: Path, settings: dict[str, Any]) -> Iterator[Served]:
@@ -51,7 +52,7 @@ def serve(tmp_path: Path, settings: dict[str, Any]) -> Iterator[Served]:
                 return False
 
         wait_for(up, 60, "lbaas serve to answer")
-        yield Served(url, state_dir, log)
+        yield Served(url, state_dir, log, proc.pid)
 
 
 @pytest.fixture

@@ -72,3 +72,51 @@ def test_api_and_worker_processes_share_postgres(postgres: Any, tmp_path: Path) 
             for i in created
         }
         assert len(addresses) == len(created), "no VIP address handed out twice"
+
+
+def test_a_worker_on_another_host_is_woken_by_notify(postgres: Any, tmp_path: Path) -> None:
+    """API and worker share nothing but PostgreSQL (separate state directories, so no
+    wake-up socket reaches the worker) and the worker polls only once a minute: a load
+    balancer still goes ACTIVE at once, because the enqueue's NOTIFY wakes the worker."""
+    url = postgres.create("notify_e2e")
+    common = {
+        "database": {"url": url},
+        "providers": {"enabled": ["noop"], "default": "noop"},
+        "worker": {"poll_interval": 60},
+    }
+    api_env = lbaas_env({**common, "state_dir": str(tmp_path / "api-host")})
+    worker_env = lbaas_env({**common, "state_dir": str(tmp_path / "worker-host")})
+    upgrade = subprocess.run(
+        [sys.executable, "-m", "lbaas.cli", "db", "upgrade"],
+        env=api_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert upgrade.returncode == 0, upgrade.stderr
+    port = free_port()
+    api = f"http://127.0.0.1:{port}"
+    with (
+        lbaas_process(["worker"], worker_env, tmp_path / "w.log"),
+        lbaas_process(
+            ["api"],
+            lbaas_env({**common, "state_dir": str(tmp_path / "api-host"), "api": {"port": port}}),
+            tmp_path / "a.log",
+        ),
+    ):
+        wait_for(lambda: _answers(api), 60, "the API to answer")
+        wait_for(lambda: "running" in (tmp_path / "w.log").read_text(), 60, "the worker to start")
+        # The worker's first look for work happened at start; from now on only NOTIFY
+        # (or the poll a minute later) can wake it.
+        for n in range(3):
+            body = {"loadbalancer": {"name": f"n{n}", "vip_subnet_id": SUBNET}}
+            r = httpx.post(f"{api}/v2/lbaas/loadbalancers", json=body, timeout=10)
+            assert r.status_code == 201, r.text
+            lb_id = r.json()["loadbalancer"]["id"]
+
+            def active(lb_id: str = lb_id) -> bool:
+                got = httpx.get(f"{api}/v2/lbaas/loadbalancers/{lb_id}", timeout=10).json()
+                return bool(got["loadbalancer"]["provisioning_status"] == "ACTIVE")
+
+            wait_for(active, 20, f"load balancer {n} ACTIVE without waiting for the poll")

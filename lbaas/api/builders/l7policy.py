@@ -59,9 +59,13 @@ def _check_target(
     listener_rules.check_pool_protocol(ListenerProtocol(listener.protocol), target.protocol)
 
 
-def _refuse_prometheus(listener: ListenerRow) -> None:
+def _check_listener(services: ApiServices, lb: LoadBalancerRow, listener: ListenerRow) -> None:
     if listener.protocol == ListenerProtocol.PROMETHEUS.value:
         listener_rules.raise_no_children()
+    protocol = ListenerProtocol(listener.protocol)
+    require_capability(
+        services, lb.provider, "L7 policies on listener protocol", protocol, "l7_listener_protocols"
+    )
 
 
 def build_l7policy(
@@ -80,7 +84,7 @@ def build_l7policy(
     ``redirect_pool``); otherwise ``data.redirect_pool_id`` is looked up on ``lb``. Inline
     ``data.rules`` are built too (PENDING_CREATE); quotas are the caller's.
     """
-    _refuse_prometheus(listener)
+    _check_listener(services, lb, listener)
     args: dict[str, object] = {key: getattr(data, key) for key in REDIRECT_ARGS}
     if redirect_pool is not None:
         args["redirect_pool"] = redirect_pool.id

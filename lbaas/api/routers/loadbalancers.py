@@ -30,11 +30,11 @@ from lbaas.api.writes import (
     utcnow,
 )
 from lbaas.db import job_queue, stats_repo
-from lbaas.db.graph_loader import load_loadbalancer_row
 from lbaas.db.listing import ListSpec, add_tags, set_tags
 from lbaas.db.loadbalancer_json import list_loadbalancers_json
 from lbaas.db.session import Session
 from lbaas.db.tables import AvailabilityZoneRow, FlavorProfileRow, FlavorRow, LoadBalancerRow
+from lbaas.db.tree_loader import load_tree
 from lbaas.errors import InvalidInput, NotFound, ValidationFailure
 from lbaas.model.enums import OperatingStatus
 from lbaas.network.allocation import VipRequest, allocate_vip
@@ -295,7 +295,7 @@ def delete_loadbalancer(
         row = get_loadbalancer(session, ctx, lb_id, Rule.WRITE)
         session.refresh(row, with_for_update=True)
         require_lb_state(row, ACTIVE, "ERROR")
-        tree = load_loadbalancer_row(session, lb_id)
+        tree = load_tree(session.connection(), lb_id)
         has_children = tree is not None and bool(tree.listeners or tree.pools)
         if has_children and cascade.strip().lower() not in ("true", "1", "yes", "on", "y", "t"):
             raise ValidationFailure(f"Cannot delete Load Balancer {lb_id} - it has children")
@@ -313,7 +313,7 @@ def loadbalancer_stats(
 ) -> dict[str, Any]:
     with services.database.read() as session:
         row = get_loadbalancer(session, ctx, lb_id, Rule.READ)
-        tree = load_loadbalancer_row(session, row.id)
+        tree = load_tree(session.connection(), row.id)
         listener_ids = [li.id for li in tree.listeners] if tree is not None else []
         per_listener = stats_repo.listener_totals(session, listener_ids)
     total = dict.fromkeys(stats_repo.COUNTERS, 0)
@@ -332,7 +332,7 @@ def loadbalancer_status(
 ) -> dict[str, Any]:
     with services.database.read() as session:
         get_loadbalancer(session, ctx, lb_id, Rule.READ)
-        tree = load_loadbalancer_row(session, lb_id)
+        tree = load_tree(session.connection(), lb_id)
         assert tree is not None
         return {"statuses": {"loadbalancer": status_tree(tree)}}
 

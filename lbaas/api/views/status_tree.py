@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from lbaas.api.views.common import text
-from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
+from lbaas.db.tree_loader import TreeNode
 
 
 def _status(row: Any) -> dict[str, Any]:
@@ -22,7 +22,7 @@ def _status(row: Any) -> dict[str, Any]:
     }
 
 
-def _pool(pool: PoolRow) -> dict[str, Any]:
+def _pool(pool: TreeNode) -> dict[str, Any]:
     out = _status(pool)
     hm = pool.health_monitor
     if hm is not None:
@@ -33,7 +33,7 @@ def _pool(pool: PoolRow) -> dict[str, Any]:
     return out
 
 
-def _listener_pools(listener: ListenerRow, pools: dict[str, PoolRow]) -> list[PoolRow]:
+def _listener_pools(listener: TreeNode, pools: dict[str, TreeNode]) -> list[TreeNode]:
     ids: list[str] = []
     if listener.default_pool_id:
         ids.append(listener.default_pool_id)
@@ -44,7 +44,7 @@ def _listener_pools(listener: ListenerRow, pools: dict[str, PoolRow]) -> list[Po
     return [pools[i] for i in ids if i in pools]
 
 
-def status_tree(lb: LoadBalancerRow) -> dict[str, Any]:
+def status_tree(lb: TreeNode) -> dict[str, Any]:
     pools = {p.id: p for p in lb.pools}
     return {
         **_status(lb),

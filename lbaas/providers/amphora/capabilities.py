@@ -42,6 +42,8 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
         }
     ),
     l7_actions=frozenset(E.L7PolicyAction),
+    # L7 policies are HTTP routing: HAProxy evaluates them in HTTP mode only.
+    l7_listener_protocols=frozenset({E.ListenerProtocol.HTTP, E.ListenerProtocol.TERMINATED_HTTPS}),
     l7_rule_types=frozenset(
         {
             E.L7RuleType.HOST_NAME,

@@ -62,6 +62,7 @@ class AmphoraProvider(ProviderDriver):
         url_host = f"[{host}]" if ":" in host else host
         self._client = AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
         self._maxconn = settings.providers.amphora_maxconn
+        self._hard_stop_after = settings.providers.amphora_hard_stop_after or None
 
     def capabilities(self) -> ProviderCapabilities:
         return AMPHORA_CAPABILITIES
@@ -121,6 +122,7 @@ class AmphoraProvider(ProviderDriver):
             runtime_socket=paths.runtime_socket,
             state_dir=paths.state_dir,
             maxconn_default=min(self._maxconn, info.max_connections or self._maxconn),
+            hard_stop_after=self._hard_stop_after,
             external_check_script=ping_script(),
         )
         vip_subnet = next((s for s in graph.subnets if s.id == graph.vip.subnet_id), None)

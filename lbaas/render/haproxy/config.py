@@ -64,6 +64,7 @@ def build_haproxy_view(lb: LoadBalancer, ctx: HaproxyContext) -> HaproxyConfig:
             user=ctx.user,
             group=ctx.group,
             external_checks=external_checks,
+            hard_stop_after=ctx.hard_stop_after,
         ),
         frontends=frontends,
         backends=backends,

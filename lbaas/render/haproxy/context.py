@@ -43,6 +43,10 @@ class HaproxyContext:
     with ``<proxy_addr> <proxy_port> <server_addr> <server_port>``; exit status 0 means up.
     When None, a graph with an enabled PING monitor is refused."""
 
+    hard_stop_after: int | None = None
+    """Seconds a worker replaced by a reload may drain its connections before it is stopped
+    (``hard-stop-after``); None leaves it to the connections."""
+
     @property
     def server_state_file(self) -> str:
         """Where the agent must write ``show servers state`` before a reload.

@@ -94,6 +94,8 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
         f"stats socket {quoted(section.runtime_socket)} mode 600 level admin expose-fd listeners"
     )
     yield f"server-state-file {quoted(section.server_state_file)}"
+    if section.hard_stop_after is not None:
+        yield f"hard-stop-after {section.hard_stop_after}s"
     if section.user is not None:
         yield f"user {quoted(section.user)}"
     if section.group is not None:

@@ -48,6 +48,7 @@ class GlobalSection:
     user: str | None = None
     group: str | None = None
     external_checks: bool = False
+    hard_stop_after: int | None = None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -16,6 +17,7 @@ from lbaas.render.haproxy import HaproxyContext, build_haproxy_view, render_hapr
 
 from .golden_cases import CASES, GOLDEN_CONTEXT, RUN_DIR, GoldenCase, l7_actions, shared_pool
 from .graph_builder import listener, load_balancer, monitor, pool, uid
+from .haproxy_runner import check_config, run_dir_config
 
 T = TypeVar("T")
 
@@ -105,3 +107,13 @@ def test_context_paths_are_quoted_where_they_land() -> None:
     text = render_haproxy_config(load_balancer(), ctx)
     assert f'stats socket "{RUN_DIR}/my sock" mode 600 level admin expose-fd listeners' in text
     assert 'server-state-file "/var/lib/a b/server-state"' in text
+
+
+def test_hard_stop_after_bounds_how_long_a_replaced_worker_drains(tmp_path: Path) -> None:
+    lb = load_balancer([listener("l")])
+    assert "hard-stop-after" not in render_haproxy_config(lb, GOLDEN_CONTEXT)
+    text = render_haproxy_config(lb, replace(GOLDEN_CONTEXT, hard_stop_after=900))
+    global_section = text.split("\nglobal\n", 1)[1].split("\n\n", 1)[0]
+    assert "    hard-stop-after 900s" in global_section.splitlines()
+    checked = check_config(run_dir_config(text, tmp_path))
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -1,0 +1,92 @@
+"""``lbaas serve``'s converge worker, run as a child process and kept running.
+
+The API and the worker used to share one interpreter, and so one GIL: a converge running
+beside a request doubled that request's latency on a two-core machine. As a child process
+the worker has a core of its own; committed jobs reach it through the wakeup sockets
+(``lbaas.jobs.wakeup``) and the database, exactly as they reach a separate
+``lbaas worker``. If the child dies it is started again (its leased jobs are claimed again
+at once: serve knows the child is dead and frees its leases); if ``serve`` dies, even by
+SIGKILL, the child notices its parent is gone and stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+
+LOG = logging.getLogger(__name__)
+
+# A child that lived this long was healthy: the backoff before the next start resets.
+_HEALTHY_AFTER = 30.0
+_MAX_BACKOFF = 30.0
+
+
+class ChildWorker:
+    """Start a child process, restart it with backoff when it exits, stop it on request."""
+
+    def __init__(
+        self,
+        command: list[str],
+        on_death: Callable[[int], None] = lambda _pid: None,
+        stop_timeout: float = 15.0,
+    ) -> None:
+        self._command = command
+        # Told the pid of a child that died, before the next one starts.
+        self._on_death = on_death
+        self._stop_timeout = stop_timeout
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._thread = threading.Thread(target=self._supervise, name="child-worker", daemon=True)
+
+    def start(self) -> None:
+        self._spawn()
+        self._thread.start()
+
+    def _spawn(self) -> None:
+        with self._lock:
+            # Under the lock: a stop() that has begun must not find a fresh child behind it.
+            if not self._stopping.is_set():
+                self._process = subprocess.Popen(self._command)
+
+    def _supervise(self) -> None:
+        backoff = 1.0
+        while not self._stopping.is_set():
+            with self._lock:
+                process = self._process
+            assert process is not None
+            started = time.monotonic()
+            code = process.wait()
+            if self._stopping.is_set():
+                return
+            if time.monotonic() - started > _HEALTHY_AFTER:
+                backoff = 1.0
+            LOG.error(
+                "worker process %d exited with %d; restarting in %.0f s", process.pid, code, backoff
+            )
+            try:
+                self._on_death(process.pid)
+            except Exception:  # noqa: BLE001 - the restart must happen regardless
+                LOG.exception("cleaning up after worker process %d failed", process.pid)
+            if self._stopping.wait(backoff):
+                return
+            backoff = min(_MAX_BACKOFF, backoff * 2)
+            self._spawn()
+
+    def stop(self) -> None:
+        """SIGTERM the child (it finishes its running converges), SIGKILL if it hangs."""
+        with self._lock:
+            self._stopping.set()
+            process = self._process
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(self._stop_timeout)
+        except subprocess.TimeoutExpired:
+            LOG.warning("worker process %d did not stop; killing it", process.pid)
+            process.kill()
+            process.wait()

@@ -1,0 +1,60 @@
+"""The control plane's state in numbers, for ``/metrics``: what an operator alerts on.
+
+Counted in the database, so every API process reports the same figures whatever process
+did the work: load balancers and amphorae by status, and the converge queue — how many
+jobs wait, run or back off, and how long the oldest waiting one has been runnable without
+a worker taking it (the number that says the workers are not keeping up).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, case, func, or_, select
+from sqlalchemy.engine import Connection
+
+from lbaas.db.tables import AmphoraRow, ConvergeJobRow, LoadBalancerRow, table_of
+
+_LBS = table_of(LoadBalancerRow).c
+_AMPHORAE = table_of(AmphoraRow).c
+_JOBS = table_of(ConvergeJobRow).c
+
+
+@dataclass(frozen=True)
+class ControlPlaneCounts:
+    loadbalancers: dict[str, int]
+    amphorae: dict[str, int]
+    jobs: dict[str, int]
+    oldest_queued_seconds: float
+
+
+def _by(conn: Connection, column: Any, table: Any) -> dict[str, int]:
+    rows = conn.execute(select(column, func.count()).select_from(table).group_by(column))
+    return {str(status): int(count) for status, count in rows}
+
+
+def control_plane_counts(conn: Connection, now: float) -> ControlPlaneCounts:
+    pending = _JOBS.requested_gen > _JOBS.done_gen
+    leased = and_(_JOBS.lease_owner.is_not(None), _JOBS.lease_expires_at >= now)
+    runnable = and_(pending, ~leased, _JOBS.next_attempt_at <= now)
+    state = case(
+        (leased, "running"),
+        (runnable, "queued"),
+        (pending, "backing_off"),
+        else_="idle",
+    )
+    jobs = _by(conn, state.label("state"), table_of(ConvergeJobRow))
+    oldest = conn.execute(
+        select(func.min(_JOBS.next_attempt_at)).where(
+            pending,
+            _JOBS.next_attempt_at <= now,
+            or_(_JOBS.lease_owner.is_(None), _JOBS.lease_expires_at < now),
+        )
+    ).scalar()
+    return ControlPlaneCounts(
+        loadbalancers=_by(conn, _LBS.provisioning_status, table_of(LoadBalancerRow)),
+        amphorae=_by(conn, _AMPHORAE.status, table_of(AmphoraRow)),
+        jobs={s: jobs.get(s, 0) for s in ("queued", "running", "backing_off")},
+        oldest_queued_seconds=max(0.0, now - float(oldest)) if oldest is not None else 0.0,
+    )

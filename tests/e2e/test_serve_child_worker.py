@@ -1,0 +1,134 @@
+"""``lbaas serve`` runs its converge worker as a child process: restarted when it dies,
+gone when serve goes (by SIGTERM or SIGKILL)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from lbaas.jobs.wakeup import wakeup_directory
+from tests.e2e.conftest import Served, serve
+from tests.support.processes import wait_for
+
+LB = "/v2/lbaas/loadbalancers"
+SUBNET = "7f000a00-0000-4000-8000-000000000001"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    yield from serve(tmp_path, {"providers": {"enabled": ["noop"], "default": "noop"}})
+
+
+def children(pid: int) -> list[int]:
+    """Child pids of ``pid`` (each thread records the children it started)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def worker_child(pid: int) -> int | None:
+    for child in children(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except FileNotFoundError:
+            continue
+        if b"worker" in cmdline:
+            return child
+    return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def create_and_wait_active(url: str) -> None:
+    body = {"loadbalancer": {"name": "child", "vip_subnet_id": SUBNET}}
+    lb = httpx.post(url + LB, json=body, timeout=10).json()["loadbalancer"]
+
+    def active() -> bool:
+        got = httpx.get(f"{url}{LB}/{lb['id']}", timeout=10).json()["loadbalancer"]
+        return bool(got["provisioning_status"] == "ACTIVE")
+
+    wait_for(active, 20, f"load balancer {lb['id']} to be ACTIVE")
+
+
+def test_a_killed_worker_child_is_replaced_and_work_goes_on(served: Served) -> None:
+    first = worker_child(served.pid)
+    assert first is not None, "serve started no worker child"
+    create_and_wait_active(served.url)
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: worker_child(served.pid) not in (None, first), 20, "a new worker child")
+    create_and_wait_active(served.url)
+    assert "exited with -9; restarting" in served.log.read_text()
+
+
+def test_sigterm_on_serve_stops_its_worker_child(served: Served) -> None:
+    child = worker_child(served.pid)
+    assert child is not None
+    os.kill(served.pid, signal.SIGTERM)
+    wait_for(lambda: not alive(served.pid), 30, "serve to exit")
+    wait_for(lambda: not alive(child), 30, "the worker child to exit")
+
+
+def test_a_worker_child_outlives_a_killed_serve_only_briefly(served: Served) -> None:
+    child = worker_child(served.pid)
+    assert child is not None
+    os.kill(served.pid, signal.SIGKILL)  # serve gets no chance to stop its child
+    wait_for(lambda: not alive(child), 30, "the orphaned worker child to exit")
+    # It stopped in order: its wakeup socket (and the then empty directory) is gone.
+    assert not wakeup_directory(served.state_dir).exists()
+
+
+@pytest.fixture
+def slow_served(tmp_path: Path) -> Iterator[Served]:
+    # Converges take 3 s and leases last 120 s: a job held by a killed worker can only be
+    # finished within the test's wait if serve frees the lease when its child dies.
+    settings = {
+        "providers": {"enabled": ["noop"], "default": "noop", "noop_delay": 3},
+        "worker": {"lease_seconds": 120, "poll_interval": 0.1},
+    }
+    yield from serve(tmp_path, settings)
+
+
+def test_a_job_held_by_a_killed_worker_child_runs_again_at_once(slow_served: Served) -> None:
+    url = slow_served.url
+    child = worker_child(slow_served.pid)
+    assert child is not None
+    body = {"loadbalancer": {"name": "slow", "vip_subnet_id": SUBNET}}
+    lb = httpx.post(url + LB, json=body, timeout=10).json()["loadbalancer"]
+    database = sqlite3.connect(slow_served.state_dir / "lbaas.sqlite")
+    try:
+
+        def held_by_child() -> bool:
+            row = database.execute(
+                "SELECT lease_owner FROM converge_jobs WHERE loadbalancer_id = ?", (lb["id"],)
+            ).fetchone()
+            return row is not None and f":{child}:" in (row[0] or "")
+
+        wait_for(held_by_child, 10, "the worker child to claim the job")
+        os.kill(child, signal.SIGKILL)  # in the middle of its 3 s converge
+        got = httpx.get(f"{url}{LB}/{lb['id']}", timeout=10).json()["loadbalancer"]
+        assert got["provisioning_status"] == "PENDING_CREATE"
+
+        def active() -> bool:
+            got = httpx.get(f"{url}{LB}/{lb['id']}", timeout=10).json()["loadbalancer"]
+            return bool(got["provisioning_status"] == "ACTIVE")
+
+        wait_for(active, 30, "the load balancer to be ACTIVE well before its lease ran out")
+    finally:
+        database.close()
+    assert "released 1 converge job(s) held by dead worker process" in slow_served.log.read_text()

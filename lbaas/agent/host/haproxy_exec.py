@@ -35,6 +35,8 @@ from lbaas.agent.runtime_api import MasterCli, ProcTable, RuntimeApiError
 from lbaas.errors import InvalidRenderedConfig
 
 _POLL = 0.05
+# How long a process's command line may read empty while it calls exec().
+_EXEC_WINDOW = 0.5
 
 
 class HaproxyLauncher:
@@ -53,6 +55,7 @@ class HaproxyLauncher:
         self._reload_timeout = reload_timeout
         self._stop_timeout = stop_timeout
         self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._last_pid: dict[Path, int] = {}
 
     def validate(self, config: Path, workdir: Path) -> None:
         argv = [self.binary, "-c", "-f", str(config.absolute())]
@@ -166,10 +169,16 @@ class HaproxyLauncher:
 
     def master_pid(self, files: HaproxyFiles) -> int | None:
         try:
-            pid = int(files.pid_file.read_text().split()[0])
+            pid: int | None = int(files.pid_file.read_text().split()[0])
         except (OSError, ValueError, IndexError):
+            # A master re-executing for a reload rewrites its pid file: missing or empty
+            # may only mean "being rewritten", so the pid last seen here is checked.
+            pid = self._last_pid.get(files.pid_file)
+        if pid is None or not self._alive(pid, files):
+            self._last_pid.pop(files.pid_file, None)
             return None
-        return pid if self._alive(pid, files) else None
+        self._last_pid[files.pid_file] = pid
+        return pid
 
     def _alive(self, pid: int, files: HaproxyFiles | None) -> bool:
         child = self._children.get(pid)
@@ -210,15 +219,27 @@ def _try_show_proc(files: HaproxyFiles) -> ProcTable | None:
 
 
 def _proc_alive(pid: int, needle: str | None) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return False
-    state = stat.rsplit(")", 1)[-1].split()[0]
-    if state in ("Z", "X"):
-        return False
-    return needle is None or needle in cmdline.split("\0")
+    """Whether ``pid`` runs and, given a ``needle``, has it among its arguments.
+
+    A master re-executing itself for a reload shows an empty command line for a moment
+    (the kernel has swapped its memory but not yet set up the new arguments), so an
+    empty one is read again before the process is judged to be someone else.
+    """
+    deadline = time.monotonic() + _EXEC_WINDOW
+    while True:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            return False
+        state = stat.rsplit(")", 1)[-1].split()[0]
+        if state in ("Z", "X"):
+            return False
+        if needle is None:
+            return True
+        if cmdline or time.monotonic() >= deadline:
+            return needle in cmdline.split("\0")
+        time.sleep(_POLL / 10)
 
 
 def _children_of(pid: int) -> list[int]:

@@ -35,10 +35,15 @@ def backends() -> Iterator[list[Backend]]:
 
 
 @pytest.fixture
-def manager(short_dir: Path) -> Iterator[AmphoraManager]:
+def host_ops() -> LoopbackHostOps:
+    return LoopbackHostOps()
+
+
+@pytest.fixture
+def manager(short_dir: Path, host_ops: LoopbackHostOps) -> Iterator[AmphoraManager]:
     if shutil.which("haproxy") is None:
         pytest.fail("haproxy is not installed")
-    manager = AmphoraManager(short_dir / "amphorae", LoopbackHostOps())
+    manager = AmphoraManager(short_dir / "amphorae", host_ops)
     try:
         yield manager
     finally:

@@ -23,6 +23,8 @@ from agent_e2e_support import (
 )
 
 from lbaas.agent.amphora import AmphoraManager
+from lbaas.agent.host.base import HaproxyFiles
+from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.runtime_api import MasterCli, RuntimeApi
 from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, VipSpec
 from lbaas.errors import InvalidRenderedConfig
@@ -103,7 +105,14 @@ def test_weight_change_goes_through_the_runtime_api(lb: Lb) -> None:
 def test_reload_drops_nothing_under_a_looping_client(lb: Lb) -> None:
     lb.put()
     slow: list[str] = []
-    in_flight = threading.Thread(target=lambda: slow.append(lb.get("/slow/3")), daemon=True)
+
+    def slow_request() -> None:
+        try:
+            slow.append(lb.get("/slow/3"))
+        except (OSError, http.client.HTTPException) as exc:
+            slow.append(f"failed: {exc!r}")
+
+    in_flight = threading.Thread(target=slow_request, daemon=True)
     with LoopingClient(lb.vip, lb.port) as client:
         wait_until(lambda: client.ok > 20, what="requests before the reloads")
         in_flight.start()
@@ -115,6 +124,38 @@ def test_reload_drops_nothing_under_a_looping_client(lb: Lb) -> None:
     assert status.reloads == 5
     assert client.errors == []
     assert slow == ["backend-a"] or slow == ["backend-b"]  # the established connection lived
+
+
+def test_the_master_is_never_taken_for_dead_while_it_re_executes(
+    lb: Lb, host_ops: LoopbackHostOps
+) -> None:
+    # A reloading master calls exec() and rewrites its pid file; for a moment the file and
+    # its /proc command line read empty. The agent must not take that moment for a dead
+    # master (it used to fail a reload).
+    lb.put()
+    files = HaproxyFiles.in_directory(lb.dir)
+    misses: list[int] = []
+    polls = 0
+    stop = threading.Event()
+
+    def poll() -> None:
+        nonlocal polls
+        while not stop.is_set():
+            polls += 1
+            if host_ops.haproxy_master_pid(files) is None:
+                misses.append(polls)
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    try:
+        for n in range(12):
+            assert lb.put(frontend_lines=(f"http-response set-header X-N {n}",)).last_outcome == (
+                "RELOADED"
+            )
+    finally:
+        stop.set()
+        watcher.join(10)
+    assert polls > 100 and misses == []
 
 
 def test_killed_haproxy_is_restarted_by_supervise(lb: Lb) -> None:

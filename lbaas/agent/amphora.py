@@ -19,7 +19,7 @@ import re
 import shutil
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,13 +72,18 @@ class AmphoraManager:
         *,
         mode: AgentMode = "loopback",
         runtime_api: RuntimeApiFactory = RuntimeApi.at,
+        stats_threads: int = 16,
     ) -> None:
         self.root = root.absolute()
         self.mode = mode
         self._host = host
         self._runtime_api = runtime_api
         self._lock = threading.Lock()
-        self._stats_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="amphora-stats")
+        self._stats_pool = ThreadPoolExecutor(
+            max_workers=stats_threads, thread_name_prefix="amphora-stats"
+        )
+        self._stats_reads: dict[str, Future[HealthReport | None]] = {}
+        self._stats_lock = threading.Lock()
         self._amphorae: dict[str, _Amphora] = {}
 
     def restore(self) -> list[str]:
@@ -180,12 +185,21 @@ class AmphoraManager:
 
         Amphorae are read in parallel, and whatever has not answered within
         ``STATS_DEADLINE`` is left out: one hung HAProxy must cost only
-        its own heartbeat, never every other amphora's on this host.
+        its own heartbeat, never every other amphora's on this host. An amphora whose
+        read from an earlier round is still stuck is not read again until it ends, so
+        a hung HAProxy holds one thread of the pool, not one more every round.
         """
-        futures = {
-            self._stats_pool.submit(self._read_stats, amphora_id): amphora_id
-            for amphora_id in self.amphora_ids()
-        }
+        futures: dict[Future[HealthReport | None], str] = {}
+        with self._stats_lock:
+            reads, self._stats_reads = self._stats_reads, {}
+            for amphora_id in self.amphora_ids():
+                pending = reads.get(amphora_id)
+                if pending is not None and not pending.done():
+                    self._stats_reads[amphora_id] = pending
+                    continue
+                future = self._stats_pool.submit(self._read_stats, amphora_id)
+                self._stats_reads[amphora_id] = future
+                futures[future] = amphora_id
         done, _late = wait(futures, timeout=STATS_DEADLINE)
         reports = []
         for future in done:

@@ -2,30 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
-
-import pytest
 
 from lbaas.db import health_repo
 from lbaas.db.engine import Database
-from lbaas.db.migrate import upgrade_database
 from lbaas.db.tables import AmphoraRow
-from tests.support.databases import PostgresDatabases
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'health.sqlite'}"
-    else:
-        postgres: PostgresDatabases = request.getfixturevalue("postgres")
-        url = postgres.create(f"health_{tmp_path.name[-12:].lower()}")
-    db = Database(url)
-    upgrade_database(db)
-    yield db
-    db.dispose()
 
 
 def test_counters_are_inserted_then_replaced(database: Database) -> None:

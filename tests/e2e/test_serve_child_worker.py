@@ -95,10 +95,11 @@ def test_a_worker_child_outlives_a_killed_serve_only_briefly(served: Served) -> 
 
 @pytest.fixture
 def slow_served(tmp_path: Path) -> Iterator[Served]:
-    # Converges take 3 s and leases last 120 s: a job held by a killed worker can only be
-    # finished within the test's wait if serve frees the lease when its child dies.
+    # Converges take 8 s (the kill must land inside one, even on a slow machine) and leases
+    # last 120 s: a job held by a killed worker can only be finished within the test's
+    # wait if serve frees the lease when its child dies.
     settings = {
-        "providers": {"enabled": ["noop"], "default": "noop", "noop_delay": 3},
+        "providers": {"enabled": ["noop"], "default": "noop", "noop_delay": 8},
         "worker": {"lease_seconds": 120, "poll_interval": 0.1},
     }
     yield from serve(tmp_path, settings)
@@ -120,7 +121,7 @@ def test_a_job_held_by_a_killed_worker_child_runs_again_at_once(slow_served: Ser
             return row is not None and f":{child}:" in (row[0] or "")
 
         wait_for(held_by_child, 10, "the worker child to claim the job")
-        os.kill(child, signal.SIGKILL)  # in the middle of its 3 s converge
+        os.kill(child, signal.SIGKILL)  # in the middle of its 8 s converge
         got = httpx.get(f"{url}{LB}/{lb['id']}", timeout=10).json()["loadbalancer"]
         assert got["provisioning_status"] == "PENDING_CREATE"
 
@@ -128,7 +129,7 @@ def test_a_job_held_by_a_killed_worker_child_runs_again_at_once(slow_served: Ser
             got = httpx.get(f"{url}{LB}/{lb['id']}", timeout=10).json()["loadbalancer"]
             return bool(got["provisioning_status"] == "ACTIVE")
 
-        wait_for(active, 30, "the load balancer to be ACTIVE well before its lease ran out")
+        wait_for(active, 60, "the load balancer to be ACTIVE well before its lease ran out")
     finally:
         database.close()
     assert "released 1 converge job(s) held by dead worker process" in slow_served.log.read_text()

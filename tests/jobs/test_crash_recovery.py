@@ -115,12 +115,16 @@ def test_two_workers_on_postgres_never_run_a_job_twice_at_once(
     try:
         with TestClient(asgi_app(plane)) as client:
             api = Api(client, "p-alpha", "member")
-            ids = _post_lbs(api, 200)
             env = _worker_env(state_dir, records, delay=0.01, database_url=url)
+            logs = [tmp_path / "a.log", tmp_path / "b.log"]
             with (
-                lbaas_process(["worker"], env, tmp_path / "a.log"),
-                lbaas_process(["worker"], env, tmp_path / "b.log"),
+                lbaas_process(["worker"], env, logs[0]),
+                lbaas_process(["worker"], env, logs[1]),
             ):
+                # Both must be claiming before the jobs exist, or the first one up could
+                # drain the queue alone on a slow machine.
+                wait_for(lambda: all("running" in log.read_text() for log in logs), 60, "workers")
+                ids = _post_lbs(api, 200)
                 wait_for(
                     lambda: list(_statuses(api).values()).count("ACTIVE") == 200, 120, "200 ACTIVE"
                 )

@@ -9,7 +9,6 @@ checks that no namespace, link or process of the amphora is left.
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 import uuid
@@ -24,6 +23,7 @@ from lbaas.agent.amphora import AmphoraManager
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.plumbing import bridge_name, namespace_name, plan_plumbing
 from lbaas.agent.wire import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec
+from tests.support.scratch_subnets import pick_subnets
 
 pytestmark = [pytest.mark.root, pytest.mark.haproxy, pytest.mark.slow]
 PORT = 8080
@@ -91,15 +91,16 @@ def testnet(host: RealHostOps) -> Iterator[ScratchNet]:
         net.remove(host)
 
 
-def _subnet() -> str:
-    return f"10.{random.randint(64, 250)}.{random.randint(0, 255)}"
+def _prefixes(count: int) -> list[str]:
+    """``count`` free 10.x.y.0/24 networks, as their "10.x.y" prefixes."""
+    return [str(net.network_address).rsplit(".", 1)[0] for net in pick_subnets(count)]
 
 
 def test_traffic_through_an_amphora_namespace_and_clean_delete(
     host: RealHostOps, testnet: ScratchNet, short_dir: Path
 ) -> None:
     vip_net, member_net = f"vip-{testnet.tag}", f"members-{testnet.tag}"
-    vip_prefix, member_prefix = _subnet(), _subnet()
+    vip_prefix, member_prefix = _prefixes(2)
     amphora_id = f"amp-{testnet.tag}"
     manager = AmphoraManager(short_dir / "amphorae", host, mode="netns")
     vip = f"{vip_prefix}.10"

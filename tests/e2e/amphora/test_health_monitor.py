@@ -36,10 +36,12 @@ def test_monitor_marks_stopped_member_error_and_back_online(
         service = http_service(lb, [up, flaky])
         monitor = {
             "type": "HTTP",
-            "delay": 1,
-            "timeout": 1,
+            # Two failed checks of 2 s each before DOWN: the "up" backend shares this
+            # process and its GIL, and one slow answer must not mark it down.
+            "delay": 2,
+            "timeout": 2,
             "max_retries": 1,
-            "max_retries_down": 1,
+            "max_retries_down": 2,
             "url_path": "/",
             "expected_codes": "200",
         }

@@ -7,8 +7,8 @@ failing half-way with "database is locked" when a reader upgrades; WAL mode lets
 go on meanwhile. Before that, writers queue on a lock of their own (``SqliteWriterLock``),
 which hands over at once instead of in the busy handler's sleeps. On PostgreSQL writes
 take row locks (``SELECT … FOR UPDATE``) where the code asks for them; reads there run in
-autocommit (see ``Database.__init__``). ``IntegrityError``
-becomes ``lbaas.errors.Conflict`` here, the one place that sees it.
+autocommit (see ``Database.__init__``). ``IntegrityError`` becomes
+``lbaas.errors.Conflict`` here, the one place that sees it.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ class Database:
             check_on_checkout(self.engine, idle_before_ping)
         # PostgreSQL runs READ COMMITTED: each statement sees its own snapshot whether or
         # not a transaction is open, so reads run in autocommit and save the BEGIN and
-        # ROLLBACK round trips (a third of a small list request's time on loopback).
+        # ROLLBACK round trips (about a quarter of a small list request's time on loopback).
         self._reader = (
             self.engine
             if self.is_sqlite
@@ -180,7 +180,7 @@ class Database:
 
     @contextmanager
     def read_connection(self) -> Iterator[Connection]:
-        """``read()`` for Core-only work; the transaction is rolled back at the end."""
+        """``read()`` for Core-only work: never committed (on PostgreSQL, no transaction)."""
         with self._reader.connect() as conn:
             yield conn
 

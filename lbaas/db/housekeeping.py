@@ -16,11 +16,11 @@ from sqlalchemy import delete, exists, func, select
 
 from lbaas.db.engine import Database
 from lbaas.db.tables import AmphoraRow, ConvergeJobRow, LoadBalancerRow, table_of
+from lbaas.model.enums import AmphoraStatus, ProvisioningStatus
 
 _LBS = table_of(LoadBalancerRow).c
 _JOBS = table_of(ConvergeJobRow).c
 _AMPHORAE = table_of(AmphoraRow).c
-_DELETED = "DELETED"
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Purged:
 def purge_deleted(db: Database, deleted_before: datetime) -> Purged:
     """Remove ``DELETED`` load balancers and amphorae last changed before the cutoff."""
     expired = select(_LBS.id).where(
-        _LBS.provisioning_status == _DELETED,
+        _LBS.provisioning_status == ProvisioningStatus.DELETED.value,
         func.coalesce(_LBS.updated_at, _LBS.created_at) < deleted_before,
     )
     with db.write_connection() as conn:
@@ -51,7 +51,7 @@ def purge_deleted(db: Database, deleted_before: datetime) -> Purged:
         ).rowcount
         amphorae = conn.execute(
             delete(table_of(AmphoraRow)).where(
-                _AMPHORAE.status == _DELETED,
+                _AMPHORAE.status == AmphoraStatus.DELETED.value,
                 func.coalesce(_AMPHORAE.updated_at, _AMPHORAE.created_at) < deleted_before,
             )
         ).rowcount

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, select
+from sqlalchemy import and_, case, func, select
 from sqlalchemy.engine import Connection
 
 from lbaas.db.tables import AmphoraRow, ConvergeJobRow, LoadBalancerRow, table_of
@@ -45,13 +45,7 @@ def control_plane_counts(conn: Connection, now: float) -> ControlPlaneCounts:
         else_="idle",
     )
     jobs = _by(conn, state.label("state"), table_of(ConvergeJobRow))
-    oldest = conn.execute(
-        select(func.min(_JOBS.next_attempt_at)).where(
-            pending,
-            _JOBS.next_attempt_at <= now,
-            or_(_JOBS.lease_owner.is_(None), _JOBS.lease_expires_at < now),
-        )
-    ).scalar()
+    oldest = conn.execute(select(func.min(_JOBS.next_attempt_at)).where(runnable)).scalar()
     return ControlPlaneCounts(
         loadbalancers=_by(conn, _LBS.provisioning_status, table_of(LoadBalancerRow)),
         amphorae=_by(conn, _AMPHORAE.status, table_of(AmphoraRow)),

@@ -6,7 +6,8 @@ hint — an idle worker still polls every ``worker.poll_interval`` — so a send
 and a lost datagram costs latency, never a job. A socket nobody is bound to any more (its
 worker was killed) refuses the datagram and is removed by the next sender.
 
-Workers on other hosts (PostgreSQL deployments) are reached by the poll alone.
+Workers on other hosts (PostgreSQL deployments) are reached by ``NOTIFY``
+(``lbaas.db.job_notify``), and by the poll.
 """
 
 from __future__ import annotations

@@ -125,7 +125,9 @@ class AmphoraManager:
                     apply_plumbing(self._host, self._plan(amphora_id, spec), previous)
                 # A reload replaces the worker: the statistics hold it to read it to its end.
                 guard = None if amp.stats is None else amp.stats.across_reload
-                amp.last_outcome = amp.instance.apply(spec.haproxy_config, guard)
+                amp.last_outcome = amp.instance.apply(
+                    spec.haproxy_config, spec.haproxy_facts, guard
+                )
             except Exception as exc:
                 amp.last_error = str(getattr(exc, "operator_message", None) or exc)
                 raise

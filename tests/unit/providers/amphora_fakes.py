@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from lbaas.agent.wire import AgentInfo, AmphoraSpec, AmphoraStatus
 from lbaas.db.job_queue import Claim
@@ -83,13 +84,14 @@ class RecordingAgent:
     """Stands in for ``AgentClient``: records specs and deletes, answers as a loopback agent."""
 
     amphora_root: str = "/srv/amphorae"
+    mode: Literal["loopback", "netns"] = "loopback"
     specs: dict[str, AmphoraSpec] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
     calls: int = 0
 
     def info(self) -> AgentInfo:
         self.calls += 1
-        return AgentInfo(mode="loopback", haproxy_version="test", amphora_root=self.amphora_root)
+        return AgentInfo(mode=self.mode, haproxy_version="test", amphora_root=self.amphora_root)
 
     def put_amphora(self, amphora_id: str, spec: AmphoraSpec) -> AmphoraStatus:
         self.calls += 1

@@ -11,7 +11,7 @@ import pytest
 from lbaas.config import load_settings
 from lbaas.db.job_queue import Claim
 from lbaas.model.enums import AmphoraStatus
-from lbaas.model.graph import LoadBalancerId
+from lbaas.model.graph import LoadBalancerId, NetworkId, Subnet, SubnetId
 from lbaas.providers.amphora.driver import AmphoraProvider
 from lbaas.providers.base import LeaseLost, ProviderContext
 from tests.unit.render.graph_builder import listener, load_balancer, member, pool
@@ -97,3 +97,20 @@ def test_a_worker_that_lost_its_lease_creates_nothing(
         provider.apply(GRAPH, CLAIM)
     assert store.amphorae == {} and store.ports == {}
     assert agent.calls == 0  # stopped before the agent was asked anything
+
+
+def test_netns_member_ports_are_fenced_too(
+    provider: AmphoraProvider, store: MemoryAmphoraStore, agent: RecordingAgent
+) -> None:
+    agent.mode = "netns"
+    members = Subnet(SubnetId("s-members"), NetworkId("n-members"), "10.9.0.0/16", "10.9.0.1")
+    graph = replace(GRAPH, vip=replace(GRAPH.vip, address="10.8.0.5"), subnets=(members,))
+    provider.apply(graph, CLAIM)
+    [(amphora_id, subnet_id)] = store.ports
+    [leg] = agent.specs[amphora_id].network.member_networks
+    assert subnet_id == "s-members" and leg.address == store.ports[(amphora_id, subnet_id)]
+    other = replace(CLAIM, owner="worker-b")
+    store.lost.add(other.owner)
+    with pytest.raises(LeaseLost):
+        provider.apply(graph, other, rebuild=True)
+    assert store.live_amphorae(GRAPH.id) == [amphora_id] and len(store.ports) == 1

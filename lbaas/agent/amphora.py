@@ -2,12 +2,15 @@
 
 One directory per amphora under ``root`` holds its HAProxy files and ``applied.json`` (the
 last spec applied successfully), which is how an agent that restarts finds its amphorae
-again and how a repeated PUT is recognised. Each amphora has its own lock, so the API and
+again and how an older version is refused; a repeated PUT is recognised by
+``HaproxyInstance``, whose installed file is the running text. A stored spec of a format
+this agent cannot read is logged and its amphora left out. Each amphora has its own lock, so the API and
 the supervise loop never work on the same amphora at once while different amphorae proceed
 in parallel.
 
 A PUT converges in two steps: plumbing (netns mode only; idempotent ``HostOps`` calls) and
-``HaproxyInstance.apply`` (which does nothing for an unchanged text). Failures are recorded
+``HaproxyInstance.apply`` with the spec's text and the facts sent beside it (which does
+nothing for an unchanged text). Failures are recorded
 as the amphora's ``last_error`` and raised for the API to answer with.
 """
 
@@ -125,7 +128,9 @@ class AmphoraManager:
                     apply_plumbing(self._host, self._plan(amphora_id, spec), previous)
                 # A reload replaces the worker: the statistics hold it to read it to its end.
                 guard = None if amp.stats is None else amp.stats.across_reload
-                amp.last_outcome = amp.instance.apply(spec.haproxy_config, guard)
+                amp.last_outcome = amp.instance.apply(
+                    spec.haproxy_config, spec.haproxy_facts, guard
+                )
             except Exception as exc:
                 amp.last_error = str(getattr(exc, "operator_message", None) or exc)
                 raise

@@ -48,6 +48,13 @@ def _error(status: int, kind: str, message: str, detail: str | None = None) -> J
 def create_agent_app(manager: AmphoraManager, info: Callable[[], AgentInfo]) -> FastAPI:
     """The ASGI app serving ``manager``; ``info`` builds the answer to GET /v1/info."""
     app = FastAPI(title="lbaas agent", version="1", docs_url=None, redoc_url=None)
+    _answer_errors(app)
+    _serve_amphorae(app, manager, info)
+    return app
+
+
+def _answer_errors(app: FastAPI) -> None:
+    """One ``ErrorBody`` answer per kind of error (statuses in ``lbaas.agent.wire``)."""
 
     @app.exception_handler(RequestValidationError)
     async def _bad_body(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -86,6 +93,10 @@ def create_agent_app(manager: AmphoraManager, info: Callable[[], AgentInfo]) -> 
         log.error("%s %s failed: %s", request.method, request.url.path, exc)
         return _error(500, "internal", "the agent failed", str(exc))
 
+
+def _serve_amphorae(app: FastAPI, manager: AmphoraManager, info: Callable[[], AgentInfo]) -> None:
+    """The ``/v1`` routes, each a call on ``manager``."""
+
     @app.put(f"{API_PREFIX}/amphorae/{{amphora_id}}", response_model=AmphoraStatus)
     def put_amphora(spec: AmphoraSpec, amphora_id: str = AmphoraIdPath) -> AmphoraStatus:
         return manager.put(amphora_id, spec)
@@ -105,5 +116,3 @@ def create_agent_app(manager: AmphoraManager, info: Callable[[], AgentInfo]) -> 
     @app.get(f"{API_PREFIX}/info", response_model=AgentInfo)
     def get_info() -> AgentInfo:
         return info()
-
-    return app

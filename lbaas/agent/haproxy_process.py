@@ -7,16 +7,19 @@
    check); a refusal is ``InvalidRenderedConfig`` and the running HAProxy is left untouched;
 2. no HAProxy running: install the file and start one (master-worker);
 3. text identical to the running file: nothing at all (a repeated PUT is a no-op);
-4. only server weights or ``disabled`` differ: change them through the runtime API and
-   install the file, so a later reload or restart keeps them. No reload;
-5. anything else: save the servers' runtime state to the ``server-state-file`` the text
-   names, install the file and reload seamlessly through the master. If the reload fails the
-   previous file is put back, so the file on disk always matches what HAProxy runs. The
-   caller may wrap the reload in a ``ReloadGuard``, given the runtime socket of the worker
-   being replaced (the statistics use it to read that worker to its end).
+4. only server weights or ``disabled`` differ (``runtime_changes``): change them through the
+   runtime API and install the file, so a later reload or restart keeps them. No reload;
+5. anything else: save the servers' runtime state to the server-state file, install the file
+   and reload seamlessly through the master. If the reload fails the previous file is put
+   back, so the file on disk always matches what HAProxy runs. The caller may wrap the
+   reload in a ``ReloadGuard``, given the runtime socket of the worker being replaced (the
+   statistics use it to read that worker to its end).
 
-The file on disk is therefore the running configuration, which is what makes step 3 cheap
-and what ``ensure_running`` restarts from when a master has died.
+What the instance knows about a text (socket, state file, maxconn, servers) is the
+``HaproxyFacts`` sent with it, stored beside the installed file as ``haproxy.facts.json``
+and installed and put back with it; the text itself is never parsed. The file on disk is
+therefore the running configuration, which is what makes step 3 cheap and what
+``ensure_running`` restarts from when a master has died.
 """
 
 from __future__ import annotations
@@ -28,15 +31,10 @@ from contextlib import AbstractContextManager, nullcontext
 from enum import StrEnum
 from pathlib import Path
 
-from lbaas.agent.haproxy_config_text import (
-    ConfigFacts,
-    ServerChange,
-    max_connections_for,
-    read_config_facts,
-    runtime_only_changes,
-)
 from lbaas.agent.host.base import HaproxyFiles, HostOps
 from lbaas.agent.runtime_api import MasterCli, RuntimeApi, RuntimeApiError
+from lbaas.agent.runtime_changes import ServerChange, runtime_only_changes
+from lbaas.agent.wire import HaproxyFacts
 from lbaas.errors import InvalidRenderedConfig
 
 log = logging.getLogger(__name__)
@@ -45,6 +43,15 @@ RuntimeApiFactory = Callable[[Path], RuntimeApi]
 ReloadGuard = Callable[[Path], AbstractContextManager[object]]
 #: Seconds to wait for the master CLI when reading statistics (heartbeats are short).
 MASTER_CLI_TIMEOUT = 2.0
+#: The facts of the installed configuration, beside it in the amphora's directory.
+FACTS_FILE = "haproxy.facts.json"
+# HAProxy needs two descriptors per connection plus some for listeners, logs and sockets.
+FD_RESERVE = 100
+
+
+def max_connections_for(fd_limit: int) -> int:
+    """The largest global ``maxconn`` HAProxy can start with under ``fd_limit``."""
+    return max((fd_limit - FD_RESERVE) // 2, 0)
 
 
 class ApplyOutcome(StrEnum):
@@ -81,16 +88,20 @@ class HaproxyInstance:
         except FileNotFoundError:
             return None
 
-    def facts(self) -> ConfigFacts | None:
-        text = self.running_config
-        return None if text is None else read_config_facts(text, self.directory)
+    @property
+    def running_facts(self) -> HaproxyFacts | None:
+        """The facts sent with the installed configuration; None if none are stored."""
+        try:
+            return HaproxyFacts.model_validate_json(self._facts_file.read_text())
+        except (OSError, ValueError) as exc:
+            if not isinstance(exc, FileNotFoundError):
+                log.warning("unreadable %s in %s: %s", FACTS_FILE, self.directory, exc)
+            return None
 
     def runtime(self) -> RuntimeApi | None:
-        """The runtime API of the running configuration, if it names one."""
-        facts = self.facts()
-        if facts is None or facts.runtime_socket is None:
-            return None
-        return self._runtime_api(facts.runtime_socket)
+        """The runtime API of the running configuration, if its facts are known."""
+        facts = self.running_facts
+        return None if facts is None else self._runtime_api(self._socket(facts))
 
     def master_pid(self) -> int | None:
         return self._host.haproxy_master_pid(self.files)
@@ -98,14 +109,10 @@ class HaproxyInstance:
     def master_cli(self) -> MasterCli:
         return MasterCli.at(self.files.master_socket, MASTER_CLI_TIMEOUT)
 
-    def apply(self, config_text: str, reload_guard: ReloadGuard | None = None) -> ApplyOutcome:
-        """Make HAProxy run ``config_text``; see the module docstring for how."""
-        facts = read_config_facts(config_text, self.directory)
-        if facts.runtime_socket is None:
-            raise InvalidRenderedConfig(
-                "The rendered configuration cannot be managed.",
-                "the global section has no unix 'stats socket ... level admin'",
-            )
+    def apply(
+        self, config_text: str, facts: HaproxyFacts, reload_guard: ReloadGuard | None = None
+    ) -> ApplyOutcome:
+        """Make HAProxy run ``config_text``, described by ``facts``; see the module docstring."""
         self._check_fd_limit(facts)
         self.directory.mkdir(parents=True, exist_ok=True)
         candidate = self.directory / "haproxy.cfg.candidate"
@@ -115,31 +122,43 @@ class HaproxyInstance:
         except BaseException:
             candidate.unlink(missing_ok=True)
             raise
-        _ensure_state_file(facts)
-        old_text = self.running_config
+        self._ensure_state_file(facts)
+        old_text, old_facts = self.running_config, self.running_facts
         if self.master_pid() is None:
-            os.replace(candidate, self.files.config)
+            self._install(candidate, facts)
             self._host.start_haproxy(self.files, self.namespace)
             return ApplyOutcome.STARTED
         if old_text == config_text:
             candidate.unlink()
+            if old_facts != facts:
+                _write(self._facts_file, facts.model_dump_json())
             return ApplyOutcome.UNCHANGED
-        changes = None if old_text is None else runtime_only_changes(old_text, config_text)
+        changes = runtime_only_changes(old_facts, facts)
         if changes is not None and self._apply_at_runtime(facts, changes):
-            os.replace(candidate, self.files.config)
+            self._install(candidate, facts)
             self.runtime_changes += 1
             return ApplyOutcome.RUNTIME_API
-        self._save_server_state()
-        old_facts = None if old_text is None else read_config_facts(old_text, self.directory)
-        old_socket = None if old_facts is None else old_facts.runtime_socket
+        self._reload(candidate, facts, old_text, old_facts, reload_guard)
+        return ApplyOutcome.RELOADED
+
+    def _reload(
+        self,
+        candidate: Path,
+        facts: HaproxyFacts,
+        old_text: str | None,
+        old_facts: HaproxyFacts | None,
+        reload_guard: ReloadGuard | None,
+    ) -> None:
+        """Install ``candidate`` and reload; put the previous file back if that fails."""
+        self._save_server_state(old_facts)
         previous = self.directory / "haproxy.cfg.previous"
         if old_text is not None:
             _write(previous, old_text)
-        os.replace(candidate, self.files.config)
+        self._install(candidate, facts)
         guard: AbstractContextManager[object] = (
             nullcontext()
-            if reload_guard is None or old_socket is None
-            else reload_guard(old_socket)
+            if reload_guard is None or old_facts is None
+            else reload_guard(self._socket(old_facts))
         )
         try:
             with guard:
@@ -147,17 +166,18 @@ class HaproxyInstance:
         except BaseException:
             if old_text is not None:
                 os.replace(previous, self.files.config)
+                if old_facts is not None:
+                    _write(self._facts_file, old_facts.model_dump_json())
             raise
         self.reloads += 1
-        return ApplyOutcome.RELOADED
 
     def ensure_running(self) -> bool:
         """Start HAProxy again on the installed file if its master is gone; True if it did."""
         if self.running_config is None or self.master_pid() is not None:
             return False
-        facts = self.facts()
+        facts = self.running_facts
         if facts is not None:
-            _ensure_state_file(facts)
+            self._ensure_state_file(facts)
         self._host.start_haproxy(self.files, self.namespace)
         self.restarts += 1
         return True
@@ -166,22 +186,32 @@ class HaproxyInstance:
         """Stop HAProxy (dropping connections) and keep the files. Idempotent."""
         self._host.stop_haproxy(self.files)
 
-    def _check_fd_limit(self, facts: ConfigFacts) -> None:
+    @property
+    def _facts_file(self) -> Path:
+        return self.directory / FACTS_FILE
+
+    def _socket(self, facts: HaproxyFacts) -> Path:
+        return self.directory / facts.runtime_socket
+
+    def _install(self, candidate: Path, facts: HaproxyFacts) -> None:
+        os.replace(candidate, self.files.config)
+        _write(self._facts_file, facts.model_dump_json())
+
+    def _check_fd_limit(self, facts: HaproxyFacts) -> None:
         """Refuse a maxconn HAProxy could not start with here (``haproxy -c`` does not know)."""
         limit = self._host.haproxy_fd_limit()
-        if limit is None or facts.global_maxconn is None:
+        if limit is None or facts.maxconn is None:
             return
         allowed = max_connections_for(limit)
-        if facts.global_maxconn > allowed:
+        if facts.maxconn > allowed:
             raise InvalidRenderedConfig(
                 "The load balancer asks for more connections than its host allows.",
-                f"global maxconn {facts.global_maxconn} needs more than the {limit} file "
+                f"global maxconn {facts.maxconn} needs more than the {limit} file "
                 f"descriptors HAProxy may open on this host; render at most {allowed}",
             )
 
-    def _apply_at_runtime(self, facts: ConfigFacts, changes: list[ServerChange]) -> bool:
-        assert facts.runtime_socket is not None
-        api = self._runtime_api(facts.runtime_socket)
+    def _apply_at_runtime(self, facts: HaproxyFacts, changes: list[ServerChange]) -> bool:
+        api = self._runtime_api(self._socket(facts))
         try:
             for change in changes:
                 if change.weight is not None:
@@ -197,25 +227,25 @@ class HaproxyInstance:
             return False
         return True
 
-    def _save_server_state(self) -> None:
+    def _save_server_state(self, facts: HaproxyFacts | None) -> None:
         """Dump runtime server state where the running config loads it from at start-up."""
-        facts = self.facts()
-        if facts is None or facts.runtime_socket is None or facts.server_state_file is None:
+        if facts is None or facts.server_state_file is None:
             return
         try:
-            state = self._runtime_api(facts.runtime_socket).show_servers_state()
+            state = self._runtime_api(self._socket(facts)).show_servers_state()
         except RuntimeApiError as exc:
             log.warning("could not save server state of %s: %s", self.directory, exc)
             return
-        _write(facts.server_state_file, state)
+        _write(self.directory / facts.server_state_file, state)
 
-
-def _ensure_state_file(facts: ConfigFacts) -> None:
-    """HAProxy warns at start-up about a missing state file; an empty one says "version 1"."""
-    path = facts.server_state_file
-    if path is not None and not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write(path, "1\n")
+    def _ensure_state_file(self, facts: HaproxyFacts) -> None:
+        """HAProxy warns at start-up about a missing state file; an empty one says "version 1"."""
+        if facts.server_state_file is None:
+            return
+        path = self.directory / facts.server_state_file
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write(path, "1\n")
 
 
 def _write(path: Path, text: str) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lbaas.agent.amphora import AmphoraManager
 from lbaas.agent.api import create_agent_app
-from lbaas.agent.haproxy_config_text import max_connections_for
+from lbaas.agent.haproxy_process import max_connections_for
 from lbaas.agent.heartbeat import HeartbeatSender
 from lbaas.agent.host.base import HostOps
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher

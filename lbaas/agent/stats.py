@@ -33,8 +33,10 @@ worker exits. The hold is bounded: ``HOLD_LIMIT`` seconds after the reload, and 
 itself drops the session after its idle limit should the agent stall. A worker still
 draining at the limit keeps being read through the master until it exits, so at most the
 bytes its long connections move in the last heartbeat interval are missed, never a
-connection. The renderer sets no ``hard-stop-after``; one that killed a worker before its
-final read would cost the same.
+connection. The renderer also writes ``hard-stop-after`` (``providers.amphora_hard_stop_after``,
+900 s unless the operator changes it; 0 leaves it out): a worker still draining when it fires
+is stopped by HAProxy between two reads, which costs the same — what its connections moved
+since the last heartbeat's read.
 
 Active connections are a gauge: the sum over the live workers, never carried.
 """

@@ -11,6 +11,14 @@ converges to it; repeating it changes nothing. Routes:
     DELETE /v1/amphorae/{amphora_id}   -> 204 (also when it did not exist)
     GET    /v1/info                    -> 200 AgentInfo
 
+The configuration text is for HAProxy only: what the agent itself needs to know about it
+(where the runtime socket and the server-state file are, the global ``maxconn``, every
+server's weight and admin state, and a digest of everything else) travels beside it as
+``HaproxyFacts``, built by the controller from the same render, so the agent never parses the
+text back. ``AmphoraSpec.spec_format`` says which shape of spec a body has; an agent answers
+400 to a format it does not read (``SPEC_FORMAT`` is the one this code reads and writes; a
+body without the field is format 1, the text-only spec of before).
+
 Errors are ``ErrorBody`` with status 400 (malformed request, or one this agent's mode cannot
 serve), 409 (``version`` older than the applied one), 422 (HAProxy refused the
 configuration; ``detail`` holds its output) and 500 (the host failed). A spec's ``version``
@@ -21,11 +29,13 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 API_VERSION = 1
+#: The shape of ``AmphoraSpec`` this code reads and writes (1: text only; 2: text and facts).
+SPEC_FORMAT: Final = 2
 API_PREFIX = "/v1"
 AMPHORA_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -85,14 +95,66 @@ class NetworkSpec(_Wire):
     member_networks: tuple[MemberNetwork, ...] = ()
 
 
+class ServerSetting(_Wire):
+    """One server of the configuration as the runtime API names and changes it."""
+
+    backend: str = Field(min_length=1, description="The backend (proxy) name, e.g. be_<pool>.")
+    server: str = Field(min_length=1, description="The server name, e.g. srv_<member>.")
+    weight: int = Field(ge=0, le=256)
+    disabled: bool = Field(description="Rendered ``disabled`` (maintenance).")
+
+
+class HaproxyFacts(_Wire):
+    """What the agent needs to know about ``haproxy_config``, so it never reads the text.
+
+    Two specs whose ``fixed_digest`` is equal and whose ``servers`` name the same servers in
+    the same order differ at most in server weights and admin states, which the agent then
+    changes through the runtime API instead of reloading.
+    """
+
+    runtime_socket: str = Field(
+        min_length=1, description="Path of the admin-level unix stats socket the text opens."
+    )
+    server_state_file: str | None = Field(
+        None, description="Where the text loads server state from at start-up, if anywhere."
+    )
+    maxconn: int | None = Field(None, ge=0, description="The global maxconn of the text.")
+    servers: tuple[ServerSetting, ...] = Field(
+        (), description="Every server line of the text, in the order of the text."
+    )
+    fixed_digest: str = Field(
+        min_length=1,
+        description=(
+            "Digest of the configuration with every server's weight and admin state left out "
+            "(and comments, which HAProxy ignores): equal digests mean the texts differ in "
+            "nothing else."
+        ),
+    )
+
+
 class AmphoraSpec(_Wire):
     """The whole desired state of one amphora (body of PUT /v1/amphorae/{id})."""
 
+    spec_format: Literal[2] = Field(description="The shape of this spec; see SPEC_FORMAT.")
     version: int = Field(ge=0, description="Grows with every change the controller makes.")
     loadbalancer_id: str = Field(min_length=1)
     haproxy_config: str = Field(min_length=1, max_length=MAX_CONFIG_BYTES)
+    haproxy_facts: HaproxyFacts
     vip: VipSpec
     network: NetworkSpec = NetworkSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _readable_format(cls, data: Any) -> Any:
+        """Refuse, before anything else is read, a spec of a format this code cannot read."""
+        if isinstance(data, dict):
+            found = data.get("spec_format", 1)
+            if found != SPEC_FORMAT:
+                raise ValueError(
+                    f"amphora spec format {found!r} cannot be read by this agent, which reads "
+                    f"format {SPEC_FORMAT}: the controller and the agent run different releases"
+                )
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> AmphoraSpec:

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
 from lbaas.db import status_writer
 from lbaas.db.engine import Database
 from lbaas.db.graph_loader import graph_from_row
-from lbaas.db.job_queue import Fence
+from lbaas.db.job_queue import Claim, Fence
 from lbaas.db.session import Session
 from lbaas.db.tree_loader import load_tree
 from lbaas.errors import PermanentError
@@ -43,6 +43,8 @@ class Settle(Protocol):
 class ConvergeRequest:
     loadbalancer_id: str
     rebuild: bool = False
+    # The job's claim; the provider fences its database writes with it.
+    fence: Claim = field(kw_only=True)
 
 
 def utcnow() -> datetime:
@@ -76,13 +78,13 @@ class Converger:
             return
         provider = self._providers.get(graph.provider)
         if deleting:
-            provider.delete(LoadBalancerId(graph.id))
+            provider.delete(LoadBalancerId(graph.id), request.fence)
             with self._db.write() as session:
                 if settle(session) is not Fence.LOST:
                     status_writer.finish_deleted(session, graph.id, utcnow())
             LOG.info("load balancer %s deleted", graph.id)
             return
-        provider.apply(graph, rebuild=request.rebuild)
+        provider.apply(graph, request.fence, rebuild=request.rebuild)
         operating = self._rollup(graph, provider.status(LoadBalancerId(graph.id)))
         with self._db.write() as session:
             if settle(session) is Fence.CURRENT:

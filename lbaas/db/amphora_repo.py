@@ -1,4 +1,8 @@
-"""Amphora records: which data-plane instance serves which load balancer, on which agent."""
+"""Amphora records: which data-plane instance serves which load balancer, on which agent.
+
+The amphora provider writes these through ``lbaas.providers.amphora.store``, which fences
+every write by the converge job's lease; the API's amphora routes read them.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from lbaas.db.tables import AmphoraRow, PortRow
+from lbaas.model.enums import AmphoraRole, AmphoraStatus
 
-GONE = ("DELETED", "PENDING_DELETE")
+GONE = (AmphoraStatus.DELETED, AmphoraStatus.PENDING_DELETE)
 
 
 def amphorae_of(session: Session, loadbalancer_id: str) -> list[AmphoraRow]:
@@ -29,8 +34,8 @@ def create_amphora(
     row = AmphoraRow(
         id=str(uuid.uuid4()),
         loadbalancer_id=loadbalancer_id,
-        status="PENDING_CREATE",
-        role="STANDALONE",
+        status=AmphoraStatus.PENDING_CREATE,
+        role=AmphoraRole.STANDALONE,
         host=host,
         lb_network_ip=host,
         ha_ip=vip_address,
@@ -59,7 +64,7 @@ def mark_serving(session: Session, amphora_id: str, now: datetime) -> None:
     row = session.get(AmphoraRow, amphora_id)
     if row is None:
         return
-    row.status = "ALLOCATED"
+    row.status = AmphoraStatus.ALLOCATED
     row.failover_pending = False
     row.updated_at = now
 

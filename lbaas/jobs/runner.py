@@ -66,7 +66,7 @@ class JobRunner:
 
     def run(self, claim: Claim) -> Outcome:
         """Converge the claimed load balancer and settle the claim, whatever happens."""
-        request = ConvergeRequest(claim.loadbalancer_id, rebuild=claim.rebuild)
+        request = ConvergeRequest(claim.loadbalancer_id, rebuild=claim.rebuild, fence=claim)
         settle = self._settle_for(claim)
         try:
             self._converger.converge_load_balancer(request, settle)

@@ -11,6 +11,14 @@ Errors: ``apply`` and ``delete`` raise ``lbaas.errors.TemporaryError`` for condi
 retrying (an agent that does not answer) and ``PermanentError`` for those that are not (a
 configuration a real validator refused). Anything else is treated as temporary by the job
 runner until its attempts run out.
+
+Fencing: ``apply`` and ``delete`` run inside a converge job and are handed its ``Claim``
+(load balancer, generation, lease owner). A provider that writes to the database checks,
+inside each writing transaction, that the claim still holds its lease
+(``lbaas.db.job_queue.check_fence`` is not ``LOST``), exactly as the job's final settle
+does, and raises ``LeaseLost`` without writing when it does not: a worker that lost its
+lease (paused past it, and another worker took the job) must not allocate for a load
+balancer another worker now converges.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from lbaas.errors import TemporaryError
 from lbaas.model.enums import (
     HealthMonitorType,
     L7PolicyAction,
@@ -35,6 +44,21 @@ from lbaas.model.health import HealthReport
 if TYPE_CHECKING:
     from lbaas.config import Settings
     from lbaas.db.engine import Database
+    from lbaas.db.job_queue import Claim
+
+
+class LeaseLost(TemporaryError):
+    """The converge job's lease was taken over: the provider wrote nothing and stopped.
+
+    Temporary, so the runner only tries to release a lease it no longer holds (a no-op);
+    the worker that holds the lease now does the work.
+    """
+
+    def __init__(self, loadbalancer_id: str, owner: str) -> None:
+        super().__init__(
+            f"the converge of {loadbalancer_id} was taken over from {owner}",
+            operator_message=f"lease of {loadbalancer_id} lost by {owner}; no provider write made",
+        )
 
 
 @dataclass(frozen=True)
@@ -88,20 +112,23 @@ class ProviderDriver(abc.ABC):
         """Declare what this provider supports. Pure; called once at start-up."""
 
     @abc.abstractmethod
-    def apply(self, graph: LoadBalancer, *, rebuild: bool = False) -> ApplyResult:
+    def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
         """Make the data plane of ``graph.id`` match ``graph`` exactly.
 
         Creates what is missing, changes what differs and removes what the graph no longer
         holds. Idempotent: applying an unchanged graph changes nothing. ``rebuild`` asks
         for the data plane to be torn down and built afresh (failover), keeping the VIP.
-        Raises TemporaryError or PermanentError.
+        ``fence`` is the job's claim: every database write is made only while it holds its
+        lease, checked in the writing transaction (see the module docstring). Raises
+        TemporaryError (``LeaseLost`` when the fence is lost) or PermanentError.
         """
 
     @abc.abstractmethod
-    def delete(self, loadbalancer_id: LoadBalancerId) -> None:
+    def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:
         """Remove every trace of the load balancer from the data plane.
 
-        Idempotent: deleting what does not exist succeeds. Raises TemporaryError.
+        Idempotent: deleting what does not exist succeeds. Database writes are fenced by
+        ``fence`` as in ``apply``. Raises TemporaryError (``LeaseLost`` included).
         """
 
     @abc.abstractmethod

@@ -13,11 +13,15 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lbaas.errors import PermanentError, TemporaryError
 from lbaas.model import enums as E
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
+
+if TYPE_CHECKING:
+    from lbaas.db.job_queue import Claim
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 
 
@@ -83,13 +87,15 @@ class NoopProvider(ProviderDriver):
             self.calls.append(call)
         self._append_record({"phase": "end", **call.__dict__})
 
-    def apply(self, graph: LoadBalancer, *, rebuild: bool = False) -> ApplyResult:
+    def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
+        """Record the call; the noop provider writes nothing, so ``fence`` is not checked."""
         self._run("rebuild" if rebuild else "apply", graph.id)
         with self._lock:
             self.graphs[graph.id] = graph
         return ApplyResult(serving=True, detail="noop")
 
-    def delete(self, loadbalancer_id: LoadBalancerId) -> None:
+    def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:
+        """Record the call; nothing is written, so ``fence`` is not checked."""
         self._run("delete", loadbalancer_id)
         with self._lock:
             self.graphs.pop(loadbalancer_id, None)

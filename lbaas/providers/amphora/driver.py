@@ -8,36 +8,49 @@ agent's host). ``rebuild`` (failover) retires the current amphora and builds a n
 the same VIP. Health arrives by heartbeat, so ``status`` returns None.
 
 Allocations that would leak if forgotten — amphora records and their ports — are written
-before the agent call and marked DELETED when retired; a converge that fails half-way is
-simply repeated, since every step is idempotent.
+through an ``AmphoraStore`` before the agent call and marked DELETED when retired; every
+such write is fenced by the converge job's lease (``store.base``), so a worker that lost its
+lease creates nothing. A converge that fails half-way is simply repeated, since every step
+is idempotent.
+
+The agent is sent the rendered text and, beside it, the facts it needs about that text
+(``HaproxyFacts``: sockets, maxconn, server weights, the digest of the rest), taken from the
+same render, so the agent never parses the text.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lbaas.agent.client import AgentClient
-from lbaas.agent.wire import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec, amphora_paths
+from lbaas.agent.wire import (
+    SPEC_FORMAT,
+    AmphoraSpec,
+    HaproxyFacts,
+    MemberNetwork,
+    NetworkSpec,
+    ServerSetting,
+    VipSpec,
+    amphora_paths,
+)
 from lbaas.certs.authority import CertificateAuthority
-from lbaas.db import amphora_repo
-from lbaas.db.engine import Database
 from lbaas.errors import ConfigError
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
-from lbaas.network.allocation import VipRequest, allocate_vip
 from lbaas.providers.amphora.capabilities import AMPHORA_CAPABILITIES
+from lbaas.providers.amphora.store.base import AmphoraStore
+from lbaas.providers.amphora.store.database import DatabaseAmphoraStore
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
-from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
+from lbaas.render.haproxy import HaproxyContext, RenderedHaproxy, render_haproxy
+
+if TYPE_CHECKING:
+    from lbaas.db.job_queue import Claim
 
 LOG = logging.getLogger(__name__)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def ping_script() -> str:
@@ -45,24 +58,51 @@ def ping_script() -> str:
     return str(files("lbaas.agent").joinpath("scripts/ping-check"))
 
 
+def haproxy_facts(rendered: RenderedHaproxy) -> HaproxyFacts:
+    """The wire form of what the agent needs to know about a rendered configuration."""
+    return HaproxyFacts(
+        runtime_socket=rendered.runtime_socket,
+        server_state_file=rendered.server_state_file,
+        maxconn=rendered.maxconn,
+        servers=tuple(
+            ServerSetting(backend=s.backend, server=s.server, weight=s.weight, disabled=s.disabled)
+            for s in rendered.servers
+        ),
+        fixed_digest=rendered.fixed_digest,
+    )
+
+
 class AmphoraProvider(ProviderDriver):
     description = "HAProxy data planes run by per-host lbaas agents (loopback or netns)."
 
-    def __init__(self, context: ProviderContext) -> None:
+    def __init__(
+        self,
+        context: ProviderContext,
+        *,
+        store: AmphoraStore | None = None,
+        client: AgentClient | None = None,
+    ) -> None:
+        """Build from settings; ``store`` and ``client`` replace the database and agent."""
         super().__init__(context)
-        if context.database is None:
-            raise ConfigError("the amphora provider needs the database")
-        self._db: Database = context.database
+        if store is None:
+            if context.database is None:
+                raise ConfigError("the amphora provider needs the database")
+            store = DatabaseAmphoraStore(context.database)
+        self._store = store
         settings = context.settings
+        self._agent_host = settings.agent.host
+        self._client = client if client is not None else self._agent_client()
+        self._maxconn = settings.providers.amphora_maxconn
+        self._hard_stop_after = settings.providers.amphora_hard_stop_after or None
+
+    def _agent_client(self) -> AgentClient:
+        settings = self.context.settings
         pki = Path(settings.state_dir).absolute() / "pki"
         ca = CertificateAuthority.load_or_create(pki)
         tls = ca.ensure_identity(pki / "controller", "controller", "client")
-        host = settings.agent.host
-        self._agent_host = host
+        host = self._agent_host
         url_host = f"[{host}]" if ":" in host else host
-        self._client = AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
-        self._maxconn = settings.providers.amphora_maxconn
-        self._hard_stop_after = settings.providers.amphora_hard_stop_after or None
+        return AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
 
     def capabilities(self) -> ProviderCapabilities:
         return AMPHORA_CAPABILITIES
@@ -70,50 +110,36 @@ class AmphoraProvider(ProviderDriver):
     def close(self) -> None:
         self._client.close()
 
-    def _amphora_for(self, graph: LoadBalancer, rebuild: bool) -> tuple[str, list[str]]:
-        """The amphora to converge, and ids of amphorae it replaces (failover)."""
-        with self._db.write() as session:
-            current = amphora_repo.amphorae_of(session, graph.id)
-            retiring = [a.id for a in current] if rebuild else []
-            keep = [a for a in current if a.id not in retiring]
-            if keep:
-                return keep[0].id, retiring
-            amp = amphora_repo.create_amphora(
-                session, graph.id, self._agent_host, graph.vip.address, _now()
-            )
-            return amp.id, retiring
-
-    def _network_spec(self, graph: LoadBalancer, amphora_id: str, netns: bool) -> NetworkSpec:
+    def _network_spec(
+        self, graph: LoadBalancer, fence: Claim, amphora_id: str, netns: bool
+    ) -> NetworkSpec:
         if not netns:
             return NetworkSpec()
         vip_subnet = next((s for s in graph.subnets if s.id == graph.vip.subnet_id), None)
-        legs = []
-        with self._db.write() as session:
-            for subnet in graph.subnets:
-                if subnet.id == graph.vip.subnet_id:
-                    continue
-                address = amphora_repo.port_address(session, amphora_id, subnet.id)
-                if address is None:
-                    address = allocate_vip(
-                        session, VipRequest(subnet_id=subnet.id), amphora_id, _now()
-                    ).address
-                legs.append(
-                    MemberNetwork(
-                        network_id=subnet.network_id,
-                        subnet_cidr=subnet.cidr,
-                        address=address,
-                        host_address=subnet.gateway_ip,
-                    )
-                )
+        member_subnets = [s for s in graph.subnets if s.id != graph.vip.subnet_id]
+        addresses = self._store.member_addresses(
+            fence, amphora_id, [subnet.id for subnet in member_subnets]
+        )
+        legs = tuple(
+            MemberNetwork(
+                network_id=subnet.network_id,
+                subnet_cidr=subnet.cidr,
+                address=addresses[subnet.id],
+                host_address=subnet.gateway_ip,
+            )
+            for subnet in member_subnets
+        )
         host_vip = vip_subnet.gateway_ip if vip_subnet is not None else None
-        return NetworkSpec(vip_host_address=host_vip, member_networks=tuple(legs))
+        return NetworkSpec(vip_host_address=host_vip, member_networks=legs)
 
-    def apply(self, graph: LoadBalancer, *, rebuild: bool = False) -> ApplyResult:
-        amphora_id, retiring = self._amphora_for(graph, rebuild)
-        for old in retiring:
+    def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
+        choice = self._store.choose_amphora(
+            fence, host=self._agent_host, vip_address=graph.vip.address, rebuild=rebuild
+        )
+        amphora_id = choice.amphora_id
+        for old in choice.retiring:
             self._client.delete_amphora(old)
-            with self._db.write() as session:
-                amphora_repo.set_status(session, old, "DELETED", _now())
+            self._store.retire(fence, old)
             LOG.info("amphora %s of %s retired for failover", old, graph.id)
         info = self._client.info()
         paths = amphora_paths(info.amphora_root, amphora_id)
@@ -125,30 +151,29 @@ class AmphoraProvider(ProviderDriver):
             hard_stop_after=self._hard_stop_after,
             external_check_script=ping_script(),
         )
+        rendered = render_haproxy(graph, context)
         vip_subnet = next((s for s in graph.subnets if s.id == graph.vip.subnet_id), None)
         spec = AmphoraSpec(
+            spec_format=SPEC_FORMAT,
             version=time.time_ns(),
             loadbalancer_id=graph.id,
-            haproxy_config=render_haproxy_config(graph, context),
+            haproxy_config=rendered.text,
+            haproxy_facts=haproxy_facts(rendered),
             vip=VipSpec(
                 address=graph.vip.address,
                 subnet_cidr=vip_subnet.cidr if vip_subnet else f"{graph.vip.address}/32",
                 network_id=graph.vip.network_id or "vip",
             ),
-            network=self._network_spec(graph, amphora_id, info.mode == "netns"),
+            network=self._network_spec(graph, fence, amphora_id, info.mode == "netns"),
         )
         status = self._client.put_amphora(amphora_id, spec)
-        with self._db.write() as session:
-            amphora_repo.mark_serving(session, amphora_id, _now())
+        self._store.mark_serving(fence, amphora_id)
         return ApplyResult(serving=status.running, detail=status.last_outcome or "")
 
-    def delete(self, loadbalancer_id: LoadBalancerId) -> None:
-        with self._db.read() as session:
-            amphorae = [a.id for a in amphora_repo.amphorae_of(session, loadbalancer_id)]
-        for amphora_id in amphorae:
+    def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:
+        for amphora_id in self._store.live_amphorae(loadbalancer_id):
             self._client.delete_amphora(amphora_id)
-            with self._db.write() as session:
-                amphora_repo.set_status(session, amphora_id, "DELETED", _now())
+            self._store.retire(fence, amphora_id)
 
     def status(self, loadbalancer_id: LoadBalancerId) -> HealthReport | None:
         return None

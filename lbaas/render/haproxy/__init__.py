@@ -1,6 +1,7 @@
 """HAProxy configuration for one load balancer, rendered from its graph.
 
-``render_haproxy_config(lb, ctx)`` is the entry point (``config``); ``HaproxyContext``
+``render_haproxy_config(lb, ctx)`` is the entry point (``config``); ``render_haproxy``
+(``rendered``) gives the same text with the facts the agent needs beside it; ``HaproxyContext``
 (``context``) carries the deployment facts; ``names`` maps frontends, backends and servers
 to lbaas ids and back, for the agent reading statistics and driving the runtime API. The
 other modules are the steps in between: ``selection`` and ``unsupported`` decide what gets
@@ -12,5 +13,13 @@ from __future__ import annotations
 
 from lbaas.render.haproxy.config import build_haproxy_view, render_haproxy_config
 from lbaas.render.haproxy.context import HaproxyContext
+from lbaas.render.haproxy.rendered import RenderedHaproxy, ServerSetting, render_haproxy
 
-__all__ = ["HaproxyContext", "build_haproxy_view", "render_haproxy_config"]
+__all__ = [
+    "HaproxyContext",
+    "RenderedHaproxy",
+    "ServerSetting",
+    "build_haproxy_view",
+    "render_haproxy",
+    "render_haproxy_config",
+]

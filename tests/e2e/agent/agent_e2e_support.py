@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import random
 import socket
@@ -11,7 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
+from lbaas.agent.wire import SPEC_FORMAT, HaproxyFacts, ServerSetting
 from lbaas.model.graph import ListenerId, MemberId, PoolId
 from lbaas.render.haproxy.names import backend_name, frontend_name, server_name
 
@@ -85,8 +88,41 @@ def haproxy_config(
     servers: Sequence[Server],
     *,
     frontend_lines: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The ``AmphoraSpec`` fields of a configuration shaped like the renderer's, with facts.
+
+    The text is written by hand for the tests; its ``fixed_digest`` is taken, as the
+    renderer's is, from the same configuration with every server at weight 1.
+    """
+    text = _config_text(amphora_dir, vip, port, servers, frontend_lines)
+    fixed = [Server(s.member_id, s.address, s.port) for s in servers]
+    digest = hashlib.sha256(
+        _config_text(amphora_dir, vip, port, fixed, frontend_lines).encode()
+    ).hexdigest()
+    facts = HaproxyFacts(
+        runtime_socket=f"{amphora_dir}/stats.sock",
+        server_state_file=f"{amphora_dir}/server-state",
+        servers=tuple(
+            ServerSetting(
+                backend=backend_name(POOL),
+                server=server_name(MemberId(s.member_id)),
+                weight=s.weight,
+                disabled=False,
+            )
+            for s in servers
+        ),
+        fixed_digest=f"sha256:{digest}",
+    )
+    return {"spec_format": SPEC_FORMAT, "haproxy_config": text, "haproxy_facts": facts}
+
+
+def _config_text(
+    amphora_dir: Path,
+    vip: str,
+    port: int,
+    servers: Sequence[Server],
+    frontend_lines: Sequence[str],
 ) -> str:
-    """A configuration shaped like the renderer's, written by hand for the tests."""
     lines = [
         "global",
         f'    stats socket "{amphora_dir}/stats.sock" mode 600 level admin expose-fd listeners',

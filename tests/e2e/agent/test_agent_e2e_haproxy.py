@@ -54,13 +54,13 @@ class Lb:
         self, servers: list[Server] | None = None, frontend_lines: tuple[str, ...] = ()
     ) -> AmphoraStatus:
         self.version += 1
-        text = haproxy_config(
+        config = haproxy_config(
             self.dir, self.vip, self.port, servers or self.servers, frontend_lines=frontend_lines
         )
         spec = AmphoraSpec(
             version=self.version,
             loadbalancer_id="lb-e2e",
-            haproxy_config=text,
+            **config,
             vip=VipSpec(address=self.vip, subnet_cidr=f"{self.vip}/8", network_id="lo"),
         )
         return self.manager.put(self.amphora_id, spec)

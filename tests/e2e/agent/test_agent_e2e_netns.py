@@ -111,7 +111,7 @@ def test_traffic_through_an_amphora_namespace_and_clean_delete(
     spec = AmphoraSpec(
         version=1,
         loadbalancer_id="lb-netns",
-        haproxy_config=haproxy_config(manager.root / amphora_id, vip, PORT, servers),
+        **haproxy_config(manager.root / amphora_id, vip, PORT, servers),
         vip=VipSpec(address=vip, subnet_cidr=f"{vip_prefix}.0/24", network_id=vip_net),
         network=NetworkSpec(
             vip_host_address=f"{vip_prefix}.1",

@@ -111,13 +111,13 @@ def test_put_serves_traffic_twice_without_reload_and_heartbeats(
     port = free_port(vip)
     with AgentClient(service.base_url, tls=controller_tls) as client:
         paths = amphora_paths(client.info().amphora_root, "amp-svc")
-        text = haproxy_config(
+        config = haproxy_config(
             Path(paths.directory), vip, port, [Server("m0", "127.0.0.1", backends[0].port)]
         )
         spec = AmphoraSpec(
             version=1,
             loadbalancer_id="lb-svc",
-            haproxy_config=text,
+            **config,
             vip=VipSpec(address=vip, subnet_cidr=f"{vip}/32", network_id="lo"),
         )
         first = client.put_amphora("amp-svc", spec)

@@ -42,7 +42,14 @@ import pytest
 from lbaas.agent.host.base import HostCommandFailed
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.plumbing import AmphoraPlumbing, bridge_name, namespace_name, plan_plumbing
-from lbaas.agent.wire import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec
+from lbaas.agent.wire import (
+    SPEC_FORMAT,
+    AmphoraSpec,
+    HaproxyFacts,
+    MemberNetwork,
+    NetworkSpec,
+    VipSpec,
+)
 from tests.e2e.amphora.octavia_api import OctaviaApi
 from tests.e2e.amphora.serve_process import (
     ServeInstance,
@@ -159,7 +166,9 @@ class Scratch:
         spec = AmphoraSpec(
             version=0,
             loadbalancer_id="sweep",
+            spec_format=SPEC_FORMAT,
             haproxy_config="sweep",
+            haproxy_facts=HaproxyFacts(runtime_socket="sweep", fixed_digest="sweep"),
             vip=VipSpec(
                 address=vip.address(2), subnet_cidr=str(vip.network), network_id=vip.network_id
             ),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
+from lbaas.agent.wire import SPEC_FORMAT, HaproxyFacts, ServerSetting
 
 STAT_HEADER = "# pxname,svname,scur,slim,stot,bin,bout,ereq,status,weight,"
 
@@ -44,6 +47,13 @@ class FakeRuntime:
         return "\n"
 
 
+class Config(NamedTuple):
+    """A configuration text and the facts a controller sends beside it."""
+
+    text: str
+    facts: HaproxyFacts
+
+
 def make_config(
     directory: Path,
     *,
@@ -51,12 +61,15 @@ def make_config(
     disabled: bool = False,
     timeout_client: str = "50s",
     port: int = 8080,
-) -> str:
-    """A small configuration in the renderer's shape, with quoted paths."""
+    maxconn: int | None = None,
+) -> Config:
+    """A small configuration in the renderer's shape, with quoted paths, and its facts."""
     flag = " disabled" if disabled else ""
-    return (
+    global_maxconn = "" if maxconn is None else f"    maxconn {maxconn}\n"
+    text = (
         "# rendered for a test\n"
         "global\n"
+        f"{global_maxconn}"
         f'    stats socket "{directory}/stats.sock" mode 600 level admin expose-fd listeners\n'
         f'    server-state-file "{directory}/server-state"\n'
         "defaults\n"
@@ -70,3 +83,25 @@ def make_config(
         f"    server srv_m1 127.0.0.1:9001 weight {weight}{flag} check inter 2s\n"
         "    server srv_m2 127.0.0.1:9002 weight 1\n"
     )
+    # What the renderer's digest covers: everything but server weights and admin states.
+    fixed = (directory, timeout_client, port, maxconn)
+    facts = HaproxyFacts(
+        runtime_socket=f"{directory}/stats.sock",
+        server_state_file=f"{directory}/server-state",
+        maxconn=maxconn,
+        servers=(
+            ServerSetting(backend="be_p1", server="srv_m1", weight=weight, disabled=disabled),
+            ServerSetting(backend="be_p1", server="srv_m2", weight=1, disabled=False),
+        ),
+        fixed_digest="test:" + hashlib.sha256(repr(fixed).encode()).hexdigest(),
+    )
+    return Config(text, facts)
+
+
+def spec_fields(config: Config) -> dict[str, Any]:
+    """The ``AmphoraSpec`` fields (or JSON body members) that carry ``config``."""
+    return {
+        "spec_format": SPEC_FORMAT,
+        "haproxy_config": config.text,
+        "haproxy_facts": config.facts.model_dump(),
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agent_fakes import FakeRuntime, make_config
+from agent_fakes import FakeRuntime, make_config, spec_fields
 
 from lbaas.agent.amphora import AmphoraManager
 from lbaas.agent.host.recording import RecordingHostOps
@@ -19,7 +19,7 @@ def _spec(root: Path, version: int = 1, vip: str = "127.0.10.5", **kw: object) -
     return AmphoraSpec(
         version=version,
         loadbalancer_id="lb-1",
-        haproxy_config=make_config(root / "amp-1", **kw),  # type: ignore[arg-type]
+        **spec_fields(make_config(root / "amp-1", **kw)),  # type: ignore[arg-type]
         vip=VipSpec(address=vip, subnet_cidr=f"{vip}/24", network_id="net"),
     )
 
@@ -119,7 +119,7 @@ def test_netns_mode_plumbs_and_unplumbs(tmp_path: Path, runtime: FakeRuntime) ->
     spec = AmphoraSpec(
         version=1,
         loadbalancer_id="lb-1",
-        haproxy_config=make_config(tmp_path / "amp-1"),
+        **spec_fields(make_config(tmp_path / "amp-1")),
         vip=VipSpec(address="10.1.0.5", subnet_cidr="10.1.0.0/24", network_id="net"),
         network=NetworkSpec(vip_host_address="10.1.0.1"),
     )

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agent_fakes import FakeRuntime, make_config
+from agent_fakes import FakeRuntime, make_config, spec_fields
 from fastapi.testclient import TestClient
 
 from lbaas.agent.amphora import AmphoraManager
@@ -42,7 +42,7 @@ def _body(root: Path, version: int = 1, port: int = 8080) -> dict[str, object]:
     return {
         "version": version,
         "loadbalancer_id": "lb-1",
-        "haproxy_config": make_config(root / "amp-1", port=port),
+        **spec_fields(make_config(root / "amp-1", port=port)),
         "vip": {"address": "127.0.10.5", "subnet_cidr": "127.0.10.0/24", "network_id": "n"},
     }
 
@@ -73,6 +73,19 @@ def test_malformed_bodies_are_400(client: TestClient, tmp_path: Path) -> None:
         assert response.status_code == 400, broken
         assert ErrorBody.model_validate(response.json()).error == "bad_request"
     assert client.put("/v1/amphorae/amp-1", content=b"{not json").status_code == 400
+
+
+def test_a_spec_of_another_format_is_refused_clearly(client: TestClient, tmp_path: Path) -> None:
+    text_only = {
+        k: v for k, v in _body(tmp_path).items() if k not in ("spec_format", "haproxy_facts")
+    }
+    for body, found in ((text_only, "1"), ({**_body(tmp_path), "spec_format": 3}, "3")):
+        response = client.put("/v1/amphorae/amp-1", json=body)
+        assert response.status_code == 400
+        detail = response.json()["detail"]
+        assert f"amphora spec format {found} cannot be read by this agent" in detail
+        assert "reads format 2" in detail
+    assert client.get("/v1/amphorae/amp-1").status_code == 404  # nothing was applied
 
 
 def test_bad_amphora_id_is_400(client: TestClient, tmp_path: Path) -> None:

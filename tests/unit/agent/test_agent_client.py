@@ -8,7 +8,14 @@ import httpx
 import pytest
 
 from lbaas.agent.client import AgentClient
-from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, ErrorBody, VipSpec
+from lbaas.agent.wire import (
+    SPEC_FORMAT,
+    AmphoraSpec,
+    AmphoraStatus,
+    ErrorBody,
+    HaproxyFacts,
+    VipSpec,
+)
 from lbaas.errors import (
     AgentUnreachable,
     InvalidRenderedConfig,
@@ -17,9 +24,11 @@ from lbaas.errors import (
 )
 
 SPEC = AmphoraSpec(
+    spec_format=SPEC_FORMAT,
     version=1,
     loadbalancer_id="lb",
     haproxy_config="global\n",
+    haproxy_facts=HaproxyFacts(runtime_socket="/x/stats.sock", fixed_digest="test:x"),
     vip=VipSpec(address="127.0.10.5", subnet_cidr="127.0.10.0/24", network_id="n"),
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_fakes import make_config
+from agent_fakes import make_config, spec_fields
 
 from lbaas.agent.host.recording import RecordingHostOps
 from lbaas.agent.plumbing import (
@@ -21,7 +21,7 @@ def _spec(*members: MemberNetwork, vip: str = "10.1.0.5") -> AmphoraSpec:
     return AmphoraSpec(
         version=1,
         loadbalancer_id="lb",
-        haproxy_config=make_config(Path("/x")),
+        **spec_fields(make_config(Path("/x"))),
         vip=VipSpec(address=vip, subnet_cidr="10.1.0.0/24", network_id="net-vip"),
         network=NetworkSpec(vip_host_address="10.1.0.1", member_networks=members),
     )

@@ -1,0 +1,1 @@
+"""Where the amphora provider keeps its allocations: the interface and its database form."""

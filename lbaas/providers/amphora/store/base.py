@@ -1,0 +1,61 @@
+"""``AmphoraStore``: every database write the amphora provider makes, behind one interface.
+
+The provider allocates what would leak if forgotten — amphora records and the ports an
+amphora takes on member networks — and retires them. Each of those writes is one method
+here, one transaction in the database form (``database``), and each is fenced: it takes
+the converge job's ``Claim`` and, in the same transaction, writes only if the claim still
+holds its lease, raising ``LeaseLost`` otherwise with nothing written. Reads are not fenced.
+Unit tests pass an in-memory store to the provider instead of a database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from lbaas.db.job_queue import Claim
+
+
+@dataclass(frozen=True)
+class AmphoraChoice:
+    """The amphora a converge works on, and the amphorae it replaces (failover)."""
+
+    amphora_id: str
+    retiring: tuple[str, ...] = ()
+
+
+class AmphoraStore(Protocol):
+    """The amphora provider's allocations; writing methods are fenced by the job's claim."""
+
+    def live_amphorae(self, loadbalancer_id: str) -> list[str]:
+        """Ids of the load balancer's amphorae not deleted nor being deleted, oldest first."""
+        ...
+
+    def choose_amphora(
+        self, fence: Claim, *, host: str, vip_address: str, rebuild: bool
+    ) -> AmphoraChoice:
+        """The amphora of ``fence.loadbalancer_id`` to converge, created if it has none.
+
+        With ``rebuild`` every live amphora is retiring and a new one is created. A new
+        amphora is PENDING_CREATE on ``host``. Raises ``LeaseLost`` before writing anything.
+        """
+        ...
+
+    def member_addresses(
+        self, fence: Claim, amphora_id: str, subnet_ids: Sequence[str]
+    ) -> dict[str, str]:
+        """The amphora's address on each subnet, allocating a port where it has none.
+
+        Raises ``LeaseLost`` before writing anything.
+        """
+        ...
+
+    def retire(self, fence: Claim, amphora_id: str) -> None:
+        """Mark the amphora DELETED and free its ports. Raises ``LeaseLost``."""
+        ...
+
+    def mark_serving(self, fence: Claim, amphora_id: str) -> None:
+        """Record that the amphora's agent accepted its spec. Raises ``LeaseLost``."""
+        ...

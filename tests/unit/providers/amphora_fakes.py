@@ -1,0 +1,106 @@
+"""Fakes for the amphora provider: an in-memory ``AmphoraStore`` and an agent that records.
+
+``MemoryAmphoraStore`` keeps the same rules as the database form: every writing method
+checks the fence first and raises ``LeaseLost``, writing nothing, when the claim's owner is
+in ``lost`` (its lease was taken over).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from lbaas.agent.wire import AgentInfo, AmphoraSpec, AmphoraStatus
+from lbaas.db.job_queue import Claim
+from lbaas.model.enums import AmphoraStatus as Status
+from lbaas.providers.amphora.store.base import AmphoraChoice
+from lbaas.providers.base import LeaseLost
+
+
+@dataclass
+class StoredAmphora:
+    loadbalancer_id: str
+    host: str
+    status: Status
+
+
+class MemoryAmphoraStore:
+    """``AmphoraStore`` in memory, fenced by a set of lease owners that lost their lease."""
+
+    def __init__(self) -> None:
+        self.amphorae: dict[str, StoredAmphora] = {}
+        self.ports: dict[tuple[str, str], str] = {}  # (amphora, subnet) -> address
+        self.lost: set[str] = set()
+        self._ids = itertools.count(1)
+
+    def _check(self, fence: Claim) -> None:
+        if fence.owner in self.lost:
+            raise LeaseLost(fence.loadbalancer_id, fence.owner)
+
+    def live_amphorae(self, loadbalancer_id: str) -> list[str]:
+        gone = (Status.DELETED, Status.PENDING_DELETE)
+        return [
+            amphora_id
+            for amphora_id, amp in self.amphorae.items()
+            if amp.loadbalancer_id == loadbalancer_id and amp.status not in gone
+        ]
+
+    def choose_amphora(
+        self, fence: Claim, *, host: str, vip_address: str, rebuild: bool
+    ) -> AmphoraChoice:
+        self._check(fence)
+        current = self.live_amphorae(fence.loadbalancer_id)
+        if current and not rebuild:
+            return AmphoraChoice(current[0])
+        amphora_id = f"amp-{next(self._ids)}"
+        self.amphorae[amphora_id] = StoredAmphora(
+            fence.loadbalancer_id, host, Status.PENDING_CREATE
+        )
+        return AmphoraChoice(amphora_id, retiring=tuple(current))
+
+    def member_addresses(
+        self, fence: Claim, amphora_id: str, subnet_ids: Sequence[str]
+    ) -> dict[str, str]:
+        self._check(fence)
+        for subnet_id in subnet_ids:
+            self.ports.setdefault((amphora_id, subnet_id), f"10.9.{len(self.ports)}.10")
+        return {subnet_id: self.ports[(amphora_id, subnet_id)] for subnet_id in subnet_ids}
+
+    def retire(self, fence: Claim, amphora_id: str) -> None:
+        self._check(fence)
+        self.amphorae[amphora_id].status = Status.DELETED
+        for key in [key for key in self.ports if key[0] == amphora_id]:
+            del self.ports[key]
+
+    def mark_serving(self, fence: Claim, amphora_id: str) -> None:
+        self._check(fence)
+        self.amphorae[amphora_id].status = Status.ALLOCATED
+
+
+@dataclass
+class RecordingAgent:
+    """Stands in for ``AgentClient``: records specs and deletes, answers as a loopback agent."""
+
+    amphora_root: str = "/srv/amphorae"
+    mode: Literal["loopback", "netns"] = "loopback"
+    specs: dict[str, AmphoraSpec] = field(default_factory=dict)
+    deleted: list[str] = field(default_factory=list)
+    calls: int = 0
+
+    def info(self) -> AgentInfo:
+        self.calls += 1
+        return AgentInfo(mode=self.mode, haproxy_version="test", amphora_root=self.amphora_root)
+
+    def put_amphora(self, amphora_id: str, spec: AmphoraSpec) -> AmphoraStatus:
+        self.calls += 1
+        self.specs[amphora_id] = spec
+        return AmphoraStatus(amphora_id=amphora_id, running=True, last_outcome="STARTED")
+
+    def delete_amphora(self, amphora_id: str) -> None:
+        self.calls += 1
+        self.deleted.append(amphora_id)
+
+    def close(self) -> None:
+        return None

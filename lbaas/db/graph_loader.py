@@ -6,7 +6,7 @@ no longer holds them; everything else is included whatever its status, so that a
 successful converge makes the data plane match every object the tenant still has.
 
 A graph field whose stored column has the same name and the same declared type is copied
-by name (``_copied``), so a new pass-through column needs no line here; fields that are
+by name (``copied_fields``), so a new pass-through column needs no line here; fields that are
 renamed, typed differently (enums, ids, tuples) or defaulted are converted explicitly. At
 import, a same-named pair with different types that is not converted explicitly is an
 error, so nothing is copied with the wrong type or silently left at its default.
@@ -46,7 +46,7 @@ from lbaas.model import graph as G
 _SUBNETS = table_of(SubnetRow)
 
 
-def _copied(
+def copied_fields(
     stored: type[StoredObject], built: type[Any], converted: frozenset[str]
 ) -> Callable[[StoredObject], dict[str, Any]]:
     """The same-named, same-typed fields of ``stored`` and ``built``, as keyword arguments.
@@ -64,6 +64,8 @@ def _copied(
                 f"{types[f.name]}: convert it explicitly"
             )
         names.append(f.name)
+    if not names:
+        return lambda _row: {}
     get = attrgetter(*names)
     if len(names) == 1:
         return lambda row: {names[0]: get(row)}
@@ -74,7 +76,7 @@ def _tuple_or_none(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(values) if values is not None else None
 
 
-_MEMBER = _copied(StoredMember, G.Member, frozenset({"id", "name", "subnet_id"}))
+_MEMBER = copied_fields(StoredMember, G.Member, frozenset({"id", "name", "subnet_id"}))
 
 
 def _member(row: StoredMember) -> G.Member:
@@ -86,7 +88,7 @@ def _member(row: StoredMember) -> G.Member:
     )
 
 
-_HEALTH_MONITOR = _copied(
+_HEALTH_MONITOR = copied_fields(
     StoredHealthMonitor, G.HealthMonitor, frozenset({"id", "type", "name", "http_method"})
 )
 
@@ -114,7 +116,7 @@ def _session_persistence(sp: dict[str, object] | None) -> G.SessionPersistence |
     )
 
 
-_POOL = _copied(
+_POOL = copied_fields(
     StoredPool,
     G.Pool,
     frozenset(
@@ -156,7 +158,7 @@ def _opt_int(value: object) -> int | None:
     return None if value is None else int(str(value))
 
 
-_L7RULE = _copied(StoredL7Rule, G.L7Rule, frozenset({"id", "type", "compare_type"}))
+_L7RULE = copied_fields(StoredL7Rule, G.L7Rule, frozenset({"id", "type", "compare_type"}))
 
 
 def _rule(row: StoredL7Rule) -> G.L7Rule:
@@ -168,7 +170,7 @@ def _rule(row: StoredL7Rule) -> G.L7Rule:
     )
 
 
-_L7POLICY = _copied(
+_L7POLICY = copied_fields(
     StoredL7Policy, G.L7Policy, frozenset({"id", "action", "name", "redirect_pool_id", "rules"})
 )
 
@@ -184,7 +186,7 @@ def _policy(row: StoredL7Policy) -> G.L7Policy:
     )
 
 
-_LISTENER = _copied(
+_LISTENER = copied_fields(
     StoredListener,
     G.Listener,
     frozenset(
@@ -253,7 +255,7 @@ def _flavor_data(conn: Connection, flavor_id: str | None) -> dict[str, object]:
     return dict(data) if isinstance(data, dict) else {}
 
 
-_LOADBALANCER = _copied(
+_LOADBALANCER = copied_fields(
     StoredLoadBalancer,
     G.LoadBalancer,
     frozenset({"id", "project_id", "name", "topology", "listeners", "pools"}),

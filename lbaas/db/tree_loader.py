@@ -43,7 +43,7 @@ L7POLICIES = StoredL7Policy.table
 L7RULES = StoredL7Rule.table
 
 
-def _check_fields_match_columns(kind: type[StoredObject]) -> None:
+def check_fields_match_columns(kind: type[StoredObject]) -> None:
     """A column without its field (or the reverse) fails here, at import, by name."""
     columns = set(kind.table.c.keys())
     declared = {f.name for f in fields(kind)} - CHILD_FIELDS
@@ -56,7 +56,7 @@ def _check_fields_match_columns(kind: type[StoredObject]) -> None:
 
 
 for _kind in STORED_KINDS:
-    _check_fields_match_columns(_kind)
+    check_fields_match_columns(_kind)
 
 _LB_ID: Any = bindparam("lb_id")
 _LOADBALANCER = select(LOADBALANCERS).where(LOADBALANCERS.c.id == _LB_ID)

@@ -23,16 +23,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Connection
 
-from lbaas.db.stored_tree import (
-    StoredHealthMonitor,
-    StoredL7Policy,
-    StoredL7Rule,
-    StoredListener,
-    StoredLoadBalancer,
-    StoredMember,
-    StoredObject,
-    StoredPool,
-)
+from lbaas.db import stored_tree as S
 from lbaas.db.tables import (
     FlavorProfileRow,
     FlavorRow,
@@ -47,8 +38,8 @@ _SUBNETS = table_of(SubnetRow)
 
 
 def copied_fields(
-    stored: type[StoredObject], built: type[Any], converted: frozenset[str]
-) -> Callable[[StoredObject], dict[str, Any]]:
+    stored: type[S.StoredObject], built: type[Any], converted: frozenset[str]
+) -> Callable[[S.StoredObject], dict[str, Any]]:
     """The same-named, same-typed fields of ``stored`` and ``built``, as keyword arguments.
 
     ``converted`` names the fields the caller converts itself.
@@ -76,10 +67,10 @@ def _tuple_or_none(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(values) if values is not None else None
 
 
-_MEMBER = copied_fields(StoredMember, G.Member, frozenset({"id", "name", "subnet_id"}))
+_MEMBER = copied_fields(S.StoredMember, G.Member, frozenset({"id", "name", "subnet_id"}))
 
 
-def _member(row: StoredMember) -> G.Member:
+def _member(row: S.StoredMember) -> G.Member:
     return G.Member(
         **_MEMBER(row),
         id=G.MemberId(row.id),
@@ -89,11 +80,11 @@ def _member(row: StoredMember) -> G.Member:
 
 
 _HEALTH_MONITOR = copied_fields(
-    StoredHealthMonitor, G.HealthMonitor, frozenset({"id", "type", "name", "http_method"})
+    S.StoredHealthMonitor, G.HealthMonitor, frozenset({"id", "type", "name", "http_method"})
 )
 
 
-def _health_monitor(hm: StoredHealthMonitor | None) -> G.HealthMonitor | None:
+def _health_monitor(hm: S.StoredHealthMonitor | None) -> G.HealthMonitor | None:
     if hm is None or not E.is_live(hm.provisioning_status):
         return None
     return G.HealthMonitor(
@@ -117,7 +108,7 @@ def _session_persistence(sp: dict[str, object] | None) -> G.SessionPersistence |
 
 
 _POOL = copied_fields(
-    StoredPool,
+    S.StoredPool,
     G.Pool,
     frozenset(
         {
@@ -135,7 +126,7 @@ _POOL = copied_fields(
 )
 
 
-def _pool(row: StoredPool) -> G.Pool:
+def _pool(row: S.StoredPool) -> G.Pool:
     return G.Pool(
         **_POOL(row),
         id=G.PoolId(row.id),
@@ -158,10 +149,10 @@ def _opt_int(value: object) -> int | None:
     return None if value is None else int(str(value))
 
 
-_L7RULE = copied_fields(StoredL7Rule, G.L7Rule, frozenset({"id", "type", "compare_type"}))
+_L7RULE = copied_fields(S.StoredL7Rule, G.L7Rule, frozenset({"id", "type", "compare_type"}))
 
 
-def _rule(row: StoredL7Rule) -> G.L7Rule:
+def _rule(row: S.StoredL7Rule) -> G.L7Rule:
     return G.L7Rule(
         **_L7RULE(row),
         id=G.L7RuleId(row.id),
@@ -171,11 +162,11 @@ def _rule(row: StoredL7Rule) -> G.L7Rule:
 
 
 _L7POLICY = copied_fields(
-    StoredL7Policy, G.L7Policy, frozenset({"id", "action", "name", "redirect_pool_id", "rules"})
+    S.StoredL7Policy, G.L7Policy, frozenset({"id", "action", "name", "redirect_pool_id", "rules"})
 )
 
 
-def _policy(row: StoredL7Policy) -> G.L7Policy:
+def _policy(row: S.StoredL7Policy) -> G.L7Policy:
     return G.L7Policy(
         **_L7POLICY(row),
         id=G.L7PolicyId(row.id),
@@ -187,7 +178,7 @@ def _policy(row: StoredL7Policy) -> G.L7Policy:
 
 
 _LISTENER = copied_fields(
-    StoredListener,
+    S.StoredListener,
     G.Listener,
     frozenset(
         {
@@ -207,7 +198,7 @@ _LISTENER = copied_fields(
 )
 
 
-def _listener(row: StoredListener, live_pools: set[G.PoolId]) -> G.Listener:
+def _listener(row: S.StoredListener, live_pools: set[G.PoolId]) -> G.Listener:
     default_pool = (
         row.default_pool_id if G.PoolId(row.default_pool_id or "") in live_pools else None
     )
@@ -256,13 +247,13 @@ def _flavor_data(conn: Connection, flavor_id: str | None) -> dict[str, object]:
 
 
 _LOADBALANCER = copied_fields(
-    StoredLoadBalancer,
+    S.StoredLoadBalancer,
     G.LoadBalancer,
     frozenset({"id", "project_id", "name", "topology", "listeners", "pools"}),
 )
 
 
-def graph_from_tree(conn: Connection, lb: StoredLoadBalancer) -> G.LoadBalancer:
+def graph_from_tree(conn: Connection, lb: S.StoredLoadBalancer) -> G.LoadBalancer:
     """The desired graph of an already loaded stored tree (reads its flavor and subnets)."""
     pools = tuple(_pool(p) for p in lb.pools if E.is_live(p.provisioning_status))
     live_pools = {p.id for p in pools}

@@ -20,16 +20,7 @@ from typing import ClassVar
 
 from sqlalchemy import Table
 
-from lbaas.db.tables import (
-    HealthMonitorRow,
-    L7PolicyRow,
-    L7RuleRow,
-    ListenerRow,
-    LoadBalancerRow,
-    MemberRow,
-    PoolRow,
-    table_of,
-)
+from lbaas.db import tables
 from lbaas.model.enums import ProvisioningStatus
 
 
@@ -49,7 +40,7 @@ class StoredObject:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredL7Rule(StoredObject):
-    table: ClassVar[Table] = table_of(L7RuleRow)
+    table: ClassVar[Table] = tables.table_of(tables.L7RuleRow)
     l7policy_id: str
     type: str
     compare_type: str
@@ -60,7 +51,7 @@ class StoredL7Rule(StoredObject):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredL7Policy(StoredObject):
-    table: ClassVar[Table] = table_of(L7PolicyRow)
+    table: ClassVar[Table] = tables.table_of(tables.L7PolicyRow)
     listener_id: str
     name: str | None
     description: str | None
@@ -75,7 +66,7 @@ class StoredL7Policy(StoredObject):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredListener(StoredObject):
-    table: ClassVar[Table] = table_of(ListenerRow)
+    table: ClassVar[Table] = tables.table_of(tables.ListenerRow)
     loadbalancer_id: str
     name: str | None
     description: str | None
@@ -105,7 +96,7 @@ class StoredListener(StoredObject):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredMember(StoredObject):
-    table: ClassVar[Table] = table_of(MemberRow)
+    table: ClassVar[Table] = tables.table_of(tables.MemberRow)
     pool_id: str
     name: str | None
     address: str
@@ -120,7 +111,7 @@ class StoredMember(StoredObject):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredHealthMonitor(StoredObject):
-    table: ClassVar[Table] = table_of(HealthMonitorRow)
+    table: ClassVar[Table] = tables.table_of(tables.HealthMonitorRow)
     pool_id: str
     name: str | None
     type: str
@@ -137,7 +128,7 @@ class StoredHealthMonitor(StoredObject):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredPool(StoredObject):
-    table: ClassVar[Table] = table_of(PoolRow)
+    table: ClassVar[Table] = tables.table_of(tables.PoolRow)
     loadbalancer_id: str
     name: str | None
     description: str | None
@@ -157,7 +148,7 @@ class StoredPool(StoredObject):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredLoadBalancer(StoredObject):
-    table: ClassVar[Table] = table_of(LoadBalancerRow)
+    table: ClassVar[Table] = tables.table_of(tables.LoadBalancerRow)
     name: str | None
     description: str | None
     vip_address: str | None

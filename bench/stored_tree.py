@@ -1,10 +1,10 @@
 """Stored-tree benchmark: CPU to load one load balancer's tree, build its graph, snapshot it.
 
-    python bench/stored_tree.py [--database-url URL] [--rounds N]
+    python bench/stored_tree.py [--quick] [--database-url URL] [--rounds N]
 
 This is the read half of every converge (``tree_loader.load_tree``,
 ``graph_loader.graph_from_tree``, ``status_writer.snapshot_tree``), without the provider
-and the settle. Builds ten full trees (listener with an L7 policy and rule, pool with four
+and the settle. Builds ten (with ``--quick`` two) full trees (listener with an L7 policy and rule, pool with four
 members and a health monitor) and ten bare load balancers through the API on a fresh
 database, stops the worker, then reads each tree ``--rounds`` times per pass and prints
 the best pass's CPU milliseconds per tree as JSON. Nothing here asserts on time.
@@ -70,9 +70,11 @@ def _cpu_ms_per_tree(plane: Any, ids: list[str], rounds: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     parser.add_argument("--database-url", default="")
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
+    count, rounds = (2, 2) if args.quick else (10, args.rounds)
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(
             environ={},
@@ -88,8 +90,8 @@ def main() -> None:
         plane.start()
         try:
             with TestClient(create_asgi_app(plane.services)) as client:
-                full = [client.post(LB, json=_full_tree(i)).json() for i in range(10)]
-                bare = [client.post(LB, json=_bare(i)).json() for i in range(10)]
+                full = [client.post(LB, json=_full_tree(i)).json() for i in range(count)]
+                bare = [client.post(LB, json=_bare(i)).json() for i in range(count)]
                 deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:
                     listed = client.get(LB).json()["loadbalancers"]
@@ -99,15 +101,15 @@ def main() -> None:
             plane.worker.stop()
             figures = {
                 "full_tree_cpu_ms": _cpu_ms_per_tree(
-                    plane, [b["loadbalancer"]["id"] for b in full], args.rounds
+                    plane, [b["loadbalancer"]["id"] for b in full], rounds
                 ),
                 "bare_loadbalancer_cpu_ms": _cpu_ms_per_tree(
-                    plane, [b["loadbalancer"]["id"] for b in bare], args.rounds
+                    plane, [b["loadbalancer"]["id"] for b in bare], rounds
                 ),
             }
         finally:
             plane.stop()
-    print(json.dumps({"database": args.database_url or "sqlite", **figures}, indent=2))
+    print(json.dumps({"database": args.database_url or "sqlite", "trees": count, **figures}))
 
 
 if __name__ == "__main__":

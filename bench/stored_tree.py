@@ -4,10 +4,11 @@
 
 This is the read half of every converge (``tree_loader.load_tree``,
 ``graph_loader.graph_from_tree``, ``status_writer.snapshot_tree``), without the provider
-and the settle. Builds ten (with ``--quick`` two) full trees (listener with an L7 policy and rule, pool with four
-members and a health monitor) and ten bare load balancers through the API on a fresh
-database, stops the worker, then reads each tree ``--rounds`` times per pass and prints
-the best pass's CPU milliseconds per tree as JSON. Nothing here asserts on time.
+and the settle. Builds ten full trees (listener with an L7 policy and rule, pool with four
+members and a health monitor) and ten bare load balancers (two of each with ``--quick``)
+through the API on a fresh database, stops the worker, then reads each tree ``--rounds``
+times per pass and prints the best pass's CPU milliseconds per tree as JSON. Nothing here
+asserts on time.
 ``--database-url`` must name a throw-away database: the schema is created in it.
 """
 

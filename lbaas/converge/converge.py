@@ -18,7 +18,7 @@ from typing import Protocol
 
 from lbaas.db import status_writer
 from lbaas.db.engine import Database
-from lbaas.db.graph_loader import graph_from_row
+from lbaas.db.graph_loader import graph_from_tree
 from lbaas.db.job_queue import Claim, Fence
 from lbaas.db.session import Session
 from lbaas.db.tree_loader import load_tree
@@ -65,13 +65,13 @@ class Converger:
     def converge_load_balancer(self, request: ConvergeRequest, settle: Settle) -> None:
         """Make the data plane match the stored graph, then settle statuses."""
         with self._db.read_connection() as conn:
-            row = load_tree(conn, request.loadbalancer_id)
-            if row is None or row.provisioning_status == ProvisioningStatus.DELETED:
+            tree = load_tree(conn, request.loadbalancer_id)
+            if tree is None or tree.provisioning_status == ProvisioningStatus.DELETED:
                 deleting, graph, snapshot = None, None, None
             else:
-                deleting = row.provisioning_status == ProvisioningStatus.PENDING_DELETE
-                graph = graph_from_row(conn, row)
-                snapshot = status_writer.snapshot_tree(row)
+                deleting = tree.provisioning_status == ProvisioningStatus.PENDING_DELETE
+                graph = graph_from_tree(conn, tree)
+                snapshot = status_writer.snapshot_tree(tree)
         if graph is None or snapshot is None:
             with self._db.write() as session:
                 settle(session)

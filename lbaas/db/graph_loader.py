@@ -1,95 +1,143 @@
-"""Rows → graph: the one conversion from stored rows to ``lbaas.model.graph``.
+"""Stored tree → graph: the one conversion from stored rows to ``lbaas.model.graph``.
 
 Converge, the health manager and the stats path all need "the load balancer as it should
 be". Objects being deleted (``PENDING_DELETE``) are left out, because the desired state
 no longer holds them; everything else is included whatever its status, so that a
 successful converge makes the data plane match every object the tenant still has.
+
+A graph field whose stored column has the same name and the same declared type is copied
+by name (``copied_fields``), so a new pass-through column needs no line here; fields that are
+renamed, typed differently (enums, ids, tuples) or defaulted are converted explicitly. At
+import, a same-named pair with different types that is not converted explicitly is an
+error, so nothing is copied with the wrong type or silently left at its default.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import fields
+from operator import attrgetter
+from typing import Any
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Connection
 
+from lbaas.db import stored_tree as S
 from lbaas.db.tables import (
     FlavorProfileRow,
     FlavorRow,
     SubnetRow,
     table_of,
 )
-from lbaas.db.tree_loader import TreeNode, load_tree
+from lbaas.db.tree_loader import load_tree
 from lbaas.model import enums as E
 from lbaas.model import graph as G
 
 _SUBNETS = table_of(SubnetRow)
-_DELETING = E.ProvisioningStatus.PENDING_DELETE.value
 
 
-def _live(status: str) -> bool:
-    return status != _DELETING and status != E.ProvisioningStatus.DELETED.value
+def copied_fields(
+    stored: type[S.StoredObject], built: type[Any], converted: frozenset[str]
+) -> Callable[[S.StoredObject], dict[str, Any]]:
+    """The same-named, same-typed fields of ``stored`` and ``built``, as keyword arguments.
+
+    ``converted`` names the fields the caller converts itself.
+    """
+    types = {f.name: f.type for f in fields(stored)}
+    names: list[str] = []
+    for f in fields(built):
+        if f.name in converted or f.name not in types:
+            continue
+        if types[f.name] != f.type:
+            raise TypeError(
+                f"{built.__name__}.{f.name} is {f.type} but {stored.__name__}.{f.name} is "
+                f"{types[f.name]}: convert it explicitly"
+            )
+        names.append(f.name)
+    if not names:
+        return lambda _row: {}
+    get = attrgetter(*names)
+    if len(names) == 1:
+        return lambda row: {names[0]: get(row)}
+    return lambda row: dict(zip(names, get(row), strict=True))
 
 
-def _member(row: TreeNode) -> G.Member:
+def _tuple_or_none(values: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(values) if values is not None else None
+
+
+_MEMBER = copied_fields(S.StoredMember, G.Member, frozenset({"id", "name", "subnet_id"}))
+
+
+def _member(row: S.StoredMember) -> G.Member:
     return G.Member(
+        **_MEMBER(row),
         id=G.MemberId(row.id),
-        address=row.address,
-        protocol_port=row.protocol_port,
         name=row.name or "",
-        weight=row.weight,
-        backup=row.backup,
-        admin_state_up=row.admin_state_up,
         subnet_id=G.SubnetId(row.subnet_id) if row.subnet_id else None,
-        monitor_address=row.monitor_address,
-        monitor_port=row.monitor_port,
     )
 
 
-def _pool(row: TreeNode) -> G.Pool:
-    hm = row.health_monitor
-    monitor = None
-    if hm is not None and _live(hm.provisioning_status):
-        monitor = G.HealthMonitor(
-            id=G.HealthMonitorId(hm.id),
-            type=E.HealthMonitorType(hm.type),
-            delay=hm.delay,
-            timeout=hm.timeout,
-            max_retries=hm.max_retries,
-            max_retries_down=hm.max_retries_down,
-            name=hm.name or "",
-            http_method=E.HttpMethod(hm.http_method) if hm.http_method else None,
-            url_path=hm.url_path,
-            expected_codes=hm.expected_codes,
-            http_version=hm.http_version,
-            domain_name=hm.domain_name,
-            admin_state_up=hm.admin_state_up,
-        )
-    sp = row.session_persistence
-    persistence = None
-    if sp:
-        persistence = G.SessionPersistence(
-            type=E.PersistenceType(str(sp["type"])),
-            cookie_name=_opt_str(sp.get("cookie_name")),
-            persistence_timeout=_opt_int(sp.get("persistence_timeout")),
-            persistence_granularity=_opt_str(sp.get("persistence_granularity")),
-        )
+_HEALTH_MONITOR = copied_fields(
+    S.StoredHealthMonitor, G.HealthMonitor, frozenset({"id", "type", "name", "http_method"})
+)
+
+
+def _health_monitor(hm: S.StoredHealthMonitor | None) -> G.HealthMonitor | None:
+    if hm is None or not E.is_live(hm.provisioning_status):
+        return None
+    return G.HealthMonitor(
+        **_HEALTH_MONITOR(hm),
+        id=G.HealthMonitorId(hm.id),
+        type=E.HealthMonitorType(hm.type),
+        name=hm.name or "",
+        http_method=E.HttpMethod(hm.http_method) if hm.http_method else None,
+    )
+
+
+def _session_persistence(sp: dict[str, object] | None) -> G.SessionPersistence | None:
+    if not sp:
+        return None
+    return G.SessionPersistence(
+        type=E.PersistenceType(str(sp["type"])),
+        cookie_name=_opt_str(sp.get("cookie_name")),
+        persistence_timeout=_opt_int(sp.get("persistence_timeout")),
+        persistence_granularity=_opt_str(sp.get("persistence_granularity")),
+    )
+
+
+_POOL = copied_fields(
+    S.StoredPool,
+    G.Pool,
+    frozenset(
+        {
+            "id",
+            "protocol",
+            "lb_algorithm",
+            "name",
+            "session_persistence",
+            "members",
+            "health_monitor",
+            "tls_versions",
+            "alpn_protocols",
+        }
+    ),
+)
+
+
+def _pool(row: S.StoredPool) -> G.Pool:
     return G.Pool(
+        **_POOL(row),
         id=G.PoolId(row.id),
         protocol=E.PoolProtocol(row.protocol),
         lb_algorithm=E.LbAlgorithm(row.lb_algorithm),
         name=row.name or "",
-        admin_state_up=row.admin_state_up,
-        session_persistence=persistence,
-        members=tuple(_member(m) for m in row.members if _live(m.provisioning_status)),
-        health_monitor=monitor,
-        tls_enabled=row.tls_enabled,
-        tls_container_ref=row.tls_container_ref,
-        ca_tls_container_ref=row.ca_tls_container_ref,
-        crl_container_ref=row.crl_container_ref,
-        tls_ciphers=row.tls_ciphers,
-        tls_versions=tuple(row.tls_versions) if row.tls_versions is not None else None,
-        alpn_protocols=tuple(row.alpn_protocols) if row.alpn_protocols is not None else None,
+        session_persistence=_session_persistence(row.session_persistence),
+        members=tuple(_member(m) for m in row.members if E.is_live(m.provisioning_status)),
+        health_monitor=_health_monitor(row.health_monitor),
+        tls_versions=_tuple_or_none(row.tls_versions),
+        alpn_protocols=_tuple_or_none(row.alpn_protocols),
     )
 
 
@@ -101,44 +149,64 @@ def _opt_int(value: object) -> int | None:
     return None if value is None else int(str(value))
 
 
-def _policy(row: TreeNode) -> G.L7Policy:
-    return G.L7Policy(
-        id=G.L7PolicyId(row.id),
-        action=E.L7PolicyAction(row.action),
-        position=row.position,
-        name=row.name or "",
-        admin_state_up=row.admin_state_up,
-        redirect_pool_id=G.PoolId(row.redirect_pool_id) if row.redirect_pool_id else None,
-        redirect_url=row.redirect_url,
-        redirect_prefix=row.redirect_prefix,
-        redirect_http_code=row.redirect_http_code,
-        rules=tuple(
-            G.L7Rule(
-                id=G.L7RuleId(r.id),
-                type=E.L7RuleType(r.type),
-                compare_type=E.L7CompareType(r.compare_type),
-                value=r.value,
-                key=r.key,
-                invert=r.invert,
-                admin_state_up=r.admin_state_up,
-            )
-            for r in row.rules
-            if _live(r.provisioning_status)
-        ),
+_L7RULE = copied_fields(S.StoredL7Rule, G.L7Rule, frozenset({"id", "type", "compare_type"}))
+
+
+def _rule(row: S.StoredL7Rule) -> G.L7Rule:
+    return G.L7Rule(
+        **_L7RULE(row),
+        id=G.L7RuleId(row.id),
+        type=E.L7RuleType(row.type),
+        compare_type=E.L7CompareType(row.compare_type),
     )
 
 
-def _listener(row: TreeNode, live_pools: set[G.PoolId]) -> G.Listener:
+_L7POLICY = copied_fields(
+    S.StoredL7Policy, G.L7Policy, frozenset({"id", "action", "name", "redirect_pool_id", "rules"})
+)
+
+
+def _policy(row: S.StoredL7Policy) -> G.L7Policy:
+    return G.L7Policy(
+        **_L7POLICY(row),
+        id=G.L7PolicyId(row.id),
+        action=E.L7PolicyAction(row.action),
+        name=row.name or "",
+        redirect_pool_id=G.PoolId(row.redirect_pool_id) if row.redirect_pool_id else None,
+        rules=tuple(_rule(r) for r in row.rules if E.is_live(r.provisioning_status)),
+    )
+
+
+_LISTENER = copied_fields(
+    S.StoredListener,
+    G.Listener,
+    frozenset(
+        {
+            "id",
+            "protocol",
+            "name",
+            "default_pool_id",
+            "insert_headers",
+            "allowed_cidrs",
+            "l7policies",
+            "sni_container_refs",
+            "client_authentication",
+            "tls_versions",
+            "alpn_protocols",
+        }
+    ),
+)
+
+
+def _listener(row: S.StoredListener, live_pools: set[G.PoolId]) -> G.Listener:
     default_pool = (
         row.default_pool_id if G.PoolId(row.default_pool_id or "") in live_pools else None
     )
     return G.Listener(
+        **_LISTENER(row),
         id=G.ListenerId(row.id),
         protocol=E.ListenerProtocol(row.protocol),
-        protocol_port=row.protocol_port,
         name=row.name or "",
-        admin_state_up=row.admin_state_up,
-        connection_limit=row.connection_limit,
         default_pool_id=G.PoolId(default_pool) if default_pool else None,
         timeouts=G.ListenerTimeouts(
             client_data=row.timeout_client_data,
@@ -151,19 +219,12 @@ def _listener(row: TreeNode, live_pools: set[G.PoolId]) -> G.Listener:
         l7policies=tuple(
             _policy(p)
             for p in sorted(row.l7policies, key=lambda p: p.position)
-            if _live(p.provisioning_status)
+            if E.is_live(p.provisioning_status)
         ),
-        default_tls_container_ref=row.default_tls_container_ref,
         sni_container_refs=tuple(row.sni_container_refs or ()),
-        client_ca_tls_container_ref=row.client_ca_tls_container_ref,
         client_authentication=E.ClientAuthentication(row.client_authentication),
-        client_crl_container_ref=row.client_crl_container_ref,
-        tls_ciphers=row.tls_ciphers,
-        tls_versions=tuple(row.tls_versions) if row.tls_versions is not None else None,
-        alpn_protocols=tuple(row.alpn_protocols) if row.alpn_protocols is not None else None,
-        hsts_max_age=row.hsts_max_age,
-        hsts_include_subdomains=row.hsts_include_subdomains,
-        hsts_preload=row.hsts_preload,
+        tls_versions=_tuple_or_none(row.tls_versions),
+        alpn_protocols=_tuple_or_none(row.alpn_protocols),
     )
 
 
@@ -185,13 +246,20 @@ def _flavor_data(conn: Connection, flavor_id: str | None) -> dict[str, object]:
     return dict(data) if isinstance(data, dict) else {}
 
 
-def graph_from_row(conn: Connection, lb: TreeNode) -> G.LoadBalancer:
-    """Build the desired graph of an already loaded load balancer row."""
-    pools = tuple(_pool(p) for p in lb.pools if _live(p.provisioning_status))
+_LOADBALANCER = copied_fields(
+    S.StoredLoadBalancer,
+    G.LoadBalancer,
+    frozenset({"id", "project_id", "name", "topology", "listeners", "pools"}),
+)
+
+
+def graph_from_tree(conn: Connection, lb: S.StoredLoadBalancer) -> G.LoadBalancer:
+    """The desired graph of an already loaded stored tree (reads its flavor and subnets)."""
+    pools = tuple(_pool(p) for p in lb.pools if E.is_live(p.provisioning_status))
     live_pools = {p.id for p in pools}
-    subnet_ids = {lb.vip_subnet_id} | {
-        m.subnet_id for p in pools for m in p.members if m.subnet_id is not None
-    }
+    subnet_ids = {m.subnet_id for p in pools for m in p.members if m.subnet_id is not None}
+    if lb.vip_subnet_id is not None:  # (typed rows showed the None that sorted() can't order)
+        subnet_ids.add(G.SubnetId(lb.vip_subnet_id))
     subnets = tuple(
         G.Subnet(
             id=G.SubnetId(s.id),
@@ -202,9 +270,9 @@ def graph_from_row(conn: Connection, lb: TreeNode) -> G.LoadBalancer:
         for s in conn.execute(_SUBNETS_BY_ID, {"ids": sorted(subnet_ids)})
     )
     return G.LoadBalancer(
+        **_LOADBALANCER(lb),
         id=G.LoadBalancerId(lb.id),
         project_id=G.ProjectId(lb.project_id),
-        provider=lb.provider,
         vip=G.Vip(
             address=lb.vip_address or "",
             subnet_id=G.SubnetId(lb.vip_subnet_id or ""),
@@ -212,12 +280,10 @@ def graph_from_row(conn: Connection, lb: TreeNode) -> G.LoadBalancer:
             port_id=lb.vip_port_id or "",
         ),
         name=lb.name or "",
-        admin_state_up=lb.admin_state_up,
         topology=E.Topology(lb.topology),
-        availability_zone=lb.availability_zone,
         flavor=_flavor_data(conn, lb.flavor_id),
         listeners=tuple(
-            _listener(li, live_pools) for li in lb.listeners if _live(li.provisioning_status)
+            _listener(li, live_pools) for li in lb.listeners if E.is_live(li.provisioning_status)
         ),
         pools=pools,
         subnets=subnets,
@@ -229,4 +295,4 @@ def load_graph(conn: Connection, loadbalancer_id: str) -> G.LoadBalancer | None:
     tree = load_tree(conn, loadbalancer_id)
     if tree is None:
         return None
-    return graph_from_row(conn, tree)
+    return graph_from_tree(conn, tree)

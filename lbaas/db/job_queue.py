@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from lbaas.db.engine import Database
 from lbaas.db.job_notify import CHANNEL
 from lbaas.db.tables import ConvergeJobRow, LoadBalancerRow, table_of
+from lbaas.model.enums import ProvisioningStatus
 
 
 @dataclass(frozen=True)
@@ -272,7 +273,7 @@ def enqueue_resync(
             select(_JOBS.loadbalancer_id)
             .join_from(ConvergeJobRow, LoadBalancerRow, lbs.id == _JOBS.loadbalancer_id)
             .where(
-                lbs.provisioning_status == "ACTIVE",
+                lbs.provisioning_status == ProvisioningStatus.ACTIVE.value,
                 _JOBS.requested_gen <= _JOBS.done_gen,
                 _JOBS.updated_at <= now - interval,
             )
@@ -293,6 +294,6 @@ def count_active(db: Database) -> int:
         found = conn.execute(
             select(func.count())
             .select_from(lbs.id.table)
-            .where(lbs.provisioning_status == "ACTIVE")
+            .where(lbs.provisioning_status == ProvisioningStatus.ACTIVE.value)
         ).scalar()
     return int(found or 0)

@@ -20,22 +20,17 @@ from sqlalchemy import Table, bindparam, delete, update
 from sqlalchemy.orm import Session
 
 from lbaas.db import tree_loader
+from lbaas.db.stored_tree import StoredLoadBalancer, walk
 from lbaas.db.tables import (
     ListenerStatsRow,
     PortRow,
     TagRow,
     table_of,
 )
-from lbaas.db.tree_loader import TreeNode
-from lbaas.model.enums import OperatingStatus, ProvisioningStatus
+from lbaas.model.enums import PENDING_CHANGE_STATUSES, OperatingStatus, ProvisioningStatus
 
 ACTIVE = ProvisioningStatus.ACTIVE.value
 ERROR = ProvisioningStatus.ERROR.value
-PENDING_DELETE = ProvisioningStatus.PENDING_DELETE.value
-
-
-def _doomed(row: TreeNode, parents_doomed: bool) -> bool:
-    return parents_doomed or row.provisioning_status == PENDING_DELETE
 
 
 @dataclass(frozen=True)
@@ -63,29 +58,13 @@ class TreeSnapshot:
     rows: tuple[SettleRow, ...]  # children before their parents, the load balancer last
 
 
-def _settle_row(row: TreeNode, doomed: bool) -> SettleRow:
-    return SettleRow(row.table, row.id, row.provisioning_status, row.operating_status, doomed)
-
-
-def snapshot_tree(lb: TreeNode) -> TreeSnapshot:
+def snapshot_tree(lb: StoredLoadBalancer) -> TreeSnapshot:
     """What ``finish_applied`` needs of a tree loaded by ``tree_loader.load_tree``."""
-    rows: list[SettleRow] = []
-    for listener in lb.listeners:
-        gone = _doomed(listener, False)
-        for policy in listener.l7policies:
-            policy_gone = _doomed(policy, gone)
-            rows.extend(_settle_row(rule, _doomed(rule, policy_gone)) for rule in policy.rules)
-            rows.append(_settle_row(policy, policy_gone))
-        rows.append(_settle_row(listener, gone))
-    for pool in lb.pools:
-        gone = _doomed(pool, False)
-        rows.extend(_settle_row(member, _doomed(member, gone)) for member in pool.members)
-        hm = pool.health_monitor
-        if hm is not None:
-            rows.append(_settle_row(hm, _doomed(hm, gone)))
-        rows.append(_settle_row(pool, gone))
-    rows.append(_settle_row(lb, False))
-    return TreeSnapshot(lb.id, tuple(rows))
+    rows = tuple(
+        SettleRow(row.table, row.id, row.provisioning_status, row.operating_status, doomed)
+        for row, doomed in walk(lb)
+    )
+    return TreeSnapshot(lb.id, rows)
 
 
 _LISTENERS = tree_loader.LISTENERS
@@ -167,7 +146,7 @@ def finish_deleted(session: Session, loadbalancer_id: str, now: datetime) -> Non
     if lb is None:
         return
     doomed: dict[Table, list[str]] = defaultdict(list)
-    for row in snapshot_tree(lb).rows:
+    for row, _ in walk(lb):
         if row.table is not _LOADBALANCERS:
             doomed[row.table].append(row.id)
     every_id = [lb.id, *(i for ids in doomed.values() for i in ids)]
@@ -190,12 +169,6 @@ def finish_deleted(session: Session, loadbalancer_id: str, now: datetime) -> Non
     )
 
 
-_PENDING_CHANGES = (
-    ProvisioningStatus.PENDING_CREATE.value,
-    ProvisioningStatus.PENDING_UPDATE.value,
-)
-
-
 def finish_failed(session: Session, loadbalancer_id: str, now: datetime) -> None:
     """Give up: the load balancer and everything pending (but deletions) go to ERROR."""
     conn = session.connection()
@@ -203,8 +176,8 @@ def finish_failed(session: Session, loadbalancer_id: str, now: datetime) -> None
     if lb is None:
         return
     failing: dict[Table, list[str]] = defaultdict(list)
-    for row in snapshot_tree(lb).rows:
-        pending = row.provisioning_status in _PENDING_CHANGES
+    for row, _ in walk(lb):
+        pending = row.provisioning_status in PENDING_CHANGE_STATUSES
         if pending or (row.table is _LOADBALANCERS and row.provisioning_status != ERROR):
             failing[row.table].append(row.id)
     for table, ids in failing.items():

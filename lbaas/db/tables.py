@@ -26,7 +26,7 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
 class Base(DeclarativeBase):
@@ -69,13 +69,6 @@ class LoadBalancerRow(StatusMixin, Base):
     availability_zone: Mapped[str | None] = mapped_column(String(255))
     topology: Mapped[str] = mapped_column(String(16), nullable=False, default="SINGLE")
 
-    listeners: Mapped[list[ListenerRow]] = relationship(
-        back_populates="loadbalancer", order_by="ListenerRow.created_at"
-    )
-    pools: Mapped[list[PoolRow]] = relationship(
-        back_populates="loadbalancer", order_by="PoolRow.created_at"
-    )
-
 
 class ListenerRow(StatusMixin, Base):
     __tablename__ = "listeners"
@@ -109,11 +102,6 @@ class ListenerRow(StatusMixin, Base):
     hsts_include_subdomains: Mapped[bool] = mapped_column(Boolean, nullable=False)
     hsts_preload: Mapped[bool] = mapped_column(Boolean, nullable=False)
 
-    loadbalancer: Mapped[LoadBalancerRow] = relationship(back_populates="listeners")
-    l7policies: Mapped[list[L7PolicyRow]] = relationship(
-        back_populates="listener", order_by="L7PolicyRow.position"
-    )
-
 
 class PoolRow(StatusMixin, Base):
     __tablename__ = "pools"
@@ -136,12 +124,6 @@ class PoolRow(StatusMixin, Base):
     tls_versions: Mapped[list[str] | None] = mapped_column(JSON)
     alpn_protocols: Mapped[list[str] | None] = mapped_column(JSON)
 
-    loadbalancer: Mapped[LoadBalancerRow] = relationship(back_populates="pools")
-    members: Mapped[list[MemberRow]] = relationship(
-        back_populates="pool", order_by="MemberRow.created_at"
-    )
-    health_monitor: Mapped[HealthMonitorRow | None] = relationship(back_populates="pool")
-
 
 class MemberRow(StatusMixin, Base):
     __tablename__ = "members"
@@ -163,8 +145,6 @@ class MemberRow(StatusMixin, Base):
     monitor_port: Mapped[int | None] = mapped_column(Integer)
     vnic_type: Mapped[str] = mapped_column(String(16), nullable=False, default="normal")
 
-    pool: Mapped[PoolRow] = relationship(back_populates="members")
-
 
 class HealthMonitorRow(StatusMixin, Base):
     __tablename__ = "health_monitors"
@@ -185,8 +165,6 @@ class HealthMonitorRow(StatusMixin, Base):
     http_version: Mapped[float | None] = mapped_column(Float)
     domain_name: Mapped[str | None] = mapped_column(String(255))
 
-    pool: Mapped[PoolRow] = relationship(back_populates="health_monitor")
-
 
 class L7PolicyRow(StatusMixin, Base):
     __tablename__ = "l7policies"
@@ -204,11 +182,6 @@ class L7PolicyRow(StatusMixin, Base):
     redirect_prefix: Mapped[str | None] = mapped_column(String(2048))
     redirect_http_code: Mapped[int | None] = mapped_column(Integer)
 
-    listener: Mapped[ListenerRow] = relationship(back_populates="l7policies")
-    rules: Mapped[list[L7RuleRow]] = relationship(
-        back_populates="l7policy", order_by="L7RuleRow.created_at"
-    )
-
 
 class L7RuleRow(StatusMixin, Base):
     __tablename__ = "l7rules"
@@ -224,8 +197,6 @@ class L7RuleRow(StatusMixin, Base):
     key: Mapped[str | None] = mapped_column(String(255))
     value: Mapped[str] = mapped_column(String(255), nullable=False)
     invert: Mapped[bool] = mapped_column(Boolean, nullable=False)
-
-    l7policy: Mapped[L7PolicyRow] = relationship(back_populates="rules")
 
 
 class TagRow(Base):

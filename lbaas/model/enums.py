@@ -23,6 +23,26 @@ class ProvisioningStatus(StrEnum):
         return self.startswith("PENDING_")
 
 
+# The one vocabulary of "is this object still there?". ``DELETED`` objects are only kept as
+# stubs; ``PENDING_DELETE`` ones still exist but are no longer part of the desired state,
+# so converge leaves them out of the graph and settle removes them. Stored statuses are
+# plain strings, which compare and hash equal to these members, so ``row.status in
+# GONE_STATUSES`` works on a string read from the database.
+GONE_STATUSES = frozenset({ProvisioningStatus.PENDING_DELETE, ProvisioningStatus.DELETED})
+LIVE_STATUSES = frozenset(ProvisioningStatus) - GONE_STATUSES
+# Everything but the stubs: what lists, quotas and lookups count as existing.
+EXISTING_STATUSES = frozenset(ProvisioningStatus) - {ProvisioningStatus.DELETED}
+# Changes a converge is still to make (a failed converge turns these to ERROR).
+PENDING_CHANGE_STATUSES = frozenset(
+    {ProvisioningStatus.PENDING_CREATE, ProvisioningStatus.PENDING_UPDATE}
+)
+
+
+def is_live(provisioning_status: str) -> bool:
+    """Whether an object with this stored status belongs to the desired state."""
+    return provisioning_status not in GONE_STATUSES
+
+
 class OperatingStatus(StrEnum):
     ONLINE = "ONLINE"
     DRAINING = "DRAINING"
@@ -142,6 +162,18 @@ class AmphoraStatus(StrEnum):
     DELETED = "DELETED"
     ERROR = "ERROR"
     FAILOVER_STOPPED = "FAILOVER_STOPPED"
+
+
+# Amphorae that serve (or are being made to serve) a load balancer, and those on their way out.
+LIVE_AMPHORA_STATUSES = frozenset(
+    {
+        AmphoraStatus.ALLOCATED,
+        AmphoraStatus.READY,
+        AmphoraStatus.BOOTING,
+        AmphoraStatus.PENDING_CREATE,
+    }
+)
+GONE_AMPHORA_STATUSES = frozenset({AmphoraStatus.PENDING_DELETE, AmphoraStatus.DELETED})
 
 
 class AmphoraRole(StrEnum):

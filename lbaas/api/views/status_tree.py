@@ -10,19 +10,27 @@ from __future__ import annotations
 from typing import Any
 
 from lbaas.api.views.common import text
-from lbaas.db.tree_loader import TreeNode
+from lbaas.db.stored_tree import (
+    StoredHealthMonitor,
+    StoredListener,
+    StoredLoadBalancer,
+    StoredMember,
+    StoredPool,
+)
 
 
-def _status(row: Any) -> dict[str, Any]:
+def _status(
+    row: StoredLoadBalancer | StoredListener | StoredPool | StoredMember | StoredHealthMonitor,
+) -> dict[str, Any]:
     return {
         "id": row.id,
-        "name": text(getattr(row, "name", None)),
+        "name": text(row.name),
         "provisioning_status": row.provisioning_status,
         "operating_status": row.operating_status,
     }
 
 
-def _pool(pool: TreeNode) -> dict[str, Any]:
+def _pool(pool: StoredPool) -> dict[str, Any]:
     out = _status(pool)
     hm = pool.health_monitor
     if hm is not None:
@@ -33,7 +41,7 @@ def _pool(pool: TreeNode) -> dict[str, Any]:
     return out
 
 
-def _listener_pools(listener: TreeNode, pools: dict[str, TreeNode]) -> list[TreeNode]:
+def _listener_pools(listener: StoredListener, pools: dict[str, StoredPool]) -> list[StoredPool]:
     ids: list[str] = []
     if listener.default_pool_id:
         ids.append(listener.default_pool_id)
@@ -44,7 +52,7 @@ def _listener_pools(listener: TreeNode, pools: dict[str, TreeNode]) -> list[Tree
     return [pools[i] for i in ids if i in pools]
 
 
-def status_tree(lb: TreeNode) -> dict[str, Any]:
+def status_tree(lb: StoredLoadBalancer) -> dict[str, Any]:
     pools = {p.id: p for p in lb.pools}
     return {
         **_status(lb),

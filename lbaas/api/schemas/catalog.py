@@ -42,13 +42,42 @@ def check_profile_data(raw: str, option: str, allowed_keys: Collection[str]) -> 
         raise InvalidInput(f"{raw} is not a valid option for {option}")
 
 
-# -- flavors ---------------------------------------------------------------------------
+# -- what flavors and zones share, and what their profiles share ----------------------
 
 
-class FlavorCreate(Schema):
+class CatalogEntryCreate(Schema):
+    """A flavor or zone as created: named, described, enabled unless told otherwise."""
+
     name: Name
     description: Description | None = None
     enabled: bool = True
+
+
+class CatalogEntryChange(Schema):
+    """What a PUT may change on a flavor and a zone alike (a zone keeps its name)."""
+
+    description: Description | None = None
+    enabled: bool | None = None
+
+
+class ProfileCreate(Schema):
+    """A profile as created: its name and the provider its data is for."""
+
+    name: Name
+    provider_name: ProviderName
+
+
+class ProfileChange(Schema):
+    """What a PUT may change on any profile besides its data."""
+
+    name: Name | None = None
+    provider_name: ProviderName | None = None
+
+
+# -- flavors ---------------------------------------------------------------------------
+
+
+class FlavorCreate(CatalogEntryCreate):
     flavor_profile_id: Uuid
 
 
@@ -56,19 +85,15 @@ class FlavorCreateBody(Schema):
     flavor: FlavorCreate
 
 
-class FlavorUpdate(Schema):
+class FlavorUpdate(CatalogEntryChange):
     name: Name | None = None
-    description: Description | None = None
-    enabled: bool | None = None
 
 
 class FlavorUpdateBody(Schema):
     flavor: FlavorUpdate
 
 
-class FlavorProfileCreate(Schema):
-    name: Name
-    provider_name: ProviderName
+class FlavorProfileCreate(ProfileCreate):
     flavor_data: ProfileData
 
 
@@ -76,9 +101,7 @@ class FlavorProfileCreateBody(Schema):
     flavorprofile: FlavorProfileCreate
 
 
-class FlavorProfileUpdate(Schema):
-    name: Name | None = None
-    provider_name: ProviderName | None = None
+class FlavorProfileUpdate(ProfileChange):
     flavor_data: ProfileData | None = None
 
 
@@ -89,10 +112,7 @@ class FlavorProfileUpdateBody(Schema):
 # -- availability zones ----------------------------------------------------------------
 
 
-class AvailabilityZoneCreate(Schema):
-    name: Name
-    description: Description | None = None
-    enabled: bool = True
+class AvailabilityZoneCreate(CatalogEntryCreate):
     availability_zone_profile_id: Uuid
 
 
@@ -100,18 +120,15 @@ class AvailabilityZoneCreateBody(Schema):
     availability_zone: AvailabilityZoneCreate
 
 
-class AvailabilityZoneUpdate(Schema):
-    description: Description | None = None
-    enabled: bool | None = None
+class AvailabilityZoneUpdate(CatalogEntryChange):
+    pass
 
 
 class AvailabilityZoneUpdateBody(Schema):
     availability_zone: AvailabilityZoneUpdate
 
 
-class AvailabilityZoneProfileCreate(Schema):
-    name: Name
-    provider_name: ProviderName
+class AvailabilityZoneProfileCreate(ProfileCreate):
     availability_zone_data: ProfileData
 
 
@@ -119,9 +136,7 @@ class AvailabilityZoneProfileCreateBody(Schema):
     availability_zone_profile: AvailabilityZoneProfileCreate
 
 
-class AvailabilityZoneProfileUpdate(Schema):
-    name: Name | None = None
-    provider_name: ProviderName | None = None
+class AvailabilityZoneProfileUpdate(ProfileChange):
     availability_zone_data: ProfileData | None = None
 
 

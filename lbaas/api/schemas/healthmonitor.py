@@ -4,7 +4,8 @@
 load balancer create (no ``pool_id``); ``HealthMonitorCreate`` is the standalone POST.
 Syntax of ``url_path``, ``expected_codes``, ``http_version`` and ``domain_name`` is
 checked here, so a bad value is the usual "Invalid input for field/attribute …" error;
-rules that depend on the type or the pool are checked by the router.
+rules that depend on the type or the pool are checked by the router. A new optional
+monitor field goes into ``HealthMonitorOptions``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Annotated
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-from lbaas.api.schemas.types import AdminState, Name, ProjectRef, Schema, Tags, Uuid
+from lbaas.api.schemas.groups import EnabledChange, EnabledOnCreate, Named, ProjectOnCreate, Tagged
+from lbaas.api.schemas.types import Schema, Uuid
 from lbaas.api.validation.healthmonitor import (
     DEFAULT_MAX_RETRIES_DOWN,
     is_domain_name,
@@ -73,9 +75,17 @@ HttpVersion = Annotated[float | None, BeforeValidator(_http_version)]
 DomainName = Annotated[str, AfterValidator(_domain_name)]
 
 
-class HealthMonitorSingleCreate(Schema):
-    name: Name | None = None
-    admin_state_up: AdminState = True
+class HealthMonitorOptions(Named, Tagged):
+    """Fields both create and update accept (all optional); the HTTP check's details."""
+
+    http_method: HttpMethod | None = None
+    url_path: UrlPath | None = None
+    expected_codes: ExpectedCodes | None = None
+    http_version: HttpVersion = None
+    domain_name: DomainName | None = None
+
+
+class HealthMonitorSingleCreate(HealthMonitorOptions, EnabledOnCreate):
     type: HealthMonitorType
     delay: Seconds
     timeout: Seconds
@@ -83,37 +93,22 @@ class HealthMonitorSingleCreate(Schema):
     max_retries_down: Annotated[Retries, BeforeValidator(_null_is_default_retries_down)] = (
         DEFAULT_MAX_RETRIES_DOWN
     )
-    http_method: HttpMethod | None = None
-    url_path: UrlPath | None = None
-    expected_codes: ExpectedCodes | None = None
-    http_version: HttpVersion = None
-    domain_name: DomainName | None = None
-    tags: Tags | None = None
 
 
-class HealthMonitorCreate(HealthMonitorSingleCreate):
+class HealthMonitorCreate(HealthMonitorSingleCreate, ProjectOnCreate):
     pool_id: Uuid
-    project_id: ProjectRef | None = None
-    tenant_id: ProjectRef | None = None
 
 
 class HealthMonitorCreateBody(Schema):
     healthmonitor: HealthMonitorCreate
 
 
-class HealthMonitorUpdate(Schema):
-    name: Name | None = None
-    admin_state_up: AdminState | None = None
+# What a PUT may change: the options, plus the timing a create requires.
+class HealthMonitorUpdate(HealthMonitorOptions, EnabledChange):
     delay: Seconds | None = None
     timeout: Seconds | None = None
     max_retries: Retries | None = None
     max_retries_down: Retries | None = None
-    http_method: HttpMethod | None = None
-    url_path: UrlPath | None = None
-    expected_codes: ExpectedCodes | None = None
-    http_version: HttpVersion = None
-    domain_name: DomainName | None = None
-    tags: Tags | None = None
 
 
 class HealthMonitorUpdateBody(Schema):

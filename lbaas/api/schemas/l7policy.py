@@ -13,16 +13,9 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
+from lbaas.api.schemas.groups import Described, EnabledChange, EnabledOnCreate, ProjectOnCreate
 from lbaas.api.schemas.l7rule import L7RuleCommon
-from lbaas.api.schemas.types import (
-    AdminState,
-    Description,
-    Name,
-    ProjectRef,
-    Schema,
-    Tags,
-    Uuid,
-)
+from lbaas.api.schemas.types import Schema, Uuid
 from lbaas.api.validation.l7 import REDIRECT_CODES
 from lbaas.model.enums import L7PolicyAction
 
@@ -57,27 +50,29 @@ RedirectCode = Annotated[int, AfterValidator(_redirect_code)]
 Position = Annotated[int, Field(ge=1, le=2147483647)]
 
 
-class L7PolicyCommon(Schema):
-    """A policy as created, standalone or nested in a listener of the graph create."""
+class L7PolicyOptions(Described):
+    """Fields both create and update accept (all optional)."""
 
-    name: Name | None = None
-    description: Description | None = None
-    admin_state_up: AdminState = True
-    action: L7PolicyAction
     redirect_pool_id: Uuid | None = None
     redirect_url: RedirectUrl | None = None
     redirect_prefix: RedirectUrl | None = None
     redirect_http_code: RedirectCode | None = None
     position: Position | None = None
+
+
+class L7PolicyCommon(L7PolicyOptions, EnabledOnCreate):
+    """A policy as created, standalone or nested in a listener of the graph create."""
+
+    action: L7PolicyAction
     rules: list[L7RuleCommon] | None = None
-    tags: Tags | None = None
 
 
-class L7PolicyCreate(L7PolicyCommon):
+class L7PolicyCreate(L7PolicyCommon, ProjectOnCreate):
     listener_id: Uuid
-    # Deprecated and ignored: a policy belongs to its load balancer's project.
-    project_id: ProjectRef | None = None
-    tenant_id: ProjectRef | None = None
+
+
+class L7PolicyCreateBody(Schema):
+    l7policy: L7PolicyCreate
 
 
 class L7PolicyNested(L7PolicyCommon):
@@ -86,21 +81,9 @@ class L7PolicyNested(L7PolicyCommon):
     redirect_pool: dict[str, Any] | None = None
 
 
-class L7PolicyCreateBody(Schema):
-    l7policy: L7PolicyCreate
-
-
-class L7PolicyUpdate(Schema):
-    name: Name | None = None
-    description: Description | None = None
-    admin_state_up: AdminState | None = None
+# What a PUT may change: the options, plus the action a create requires.
+class L7PolicyUpdate(L7PolicyOptions, EnabledChange):
     action: L7PolicyAction | None = None
-    redirect_pool_id: Uuid | None = None
-    redirect_url: RedirectUrl | None = None
-    redirect_prefix: RedirectUrl | None = None
-    redirect_http_code: RedirectCode | None = None
-    position: Position | None = None
-    tags: Tags | None = None
 
 
 class L7PolicyUpdateBody(Schema):

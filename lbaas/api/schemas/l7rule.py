@@ -11,43 +11,42 @@ from typing import Annotated
 
 from pydantic import Field
 
-from lbaas.api.schemas.types import AdminState, ProjectRef, Schema, Tags
+from lbaas.api.schemas.groups import EnabledChange, EnabledOnCreate, ProjectOnCreate, Tagged
+from lbaas.api.schemas.types import NullFalse, Schema
 from lbaas.model.enums import L7CompareType, L7RuleType
 
 RuleText = Annotated[str, Field(max_length=255)]
 
 
-class L7RuleCommon(Schema):
+class L7RuleOptions(Tagged):
+    """Fields both create and update accept (all optional)."""
+
+    key: RuleText | None = None
+
+
+class L7RuleCommon(L7RuleOptions, EnabledOnCreate):
     """A rule as created, standalone or nested in a policy of the graph create."""
 
     type: L7RuleType
     compare_type: L7CompareType
-    key: RuleText | None = None
     value: RuleText
-    # bool where JSON null means false (like admin_state_up).
-    invert: AdminState = False
-    admin_state_up: AdminState = True
-    tags: Tags | None = None
+    invert: NullFalse = False
 
 
-class L7RuleCreate(L7RuleCommon):
-    # Deprecated and ignored: a rule belongs to its load balancer's project.
-    project_id: ProjectRef | None = None
-    tenant_id: ProjectRef | None = None
+class L7RuleCreate(L7RuleCommon, ProjectOnCreate):
+    pass
 
 
 class L7RuleCreateBody(Schema):
     rule: L7RuleCreate
 
 
-class L7RuleUpdate(Schema):
+# What a PUT may change: the options, plus what a create requires or gives a default.
+class L7RuleUpdate(L7RuleOptions, EnabledChange):
     type: L7RuleType | None = None
     compare_type: L7CompareType | None = None
-    key: RuleText | None = None
     value: RuleText | None = None
-    invert: AdminState | None = None
-    admin_state_up: AdminState | None = None
-    tags: Tags | None = None
+    invert: NullFalse | None = None
 
 
 class L7RuleUpdateBody(Schema):

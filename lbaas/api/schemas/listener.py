@@ -5,6 +5,9 @@ null like an omitted attribute on create; on PUT null resets to the default). De
 applied by the listener builder, not here, so a PUT can tell "sent null" from "not sent"
 through ``given()``. Whether fields make sense together (TLS, headers, CIDRs vs the VIP)
 is ``lbaas.api.validation.listener``'s job.
+
+A new optional listener field goes into ``ListenerOptions`` (or one of its groups) and
+nowhere else in this package: create and update both take it from there.
 """
 
 from __future__ import annotations
@@ -15,17 +18,15 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from lbaas.api.schemas.l7policy import L7PolicyNested
-from lbaas.api.schemas.types import (
-    AdminState,
-    Description,
-    Name,
-    Port,
-    ProjectRef,
-    Schema,
-    Tags,
-    Uuid,
+from lbaas.api.schemas.groups import (
+    Described,
+    EnabledChange,
+    EnabledOnCreate,
+    ProjectOnCreate,
+    TlsProtocols,
 )
+from lbaas.api.schemas.l7policy import L7PolicyNested
+from lbaas.api.schemas.types import ContainerRef, NullFalse, Port, Schema, Uuid
 from lbaas.model.enums import ClientAuthentication, ListenerProtocol
 
 MAX_INT = 2147483647
@@ -42,58 +43,60 @@ def _cidr(value: str) -> str:
 
 ConnectionLimit = Annotated[int, Field(ge=-1, le=MAX_INT)]
 TimeoutMs = Annotated[int, Field(ge=0, le=2073600000)]
-ContainerRef = Annotated[str, Field(max_length=255)]
 HeaderValue = Annotated[str, Field(max_length=255)]
 Cidr = Annotated[str, AfterValidator(_cidr)]
 Ciphers = Annotated[str, Field(max_length=2048)]
-ShortText = Annotated[str, Field(max_length=32)]
 MaxAge = Annotated[int, Field(ge=0, le=MAX_INT)]
 
 
-class ListenerOptions(Schema):
-    """Fields both create and update accept (all optional)."""
+class ListenerTimeouts(Schema):
+    """The four HAProxy timeouts a listener sets, in milliseconds."""
 
-    name: Name | None = None
-    description: Description | None = None
-    connection_limit: ConnectionLimit | None = None
-    default_pool_id: Uuid | None = None
-    insert_headers: dict[str, HeaderValue] | None = None
     timeout_client_data: TimeoutMs | None = None
     timeout_member_connect: TimeoutMs | None = None
     timeout_member_data: TimeoutMs | None = None
     timeout_tcp_inspect: TimeoutMs | None = None
+
+
+class ListenerTls(TlsProtocols):
+    """TLS termination: certificates, client authentication, protocol options, HSTS age."""
+
     default_tls_container_ref: ContainerRef | None = None
     sni_container_refs: list[ContainerRef] | None = None
     client_ca_tls_container_ref: ContainerRef | None = None
     client_authentication: ClientAuthentication | None = None
     client_crl_container_ref: ContainerRef | None = None
-    allowed_cidrs: list[Cidr] | None = None
     tls_ciphers: Ciphers | None = None
-    tls_versions: list[ShortText] | None = None
-    alpn_protocols: list[ShortText] | None = None
     hsts_max_age: MaxAge | None = None
-    tags: Tags | None = None
 
 
-class ListenerCommon(ListenerOptions):
+class ListenerOptions(Described, ListenerTimeouts, ListenerTls):
+    """Fields both create and update accept (all optional)."""
+
+    connection_limit: ConnectionLimit | None = None
+    default_pool_id: Uuid | None = None
+    insert_headers: dict[str, HeaderValue] | None = None
+    allowed_cidrs: list[Cidr] | None = None
+
+
+class ListenerCommon(ListenerOptions, EnabledOnCreate):
     """A listener as created, standalone or nested in a graph-create load balancer."""
 
-    admin_state_up: AdminState = True
     protocol: ListenerProtocol
     protocol_port: Port
-    # bool where JSON null means false.
-    hsts_include_subdomains: AdminState = False
-    hsts_preload: AdminState = False
+    hsts_include_subdomains: NullFalse = False
+    hsts_preload: NullFalse = False
 
 
-class ListenerCreate(ListenerCommon):
+class ListenerCreate(ListenerCommon, ProjectOnCreate):
     loadbalancer_id: Uuid
-    # Deprecated and ignored: a listener belongs to its load balancer's project.
-    project_id: ProjectRef | None = None
-    tenant_id: ProjectRef | None = None
     # Only meaningful inside a graph create; a standalone POST refuses non-empty values.
     default_pool: dict[str, Any] | None = None
     l7policies: list[dict[str, Any]] | None = None
+
+
+class ListenerCreateBody(Schema):
+    listener: ListenerCreate
 
 
 class ListenerNested(ListenerCommon):
@@ -103,14 +106,10 @@ class ListenerNested(ListenerCommon):
     l7policies: list[L7PolicyNested] | None = None
 
 
-class ListenerCreateBody(Schema):
-    listener: ListenerCreate
-
-
-class ListenerUpdate(ListenerOptions):
-    admin_state_up: AdminState | None = None
-    hsts_include_subdomains: AdminState | None = None
-    hsts_preload: AdminState | None = None
+# What a PUT may change: the options, plus the flags a create gives a default.
+class ListenerUpdate(ListenerOptions, EnabledChange):
+    hsts_include_subdomains: NullFalse | None = None
+    hsts_preload: NullFalse | None = None
 
 
 class ListenerUpdateBody(Schema):

@@ -1,4 +1,8 @@
-"""Request schemas of load balancers (the nested graph-create parts live with each child)."""
+"""Request schemas of load balancers (the nested graph-create parts live with each child).
+
+A new optional load balancer field goes into ``LoadBalancerOptions`` if a PUT may change
+it, else into ``LoadBalancerCreate``.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,8 @@ from typing import Any
 
 from pydantic import Field
 
-from lbaas.api.schemas.types import (
-    AdminState,
-    Description,
-    IpAddress,
-    Name,
-    ProjectRef,
-    Schema,
-    Tags,
-    Uuid,
-)
+from lbaas.api.schemas.groups import Described, EnabledChange, EnabledOnCreate, ProjectOnCreate
+from lbaas.api.schemas.types import IpAddress, Schema, Uuid
 
 
 class AdditionalVip(Schema):
@@ -23,18 +19,18 @@ class AdditionalVip(Schema):
     ip_address: IpAddress | None = None
 
 
-class LoadBalancerCreate(Schema):
-    name: Name | None = None
-    description: Description | None = None
-    admin_state_up: AdminState = True
-    project_id: ProjectRef | None = None
-    tenant_id: ProjectRef | None = None
+class LoadBalancerOptions(Described):
+    """Fields both create and update accept (all optional)."""
+
+    vip_qos_policy_id: Uuid | None = None
+    vip_sg_ids: list[Uuid] | None = None
+
+
+class LoadBalancerCreate(LoadBalancerOptions, EnabledOnCreate, ProjectOnCreate):
     vip_subnet_id: Uuid | None = None
     vip_network_id: Uuid | None = None
     vip_port_id: Uuid | None = None
     vip_address: IpAddress | None = None
-    vip_qos_policy_id: Uuid | None = None
-    vip_sg_ids: list[Uuid] | None = None
     additional_vips: list[AdditionalVip] | None = None
     provider: str | None = Field(None, max_length=64)
     flavor_id: Uuid | None = None
@@ -42,20 +38,14 @@ class LoadBalancerCreate(Schema):
     # Graph create: validated by the listener and pool schemas (see graph_create).
     listeners: list[dict[str, Any]] | None = None
     pools: list[dict[str, Any]] | None = None
-    tags: Tags | None = None
 
 
 class LoadBalancerCreateBody(Schema):
     loadbalancer: LoadBalancerCreate
 
 
-class LoadBalancerUpdate(Schema):
-    name: Name | None = None
-    description: Description | None = None
-    admin_state_up: AdminState | None = None
-    vip_qos_policy_id: Uuid | None = None
-    vip_sg_ids: list[Uuid] | None = None
-    tags: Tags | None = None
+class LoadBalancerUpdate(LoadBalancerOptions, EnabledChange):
+    pass
 
 
 class LoadBalancerUpdateBody(Schema):

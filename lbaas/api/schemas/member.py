@@ -4,6 +4,7 @@
 balancer create; ``MemberCreate`` adds the deprecated ``project_id``/``tenant_id`` the
 standalone POST and the batch update accept (and ignore: members take their load
 balancer's project). ``weight`` and ``backup`` sent as null mean their defaults.
+A new optional member field goes into ``MemberOptions``.
 """
 
 from __future__ import annotations
@@ -12,16 +13,8 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field
 
-from lbaas.api.schemas.types import (
-    AdminState,
-    IpAddress,
-    Name,
-    Port,
-    ProjectRef,
-    Schema,
-    Tags,
-    Uuid,
-)
+from lbaas.api.schemas.groups import EnabledChange, EnabledOnCreate, Named, ProjectOnCreate, Tagged
+from lbaas.api.schemas.types import IpAddress, NullFalse, Port, Schema, Uuid
 
 DEFAULT_WEIGHT = 1
 
@@ -30,45 +23,37 @@ def _null_is_default_weight(value: object) -> object:
     return DEFAULT_WEIGHT if value is None else value
 
 
-def _null_is_false(value: object) -> object:
-    return False if value is None else value
-
-
 Weight = Annotated[int, Field(ge=0, le=256)]
-NullFalse = Annotated[bool, BeforeValidator(_null_is_false)]
 
 
-class MemberSingleCreate(Schema):
-    name: Name | None = None
-    admin_state_up: AdminState = True
+class MemberOptions(Named, Tagged):
+    """Fields both create and update accept (all optional)."""
+
+    monitor_address: IpAddress | None = None
+    monitor_port: Port | None = None
+
+
+class MemberSingleCreate(MemberOptions, EnabledOnCreate):
     address: IpAddress
     protocol_port: Port
     weight: Annotated[Weight, BeforeValidator(_null_is_default_weight)] = DEFAULT_WEIGHT
     backup: NullFalse = False
     subnet_id: Uuid | None = None
-    monitor_address: IpAddress | None = None
-    monitor_port: Port | None = None
     request_sriov: NullFalse = False
-    tags: Tags | None = None
 
 
-class MemberCreate(MemberSingleCreate):
-    project_id: ProjectRef | None = None
-    tenant_id: ProjectRef | None = None
+class MemberCreate(MemberSingleCreate, ProjectOnCreate):
+    pass
 
 
 class MemberCreateBody(Schema):
     member: MemberCreate
 
 
-class MemberUpdate(Schema):
-    name: Name | None = None
-    admin_state_up: AdminState | None = None
+# What a PUT may change: the options, plus what a create gives a default.
+class MemberUpdate(MemberOptions, EnabledChange):
     weight: Weight | None = None
     backup: bool | None = None
-    monitor_address: IpAddress | None = None
-    monitor_port: Port | None = None
-    tags: Tags | None = None
 
 
 class MemberUpdateBody(Schema):

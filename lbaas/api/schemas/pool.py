@@ -6,6 +6,7 @@ pool inside the load balancer body: no ids, but a ``healthmonitor`` and ``member
 ``protocol`` and ``lb_algorithm`` are optional because a bare ``{"name": …}`` is a
 reference to a pool defined elsewhere in the same body. Session persistence has a POST
 shape (``type`` mandatory) and a PUT shape (``type`` may be omitted to keep the stored one).
+A new optional pool field goes into ``PoolOptions``: create and update take it from there.
 """
 
 from __future__ import annotations
@@ -13,19 +14,23 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
+from lbaas.api.schemas.groups import (
+    Described,
+    EnabledChange,
+    EnabledOnCreate,
+    ProjectOnCreate,
+    TlsProtocols,
+)
 from lbaas.api.schemas.healthmonitor import HealthMonitorSingleCreate
 from lbaas.api.schemas.member import MemberSingleCreate
 from lbaas.api.schemas.types import (
-    AdminState,
-    Description,
+    ContainerRef,
     IpAddress,
-    Name,
-    ProjectRef,
+    NullFalse,
     Schema,
-    Tags,
     Uuid,
 )
 from lbaas.model.enums import LbAlgorithm, PersistenceType, PoolProtocol
@@ -41,56 +46,47 @@ def _ciphers(value: str) -> str:
     return value
 
 
-def _null_is_false(value: object) -> object:
-    return False if value is None else value
-
-
-CertRef = Annotated[str, Field(max_length=255)]
 Ciphers = Annotated[str, Field(max_length=2048), AfterValidator(_ciphers)]
-TlsVersions = list[Annotated[str, Field(max_length=32)]]
-AlpnProtocols = list[Annotated[str, Field(max_length=32)]]
-NullFalse = Annotated[bool, BeforeValidator(_null_is_false)]
 Timeout = Annotated[int, Field(ge=0, le=2147483647)]
 
 
-class SessionPersistenceCreate(Schema):
+class SessionPersistenceOptions(Schema):
+    """What a session persistence carries besides its type, on POST and PUT alike."""
+
+    cookie_name: Annotated[str, Field(max_length=255)] | None = None
+    persistence_timeout: Timeout | None = None
+    persistence_granularity: IpAddress | None = None
+
+
+class SessionPersistenceCreate(SessionPersistenceOptions):
     type: PersistenceType
-    cookie_name: Annotated[str, Field(max_length=255)] | None = None
-    persistence_timeout: Timeout | None = None
-    persistence_granularity: IpAddress | None = None
 
 
-class SessionPersistenceUpdate(Schema):
+class SessionPersistenceUpdate(SessionPersistenceOptions):
     type: PersistenceType | None = None
-    cookie_name: Annotated[str, Field(max_length=255)] | None = None
-    persistence_timeout: Timeout | None = None
-    persistence_granularity: IpAddress | None = None
 
 
-class PoolFields(Schema):
+class PoolOptions(Described, TlsProtocols):
+    """Fields both create and update accept (all optional): here, TLS towards members."""
+
+    tls_container_ref: ContainerRef | None = None
+    ca_tls_container_ref: ContainerRef | None = None
+    crl_container_ref: ContainerRef | None = None
+    tls_ciphers: Ciphers | None = None
+
+
+class PoolFields(PoolOptions, EnabledOnCreate):
     """What every pool create shares (standalone and nested)."""
 
-    name: Name | None = None
-    description: Description | None = None
-    admin_state_up: AdminState = True
     session_persistence: SessionPersistenceCreate | None = None
     tls_enabled: NullFalse = False
-    tls_container_ref: CertRef | None = None
-    ca_tls_container_ref: CertRef | None = None
-    crl_container_ref: CertRef | None = None
-    tls_ciphers: Ciphers | None = None
-    tls_versions: TlsVersions | None = None
-    alpn_protocols: AlpnProtocols | None = None
-    tags: Tags | None = None
 
 
-class PoolCreate(PoolFields):
+class PoolCreate(PoolFields, ProjectOnCreate):
     protocol: PoolProtocol
     lb_algorithm: LbAlgorithm
     loadbalancer_id: Uuid | None = None
     listener_id: Uuid | None = None
-    project_id: ProjectRef | None = None
-    tenant_id: ProjectRef | None = None
 
 
 class PoolCreateBody(Schema):
@@ -104,20 +100,11 @@ class PoolSingleCreate(PoolFields):
     members: list[MemberSingleCreate] | None = None
 
 
-class PoolUpdate(Schema):
-    name: Name | None = None
-    description: Description | None = None
-    admin_state_up: AdminState | None = None
+# What a PUT may change: the options, plus what a create requires or gives a default.
+class PoolUpdate(PoolOptions, EnabledChange):
     lb_algorithm: LbAlgorithm | None = None
     session_persistence: SessionPersistenceUpdate | None = None
     tls_enabled: NullFalse | None = None
-    tls_container_ref: CertRef | None = None
-    ca_tls_container_ref: CertRef | None = None
-    crl_container_ref: CertRef | None = None
-    tls_ciphers: Ciphers | None = None
-    tls_versions: TlsVersions | None = None
-    alpn_protocols: AlpnProtocols | None = None
-    tags: Tags | None = None
 
 
 class PoolUpdateBody(Schema):

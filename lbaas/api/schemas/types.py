@@ -47,5 +47,9 @@ Tag = Annotated[str, Field(max_length=255)]
 Tags = list[Tag]
 Port = Annotated[int, Field(ge=1, le=65535)]
 ProjectRef = Annotated[str, Field(max_length=36)]
-# admin_state_up: JSON null counts as false in Octavia.
-AdminState = Annotated[bool, BeforeValidator(_null_is_false)]
+# A bool where JSON null counts as false, as Octavia treats admin_state_up, invert,
+# backup, tls_enabled and the HSTS flags.
+NullFalse = Annotated[bool, BeforeValidator(_null_is_false)]
+AdminState = NullFalse
+ContainerRef = Annotated[str, Field(max_length=255)]
+ShortText = Annotated[str, Field(max_length=32)]

@@ -4,9 +4,10 @@ The API and the worker used to share one interpreter, and so one GIL: a converge
 beside a request doubled that request's latency on a two-core machine. As a child process
 the worker has a core of its own; committed jobs reach it through the wakeup sockets
 (``lbaas.jobs.wakeup``) and the database, exactly as they reach a separate
-``lbaas worker``. If the child dies it is started again (its leased jobs are claimed again
-at once: serve knows the child is dead and frees its leases); if ``serve`` dies, even by
-SIGKILL, the child notices its parent is gone and stops.
+``lbaas worker``. If the child dies it is started again after a backoff (1 s, doubling up to
+30 s, back to 1 s after a child that lived 30 s); its leased jobs are claimed again at once,
+because serve knows the child is dead and frees its leases. If ``serve`` dies, even by
+SIGKILL, the child notices its parent is gone (``--parent-pid``) and stops.
 """
 
 from __future__ import annotations

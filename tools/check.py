@@ -2,11 +2,12 @@
 
 Run through ``./quickstart test`` (which installs first); extra arguments go to pytest.
 Each step prints what it runs; the first failure stops the run with its exit status.
+Which packages may import what (layers, subprocess confinement, SQLAlchemy) is
+import-linter's job (.importlinter); the rules no linter has are in tools/code_rules.py.
 """
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 MAX_LINES = 600
-SUBPROCESS_ALLOWED = ("lbaas/agent/host/", "lbaas/cli.py", "lbaas/child_worker.py")
+MAX_FUNCTION_LINES = 60
+ENUMS = "lbaas/model/enums.py"
+# Migrations are history: they keep the names and literals of the schema they created.
+MIGRATIONS = "lbaas/db/migrations/"
+
+sys.path.insert(0, str(ROOT))
+from tools import code_rules  # noqa: E402
 
 
 def run(title: str, cmd: list[str]) -> None:
@@ -38,32 +45,47 @@ def check_module_sizes() -> None:
         sys.exit(1)
 
 
-def check_subprocess_imports() -> None:
-    """Only the agent's host layer and the CLI run external programs."""
-    print("\n== subprocess confinement", flush=True)
-    pattern = re.compile(r"^\s*(import subprocess|from subprocess import)", re.M)
-    bad = []
-    for path in sorted((ROOT / "lbaas").rglob("*.py")):
-        rel = str(path.relative_to(ROOT))
-        if pattern.search(path.read_text()) and not rel.startswith(SUBPROCESS_ALLOWED):
-            bad.append(rel)
-    if bad:
-        print(
-            "subprocess imported outside " + ", ".join(SUBPROCESS_ALLOWED) + ": " + ", ".join(bad)
-        )
-        sys.exit(1)
+def check_rules(title: str, findings: list[code_rules.Finding], advice: str) -> bool:
+    """Print what a code rule found; True when it found nothing."""
+    print(f"\n== {title}", flush=True)
+    for finding in findings:
+        print(finding)
+    if findings:
+        print(f"== {len(findings)} found: {advice}")
+    return not findings
 
 
-def check_no_mock_patch() -> None:
-    """Tests swap implementations through constructors; they do not patch lbaas."""
-    print("\n== mock.patch budget (0)", flush=True)
-    bad = [
-        str(p.relative_to(ROOT))
-        for p in (ROOT / "tests").rglob("*.py")
-        if "mock.patch(" in p.read_text()
+def lbaas_sources(*skip: str) -> list[Path]:
+    return [
+        path
+        for path in sorted((ROOT / "lbaas").rglob("*.py"))
+        if not str(path.relative_to(ROOT)).startswith(skip)
     ]
-    if bad:
-        print("mock.patch used in: " + ", ".join(bad))
+
+
+def check_code_rules() -> None:
+    """The rules of code_rules.py: no patching in tests, short functions, status enums.
+
+    Every rule runs and reports before a failure stops the run.
+    """
+    tests = sorted((ROOT / "tests").rglob("*.py"))
+    no_patching = check_rules(
+        "no patching of lbaas in tests",
+        code_rules.scan(tests, ROOT, "patching"),
+        "tests hand fakes in through constructors",
+    )
+    short_functions = check_rules(
+        f"functions of at most {MAX_FUNCTION_LINES} lines in lbaas/",
+        code_rules.scan(lbaas_sources(MIGRATIONS), ROOT, "length", limit=MAX_FUNCTION_LINES),
+        "split them into named steps",
+    )
+    statuses = code_rules.status_values((ROOT / ENUMS).read_text())
+    enums_only = check_rules(
+        "no status string literals outside " + ENUMS,
+        code_rules.scan(lbaas_sources(MIGRATIONS, ENUMS), ROOT, "status", values=statuses),
+        "use ProvisioningStatus, OperatingStatus or AmphoraStatus",
+    )
+    if not (no_patching and short_functions and enums_only):
         sys.exit(1)
 
 
@@ -73,8 +95,7 @@ def main() -> None:
     run("mypy strict", [str(BIN / "mypy"), "--strict", "lbaas"])
     run("import layers", [str(BIN / "lint-imports")])
     check_module_sizes()
-    check_subprocess_imports()
-    check_no_mock_patch()
+    check_code_rules()
     run("config reference is current", [sys.executable, "tools/config_reference.py", "--check"])
     run("pytest", [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *sys.argv[1:]])
 

@@ -7,8 +7,9 @@ failing half-way with "database is locked" when a reader upgrades; WAL mode lets
 go on meanwhile. Before that, writers queue on a lock of their own (``SqliteWriterLock``),
 which hands over at once instead of in the busy handler's sleeps. On PostgreSQL writes
 take row locks (``SELECT … FOR UPDATE``) where the code asks for them; reads there run in
-autocommit (see ``Database.__init__``). ``IntegrityError`` becomes
-``lbaas.errors.Conflict`` here, the one place that sees it.
+autocommit (see ``Database.__init__``). A transaction that ends in ``IntegrityError``
+raises ``lbaas.errors.Conflict`` from here; only a savepoint that expects a duplicate (the
+first creation of a project's quota record, ``db/queries.py``) catches it itself.
 """
 
 from __future__ import annotations

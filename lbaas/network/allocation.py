@@ -97,40 +97,16 @@ def _subnet_for_network(session: Session, network_id: str, address: str | None) 
     raise ValidationFailure(f"No subnet of network {network_id} has a free address for the VIP.")
 
 
+_VIP_OWNER = "lbaas:vip"
+
+
 def allocate_vip(
     session: Session, request: VipRequest, owner_id: str, now: datetime
 ) -> AllocatedVip:
     """Resolve and reserve the VIP; raises InvalidInput (400) or Conflict (409)."""
     if request.port_id is not None:
-        port = network_repo.get_port(session, request.port_id)
-        if port is None:
-            raise InvalidInput(f"Port {request.port_id} not found.")
-        if port.device_id and port.device_id != owner_id:
-            raise InvalidInput(f"Port {port.id} is already used by device {port.device_id}")
-        if request.address is not None and request.address != port.ip_address:
-            raise InvalidInput("Specified VIP address not found on the specified VIP port.")
-        if request.subnet_id is not None and request.subnet_id != port.subnet_id:
-            raise InvalidInput(
-                "VIP port's subnet could not be determined. Please specify either a VIP "
-                "subnet or address."
-            )
-        port.device_id = owner_id
-        port.device_owner = "lbaas:vip"
-        return AllocatedVip(port.ip_address, port.subnet_id, port.network_id, port.id)
-    if request.subnet_id is not None:
-        subnet = network_repo.get_subnet(session, request.subnet_id)
-        if subnet is None:
-            raise InvalidInput(f"Subnet {request.subnet_id} not found.")
-        if request.network_id is not None and subnet.network_id != request.network_id:
-            raise InvalidInput(f"Subnet {request.subnet_id} not found.")
-    elif request.network_id is not None:
-        if network_repo.get_network(session, request.network_id) is None:
-            raise InvalidInput(f"Network {request.network_id} not found.")
-        subnet = _subnet_for_network(session, request.network_id, request.address)
-    else:
-        raise ValidationFailure(
-            "VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id."
-        )
+        return _claim_port(session, request, request.port_id, owner_id)
+    subnet = _requested_subnet(session, request)
     if request.address is not None:
         if not _contains(subnet, request.address):
             raise InvalidInput(
@@ -139,24 +115,66 @@ def allocate_vip(
             )
         if network_repo.ports_on(session, subnet.id, request.address) is not None:
             raise Conflict(f"The VIP IP address is already in use: {request.address}")
+    return _reserve_port(session, subnet, request.address, owner_id, now)
+
+
+def _claim_port(session: Session, request: VipRequest, port_id: str, owner_id: str) -> AllocatedVip:
+    """The VIP is an existing port: check it fits the request and take it for ``owner_id``."""
+    port = network_repo.get_port(session, port_id)
+    if port is None:
+        raise InvalidInput(f"Port {port_id} not found.")
+    if port.device_id and port.device_id != owner_id:
+        raise InvalidInput(f"Port {port.id} is already used by device {port.device_id}")
+    if request.address is not None and request.address != port.ip_address:
+        raise InvalidInput("Specified VIP address not found on the specified VIP port.")
+    if request.subnet_id is not None and request.subnet_id != port.subnet_id:
+        raise InvalidInput(
+            "VIP port's subnet could not be determined. Please specify either a VIP "
+            "subnet or address."
+        )
+    port.device_id = owner_id
+    port.device_owner = _VIP_OWNER
+    return AllocatedVip(port.ip_address, port.subnet_id, port.network_id, port.id)
+
+
+def _requested_subnet(session: Session, request: VipRequest) -> SubnetRow:
+    """The subnet named by the request, or the one its network offers for the address."""
+    if request.subnet_id is not None:
+        subnet = network_repo.get_subnet(session, request.subnet_id)
+        if subnet is None:
+            raise InvalidInput(f"Subnet {request.subnet_id} not found.")
+        if request.network_id is not None and subnet.network_id != request.network_id:
+            raise InvalidInput(f"Subnet {request.subnet_id} not found.")
+        return subnet
+    if request.network_id is not None:
+        if network_repo.get_network(session, request.network_id) is None:
+            raise InvalidInput(f"Network {request.network_id} not found.")
+        return _subnet_for_network(session, request.network_id, request.address)
+    raise ValidationFailure("VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id.")
+
+
+def _reserve_port(
+    session: Session, subnet: SubnetRow, address: str | None, owner_id: str, now: datetime
+) -> AllocatedVip:
+    """Insert the VIP port on ``subnet`` at ``address`` (or a free one)."""
     # Another transaction may take the same free address between our read and our insert;
     # the unique (subnet, address) constraint tells us, and we try the next one.
     for _attempt in range(16):
-        address = request.address or _free_address(session, subnet)
-        if address is None:
+        chosen = address or _free_address(session, subnet)
+        if chosen is None:
             raise Conflict(f"No free address left on subnet {subnet.id}.")
         port_id = str(uuid.uuid4())
         port = PortRow(
             id=port_id,
             network_id=subnet.network_id,
             subnet_id=subnet.id,
-            ip_address=address,
-            device_owner="lbaas:vip",
+            ip_address=chosen,
+            device_owner=_VIP_OWNER,
             device_id=owner_id,
             created_at=now,
         )
         if network_repo.try_reserve_port(session, port):
-            return AllocatedVip(address, subnet.id, subnet.network_id, port_id)
-        if request.address is not None:
+            return AllocatedVip(chosen, subnet.id, subnet.network_id, port_id)
+        if address is not None:
             break
-    raise Conflict(f"The VIP IP address is already in use: {request.address or subnet.cidr}")
+    raise Conflict(f"The VIP IP address is already in use: {address or subnet.cidr}")

@@ -9,7 +9,6 @@ database unchanged afterwards, and RBAC per role.
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
 import pytest
@@ -230,12 +229,3 @@ class ResourceTests:
             assert obj["id"] not in {o["id"] for o in stranger_list.json()[self.collection]}
         else:
             assert stranger_list.status_code == 403
-
-
-def wait_until(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")

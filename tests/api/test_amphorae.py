@@ -12,9 +12,10 @@ from datetime import datetime
 from typing import Any
 
 from lbaas.db.tables import AmphoraRow, ListenerStatsRow
-from tests.api.resource_base import assert_fault, wait_until
+from tests.api.resource_base import assert_fault
 from tests.support.api_client import Api
 from tests.support.control_plane import noop_of
+from tests.support.waiting import wait_until
 
 AMPHORAE = "/v2/octavia/amphorae"
 FIELDS = {

@@ -12,10 +12,8 @@ from starlette.testclient import TestClient
 from lbaas.api.app import create_asgi_app
 from lbaas.api.services import ApiServices
 from lbaas.db.engine import Database
-from lbaas.providers.base import ProviderContext
-from lbaas.providers.noop import NoopProvider
-from lbaas.providers.registry import ProviderRegistry
 from tests.support.control_plane import make_settings
+from tests.support.fake_providers import noop_registry
 
 
 class TestEnabled:
@@ -41,7 +39,7 @@ def test_503_when_the_database_is_unreachable(state_dir: Path) -> None:
     settings = make_settings(state_dir, api={"healthcheck_enabled": True})
     # Nothing listens on port 1: every connection attempt is refused, for real.
     database = Database("postgresql+psycopg://postgres@127.0.0.1:1/none")
-    providers = ProviderRegistry({"noop": NoopProvider(ProviderContext(settings))}, "noop")
+    providers = noop_registry(settings)
     services = ApiServices(settings, database, providers)
     try:
         with TestClient(create_asgi_app(services)) as client:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from tests.api.resource_base import ResourceTests, assert_fault
-from tests.api.test_pools import restricted_provider
 from tests.support.api_client import Api
 from tests.support.control_plane import noop_of
+from tests.support.fake_providers import provider_declaring
 
 HM_KEYS = {
     "id",
@@ -306,7 +306,7 @@ class TestHealthMonitors(ResourceTests):
 
     def test_capability_is_checked(self, api: Api, plane: Any) -> None:
         lb_id, pool_id = pool_of(api)
-        with restricted_provider(plane, health_monitor_types=frozenset({"HTTP"})):
+        with provider_declaring(plane, health_monitor_types=frozenset({"HTTP"})):
             assert_fault(
                 post_hm(api, pool_id, type="TCP"),
                 400,

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from tests.api.resource_base import ResourceTests, assert_fault
-from tests.api.test_listeners import lb_status, provider_declaring, refused
+from tests.api.test_listeners import lb_status, refused
 from tests.support.api_client import Api
 from tests.support.control_plane import noop_of
+from tests.support.fake_providers import provider_declaring
 
 POLICIES = "/v2/lbaas/l7policies"
 MISSING = "00000000-0000-4000-8000-00000000a7a7"

@@ -13,9 +13,10 @@ import pytest
 
 from lbaas.db.tables import L7PolicyRow
 from tests.api.resource_base import ResourceTests, assert_fault
-from tests.api.test_listeners import lb_status, provider_declaring, refused
+from tests.api.test_listeners import lb_status, refused
 from tests.support.api_client import Api
 from tests.support.control_plane import noop_of
+from tests.support.fake_providers import provider_declaring
 
 MISSING = "00000000-0000-4000-8000-0000000001e5"
 RULE_KEYS = {

@@ -6,19 +6,15 @@ the listener list is unchanged and the load balancer is still ACTIVE (not locked
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from lbaas.providers.base import ProviderCapabilities, ProviderContext
-from lbaas.providers.noop import NoopProvider
-from lbaas.providers.registry import ProviderRegistry
 from tests.api.resource_base import ResourceTests, assert_fault
 from tests.support.api_client import Api
 from tests.support.control_plane import noop_of
+from tests.support.fake_providers import provider_declaring
 
 LISTENERS = "/v2/lbaas/listeners"
 MISSING = "00000000-0000-4000-8000-0000000f00d5"
@@ -83,30 +79,6 @@ def refused(
 def post_listener(api: Api, lb_id: str, **fields: Any) -> Any:
     body = {"loadbalancer_id": lb_id, "protocol": "HTTP", "protocol_port": 80, **fields}
     return api.post(LISTENERS, {"listener": body})
-
-
-class _FewerCapabilities(NoopProvider):
-    """A noop provider that declares less than it could (injected into the API only)."""
-
-    def __init__(self, context: ProviderContext, **declared: Any) -> None:
-        super().__init__(context)
-        self.name = "noop"
-        self._declared = declared
-
-    def capabilities(self) -> ProviderCapabilities:
-        return dataclasses.replace(super().capabilities(), **self._declared)
-
-
-@contextmanager
-def provider_declaring(plane: Any, **declared: Any) -> Iterator[None]:
-    """While active, the API checks requests against the reduced capabilities."""
-    fake = _FewerCapabilities(ProviderContext(plane.settings), **declared)
-    real = plane.services.providers
-    plane.services.providers = ProviderRegistry({"noop": fake}, "noop")
-    try:
-        yield
-    finally:
-        plane.services.providers = real
 
 
 class TestListeners(ResourceTests):

@@ -6,19 +6,14 @@ mounted (they are written by other parts of the team); they run once they are.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-from lbaas.providers.base import ProviderCapabilities, ProviderContext
-from lbaas.providers.noop import NoopProvider
-from lbaas.providers.registry import ProviderRegistry
 from tests.api.resource_base import ResourceTests, assert_fault
 from tests.support.api_client import Api
 from tests.support.control_plane import noop_of
+from tests.support.fake_providers import provider_declaring
 
 POOL_KEYS = {
     "id",
@@ -48,30 +43,6 @@ POOL_KEYS = {
     "alpn_protocols",
 }
 MISSING = "00000000-0000-4000-8000-00000000beef"
-
-
-class _RestrictedNoop(NoopProvider):
-    """The noop provider declaring fewer capabilities (a fake, swapped in by the test)."""
-
-    def __init__(self, context: ProviderContext, overrides: dict[str, Any]) -> None:
-        super().__init__(context)
-        self._overrides = overrides
-
-    def capabilities(self) -> ProviderCapabilities:
-        return dataclasses.replace(super().capabilities(), **self._overrides)
-
-
-@contextmanager
-def restricted_provider(plane: Any, **overrides: Any) -> Iterator[None]:
-    """Let the API see a noop provider without some capabilities (the worker is unchanged)."""
-    provider = _RestrictedNoop(ProviderContext(plane.settings), overrides)
-    provider.name = "noop"
-    original = plane.services.providers
-    plane.services.providers = ProviderRegistry({"noop": provider}, "noop")
-    try:
-        yield
-    finally:
-        plane.services.providers = original
 
 
 def require_router(api: Api, path: str) -> None:
@@ -329,7 +300,7 @@ class TestPools(ResourceTests):
     def test_capabilities_are_checked(self, api: Api, plane: Any) -> None:
         lb = api.create_lb()
         pool = api.create_pool(lb["id"])
-        with restricted_provider(
+        with provider_declaring(
             plane,
             lb_algorithms=frozenset({"ROUND_ROBIN"}),
             pool_protocols=frozenset({"HTTP"}),

@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.processes import lbaas_env, lbaas_process, wait_for
+from tests.support.processes import lbaas_env, lbaas_process
+from tests.support.waiting import wait_until
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -51,7 +52,7 @@ def serve(tmp_path: Path, settings: dict[str, Any]) -> Iterator[Served]:
             except httpx.HTTPError:
                 return False
 
-        wait_for(up, 60, "lbaas serve to answer")
+        wait_until(up, 60, "lbaas serve to answer")
         yield Served(url, state_dir, log, proc.pid)
 
 

@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import free_port
-from tests.support.processes import lbaas_env, lbaas_process, wait_for
+from tests.support.processes import lbaas_env, lbaas_process
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 SUBNET = "7f000a00-0000-4000-8000-000000000001"
@@ -51,7 +52,7 @@ def test_api_and_worker_processes_share_postgres(postgres: Any, tmp_path: Path) 
         lbaas_process(["worker"], lbaas_env(base), tmp_path / "w.log"),
     ):
         for api in apis:
-            wait_for(lambda api=api: _answers(api), 60, f"{api} to answer")
+            wait_until(lambda api=api: _answers(api), 60, f"{api} to answer")
         created = []
         for n, api in enumerate(apis * 3):
             body = {"loadbalancer": {"name": f"so{n}", "vip_subnet_id": SUBNET}}
@@ -64,7 +65,7 @@ def test_api_and_worker_processes_share_postgres(postgres: Any, tmp_path: Path) 
             states = {lb["id"]: lb["provisioning_status"] for lb in lbs["loadbalancers"]}
             return all(states.get(i) == "ACTIVE" for i in created)
 
-        wait_for(all_active, 60, "all ACTIVE through either API")
+        wait_until(all_active, 60, "all ACTIVE through either API")
         addresses = {
             httpx.get(f"{apis[0]}/v2/lbaas/loadbalancers/{i}", timeout=10).json()["loadbalancer"][
                 "vip_address"
@@ -105,8 +106,8 @@ def test_a_worker_on_another_host_is_woken_by_notify(postgres: Any, tmp_path: Pa
             tmp_path / "a.log",
         ),
     ):
-        wait_for(lambda: _answers(api), 60, "the API to answer")
-        wait_for(lambda: "running" in (tmp_path / "w.log").read_text(), 60, "the worker to start")
+        wait_until(lambda: _answers(api), 60, "the API to answer")
+        wait_until(lambda: "running" in (tmp_path / "w.log").read_text(), 60, "the worker to start")
         # The worker's first look for work happened at start; from now on only NOTIFY
         # (or the poll a minute later) can wake it.
         for n in range(3):
@@ -119,4 +120,4 @@ def test_a_worker_on_another_host_is_woken_by_notify(postgres: Any, tmp_path: Pa
                 got = httpx.get(f"{api}/v2/lbaas/loadbalancers/{lb_id}", timeout=10).json()
                 return bool(got["loadbalancer"]["provisioning_status"] == "ACTIVE")
 
-            wait_for(active, 20, f"load balancer {n} ACTIVE without waiting for the poll")
+            wait_until(active, 20, f"load balancer {n} ACTIVE without waiting for the poll")

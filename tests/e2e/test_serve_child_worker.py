@@ -14,7 +14,7 @@ import pytest
 
 from lbaas.jobs.wakeup import wakeup_directory
 from tests.e2e.conftest import Served, serve
-from tests.support.processes import wait_for
+from tests.support.waiting import wait_until
 
 LB = "/v2/lbaas/loadbalancers"
 SUBNET = "7f000a00-0000-4000-8000-000000000001"
@@ -63,7 +63,7 @@ def create_and_wait_active(url: str) -> None:
         got = httpx.get(f"{url}{LB}/{lb['id']}", timeout=10).json()["loadbalancer"]
         return bool(got["provisioning_status"] == "ACTIVE")
 
-    wait_for(active, 20, f"load balancer {lb['id']} to be ACTIVE")
+    wait_until(active, 20, f"load balancer {lb['id']} to be ACTIVE")
 
 
 def test_a_killed_worker_child_is_replaced_and_work_goes_on(served: Served) -> None:
@@ -71,7 +71,7 @@ def test_a_killed_worker_child_is_replaced_and_work_goes_on(served: Served) -> N
     assert first is not None, "serve started no worker child"
     create_and_wait_active(served.url)
     os.kill(first, signal.SIGKILL)
-    wait_for(lambda: worker_child(served.pid) not in (None, first), 20, "a new worker child")
+    wait_until(lambda: worker_child(served.pid) not in (None, first), 20, "a new worker child")
     create_and_wait_active(served.url)
     assert "exited with -9; restarting" in served.log.read_text()
 
@@ -80,15 +80,15 @@ def test_sigterm_on_serve_stops_its_worker_child(served: Served) -> None:
     child = worker_child(served.pid)
     assert child is not None
     os.kill(served.pid, signal.SIGTERM)
-    wait_for(lambda: not alive(served.pid), 30, "serve to exit")
-    wait_for(lambda: not alive(child), 30, "the worker child to exit")
+    wait_until(lambda: not alive(served.pid), 30, "serve to exit")
+    wait_until(lambda: not alive(child), 30, "the worker child to exit")
 
 
 def test_a_worker_child_outlives_a_killed_serve_only_briefly(served: Served) -> None:
     child = worker_child(served.pid)
     assert child is not None
     os.kill(served.pid, signal.SIGKILL)  # serve gets no chance to stop its child
-    wait_for(lambda: not alive(child), 30, "the orphaned worker child to exit")
+    wait_until(lambda: not alive(child), 30, "the orphaned worker child to exit")
     # It stopped in order: its wakeup socket (and the then empty directory) is gone.
     assert not wakeup_directory(served.state_dir).exists()
 
@@ -120,7 +120,7 @@ def test_a_job_held_by_a_killed_worker_child_runs_again_at_once(slow_served: Ser
             ).fetchone()
             return row is not None and f":{child}:" in (row[0] or "")
 
-        wait_for(held_by_child, 10, "the worker child to claim the job")
+        wait_until(held_by_child, 10, "the worker child to claim the job")
         os.kill(child, signal.SIGKILL)  # in the middle of its 8 s converge
         got = httpx.get(f"{url}{LB}/{lb['id']}", timeout=10).json()["loadbalancer"]
         assert got["provisioning_status"] == "PENDING_CREATE"
@@ -129,7 +129,7 @@ def test_a_job_held_by_a_killed_worker_child_runs_again_at_once(slow_served: Ser
             got = httpx.get(f"{url}{LB}/{lb['id']}", timeout=10).json()["loadbalancer"]
             return bool(got["provisioning_status"] == "ACTIVE")
 
-        wait_for(active, 60, "the load balancer to be ACTIVE well before its lease ran out")
+        wait_until(active, 60, "the load balancer to be ACTIVE well before its lease ran out")
     finally:
         database.close()
     assert "released 1 converge job(s) held by dead worker process" in slow_served.log.read_text()

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.support.api_client import LOOPBACK_SUBNET, Api
-from tests.support.processes import lbaas_env, lbaas_process, read_records, wait_for
+from tests.support.processes import lbaas_env, lbaas_process, read_records
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -61,14 +62,14 @@ def test_kill_during_slow_converge_then_restart(
     ids = _post_lbs(idle_api, 6)
     slow = _worker_env(state_dir, records, delay=30.0)
     with lbaas_process(["worker"], slow, tmp_path / "w1.log") as first:
-        wait_for(lambda: len(read_records(records)) >= 4, 30, "converges to start")
+        wait_until(lambda: len(read_records(records)) >= 4, 30, "converges to start")
         os.kill(first.pid, signal.SIGKILL)
         first.wait(10)
     assert all(r["phase"] == "start" for r in read_records(records))
     assert set(_statuses(idle_api).values()) == {"PENDING_CREATE"}
     fast = _worker_env(state_dir, records, delay=0.0)
     with lbaas_process(["worker"], fast, tmp_path / "w2.log"):
-        wait_for(lambda: set(_statuses(idle_api).values()) == {"ACTIVE"}, 60, "all ACTIVE")
+        wait_until(lambda: set(_statuses(idle_api).values()) == {"ACTIVE"}, 60, "all ACTIVE")
     finished = {r["loadbalancer_id"] for r in read_records(records) if r["phase"] == "end"}
     assert finished == set(ids)
 
@@ -81,7 +82,7 @@ def test_jobs_committed_with_no_worker_are_claimed_later(
     # Between commit and claim: the jobs are durable rows, no worker has seen them.
     assert read_records(records) == []
     with lbaas_process(["worker"], _worker_env(state_dir, records, 0.0), tmp_path / "w.log"):
-        wait_for(lambda: set(_statuses(idle_api).values()) == {"ACTIVE"}, 60, "all ACTIVE")
+        wait_until(lambda: set(_statuses(idle_api).values()) == {"ACTIVE"}, 60, "all ACTIVE")
     assert {r["loadbalancer_id"] for r in read_records(records) if r["phase"] == "end"} == set(ids)
 
 
@@ -123,9 +124,9 @@ def test_two_workers_on_postgres_never_run_a_job_twice_at_once(
             ):
                 # Both must be claiming before the jobs exist, or the first one up could
                 # drain the queue alone on a slow machine.
-                wait_for(lambda: all("running" in log.read_text() for log in logs), 60, "workers")
+                wait_until(lambda: all("running" in log.read_text() for log in logs), 60, "workers")
                 ids = _post_lbs(api, 200)
-                wait_for(
+                wait_until(
                     lambda: list(_statuses(api).values()).count("ACTIVE") == 200, 120, "200 ACTIVE"
                 )
             # A resync may legitimately re-apply; what must never happen is overlap.

@@ -68,7 +68,8 @@ def test_a_killed_writer_does_not_leave_the_lock_held(tmp_path: Path) -> None:
     )
     try:
         assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "holding"
+        with holder.stdout:
+            assert holder.stdout.readline().strip() == "holding"
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(10)
         with database.write_connection() as conn:

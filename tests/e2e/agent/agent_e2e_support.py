@@ -8,7 +8,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,14 +20,6 @@ from lbaas.render.haproxy.names import backend_name, frontend_name, server_name
 
 LISTENER = ListenerId("0b6c1a52-6e1f-4b0e-9d68-3c1f1f4a7e01")
 POOL = PoolId("7d0f5a7e-3f4c-4c55-9c2d-0f3e9b1f2a02")
-
-
-def wait_until(condition: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        time.sleep(0.05)
 
 
 def random_loopback() -> str:

@@ -19,7 +19,6 @@ from agent_e2e_support import (
     haproxy_config,
     http_get,
     random_loopback,
-    wait_until,
 )
 
 from lbaas.agent.amphora import AmphoraManager
@@ -31,6 +30,7 @@ from lbaas.errors import InvalidRenderedConfig
 from lbaas.model.graph import MemberId
 from lbaas.model.health import HealthReport
 from lbaas.render.haproxy.names import backend_name, server_name
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.haproxy
 AMPHORA = "amp-e2e"

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from agent_e2e_support import Server, haproxy_config, http_get, wait_until
+from agent_e2e_support import Server, haproxy_config, http_get
 
 from lbaas.agent.amphora import AmphoraManager
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.plumbing import bridge_name, namespace_name, plan_plumbing
 from lbaas.agent.wire import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec
 from tests.support.scratch_subnets import pick_subnets
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.haproxy, pytest.mark.slow]
 PORT = 8080

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.amphora.waiting import wait_until
+from tests.support.waiting import wait_until
 
 V2 = "/v2/lbaas"
 ACTIVE_TIMEOUT = 60.0

@@ -32,8 +32,8 @@ from typing import Any
 import httpx
 
 from tests.e2e.amphora.octavia_api import OctaviaApi
-from tests.e2e.amphora.waiting import wait_until
 from tests.support.processes import lbaas_env
+from tests.support.waiting import wait_until
 
 START_TIMEOUT = 60.0
 DELETE_TIMEOUT = 90.0

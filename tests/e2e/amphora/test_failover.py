@@ -27,7 +27,7 @@ from tests.e2e.amphora.octavia_api import OctaviaApi
 from tests.e2e.amphora.serve_process import ServeInstance, process_alive, running_serve
 from tests.e2e.amphora.topology import HttpService, http_service, loadbalancer
 from tests.e2e.amphora.traffic import answers, spread, wait_for_backends
-from tests.e2e.amphora.waiting import wait_for_value, wait_until
+from tests.support.waiting import wait_for_value, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
 

@@ -57,8 +57,8 @@ from tests.e2e.amphora.serve_process import (
     process_alive,
     running_serve,
 )
-from tests.e2e.amphora.waiting import wait_until
 from tests.support.scratch_subnets import pick_subnets
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.haproxy, pytest.mark.slow]
 

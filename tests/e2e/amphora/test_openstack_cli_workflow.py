@@ -24,7 +24,7 @@ from tests.e2e.amphora.openstack_cli import OpenstackCli
 from tests.e2e.amphora.serve_process import ServeInstance
 from tests.e2e.amphora.topology import LOOPBACK_SUBNET_ID, free_port_on
 from tests.e2e.amphora.traffic import request, served_by, spread, wait_for_backends
-from tests.e2e.amphora.waiting import wait_until
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
 

@@ -11,7 +11,7 @@ from tests.e2e.amphora.conftest import BackendFleet
 from tests.e2e.amphora.octavia_api import OctaviaApi
 from tests.e2e.amphora.topology import HttpService, http_service, loadbalancer
 from tests.e2e.amphora.traffic import LoopingClient, wait_for_backends
-from tests.e2e.amphora.waiting import wait_until
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
 

@@ -13,7 +13,7 @@ from tests.e2e.amphora.octavia_api import OctaviaApi
 from tests.e2e.amphora.serve_process import ServeInstance
 from tests.e2e.amphora.topology import http_service, loadbalancer
 from tests.e2e.amphora.traffic import LoopingClient, request, spread, wait_serving
-from tests.e2e.amphora.waiting import wait_for_value, wait_until
+from tests.support.waiting import wait_for_value, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
 

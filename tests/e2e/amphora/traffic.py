@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.e2e.amphora.waiting import wait_until
+from tests.support.waiting import wait_until
 
 TIMEOUT = 10.0
 

@@ -2,36 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
-from lbaas.model.enums import (
-    HealthMonitorType,
-    L7CompareType,
-    L7PolicyAction,
-    L7RuleType,
-    LbAlgorithm,
-    ListenerProtocol,
-    PoolProtocol,
-)
+from lbaas.model.enums import HealthMonitorType, L7CompareType, L7PolicyAction, L7RuleType
 from lbaas.model.graph import (
     HealthMonitor,
-    HealthMonitorId,
     L7Policy,
-    L7PolicyId,
     L7Rule,
-    L7RuleId,
     Listener,
     ListenerId,
     LoadBalancer,
     LoadBalancerId,
     Member,
     MemberId,
-    NetworkId,
     Pool,
     PoolId,
-    ProjectId,
-    SubnetId,
-    Vip,
 )
 from lbaas.model.health import (
     HealthReport,
@@ -42,28 +28,20 @@ from lbaas.model.health import (
     PoolHealth,
     PoolState,
 )
+from tests.support import graphs
 
 LB_ID = LoadBalancerId("lb-1")
 
+# The graphs come from tests/support/graphs.py, with the literal ids these tables read best in.
+
 
 def member(member_id: str, *, weight: int = 1, admin: bool = True) -> Member:
-    return Member(
-        id=MemberId(member_id),
-        address="192.0.2.10",
-        protocol_port=80,
-        weight=weight,
-        admin_state_up=admin,
-    )
+    return graphs.member(member_id, "192.0.2.10", 80, weight=weight, admin=admin, ident=member_id)
 
 
 def monitor(monitor_id: str = "hm-1", *, admin: bool = True) -> HealthMonitor:
-    return HealthMonitor(
-        id=HealthMonitorId(monitor_id),
-        type=HealthMonitorType.TCP,
-        delay=5,
-        timeout=3,
-        max_retries=3,
-        admin_state_up=admin,
+    return graphs.monitor(
+        monitor_id, HealthMonitorType.TCP, max_retries=3, admin=admin, ident=monitor_id
     )
 
 
@@ -74,34 +52,17 @@ def pool(
     hm: HealthMonitor | None = None,
     admin: bool = True,
 ) -> Pool:
-    return Pool(
-        id=PoolId(pool_id),
-        protocol=PoolProtocol.HTTP,
-        lb_algorithm=LbAlgorithm.ROUND_ROBIN,
-        admin_state_up=admin,
-        members=tuple(members),
-        health_monitor=hm,
-    )
+    return graphs.pool(pool_id, members, hm=hm, admin=admin, ident=pool_id)
 
 
 def rule(rule_id: str, *, admin: bool = True) -> L7Rule:
-    return L7Rule(
-        id=L7RuleId(rule_id),
-        type=L7RuleType.PATH,
-        compare_type=L7CompareType.STARTS_WITH,
-        value="/api",
-        admin_state_up=admin,
+    return graphs.rule(
+        rule_id, L7RuleType.PATH, L7CompareType.STARTS_WITH, "/api", admin=admin, ident=rule_id
     )
 
 
 def policy(policy_id: str, rules: Sequence[L7Rule] = (), *, admin: bool = True) -> L7Policy:
-    return L7Policy(
-        id=L7PolicyId(policy_id),
-        action=L7PolicyAction.REJECT,
-        position=1,
-        admin_state_up=admin,
-        rules=tuple(rules),
-    )
+    return graphs.policy(policy_id, L7PolicyAction.REJECT, 1, rules, admin=admin, ident=policy_id)
 
 
 def listener(
@@ -111,14 +72,9 @@ def listener(
     admin: bool = True,
     policies: Sequence[L7Policy] = (),
 ) -> Listener:
-    return Listener(
-        id=ListenerId(listener_id),
-        protocol=ListenerProtocol.HTTP,
-        protocol_port=80,
-        admin_state_up=admin,
-        default_pool_id=PoolId(default_pool) if default_pool is not None else None,
-        l7policies=tuple(policies),
-    )
+    built = graphs.listener(listener_id, admin=admin, policies=policies, ident=listener_id)
+    default = PoolId(default_pool) if default_pool is not None else None
+    return dataclasses.replace(built, default_pool_id=default)
 
 
 def loadbalancer(
@@ -128,19 +84,8 @@ def loadbalancer(
     admin: bool = True,
     lb_id: LoadBalancerId = LB_ID,
 ) -> LoadBalancer:
-    return LoadBalancer(
-        id=lb_id,
-        project_id=ProjectId("project-1"),
-        provider="amphora",
-        vip=Vip(
-            address="203.0.113.5",
-            subnet_id=SubnetId("subnet-1"),
-            network_id=NetworkId("net-1"),
-            port_id="port-1",
-        ),
-        admin_state_up=admin,
-        listeners=tuple(listeners),
-        pools=tuple(pools),
+    return graphs.load_balancer(
+        listeners, pools, admin=admin, vip_address="203.0.113.5", ident=lb_id
     )
 
 

@@ -21,8 +21,7 @@ from lbaas.model.enums import PersistenceType as Sticky
 from lbaas.model.enums import PoolProtocol as PP
 from lbaas.model.graph import ListenerTimeouts, LoadBalancer, Member
 from lbaas.render.haproxy.context import HaproxyContext
-
-from .graph_builder import (
+from tests.support.graphs import (
     VIP_ADDRESS,
     listener,
     load_balancer,

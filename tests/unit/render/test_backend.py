@@ -21,9 +21,9 @@ from lbaas.render.haproxy.view import (
     ProxyProtocol,
     SourceStickiness,
 )
+from tests.support.graphs import listener, member, monitor, persistence, pool, uid
 
 from .golden_cases import GOLDEN_CONTEXT
-from .graph_builder import listener, member, monitor, persistence, pool, uid
 
 HTTP_USER = (listener("http"),)
 TCP_USER = (listener("tcp", LP.TCP, 9000),)

@@ -14,9 +14,9 @@ from lbaas.model.enums import HealthMonitorType as HM
 from lbaas.model.enums import ListenerProtocol as LP
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.render.haproxy import HaproxyContext, build_haproxy_view, render_haproxy_config
+from tests.support.graphs import listener, load_balancer, monitor, pool, uid
 
 from .golden_cases import CASES, GOLDEN_CONTEXT, RUN_DIR, GoldenCase, l7_actions, shared_pool
-from .graph_builder import listener, load_balancer, monitor, pool, uid
 from .haproxy_runner import check_config, run_dir_config
 
 T = TypeVar("T")

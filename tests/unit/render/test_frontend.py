@@ -14,9 +14,9 @@ from lbaas.render.haproxy.frontend import (
 )
 from lbaas.render.haproxy.timeouts import HAPROXY_MAX_TIMEOUT_MS
 from lbaas.render.haproxy.view import Frontend, HeaderInsertion, Mode
+from tests.support.graphs import listener, load_balancer, pool, uid
 
 from .golden_cases import GOLDEN_CONTEXT
-from .graph_builder import listener, load_balancer, pool, uid
 
 
 def _frontend(lst: Listener) -> Frontend:

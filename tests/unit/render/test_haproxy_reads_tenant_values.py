@@ -97,10 +97,16 @@ def test_every_acl_holds_exactly_the_tenant_value(running: tuple[Path, Path, int
     assert sorted(patterns) == sorted([*HOSTILE_VALUES, "^/go\\$"])
 
 
-def _request(port: int, path: str, headers: dict[str, str]) -> http.client.HTTPResponse:
+def _request(port: int, path: str, headers: dict[str, str]) -> tuple[int, str | None]:
+    """(status, Location header) of one GET; the connection is closed before returning."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    conn.request("GET", path, headers=headers)
-    return conn.getresponse()
+    try:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        return response.status, response.getheader("Location")
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("value", [v for v in HOSTILE_VALUES if "\n" not in v])
@@ -108,11 +114,9 @@ def test_requests_carrying_the_exact_value_are_rejected(
     running: tuple[Path, Path, int], value: str
 ) -> None:
     _, _, port = running
-    assert _request(port, "/go$", {"X-Probe": value}).status == 403
+    assert _request(port, "/go$", {"X-Probe": value})[0] == 403
 
 
 def test_redirect_target_is_sent_literally(running: tuple[Path, Path, int]) -> None:
     _, _, port = running
-    response = _request(port, "/go$", {})
-    assert response.status == 302
-    assert response.getheader("Location") == HOSTILE_URL
+    assert _request(port, "/go$", {}) == (302, HOSTILE_URL)

@@ -11,9 +11,9 @@ from lbaas.model.enums import HealthMonitorType as HM
 from lbaas.model.enums import HttpMethod
 from lbaas.render.haproxy.healthcheck import expected_statuses, health_check_of
 from lbaas.render.haproxy.view import HealthCheck, HttpCheck
+from tests.support.graphs import monitor
 
 from .golden_cases import GOLDEN_CONTEXT, PING_SCRIPT
-from .graph_builder import monitor
 
 
 @pytest.mark.parametrize(

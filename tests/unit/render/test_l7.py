@@ -11,8 +11,7 @@ from lbaas.model.enums import L7RuleType as Rule
 from lbaas.model.graph import L7Policy
 from lbaas.render.haproxy.l7 import L7Routing, acl_of, l7_routing_of
 from lbaas.render.haproxy.view import Acl, AclTerm, RedirectKind, RedirectRule
-
-from .graph_builder import listener, load_balancer, policy, pool, rule, uid
+from tests.support.graphs import listener, load_balancer, policy, pool, rule, uid
 
 PATH = rule("path", Rule.PATH, Compare.STARTS_WITH, "/a")
 

@@ -10,8 +10,7 @@ from lbaas.render.haproxy.timeouts import (
     effective_timeout_ms,
     inspect_delay_ms,
 )
-
-from .graph_builder import listener
+from tests.support.graphs import listener
 
 
 def test_zero_means_unlimited() -> None:

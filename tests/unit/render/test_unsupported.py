@@ -17,9 +17,9 @@ from lbaas.model.enums import PoolProtocol as PP
 from lbaas.model.graph import LoadBalancer, Pool
 from lbaas.render.haproxy.config import render_haproxy_config
 from lbaas.render.haproxy.unsupported import refuse_unsupported
+from tests.support.graphs import listener, load_balancer, monitor, policy, pool, rule
 
 from .golden_cases import GOLDEN_CONTEXT
-from .graph_builder import listener, load_balancer, monitor, policy, pool, rule
 
 REJECT_ALL = policy("p", Action.REJECT, 1, [rule("r", Rule.PATH, Compare.STARTS_WITH, "/")])
 

@@ -1,9 +1,10 @@
-"""Builders of load-balancer graphs for the HAProxy renderer's tests.
+"""The one builder of ``lbaas.model.graph`` load balancers for tests.
 
 Ids look like the UUIDs the API hands out, but are derived from a readable label
-(``uid("pool", "web")``), so a test can name an object and the golden files stay stable from
-one run to the next. Each builder takes the fields that tests vary as keywords and leaves
-the rest at the API's defaults.
+(``uid("pool", "web")``), so a test can name an object and the renderer's golden files stay
+stable from one run to the next; ``ident=`` gives an object a literal id instead (the health
+tests name theirs "pool-1"). Each builder takes the fields that tests vary as keywords and
+leaves the rest at the API's defaults.
 """
 
 from __future__ import annotations
@@ -64,9 +65,10 @@ def member(
     admin: bool = True,
     monitor_address: str | None = None,
     monitor_port: int | None = None,
+    ident: str | None = None,
 ) -> Member:
     return Member(
-        id=MemberId(uid("member", label)),
+        id=MemberId(ident or uid("member", label)),
         address=address,
         protocol_port=port,
         name=label,
@@ -92,9 +94,10 @@ def monitor(
     http_version: float | None = None,
     domain_name: str | None = None,
     admin: bool = True,
+    ident: str | None = None,
 ) -> HealthMonitor:
     return HealthMonitor(
-        id=HealthMonitorId(uid("monitor", label)),
+        id=HealthMonitorId(ident or uid("monitor", label)),
         type=kind,
         delay=delay,
         timeout=timeout,
@@ -123,9 +126,10 @@ def pool(
     sticky: SessionPersistence | None = None,
     admin: bool = True,
     tls_enabled: bool = False,
+    ident: str | None = None,
 ) -> Pool:
     return Pool(
-        id=PoolId(uid("pool", label)),
+        id=PoolId(ident or uid("pool", label)),
         protocol=protocol,
         lb_algorithm=algorithm,
         name=label,
@@ -146,9 +150,10 @@ def rule(
     key: str | None = None,
     invert: bool = False,
     admin: bool = True,
+    ident: str | None = None,
 ) -> L7Rule:
     return L7Rule(
-        id=L7RuleId(uid("rule", label)),
+        id=L7RuleId(ident or uid("rule", label)),
         type=kind,
         compare_type=compare,
         value=value,
@@ -169,9 +174,10 @@ def policy(
     redirect_prefix: str | None = None,
     redirect_http_code: int | None = None,
     admin: bool = True,
+    ident: str | None = None,
 ) -> L7Policy:
     return L7Policy(
-        id=L7PolicyId(uid("policy", label)),
+        id=L7PolicyId(ident or uid("policy", label)),
         action=action,
         position=position,
         name=label,
@@ -197,9 +203,10 @@ def listener(
     allowed_cidrs: Sequence[str] = (),
     policies: Sequence[L7Policy] = (),
     default_tls_container_ref: str | None = None,
+    ident: str | None = None,
 ) -> Listener:
     return Listener(
-        id=ListenerId(uid("listener", label)),
+        id=ListenerId(ident or uid("listener", label)),
         protocol=protocol,
         protocol_port=port,
         name=label,
@@ -221,9 +228,10 @@ def load_balancer(
     label: str = "lb",
     admin: bool = True,
     vip_address: str = VIP_ADDRESS,
+    ident: str | None = None,
 ) -> LoadBalancer:
     return LoadBalancer(
-        id=LoadBalancerId(uid("loadbalancer", label)),
+        id=LoadBalancerId(ident or uid("loadbalancer", label)),
         project_id=ProjectId(uid("project", "tenant")),
         provider="amphora",
         vip=Vip(

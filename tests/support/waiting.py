@@ -1,4 +1,8 @@
-"""Waiting the way a client does: poll a condition until it holds or a generous deadline."""
+"""Waiting the way a client does: poll a condition until it holds or a generous deadline.
+
+The one ``wait_until`` of the test suite (API, jobs, e2e and agent tests all use it), so a
+busy machine gets the same patience everywhere and a timeout always says what was awaited.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,17 @@ from typing import TypeVar
 T = TypeVar("T")
 
 POLL = 0.05
+DEFAULT_TIMEOUT = 30.0
 
 
-def wait_until(condition: Callable[[], object], timeout: float, what: str) -> None:
+def wait_until(
+    condition: Callable[[], object], timeout: float = DEFAULT_TIMEOUT, what: str = ""
+) -> None:
     """Poll ``condition`` until it is truthy; fail naming ``what`` after ``timeout`` s."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
         time.sleep(POLL)
 
 

@@ -1,0 +1,1 @@
+"""Tests of the code rules tools/check.py enforces."""

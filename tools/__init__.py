@@ -1,0 +1,1 @@
+"""Developer tools: the whole-suite runner and the code rules it enforces."""

@@ -1,0 +1,110 @@
+"""One factory for the list endpoints: parse, authorise, scope, page, render.
+
+Every list handler of the API did the same five things with three differences: what it
+checks before parsing (catalog lists authorise first), which conditions scope the rows
+(live rows of the caller's projects, or the children of a parent looked up from the
+path), and which extra query keys it accepts. ``add_list_route`` takes those differences
+and registers the handler; the filters parsed as booleans and integers follow from the
+column types of the ``ListSpec`` (``typed_filters``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from lbaas.api.context import RequestContext
+from lbaas.api.deps import get_context, get_services
+from lbaas.api.listing import list_page, parse_list_params
+from lbaas.api.scoping import list_scope
+from lbaas.api.services import ApiServices
+from lbaas.db.listing import ListSpec, typed_filters
+from lbaas.db.session import Session
+from lbaas.model.enums import ProvisioningStatus
+
+Render = Callable[[Session, list[Any]], list[dict[str, Any]]]
+# (session, request, caller, id from the path or None) -> SQL conditions
+Conditions = Callable[[Session, Request, RequestContext, Any], Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a list endpoint returns: rows of ``spec`` rendered under ``collection``."""
+
+    spec: ListSpec
+    render: Render
+    collection: str
+    links_key: str | None
+    extra_allowed: frozenset[str] = frozenset()
+
+
+def live_rows_of_caller(spec: ListSpec, request: Request, ctx: RequestContext) -> list[Any]:
+    """A top-level tree list: rows not DELETED, of the projects the caller may see."""
+    table: Any = spec.table
+    scope = list_scope(request, ctx, table.project_id)
+    return [table.provisioning_status != ProvisioningStatus.DELETED.value, *scope]
+
+
+def tree_conditions(spec: ListSpec) -> Conditions:
+    """``live_rows_of_caller`` as the conditions of ``add_list_route``."""
+
+    def conditions(session: Session, request: Request, ctx: RequestContext, _: Any) -> list[Any]:
+        return live_rows_of_caller(spec, request, ctx)
+
+    return conditions
+
+
+def _no_parent() -> None:
+    return None
+
+
+def add_list_route(
+    router: APIRouter,
+    path: str,
+    name: str,
+    listing: Listing,
+    conditions: Conditions,
+    *,
+    parent: Callable[..., Any] = _no_parent,
+    guard: Callable[[RequestContext], None] | None = None,
+) -> None:
+    """Register ``GET path`` as ``name``. ``parent`` is a dependency that reads the path
+    parameter (so it shows in the OpenAPI document); ``guard`` runs before parsing."""
+    spec = listing.spec
+    bools, ints = typed_filters(spec)
+
+    def list_endpoint(
+        request: Request,
+        services: ApiServices = Depends(get_services),
+        ctx: RequestContext = Depends(get_context),
+        parent_id: Any = Depends(parent),
+    ) -> dict[str, Any]:
+        if guard is not None:
+            guard(ctx)
+        params = parse_list_params(
+            request,
+            spec,
+            services.settings.api.pagination_max_limit,
+            bool_filters=bools,
+            int_filters=ints,
+            extra_allowed=listing.extra_allowed,
+        )
+        with services.database.read() as session:
+            where = conditions(session, request, ctx, parent_id)
+            return list_page(
+                session,
+                request,
+                spec,
+                params,
+                listing.render,
+                listing.collection,
+                listing.links_key,
+                services.settings.api.api_base_uri,
+                where,
+            )
+
+    list_endpoint.__name__ = name
+    router.add_api_route(path, list_endpoint, methods=["GET"], name=name)

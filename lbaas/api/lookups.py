@@ -26,6 +26,8 @@ from lbaas.model.enums import ProvisioningStatus
 
 RowT = TypeVar("RowT", bound=Base)
 DELETED = ProvisioningStatus.DELETED.value
+# The id the reference reserves for "no flavor/zone": never found, whatever is stored.
+NIL_UUID = "00000000-0000-0000-0000-000000000000"
 PENDING_DELETE = ProvisioningStatus.PENDING_DELETE.value
 
 

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from lbaas.api import graph_create
 from lbaas.api.context import RequestContext
+from lbaas.api.lookups import NIL_UUID
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreate, LoadBalancerUpdate
@@ -17,8 +18,6 @@ from lbaas.db.tables import AvailabilityZoneRow, FlavorProfileRow, FlavorRow, Lo
 from lbaas.errors import InvalidInput, ValidationFailure
 from lbaas.model.enums import OperatingStatus
 from lbaas.network.allocation import VipRequest, allocate_vip
-
-NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 def authorized_project(ctx: RequestContext, data: LoadBalancerCreate) -> str:

@@ -18,46 +18,28 @@ from starlette.responses import Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import list_page, parse_list_params, select_fields
+from lbaas.api.list_routes import Listing, add_list_route
+from lbaas.api.listing import select_fields
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.routing import JsonRoute
 from lbaas.api.services import ApiServices
 from lbaas.api.views.amphora import amphora_view, listener_stats_view, render_amphorae
-from lbaas.api.writes import PENDING_UPDATE, enqueue, lock_loadbalancer_for_child, mark, utcnow
+from lbaas.api.writes import enqueue, tree_write, utcnow
 from lbaas.db import amphora_queries, amphora_repo
-from lbaas.db.listing import ListSpec
+from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import AmphoraRow, LoadBalancerRow
 from lbaas.errors import Conflict, NotFound
+from lbaas.model.enums import AmphoraStatus, ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["amphorae"])
 PATH = "/octavia/amphorae"
-DELETED = "DELETED"
+DELETED = AmphoraStatus.DELETED.value
 T = AmphoraRow
-SPEC = ListSpec(
-    table=T,
-    columns={
-        name: getattr(T, name)
-        for name in (
-            "id",
-            "loadbalancer_id",
-            "compute_id",
-            "lb_network_ip",
-            "vrrp_ip",
-            "ha_ip",
-            "vrrp_port_id",
-            "ha_port_id",
-            "role",
-            "status",
-            "vrrp_interface",
-            "vrrp_id",
-            "vrrp_priority",
-            "created_at",
-            "updated_at",
-        )
-    },
-    id_column=T.id,
-    created_column=T.created_at,
+# Columns the reference does not show are neither filters nor sort keys.
+SPEC = derived_spec(
+    T,
+    exclude={"last_heartbeat_at", "host", "cert_expiration", "failover_pending"},
     tag_capable=False,
 )
 
@@ -73,39 +55,35 @@ def _live_loadbalancer(session: Session, amp: AmphoraRow) -> LoadBalancerRow | N
     if amp.loadbalancer_id is None:
         return None
     lb = session.get(LoadBalancerRow, amp.loadbalancer_id)
-    return None if lb is None or lb.provisioning_status == DELETED else lb
+    return None if lb is None or lb.provisioning_status == ProvisioningStatus.DELETED else lb
 
 
-@router.get(PATH)
-def list_amphorae(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def _admin_only(ctx: RequestContext) -> None:
     authorize(ctx, Rule.ADMIN, ctx.project_id)
-    params = parse_list_params(
-        request,
-        SPEC,
-        services.settings.api.pagination_max_limit,
-        int_filters=frozenset({"vrrp_id", "vrrp_priority"}),
-        extra_allowed=frozenset({"project_id"}),
-    )
+
+
+def _live_amphorae(_: Session, request: Request, *__: Any) -> list[Any]:
     conditions = [T.status != DELETED]
     project = request.query_params.get("project_id")
     if project is not None:
         conditions.append(amphora_queries.owned_by_project(project))
-    with services.database.read() as session:
-        return list_page(
-            session,
-            request,
-            SPEC,
-            params,
-            render_amphorae,
-            "amphorae",
-            "amphorae_links",
-            services.settings.api.api_base_uri,
-            conditions,
-        )
+    return conditions
+
+
+add_list_route(
+    router,
+    PATH,
+    "list_amphorae",
+    Listing(
+        SPEC,
+        render_amphorae,
+        "amphorae",
+        "amphorae_links",
+        extra_allowed=frozenset({"project_id"}),
+    ),
+    _live_amphorae,
+    guard=_admin_only,
+)
 
 
 @router.get(PATH + "/{amphora_id}")
@@ -130,7 +108,7 @@ def delete_amphora(
     authorize(ctx, Rule.ADMIN, ctx.project_id)
     with services.database.write() as session:
         amp = get_amphora(session, amphora_id, lock=True)
-        if amp.status != "ERROR":
+        if amp.status != AmphoraStatus.ERROR.value:
             raise Conflict(f"amphora {amp.id} is immutable and cannot be updated.")
         amphora_repo.set_status(session, amp.id, DELETED, utcnow())
     return Response(status_code=204)
@@ -144,16 +122,14 @@ def failover_amphora(
 ) -> Response:
     """Rebuild the amphora's load balancer; 409 unless that load balancer is ACTIVE."""
     authorize(ctx, Rule.ADMIN, ctx.project_id)
-    with services.database.write() as session:
-        amp = get_amphora(session, amphora_id, lock=True)
-        served = _live_loadbalancer(session, amp)
+    with tree_write(services) as w:
+        amp = get_amphora(w.session, amphora_id, lock=True)
+        served = _live_loadbalancer(w.session, amp)
         if served is None:
             raise Conflict(f"amphora {amp.id} is immutable and cannot be updated.")
-        lb = lock_loadbalancer_for_child(session, served.id)
-        mark([lb], PENDING_UPDATE, utcnow())
+        lb = w.lock_child(served.id)
         amp.failover_pending = True
-        enqueue(session, lb.id, rebuild=True)
-    services.notify()
+        w.changed(lb, rebuild=True)
     return Response(status_code=202)
 
 

@@ -2,23 +2,23 @@
 
 Same rules as flavor profiles (admin only, enabled provider, data keys the provider
 declares, frozen while in use), so the routes here only name the zone-profile variant of
-``ProfileKind`` and delegate to the shared handlers in ``flavorprofiles``.
+``ProfileKind`` and delegate to the shared handlers in ``lbaas.api.profiles``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.routers.flavorprofiles import (
+from lbaas.api.profiles import (
     ProfileKind,
+    add_profile_list_route,
     create_profile,
     delete_profile,
-    list_profiles,
     show_profile,
     update_profile,
 )
@@ -62,13 +62,7 @@ ZONE_PROFILE = ProfileKind(
 PATH = "/lbaas/availabilityzoneprofiles"
 
 
-@router.get(PATH)
-def list_zone_profiles(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    return list_profiles(ZONE_PROFILE, request, services, ctx)
+add_profile_list_route(router, PATH, "list_zone_profiles", ZONE_PROFILE)
 
 
 @router.post(PATH, status_code=201)

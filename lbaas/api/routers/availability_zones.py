@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import list_page, parse_list_params, select_fields
+from lbaas.api.list_routes import Listing, add_list_route
+from lbaas.api.listing import select_fields
+from lbaas.api.lookups import NIL_UUID
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import (
@@ -27,27 +29,15 @@ from lbaas.api.services import ApiServices
 from lbaas.api.views.catalog import availability_zone_view, render_availability_zones
 from lbaas.api.writes import utcnow
 from lbaas.db import queries
-from lbaas.db.listing import ListSpec
+from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow, LoadBalancerRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
 
 router = APIRouter(route_class=JsonRoute, tags=["availabilityzones"])
-NIL_UUID = "00000000-0000-0000-0000-000000000000"
 PATH = "/lbaas/availabilityzones"
 T = AvailabilityZoneRow
-SPEC = ListSpec(
-    table=T,
-    columns={
-        "name": T.name,
-        "description": T.description,
-        "enabled": T.enabled,
-        "availability_zone_profile_id": T.availability_zone_profile_id,
-    },
-    id_column=T.name,
-    created_column=T.created_at,
-    tag_capable=False,
-)
+SPEC = derived_spec(T, exclude={"created_at"}, tag_capable=False)
 
 
 def get_zone(session: Session, name: str, *, lock: bool = False) -> AvailabilityZoneRow:
@@ -57,30 +47,22 @@ def get_zone(session: Session, name: str, *, lock: bool = False) -> Availability
     return row
 
 
-@router.get(PATH)
-def list_zones(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def _readers(ctx: RequestContext) -> None:
     authorize(ctx, Rule.READ, ctx.project_id)
-    params = parse_list_params(
-        request,
-        SPEC,
-        services.settings.api.pagination_max_limit,
-        bool_filters=frozenset({"enabled"}),
-    )
-    with services.database.read() as session:
-        return list_page(
-            session,
-            request,
-            SPEC,
-            params,
-            render_availability_zones,
-            "availability_zones",
-            "availability_zones_links",
-            services.settings.api.api_base_uri,
-        )
+
+
+def _every_zone(*_: Any) -> list[Any]:
+    return []
+
+
+add_list_route(
+    router,
+    PATH,
+    "list_zones",
+    Listing(SPEC, render_availability_zones, "availability_zones", "availability_zones_links"),
+    _every_zone,
+    guard=_readers,
+)
 
 
 @router.post(PATH, status_code=201)

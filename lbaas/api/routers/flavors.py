@@ -13,12 +13,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import list_page, parse_list_params, select_fields
+from lbaas.api.list_routes import Listing, add_list_route
+from lbaas.api.listing import select_fields
+from lbaas.api.lookups import NIL_UUID
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import FlavorCreateBody, FlavorUpdateBody, reject_nulls
@@ -26,27 +28,14 @@ from lbaas.api.services import ApiServices
 from lbaas.api.views.catalog import flavor_view, render_flavors
 from lbaas.api.writes import utcnow
 from lbaas.db import queries
-from lbaas.db.listing import ListSpec
+from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
 
 router = APIRouter(route_class=JsonRoute, tags=["flavors"])
-NIL_UUID = "00000000-0000-0000-0000-000000000000"
 T = FlavorRow
-SPEC = ListSpec(
-    table=T,
-    columns={
-        "id": T.id,
-        "name": T.name,
-        "description": T.description,
-        "enabled": T.enabled,
-        "flavor_profile_id": T.flavor_profile_id,
-    },
-    id_column=T.id,
-    created_column=T.created_at,
-    tag_capable=False,
-)
+SPEC = derived_spec(T, exclude={"created_at"}, tag_capable=False)
 
 
 def get_flavor(session: Session, flavor_id: str, *, lock: bool = False) -> FlavorRow:
@@ -61,31 +50,22 @@ def _require_unique_name(session: Session, name: str, own_id: str | None = None)
         raise Conflict(f"A flavor of {name} already exists.")
 
 
-@router.get("/lbaas/flavors")
-def list_flavors(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def _readers(ctx: RequestContext) -> None:
     authorize(ctx, Rule.READ, ctx.project_id)
-    params = parse_list_params(
-        request,
-        SPEC,
-        services.settings.api.pagination_max_limit,
-        bool_filters=frozenset({"enabled"}),
-    )
-    with services.database.read() as session:
-        return list_page(
-            session,
-            request,
-            SPEC,
-            params,
-            render_flavors,
-            "flavors",
-            "flavors_links",
-            services.settings.api.api_base_uri,
-            [T.id != NIL_UUID],
-        )
+
+
+def _real_flavors(*_: Any) -> list[Any]:
+    return [T.id != NIL_UUID]
+
+
+add_list_route(
+    router,
+    "/lbaas/flavors",
+    "list_flavors",
+    Listing(SPEC, render_flavors, "flavors", "flavors_links"),
+    _real_flavors,
+    guard=_readers,
+)
 
 
 @router.post("/lbaas/flavors", status_code=201)

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import page_links, parse_list_params, select_fields
+from lbaas.api.list_routes import Listing, add_list_route
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import KINDS
 from lbaas.api.routing import JsonRoute
@@ -28,50 +28,28 @@ from lbaas.api.schemas.quota import QuotaUpdateBody
 from lbaas.api.scoping import list_scope
 from lbaas.api.services import ApiServices
 from lbaas.api.views.quota import default_limits, effective_limits, quota_view, render_quotas
-from lbaas.db.listing import BadMarker, ListQuery, ListSpec, list_rows
+from lbaas.db.listing import derived_spec
+from lbaas.db.session import Session
 from lbaas.db.tables import QuotaRow
 from lbaas.errors import InvalidInput, NotFound
 
 router = APIRouter(route_class=JsonRoute, tags=["quotas"])
 T = QuotaRow
-SPEC = ListSpec(
-    table=T,
-    columns={
-        "project_id": T.project_id,
-        "tenant_id": T.project_id,
-        **{kind: getattr(T, kind) for kind in KINDS},
-    },
-    id_column=T.project_id,
-    created_column=None,
-    tag_capable=False,
-)
+SPEC = derived_spec(T, aliases={"tenant_id": "project_id"}, tag_capable=False)
 PROJECT_ID_MAX = 36
 
 
-@router.get("/lbaas/quotas")
-def list_quotas(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    params = parse_list_params(
-        request, SPEC, services.settings.api.pagination_max_limit, int_filters=frozenset(KINDS)
-    )
-    scope = list_scope(request, ctx, T.project_id, global_rule=Rule.READ_QUOTA_GLOBAL)
-    query = params.query
-    query = ListQuery(**{**query.__dict__, "conditions": (*query.conditions, *scope)})
-    with services.database.read() as session:
-        try:
-            rows: list[QuotaRow] = list_rows(session, SPEC, query)
-        except BadMarker:
-            raise InvalidInput(
-                f"Supplied pagination marker '{query.marker}' is not valid."
-            ) from None
-    links = page_links(
-        request, params, [r.project_id for r in rows], services.settings.api.api_base_uri
-    )
-    objects = [select_fields(o, params.fields) for o in render_quotas(None, rows)]
-    return {"quotas": objects, "quotas_links": links}
+def _visible_quotas(_: Session, request: Request, ctx: RequestContext, __: Any) -> list[Any]:
+    return list_scope(request, ctx, T.project_id, global_rule=Rule.READ_QUOTA_GLOBAL)
+
+
+add_list_route(
+    router,
+    "/lbaas/quotas",
+    "list_quotas",
+    Listing(SPEC, render_quotas, "quotas", "quotas_links"),
+    _visible_quotas,
+)
 
 
 @router.get("/lbaas/quotas/defaults")

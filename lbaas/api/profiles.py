@@ -19,10 +19,10 @@ from fastapi import APIRouter
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
-from lbaas.api.list_routes import Listing, add_list_route
 from lbaas.api.listing import select_fields
 from lbaas.api.lookups import NIL_UUID
 from lbaas.api.policy import Rule, authorize
+from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.schemas.catalog import check_profile_data, reject_nulls
 from lbaas.api.schemas.types import Schema
 from lbaas.api.services import ApiServices

@@ -87,3 +87,27 @@ def live_rules_of(session: Session, policy_id: str) -> list[L7RuleRow]:
             )
         )
     )
+
+
+def policy_ids_in_order(session: Session, listener_ids: Sequence[str]) -> dict[str, list[str]]:
+    """Ids of each listener's policies (not DELETED) in evaluation order."""
+    return ordered_children_ids(
+        session,
+        L7PolicyRow.id,
+        L7PolicyRow.listener_id,
+        listener_ids,
+        [L7PolicyRow.position, L7PolicyRow.created_at],
+        L7PolicyRow.provisioning_status != _DELETED,
+    )
+
+
+def rule_ids_in_order(session: Session, policy_ids: Sequence[str]) -> dict[str, list[str]]:
+    """Ids of each policy's rules (not DELETED), oldest first."""
+    return ordered_children_ids(
+        session,
+        L7RuleRow.id,
+        L7RuleRow.l7policy_id,
+        policy_ids,
+        [L7RuleRow.created_at],
+        L7RuleRow.provisioning_status != _DELETED,
+    )

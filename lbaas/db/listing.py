@@ -84,6 +84,11 @@ def derived_spec(
     )
 
 
+def column_names(table: type[Base]) -> tuple[str, ...]:
+    """The attribute names of ``table``'s columns, in declaration order."""
+    return tuple(attr.key for attr in inspect(table).column_attrs)
+
+
 def typed_filters(spec: ListSpec) -> tuple[frozenset[str], frozenset[str]]:
     """The API names of ``spec``'s boolean and integer columns (filters parsed as such)."""
     bools = {k for k, c in spec.columns.items() if isinstance(c.property.columns[0].type, Boolean)}

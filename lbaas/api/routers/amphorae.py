@@ -18,9 +18,9 @@ from starlette.responses import Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import Listing, add_list_route
 from lbaas.api.listing import select_fields
 from lbaas.api.policy import Rule, authorize
+from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.services import ApiServices
 from lbaas.api.views.amphora import amphora_view, listener_stats_view, render_amphorae

@@ -15,10 +15,10 @@ from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import Listing, add_list_route
 from lbaas.api.listing import select_fields
 from lbaas.api.lookups import NIL_UUID
 from lbaas.api.policy import Rule, authorize
+from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import (
     AvailabilityZoneCreateBody,
@@ -33,6 +33,7 @@ from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow, LoadBalancerRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
+from lbaas.model.enums import ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["availabilityzones"])
 PATH = "/lbaas/availabilityzones"
@@ -141,7 +142,7 @@ def delete_zone(
             session,
             LoadBalancerRow,
             LoadBalancerRow.availability_zone == row.name,
-            LoadBalancerRow.provisioning_status != "DELETED",
+            LoadBalancerRow.provisioning_status != ProvisioningStatus.DELETED.value,
         )
         if users:
             raise Conflict(f"Availability Zone {row.name} is in use and cannot be modified.")

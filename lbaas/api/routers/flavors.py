@@ -18,10 +18,10 @@ from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import Listing, add_list_route
 from lbaas.api.listing import select_fields
 from lbaas.api.lookups import NIL_UUID
 from lbaas.api.policy import Rule, authorize
+from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import FlavorCreateBody, FlavorUpdateBody, reject_nulls
 from lbaas.api.services import ApiServices
@@ -32,6 +32,7 @@ from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
+from lbaas.model.enums import ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["flavors"])
 T = FlavorRow
@@ -145,7 +146,7 @@ def delete_flavor(
             session,
             LoadBalancerRow,
             LoadBalancerRow.flavor_id == row.id,
-            LoadBalancerRow.provisioning_status != "DELETED",
+            LoadBalancerRow.provisioning_status != ProvisioningStatus.DELETED.value,
         )
         if users:
             raise Conflict(f"Flavor {row.id} is in use and cannot be modified.")

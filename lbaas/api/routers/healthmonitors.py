@@ -11,17 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.healthmonitor import apply_healthmonitor_update, build_healthmonitor
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import Listing, add_list_route, tree_conditions
-from lbaas.api.listing import select_fields
 from lbaas.api.lookups import find_pool, get_pool, get_visible
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.healthmonitor import HealthMonitorCreateBody, HealthMonitorUpdateBody
 from lbaas.api.services import ApiServices
@@ -92,16 +91,23 @@ def create_healthmonitor(
     return JSONResponse({"healthmonitor": view}, status_code=201)
 
 
-@router.get("/lbaas/healthmonitors/{hm_id}")
-def show_healthmonitor(
-    hm_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    with services.database.read() as session:
-        row, _ = _monitor_and_pool(session, ctx, hm_id, Rule.READ)
-        return {"healthmonitor": select_fields(render_healthmonitor(session, row), fields)}
+def _hm_id(hm_id: str) -> str:
+    return hm_id
+
+
+def _monitor(session: Session, ctx: RequestContext, hm_id: str, rule: Rule) -> HealthMonitorRow:
+    return _monitor_and_pool(session, ctx, hm_id, rule)[0]
+
+
+add_show_route(
+    router,
+    "/lbaas/healthmonitors/{hm_id}",
+    "show_healthmonitor",
+    "healthmonitor",
+    _hm_id,
+    _monitor,
+    render_healthmonitor,
+)
 
 
 @router.put("/lbaas/healthmonitors/{hm_id}")

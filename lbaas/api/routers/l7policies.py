@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.l7policy import build_l7policy, renumber_without, update_l7policy
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import Listing, add_list_route, tree_conditions
-from lbaas.api.listing import select_fields
 from lbaas.api.lookups import get_l7policy, get_listener
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.l7policy import L7PolicyCreateBody, L7PolicyUpdateBody
 from lbaas.api.services import ApiServices
@@ -74,16 +73,19 @@ def create_l7policy(
     return JSONResponse({"l7policy": view}, status_code=201)
 
 
-@router.get("/lbaas/l7policies/{policy_id}")
-def show_l7policy(
-    policy_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    with services.database.read() as session:
-        row = get_l7policy(session, ctx, policy_id, Rule.READ)
-        return {"l7policy": select_fields(_one(session, row), fields)}
+def _policy_id(policy_id: str) -> str:
+    return policy_id
+
+
+add_show_route(
+    router,
+    "/lbaas/l7policies/{policy_id}",
+    "show_l7policy",
+    "l7policy",
+    _policy_id,
+    get_l7policy,
+    _one,
+)
 
 
 @router.put("/lbaas/l7policies/{policy_id}")

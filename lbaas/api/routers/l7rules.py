@@ -16,11 +16,11 @@ from starlette.responses import JSONResponse, Response
 from lbaas.api.builders.l7rule import build_l7rule, update_l7rule
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import Listing, add_list_route
 from lbaas.api.listing import select_fields
 from lbaas.api.lookups import get_l7policy
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
+from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.l7rule import L7RuleCreateBody, L7RuleUpdateBody
 from lbaas.api.services import ApiServices

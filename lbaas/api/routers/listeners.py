@@ -11,17 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.listener import build_listener, update_listener
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import Listing, add_list_route, tree_conditions
-from lbaas.api.listing import select_fields
 from lbaas.api.lookups import get_listener, get_loadbalancer
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.listener import ListenerCreateBody, ListenerUpdateBody
 from lbaas.api.services import ApiServices
@@ -72,16 +71,19 @@ def create_listener(
     return JSONResponse({"listener": view}, status_code=201)
 
 
-@router.get("/lbaas/listeners/{listener_id}")
-def show_listener(
-    listener_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    with services.database.read() as session:
-        row = get_listener(session, ctx, listener_id, Rule.READ)
-        return {"listener": select_fields(_one(session, row), fields)}
+def _listener_id(listener_id: str) -> str:
+    return listener_id
+
+
+add_show_route(
+    router,
+    "/lbaas/listeners/{listener_id}",
+    "show_listener",
+    "listener",
+    _listener_id,
+    get_listener,
+    _one,
+)
 
 
 @router.put("/lbaas/listeners/{listener_id}")

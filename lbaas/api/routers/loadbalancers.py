@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api import graph_create
@@ -16,16 +16,15 @@ from lbaas.api.builders.loadbalancer import (
 )
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import live_rows_of_caller
 from lbaas.api.listing import (
     TRUE_WORDS,
     list_page,
     list_page_json,
     parse_list_params,
-    select_fields,
 )
 from lbaas.api.lookups import get_loadbalancer
 from lbaas.api.policy import Rule
+from lbaas.api.read_routes import add_show_route, live_rows_of_caller
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreateBody, LoadBalancerUpdateBody
 from lbaas.api.services import ApiServices
@@ -99,16 +98,19 @@ def create_loadbalancer(
     return JSONResponse({"loadbalancer": view}, status_code=201)
 
 
-@router.get("/lbaas/loadbalancers/{lb_id}")
-def show_loadbalancer(
-    lb_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    with services.database.read() as session:
-        row = get_loadbalancer(session, ctx, lb_id, Rule.READ)
-        return {"loadbalancer": select_fields(_one(session, row), fields)}
+def _lb_id(lb_id: str) -> str:
+    return lb_id
+
+
+add_show_route(
+    router,
+    "/lbaas/loadbalancers/{lb_id}",
+    "show_loadbalancer",
+    "loadbalancer",
+    _lb_id,
+    get_loadbalancer,
+    _one,
+)
 
 
 @router.put("/lbaas/loadbalancers/{lb_id}")

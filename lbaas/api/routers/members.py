@@ -26,11 +26,11 @@ from lbaas.api.builders.member import (
 )
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import Listing, add_list_route
 from lbaas.api.listing import TRUE_WORDS, select_fields
 from lbaas.api.lookups import find_pool, get_pool, has_live_monitor
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
+from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.member import MemberCreateBody, MembersBatchBody, MemberUpdateBody
 from lbaas.api.services import ApiServices

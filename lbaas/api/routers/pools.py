@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.pool import apply_pool_update, build_pool
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import Listing, add_list_route, tree_conditions
-from lbaas.api.listing import select_fields
 from lbaas.api.lookups import find_live, get_loadbalancer, get_pool
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.pool import PoolCreateBody, PoolUpdateBody
 from lbaas.api.services import ApiServices
@@ -85,16 +84,13 @@ def create_pool(
     return JSONResponse({"pool": view}, status_code=201)
 
 
-@router.get("/lbaas/pools/{pool_id}")
-def show_pool(
-    pool_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    with services.database.read() as session:
-        row = get_pool(session, ctx, pool_id, Rule.READ)
-        return {"pool": select_fields(render_pool(session, row), fields)}
+def _pool_id(pool_id: str) -> str:
+    return pool_id
+
+
+add_show_route(
+    router, "/lbaas/pools/{pool_id}", "show_pool", "pool", _pool_id, get_pool, render_pool
+)
 
 
 @router.put("/lbaas/pools/{pool_id}")

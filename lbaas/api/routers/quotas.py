@@ -20,9 +20,9 @@ from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.list_routes import Listing, add_list_route
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import KINDS
+from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.quota import QuotaUpdateBody
 from lbaas.api.scoping import list_scope

@@ -1,4 +1,5 @@
-"""One factory for the list endpoints: parse, authorise, scope, page, render.
+"""Factories for the read endpoints: lists (parse, authorise, scope, page, render) and
+single objects (look up, render, select ``fields``).
 
 Every list handler of the API did the same five things with three differences: what it
 checks before parsing (catalog lists authorise first), which conditions scope the rows
@@ -14,20 +15,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import list_page, parse_list_params
+from lbaas.api.listing import list_page, parse_list_params, select_fields
+from lbaas.api.policy import Rule
 from lbaas.api.scoping import list_scope
 from lbaas.api.services import ApiServices
 from lbaas.db.listing import ListSpec, typed_filters
 from lbaas.db.session import Session
 from lbaas.model.enums import ProvisioningStatus
 
-Render = Callable[[Session, list[Any]], list[dict[str, Any]]]
+RenderMany = Callable[[Session, list[Any]], list[dict[str, Any]]]
 # (session, request, caller, id from the path or None) -> SQL conditions
 Conditions = Callable[[Session, Request, RequestContext, Any], Sequence[Any]]
+# (session, caller, id, rule) -> the row, or 404/403 (see ``lbaas.api.lookups``)
+Lookup = Callable[[Session, RequestContext, str, Rule], Any]
+Render = Callable[[Session, Any], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,7 @@ class Listing:
     """What a list endpoint returns: rows of ``spec`` rendered under ``collection``."""
 
     spec: ListSpec
-    render: Render
+    render: RenderMany
     collection: str
     links_key: str | None
     extra_allowed: frozenset[str] = frozenset()
@@ -108,3 +113,29 @@ def add_list_route(
 
     list_endpoint.__name__ = name
     router.add_api_route(path, list_endpoint, methods=["GET"], name=name)
+
+
+def add_show_route(
+    router: APIRouter,
+    path: str,
+    name: str,
+    wrapper: str,
+    ident: Callable[..., str],
+    lookup: Lookup,
+    render: Render,
+) -> None:
+    """Register ``GET path`` as ``name``: ``{wrapper: the object}``. ``ident`` is a
+    dependency that reads the id from the path (so it shows in the OpenAPI document)."""
+
+    def show_endpoint(
+        fields: list[str] = Query(default=[]),
+        services: ApiServices = Depends(get_services),
+        ctx: RequestContext = Depends(get_context),
+        row_id: str = Depends(ident),
+    ) -> dict[str, Any]:
+        with services.database.read() as session:
+            row = lookup(session, ctx, row_id, Rule.READ)
+            return {wrapper: select_fields(render(session, row), fields)}
+
+    show_endpoint.__name__ = name
+    router.add_api_route(path, show_endpoint, methods=["GET"], name=name)

@@ -15,10 +15,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Query
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
+from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import select_fields
 from lbaas.api.lookups import NIL_UUID
 from lbaas.api.policy import Rule, authorize
@@ -60,9 +61,46 @@ def _everything(*_: Any) -> list[Any]:
     return []
 
 
-def add_profile_list_route(router: APIRouter, path: str, name: str, kind: ProfileKind) -> None:
+def add_profile_routes(
+    router: APIRouter,
+    path: str,
+    noun: str,
+    kind: ProfileKind,
+    bodies: tuple[type[Schema], type[Schema]],
+) -> None:
+    """Register the five profile routes under ``path``, named ``list_{noun}s``,
+    ``create_{noun}``, ``show_{noun}``, ``update_{noun}`` and ``delete_{noun}``.
+    ``bodies`` are the create and update request bodies (``{kind.wrapper: {...}}``)."""
     listing = Listing(kind.spec(), kind.render, kind.collection, kind.links_key)
-    add_list_route(router, path, name, listing, _everything, guard=admin_only)
+    add_list_route(router, path, f"list_{noun}s", listing, _everything, guard=admin_only)
+    item = path + "/{profile_id}"
+
+    def create(body: Any, call: Call = Depends(get_call)) -> JSONResponse:
+        data = getattr(body, kind.wrapper)
+        raw = getattr(data, kind.data_field)
+        return create_profile(kind, *call, data.name, data.provider_name, raw)
+
+    def show(
+        profile_id: str, fields: list[str] = Query(default=[]), call: Call = Depends(get_call)
+    ) -> dict[str, Any]:
+        return show_profile(kind, *call, profile_id, fields)
+
+    def update(profile_id: str, body: Any, call: Call = Depends(get_call)) -> dict[str, Any]:
+        return update_profile(kind, *call, profile_id, getattr(body, kind.wrapper))
+
+    def delete(profile_id: str, call: Call = Depends(get_call)) -> Response:
+        return delete_profile(kind, *call, profile_id)
+
+    create.__annotations__["body"], update.__annotations__["body"] = bodies
+    for verb, where, method, endpoint, status in (
+        ("create", path, "POST", create, 201),
+        ("show", item, "GET", show, 200),
+        ("update", item, "PUT", update, 200),
+        ("delete", item, "DELETE", delete, 204),
+    ):
+        name = f"{verb}_{noun}"
+        endpoint.__name__ = name
+        router.add_api_route(where, endpoint, methods=[method], name=name, status_code=status)
 
 
 def get_profile(kind: ProfileKind, session: Session, profile_id: str, *, lock: bool = False) -> Any:

@@ -6,24 +6,11 @@ flavor-profile variant and its routes.
 
 from __future__ import annotations
 
-from typing import Any
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Depends, Query
-from starlette.responses import JSONResponse, Response
-
-from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
-from lbaas.api.profiles import (
-    ProfileKind,
-    add_profile_list_route,
-    create_profile,
-    delete_profile,
-    show_profile,
-    update_profile,
-)
+from lbaas.api.profiles import ProfileKind, add_profile_routes
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import FlavorProfileCreateBody, FlavorProfileUpdateBody
-from lbaas.api.services import ApiServices
 from lbaas.api.views.catalog import flavor_profile_view, render_flavor_profiles
 from lbaas.db import queries
 from lbaas.db.session import Session
@@ -50,45 +37,10 @@ FLAVOR_PROFILE = ProfileKind(
 )
 
 
-add_profile_list_route(router, "/lbaas/flavorprofiles", "list_flavor_profiles", FLAVOR_PROFILE)
-
-
-@router.post("/lbaas/flavorprofiles", status_code=201)
-def create_flavor_profile(
-    body: FlavorProfileCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> JSONResponse:
-    data = body.flavorprofile
-    return create_profile(
-        FLAVOR_PROFILE, services, ctx, data.name, data.provider_name, data.flavor_data
-    )
-
-
-@router.get("/lbaas/flavorprofiles/{profile_id}")
-def show_flavor_profile(
-    profile_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    return show_profile(FLAVOR_PROFILE, services, ctx, profile_id, fields)
-
-
-@router.put("/lbaas/flavorprofiles/{profile_id}")
-def update_flavor_profile(
-    profile_id: str,
-    body: FlavorProfileUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    return update_profile(FLAVOR_PROFILE, services, ctx, profile_id, body.flavorprofile)
-
-
-@router.delete("/lbaas/flavorprofiles/{profile_id}", status_code=204)
-def delete_flavor_profile(
-    profile_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
-    return delete_profile(FLAVOR_PROFILE, services, ctx, profile_id)
+add_profile_routes(
+    router,
+    "/lbaas/flavorprofiles",
+    "flavor_profile",
+    FLAVOR_PROFILE,
+    (FlavorProfileCreateBody, FlavorProfileUpdateBody),
+)

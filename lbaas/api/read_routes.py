@@ -11,6 +11,8 @@ column types of the ``ListSpec`` (``typed_filters``).
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +68,19 @@ def _no_parent() -> None:
     return None
 
 
+def path_id(path: str) -> Callable[..., str]:
+    """A dependency that returns the last ``{parameter}`` of ``path``: declared under its
+    own name, so the OpenAPI document shows it as the handler's path parameter."""
+    name = re.findall(r"{(\w+)}", path)[-1]
+
+    def ident(**values: str) -> str:
+        return values[name]
+
+    parameter = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=str)
+    ident.__signature__ = inspect.Signature([parameter], return_annotation=str)  # type: ignore[attr-defined]
+    return ident
+
+
 def add_list_route(
     router: APIRouter,
     path: str,
@@ -73,12 +88,12 @@ def add_list_route(
     listing: Listing,
     conditions: Conditions,
     *,
-    parent: Callable[..., Any] = _no_parent,
     guard: Callable[[RequestContext], None] | None = None,
 ) -> None:
-    """Register ``GET path`` as ``name``. ``parent`` is a dependency that reads the path
-    parameter (so it shows in the OpenAPI document); ``guard`` runs before parsing."""
+    """Register ``GET path`` as ``name``. A parameter in ``path`` (the parent's id) is
+    passed to ``conditions``; ``guard`` runs before parsing."""
     spec = listing.spec
+    parent = path_id(path) if "{" in path else _no_parent
     bools, ints = typed_filters(spec)
 
     def list_endpoint(
@@ -120,12 +135,12 @@ def add_show_route(
     path: str,
     name: str,
     wrapper: str,
-    ident: Callable[..., str],
     lookup: Lookup,
     render: Render,
 ) -> None:
-    """Register ``GET path`` as ``name``: ``{wrapper: the object}``. ``ident`` is a
-    dependency that reads the id from the path (so it shows in the OpenAPI document)."""
+    """Register ``GET path`` as ``name``: ``{wrapper: the object}`` of the row that
+    ``lookup`` finds by the id in the path."""
+    ident = path_id(path)
 
     def show_endpoint(
         fields: list[str] = Query(default=[]),

@@ -91,10 +91,6 @@ def create_healthmonitor(
     return JSONResponse({"healthmonitor": view}, status_code=201)
 
 
-def _hm_id(hm_id: str) -> str:
-    return hm_id
-
-
 def _monitor(session: Session, ctx: RequestContext, hm_id: str, rule: Rule) -> HealthMonitorRow:
     return _monitor_and_pool(session, ctx, hm_id, rule)[0]
 
@@ -104,7 +100,6 @@ add_show_route(
     "/lbaas/healthmonitors/{hm_id}",
     "show_healthmonitor",
     "healthmonitor",
-    _hm_id,
     _monitor,
     render_healthmonitor,
 )

@@ -73,16 +73,11 @@ def create_l7policy(
     return JSONResponse({"l7policy": view}, status_code=201)
 
 
-def _policy_id(policy_id: str) -> str:
-    return policy_id
-
-
 add_show_route(
     router,
     "/lbaas/l7policies/{policy_id}",
     "show_l7policy",
     "l7policy",
-    _policy_id,
     get_l7policy,
     _one,
 )

@@ -67,10 +67,6 @@ def _one(session: Session, row: L7RuleRow) -> dict[str, Any]:
     return render_l7rules(session, [row])[0]
 
 
-def _l7policy_id(l7policy_id: str) -> str:
-    return l7policy_id
-
-
 def _rules_of(session: Session, _: Request, ctx: RequestContext, policy_id: str) -> list[Any]:
     policy = _policy(session, ctx, policy_id, Rule.READ)
     return [L7RuleRow.l7policy_id == policy.id, L7RuleRow.provisioning_status != _DELETED]
@@ -82,7 +78,6 @@ add_list_route(
     "list_l7rules",
     Listing(SPEC, render_l7rules, "rules", "rules_links"),
     _rules_of,
-    parent=_l7policy_id,
 )
 
 

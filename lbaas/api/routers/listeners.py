@@ -71,16 +71,11 @@ def create_listener(
     return JSONResponse({"listener": view}, status_code=201)
 
 
-def _listener_id(listener_id: str) -> str:
-    return listener_id
-
-
 add_show_route(
     router,
     "/lbaas/listeners/{listener_id}",
     "show_listener",
     "listener",
-    _listener_id,
     get_listener,
     _one,
 )

@@ -98,16 +98,11 @@ def create_loadbalancer(
     return JSONResponse({"loadbalancer": view}, status_code=201)
 
 
-def _lb_id(lb_id: str) -> str:
-    return lb_id
-
-
 add_show_route(
     router,
     "/lbaas/loadbalancers/{lb_id}",
     "show_loadbalancer",
     "loadbalancer",
-    _lb_id,
     get_loadbalancer,
     _one,
 )

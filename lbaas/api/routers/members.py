@@ -59,10 +59,6 @@ def _pool_and_member(
     return pool, member
 
 
-def _pool_id(pool_id: str) -> str:
-    return pool_id
-
-
 def _members_of(session: Session, _: Request, ctx: RequestContext, pool_id: str) -> list[Any]:
     pool = get_pool(session, ctx, pool_id, Rule.READ_MEMBERS)
     return [MemberRow.pool_id == pool.id, MemberRow.provisioning_status != _DELETED]
@@ -74,7 +70,6 @@ add_list_route(
     "list_members",
     Listing(SPEC, render_members, "members", "members_links"),
     _members_of,
-    parent=_pool_id,
 )
 
 

@@ -84,13 +84,7 @@ def create_pool(
     return JSONResponse({"pool": view}, status_code=201)
 
 
-def _pool_id(pool_id: str) -> str:
-    return pool_id
-
-
-add_show_route(
-    router, "/lbaas/pools/{pool_id}", "show_pool", "pool", _pool_id, get_pool, render_pool
-)
+add_show_route(router, "/lbaas/pools/{pool_id}", "show_pool", "pool", get_pool, render_pool)
 
 
 @router.put("/lbaas/pools/{pool_id}")

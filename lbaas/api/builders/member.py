@@ -12,10 +12,18 @@ import json
 import uuid
 from datetime import datetime
 
-from lbaas.api.schemas.member import DEFAULT_WEIGHT, MemberCreate, MemberSingleCreate, MemberUpdate
+from lbaas.api.lookups import has_live_monitor
+from lbaas.api.quota import check_quota
+from lbaas.api.schemas.member import (
+    DEFAULT_WEIGHT,
+    MemberCreate,
+    MembersBatchBody,
+    MemberSingleCreate,
+    MemberUpdate,
+)
 from lbaas.api.services import ApiServices
-from lbaas.api.writes import PENDING_CREATE
-from lbaas.db import network_repo, queries
+from lbaas.api.writes import PENDING_CREATE, TreeWrite
+from lbaas.db import network_repo, pool_queries, queries
 from lbaas.db.listing import add_tags, set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow, MemberRow, PoolRow
@@ -140,3 +148,30 @@ def replace_member(session: Session, row: MemberRow, item: MemberCreate) -> None
         row.subnet_id = item.subnet_id
     if item.given("tags") and item.tags is not None:
         set_tags(session, row.id, item.tags)
+
+
+def apply_batch(
+    w: TreeWrite, services: ApiServices, pool: PoolRow, body: MembersBatchBody, additive: bool
+) -> None:
+    """Make the pool's members what a batch update names: unknown ones created, known ones
+    replaced, and (unless ``additive``) those not named deleted. No job when nothing changes."""
+    lb, listeners = w.lock_pool(pool)
+    existing = {
+        (m.address, m.protocol_port): m for m in pool_queries.members_of_pool(w.session, pool.id)
+    }
+    keyed = [((m.address, m.protocol_port), m) for m in body.members]
+    new = [m for key, m in keyed if key not in existing]
+    kept = [(existing[key], m) for key, m in keyed if key in existing]
+    wanted = {key for key, _ in keyed}
+    gone = [] if additive else [row for key, row in existing.items() if key not in wanted]
+    if not (new or kept or gone):
+        return
+    check_quota(w.session, services.settings.quota, pool.project_id, "member", len(new) - len(gone))
+    monitored = has_live_monitor(w.session, pool.id)
+    for item in new:
+        build_member(
+            w.session, services, pool, item, w.now, has_monitor=monitored, known_unique=True
+        )
+    for row, item in kept:
+        replace_member(w.session, row, item)
+    w.changed(lb, update=[*listeners, pool, *(row for row, _ in kept)], delete=gone)

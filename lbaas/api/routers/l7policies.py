@@ -22,6 +22,7 @@ from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.l7policy import L7PolicyCreateBody, L7PolicyUpdateBody
 from lbaas.api.services import ApiServices
+from lbaas.api.views.common import single
 from lbaas.api.views.l7policy import render_l7policies
 from lbaas.api.writes import tree_write
 from lbaas.db import listener_queries
@@ -34,8 +35,7 @@ router = APIRouter(route_class=JsonRoute, tags=["l7policies"])
 SPEC = derived_spec(L7PolicyRow, aliases={"tenant_id": "project_id"})
 
 
-def _one(session: Session, row: L7PolicyRow) -> dict[str, Any]:
-    return render_l7policies(session, [row])[0]
+_one = single(render_l7policies)
 
 
 def _listener_of(session: Session, policy: L7PolicyRow) -> ListenerRow:

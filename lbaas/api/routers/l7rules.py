@@ -24,6 +24,7 @@ from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.l7rule import L7RuleCreateBody, L7RuleUpdateBody
 from lbaas.api.services import ApiServices
+from lbaas.api.views.common import single
 from lbaas.api.views.l7rule import render_l7rules
 from lbaas.api.writes import TreeWrite, require_active, tree_write
 from lbaas.db.listing import derived_spec
@@ -63,8 +64,7 @@ def _lock_for_rule_change(
     return lb, listener
 
 
-def _one(session: Session, row: L7RuleRow) -> dict[str, Any]:
-    return render_l7rules(session, [row])[0]
+_one = single(render_l7rules)
 
 
 def _rules_of(session: Session, _: Request, ctx: RequestContext, policy_id: str) -> list[Any]:

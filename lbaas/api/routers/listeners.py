@@ -24,11 +24,11 @@ from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.listener import ListenerCreateBody, ListenerUpdateBody
 from lbaas.api.services import ApiServices
+from lbaas.api.views.common import single
 from lbaas.api.views.listener import render_listeners
 from lbaas.api.writes import tree_write
 from lbaas.db import listener_queries, stats_repo
 from lbaas.db.listing import derived_spec
-from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow
 from lbaas.errors import ValidationFailure
 
@@ -36,8 +36,7 @@ router = APIRouter(route_class=JsonRoute, tags=["listeners"])
 SPEC = derived_spec(ListenerRow, aliases={"tenant_id": "project_id"})
 
 
-def _one(session: Session, row: ListenerRow) -> dict[str, Any]:
-    return render_listeners(session, [row])[0]
+_one = single(render_listeners)
 
 
 add_list_route(

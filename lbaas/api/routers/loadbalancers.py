@@ -28,13 +28,13 @@ from lbaas.api.read_routes import add_show_route, live_rows_of_caller
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreateBody, LoadBalancerUpdateBody
 from lbaas.api.services import ApiServices
+from lbaas.api.views.common import single
 from lbaas.api.views.loadbalancer import loadbalancer_view, render_loadbalancers
 from lbaas.api.views.status_tree import status_tree
 from lbaas.api.writes import ACTIVE, ERROR, PENDING_DELETE, tree_write
 from lbaas.db import job_queue, stats_repo
 from lbaas.db.listing import derived_spec, typed_filters
 from lbaas.db.loadbalancer_json import list_loadbalancers_json
-from lbaas.db.session import Session
 from lbaas.db.tables import LoadBalancerRow
 from lbaas.db.tree_loader import load_tree
 from lbaas.errors import ValidationFailure
@@ -46,8 +46,7 @@ SPEC = derived_spec(
 BOOL_FILTERS, INT_FILTERS = typed_filters(SPEC)
 
 
-def _one(session: Session, row: LoadBalancerRow) -> dict[str, Any]:
-    return render_loadbalancers(session, [row])[0]
+_one = single(render_loadbalancers)
 
 
 @router.get("/lbaas/loadbalancers", response_model=None)

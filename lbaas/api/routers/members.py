@@ -18,12 +18,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import JSONResponse, Response
 
-from lbaas.api.builders.member import (
-    apply_member_update,
-    build_member,
-    check_subnet,
-    replace_member,
-)
+from lbaas.api.builders.member import apply_batch, apply_member_update, build_member, check_subnet
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import TRUE_WORDS, select_fields
@@ -35,8 +30,7 @@ from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.member import MemberCreateBody, MembersBatchBody, MemberUpdateBody
 from lbaas.api.services import ApiServices
 from lbaas.api.views.member import render_member, render_members
-from lbaas.api.writes import TreeWrite, tree_write
-from lbaas.db import pool_queries
+from lbaas.api.writes import tree_write
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import MemberRow, PoolRow
@@ -151,31 +145,5 @@ def batch_update_members(
             raise ValidationFailure("Member must be updated only once in the same request.")
         for item in body.members:
             check_subnet(w.session, item.subnet_id)
-        _apply_batch(w, services, pool, body, additive_only.strip().lower() in TRUE_WORDS)
+        apply_batch(w, services, pool, body, additive_only.strip().lower() in TRUE_WORDS)
     return Response(status_code=202)
-
-
-def _apply_batch(
-    w: TreeWrite, services: ApiServices, pool: PoolRow, body: MembersBatchBody, additive: bool
-) -> None:
-    """Make the pool's members what the batch names (see the module docstring)."""
-    lb, listeners = w.lock_pool(pool)
-    existing = {
-        (m.address, m.protocol_port): m for m in pool_queries.members_of_pool(w.session, pool.id)
-    }
-    keyed = [((m.address, m.protocol_port), m) for m in body.members]
-    new = [m for key, m in keyed if key not in existing]
-    kept = [(existing[key], m) for key, m in keyed if key in existing]
-    wanted = {key for key, _ in keyed}
-    gone = [] if additive else [row for key, row in existing.items() if key not in wanted]
-    if not (new or kept or gone):
-        return
-    check_quota(w.session, services.settings.quota, pool.project_id, "member", len(new) - len(gone))
-    monitored = has_live_monitor(w.session, pool.id)
-    for item in new:
-        build_member(
-            w.session, services, pool, item, w.now, has_monitor=monitored, known_unique=True
-        )
-    for row, item in kept:
-        replace_member(w.session, row, item)
-    w.changed(lb, update=[*listeners, pool, *(row for row, _ in kept)], delete=gone)

@@ -22,8 +22,8 @@ from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import select_fields
 from lbaas.api.lookups import NIL_UUID
-from lbaas.api.policy import Rule, authorize
-from lbaas.api.read_routes import Listing, add_list_route
+from lbaas.api.policy import require_admin
+from lbaas.api.read_routes import Listing, add_list_route, no_conditions
 from lbaas.api.schemas.catalog import check_profile_data, reject_nulls
 from lbaas.api.schemas.types import Schema
 from lbaas.api.services import ApiServices
@@ -53,14 +53,6 @@ class ProfileKind:
         return derived_spec(self.table, exclude={"created_at"}, tag_capable=False)
 
 
-def admin_only(ctx: RequestContext) -> None:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
-
-
-def _everything(*_: Any) -> list[Any]:
-    return []
-
-
 def add_profile_routes(
     router: APIRouter,
     path: str,
@@ -72,7 +64,7 @@ def add_profile_routes(
     ``create_{noun}``, ``show_{noun}``, ``update_{noun}`` and ``delete_{noun}``.
     ``bodies`` are the create and update request bodies (``{kind.wrapper: {...}}``)."""
     listing = Listing(kind.spec(), kind.render, kind.collection, kind.links_key)
-    add_list_route(router, path, f"list_{noun}s", listing, _everything, guard=admin_only)
+    add_list_route(router, path, f"list_{noun}s", listing, no_conditions, guard=require_admin)
     item = path + "/{profile_id}"
 
     def create(body: Any, call: Call = Depends(get_call)) -> JSONResponse:
@@ -130,7 +122,7 @@ def create_profile(
     provider_name: str,
     raw: str,
 ) -> JSONResponse:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     _validate(kind, services, provider_name, raw)
     with services.database.write() as session:
         row = kind.table(
@@ -153,7 +145,7 @@ def show_profile(
     profile_id: str,
     fields: list[str],
 ) -> dict[str, Any]:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     with services.database.read() as session:
         view = kind.view(get_profile(kind, session, profile_id))
     return {kind.wrapper: select_fields(view, fields)}
@@ -168,7 +160,7 @@ def update_profile(
     kind: ProfileKind, services: ApiServices, ctx: RequestContext, profile_id: str, data: Schema
 ) -> dict[str, Any]:
     """Rename freely; change provider or data only while nothing uses the profile."""
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     with services.database.write() as session:
         row = get_profile(kind, session, profile_id, lock=True)
         reject_nulls(data, "name", "provider_name", kind.data_field)
@@ -189,7 +181,7 @@ def update_profile(
 def delete_profile(
     kind: ProfileKind, services: ApiServices, ctx: RequestContext, profile_id: str
 ) -> Response:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     with services.database.write() as session:
         row = get_profile(kind, session, profile_id, lock=True)
         if kind.users(session, row.id):

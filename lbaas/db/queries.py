@@ -124,6 +124,18 @@ def find_rows(session: Session, table: type[Base], *conditions: Any) -> list[Any
     return list(session.scalars(select(table).where(*conditions)))
 
 
+def count_live_loadbalancers(session: Session, **where: str) -> int:
+    """How many load balancers that are not DELETED have the given column values (the
+    flavor or zone that is in use cannot be deleted)."""
+    conditions = [getattr(LoadBalancerRow, column) == value for column, value in where.items()]
+    return count_rows(
+        session,
+        LoadBalancerRow,
+        *conditions,
+        LoadBalancerRow.provisioning_status != ProvisioningStatus.DELETED.value,
+    )
+
+
 def count_rows(session: Session, table: type[Base], *conditions: Any) -> int:
     return int(session.scalar(select(func.count()).select_from(table).where(*conditions)) or 0)
 

@@ -19,7 +19,7 @@ from starlette.responses import Response
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import select_fields
-from lbaas.api.policy import Rule, authorize
+from lbaas.api.policy import require_admin
 from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.services import ApiServices
@@ -58,10 +58,6 @@ def _live_loadbalancer(session: Session, amp: AmphoraRow) -> LoadBalancerRow | N
     return None if lb is None or lb.provisioning_status == ProvisioningStatus.DELETED else lb
 
 
-def _admin_only(ctx: RequestContext) -> None:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
-
-
 def _live_amphorae(_: Session, request: Request, *__: Any) -> list[Any]:
     conditions = [T.status != DELETED]
     project = request.query_params.get("project_id")
@@ -82,7 +78,7 @@ add_list_route(
         extra_allowed=frozenset({"project_id"}),
     ),
     _live_amphorae,
-    guard=_admin_only,
+    guard=require_admin,
 )
 
 
@@ -93,7 +89,7 @@ def show_amphora(
     services: ApiServices = Depends(get_services),
     ctx: RequestContext = Depends(get_context),
 ) -> dict[str, Any]:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     with services.database.read() as session:
         view = amphora_view(get_amphora(session, amphora_id))
     return {"amphora": select_fields(view, fields)}
@@ -105,7 +101,7 @@ def delete_amphora(
     services: ApiServices = Depends(get_services),
     ctx: RequestContext = Depends(get_context),
 ) -> Response:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     with services.database.write() as session:
         amp = get_amphora(session, amphora_id, lock=True)
         if amp.status != AmphoraStatus.ERROR.value:
@@ -121,7 +117,7 @@ def failover_amphora(
     ctx: RequestContext = Depends(get_context),
 ) -> Response:
     """Rebuild the amphora's load balancer; 409 unless that load balancer is ACTIVE."""
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     with tree_write(services) as w:
         amp = get_amphora(w.session, amphora_id, lock=True)
         served = _live_loadbalancer(w.session, amp)
@@ -140,7 +136,7 @@ def push_amphora_config(
     ctx: RequestContext = Depends(get_context),
 ) -> Response:
     """Re-apply the load balancer's configuration (a converge; no status changes)."""
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     with services.database.write() as session:
         amp = get_amphora(session, amphora_id)
         lb = _live_loadbalancer(session, amp)
@@ -157,7 +153,7 @@ def amphora_stats(
     services: ApiServices = Depends(get_services),
     ctx: RequestContext = Depends(get_context),
 ) -> dict[str, Any]:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     with services.database.read() as session:
         amp = get_amphora(session, amphora_id)
         rows = amphora_queries.listener_counters(session, amp.id)

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import select_fields
 from lbaas.api.lookups import NIL_UUID
-from lbaas.api.policy import Rule, authorize
-from lbaas.api.read_routes import Listing, add_list_route
+from lbaas.api.policy import Rule, require_admin, require_reader
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route, no_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import (
     AvailabilityZoneCreateBody,
@@ -31,9 +30,8 @@ from lbaas.api.writes import utcnow
 from lbaas.db import queries
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
-from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow, LoadBalancerRow
+from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
-from lbaas.model.enums import ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["availabilityzones"])
 PATH = "/lbaas/availabilityzones"
@@ -48,21 +46,13 @@ def get_zone(session: Session, name: str, *, lock: bool = False) -> Availability
     return row
 
 
-def _readers(ctx: RequestContext) -> None:
-    authorize(ctx, Rule.READ, ctx.project_id)
-
-
-def _every_zone(*_: Any) -> list[Any]:
-    return []
-
-
 add_list_route(
     router,
     PATH,
     "list_zones",
     Listing(SPEC, render_availability_zones, "availability_zones", "availability_zones_links"),
-    _every_zone,
-    guard=_readers,
+    no_conditions,
+    guard=require_reader,
 )
 
 
@@ -72,7 +62,7 @@ def create_zone(
     services: ApiServices = Depends(get_services),
     ctx: RequestContext = Depends(get_context),
 ) -> JSONResponse:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     data = body.availability_zone
     with services.database.write() as session:
         if session.get(AvailabilityZoneRow, data.name) is not None:
@@ -95,17 +85,19 @@ def create_zone(
     return JSONResponse({"availability_zone": view}, status_code=201)
 
 
-@router.get(PATH + "/{name}")
-def show_zone(
-    name: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    authorize(ctx, Rule.READ, ctx.project_id)
-    with services.database.read() as session:
-        view = availability_zone_view(get_zone(session, name))
-    return {"availability_zone": select_fields(view, fields)}
+def _visible_zone(session: Session, ctx: RequestContext, ident: str, _: Rule) -> Any:
+    require_reader(ctx)
+    return get_zone(session, ident)
+
+
+add_show_route(
+    router,
+    PATH + "/{name}",
+    "show_zone",
+    "availability_zone",
+    _visible_zone,
+    lambda _, row: availability_zone_view(row),
+)
 
 
 @router.put(PATH + "/{name}")
@@ -115,7 +107,7 @@ def update_zone(
     services: ApiServices = Depends(get_services),
     ctx: RequestContext = Depends(get_context),
 ) -> dict[str, Any]:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     data = body.availability_zone
     with services.database.write() as session:
         row = get_zone(session, name, lock=True)
@@ -135,16 +127,10 @@ def delete_zone(
     services: ApiServices = Depends(get_services),
     ctx: RequestContext = Depends(get_context),
 ) -> Response:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     with services.database.write() as session:
         row = get_zone(session, name, lock=True)
-        users = queries.count_rows(
-            session,
-            LoadBalancerRow,
-            LoadBalancerRow.availability_zone == row.name,
-            LoadBalancerRow.provisioning_status != ProvisioningStatus.DELETED.value,
-        )
-        if users:
+        if queries.count_live_loadbalancers(session, availability_zone=row.name):
             raise Conflict(f"Availability Zone {row.name} is in use and cannot be modified.")
         session.delete(row)
     return Response(status_code=204)

@@ -13,15 +13,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import select_fields
 from lbaas.api.lookups import NIL_UUID
-from lbaas.api.policy import Rule, authorize
-from lbaas.api.read_routes import Listing, add_list_route
+from lbaas.api.policy import Rule, require_admin, require_reader
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import FlavorCreateBody, FlavorUpdateBody, reject_nulls
 from lbaas.api.services import ApiServices
@@ -30,9 +29,8 @@ from lbaas.api.writes import utcnow
 from lbaas.db import queries
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
-from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow
+from lbaas.db.tables import FlavorProfileRow, FlavorRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
-from lbaas.model.enums import ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["flavors"])
 T = FlavorRow
@@ -51,10 +49,6 @@ def _require_unique_name(session: Session, name: str, own_id: str | None = None)
         raise Conflict(f"A flavor of {name} already exists.")
 
 
-def _readers(ctx: RequestContext) -> None:
-    authorize(ctx, Rule.READ, ctx.project_id)
-
-
 def _real_flavors(*_: Any) -> list[Any]:
     return [T.id != NIL_UUID]
 
@@ -65,7 +59,7 @@ add_list_route(
     "list_flavors",
     Listing(SPEC, render_flavors, "flavors", "flavors_links"),
     _real_flavors,
-    guard=_readers,
+    guard=require_reader,
 )
 
 
@@ -75,7 +69,7 @@ def create_flavor(
     services: ApiServices = Depends(get_services),
     ctx: RequestContext = Depends(get_context),
 ) -> JSONResponse:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     data = body.flavor
     with services.database.write() as session:
         _require_unique_name(session, data.name)
@@ -97,16 +91,19 @@ def create_flavor(
     return JSONResponse({"flavor": view}, status_code=201)
 
 
-@router.get("/lbaas/flavors/{flavor_id}")
-def show_flavor(
-    flavor_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    authorize(ctx, Rule.READ, ctx.project_id)
-    with services.database.read() as session:
-        return {"flavor": select_fields(flavor_view(get_flavor(session, flavor_id)), fields)}
+def _visible_flavor(session: Session, ctx: RequestContext, ident: str, _: Rule) -> Any:
+    require_reader(ctx)
+    return get_flavor(session, ident)
+
+
+add_show_route(
+    router,
+    "/lbaas/flavors/{flavor_id}",
+    "show_flavor",
+    "flavor",
+    _visible_flavor,
+    lambda _, row: flavor_view(row),
+)
 
 
 @router.put("/lbaas/flavors/{flavor_id}")
@@ -116,7 +113,7 @@ def update_flavor(
     services: ApiServices = Depends(get_services),
     ctx: RequestContext = Depends(get_context),
 ) -> dict[str, Any]:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     data = body.flavor
     with services.database.write() as session:
         row = get_flavor(session, flavor_id, lock=True)
@@ -139,16 +136,10 @@ def delete_flavor(
     services: ApiServices = Depends(get_services),
     ctx: RequestContext = Depends(get_context),
 ) -> Response:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    require_admin(ctx)
     with services.database.write() as session:
         row = get_flavor(session, flavor_id, lock=True)
-        users = queries.count_rows(
-            session,
-            LoadBalancerRow,
-            LoadBalancerRow.flavor_id == row.id,
-            LoadBalancerRow.provisioning_status != ProvisioningStatus.DELETED.value,
-        )
-        if users:
+        if queries.count_live_loadbalancers(session, flavor_id=row.id):
             raise Conflict(f"Flavor {row.id} is in use and cannot be modified.")
         session.delete(row)
     return Response(status_code=204)

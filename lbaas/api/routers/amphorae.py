@@ -16,13 +16,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
-from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import select_fields
 from lbaas.api.policy import require_admin
 from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
-from lbaas.api.services import ApiServices
 from lbaas.api.views.amphora import amphora_view, listener_stats_view, render_amphorae
 from lbaas.api.writes import enqueue, tree_write, utcnow
 from lbaas.db import amphora_queries, amphora_repo
@@ -84,11 +82,9 @@ add_list_route(
 
 @router.get(PATH + "/{amphora_id}")
 def show_amphora(
-    amphora_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    amphora_id: str, fields: list[str] = Query(default=[]), call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     require_admin(ctx)
     with services.database.read() as session:
         view = amphora_view(get_amphora(session, amphora_id))
@@ -96,11 +92,8 @@ def show_amphora(
 
 
 @router.delete(PATH + "/{amphora_id}", status_code=204)
-def delete_amphora(
-    amphora_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def delete_amphora(amphora_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
     require_admin(ctx)
     with services.database.write() as session:
         amp = get_amphora(session, amphora_id, lock=True)
@@ -111,12 +104,9 @@ def delete_amphora(
 
 
 @router.put(PATH + "/{amphora_id}/failover", status_code=202)
-def failover_amphora(
-    amphora_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def failover_amphora(amphora_id: str, call: Call = Depends(get_call)) -> Response:
     """Rebuild the amphora's load balancer; 409 unless that load balancer is ACTIVE."""
+    services, ctx = call
     require_admin(ctx)
     with tree_write(services) as w:
         amp = get_amphora(w.session, amphora_id, lock=True)
@@ -130,12 +120,9 @@ def failover_amphora(
 
 
 @router.put(PATH + "/{amphora_id}/config", status_code=202)
-def push_amphora_config(
-    amphora_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def push_amphora_config(amphora_id: str, call: Call = Depends(get_call)) -> Response:
     """Re-apply the load balancer's configuration (a converge; no status changes)."""
+    services, ctx = call
     require_admin(ctx)
     with services.database.write() as session:
         amp = get_amphora(session, amphora_id)
@@ -148,11 +135,8 @@ def push_amphora_config(
 
 
 @router.get(PATH + "/{amphora_id}/stats")
-def amphora_stats(
-    amphora_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def amphora_stats(amphora_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
     require_admin(ctx)
     with services.database.read() as session:
         amp = get_amphora(session, amphora_id)

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import NIL_UUID
 from lbaas.api.policy import Rule, require_admin, require_reader
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, no_conditions
@@ -24,7 +24,6 @@ from lbaas.api.schemas.catalog import (
     AvailabilityZoneUpdateBody,
     reject_nulls,
 )
-from lbaas.api.services import ApiServices
 from lbaas.api.views.catalog import availability_zone_view, render_availability_zones
 from lbaas.api.writes import utcnow
 from lbaas.db import queries
@@ -57,11 +56,8 @@ add_list_route(
 
 
 @router.post(PATH, status_code=201)
-def create_zone(
-    body: AvailabilityZoneCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> JSONResponse:
+def create_zone(body: AvailabilityZoneCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
+    services, ctx = call
     require_admin(ctx)
     data = body.availability_zone
     with services.database.write() as session:
@@ -102,11 +98,9 @@ add_show_route(
 
 @router.put(PATH + "/{name}")
 def update_zone(
-    name: str,
-    body: AvailabilityZoneUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    name: str, body: AvailabilityZoneUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     require_admin(ctx)
     data = body.availability_zone
     with services.database.write() as session:
@@ -122,11 +116,8 @@ def update_zone(
 
 
 @router.delete(PATH + "/{name}", status_code=204)
-def delete_zone(
-    name: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def delete_zone(name: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
     require_admin(ctx)
     with services.database.write() as session:
         row = get_zone(session, name, lock=True)

@@ -17,13 +17,12 @@ from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import NIL_UUID
 from lbaas.api.policy import Rule, require_admin, require_reader
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import FlavorCreateBody, FlavorUpdateBody, reject_nulls
-from lbaas.api.services import ApiServices
 from lbaas.api.views.catalog import flavor_view, render_flavors
 from lbaas.api.writes import utcnow
 from lbaas.db import queries
@@ -64,11 +63,8 @@ add_list_route(
 
 
 @router.post("/lbaas/flavors", status_code=201)
-def create_flavor(
-    body: FlavorCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> JSONResponse:
+def create_flavor(body: FlavorCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
+    services, ctx = call
     require_admin(ctx)
     data = body.flavor
     with services.database.write() as session:
@@ -108,11 +104,9 @@ add_show_route(
 
 @router.put("/lbaas/flavors/{flavor_id}")
 def update_flavor(
-    flavor_id: str,
-    body: FlavorUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    flavor_id: str, body: FlavorUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     require_admin(ctx)
     data = body.flavor
     with services.database.write() as session:
@@ -131,11 +125,8 @@ def update_flavor(
 
 
 @router.delete("/lbaas/flavors/{flavor_id}", status_code=204)
-def delete_flavor(
-    flavor_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def delete_flavor(flavor_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
     require_admin(ctx)
     with services.database.write() as session:
         row = get_flavor(session, flavor_id, lock=True)

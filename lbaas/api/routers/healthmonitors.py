@@ -16,14 +16,13 @@ from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.healthmonitor import apply_healthmonitor_update, build_healthmonitor
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import find_pool, get_pool, get_visible
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.healthmonitor import HealthMonitorCreateBody, HealthMonitorUpdateBody
-from lbaas.api.services import ApiServices
 from lbaas.api.validation import healthmonitor as rules
 from lbaas.api.views.healthmonitor import render_healthmonitor, render_healthmonitors
 from lbaas.api.writes import tree_write
@@ -76,10 +75,9 @@ add_list_route(
 
 @router.post("/lbaas/healthmonitors", status_code=201)
 def create_healthmonitor(
-    body: HealthMonitorCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    body: HealthMonitorCreateBody, call: Call = Depends(get_call)
 ) -> JSONResponse:
+    services, ctx = call
     data = body.healthmonitor
     with tree_write(services) as w:
         pool = get_pool(w.session, ctx, data.pool_id, Rule.WRITE)
@@ -107,11 +105,9 @@ add_show_route(
 
 @router.put("/lbaas/healthmonitors/{hm_id}")
 def update_healthmonitor(
-    hm_id: str,
-    body: HealthMonitorUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    hm_id: str, body: HealthMonitorUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     data = body.healthmonitor
     with tree_write(services) as w:
         row, pool = _monitor_and_pool(w.session, ctx, hm_id, Rule.WRITE)
@@ -125,11 +121,8 @@ def update_healthmonitor(
 
 
 @router.delete("/lbaas/healthmonitors/{hm_id}", status_code=204)
-def delete_healthmonitor(
-    hm_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def delete_healthmonitor(hm_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
     with tree_write(services) as w:
         row, pool = _monitor_and_pool(w.session, ctx, hm_id, Rule.WRITE)
         lb, listeners = w.lock_pool(pool, row)

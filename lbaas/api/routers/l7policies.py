@@ -13,15 +13,13 @@ from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.l7policy import build_l7policy, renumber_without, update_l7policy
-from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import get_l7policy, get_listener
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.l7policy import L7PolicyCreateBody, L7PolicyUpdateBody
-from lbaas.api.services import ApiServices
 from lbaas.api.views.common import single
 from lbaas.api.views.l7policy import render_l7policies
 from lbaas.api.writes import tree_write
@@ -55,11 +53,8 @@ add_list_route(
 
 
 @router.post("/lbaas/l7policies", status_code=201)
-def create_l7policy(
-    body: L7PolicyCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> JSONResponse:
+def create_l7policy(body: L7PolicyCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
+    services, ctx = call
     data = body.l7policy
     with tree_write(services) as w:
         listener = get_listener(w.session, ctx, data.listener_id, Rule.WRITE)
@@ -85,11 +80,9 @@ add_show_route(
 
 @router.put("/lbaas/l7policies/{policy_id}")
 def update_l7policy_route(
-    policy_id: str,
-    body: L7PolicyUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    policy_id: str, body: L7PolicyUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     with tree_write(services) as w:
         row = get_l7policy(w.session, ctx, policy_id, Rule.WRITE)
         listener = _listener_of(w.session, row)
@@ -101,11 +94,8 @@ def update_l7policy_route(
 
 
 @router.delete("/lbaas/l7policies/{policy_id}", status_code=204)
-def delete_l7policy(
-    policy_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def delete_l7policy(policy_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
     with tree_write(services) as w:
         row = get_l7policy(w.session, ctx, policy_id, Rule.WRITE)
         listener = _listener_of(w.session, row)

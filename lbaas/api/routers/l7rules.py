@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.l7rule import build_l7rule, update_l7rule
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import select_fields
 from lbaas.api.lookups import get_l7policy
 from lbaas.api.policy import Rule
@@ -23,7 +23,6 @@ from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.l7rule import L7RuleCreateBody, L7RuleUpdateBody
-from lbaas.api.services import ApiServices
 from lbaas.api.views.common import single
 from lbaas.api.views.l7rule import render_l7rules
 from lbaas.api.writes import TreeWrite, require_active, tree_write
@@ -83,11 +82,9 @@ add_list_route(
 
 @router.post("/lbaas/l7policies/{l7policy_id}/rules", status_code=201)
 def create_l7rule(
-    l7policy_id: str,
-    body: L7RuleCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    l7policy_id: str, body: L7RuleCreateBody, call: Call = Depends(get_call)
 ) -> JSONResponse:
+    services, ctx = call
     with tree_write(services) as w:
         policy = _policy(w.session, ctx, l7policy_id, Rule.WRITE)
         lb, listener = _lock_for_rule_change(w, policy)
@@ -103,9 +100,9 @@ def show_l7rule(
     l7policy_id: str,
     rule_id: str,
     fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    call: Call = Depends(get_call),
 ) -> dict[str, Any]:
+    services, ctx = call
     with services.database.read() as session:
         policy = _policy(session, ctx, l7policy_id, Rule.READ)
         row = _rule_of(session, policy, rule_id)
@@ -114,12 +111,9 @@ def show_l7rule(
 
 @router.put("/lbaas/l7policies/{l7policy_id}/rules/{rule_id}")
 def update_l7rule_route(
-    l7policy_id: str,
-    rule_id: str,
-    body: L7RuleUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    l7policy_id: str, rule_id: str, body: L7RuleUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     with tree_write(services) as w:
         policy = _policy(w.session, ctx, l7policy_id, Rule.WRITE)
         row = _rule_of(w.session, policy, rule_id)
@@ -131,12 +125,8 @@ def update_l7rule_route(
 
 
 @router.delete("/lbaas/l7policies/{l7policy_id}/rules/{rule_id}", status_code=204)
-def delete_l7rule(
-    l7policy_id: str,
-    rule_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def delete_l7rule(l7policy_id: str, rule_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
     with tree_write(services) as w:
         policy = _policy(w.session, ctx, l7policy_id, Rule.WRITE)
         row = _rule_of(w.session, policy, rule_id)

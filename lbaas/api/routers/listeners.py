@@ -15,15 +15,13 @@ from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.listener import build_listener, update_listener
-from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import get_listener, get_loadbalancer
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.listener import ListenerCreateBody, ListenerUpdateBody
-from lbaas.api.services import ApiServices
 from lbaas.api.views.common import single
 from lbaas.api.views.listener import render_listeners
 from lbaas.api.writes import tree_write
@@ -49,11 +47,8 @@ add_list_route(
 
 
 @router.post("/lbaas/listeners", status_code=201)
-def create_listener(
-    body: ListenerCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> JSONResponse:
+def create_listener(body: ListenerCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
+    services, ctx = call
     data = body.listener
     with tree_write(services) as w:
         lb = get_loadbalancer(w.session, ctx, data.loadbalancer_id, Rule.WRITE)
@@ -82,11 +77,9 @@ add_show_route(
 
 @router.put("/lbaas/listeners/{listener_id}")
 def update_listener_route(
-    listener_id: str,
-    body: ListenerUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    listener_id: str, body: ListenerUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     with tree_write(services) as w:
         row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
         lb = w.lock_child(row.loadbalancer_id, row)
@@ -97,11 +90,8 @@ def update_listener_route(
 
 
 @router.delete("/lbaas/listeners/{listener_id}", status_code=204)
-def delete_listener(
-    listener_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def delete_listener(listener_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
     with tree_write(services) as w:
         row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
         lb = w.lock_child(row.loadbalancer_id)
@@ -111,11 +101,8 @@ def delete_listener(
 
 
 @router.get("/lbaas/listeners/{listener_id}/stats")
-def listener_stats(
-    listener_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def listener_stats(listener_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
     with services.database.read() as session:
         row = get_listener(session, ctx, listener_id, Rule.READ)
         totals = stats_repo.listener_totals(session, [row.id])

@@ -14,8 +14,7 @@ from lbaas.api.builders.loadbalancer import (
     build_loadbalancer,
     reject_unsupported_vip_options,
 )
-from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import (
     TRUE_WORDS,
     list_page,
@@ -27,7 +26,6 @@ from lbaas.api.policy import Rule
 from lbaas.api.read_routes import add_show_route, live_rows_of_caller
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreateBody, LoadBalancerUpdateBody
-from lbaas.api.services import ApiServices
 from lbaas.api.views.common import single
 from lbaas.api.views.loadbalancer import loadbalancer_view, render_loadbalancers
 from lbaas.api.views.status_tree import status_tree
@@ -51,11 +49,10 @@ _one = single(render_loadbalancers)
 
 @router.get("/lbaas/loadbalancers", response_model=None)
 def list_loadbalancers(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    request: Request, call: Call = Depends(get_call)
 ) -> dict[str, Any] | Response:
     # Without ``fields=`` the database renders each object (``db/loadbalancer_json.py``).
+    services, ctx = call
     max_limit = services.settings.api.pagination_max_limit
     params = parse_list_params(
         request, SPEC, max_limit, bool_filters=BOOL_FILTERS, int_filters=INT_FILTERS
@@ -74,10 +71,9 @@ def list_loadbalancers(
 
 @router.post("/lbaas/loadbalancers", status_code=201)
 def create_loadbalancer(
-    body: LoadBalancerCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    body: LoadBalancerCreateBody, call: Call = Depends(get_call)
 ) -> JSONResponse:
+    services, ctx = call
     data = body.loadbalancer
     project = authorized_project(ctx, data)
     with tree_write(services) as w:
@@ -109,11 +105,9 @@ add_show_route(
 
 @router.put("/lbaas/loadbalancers/{lb_id}")
 def update_loadbalancer(
-    lb_id: str,
-    body: LoadBalancerUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    lb_id: str, body: LoadBalancerUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     data = body.loadbalancer
     reject_unsupported_vip_options(
         data.vip_qos_policy_id if data.given("vip_qos_policy_id") else None, data.vip_sg_ids
@@ -129,11 +123,9 @@ def update_loadbalancer(
 
 @router.delete("/lbaas/loadbalancers/{lb_id}", status_code=204)
 def delete_loadbalancer(
-    lb_id: str,
-    cascade: str = "false",
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    lb_id: str, cascade: str = "false", call: Call = Depends(get_call)
 ) -> Response:
+    services, ctx = call
     with tree_write(services) as w:
         row = get_loadbalancer(w.session, ctx, lb_id, Rule.WRITE)
         w.lock_own(row, ACTIVE, ERROR)
@@ -146,11 +138,8 @@ def delete_loadbalancer(
 
 
 @router.get("/lbaas/loadbalancers/{lb_id}/stats")
-def loadbalancer_stats(
-    lb_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def loadbalancer_stats(lb_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
     with services.database.read() as session:
         row = get_loadbalancer(session, ctx, lb_id, Rule.READ)
         tree = load_tree(session.connection(), row.id)
@@ -165,11 +154,8 @@ def loadbalancer_stats(
 
 @router.get("/lbaas/loadbalancers/{lb_id}/status")
 @router.get("/lbaas/loadbalancers/{lb_id}/statuses", include_in_schema=False)
-def loadbalancer_status(
-    lb_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def loadbalancer_status(lb_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
     with services.database.read() as session:
         get_loadbalancer(session, ctx, lb_id, Rule.READ)
         tree = load_tree(session.connection(), lb_id)
@@ -178,11 +164,8 @@ def loadbalancer_status(
 
 
 @router.put("/lbaas/loadbalancers/{lb_id}/failover", status_code=202)
-def failover_loadbalancer(
-    lb_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def failover_loadbalancer(lb_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
     with tree_write(services) as w:
         row = get_loadbalancer(w.session, ctx, lb_id, Rule.ADMIN)
         w.lock_own(row, ACTIVE, ERROR)
@@ -191,12 +174,9 @@ def failover_loadbalancer(
 
 
 @router.get("/lbaas/loadbalancers/{lb_id}/converge_status")
-def converge_status(
-    lb_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def converge_status(lb_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
     """lbaas extension: the converge job of a load balancer and its last error."""
+    services, ctx = call
     with services.database.read() as session:
         row = get_loadbalancer(session, ctx, lb_id, Rule.READ)
         job = job_queue.last_error(session, row.id)

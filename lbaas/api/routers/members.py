@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.member import apply_batch, apply_member_update, build_member, check_subnet
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import TRUE_WORDS, select_fields
 from lbaas.api.lookups import find_pool, get_pool, has_live_monitor
 from lbaas.api.policy import Rule, authorize
@@ -28,7 +28,6 @@ from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.member import MemberCreateBody, MembersBatchBody, MemberUpdateBody
-from lbaas.api.services import ApiServices
 from lbaas.api.views.member import render_member, render_members
 from lbaas.api.writes import tree_write
 from lbaas.db.listing import derived_spec
@@ -69,11 +68,9 @@ add_list_route(
 
 @router.post("/lbaas/pools/{pool_id}/members", status_code=201)
 def create_member(
-    pool_id: str,
-    body: MemberCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    pool_id: str, body: MemberCreateBody, call: Call = Depends(get_call)
 ) -> JSONResponse:
+    services, ctx = call
     with tree_write(services) as w:
         pool = get_pool(w.session, ctx, pool_id, Rule.WRITE)
         lb, listeners = w.lock_pool(pool)
@@ -90,9 +87,9 @@ def show_member(
     pool_id: str,
     member_id: str,
     fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    call: Call = Depends(get_call),
 ) -> dict[str, Any]:
+    services, ctx = call
     with services.database.read() as session:
         _, row = _pool_and_member(session, ctx, pool_id, member_id, Rule.READ)
         return {"member": select_fields(render_member(session, row), fields)}
@@ -100,12 +97,9 @@ def show_member(
 
 @router.put("/lbaas/pools/{pool_id}/members/{member_id}")
 def update_member(
-    pool_id: str,
-    member_id: str,
-    body: MemberUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    pool_id: str, member_id: str, body: MemberUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     with tree_write(services) as w:
         pool, row = _pool_and_member(w.session, ctx, pool_id, member_id, Rule.WRITE)
         lb, listeners = w.lock_pool(pool, row)
@@ -116,12 +110,8 @@ def update_member(
 
 
 @router.delete("/lbaas/pools/{pool_id}/members/{member_id}", status_code=204)
-def delete_member(
-    pool_id: str,
-    member_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def delete_member(pool_id: str, member_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
     with tree_write(services) as w:
         pool, row = _pool_and_member(w.session, ctx, pool_id, member_id, Rule.WRITE)
         lb, listeners = w.lock_pool(pool, row)
@@ -134,9 +124,9 @@ def batch_update_members(
     pool_id: str,
     body: MembersBatchBody,
     additive_only: str = "false",
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    call: Call = Depends(get_call),
 ) -> Response:
+    services, ctx = call
     with tree_write(services) as w:
         # Creating, updating and (unless additive) deleting all need the write rule.
         pool = get_pool(w.session, ctx, pool_id, Rule.WRITE)

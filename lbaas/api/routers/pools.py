@@ -9,14 +9,13 @@ from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.pool import apply_pool_update, build_pool
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import find_live, get_loadbalancer, get_pool
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.pool import PoolCreateBody, PoolUpdateBody
-from lbaas.api.services import ApiServices
 from lbaas.api.views.pool import render_pool, render_pools
 from lbaas.api.writes import tree_write
 from lbaas.db import pool_queries
@@ -60,11 +59,8 @@ add_list_route(
 
 
 @router.post("/lbaas/pools", status_code=201)
-def create_pool(
-    body: PoolCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> JSONResponse:
+def create_pool(body: PoolCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
+    services, ctx = call
     data = body.pool
     if data.loadbalancer_id is None and data.listener_id is None:
         raise ValidationFailure("Must provide at least one of: loadbalancer_id, listener_id")
@@ -89,11 +85,9 @@ add_show_route(router, "/lbaas/pools/{pool_id}", "show_pool", "pool", get_pool, 
 
 @router.put("/lbaas/pools/{pool_id}")
 def update_pool(
-    pool_id: str,
-    body: PoolUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    pool_id: str, body: PoolUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     with tree_write(services) as w:
         row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
         lb = w.lock_child(row.loadbalancer_id, row)
@@ -105,11 +99,8 @@ def update_pool(
 
 
 @router.delete("/lbaas/pools/{pool_id}", status_code=204)
-def delete_pool(
-    pool_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def delete_pool(pool_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
     with tree_write(services) as w:
         row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
         lb = w.lock_child(row.loadbalancer_id, row)

@@ -19,14 +19,13 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import KINDS
 from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.quota import QuotaUpdateBody
 from lbaas.api.scoping import list_scope
-from lbaas.api.services import ApiServices
 from lbaas.api.views.quota import default_limits, effective_limits, quota_view, render_quotas
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
@@ -53,31 +52,23 @@ add_list_route(
 
 
 @router.get("/lbaas/quotas/defaults")
-def show_deployment_defaults(
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def show_deployment_defaults(call: Call = Depends(get_call)) -> dict[str, Any]:
     """The defaults, for anyone allowed to read their own project's quota."""
+    services, ctx = call
     authorize(ctx, Rule.READ_QUOTA, ctx.project_id)
     return {"quota": quota_view(None, default_limits(services.settings.quota))}
 
 
 @router.get("/lbaas/quotas/{project_id}/default")
-def show_project_defaults(
-    project_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def show_project_defaults(project_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
     authorize(ctx, Rule.READ_QUOTA, project_id)
     return {"quota": quota_view(project_id, default_limits(services.settings.quota))}
 
 
 @router.get("/lbaas/quotas/{project_id}")
-def show_quota(
-    project_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def show_quota(project_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
     authorize(ctx, Rule.READ_QUOTA, project_id)
     with services.database.read() as session:
         row = session.get(QuotaRow, project_id)
@@ -87,11 +78,9 @@ def show_quota(
 
 @router.put("/lbaas/quotas/{project_id}", status_code=202)
 def update_quota(
-    project_id: str,
-    body: QuotaUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    project_id: str, body: QuotaUpdateBody, call: Call = Depends(get_call)
 ) -> JSONResponse:
+    services, ctx = call
     authorize(ctx, Rule.WRITE_QUOTA, project_id)
     if len(project_id) > PROJECT_ID_MAX:
         raise InvalidInput(
@@ -111,12 +100,9 @@ def update_quota(
 
 
 @router.delete("/lbaas/quotas/{project_id}", status_code=202)
-def reset_quota(
-    project_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def reset_quota(project_id: str, call: Call = Depends(get_call)) -> Response:
     """Every limit of the project back to the default; the record itself stays."""
+    services, ctx = call
     authorize(ctx, Rule.WRITE_QUOTA, project_id)
     with services.database.write() as session:
         row = session.get(QuotaRow, project_id, with_for_update=True)

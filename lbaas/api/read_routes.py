@@ -64,6 +64,20 @@ def tree_conditions(spec: ListSpec) -> Conditions:
     return conditions
 
 
+def live_children(lookup: Lookup, rule: Rule, table: Any, parent_column: str) -> Conditions:
+    """A sub-collection: the parent found by ``lookup`` with ``rule`` (404, then 403), and
+    those of its children (``table.<parent_column>``) that are not DELETED."""
+
+    def conditions(session: Session, _: Request, ctx: RequestContext, parent_id: Any) -> list[Any]:
+        parent = lookup(session, ctx, parent_id, rule)
+        return [
+            getattr(table, parent_column) == parent.id,
+            table.provisioning_status != ProvisioningStatus.DELETED.value,
+        ]
+
+    return conditions
+
+
 def no_conditions(*_: Any) -> list[Any]:
     """Every row: catalog lists, whose readers see every entry."""
     return []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.l7rule import build_l7rule, update_l7rule
@@ -20,7 +20,7 @@ from lbaas.api.listing import select_fields
 from lbaas.api.lookups import get_l7policy
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
-from lbaas.api.read_routes import Listing, add_list_route
+from lbaas.api.read_routes import Listing, add_list_route, live_children
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.l7rule import L7RuleCreateBody, L7RuleUpdateBody
 from lbaas.api.views.common import single
@@ -66,17 +66,12 @@ def _lock_for_rule_change(
 _one = single(render_l7rules)
 
 
-def _rules_of(session: Session, _: Request, ctx: RequestContext, policy_id: str) -> list[Any]:
-    policy = _policy(session, ctx, policy_id, Rule.READ)
-    return [L7RuleRow.l7policy_id == policy.id, L7RuleRow.provisioning_status != _DELETED]
-
-
 add_list_route(
     router,
     "/lbaas/l7policies/{l7policy_id}/rules",
     "list_l7rules",
     Listing(SPEC, render_l7rules, "rules", "rules_links"),
-    _rules_of,
+    live_children(_policy, Rule.READ, L7RuleRow, "l7policy_id"),
 )
 
 

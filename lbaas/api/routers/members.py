@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.member import apply_batch, apply_member_update, build_member, check_subnet
@@ -25,7 +25,7 @@ from lbaas.api.listing import TRUE_WORDS, select_fields
 from lbaas.api.lookups import find_pool, get_pool, has_live_monitor
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
-from lbaas.api.read_routes import Listing, add_list_route
+from lbaas.api.read_routes import Listing, add_list_route, live_children
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.member import MemberCreateBody, MembersBatchBody, MemberUpdateBody
 from lbaas.api.views.member import render_member, render_members
@@ -52,17 +52,12 @@ def _pool_and_member(
     return pool, member
 
 
-def _members_of(session: Session, _: Request, ctx: RequestContext, pool_id: str) -> list[Any]:
-    pool = get_pool(session, ctx, pool_id, Rule.READ_MEMBERS)
-    return [MemberRow.pool_id == pool.id, MemberRow.provisioning_status != _DELETED]
-
-
 add_list_route(
     router,
     "/lbaas/pools/{pool_id}/members",
     "list_members",
     Listing(SPEC, render_members, "members", "members_links"),
-    _members_of,
+    live_children(get_pool, Rule.READ_MEMBERS, MemberRow, "pool_id"),
 )
 
 

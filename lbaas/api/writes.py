@@ -130,6 +130,11 @@ class TreeWrite:
         enqueue(self.session, lb.id, rebuild=rebuild, new=new)
         self.enqueued = True
 
+    def converge_again(self, loadbalancer_id: str) -> None:
+        """Enqueue a converge that changes no status (re-push the configuration)."""
+        enqueue(self.session, loadbalancer_id)
+        self.enqueued = True
+
     def view(self, render: Callable[[Session, R], dict[str, Any]], row: R) -> dict[str, Any]:
         """Flush the write and render ``row`` as the response shows it."""
         self.session.flush()

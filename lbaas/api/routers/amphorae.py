@@ -22,7 +22,7 @@ from lbaas.api.policy import require_admin
 from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.views.amphora import amphora_view, listener_stats_view, render_amphorae
-from lbaas.api.writes import enqueue, tree_write, utcnow
+from lbaas.api.writes import tree_write, utcnow
 from lbaas.db import amphora_queries, amphora_repo
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
@@ -124,13 +124,10 @@ def push_amphora_config(amphora_id: str, call: Call = Depends(get_call)) -> Resp
     """Re-apply the load balancer's configuration (a converge; no status changes)."""
     services, ctx = call
     require_admin(ctx)
-    with services.database.write() as session:
-        amp = get_amphora(session, amphora_id)
-        lb = _live_loadbalancer(session, amp)
+    with tree_write(services) as w:
+        lb = _live_loadbalancer(w.session, get_amphora(w.session, amphora_id))
         if lb is not None:
-            enqueue(session, lb.id)
-    if lb is not None:
-        services.notify()
+            w.converge_again(lb.id)
     return Response(status_code=202)
 
 

@@ -120,14 +120,18 @@ class TreeWrite:
         delete: Iterable[Any] = (),
         lb_status: str = PENDING_UPDATE,
         rebuild: bool = False,
-        new: bool = False,
     ) -> None:
         """Mark ``lb`` (``lb_status``), ``update`` PENDING_UPDATE and ``delete``
         PENDING_DELETE, and enqueue the load balancer's converge job."""
         mark([lb], lb_status, self.now)
         mark(update, PENDING_UPDATE, self.now)
         mark(delete, PENDING_DELETE, self.now)
-        enqueue(self.session, lb.id, rebuild=rebuild, new=new)
+        enqueue(self.session, lb.id, rebuild=rebuild)
+        self.enqueued = True
+
+    def created(self, lb: LoadBalancerRow) -> None:
+        """A new load balancer (already PENDING_CREATE): enqueue its first converge."""
+        enqueue(self.session, lb.id, new=True)
         self.enqueued = True
 
     def converge_again(self, loadbalancer_id: str) -> None:

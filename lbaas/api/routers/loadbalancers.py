@@ -84,7 +84,7 @@ def create_loadbalancer(
             full = graph_create.create_children(
                 w.session, services, ctx, row, listeners, pools, w.now
             )
-        w.changed(row, lb_status=row.provisioning_status, new=True)
+        w.created(row)
         w.session.flush()
         # A new load balancer's children are the ones just created: no need to query them.
         view = loadbalancer_view(row, [], [], sorted(set(data.tags or [])))

@@ -7,6 +7,9 @@ the worker threads) cost more than everything these functions do.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from fastapi import Depends
 from starlette.requests import Request
 
 from lbaas.api.context import RequestContext, build_context
@@ -26,3 +29,16 @@ async def get_context(request: Request) -> RequestContext:
     services = services_of(request)
     request_id = getattr(request.state, "request_id", "")
     return build_context(request, services.settings.api, request_id)
+
+
+class Call(NamedTuple):
+    """The services and the caller of one request, for handlers that pass both on."""
+
+    services: ApiServices
+    ctx: RequestContext
+
+
+async def get_call(
+    services: ApiServices = Depends(get_services), ctx: RequestContext = Depends(get_context)
+) -> Call:
+    return Call(services, ctx)

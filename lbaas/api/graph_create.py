@@ -17,14 +17,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from lbaas.api.builders.healthmonitor import build_healthmonitor
 from lbaas.api.builders.l7policy import build_l7policy
 from lbaas.api.builders.listener import build_listener
+from lbaas.api.builders.member import build_member
+from lbaas.api.builders.pool import build_pool
 from lbaas.api.context import RequestContext
 from lbaas.api.errors import validation_message
 from lbaas.api.quota import check_quota
-from lbaas.api.routers.healthmonitors import build_healthmonitor
-from lbaas.api.routers.members import build_member
-from lbaas.api.routers.pools import build_pool
 from lbaas.api.schemas.listener import ListenerNested
 from lbaas.api.schemas.loadbalancer import AdditionalVip
 from lbaas.api.schemas.pool import PoolSingleCreate

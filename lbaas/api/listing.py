@@ -202,7 +202,7 @@ def list_page(
     objects = render(session, rows)
     body: dict[str, Any] = {collection: [select_fields(o, params.fields) for o in objects]}
     if links_key is not None:
-        ids = [str(getattr(r, "id", getattr(r, "name", ""))) for r in rows]
+        ids = [str(getattr(r, spec.id_column.key)) for r in rows]
         body[links_key] = page_links(request, params, ids, base_uri)
     return body
 

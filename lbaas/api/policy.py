@@ -51,3 +51,13 @@ def authorize(ctx: RequestContext, rule: Rule, target_project: str | None = None
     """Raise Forbidden unless the caller may do this to the target project's objects."""
     if not allowed(ctx, rule, target_project):
         raise Forbidden()
+
+
+def require_admin(ctx: RequestContext) -> None:
+    """Catalog writes and operator views: admins only."""
+    authorize(ctx, Rule.ADMIN, ctx.project_id)
+
+
+def require_reader(ctx: RequestContext) -> None:
+    """Catalog reads: anyone who may read their own project's objects."""
+    authorize(ctx, Rule.READ, ctx.project_id)

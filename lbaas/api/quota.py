@@ -19,6 +19,7 @@ from lbaas.db.tables import (
     QuotaRow,
 )
 from lbaas.errors import QuotaExceeded
+from lbaas.model.enums import ProvisioningStatus
 
 KINDS: dict[str, tuple[type[Base], str]] = {
     "loadbalancer": (LoadBalancerRow, "Load Balancer"),
@@ -49,6 +50,8 @@ def check_quota(
     table, label = KINDS[kind]
     columns: Any = table  # every quota kind has project_id and provisioning_status
     column, status = columns.project_id, columns.provisioning_status
-    in_use = queries.count_rows(session, table, column == project_id, status != "DELETED")
+    in_use = queries.count_rows(
+        session, table, column == project_id, status != ProvisioningStatus.DELETED.value
+    )
     if in_use + adding > limit:
         raise QuotaExceeded(label)

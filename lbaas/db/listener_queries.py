@@ -13,9 +13,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from lbaas.db.tables import L7PolicyRow
+from lbaas.db.tables import L7PolicyRow, L7RuleRow
+from lbaas.model.enums import ProvisioningStatus
 
-_GONE = ("DELETED", "PENDING_DELETE")
+_DELETED = ProvisioningStatus.DELETED.value
+_GONE = (_DELETED, ProvisioningStatus.PENDING_DELETE.value)
 
 
 def ordered_children_ids(
@@ -51,3 +53,61 @@ def policies_in_order(session: Session, listener_id: str) -> list[L7PolicyRow]:
         .order_by(L7PolicyRow.position, L7PolicyRow.created_at, L7PolicyRow.id)
     )
     return list(session.scalars(stmt))
+
+
+def live_policies_and_rules(
+    session: Session, listener_id: str
+) -> tuple[list[L7PolicyRow], list[L7RuleRow]]:
+    """The listener's policies and their rules that are not DELETED (a delete takes them)."""
+    policies = list(
+        session.scalars(
+            select(L7PolicyRow).where(
+                L7PolicyRow.listener_id == listener_id,
+                L7PolicyRow.provisioning_status != _DELETED,
+            )
+        )
+    )
+    rules = list(
+        session.scalars(
+            select(L7RuleRow).where(
+                L7RuleRow.l7policy_id.in_([p.id for p in policies]),
+                L7RuleRow.provisioning_status != _DELETED,
+            )
+        )
+    )
+    return policies, rules
+
+
+def live_rules_of(session: Session, policy_id: str) -> list[L7RuleRow]:
+    """A policy's rules that are not DELETED (a policy delete takes them)."""
+    return list(
+        session.scalars(
+            select(L7RuleRow).where(
+                L7RuleRow.l7policy_id == policy_id, L7RuleRow.provisioning_status != _DELETED
+            )
+        )
+    )
+
+
+def policy_ids_in_order(session: Session, listener_ids: Sequence[str]) -> dict[str, list[str]]:
+    """Ids of each listener's policies (not DELETED) in evaluation order."""
+    return ordered_children_ids(
+        session,
+        L7PolicyRow.id,
+        L7PolicyRow.listener_id,
+        listener_ids,
+        [L7PolicyRow.position, L7PolicyRow.created_at],
+        L7PolicyRow.provisioning_status != _DELETED,
+    )
+
+
+def rule_ids_in_order(session: Session, policy_ids: Sequence[str]) -> dict[str, list[str]]:
+    """Ids of each policy's rules (not DELETED), oldest first."""
+    return ordered_children_ids(
+        session,
+        L7RuleRow.id,
+        L7RuleRow.l7policy_id,
+        policy_ids,
+        [L7RuleRow.created_at],
+        L7RuleRow.provisioning_status != _DELETED,
+    )

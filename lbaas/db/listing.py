@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import collections
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     ColumnElement,
     DateTime,
+    Integer,
     Select,
     String,
     and_,
@@ -25,6 +27,7 @@ from sqlalchemy import (
     cast,
     exists,
     false,
+    inspect,
     or_,
     select,
 )
@@ -48,6 +51,49 @@ class ListSpec:
     # times cheaper for big pages, for views that need no relationships. Timestamps and
     # JSON columns then arrive as their stored text (see ``plain_columns``).
     plain_rows: bool = False
+
+
+def derived_spec(
+    table: type[Base],
+    *,
+    aliases: Mapping[str, str] | None = None,
+    exclude: Collection[str] = (),
+    tag_capable: bool = True,
+    plain_rows: bool = False,
+) -> ListSpec:
+    """The ``ListSpec`` of ``table``: every scalar column under its own name (JSON-valued
+    columns cannot be compared for equality portably, so they are neither filters nor sort
+    keys), minus ``exclude``, plus ``aliases`` (API name -> column name)."""
+    mapper = inspect(table)
+    columns: dict[str, InstrumentedAttribute[Any]] = {}
+    for attr in mapper.column_attrs:
+        column = attr.columns[0]
+        if attr.key in exclude or isinstance(column.type, JSON):
+            continue
+        columns[attr.key] = getattr(table, attr.key)
+    for alias, name in (aliases or {}).items():
+        columns[alias] = getattr(table, name)
+    primary = mapper.get_property_by_column(mapper.primary_key[0]).key
+    return ListSpec(
+        table=table,
+        columns=columns,
+        id_column=getattr(table, primary),
+        created_column=getattr(table, "created_at", None),
+        tag_capable=tag_capable,
+        plain_rows=plain_rows,
+    )
+
+
+def column_names(table: type[Base]) -> tuple[str, ...]:
+    """The attribute names of ``table``'s columns, in declaration order."""
+    return tuple(attr.key for attr in inspect(table).column_attrs)
+
+
+def typed_filters(spec: ListSpec) -> tuple[frozenset[str], frozenset[str]]:
+    """The API names of ``spec``'s boolean and integer columns (filters parsed as such)."""
+    bools = {k for k, c in spec.columns.items() if isinstance(c.property.columns[0].type, Boolean)}
+    ints = {k for k, c in spec.columns.items() if isinstance(c.property.columns[0].type, Integer)}
+    return frozenset(bools), frozenset(ints)
 
 
 @dataclass(frozen=True)

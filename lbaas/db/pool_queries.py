@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
-from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, MemberRow
+from lbaas.db.tables import HealthMonitorRow, L7PolicyRow, L7RuleRow, ListenerRow, MemberRow
 
 
 def listeners_using_pools(session: Session, pool_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -89,3 +89,29 @@ def member_ids_of_pools(session: Session, pool_ids: Sequence[str]) -> dict[str, 
     for pool_id, member_id in rows:
         out[pool_id].append(member_id)
     return out
+
+
+def pool_of_monitor(session: Session, monitor_id: str) -> list[str]:
+    """The id of the pool a health monitor watches, or none (the ``healthmonitor_id``
+    filter of pool lists)."""
+    hm = session.get(HealthMonitorRow, monitor_id)
+    return [hm.pool_id] if hm is not None else []
+
+
+def policies_redirecting_to(session: Session, pool_id: str) -> list[L7PolicyRow]:
+    """The L7 policies that redirect to a pool (any status: they keep it from deletion)."""
+    return list(session.scalars(select(L7PolicyRow).where(L7PolicyRow.redirect_pool_id == pool_id)))
+
+
+def members_and_monitors(
+    session: Session, pool_id: str
+) -> tuple[list[MemberRow], list[HealthMonitorRow]]:
+    """Every member and health monitor row of a pool (a pool delete takes them along)."""
+    members = session.scalars(select(MemberRow).where(MemberRow.pool_id == pool_id))
+    monitors = session.scalars(select(HealthMonitorRow).where(HealthMonitorRow.pool_id == pool_id))
+    return list(members), list(monitors)
+
+
+def members_of_pool(session: Session, pool_id: str) -> list[MemberRow]:
+    """Every member row of a pool, whatever its status."""
+    return list(session.scalars(select(MemberRow).where(MemberRow.pool_id == pool_id)))

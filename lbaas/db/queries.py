@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from lbaas.db.tables import Base, ListenerRow, LoadBalancerRow, PoolRow, QuotaRow, TagRow
+from lbaas.model.enums import ProvisioningStatus
 
 
 def lock_loadbalancer(session: Session, loadbalancer_id: str) -> LoadBalancerRow | None:
@@ -21,7 +22,7 @@ def lock_loadbalancer(session: Session, loadbalancer_id: str) -> LoadBalancerRow
     row = session.get(
         LoadBalancerRow, loadbalancer_id, with_for_update=True, populate_existing=True
     )
-    if row is None or row.provisioning_status == "DELETED":
+    if row is None or row.provisioning_status == ProvisioningStatus.DELETED:
         return None
     return row
 
@@ -61,7 +62,7 @@ class LoadBalancerChildren:
 
 
 # Provisioning statuses of objects that exist for the API (everything but DELETED).
-LIVE_STATUSES = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE", "ACTIVE", "ERROR")
+LIVE_STATUSES = tuple(s.value for s in ProvisioningStatus if s is not ProvisioningStatus.DELETED)
 
 
 def in_id_set(column: Any, dialect: str) -> Any:
@@ -121,6 +122,18 @@ def loadbalancer_children(session: Session, lb_ids: Sequence[str]) -> LoadBalanc
 
 def find_rows(session: Session, table: type[Base], *conditions: Any) -> list[Any]:
     return list(session.scalars(select(table).where(*conditions)))
+
+
+def count_live_loadbalancers(session: Session, **where: str) -> int:
+    """How many load balancers that are not DELETED have the given column values (the
+    flavor or zone that is in use cannot be deleted)."""
+    conditions = [getattr(LoadBalancerRow, column) == value for column, value in where.items()]
+    return count_rows(
+        session,
+        LoadBalancerRow,
+        *conditions,
+        LoadBalancerRow.provisioning_status != ProvisioningStatus.DELETED.value,
+    )
 
 
 def count_rows(session: Session, table: type[Base], *conditions: Any) -> int:

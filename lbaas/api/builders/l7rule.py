@@ -15,7 +15,9 @@ from lbaas.db.listing import add_tags, set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, LoadBalancerRow
 from lbaas.errors import Conflict, InvalidInput
-from lbaas.model.enums import L7CompareType, L7RuleType, OperatingStatus
+from lbaas.model.enums import L7CompareType, L7RuleType, OperatingStatus, ProvisioningStatus
+
+_GONE = (ProvisioningStatus.DELETED.value, ProvisioningStatus.PENDING_DELETE.value)
 
 
 def _check_type(services: ApiServices, lb: LoadBalancerRow, rule_type: L7RuleType) -> None:
@@ -41,7 +43,7 @@ def build_l7rule(
         session,
         L7RuleRow,
         L7RuleRow.l7policy_id == policy.id,
-        L7RuleRow.provisioning_status.not_in(("DELETED", "PENDING_DELETE")),
+        L7RuleRow.provisioning_status.not_in(_GONE),
     )
     if in_use >= MAX_RULES_PER_POLICY:
         raise Conflict(f"Too many rules on L7 policy {policy.id}")

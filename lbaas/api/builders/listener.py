@@ -24,7 +24,12 @@ from lbaas.db.listing import add_tags, set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import NotFound
-from lbaas.model.enums import ClientAuthentication, ListenerProtocol, OperatingStatus
+from lbaas.model.enums import (
+    ClientAuthentication,
+    ListenerProtocol,
+    OperatingStatus,
+    ProvisioningStatus,
+)
 
 # What each optional field becomes when omitted on create or sent as null.
 NULL_MEANS: dict[str, Any] = {
@@ -52,7 +57,11 @@ NULL_MEANS: dict[str, Any] = {
 def pool_on_loadbalancer(session: Session, lb: LoadBalancerRow, pool_id: str) -> PoolRow:
     """A pool the listener's load balancer owns, else 404 as if it did not exist."""
     pool = session.get(PoolRow, pool_id)
-    if pool is None or pool.loadbalancer_id != lb.id or pool.provisioning_status == "DELETED":
+    if (
+        pool is None
+        or pool.loadbalancer_id != lb.id
+        or pool.provisioning_status == ProvisioningStatus.DELETED
+    ):
         raise NotFound.of("Pool", pool_id)
     return pool
 
@@ -126,19 +135,20 @@ def _check_port(
         ListenerRow,
         ListenerRow.loadbalancer_id == lb.id,
         ListenerRow.protocol_port == port,
-        ListenerRow.provisioning_status != "DELETED",
+        ListenerRow.provisioning_status != ProvisioningStatus.DELETED.value,
     )
     rules.check_port_free(protocol, port, [(o.protocol, o.protocol_port) for o in others])
 
 
 def _store(row: ListenerRow, v: Mapping[str, Any], s: rules.ListenerSettings) -> None:
-    row.name, row.description = v["name"], v["description"]
+    """Write the merged values: plain options as they are (so a new optional field needs
+    only its ``NULL_MEANS`` entry), the TLS settings as validated."""
+    for name, value in v.items():
+        setattr(row, name, value)
     row.connection_limit = int(v["connection_limit"])
-    row.default_pool_id = v["default_pool_id"]
     row.insert_headers = dict(v["insert_headers"])
     for key in rules.DEFAULT_TIMEOUTS:
         setattr(row, key, int(v[key]))
-    row.allowed_cidrs = v["allowed_cidrs"]
     row.default_tls_container_ref = s.default_tls_container_ref
     row.sni_container_refs = list(s.sni_container_refs)
     row.client_ca_tls_container_ref = s.client_ca_tls_container_ref

@@ -16,48 +16,28 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
-from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import list_page, parse_list_params, select_fields
-from lbaas.api.policy import Rule, authorize
+from lbaas.api.deps import Call, get_call
+from lbaas.api.listing import select_fields
+from lbaas.api.policy import require_admin
+from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
-from lbaas.api.services import ApiServices
 from lbaas.api.views.amphora import amphora_view, listener_stats_view, render_amphorae
-from lbaas.api.writes import PENDING_UPDATE, enqueue, lock_loadbalancer_for_child, mark, utcnow
+from lbaas.api.writes import tree_write, utcnow
 from lbaas.db import amphora_queries, amphora_repo
-from lbaas.db.listing import ListSpec
+from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import AmphoraRow, LoadBalancerRow
 from lbaas.errors import Conflict, NotFound
+from lbaas.model.enums import AmphoraStatus, ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["amphorae"])
 PATH = "/octavia/amphorae"
-DELETED = "DELETED"
+DELETED = AmphoraStatus.DELETED.value
 T = AmphoraRow
-SPEC = ListSpec(
-    table=T,
-    columns={
-        name: getattr(T, name)
-        for name in (
-            "id",
-            "loadbalancer_id",
-            "compute_id",
-            "lb_network_ip",
-            "vrrp_ip",
-            "ha_ip",
-            "vrrp_port_id",
-            "ha_port_id",
-            "role",
-            "status",
-            "vrrp_interface",
-            "vrrp_id",
-            "vrrp_priority",
-            "created_at",
-            "updated_at",
-        )
-    },
-    id_column=T.id,
-    created_column=T.created_at,
+# Columns the reference does not show are neither filters nor sort keys.
+SPEC = derived_spec(
+    T,
+    exclude={"last_heartbeat_at", "host", "cert_expiration", "failover_pending"},
     tag_capable=False,
 )
 
@@ -73,115 +53,88 @@ def _live_loadbalancer(session: Session, amp: AmphoraRow) -> LoadBalancerRow | N
     if amp.loadbalancer_id is None:
         return None
     lb = session.get(LoadBalancerRow, amp.loadbalancer_id)
-    return None if lb is None or lb.provisioning_status == DELETED else lb
+    return None if lb is None or lb.provisioning_status == ProvisioningStatus.DELETED else lb
 
 
-@router.get(PATH)
-def list_amphorae(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
-    params = parse_list_params(
-        request,
-        SPEC,
-        services.settings.api.pagination_max_limit,
-        int_filters=frozenset({"vrrp_id", "vrrp_priority"}),
-        extra_allowed=frozenset({"project_id"}),
-    )
+def _live_amphorae(_: Session, request: Request, *__: Any) -> list[Any]:
     conditions = [T.status != DELETED]
     project = request.query_params.get("project_id")
     if project is not None:
         conditions.append(amphora_queries.owned_by_project(project))
-    with services.database.read() as session:
-        return list_page(
-            session,
-            request,
-            SPEC,
-            params,
-            render_amphorae,
-            "amphorae",
-            "amphorae_links",
-            services.settings.api.api_base_uri,
-            conditions,
-        )
+    return conditions
+
+
+add_list_route(
+    router,
+    PATH,
+    "list_amphorae",
+    Listing(
+        SPEC,
+        render_amphorae,
+        "amphorae",
+        "amphorae_links",
+        extra_allowed=frozenset({"project_id"}),
+    ),
+    _live_amphorae,
+    guard=require_admin,
+)
 
 
 @router.get(PATH + "/{amphora_id}")
 def show_amphora(
-    amphora_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    amphora_id: str, fields: list[str] = Query(default=[]), call: Call = Depends(get_call)
 ) -> dict[str, Any]:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    services, ctx = call
+    require_admin(ctx)
     with services.database.read() as session:
         view = amphora_view(get_amphora(session, amphora_id))
     return {"amphora": select_fields(view, fields)}
 
 
 @router.delete(PATH + "/{amphora_id}", status_code=204)
-def delete_amphora(
-    amphora_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+def delete_amphora(amphora_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
+    require_admin(ctx)
     with services.database.write() as session:
         amp = get_amphora(session, amphora_id, lock=True)
-        if amp.status != "ERROR":
+        if amp.status != AmphoraStatus.ERROR.value:
             raise Conflict(f"amphora {amp.id} is immutable and cannot be updated.")
         amphora_repo.set_status(session, amp.id, DELETED, utcnow())
     return Response(status_code=204)
 
 
 @router.put(PATH + "/{amphora_id}/failover", status_code=202)
-def failover_amphora(
-    amphora_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def failover_amphora(amphora_id: str, call: Call = Depends(get_call)) -> Response:
     """Rebuild the amphora's load balancer; 409 unless that load balancer is ACTIVE."""
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
-    with services.database.write() as session:
-        amp = get_amphora(session, amphora_id, lock=True)
-        served = _live_loadbalancer(session, amp)
+    services, ctx = call
+    require_admin(ctx)
+    with tree_write(services) as w:
+        amp = get_amphora(w.session, amphora_id, lock=True)
+        served = _live_loadbalancer(w.session, amp)
         if served is None:
             raise Conflict(f"amphora {amp.id} is immutable and cannot be updated.")
-        lb = lock_loadbalancer_for_child(session, served.id)
-        mark([lb], PENDING_UPDATE, utcnow())
+        lb = w.lock_child(served.id)
         amp.failover_pending = True
-        enqueue(session, lb.id, rebuild=True)
-    services.notify()
+        w.changed(lb, rebuild=True)
     return Response(status_code=202)
 
 
 @router.put(PATH + "/{amphora_id}/config", status_code=202)
-def push_amphora_config(
-    amphora_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def push_amphora_config(amphora_id: str, call: Call = Depends(get_call)) -> Response:
     """Re-apply the load balancer's configuration (a converge; no status changes)."""
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
-    with services.database.write() as session:
-        amp = get_amphora(session, amphora_id)
-        lb = _live_loadbalancer(session, amp)
+    services, ctx = call
+    require_admin(ctx)
+    with tree_write(services) as w:
+        lb = _live_loadbalancer(w.session, get_amphora(w.session, amphora_id))
         if lb is not None:
-            enqueue(session, lb.id)
-    if lb is not None:
-        services.notify()
+            w.converge_again(lb.id)
     return Response(status_code=202)
 
 
 @router.get(PATH + "/{amphora_id}/stats")
-def amphora_stats(
-    amphora_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+def amphora_stats(amphora_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
+    require_admin(ctx)
     with services.database.read() as session:
         amp = get_amphora(session, amphora_id)
         rows = amphora_queries.listener_counters(session, amp.id)

@@ -2,32 +2,19 @@
 
 Same rules as flavor profiles (admin only, enabled provider, data keys the provider
 declares, frozen while in use), so the routes here only name the zone-profile variant of
-``ProfileKind`` and delegate to the shared handlers in ``flavorprofiles``.
+``ProfileKind`` and delegate to the shared handlers in ``lbaas.api.profiles``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Depends, Query, Request
-from starlette.responses import JSONResponse, Response
-
-from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
-from lbaas.api.routers.flavorprofiles import (
-    ProfileKind,
-    create_profile,
-    delete_profile,
-    list_profiles,
-    show_profile,
-    update_profile,
-)
+from lbaas.api.profiles import ProfileKind, add_profile_routes
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import (
     AvailabilityZoneProfileCreateBody,
     AvailabilityZoneProfileUpdateBody,
 )
-from lbaas.api.services import ApiServices
 from lbaas.api.views.catalog import (
     availability_zone_profile_view,
     render_availability_zone_profiles,
@@ -59,54 +46,12 @@ ZONE_PROFILE = ProfileKind(
     render=render_availability_zone_profiles,
     users=_zones_using,
 )
-PATH = "/lbaas/availabilityzoneprofiles"
 
 
-@router.get(PATH)
-def list_zone_profiles(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    return list_profiles(ZONE_PROFILE, request, services, ctx)
-
-
-@router.post(PATH, status_code=201)
-def create_zone_profile(
-    body: AvailabilityZoneProfileCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> JSONResponse:
-    data = body.availability_zone_profile
-    return create_profile(
-        ZONE_PROFILE, services, ctx, data.name, data.provider_name, data.availability_zone_data
-    )
-
-
-@router.get(PATH + "/{profile_id}")
-def show_zone_profile(
-    profile_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    return show_profile(ZONE_PROFILE, services, ctx, profile_id, fields)
-
-
-@router.put(PATH + "/{profile_id}")
-def update_zone_profile(
-    profile_id: str,
-    body: AvailabilityZoneProfileUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    return update_profile(ZONE_PROFILE, services, ctx, profile_id, body.availability_zone_profile)
-
-
-@router.delete(PATH + "/{profile_id}", status_code=204)
-def delete_zone_profile(
-    profile_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
-    return delete_profile(ZONE_PROFILE, services, ctx, profile_id)
+add_profile_routes(
+    router,
+    "/lbaas/availabilityzoneprofiles",
+    "zone_profile",
+    ZONE_PROFILE,
+    (AvailabilityZoneProfileCreateBody, AvailabilityZoneProfileUpdateBody),
+)

@@ -10,44 +10,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import list_page, parse_list_params, select_fields
-from lbaas.api.policy import Rule, authorize
+from lbaas.api.deps import Call, get_call
+from lbaas.api.lookups import NIL_UUID
+from lbaas.api.policy import Rule, require_admin, require_reader
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route, no_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import (
     AvailabilityZoneCreateBody,
     AvailabilityZoneUpdateBody,
     reject_nulls,
 )
-from lbaas.api.services import ApiServices
 from lbaas.api.views.catalog import availability_zone_view, render_availability_zones
 from lbaas.api.writes import utcnow
 from lbaas.db import queries
-from lbaas.db.listing import ListSpec
+from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
-from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow, LoadBalancerRow
+from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
 
 router = APIRouter(route_class=JsonRoute, tags=["availabilityzones"])
-NIL_UUID = "00000000-0000-0000-0000-000000000000"
 PATH = "/lbaas/availabilityzones"
 T = AvailabilityZoneRow
-SPEC = ListSpec(
-    table=T,
-    columns={
-        "name": T.name,
-        "description": T.description,
-        "enabled": T.enabled,
-        "availability_zone_profile_id": T.availability_zone_profile_id,
-    },
-    id_column=T.name,
-    created_column=T.created_at,
-    tag_capable=False,
-)
+SPEC = derived_spec(T, exclude={"created_at"}, tag_capable=False)
 
 
 def get_zone(session: Session, name: str, *, lock: bool = False) -> AvailabilityZoneRow:
@@ -57,39 +45,20 @@ def get_zone(session: Session, name: str, *, lock: bool = False) -> Availability
     return row
 
 
-@router.get(PATH)
-def list_zones(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    authorize(ctx, Rule.READ, ctx.project_id)
-    params = parse_list_params(
-        request,
-        SPEC,
-        services.settings.api.pagination_max_limit,
-        bool_filters=frozenset({"enabled"}),
-    )
-    with services.database.read() as session:
-        return list_page(
-            session,
-            request,
-            SPEC,
-            params,
-            render_availability_zones,
-            "availability_zones",
-            "availability_zones_links",
-            services.settings.api.api_base_uri,
-        )
+add_list_route(
+    router,
+    PATH,
+    "list_zones",
+    Listing(SPEC, render_availability_zones, "availability_zones", "availability_zones_links"),
+    no_conditions,
+    guard=require_reader,
+)
 
 
 @router.post(PATH, status_code=201)
-def create_zone(
-    body: AvailabilityZoneCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> JSONResponse:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+def create_zone(body: AvailabilityZoneCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
+    services, ctx = call
+    require_admin(ctx)
     data = body.availability_zone
     with services.database.write() as session:
         if session.get(AvailabilityZoneRow, data.name) is not None:
@@ -112,27 +81,27 @@ def create_zone(
     return JSONResponse({"availability_zone": view}, status_code=201)
 
 
-@router.get(PATH + "/{name}")
-def show_zone(
-    name: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    authorize(ctx, Rule.READ, ctx.project_id)
-    with services.database.read() as session:
-        view = availability_zone_view(get_zone(session, name))
-    return {"availability_zone": select_fields(view, fields)}
+def _visible_zone(session: Session, ctx: RequestContext, ident: str, _: Rule) -> Any:
+    require_reader(ctx)
+    return get_zone(session, ident)
+
+
+add_show_route(
+    router,
+    PATH + "/{name}",
+    "show_zone",
+    "availability_zone",
+    _visible_zone,
+    lambda _, row: availability_zone_view(row),
+)
 
 
 @router.put(PATH + "/{name}")
 def update_zone(
-    name: str,
-    body: AvailabilityZoneUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    name: str, body: AvailabilityZoneUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    services, ctx = call
+    require_admin(ctx)
     data = body.availability_zone
     with services.database.write() as session:
         row = get_zone(session, name, lock=True)
@@ -147,21 +116,12 @@ def update_zone(
 
 
 @router.delete(PATH + "/{name}", status_code=204)
-def delete_zone(
-    name: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+def delete_zone(name: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
+    require_admin(ctx)
     with services.database.write() as session:
         row = get_zone(session, name, lock=True)
-        users = queries.count_rows(
-            session,
-            LoadBalancerRow,
-            LoadBalancerRow.availability_zone == row.name,
-            LoadBalancerRow.provisioning_status != "DELETED",
-        )
-        if users:
+        if queries.count_live_loadbalancers(session, availability_zone=row.name):
             raise Conflict(f"Availability Zone {row.name} is in use and cannot be modified.")
         session.delete(row)
     return Response(status_code=204)

@@ -13,40 +13,27 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import list_page, parse_list_params, select_fields
-from lbaas.api.policy import Rule, authorize
+from lbaas.api.deps import Call, get_call
+from lbaas.api.lookups import NIL_UUID
+from lbaas.api.policy import Rule, require_admin, require_reader
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import FlavorCreateBody, FlavorUpdateBody, reject_nulls
-from lbaas.api.services import ApiServices
 from lbaas.api.views.catalog import flavor_view, render_flavors
 from lbaas.api.writes import utcnow
 from lbaas.db import queries
-from lbaas.db.listing import ListSpec
+from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
-from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow
+from lbaas.db.tables import FlavorProfileRow, FlavorRow
 from lbaas.errors import Conflict, InvalidInput, NotFound
 
 router = APIRouter(route_class=JsonRoute, tags=["flavors"])
-NIL_UUID = "00000000-0000-0000-0000-000000000000"
 T = FlavorRow
-SPEC = ListSpec(
-    table=T,
-    columns={
-        "id": T.id,
-        "name": T.name,
-        "description": T.description,
-        "enabled": T.enabled,
-        "flavor_profile_id": T.flavor_profile_id,
-    },
-    id_column=T.id,
-    created_column=T.created_at,
-    tag_capable=False,
-)
+SPEC = derived_spec(T, exclude={"created_at"}, tag_capable=False)
 
 
 def get_flavor(session: Session, flavor_id: str, *, lock: bool = False) -> FlavorRow:
@@ -61,40 +48,24 @@ def _require_unique_name(session: Session, name: str, own_id: str | None = None)
         raise Conflict(f"A flavor of {name} already exists.")
 
 
-@router.get("/lbaas/flavors")
-def list_flavors(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    authorize(ctx, Rule.READ, ctx.project_id)
-    params = parse_list_params(
-        request,
-        SPEC,
-        services.settings.api.pagination_max_limit,
-        bool_filters=frozenset({"enabled"}),
-    )
-    with services.database.read() as session:
-        return list_page(
-            session,
-            request,
-            SPEC,
-            params,
-            render_flavors,
-            "flavors",
-            "flavors_links",
-            services.settings.api.api_base_uri,
-            [T.id != NIL_UUID],
-        )
+def _real_flavors(*_: Any) -> list[Any]:
+    return [T.id != NIL_UUID]
+
+
+add_list_route(
+    router,
+    "/lbaas/flavors",
+    "list_flavors",
+    Listing(SPEC, render_flavors, "flavors", "flavors_links"),
+    _real_flavors,
+    guard=require_reader,
+)
 
 
 @router.post("/lbaas/flavors", status_code=201)
-def create_flavor(
-    body: FlavorCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> JSONResponse:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+def create_flavor(body: FlavorCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
+    services, ctx = call
+    require_admin(ctx)
     data = body.flavor
     with services.database.write() as session:
         _require_unique_name(session, data.name)
@@ -116,26 +87,27 @@ def create_flavor(
     return JSONResponse({"flavor": view}, status_code=201)
 
 
-@router.get("/lbaas/flavors/{flavor_id}")
-def show_flavor(
-    flavor_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    authorize(ctx, Rule.READ, ctx.project_id)
-    with services.database.read() as session:
-        return {"flavor": select_fields(flavor_view(get_flavor(session, flavor_id)), fields)}
+def _visible_flavor(session: Session, ctx: RequestContext, ident: str, _: Rule) -> Any:
+    require_reader(ctx)
+    return get_flavor(session, ident)
+
+
+add_show_route(
+    router,
+    "/lbaas/flavors/{flavor_id}",
+    "show_flavor",
+    "flavor",
+    _visible_flavor,
+    lambda _, row: flavor_view(row),
+)
 
 
 @router.put("/lbaas/flavors/{flavor_id}")
 def update_flavor(
-    flavor_id: str,
-    body: FlavorUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    flavor_id: str, body: FlavorUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+    services, ctx = call
+    require_admin(ctx)
     data = body.flavor
     with services.database.write() as session:
         row = get_flavor(session, flavor_id, lock=True)
@@ -153,21 +125,12 @@ def update_flavor(
 
 
 @router.delete("/lbaas/flavors/{flavor_id}", status_code=204)
-def delete_flavor(
-    flavor_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
-    authorize(ctx, Rule.ADMIN, ctx.project_id)
+def delete_flavor(flavor_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
+    require_admin(ctx)
     with services.database.write() as session:
         row = get_flavor(session, flavor_id, lock=True)
-        users = queries.count_rows(
-            session,
-            LoadBalancerRow,
-            LoadBalancerRow.flavor_id == row.id,
-            LoadBalancerRow.provisioning_status != "DELETED",
-        )
-        if users:
+        if queries.count_live_loadbalancers(session, flavor_id=row.id):
             raise Conflict(f"Flavor {row.id} is in use and cannot be modified.")
         session.delete(row)
     return Response(status_code=204)

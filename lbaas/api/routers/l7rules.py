@@ -10,57 +10,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.l7rule import build_l7rule, update_l7rule
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import list_page, parse_list_params, select_fields
+from lbaas.api.deps import Call, get_call
+from lbaas.api.listing import select_fields
+from lbaas.api.lookups import get_l7policy
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
-from lbaas.api.routers.l7policies import get_l7policy
+from lbaas.api.read_routes import Listing, add_list_route, live_children
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.l7rule import L7RuleCreateBody, L7RuleUpdateBody
-from lbaas.api.services import ApiServices
+from lbaas.api.views.common import single
 from lbaas.api.views.l7rule import render_l7rules
-from lbaas.api.writes import (
-    PENDING_DELETE,
-    PENDING_UPDATE,
-    enqueue,
-    lock_loadbalancer_for_child,
-    mark,
-    require_active,
-    utcnow,
-)
-from lbaas.db.listing import ListSpec
+from lbaas.api.writes import TreeWrite, require_active, tree_write
+from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, LoadBalancerRow
 from lbaas.errors import NotFound
+from lbaas.model.enums import ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["l7rules"])
-T = L7RuleRow
-SPEC = ListSpec(
-    table=T,
-    columns={
-        "id": T.id,
-        "project_id": T.project_id,
-        "tenant_id": T.project_id,
-        "provisioning_status": T.provisioning_status,
-        "operating_status": T.operating_status,
-        "admin_state_up": T.admin_state_up,
-        "type": T.type,
-        "compare_type": T.compare_type,
-        "key": T.key,
-        "value": T.value,
-        "invert": T.invert,
-        "created_at": T.created_at,
-        "updated_at": T.updated_at,
-    },
-    id_column=T.id,
-    created_column=T.created_at,
-)
+SPEC = derived_spec(L7RuleRow, aliases={"tenant_id": "project_id"}, exclude={"l7policy_id"})
 _PARENT = "L7Policy"
+_DELETED = ProvisioningStatus.DELETED.value
 
 
 def _policy(session: Session, ctx: RequestContext, policy_id: str, rule: Rule) -> L7PolicyRow:
@@ -69,74 +44,49 @@ def _policy(session: Session, ctx: RequestContext, policy_id: str, rule: Rule) -
 
 def _rule_of(session: Session, policy: L7PolicyRow, rule_id: str) -> L7RuleRow:
     row = session.get(L7RuleRow, rule_id)
-    if row is None or row.l7policy_id != policy.id or row.provisioning_status == "DELETED":
+    if row is None or row.l7policy_id != policy.id or row.provisioning_status == _DELETED:
         raise NotFound.of("L7 Rule", rule_id)
     return row
 
 
 def _lock_for_rule_change(
-    session: Session, policy: L7PolicyRow
+    w: TreeWrite, policy: L7PolicyRow, *rows: L7RuleRow
 ) -> tuple[LoadBalancerRow, ListenerRow]:
     """Lock the load balancer (409 unless ACTIVE), then require the policy ACTIVE (409)."""
-    listener = session.get(ListenerRow, policy.listener_id)
+    listener = w.session.get(ListenerRow, policy.listener_id)
     if listener is None:
         raise NotFound.of("Listener", policy.listener_id)
-    lb = lock_loadbalancer_for_child(session, listener.loadbalancer_id)
-    session.refresh(policy)
+    lb = w.lock_child(listener.loadbalancer_id, policy)
     require_active(policy, _PARENT)
+    for row in rows:
+        w.session.refresh(row)
     return lb, listener
 
 
-def _one(session: Session, row: L7RuleRow) -> dict[str, Any]:
-    return render_l7rules(session, [row])[0]
+_one = single(render_l7rules)
 
 
-@router.get("/lbaas/l7policies/{l7policy_id}/rules")
-def list_l7rules(
-    l7policy_id: str,
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    params = parse_list_params(
-        request,
-        SPEC,
-        services.settings.api.pagination_max_limit,
-        bool_filters=frozenset({"admin_state_up", "invert"}),
-    )
-    with services.database.read() as session:
-        policy = _policy(session, ctx, l7policy_id, Rule.READ)
-        return list_page(
-            session,
-            request,
-            SPEC,
-            params,
-            render_l7rules,
-            "rules",
-            "rules_links",
-            services.settings.api.api_base_uri,
-            [T.l7policy_id == policy.id, T.provisioning_status != "DELETED"],
-        )
+add_list_route(
+    router,
+    "/lbaas/l7policies/{l7policy_id}/rules",
+    "list_l7rules",
+    Listing(SPEC, render_l7rules, "rules", "rules_links"),
+    live_children(_policy, Rule.READ, L7RuleRow, "l7policy_id"),
+)
 
 
 @router.post("/lbaas/l7policies/{l7policy_id}/rules", status_code=201)
 def create_l7rule(
-    l7policy_id: str,
-    body: L7RuleCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    l7policy_id: str, body: L7RuleCreateBody, call: Call = Depends(get_call)
 ) -> JSONResponse:
-    now = utcnow()
-    with services.database.write() as session:
-        policy = _policy(session, ctx, l7policy_id, Rule.WRITE)
-        lb, listener = _lock_for_rule_change(session, policy)
-        check_quota(session, services.settings.quota, lb.project_id, "l7rule")
-        row = build_l7rule(session, services, lb, policy, body.rule, now)
-        mark([lb, listener, policy], PENDING_UPDATE, now)
-        enqueue(session, lb.id)
-        session.flush()
-        view = _one(session, row)
-    services.notify()
+    services, ctx = call
+    with tree_write(services) as w:
+        policy = _policy(w.session, ctx, l7policy_id, Rule.WRITE)
+        lb, listener = _lock_for_rule_change(w, policy)
+        check_quota(w.session, services.settings.quota, lb.project_id, "l7rule")
+        row = build_l7rule(w.session, services, lb, policy, body.rule, w.now)
+        w.changed(lb, update=[listener, policy])
+        view = w.view(_one, row)
     return JSONResponse({"rule": view}, status_code=201)
 
 
@@ -145,9 +95,9 @@ def show_l7rule(
     l7policy_id: str,
     rule_id: str,
     fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    call: Call = Depends(get_call),
 ) -> dict[str, Any]:
+    services, ctx = call
     with services.database.read() as session:
         policy = _policy(session, ctx, l7policy_id, Rule.READ)
         row = _rule_of(session, policy, rule_id)
@@ -156,42 +106,25 @@ def show_l7rule(
 
 @router.put("/lbaas/l7policies/{l7policy_id}/rules/{rule_id}")
 def update_l7rule_route(
-    l7policy_id: str,
-    rule_id: str,
-    body: L7RuleUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    l7policy_id: str, rule_id: str, body: L7RuleUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
-    now = utcnow()
-    with services.database.write() as session:
-        policy = _policy(session, ctx, l7policy_id, Rule.WRITE)
-        row = _rule_of(session, policy, rule_id)
-        lb, listener = _lock_for_rule_change(session, policy)
-        session.refresh(row)
-        update_l7rule(session, services, lb, row, body.rule, now)
-        mark([lb, listener, policy], PENDING_UPDATE, now)
-        mark([row], PENDING_UPDATE, now)
-        enqueue(session, lb.id)
-        session.flush()
-        view = _one(session, row)
-    services.notify()
+    services, ctx = call
+    with tree_write(services) as w:
+        policy = _policy(w.session, ctx, l7policy_id, Rule.WRITE)
+        row = _rule_of(w.session, policy, rule_id)
+        lb, listener = _lock_for_rule_change(w, policy, row)
+        update_l7rule(w.session, services, lb, row, body.rule, w.now)
+        w.changed(lb, update=[listener, policy, row])
+        view = w.view(_one, row)
     return {"rule": view}
 
 
 @router.delete("/lbaas/l7policies/{l7policy_id}/rules/{rule_id}", status_code=204)
-def delete_l7rule(
-    l7policy_id: str,
-    rule_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
-    now = utcnow()
-    with services.database.write() as session:
-        policy = _policy(session, ctx, l7policy_id, Rule.WRITE)
-        row = _rule_of(session, policy, rule_id)
-        lb, listener = _lock_for_rule_change(session, policy)
-        mark([row], PENDING_DELETE, now)
-        mark([lb, listener, policy], PENDING_UPDATE, now)
-        enqueue(session, lb.id)
-    services.notify()
+def delete_l7rule(l7policy_id: str, rule_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
+    with tree_write(services) as w:
+        policy = _policy(w.session, ctx, l7policy_id, Rule.WRITE)
+        row = _rule_of(w.session, policy, rule_id)
+        lb, listener = _lock_for_rule_change(w, policy)
+        w.changed(lb, update=[listener, policy], delete=[row])
     return Response(status_code=204)

@@ -11,225 +11,98 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.listener import build_listener, update_listener
-from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import list_page, parse_list_params, select_fields
-from lbaas.api.policy import Rule, authorize
+from lbaas.api.deps import Call, get_call
+from lbaas.api.lookups import get_listener, get_loadbalancer
+from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
-from lbaas.api.routers.loadbalancers import get_loadbalancer
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.listener import ListenerCreateBody, ListenerUpdateBody
-from lbaas.api.scoping import list_scope
-from lbaas.api.services import ApiServices
+from lbaas.api.views.common import single
 from lbaas.api.views.listener import render_listeners
-from lbaas.api.writes import (
-    PENDING_DELETE,
-    PENDING_UPDATE,
-    enqueue,
-    lock_loadbalancer_for_child,
-    mark,
-    utcnow,
-)
-from lbaas.db import queries, stats_repo
-from lbaas.db.listing import ListSpec
-from lbaas.db.session import Session
-from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow
-from lbaas.errors import NotFound, ValidationFailure
+from lbaas.api.writes import tree_write
+from lbaas.db import listener_queries, stats_repo
+from lbaas.db.listing import derived_spec
+from lbaas.db.tables import ListenerRow
+from lbaas.errors import ValidationFailure
 
 router = APIRouter(route_class=JsonRoute, tags=["listeners"])
-T = ListenerRow
-# Every scalar attribute of the response; list-valued ones (sni_container_refs,
-# allowed_cidrs, tls_versions, alpn_protocols, insert_headers, l7policies) are stored as
-# JSON and cannot be compared for equality portably, so they are neither filters nor keys.
-SPEC = ListSpec(
-    table=T,
-    columns={
-        "id": T.id,
-        "name": T.name,
-        "description": T.description,
-        "project_id": T.project_id,
-        "tenant_id": T.project_id,
-        "loadbalancer_id": T.loadbalancer_id,
-        "provisioning_status": T.provisioning_status,
-        "operating_status": T.operating_status,
-        "admin_state_up": T.admin_state_up,
-        "protocol": T.protocol,
-        "protocol_port": T.protocol_port,
-        "connection_limit": T.connection_limit,
-        "default_pool_id": T.default_pool_id,
-        "default_tls_container_ref": T.default_tls_container_ref,
-        "client_ca_tls_container_ref": T.client_ca_tls_container_ref,
-        "client_authentication": T.client_authentication,
-        "client_crl_container_ref": T.client_crl_container_ref,
-        "timeout_client_data": T.timeout_client_data,
-        "timeout_member_connect": T.timeout_member_connect,
-        "timeout_member_data": T.timeout_member_data,
-        "timeout_tcp_inspect": T.timeout_tcp_inspect,
-        "tls_ciphers": T.tls_ciphers,
-        "hsts_max_age": T.hsts_max_age,
-        "hsts_include_subdomains": T.hsts_include_subdomains,
-        "hsts_preload": T.hsts_preload,
-        "created_at": T.created_at,
-        "updated_at": T.updated_at,
-    },
-    id_column=T.id,
-    created_column=T.created_at,
+SPEC = derived_spec(ListenerRow, aliases={"tenant_id": "project_id"})
+
+
+_one = single(render_listeners)
+
+
+add_list_route(
+    router,
+    "/lbaas/listeners",
+    "list_listeners",
+    Listing(SPEC, render_listeners, "listeners", "listeners_links"),
+    tree_conditions(SPEC),
 )
-BOOL_FILTERS = frozenset({"admin_state_up", "hsts_include_subdomains", "hsts_preload"})
-INT_FILTERS = frozenset(
-    {
-        "protocol_port",
-        "connection_limit",
-        "timeout_client_data",
-        "timeout_member_connect",
-        "timeout_member_data",
-        "timeout_tcp_inspect",
-        "hsts_max_age",
-    }
-)
-
-
-def get_listener(
-    session: Session, ctx: RequestContext, listener_id: str, rule: Rule
-) -> ListenerRow:
-    """The visible listener or 404; then 403 unless the caller passes ``rule``."""
-    row = session.get(ListenerRow, listener_id)
-    if row is None or row.provisioning_status == "DELETED":
-        raise NotFound.of("Listener", listener_id)
-    authorize(ctx, rule, row.project_id)
-    return row
-
-
-def _one(session: Session, row: ListenerRow) -> dict[str, Any]:
-    return render_listeners(session, [row])[0]
-
-
-@router.get("/lbaas/listeners")
-def list_listeners(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    params = parse_list_params(
-        request,
-        SPEC,
-        services.settings.api.pagination_max_limit,
-        bool_filters=BOOL_FILTERS,
-        int_filters=INT_FILTERS,
-    )
-    with services.database.read() as session:
-        scope = list_scope(request, ctx, T.project_id)
-        return list_page(
-            session,
-            request,
-            SPEC,
-            params,
-            render_listeners,
-            "listeners",
-            "listeners_links",
-            services.settings.api.api_base_uri,
-            [T.provisioning_status != "DELETED", *scope],
-        )
 
 
 @router.post("/lbaas/listeners", status_code=201)
-def create_listener(
-    body: ListenerCreateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> JSONResponse:
+def create_listener(body: ListenerCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
+    services, ctx = call
     data = body.listener
-    now = utcnow()
-    with services.database.write() as session:
-        lb = get_loadbalancer(session, ctx, data.loadbalancer_id, Rule.WRITE)
+    with tree_write(services) as w:
+        lb = get_loadbalancer(w.session, ctx, data.loadbalancer_id, Rule.WRITE)
         if data.default_pool or data.l7policies:
             raise ValidationFailure(
                 "default_pool and l7policies can only be given when creating a fully "
                 "populated load balancer."
             )
-        lb = lock_loadbalancer_for_child(session, lb.id)
-        check_quota(session, services.settings.quota, lb.project_id, "listener")
-        row = build_listener(session, services, lb, data, now)
-        mark([lb], PENDING_UPDATE, now)
-        enqueue(session, lb.id)
-        session.flush()
-        view = _one(session, row)
-    services.notify()
+        lb = w.lock_child(lb.id)
+        check_quota(w.session, services.settings.quota, lb.project_id, "listener")
+        row = build_listener(w.session, services, lb, data, w.now)
+        w.changed(lb)
+        view = w.view(_one, row)
     return JSONResponse({"listener": view}, status_code=201)
 
 
-@router.get("/lbaas/listeners/{listener_id}")
-def show_listener(
-    listener_id: str,
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    with services.database.read() as session:
-        row = get_listener(session, ctx, listener_id, Rule.READ)
-        return {"listener": select_fields(_one(session, row), fields)}
+add_show_route(
+    router,
+    "/lbaas/listeners/{listener_id}",
+    "show_listener",
+    "listener",
+    get_listener,
+    _one,
+)
 
 
 @router.put("/lbaas/listeners/{listener_id}")
 def update_listener_route(
-    listener_id: str,
-    body: ListenerUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    listener_id: str, body: ListenerUpdateBody, call: Call = Depends(get_call)
 ) -> dict[str, Any]:
-    now = utcnow()
-    with services.database.write() as session:
-        row = get_listener(session, ctx, listener_id, Rule.WRITE)
-        lb = lock_loadbalancer_for_child(session, row.loadbalancer_id)
-        session.refresh(row)
-        update_listener(session, lb, row, body.listener, now)
-        mark([lb, row], PENDING_UPDATE, now)
-        enqueue(session, lb.id)
-        session.flush()
-        view = _one(session, row)
-    services.notify()
+    services, ctx = call
+    with tree_write(services) as w:
+        row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
+        lb = w.lock_child(row.loadbalancer_id, row)
+        update_listener(w.session, lb, row, body.listener, w.now)
+        w.changed(lb, update=[row])
+        view = w.view(_one, row)
     return {"listener": view}
 
 
 @router.delete("/lbaas/listeners/{listener_id}", status_code=204)
-def delete_listener(
-    listener_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
-    now = utcnow()
-    with services.database.write() as session:
-        row = get_listener(session, ctx, listener_id, Rule.WRITE)
-        lb = lock_loadbalancer_for_child(session, row.loadbalancer_id)
-        policies = queries.find_rows(
-            session,
-            L7PolicyRow,
-            L7PolicyRow.listener_id == row.id,
-            L7PolicyRow.provisioning_status != "DELETED",
-        )
-        doomed_rules = queries.find_rows(
-            session,
-            L7RuleRow,
-            L7RuleRow.l7policy_id.in_([p.id for p in policies]),
-            L7RuleRow.provisioning_status != "DELETED",
-        )
-        mark([*doomed_rules, *policies, row], PENDING_DELETE, now)
-        mark([lb], PENDING_UPDATE, now)
-        enqueue(session, lb.id)
-    services.notify()
+def delete_listener(listener_id: str, call: Call = Depends(get_call)) -> Response:
+    services, ctx = call
+    with tree_write(services) as w:
+        row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
+        lb = w.lock_child(row.loadbalancer_id)
+        policies, rules = listener_queries.live_policies_and_rules(w.session, row.id)
+        w.changed(lb, delete=[*rules, *policies, row])
     return Response(status_code=204)
 
 
 @router.get("/lbaas/listeners/{listener_id}/stats")
-def listener_stats(
-    listener_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def listener_stats(listener_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
     with services.database.read() as session:
         row = get_listener(session, ctx, listener_id, Rule.READ)
         totals = stats_repo.listener_totals(session, [row.id])

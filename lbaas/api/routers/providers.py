@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
+from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import select_fields
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.routing import JsonRoute
@@ -29,10 +29,9 @@ router = APIRouter(route_class=JsonRoute, tags=["providers"])
 
 @router.get("/lbaas/providers")
 def list_providers(
-    fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    fields: list[str] = Query(default=[]), call: Call = Depends(get_call)
 ) -> dict[str, Any]:
+    services, ctx = call
     authorize(ctx, Rule.READ, ctx.project_id)
     listed = [
         select_fields({"name": name, "description": description}, fields)
@@ -67,9 +66,9 @@ def flavor_capabilities(
     name: str | None = None,
     description: str | None = None,
     fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    call: Call = Depends(get_call),
 ) -> dict[str, Any]:
+    services, ctx = call
     found = _capabilities(
         services, ctx, provider, lambda c: c.flavor_keys, name, description, fields
     )
@@ -82,9 +81,9 @@ def availability_zone_capabilities(
     name: str | None = None,
     description: str | None = None,
     fields: list[str] = Query(default=[]),
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    call: Call = Depends(get_call),
 ) -> dict[str, Any]:
+    services, ctx = call
     found = _capabilities(
         services, ctx, provider, lambda c: c.availability_zone_keys, name, description, fields
     )

@@ -19,87 +19,56 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import get_context, get_services
-from lbaas.api.listing import page_links, parse_list_params, select_fields
+from lbaas.api.deps import Call, get_call
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import KINDS
+from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.quota import QuotaUpdateBody
 from lbaas.api.scoping import list_scope
-from lbaas.api.services import ApiServices
 from lbaas.api.views.quota import default_limits, effective_limits, quota_view, render_quotas
-from lbaas.db.listing import BadMarker, ListQuery, ListSpec, list_rows
+from lbaas.db.listing import derived_spec
+from lbaas.db.session import Session
 from lbaas.db.tables import QuotaRow
 from lbaas.errors import InvalidInput, NotFound
 
 router = APIRouter(route_class=JsonRoute, tags=["quotas"])
 T = QuotaRow
-SPEC = ListSpec(
-    table=T,
-    columns={
-        "project_id": T.project_id,
-        "tenant_id": T.project_id,
-        **{kind: getattr(T, kind) for kind in KINDS},
-    },
-    id_column=T.project_id,
-    created_column=None,
-    tag_capable=False,
-)
+SPEC = derived_spec(T, aliases={"tenant_id": "project_id"}, tag_capable=False)
 PROJECT_ID_MAX = 36
 
 
-@router.get("/lbaas/quotas")
-def list_quotas(
-    request: Request,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
-    params = parse_list_params(
-        request, SPEC, services.settings.api.pagination_max_limit, int_filters=frozenset(KINDS)
-    )
-    scope = list_scope(request, ctx, T.project_id, global_rule=Rule.READ_QUOTA_GLOBAL)
-    query = params.query
-    query = ListQuery(**{**query.__dict__, "conditions": (*query.conditions, *scope)})
-    with services.database.read() as session:
-        try:
-            rows: list[QuotaRow] = list_rows(session, SPEC, query)
-        except BadMarker:
-            raise InvalidInput(
-                f"Supplied pagination marker '{query.marker}' is not valid."
-            ) from None
-    links = page_links(
-        request, params, [r.project_id for r in rows], services.settings.api.api_base_uri
-    )
-    objects = [select_fields(o, params.fields) for o in render_quotas(None, rows)]
-    return {"quotas": objects, "quotas_links": links}
+def _visible_quotas(_: Session, request: Request, ctx: RequestContext, __: Any) -> list[Any]:
+    return list_scope(request, ctx, T.project_id, global_rule=Rule.READ_QUOTA_GLOBAL)
+
+
+add_list_route(
+    router,
+    "/lbaas/quotas",
+    "list_quotas",
+    Listing(SPEC, render_quotas, "quotas", "quotas_links"),
+    _visible_quotas,
+)
 
 
 @router.get("/lbaas/quotas/defaults")
-def show_deployment_defaults(
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def show_deployment_defaults(call: Call = Depends(get_call)) -> dict[str, Any]:
     """The defaults, for anyone allowed to read their own project's quota."""
+    services, ctx = call
     authorize(ctx, Rule.READ_QUOTA, ctx.project_id)
     return {"quota": quota_view(None, default_limits(services.settings.quota))}
 
 
 @router.get("/lbaas/quotas/{project_id}/default")
-def show_project_defaults(
-    project_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def show_project_defaults(project_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
     authorize(ctx, Rule.READ_QUOTA, project_id)
     return {"quota": quota_view(project_id, default_limits(services.settings.quota))}
 
 
 @router.get("/lbaas/quotas/{project_id}")
-def show_quota(
-    project_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> dict[str, Any]:
+def show_quota(project_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
     authorize(ctx, Rule.READ_QUOTA, project_id)
     with services.database.read() as session:
         row = session.get(QuotaRow, project_id)
@@ -109,11 +78,9 @@ def show_quota(
 
 @router.put("/lbaas/quotas/{project_id}", status_code=202)
 def update_quota(
-    project_id: str,
-    body: QuotaUpdateBody,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
+    project_id: str, body: QuotaUpdateBody, call: Call = Depends(get_call)
 ) -> JSONResponse:
+    services, ctx = call
     authorize(ctx, Rule.WRITE_QUOTA, project_id)
     if len(project_id) > PROJECT_ID_MAX:
         raise InvalidInput(
@@ -133,12 +100,9 @@ def update_quota(
 
 
 @router.delete("/lbaas/quotas/{project_id}", status_code=202)
-def reset_quota(
-    project_id: str,
-    services: ApiServices = Depends(get_services),
-    ctx: RequestContext = Depends(get_context),
-) -> Response:
+def reset_quota(project_id: str, call: Call = Depends(get_call)) -> Response:
     """Every limit of the project back to the default; the record itself stays."""
+    services, ctx = call
     authorize(ctx, Rule.WRITE_QUOTA, project_id)
     with services.database.write() as session:
         row = session.get(QuotaRow, project_id, with_for_update=True)

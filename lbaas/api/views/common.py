@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -50,3 +50,14 @@ def lifecycle(row: Any) -> dict[str, Any]:
         "created_at": timestamp(row.created_at),
         "updated_at": timestamp(row.updated_at),
     }
+
+
+def single(
+    render: Callable[[Any, list[Any]], list[dict[str, Any]]],
+) -> Callable[[Any, Any], dict[str, Any]]:
+    """The one-object renderer of a page renderer (same queries, one row)."""
+
+    def render_one(session: Any, row: Any) -> dict[str, Any]:
+        return render(session, [row])[0]
+
+    return render_one

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from lbaas.api.views.common import ids, lifecycle, ownership, text
-from lbaas.db.listener_queries import ordered_children_ids
+from lbaas.db import listener_queries
 from lbaas.db.listing import tags_of
 from lbaas.db.session import Session
-from lbaas.db.tables import L7PolicyRow, L7RuleRow
+from lbaas.db.tables import L7PolicyRow
 
 
 def l7policy_view(row: L7PolicyRow, rule_ids: Sequence[str], tags: Sequence[str]) -> dict[str, Any]:
@@ -36,13 +36,6 @@ def l7policy_view(row: L7PolicyRow, rule_ids: Sequence[str], tags: Sequence[str]
 def render_l7policies(session: Session, rows: Sequence[L7PolicyRow]) -> list[dict[str, Any]]:
     """Views of many policies with a fixed number of queries."""
     policy_ids = [r.id for r in rows]
-    rules = ordered_children_ids(
-        session,
-        L7RuleRow.id,
-        L7RuleRow.l7policy_id,
-        policy_ids,
-        [L7RuleRow.created_at],
-        L7RuleRow.provisioning_status != "DELETED",
-    )
+    rules = listener_queries.rule_ids_in_order(session, policy_ids)
     tags = tags_of(session, policy_ids)
     return [l7policy_view(r, rules[r.id], tags[r.id]) for r in rows]

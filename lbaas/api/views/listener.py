@@ -10,10 +10,35 @@ from collections.abc import Sequence
 from typing import Any
 
 from lbaas.api.views.common import ids, lifecycle, ownership, text
-from lbaas.db.listener_queries import ordered_children_ids
-from lbaas.db.listing import tags_of
+from lbaas.db import listener_queries
+from lbaas.db.listing import column_names, tags_of
 from lbaas.db.session import Session
-from lbaas.db.tables import L7PolicyRow, ListenerRow
+from lbaas.db.tables import ListenerRow
+
+# Columns the response shows converted, or under another name; every other column of the
+# table is shown as it is stored, so a new optional column needs no change here.
+_CONVERTED = frozenset(
+    {
+        "name",
+        "description",
+        "project_id",
+        "loadbalancer_id",
+        "provisioning_status",
+        "operating_status",
+        "created_at",
+        "updated_at",
+        "sni_container_refs",
+        "insert_headers",
+        "allowed_cidrs",
+        "tls_versions",
+        "alpn_protocols",
+    }
+)
+_AS_STORED = tuple(c for c in column_names(ListenerRow) if c not in _CONVERTED)
+
+
+def _list_or_none(value: Sequence[str] | None) -> list[str] | None:
+    return list(value) if value is not None else None
 
 
 def listener_view(
@@ -21,49 +46,25 @@ def listener_view(
 ) -> dict[str, Any]:
     """The full listener object; policies as ``[{"id"}]`` in evaluation order."""
     return {
-        "id": row.id,
+        **{name: getattr(row, name) for name in _AS_STORED},
         "name": text(row.name),
         "description": text(row.description),
-        "admin_state_up": row.admin_state_up,
         **ownership(row),
         **lifecycle(row),
-        "protocol": row.protocol,
-        "protocol_port": row.protocol_port,
-        "connection_limit": row.connection_limit,
-        "default_tls_container_ref": row.default_tls_container_ref,
         "sni_container_refs": list(row.sni_container_refs or []),
-        "default_pool_id": row.default_pool_id,
         "l7policies": ids(l7policy_ids),
         "insert_headers": dict(row.insert_headers or {}),
         "loadbalancers": ids([row.loadbalancer_id]),
-        "timeout_client_data": row.timeout_client_data,
-        "timeout_member_connect": row.timeout_member_connect,
-        "timeout_member_data": row.timeout_member_data,
-        "timeout_tcp_inspect": row.timeout_tcp_inspect,
         "tags": list(tags),
-        "client_ca_tls_container_ref": row.client_ca_tls_container_ref,
-        "client_authentication": row.client_authentication,
-        "client_crl_container_ref": row.client_crl_container_ref,
         "allowed_cidrs": list(row.allowed_cidrs) if row.allowed_cidrs else None,
-        "tls_ciphers": row.tls_ciphers,
-        "tls_versions": list(row.tls_versions) if row.tls_versions is not None else None,
-        "alpn_protocols": list(row.alpn_protocols) if row.alpn_protocols is not None else None,
-        "hsts_max_age": row.hsts_max_age,
-        "hsts_include_subdomains": row.hsts_include_subdomains,
-        "hsts_preload": row.hsts_preload,
+        "tls_versions": _list_or_none(row.tls_versions),
+        "alpn_protocols": _list_or_none(row.alpn_protocols),
     }
 
 
 def render_listeners(session: Session, rows: Sequence[ListenerRow]) -> list[dict[str, Any]]:
     """Views of many listeners with a fixed number of queries."""
     listener_ids = [r.id for r in rows]
-    policies = ordered_children_ids(
-        session,
-        L7PolicyRow.id,
-        L7PolicyRow.listener_id,
-        listener_ids,
-        [L7PolicyRow.position, L7PolicyRow.created_at],
-        L7PolicyRow.provisioning_status != "DELETED",
-    )
+    policies = listener_queries.policy_ids_in_order(session, listener_ids)
     tags = tags_of(session, listener_ids)
     return [listener_view(r, policies[r.id], tags[r.id]) for r in rows]

@@ -1,0 +1,142 @@
+"""Load balancer rows from requests: the create checks, the VIP and the row itself."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from lbaas.api import graph_create
+from lbaas.api.context import RequestContext
+from lbaas.api.lookups import NIL_UUID
+from lbaas.api.policy import Rule, authorize
+from lbaas.api.quota import check_quota
+from lbaas.api.schemas.loadbalancer import LoadBalancerCreate, LoadBalancerUpdate
+from lbaas.api.services import ApiServices
+from lbaas.api.writes import PENDING_CREATE
+from lbaas.db.listing import add_tags, set_tags
+from lbaas.db.session import Session
+from lbaas.db.tables import AvailabilityZoneRow, FlavorProfileRow, FlavorRow, LoadBalancerRow
+from lbaas.errors import InvalidInput, ValidationFailure
+from lbaas.model.enums import OperatingStatus
+from lbaas.network.allocation import VipRequest, allocate_vip
+
+
+def authorized_project(ctx: RequestContext, data: LoadBalancerCreate) -> str:
+    """The project a new load balancer belongs to (400 if none), after the checks of the
+    request that need no database: 403 unless the caller may write there, 400 for a QoS
+    policy or security groups."""
+    project = data.project_id or data.tenant_id or ctx.project_id
+    if project is None:
+        raise ValidationFailure(
+            "Missing project ID in request where one is required. An administrator should "
+            "check the keystone settings in the Octavia configuration."
+        )
+    authorize(ctx, Rule.WRITE, project)
+    reject_unsupported_vip_options(data.vip_qos_policy_id, data.vip_sg_ids)
+    return project
+
+
+def reject_unsupported_vip_options(qos_policy_id: str | None, sg_ids: list[str] | None) -> None:
+    if qos_policy_id is not None:
+        raise InvalidInput("VIP QoS policy is not allowed in this deployment.")
+    for sg in sg_ids or []:
+        raise InvalidInput(f"Security Group {sg} not found.")
+
+
+def _resolve_provider(
+    session: Session, services: ApiServices, requested: str | None, flavor_id: str | None
+) -> str:
+    provider = requested
+    if flavor_id is not None:
+        flavor = session.get(FlavorRow, flavor_id)
+        if flavor is None or flavor_id == NIL_UUID:
+            raise ValidationFailure("Invalid flavor_id.")
+        if not flavor.enabled:
+            raise InvalidInput(
+                f"The selected flavor is not allowed in this deployment: {flavor_id}"
+            )
+        profile = session.get(FlavorProfileRow, flavor.flavor_profile_id)
+        flavor_provider = profile.provider_name if profile is not None else None
+        if (
+            provider is not None
+            and flavor_provider is not None
+            and services.providers.resolve(provider) != services.providers.resolve(flavor_provider)
+        ):
+            raise InvalidInput(f"Flavor '{flavor_id}' is not compatible with provider '{provider}'")
+        provider = provider or flavor_provider
+    provider = provider or services.providers.default
+    canonical = services.providers.resolve(provider)
+    if canonical is None:
+        raise InvalidInput(f"Provider '{provider}' is not enabled.")
+    return canonical
+
+
+def _check_availability_zone(session: Session, name: str | None) -> None:
+    if name is None:
+        return
+    zone = session.get(AvailabilityZoneRow, name)
+    if zone is None:
+        raise ValidationFailure("Invalid availability zone.")
+    if not zone.enabled:
+        raise InvalidInput(
+            f"The selected availability_zone is not allowed in this deployment: {name}"
+        )
+
+
+def build_loadbalancer(
+    session: Session,
+    services: ApiServices,
+    project: str,
+    data: LoadBalancerCreate,
+    now: datetime,
+) -> LoadBalancerRow:
+    """Validate a new load balancer, allocate its VIPs and add it (PENDING_CREATE)."""
+    provider = _resolve_provider(session, services, data.provider, data.flavor_id)
+    _check_availability_zone(session, data.availability_zone)
+    check_quota(session, services.settings.quota, project, "loadbalancer")
+    row = LoadBalancerRow(
+        id=graph_create.new_id(),
+        project_id=project,
+        name=data.name,
+        description=data.description,
+        admin_state_up=data.admin_state_up,
+        provisioning_status=PENDING_CREATE,
+        operating_status=OperatingStatus.OFFLINE.value,
+        provider=provider,
+        flavor_id=data.flavor_id,
+        availability_zone=data.availability_zone,
+        vip_sg_ids=[],
+        additional_vips=[],
+        created_at=now,
+    )
+    vip = allocate_vip(
+        session,
+        VipRequest(data.vip_port_id, data.vip_network_id, data.vip_subnet_id, data.vip_address),
+        row.id,
+        now,
+    )
+    row.vip_address, row.vip_subnet_id = vip.address, vip.subnet_id
+    row.vip_network_id, row.vip_port_id = vip.network_id, vip.port_id
+    row.additional_vips = graph_create.allocate_additional_vips(
+        session, data.additional_vips or [], vip, row.id, now
+    )
+    session.add(row)
+    session.flush()
+    add_tags(session, row.id, data.tags or [])
+    return row
+
+
+def apply_loadbalancer_update(
+    session: Session, row: LoadBalancerRow, data: LoadBalancerUpdate
+) -> None:
+    """Apply a PUT body to a locked load balancer row."""
+    for name in ("name", "description"):
+        if data.given(name):
+            setattr(row, name, getattr(data, name))
+    if data.given("admin_state_up"):
+        row.admin_state_up = bool(data.admin_state_up)
+    if data.given("vip_qos_policy_id"):
+        row.vip_qos_policy_id = None
+    if data.given("vip_sg_ids"):
+        row.vip_sg_ids = []
+    if data.given("tags") and data.tags is not None:
+        set_tags(session, row.id, data.tags)

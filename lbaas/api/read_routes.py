@@ -1,0 +1,175 @@
+"""Factories for the read endpoints: lists (parse, authorise, scope, page, render) and
+single objects (look up, render, select ``fields``).
+
+Every list handler of the API did the same five things with three differences: what it
+checks before parsing (catalog lists authorise first), which conditions scope the rows
+(live rows of the caller's projects, or the children of a parent looked up from the
+path), and which extra query keys it accepts. ``add_list_route`` takes those differences
+and registers the handler; the filters parsed as booleans and integers follow from the
+column types of the ``ListSpec`` (``typed_filters``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from lbaas.api.context import RequestContext
+from lbaas.api.deps import get_context, get_services
+from lbaas.api.listing import list_page, parse_list_params, select_fields
+from lbaas.api.policy import Rule
+from lbaas.api.scoping import list_scope
+from lbaas.api.services import ApiServices
+from lbaas.db.listing import ListSpec, typed_filters
+from lbaas.db.session import Session
+from lbaas.model.enums import ProvisioningStatus
+
+RenderMany = Callable[[Session, list[Any]], list[dict[str, Any]]]
+# (session, request, caller, id from the path or None) -> SQL conditions
+Conditions = Callable[[Session, Request, RequestContext, Any], Sequence[Any]]
+# (session, caller, id, rule) -> the row, or 404/403 (see ``lbaas.api.lookups``)
+Lookup = Callable[[Session, RequestContext, str, Rule], Any]
+Render = Callable[[Session, Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a list endpoint returns: rows of ``spec`` rendered under ``collection``."""
+
+    spec: ListSpec
+    render: RenderMany
+    collection: str
+    links_key: str | None
+    extra_allowed: frozenset[str] = frozenset()
+
+
+def live_rows_of_caller(spec: ListSpec, request: Request, ctx: RequestContext) -> list[Any]:
+    """A top-level tree list: rows not DELETED, of the projects the caller may see."""
+    table: Any = spec.table
+    scope = list_scope(request, ctx, table.project_id)
+    return [table.provisioning_status != ProvisioningStatus.DELETED.value, *scope]
+
+
+def tree_conditions(spec: ListSpec) -> Conditions:
+    """``live_rows_of_caller`` as the conditions of ``add_list_route``."""
+
+    def conditions(session: Session, request: Request, ctx: RequestContext, _: Any) -> list[Any]:
+        return live_rows_of_caller(spec, request, ctx)
+
+    return conditions
+
+
+def live_children(lookup: Lookup, rule: Rule, table: Any, parent_column: str) -> Conditions:
+    """A sub-collection: the parent found by ``lookup`` with ``rule`` (404, then 403), and
+    those of its children (``table.<parent_column>``) that are not DELETED."""
+
+    def conditions(session: Session, _: Request, ctx: RequestContext, parent_id: Any) -> list[Any]:
+        parent = lookup(session, ctx, parent_id, rule)
+        return [
+            getattr(table, parent_column) == parent.id,
+            table.provisioning_status != ProvisioningStatus.DELETED.value,
+        ]
+
+    return conditions
+
+
+def no_conditions(*_: Any) -> list[Any]:
+    """Every row: catalog lists, whose readers see every entry."""
+    return []
+
+
+def _no_parent() -> None:
+    return None
+
+
+def path_id(path: str) -> Callable[..., str]:
+    """A dependency that returns the last ``{parameter}`` of ``path``: declared under its
+    own name, so the OpenAPI document shows it as the handler's path parameter."""
+    name = re.findall(r"{(\w+)}", path)[-1]
+
+    def ident(**values: str) -> str:
+        return values[name]
+
+    parameter = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=str)
+    ident.__signature__ = inspect.Signature([parameter], return_annotation=str)  # type: ignore[attr-defined]
+    return ident
+
+
+def add_list_route(
+    router: APIRouter,
+    path: str,
+    name: str,
+    listing: Listing,
+    conditions: Conditions,
+    *,
+    guard: Callable[[RequestContext], None] | None = None,
+) -> None:
+    """Register ``GET path`` as ``name``. A parameter in ``path`` (the parent's id) is
+    passed to ``conditions``; ``guard`` runs before parsing."""
+    spec = listing.spec
+    parent = path_id(path) if "{" in path else _no_parent
+    bools, ints = typed_filters(spec)
+
+    def list_endpoint(
+        request: Request,
+        services: ApiServices = Depends(get_services),
+        ctx: RequestContext = Depends(get_context),
+        parent_id: Any = Depends(parent),
+    ) -> dict[str, Any]:
+        if guard is not None:
+            guard(ctx)
+        params = parse_list_params(
+            request,
+            spec,
+            services.settings.api.pagination_max_limit,
+            bool_filters=bools,
+            int_filters=ints,
+            extra_allowed=listing.extra_allowed,
+        )
+        with services.database.read() as session:
+            where = conditions(session, request, ctx, parent_id)
+            return list_page(
+                session,
+                request,
+                spec,
+                params,
+                listing.render,
+                listing.collection,
+                listing.links_key,
+                services.settings.api.api_base_uri,
+                where,
+            )
+
+    list_endpoint.__name__ = name
+    router.add_api_route(path, list_endpoint, methods=["GET"], name=name)
+
+
+def add_show_route(
+    router: APIRouter,
+    path: str,
+    name: str,
+    wrapper: str,
+    lookup: Lookup,
+    render: Render,
+) -> None:
+    """Register ``GET path`` as ``name``: ``{wrapper: the object}`` of the row that
+    ``lookup`` finds by the id in the path."""
+    ident = path_id(path)
+
+    def show_endpoint(
+        fields: list[str] = Query(default=[]),
+        services: ApiServices = Depends(get_services),
+        ctx: RequestContext = Depends(get_context),
+        row_id: str = Depends(ident),
+    ) -> dict[str, Any]:
+        with services.database.read() as session:
+            row = lookup(session, ctx, row_id, Rule.READ)
+            return {wrapper: select_fields(render(session, row), fields)}
+
+    show_endpoint.__name__ = name
+    router.add_api_route(path, show_endpoint, methods=["GET"], name=name)

@@ -47,17 +47,18 @@ from lbaas.model.health import ListenerCounters
 log = logging.getLogger(__name__)
 
 
+_COUNTER_FIELDS = tuple(f.name for f in fields(ListenerCounters))
+_COUNTER_NAMES = frozenset(_COUNTER_FIELDS)
+
+
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _counters(raw: Mapping[str, int]) -> ListenerCounters:
-    return ListenerCounters(
-        **{k: int(v) for k, v in raw.items() if k in ListenerCounters.__dataclass_fields__}
-    )
-
-
-_COUNTER_FIELDS = tuple(f.name for f in fields(ListenerCounters))
+    if raw.keys() <= _COUNTER_NAMES:  # as this store writes them: no copy
+        return ListenerCounters(**raw)
+    return ListenerCounters(**{k: int(v) for k, v in raw.items() if k in _COUNTER_NAMES})
 
 
 def _as_row(counters: ListenerCounters) -> dict[str, int]:

@@ -10,10 +10,10 @@ memory and writes what changed once per flush interval.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, func, or_, select, update
+from sqlalchemy import Connection, bindparam, case, func, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -41,6 +41,16 @@ _AMPHORAE = table_of(AmphoraRow).c
 # One statement per heartbeat (it runs for every amphora every few seconds): it both
 # proves the amphora is known for that load balancer (the row count) and moves its
 # last-heard time forward, never back (datagrams may arrive out of order).
+_LAST_HEARD = case(
+    (
+        or_(
+            _AMPHORAE.last_heartbeat_at.is_(None),
+            _AMPHORAE.last_heartbeat_at < bindparam("at"),
+        ),
+        bindparam("at"),
+    ),
+    else_=_AMPHORAE.last_heartbeat_at,
+)
 _RECORD_HEARTBEAT = (
     update(table_of(AmphoraRow))
     .where(
@@ -48,18 +58,7 @@ _RECORD_HEARTBEAT = (
         _AMPHORAE.loadbalancer_id == bindparam("lb"),
         _AMPHORAE.status != AmphoraStatus.DELETED.value,
     )
-    .values(
-        last_heartbeat_at=case(
-            (
-                or_(
-                    _AMPHORAE.last_heartbeat_at.is_(None),
-                    _AMPHORAE.last_heartbeat_at < bindparam("at"),
-                ),
-                bindparam("at"),
-            ),
-            else_=_AMPHORAE.last_heartbeat_at,
-        )
-    )
+    .values(last_heartbeat_at=_LAST_HEARD)
 )
 
 
@@ -177,15 +176,24 @@ def amphora_assignments(conn: Connection, amphora_ids: Collection[str]) -> dict[
     return {amp: str(lb) for amp, lb in rows}
 
 
-def record_heartbeats(conn: Connection, heard: Iterable[tuple[str, str, float]]) -> None:
-    """``record_heartbeat`` for many (amphora, load balancer, time) at once (executemany).
+_RECORD_HEARTBEATS = (
+    update(table_of(AmphoraRow))
+    .where(
+        tuple_(_AMPHORAE.id, _AMPHORAE.loadbalancer_id).in_(bindparam("pairs", expanding=True)),
+        _AMPHORAE.status != AmphoraStatus.DELETED.value,
+    )
+    .values(last_heartbeat_at=_LAST_HEARD)
+)
 
-    Rows go in amphora order, so two health managers flushing at once lock them in the
-    same order.
+
+def record_heartbeats(conn: Connection, heard: Collection[tuple[str, str]], at: float) -> None:
+    """``record_heartbeat`` for many (amphora, load balancer) pairs at once, one statement.
+
+    One time for all: the caller passes the earliest of the batch, so an amphora is
+    never taken to be heard later than it was (at most one flush interval earlier).
     """
-    params = [{"amp": a, "lb": lb, "at": at} for a, lb, at in sorted(heard)]
-    if params:
-        conn.execute(_RECORD_HEARTBEAT, params)
+    if heard:
+        conn.execute(_RECORD_HEARTBEATS, {"pairs": sorted(heard), "at": at})
 
 
 _LOCK_COUNTERS_OF = (

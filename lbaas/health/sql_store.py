@@ -8,7 +8,8 @@ the ``Flusher`` thread) writes it in two transactions:
 
 1. liveness: the amphorae's assignments are read back (so a deleted or moved amphora is
    forgotten within one interval), every ``last_heartbeat_at`` moves forward in one
-   executemany ``UPDATE``, and the versions of the load balancers heard from are read to
+   ``UPDATE`` (to the batch's earliest time: late by at most one interval, never early),
+   and the versions of the load balancers heard from are read to
    drop the graphs that changed;
 2. counters: every counter record of the amphorae heard from is read ``FOR UPDATE`` in one
    statement, the interval's reports are folded into them in arrival order, and the
@@ -182,10 +183,9 @@ class SqlHealthStore(HealthStore):
         loadbalancers = batch.loadbalancers
         with self._db.write_connection() as conn:
             found = health_repo.amphora_assignments(conn, batch.heard.keys())
-            health_repo.record_heartbeats(
-                conn,
-                [(a, lb, at) for a, (lb, at) in batch.heard.items() if found.get(a) == lb],
-            )
+            heard = [(a, lb) for a, (lb, _) in batch.heard.items() if found.get(a) == lb]
+            earliest = min(at for _, at in batch.heard.values())
+            health_repo.record_heartbeats(conn, heard, earliest)
             versions = health_repo.loadbalancer_versions(conn, loadbalancers)
         assignments = {AmphoraId(a): LoadBalancerId(lb) for a, lb in found.items()}
         self._known.remember_amphorae(batch.heard.keys(), assignments, self._clock())

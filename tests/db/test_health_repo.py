@@ -95,11 +95,10 @@ def test_batched_liveness_and_assignments(database: Database) -> None:
             "amp-a": "lb-1",
             "amp-b": "lb-2",
         }
-        health_repo.record_heartbeats(
-            conn, [("amp-b", "lb-2", 50.0), ("amp-a", "lb-1", 70.0), ("amp-b", "lb-9", 99.0)]
-        )
+        health_repo.record_heartbeats(conn, [("amp-a", "lb-1"), ("amp-gone", "lb-1")], 70.0)
+        health_repo.record_heartbeats(conn, [("amp-b", "lb-2"), ("amp-a", "lb-9")], 50.0)
     with database.write_connection() as conn:
-        health_repo.record_heartbeats(conn, [("amp-a", "lb-1", 60.0)])  # never back
+        health_repo.record_heartbeats(conn, [("amp-a", "lb-1")], 60.0)  # never back
     with database.read() as session:
         heard = {a: t for a, _, t in health_repo.heartbeating_amphorae(session)}
     assert heard == {"amp-a": 70.0, "amp-b": 50.0}

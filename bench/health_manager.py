@@ -46,7 +46,12 @@ from lbaas.db.tables import AmphoraRow, LoadBalancerRow  # noqa: E402
 from lbaas.health.flusher import DEFAULT_INTERVAL, Flusher  # noqa: E402
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor  # noqa: E402
 from lbaas.health.sql_store import SqlHealthStore  # noqa: E402
-from lbaas.model.enums import AmphoraRole, AmphoraStatus, OperatingStatus  # noqa: E402
+from lbaas.model.enums import (  # noqa: E402
+    AmphoraRole,
+    AmphoraStatus,
+    OperatingStatus,
+    ProvisioningStatus,
+)
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancerId, MemberId, PoolId  # noqa: E402
 from lbaas.model.health import (  # noqa: E402
     HealthReport,
@@ -132,7 +137,7 @@ def _run(plane: Any, count: int, steady_rounds: int) -> dict[str, Any]:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             states = {lb["provisioning_status"] for lb in client.get(LB).json()["loadbalancers"]}
-            if states == {"ACTIVE"}:
+            if states == {ProvisioningStatus.ACTIVE.value}:
                 break
             time.sleep(0.05)
         lbs = [client.get(f"{LB}/{i}").json()["loadbalancer"] for i in ids]

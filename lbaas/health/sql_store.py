@@ -8,7 +8,7 @@ the ``Flusher`` thread) writes it in two transactions:
 
 1. liveness: the amphorae's assignments are read back (so a deleted or moved amphora is
    forgotten within one interval), every ``last_heartbeat_at`` moves forward in one
-   ``UPDATE`` (to the batch's earliest time: late by at most one interval, never early),
+   ``UPDATE`` (to the batch's earliest time: it may lag by one interval, never run ahead),
    and the versions of the load balancers heard from are read to
    drop the graphs that changed;
 2. counters: every counter record of the amphorae heard from is read ``FOR UPDATE`` in one
@@ -19,7 +19,7 @@ Statuses are not batched: when the roll-up differs from what was written, only t
 objects whose status differs are written, at once, in a transaction that holds the load
 balancer's row lock and checks that it is settled and still at the generation the graph
 was read at; so a status computed from an old graph, or during a converge, is never
-written. See docs/architecture.md ("Health") for what a crash may lose.
+written. See docs/operations.md ("Health and failover") for what a crash may lose.
 """
 
 from __future__ import annotations

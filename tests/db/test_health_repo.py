@@ -36,7 +36,10 @@ def test_a_heartbeat_is_recorded_only_for_a_known_amphora_and_never_goes_back(
 ) -> None:
     now = datetime.now(UTC).replace(tzinfo=None)
     with database.write() as session:
-        for amp_id, status in (("amp-live", "ALLOCATED"), ("amp-gone", "DELETED")):
+        for amp_id, status in (
+            ("amp-live", AmphoraStatus.ALLOCATED.value),
+            ("amp-gone", AmphoraStatus.DELETED.value),
+        ):
             session.add(
                 AmphoraRow(id=amp_id, loadbalancer_id="lb-1", status=status, created_at=now)
             )

@@ -30,7 +30,9 @@ def test_a_load_balancer_is_dropped_when_its_version_moves() -> None:
     other = loadbalancer([], lb_id=LoadBalancerId("lb-2"))
     known.remember_graph(graph, ACTIVE)
     known.remember_graph(other, ACTIVE)
-    known.revalidate([LB_ID, other.id], {LB_ID: ACTIVE, other.id: ("ACTIVE", 4)})
+    known.revalidate(
+        [LB_ID, other.id], {LB_ID: ACTIVE, other.id: (ProvisioningStatus.ACTIVE.value, 4)}
+    )
     assert known.loadbalancer(LB_ID) is not None
     assert known.loadbalancer(other.id) is None
     known.revalidate([LB_ID], {})  # gone

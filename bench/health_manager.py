@@ -4,17 +4,26 @@
 
 Builds N load balancers (listener, pool with a health monitor and two members) through the
 API on a fresh database, gives each an amphora, then applies heartbeats to them the way
-the health manager does after a datagram is authenticated (``HeartbeatProcessor`` on the
-SQL store): liveness, listener counters, operating statuses. The first round changes every
-status (OFFLINE → ONLINE); later rounds are the steady state, where counters move and
-statuses do not. The UDP receiver and HMAC check are not included (they cost microseconds).
-Figures go to stdout as JSON; nothing here asserts on time.
+the health manager does after a datagram is authenticated: ``HeartbeatProcessor`` on the
+SQL store, with the store's ``Flusher`` thread writing buffered liveness and counters
+every interval as in the service, and a last flush at the end of each round counted in
+that round. Rounds: the first, with cold caches (every graph is loaded, every status
+changes OFFLINE → ONLINE); the steady state, where counters move and statuses do not
+(median and slowest of ``--steady-rounds``); a transition where one member of every load
+balancer goes down (a status write per load balancer), and one where it comes back. Wall
+time and process CPU (all threads) per round. The UDP receiver and HMAC check are not
+included (they cost microseconds). ``checks`` reads the database at the end: every load
+balancer ONLINE and every listener's bytes_in equal to what the last report said. Figures
+go to stdout as JSON; nothing here asserts on time.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import os
+import statistics
 import sys
 import tempfile
 import time
@@ -23,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
 from starlette.testclient import TestClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,9 +41,17 @@ sys.path.insert(0, str(ROOT))
 from lbaas.api.app import create_asgi_app  # noqa: E402
 from lbaas.compose import build_control_plane  # noqa: E402
 from lbaas.config import load_settings  # noqa: E402
-from lbaas.db.tables import AmphoraRow  # noqa: E402
+from lbaas.db import stats_repo  # noqa: E402
+from lbaas.db.tables import AmphoraRow, LoadBalancerRow  # noqa: E402
+from lbaas.health.flusher import DEFAULT_INTERVAL, Flusher  # noqa: E402
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor  # noqa: E402
 from lbaas.health.sql_store import SqlHealthStore  # noqa: E402
+from lbaas.model.enums import (  # noqa: E402
+    AmphoraRole,
+    AmphoraStatus,
+    OperatingStatus,
+    ProvisioningStatus,
+)
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancerId, MemberId, PoolId  # noqa: E402
 from lbaas.model.health import (  # noqa: E402
     HealthReport,
@@ -45,6 +63,9 @@ from lbaas.model.health import (  # noqa: E402
     PoolState,
 )
 
+# Set to a file name to profile the steady rounds (of this thread; the flusher's own
+# flushes are not in it, only the one at the end of each round).
+PROFILE_TO = os.environ.get("HEALTH_BENCH_PROFILE", "")
 SUBNET = "7f000a00-0000-4000-8000-000000000001"
 LB = "/v2/lbaas/loadbalancers"
 
@@ -58,7 +79,7 @@ def _tree_body(i: int) -> dict[str, Any]:
     return {"loadbalancer": {"name": f"hm-{i}", "vip_subnet_id": SUBNET, "listeners": [listener]}}
 
 
-def _report(lb: dict[str, Any], pools: dict[str, Any], seq: int) -> HealthReport:
+def _report(lb: dict[str, Any], pools: dict[str, Any], seq: int, member_up: bool) -> HealthReport:
     counters = ListenerCounters(bytes_in=1000 * seq, bytes_out=4000 * seq, total_connections=seq)
     return HealthReport(
         loadbalancer_id=LoadBalancerId(lb["id"]),
@@ -68,7 +89,11 @@ def _report(lb: dict[str, Any], pools: dict[str, Any], seq: int) -> HealthReport
         },
         pools={
             PoolId(pool_id): PoolHealth(
-                PoolState.UP, {MemberId(m["id"]): MemberState.UP for m in members}
+                PoolState.UP,
+                {
+                    MemberId(m["id"]): MemberState.UP if member_up or i else MemberState.DOWN
+                    for i, m in enumerate(members)
+                },
             )
             for pool_id, members in pools.items()
         },
@@ -79,10 +104,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     parser.add_argument("--database-url", default="")
-    parser.add_argument("--loadbalancers", type=int, default=200)
+    parser.add_argument("--loadbalancers", type=int, default=1000)
+    parser.add_argument("--steady-rounds", type=int, default=10)
     args = parser.parse_args()
     count = 5 if args.quick else args.loadbalancers
-    rounds = 2 if args.quick else 5
+    steady_rounds = 2 if args.quick else args.steady_rounds
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(
             environ={},
@@ -97,13 +123,13 @@ def main() -> None:
         plane = build_control_plane(settings)
         plane.start()
         try:
-            figures = _run(plane, count, rounds)
+            figures = _run(plane, count, steady_rounds)
         finally:
             plane.stop()
     print(json.dumps({"database": args.database_url or "sqlite", **figures}, indent=2))
 
 
-def _run(plane: Any, count: int, rounds: int) -> dict[str, Any]:
+def _run(plane: Any, count: int, steady_rounds: int) -> dict[str, Any]:
     with TestClient(create_asgi_app(plane.services)) as client:
         ids = [
             client.post(LB, json=_tree_body(i)).json()["loadbalancer"]["id"] for i in range(count)
@@ -111,7 +137,7 @@ def _run(plane: Any, count: int, rounds: int) -> dict[str, Any]:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             states = {lb["provisioning_status"] for lb in client.get(LB).json()["loadbalancers"]}
-            if states == {"ACTIVE"}:
+            if states == {ProvisioningStatus.ACTIVE.value}:
                 break
             time.sleep(0.05)
         lbs = [client.get(f"{LB}/{i}").json()["loadbalancer"] for i in ids]
@@ -131,29 +157,85 @@ def _run(plane: Any, count: int, rounds: int) -> dict[str, Any]:
                 AmphoraRow(
                     id=amphorae[lb["id"]],
                     loadbalancer_id=lb["id"],
-                    status="ALLOCATED",
-                    role="STANDALONE",
+                    status=AmphoraStatus.ALLOCATED.value,
+                    role=AmphoraRole.STANDALONE.value,
                     created_at=now,
                 )
             )
-    processor = HeartbeatProcessor(SqlHealthStore(plane.database))
-    result: dict[str, Any] = {"loadbalancers": count}
-    for seq in range(1, rounds + 1):
+    store = SqlHealthStore(plane.database)
+    processor = HeartbeatProcessor(store)
+    flusher = Flusher(store, DEFAULT_INTERVAL)  # as the service runs it, on its own thread
+    flusher.start()
+    try:
+        rounds = _rounds(processor, store, lbs, pools, amphorae, steady_rounds)
+    finally:
+        flusher.stop()
+    return {"loadbalancers": count, **rounds, "checks": _checks(plane, lbs, steady_rounds + 3)}
+
+
+def _rounds(
+    processor: HeartbeatProcessor,
+    store: SqlHealthStore,
+    lbs: list[dict[str, Any]],
+    pools: dict[str, dict[str, Any]],
+    amphorae: dict[str, str],
+    steady_rounds: int,
+) -> dict[str, Any]:
+    """Cold caches, the steady state, every load balancer degrading, and back."""
+
+    def one_round(seq: int, member_up: bool) -> dict[str, Any]:
         outcomes: dict[str, int] = {}
+        # Decoded before timing, as the receiver hands them on (decoding is not measured).
+        beats = [
+            (AmphoraId(amphorae[lb["id"]]), _report(lb, pools[lb["id"]], seq, member_up))
+            for lb in lbs
+        ]
         wall, cpu = time.perf_counter(), time.process_time()
-        for lb in lbs:
-            report = _report(lb, pools[lb["id"]], seq)
-            outcome = processor.process(AmphoraId(amphorae[lb["id"]]), 1, report)
+        for amphora_id, report in beats:
+            outcome = processor.process(amphora_id, 1, report)
             outcomes[outcome.value] = outcomes.get(outcome.value, 0) + 1
+        store.flush()  # what the round left is part of its cost
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        name = "first_round_statuses_change" if seq == 1 else "steady_state"
-        if seq == 1 or seq == rounds:
-            result[name] = {
-                "heartbeats_per_s": round(count / wall, 1),
-                "cpu_ms_per_heartbeat": round(cpu * 1000 / count, 2),
-                "applied": outcomes.get(HeartbeatOutcome.APPLIED.value, 0),
-            }
+        return {
+            "heartbeats_per_s": round(len(lbs) / wall, 1),
+            "cpu_ms_per_heartbeat": round(cpu * 1000 / len(lbs), 3),
+            "applied": outcomes.get(HeartbeatOutcome.APPLIED.value, 0),
+        }
+
+    result: dict[str, Any] = {"first_round_cold_caches": one_round(1, True)}
+    profile = cProfile.Profile() if PROFILE_TO else None
+    if profile is not None:
+        profile.enable()
+    steady = [one_round(seq, True) for seq in range(2, steady_rounds + 2)]
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(PROFILE_TO)
+    result["steady_state"] = {
+        "heartbeats_per_s_median": statistics.median(r["heartbeats_per_s"] for r in steady),
+        "heartbeats_per_s_min": min(r["heartbeats_per_s"] for r in steady),
+        "cpu_ms_per_heartbeat_median": statistics.median(r["cpu_ms_per_heartbeat"] for r in steady),
+        "rounds": len(steady),
+    }
+    result["transition_one_member_down"] = one_round(steady_rounds + 2, False)
+    result["transition_back_up"] = one_round(steady_rounds + 3, True)
     return result
+
+
+def _checks(plane: Any, lbs: list[dict[str, Any]], last_seq: int) -> dict[str, Any]:
+    """What the database holds at the end: every status ONLINE, every byte counted."""
+    with plane.database.read() as session:
+        lb_statuses = session.execute(
+            select(LoadBalancerRow.operating_status).where(
+                LoadBalancerRow.id.in_([lb["id"] for lb in lbs])
+            )
+        ).scalars()
+        totals = stats_repo.listener_totals(
+            session, [li["id"] for lb in lbs for li in lb["listeners"]]
+        )
+    return {
+        "loadbalancers_online": sum(s == OperatingStatus.ONLINE for s in lb_statuses),
+        "listeners_with_all_bytes": sum(t["bytes_in"] == 1000 * last_seq for t in totals.values()),
+    }
 
 
 if __name__ == "__main__":

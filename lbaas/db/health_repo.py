@@ -1,44 +1,64 @@
-"""Storage the health manager needs: amphora liveness, listener counters, failovers."""
+"""Storage the health manager needs: amphora liveness, listener counters, failovers.
+
+The per-heartbeat statements (``record_heartbeat``, ``lock_counters``, ``put_counters``)
+serve one heartbeat at a time; the batch ones (``amphora_assignments``,
+``record_heartbeats``, ``lock_counters_of``, ``put_counter_rows``, ``loadbalancer_versions``,
+``loadbalancer_is_settled_at``) serve the SQL health store, which applies heartbeats in
+memory and writes what changed once per flush interval.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, case, or_, select, update
+from sqlalchemy import Connection, bindparam, case, func, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from lbaas.db import job_queue
-from lbaas.db.tables import AmphoraRow, ListenerStatsRow, LoadBalancerRow, table_of
+from lbaas.db.tables import (
+    AmphoraRow,
+    ConvergeJobRow,
+    ListenerStatsRow,
+    LoadBalancerRow,
+    table_of,
+)
+from lbaas.model.enums import AmphoraStatus, ProvisioningStatus
 
-LIVE_AMPHORA = ("ALLOCATED", "READY", "BOOTING", "PENDING_CREATE")
+LIVE_AMPHORA = (
+    AmphoraStatus.ALLOCATED.value,
+    AmphoraStatus.READY.value,
+    AmphoraStatus.BOOTING.value,
+    AmphoraStatus.PENDING_CREATE.value,
+)
+_SETTLED = (ProvisioningStatus.ACTIVE.value, ProvisioningStatus.ERROR.value)
 
 
 _AMPHORAE = table_of(AmphoraRow).c
 # One statement per heartbeat (it runs for every amphora every few seconds): it both
 # proves the amphora is known for that load balancer (the row count) and moves its
 # last-heard time forward, never back (datagrams may arrive out of order).
+_LAST_HEARD = case(
+    (
+        or_(
+            _AMPHORAE.last_heartbeat_at.is_(None),
+            _AMPHORAE.last_heartbeat_at < bindparam("at"),
+        ),
+        bindparam("at"),
+    ),
+    else_=_AMPHORAE.last_heartbeat_at,
+)
 _RECORD_HEARTBEAT = (
     update(table_of(AmphoraRow))
     .where(
         _AMPHORAE.id == bindparam("amp"),
         _AMPHORAE.loadbalancer_id == bindparam("lb"),
-        _AMPHORAE.status != "DELETED",
+        _AMPHORAE.status != AmphoraStatus.DELETED.value,
     )
-    .values(
-        last_heartbeat_at=case(
-            (
-                or_(
-                    _AMPHORAE.last_heartbeat_at.is_(None),
-                    _AMPHORAE.last_heartbeat_at < bindparam("at"),
-                ),
-                bindparam("at"),
-            ),
-            else_=_AMPHORAE.last_heartbeat_at,
-        )
-    )
+    .values(last_heartbeat_at=_LAST_HEARD)
 )
 
 
@@ -107,7 +127,7 @@ _LB_STATUS_LOCKED = (
 def loadbalancer_is_settled(session: Session, loadbalancer_id: str) -> bool:
     """True when the load balancer exists and is not PENDING_* (lock held)."""
     status = session.connection().execute(_LB_STATUS_LOCKED, {"lb": loadbalancer_id}).scalar()
-    return status in ("ACTIVE", "ERROR")
+    return status in _SETTLED
 
 
 def heartbeating_amphorae(session: Session) -> list[tuple[str, str, float]]:
@@ -132,8 +152,104 @@ def request_failover(session: Session, amphora_id: str, now: Any) -> bool:
     lb = session.get(LoadBalancerRow, amp.loadbalancer_id, with_for_update=True)
     if lb is None:
         return False
-    if lb.provisioning_status == "ACTIVE":
-        lb.provisioning_status = "PENDING_UPDATE"
+    if lb.provisioning_status == ProvisioningStatus.ACTIVE:
+        lb.provisioning_status = ProvisioningStatus.PENDING_UPDATE.value
         lb.updated_at = now
     job_queue.enqueue_converge(session, lb.id, time.time(), rebuild=True)
     return True
+
+
+# Batches: the SQL health store writes once per flush interval what many heartbeats changed.
+
+_ASSIGNMENTS = select(_AMPHORAE.id, _AMPHORAE.loadbalancer_id).where(
+    _AMPHORAE.id.in_(bindparam("amps", expanding=True)),
+    _AMPHORAE.status != AmphoraStatus.DELETED.value,
+    _AMPHORAE.loadbalancer_id.is_not(None),
+)
+
+
+def amphora_assignments(conn: Connection, amphora_ids: Collection[str]) -> dict[str, str]:
+    """{amphora id: load balancer id} of those of ``amphora_ids`` that are not DELETED."""
+    if not amphora_ids:
+        return {}
+    rows = conn.execute(_ASSIGNMENTS, {"amps": sorted(amphora_ids)})
+    return {amp: str(lb) for amp, lb in rows}
+
+
+_RECORD_HEARTBEATS = (
+    update(table_of(AmphoraRow))
+    .where(
+        tuple_(_AMPHORAE.id, _AMPHORAE.loadbalancer_id).in_(bindparam("pairs", expanding=True)),
+        _AMPHORAE.status != AmphoraStatus.DELETED.value,
+    )
+    .values(last_heartbeat_at=_LAST_HEARD)
+)
+
+
+def record_heartbeats(conn: Connection, heard: Collection[tuple[str, str]], at: float) -> None:
+    """``record_heartbeat`` for many (amphora, load balancer) pairs at once, one statement.
+
+    One time for all: the caller passes the earliest of the batch, so an amphora is
+    never taken to be heard later than it was (at most one flush interval earlier).
+    """
+    if heard:
+        conn.execute(_RECORD_HEARTBEATS, {"pairs": sorted(heard), "at": at})
+
+
+_LOCK_COUNTERS_OF = (
+    select(_STATS.c.amphora_id, _STATS.c.listener_id, _STATS.c.epoch, _STATS.c.base, _STATS.c.last)
+    .where(_STATS.c.amphora_id.in_(bindparam("amps", expanding=True)))
+    .order_by(_STATS.c.amphora_id, _STATS.c.listener_id)
+    .with_for_update()
+)
+
+
+def lock_counters_of(conn: Connection, amphora_ids: Collection[str]) -> list[Any]:
+    """(amphora_id, listener_id, epoch, base, last) of the amphorae's listeners, locked."""
+    if not amphora_ids:
+        return []
+    return list(conn.execute(_LOCK_COUNTERS_OF, {"amps": sorted(amphora_ids)}))
+
+
+def put_counter_rows(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert or replace many counter records; each row has every ``listener_stats`` column."""
+    if rows:
+        conn.execute(_PUT_COUNTERS[conn.dialect.name], list(rows))
+
+
+_JOB = table_of(ConvergeJobRow).c
+_VERSIONS = (
+    select(_LBS.id, _LBS.provisioning_status, func.coalesce(_JOB.requested_gen, -1))
+    .select_from(
+        table_of(LoadBalancerRow).outerjoin(
+            table_of(ConvergeJobRow), _JOB.loadbalancer_id == _LBS.id
+        )
+    )
+    .where(_LBS.id.in_(bindparam("lbs", expanding=True)))
+)
+
+
+def loadbalancer_versions(
+    conn: Connection, loadbalancer_ids: Collection[str]
+) -> dict[str, tuple[str, int]]:
+    """{load balancer id: (provisioning status, requested converge generation)}.
+
+    Every change to a load balancer's graph bumps its converge job's generation (under the
+    load balancer's lock), so the pair tells whether a graph read earlier is still the one
+    stored. Load balancers that no longer exist are left out.
+    """
+    if not loadbalancer_ids:
+        return {}
+    rows = conn.execute(_VERSIONS, {"lbs": sorted(loadbalancer_ids)})
+    return {lb: (str(status), int(gen)) for lb, status, gen in rows}
+
+
+_GENERATION = select(_JOB.requested_gen).where(_JOB.loadbalancer_id == bindparam("lb"))
+
+
+def loadbalancer_is_settled_at(session: Session, loadbalancer_id: str, generation: int) -> bool:
+    """``loadbalancer_is_settled`` and no change requested since ``generation`` (lock held)."""
+    if not loadbalancer_is_settled(session, loadbalancer_id):
+        return False
+    current = session.connection().execute(_GENERATION, {"lb": loadbalancer_id}).scalar()
+    return (current if current is not None else -1) == generation

@@ -7,21 +7,27 @@ liveness first, because a heartbeat that reaches us proves the amphora is up eve
 load balancer is in the middle of a converge; counters next, because they are cumulative
 and must be folded even while statuses may not be written; statuses last, written by the
 store only when no converge is in flight.
+
+The roll-up is a pure function of the graph and the states a report carries (not its
+counters, which move every time), so its last result per load balancer is kept and
+reused while neither changed: in the steady state a heartbeat computes nothing, and the
+store recognises the very statuses it last wrote.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
 
 from lbaas.health.counters import fold_report
-from lbaas.health.rollup import roll_up
+from lbaas.health.rollup import OperatingStatuses, roll_up
 from lbaas.health.store import HealthStore
-from lbaas.model.graph import AmphoraId, ListenerId
-from lbaas.model.health import HealthReport, ListenerCounters
+from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancer, LoadBalancerId, PoolId
+from lbaas.model.health import HealthReport, ListenerCounters, ListenerState, PoolHealth
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +45,23 @@ class HeartbeatOutcome(StrEnum):
     """Ignored: the store does not know this amphora as serving that load balancer."""
 
 
+@dataclass(frozen=True)
+class _RolledUp:
+    """One roll-up and what it was computed from."""
+
+    graph: LoadBalancer
+    listeners: Mapping[ListenerId, ListenerState]
+    pools: Mapping[PoolId, PoolHealth]
+    statuses: OperatingStatuses
+
+
 class HeartbeatProcessor:
     """Applies authenticated heartbeats to a ``HealthStore``."""
 
     def __init__(self, store: HealthStore, clock: Callable[[], float] = time.time) -> None:
         self._store = store
         self._clock = clock
+        self._rolled_up: dict[LoadBalancerId, _RolledUp] = {}
 
     def process(self, amphora_id: AmphoraId, epoch: int, report: HealthReport) -> HeartbeatOutcome:
         """Apply one heartbeat from ``amphora_id``'s agent of start-up time ``epoch``."""
@@ -54,6 +71,7 @@ class HeartbeatProcessor:
             return HeartbeatOutcome.UNKNOWN_AMPHORA
         graph = self._store.load_graph(lb_id)
         if graph is None:
+            self._rolled_up.pop(lb_id, None)
             return HeartbeatOutcome.LOADBALANCER_GONE
         # Only listeners the graph knows: a late report must not resurrect the counters
         # of a listener that was just deleted.
@@ -64,6 +82,21 @@ class HeartbeatProcessor:
         if reported:
             update = partial(fold_report, epoch=epoch, reported=reported)
             self._store.update_listener_counters(amphora_id, lb_id, update)
-        if self._store.apply_operating_statuses(lb_id, roll_up(graph, report)):
+        if self._store.apply_operating_statuses(lb_id, self._roll_up(graph, report)):
             return HeartbeatOutcome.APPLIED
         return HeartbeatOutcome.DEFERRED
+
+    def _roll_up(self, graph: LoadBalancer, report: HealthReport) -> OperatingStatuses:
+        """``roll_up(graph, report)``, the same object as last time if nothing it reads moved."""
+        listeners = {lid: health.state for lid, health in report.listeners.items()}
+        last = self._rolled_up.get(graph.id)
+        if (
+            last is not None
+            and last.graph is graph
+            and last.listeners == listeners
+            and last.pools == report.pools
+        ):
+            return last.statuses
+        statuses = roll_up(graph, report)
+        self._rolled_up[graph.id] = _RolledUp(graph, listeners, report.pools, statuses)
+        return statuses

@@ -1,4 +1,4 @@
-"""Running the health manager: the heartbeat receiver and the stale-amphora sweeper.
+"""Running the health manager: the heartbeat receiver, the flusher and the stale sweeper.
 
 ``start_health_manager`` is what ``lbaas health`` and ``lbaas serve`` call; it returns a
 function that stops both.
@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from lbaas.config import Settings
 from lbaas.db.engine import Database
+from lbaas.health.flusher import Flusher, flush_interval
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.sql_store import SqlHealthStore
@@ -31,6 +32,8 @@ def start_health_manager(
         host=health.bind_host,
         port=health.bind_port,
     )
+    flusher = Flusher(store, flush_interval(health.stale_after))
+    flusher.start()
     receiver.start()
     sweeper = StaleAmphoraSweeper(
         store, stale_after=health.stale_after, failover_threshold=health.failover_threshold
@@ -48,5 +51,6 @@ def start_health_manager(
         stop.set()
         thread.join(5)
         receiver.stop()
+        flusher.stop()
 
     return stop_all

@@ -1,19 +1,55 @@
-"""The health store on lbaas's database (``HealthStore`` over ``lbaas.db``)."""
+"""The health store on lbaas's database (``HealthStore`` over ``lbaas.db``).
+
+A heartbeat is applied as a change against what this process already knows
+(``known_state``): which load balancer the amphora serves, the load balancer's graph and
+the statuses last written for it. In the steady state a heartbeat touches no database at
+all; what it changed waits in ``PendingWrites`` and ``flush`` (run every flush interval by
+the ``Flusher`` thread) writes it in two transactions:
+
+1. liveness: the amphorae's assignments are read back (so a deleted or moved amphora is
+   forgotten within one interval), every ``last_heartbeat_at`` moves forward in one
+   ``UPDATE`` (to the batch's earliest time: it may lag by one interval, never run ahead),
+   and the versions of the load balancers heard from are read to
+   drop the graphs that changed;
+2. counters: every counter record of the amphorae heard from is read ``FOR UPDATE`` in one
+   statement, the interval's reports are folded into them in arrival order, and the
+   records that changed are upserted in one executemany.
+
+Statuses are not batched: when the roll-up differs from what was written, only the
+objects whose status differs are written, at once, in a transaction that holds the load
+balancer's row lock and checks that it is settled and still at the generation the graph
+was read at; so a status computed from an old graph, or during a converge, is never
+written. See docs/operations.md ("Health and failover") for what a crash may lose.
+"""
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import fields
 from datetime import UTC, datetime
+from typing import Any
 
 from lbaas.db import health_repo, status_writer
 from lbaas.db.engine import Database
 from lbaas.db.graph_loader import load_graph
 from lbaas.health.counters import CounterRecord
+from lbaas.health.known_state import KnownLoadBalancer, KnownState
+from lbaas.health.pending_writes import PendingBatch, PendingWrites
 from lbaas.health.rollup import OperatingStatuses
 from lbaas.health.store import AmphoraHeartbeat, CounterUpdate, HealthStore
+from lbaas.model.enums import OperatingStatus
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancer, LoadBalancerId
 from lbaas.model.health import ListenerCounters
+
+log = logging.getLogger(__name__)
+
+
+_COUNTER_FIELDS = tuple(f.name for f in fields(ListenerCounters))
+_COUNTER_NAMES = frozenset(_COUNTER_FIELDS)
 
 
 def _now() -> datetime:
@@ -21,64 +57,161 @@ def _now() -> datetime:
 
 
 def _counters(raw: Mapping[str, int]) -> ListenerCounters:
-    return ListenerCounters(
-        **{k: int(v) for k, v in raw.items() if k in ListenerCounters.__dataclass_fields__}
-    )
+    if raw.keys() <= _COUNTER_NAMES:  # as this store writes them: no copy
+        return ListenerCounters(**raw)
+    return ListenerCounters(**{k: int(v) for k, v in raw.items() if k in _COUNTER_NAMES})
+
+
+def _as_row(counters: ListenerCounters) -> dict[str, int]:
+    """``asdict`` without its deep copy (it was most of a flush's time)."""
+    return {name: getattr(counters, name) for name in _COUNTER_FIELDS}
+
+
+def _changed(
+    statuses: OperatingStatuses, written: OperatingStatuses | None
+) -> dict[str, Mapping[str, OperatingStatus]]:
+    """The statuses per kind that differ from ``written`` (all of them without it)."""
+    if statuses is written:  # the processor reuses an unchanged roll-up
+        return {}
+    by_kind = statuses.by_kind()
+    if written is None:
+        return by_kind
+    return {
+        kind: changed
+        for kind, section in by_kind.items()
+        if (changed := {i: s for i, s in section.items() if written.get(i) != s})
+    }
 
 
 class SqlHealthStore(HealthStore):
-    def __init__(self, database: Database, notify: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        database: Database,
+        notify: Callable[[], None] = lambda: None,
+        *,
+        known: KnownState | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._db = database
         # Wakes the workers once a failover job is committed (they would poll it anyway).
         self._notify = notify
+        self._known = known if known is not None else KnownState()
+        self._clock = clock
+        self._pending = PendingWrites()
+        self._flushing = threading.Lock()  # flushes run one at a time, in order
 
     def record_heartbeat(
         self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, received_at: float
     ) -> bool:
-        with self._db.write() as session:
-            return health_repo.record_heartbeat(session, amphora_id, loadbalancer_id, received_at)
+        lookup = self._known.amphora(amphora_id, self._clock())
+        serves = lookup.loadbalancer_id
+        if not lookup.cached:
+            with self._db.read_connection() as conn:
+                found = health_repo.amphora_assignments(conn, [amphora_id])
+            assignments = {AmphoraId(a): LoadBalancerId(lb) for a, lb in found.items()}
+            self._known.remember_amphorae([amphora_id], assignments, self._clock())
+            serves = assignments.get(amphora_id)
+        if serves != loadbalancer_id:
+            return False
+        self._pending.hear(amphora_id, loadbalancer_id, received_at)
+        return True
 
     def load_graph(self, loadbalancer_id: LoadBalancerId) -> LoadBalancer | None:
+        return None if (known := self._load(loadbalancer_id)) is None else known.graph
+
+    def _load(self, loadbalancer_id: LoadBalancerId) -> KnownLoadBalancer | None:
+        known = self._known.loadbalancer(loadbalancer_id)
+        if known is not None:
+            return known
         with self._db.read_connection() as conn:
-            return load_graph(conn, loadbalancer_id)
+            # The version first: a change landing in between makes it look older than the
+            # graph, which costs a reload, never a write from a stale graph.
+            version = health_repo.loadbalancer_versions(conn, [loadbalancer_id])
+            graph = load_graph(conn, loadbalancer_id) if version else None
+        if graph is None:
+            return None
+        return self._known.remember_graph(graph, version[loadbalancer_id])
 
     def update_listener_counters(
         self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, update: CounterUpdate
     ) -> None:
-        with self._db.write() as session:
-            rows = health_repo.lock_counters(session, amphora_id)
-            current = {
-                ListenerId(r.listener_id): CounterRecord(
-                    epoch=r.epoch, base=_counters(r.base), last=_counters(r.last)
-                )
-                for r in rows
-            }
-            for listener_id, record in update(current).items():
-                health_repo.put_counters(
-                    session,
-                    amphora_id,
-                    loadbalancer_id,
-                    listener_id,
-                    record.epoch,
-                    asdict(record.base),
-                    asdict(record.last),
-                )
+        self._pending.add_counter_update(amphora_id, loadbalancer_id, update)
 
     def apply_operating_statuses(
         self, loadbalancer_id: LoadBalancerId, statuses: OperatingStatuses
     ) -> bool:
-        with self._db.write() as session:
-            if not health_repo.loadbalancer_is_settled(session, loadbalancer_id):
-                return False
-            status_writer.apply_operating_statuses(session, statuses.by_kind(), _now())
+        known = self._known.loadbalancer(loadbalancer_id)
+        if known is not None and known.converging:
+            return False  # dropped by the next flush once the converge has settled
+        now = self._clock()
+        written = self._known.written(known, now) if known is not None else None
+        changes = _changed(statuses, written)
+        if not changes:
             return True
+        with self._db.write() as session:
+            if known is None:
+                settled = health_repo.loadbalancer_is_settled(session, loadbalancer_id)
+            else:
+                generation = known.version[1]
+                settled = health_repo.loadbalancer_is_settled_at(
+                    session, loadbalancer_id, generation
+                )
+            if settled:
+                status_writer.apply_operating_statuses(session, changes, _now())
+        if not settled:
+            self._known.forget(loadbalancer_id)
+            return False
+        if known is not None:
+            self._known.remember_written(known, statuses, now)
+        return True
+
+    def flush(self) -> None:
+        with self._flushing:
+            batch = self._pending.take()
+            if not batch:
+                return
+            try:
+                self._flush_liveness(batch)
+            except Exception:
+                self._pending.restore_liveness(batch)
+                raise
+            # Not retried if it fails: a second attempt after a commit whose outcome was
+            # lost would count the interval twice. Losing it loses less (docs/operations.md).
+            self._flush_counters(batch)
+
+    def _flush_liveness(self, batch: PendingBatch) -> None:
+        loadbalancers = batch.loadbalancers
+        with self._db.write_connection() as conn:
+            found = health_repo.amphora_assignments(conn, batch.heard.keys())
+            heard = [(a, lb) for a, (lb, _) in batch.heard.items() if found.get(a) == lb]
+            earliest = min(at for _, at in batch.heard.values())
+            health_repo.record_heartbeats(conn, heard, earliest)
+            versions = health_repo.loadbalancer_versions(conn, loadbalancers)
+        assignments = {AmphoraId(a): LoadBalancerId(lb) for a, lb in found.items()}
+        self._known.remember_amphorae(batch.heard.keys(), assignments, self._clock())
+        self._known.revalidate(loadbalancers, {LoadBalancerId(lb): v for lb, v in versions.items()})
+
+    def _flush_counters(self, batch: PendingBatch) -> None:
+        if not batch.counter_updates:
+            return
+        amphorae = {amphora_id for amphora_id, _, _ in batch.counter_updates}
+        with self._db.write_connection() as conn:
+            stored: dict[AmphoraId, dict[ListenerId, CounterRecord]] = defaultdict(dict)
+            for row in health_repo.lock_counters_of(conn, amphorae):
+                stored[AmphoraId(row.amphora_id)][ListenerId(row.listener_id)] = CounterRecord(
+                    epoch=row.epoch, base=_counters(row.base), last=_counters(row.last)
+                )
+            health_repo.put_counter_rows(conn, _folded_rows(batch, stored))
 
     def list_amphora_heartbeats(self) -> list[AmphoraHeartbeat]:
+        # What this process heard but has not flushed yet counts too.
+        pending = self._pending.last_heard()
         with self._db.read() as session:
-            return [
-                AmphoraHeartbeat(AmphoraId(a), LoadBalancerId(lb), seen)
-                for a, lb, seen in health_repo.heartbeating_amphorae(session)
-            ]
+            rows = health_repo.heartbeating_amphorae(session)
+        return [
+            AmphoraHeartbeat(amp, LoadBalancerId(lb), max(seen, pending.get(amp, seen)))
+            for amp, lb, seen in ((AmphoraId(a), lb, seen) for a, lb, seen in rows)
+        ]
 
     def request_failover(self, amphora_id: AmphoraId) -> bool:
         with self._db.write() as session:
@@ -86,3 +219,28 @@ class SqlHealthStore(HealthStore):
         if requested:
             self._notify()
         return requested
+
+
+def _folded_rows(
+    batch: PendingBatch, stored: dict[AmphoraId, dict[ListenerId, CounterRecord]]
+) -> list[dict[str, Any]]:
+    """Apply the interval's updates in arrival order; the rows of the records that moved."""
+    before = {(a, lid): r for a, records in stored.items() for lid, r in records.items()}
+    owner: dict[tuple[AmphoraId, ListenerId], LoadBalancerId] = {}
+    for amphora_id, lb_id, update in batch.counter_updates:
+        records = stored[amphora_id]
+        for listener_id, record in update(records).items():
+            records[listener_id] = record
+            owner[(amphora_id, listener_id)] = lb_id
+    return [
+        {
+            "amphora_id": amphora_id,
+            "listener_id": listener_id,
+            "loadbalancer_id": lb_id,
+            "epoch": record.epoch,
+            "base": _as_row(record.base),
+            "last": _as_row(record.last),
+        }
+        for (amphora_id, listener_id), lb_id in sorted(owner.items())
+        if (record := stored[amphora_id][listener_id]) != before.get((amphora_id, listener_id))
+    ]

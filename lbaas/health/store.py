@@ -11,6 +11,10 @@ may share one database. Methods may be called from the receiver thread and the s
 thread at once; implementations must be thread-safe. Errors of the backing store are
 raised as they are: the receiver and the sweeper catch everything at the top of their
 loops, log and count it, and carry on with the next heartbeat or sweep.
+
+A store may buffer liveness and counters and write them every flush interval (the SQL
+store does, see ``lbaas.health.sql_store``); ``flush`` writes what is buffered, and the
+health manager calls it from a thread of its own (``lbaas.health.flusher``).
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ class HealthStore(abc.ABC):
         Returns False, changing nothing, when the amphora is unknown, deleted, or not
         serving ``loadbalancer_id``: such a heartbeat (a forgotten agent, a stale
         configuration) is ignored entirely. Idempotent; a ``received_at`` older than the
-        stored one must not move ``last_seen`` back.
+        stored one must not move ``last_seen`` back. May be stored at the next ``flush``.
         """
 
     @abc.abstractmethod
@@ -56,6 +60,8 @@ class HealthStore(abc.ABC):
         """The desired graph of a load balancer, or None if it no longer exists.
 
         The same graph converge builds: objects being deleted are left out. Read-only.
+        May be one read earlier, as long as ``apply_operating_statuses`` then refuses to
+        write statuses computed from it once the stored graph has changed.
         """
 
     @abc.abstractmethod
@@ -72,7 +78,8 @@ class HealthStore(abc.ABC):
         records ``update`` leaves out stay as they are. The read and the write must be one
         transaction holding the rows (``SELECT ... FOR UPDATE``) so two health managers
         cannot lose each other's counts. Records outlive their amphora (a failed-over
-        amphora's bytes still count); they go with their listener.
+        amphora's bytes still count); they go with their listener. May be deferred to the
+        next ``flush``, where the updates of one amphora are applied in the order given.
         """
 
     @abc.abstractmethod
@@ -84,8 +91,12 @@ class HealthStore(abc.ABC):
         Returns False, writing nothing, if the load balancer is gone or is PENDING_*
         (checked in the same transaction): a converge in flight sets statuses itself when
         it finishes, and the data plane may legitimately lag its graph until then. Ids
-        that no longer exist are skipped. Idempotent.
+        that no longer exist are skipped. Idempotent. A store that knows these statuses
+        are already stored may skip the write and return True.
         """
+
+    def flush(self) -> None:  # noqa: B027 - a store that buffers nothing has nothing to do
+        """Write whatever liveness and counters are buffered (nothing, by default)."""
 
     @abc.abstractmethod
     def list_amphora_heartbeats(self) -> list[AmphoraHeartbeat]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from lbaas.db import health_repo
+from lbaas.db import health_repo, job_queue
 from lbaas.db.engine import Database
-from lbaas.db.tables import AmphoraRow
+from lbaas.db.tables import AmphoraRow, LoadBalancerRow
+from lbaas.model.enums import AmphoraStatus, OperatingStatus, ProvisioningStatus
 
 
 def test_counters_are_inserted_then_replaced(database: Database) -> None:
@@ -34,7 +36,10 @@ def test_a_heartbeat_is_recorded_only_for_a_known_amphora_and_never_goes_back(
 ) -> None:
     now = datetime.now(UTC).replace(tzinfo=None)
     with database.write() as session:
-        for amp_id, status in (("amp-live", "ALLOCATED"), ("amp-gone", "DELETED")):
+        for amp_id, status in (
+            ("amp-live", AmphoraStatus.ALLOCATED.value),
+            ("amp-gone", AmphoraStatus.DELETED.value),
+        ):
             session.add(
                 AmphoraRow(id=amp_id, loadbalancer_id="lb-1", status=status, created_at=now)
             )
@@ -59,3 +64,85 @@ def test_a_heartbeat_is_recorded_only_for_a_known_amphora_and_never_goes_back(
     assert not record("amp-gone", "lb-1", 120.0)
     assert not record("amp-unknown", "lb-1", 120.0)
     assert last_heard() == 110.0
+
+
+def _add_loadbalancer(database: Database, lb_id: str, status: ProvisioningStatus) -> None:
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with database.write() as session:
+        session.add(
+            LoadBalancerRow(
+                id=lb_id,
+                project_id="p",
+                admin_state_up=True,
+                provider="noop",
+                provisioning_status=status.value,
+                operating_status=OperatingStatus.ONLINE.value,
+                created_at=now,
+            )
+        )
+
+
+def test_batched_liveness_and_assignments(database: Database) -> None:
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with database.write() as session:
+        for amp_id, lb_id, status in (
+            ("amp-a", "lb-1", AmphoraStatus.ALLOCATED),
+            ("amp-b", "lb-2", AmphoraStatus.ALLOCATED),
+            ("amp-gone", "lb-1", AmphoraStatus.DELETED),
+        ):
+            session.add(
+                AmphoraRow(id=amp_id, loadbalancer_id=lb_id, status=status.value, created_at=now)
+            )
+    with database.write_connection() as conn:
+        assert health_repo.amphora_assignments(conn, ["amp-a", "amp-b", "amp-gone", "x"]) == {
+            "amp-a": "lb-1",
+            "amp-b": "lb-2",
+        }
+        health_repo.record_heartbeats(conn, [("amp-a", "lb-1"), ("amp-gone", "lb-1")], 70.0)
+        health_repo.record_heartbeats(conn, [("amp-b", "lb-2"), ("amp-a", "lb-9")], 50.0)
+    with database.write_connection() as conn:
+        health_repo.record_heartbeats(conn, [("amp-a", "lb-1")], 60.0)  # never back
+    with database.read() as session:
+        heard = {a: t for a, _, t in health_repo.heartbeating_amphorae(session)}
+    assert heard == {"amp-a": 70.0, "amp-b": 50.0}
+
+
+def test_counter_rows_in_batches(database: Database) -> None:
+    def row(amp: str, listener: str, epoch: int, bytes_in: int) -> dict[str, Any]:
+        base = {"bytes_in": 0}
+        return {"amphora_id": amp, "listener_id": listener, "loadbalancer_id": "lb-1",
+                "epoch": epoch, "base": base, "last": {"bytes_in": bytes_in}}  # fmt: skip
+
+    with database.write_connection() as conn:
+        assert health_repo.lock_counters_of(conn, ["amp-1"]) == []
+        health_repo.put_counter_rows(conn, [row("amp-1", "li-1", 1, 5), row("amp-2", "li-1", 1, 6)])
+    with database.write_connection() as conn:
+        health_repo.put_counter_rows(conn, [row("amp-1", "li-1", 2, 7), row("amp-1", "li-2", 1, 8)])
+        locked = [tuple(r) for r in health_repo.lock_counters_of(conn, ["amp-1", "amp-2"])]
+    assert locked == [
+        ("amp-1", "li-1", 2, {"bytes_in": 0}, {"bytes_in": 7}),
+        ("amp-1", "li-2", 1, {"bytes_in": 0}, {"bytes_in": 8}),
+        ("amp-2", "li-1", 1, {"bytes_in": 0}, {"bytes_in": 6}),
+    ]
+
+
+def test_versions_and_the_settled_check_follow_the_converge_generation(
+    database: Database,
+) -> None:
+    _add_loadbalancer(database, "lb-1", ProvisioningStatus.ACTIVE)
+    _add_loadbalancer(database, "lb-2", ProvisioningStatus.PENDING_UPDATE)
+    with database.write() as session:
+        job_queue.enqueue_converge(session, "lb-1", 1.0, new=True)
+    with database.read_connection() as conn:
+        versions = health_repo.loadbalancer_versions(conn, ["lb-1", "lb-2", "lb-missing"])
+    assert versions == {
+        "lb-1": (ProvisioningStatus.ACTIVE.value, 1),
+        "lb-2": (ProvisioningStatus.PENDING_UPDATE.value, -1),
+    }
+    with database.write() as session:
+        assert health_repo.loadbalancer_is_settled_at(session, "lb-1", 1)
+        assert not health_repo.loadbalancer_is_settled_at(session, "lb-2", -1)
+        job_queue.enqueue_converge(session, "lb-1", 2.0)
+    with database.write() as session:
+        assert not health_repo.loadbalancer_is_settled_at(session, "lb-1", 1)
+        assert health_repo.loadbalancer_is_settled_at(session, "lb-1", 2)

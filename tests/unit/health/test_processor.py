@@ -104,3 +104,22 @@ def test_counters_of_listeners_not_in_the_graph_are_not_stored() -> None:
     )
     processor.process(AMP, EPOCH, with_ghost)
     assert set(store.counter_records(AMP)) == {ListenerId("l")}
+
+
+def test_the_roll_up_is_redone_only_when_the_graph_or_the_states_change() -> None:
+    store, processor, _ = scene()
+    processor.process(AMP, EPOCH, healthy(1))
+    first = store.statuses(LB_ID)
+    processor.process(AMP, EPOCH, healthy(2))  # only counters moved
+    assert store.statuses(LB_ID) is first
+    down = report(
+        {"l": ListenerHealth(ListenerState.OPEN, counters(3))},
+        {"p": (PoolState.UP, {"m": MemberState.DOWN})},
+    )
+    processor.process(AMP, EPOCH, down)
+    assert (store.statuses(LB_ID) or {})["m"] is OperatingStatus.ERROR
+    store.put_graph(
+        loadbalancer([listener("l", "p")], [pool("p", [member("m", admin=False)], hm=monitor())])
+    )
+    processor.process(AMP, EPOCH, down)
+    assert (store.statuses(LB_ID) or {})["m"] is OperatingStatus.OFFLINE

@@ -1,0 +1,73 @@
+"""Liveness and counter updates heard since the last flush, waiting to be written together.
+
+The receiver thread adds to it for every heartbeat; the flusher thread takes everything
+at once every flush interval and writes it in two transactions (see ``sql_store``).
+Liveness keeps only the newest time per amphora; counter updates are kept in arrival
+order, because folding counters is not commutative (a reload is recognised by a counter
+going down between two consecutive reports).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from lbaas.health.store import CounterUpdate
+from lbaas.model.graph import AmphoraId, LoadBalancerId
+
+
+@dataclass
+class PendingBatch:
+    """Everything heard in one flush interval."""
+
+    heard: dict[AmphoraId, tuple[LoadBalancerId, float]] = field(default_factory=dict)
+    counter_updates: list[tuple[AmphoraId, LoadBalancerId, CounterUpdate]] = field(
+        default_factory=list
+    )
+
+    @property
+    def loadbalancers(self) -> set[LoadBalancerId]:
+        return {lb_id for lb_id, _ in self.heard.values()}
+
+    def __bool__(self) -> bool:
+        return bool(self.heard or self.counter_updates)
+
+
+class PendingWrites:
+    """Thread-safe accumulation of ``PendingBatch``es."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._batch = PendingBatch()
+
+    def hear(self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, at: float) -> None:
+        with self._lock:
+            self._hear(amphora_id, loadbalancer_id, at)
+
+    def add_counter_update(
+        self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, update: CounterUpdate
+    ) -> None:
+        with self._lock:
+            self._batch.counter_updates.append((amphora_id, loadbalancer_id, update))
+
+    def take(self) -> PendingBatch:
+        """Everything pending, leaving nothing behind."""
+        with self._lock:
+            batch, self._batch = self._batch, PendingBatch()
+            return batch
+
+    def restore_liveness(self, batch: PendingBatch) -> None:
+        """Put back the liveness of a batch that could not be written (it is idempotent)."""
+        with self._lock:
+            for amphora_id, (lb_id, at) in batch.heard.items():
+                self._hear(amphora_id, lb_id, at)
+
+    def last_heard(self) -> dict[AmphoraId, float]:
+        """The newest pending time of each amphora heard since the last flush."""
+        with self._lock:
+            return {amphora_id: at for amphora_id, (_, at) in self._batch.heard.items()}
+
+    def _hear(self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, at: float) -> None:
+        previous = self._batch.heard.get(amphora_id)
+        if previous is None or previous[0] != loadbalancer_id or previous[1] < at:
+            self._batch.heard[amphora_id] = (loadbalancer_id, at)

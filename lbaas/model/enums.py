@@ -176,6 +176,15 @@ LIVE_AMPHORA_STATUSES = frozenset(
 GONE_AMPHORA_STATUSES = frozenset({AmphoraStatus.PENDING_DELETE, AmphoraStatus.DELETED})
 
 
+class NetworkResourceStatus(StrEnum):
+    """The Networking API's status of a network or port (Neutron's vocabulary, not lbaas's).
+
+    lbaas's registry keeps no state for them, so every network and port it serves is ACTIVE.
+    """
+
+    ACTIVE = "ACTIVE"
+
+
 class AmphoraRole(StrEnum):
     STANDALONE = "STANDALONE"
     MASTER = "MASTER"

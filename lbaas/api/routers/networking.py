@@ -19,6 +19,7 @@ from lbaas.api.services import ApiServices
 from lbaas.db import network_repo
 from lbaas.db.tables import NetworkRow, PortRow, SubnetRow
 from lbaas.errors import NotFound
+from lbaas.model.enums import NetworkResourceStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["networking"])
 
@@ -48,7 +49,7 @@ def _network(row: NetworkRow, subnet_ids: list[str]) -> dict[str, Any]:
         "name": row.name,
         "subnets": subnet_ids,
         "admin_state_up": True,
-        "status": "ACTIVE",
+        "status": NetworkResourceStatus.ACTIVE.value,
         "shared": True,
         "project_id": row.project_id or "",
         "tenant_id": row.project_id or "",
@@ -65,7 +66,7 @@ def _port(row: PortRow) -> dict[str, Any]:
         "device_owner": row.device_owner,
         "device_id": row.device_id,
         "admin_state_up": True,
-        "status": "ACTIVE",
+        "status": NetworkResourceStatus.ACTIVE.value,
     }
 
 

@@ -22,8 +22,8 @@ from lbaas.providers.amphora.driver import AmphoraProvider
 from lbaas.providers.amphora.store.database import DatabaseAmphoraStore
 from lbaas.providers.base import LeaseLost, ProviderContext
 from tests.support.api_client import LOOPBACK_SUBNET, Api
+from tests.support.graphs import listener, load_balancer, member, pool
 from tests.unit.providers.amphora_fakes import RecordingAgent
-from tests.unit.render.graph_builder import listener, load_balancer, member, pool
 
 
 def _post_lb(api: Api) -> str:

@@ -14,7 +14,7 @@ from lbaas.model.enums import AmphoraStatus
 from lbaas.model.graph import LoadBalancerId, NetworkId, Subnet, SubnetId
 from lbaas.providers.amphora.driver import AmphoraProvider
 from lbaas.providers.base import LeaseLost, ProviderContext
-from tests.unit.render.graph_builder import listener, load_balancer, member, pool
+from tests.support.graphs import listener, load_balancer, member, pool
 
 from .amphora_fakes import MemoryAmphoraStore, RecordingAgent
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from lbaas.model.graph import LoadBalancer, MemberId, PoolId
 from lbaas.render.haproxy import render_haproxy, render_haproxy_config
 from lbaas.render.haproxy.names import backend_name, server_name
+from tests.support.graphs import listener, load_balancer, member, pool, uid
 
 from .golden_cases import GOLDEN_CONTEXT
-from .graph_builder import listener, load_balancer, member, pool, uid
 
 
 def _lb(

@@ -8,19 +8,12 @@ from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.model.enums import OperatingStatus
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancerId
 from lbaas.model.health import HealthReport, ListenerHealth, ListenerState, MemberState, PoolState
+from tests.support.clock import FakeClock
 
 from .builders import LB_ID, counters, listener, loadbalancer, member, monitor, pool, report
 
 AMP = AmphoraId("amp-1")
 EPOCH = 42
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def scene() -> tuple[InMemoryHealthStore, HeartbeatProcessor, FakeClock]:

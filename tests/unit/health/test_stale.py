@@ -11,20 +11,10 @@ from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.health.store import AmphoraHeartbeat
 from lbaas.model.graph import AmphoraId, LoadBalancerId
+from tests.support.clock import FakeClock
 
 STALE_AFTER = 3.0
 T0 = 10_000.0
-
-
-class FakeClock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def amphora(n: int) -> AmphoraId:
@@ -35,7 +25,7 @@ class Fleet:
     """``size`` amphorae, one load balancer each, all heard from at T0."""
 
     def __init__(self, size: int, threshold: float = 0.5) -> None:
-        self.clock = FakeClock()
+        self.clock = FakeClock(T0)
         self.store = InMemoryHealthStore()
         self.ids = [amphora(n) for n in range(size)]
         for amp in self.ids:

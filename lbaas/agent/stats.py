@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from lbaas.agent.runtime_api import CliSession, MasterCli, RuntimeApi, RuntimeApiError, Session
@@ -79,50 +79,24 @@ HOLD_LIMIT = 5.0
 HOLD_POLL = 0.05
 
 
-@dataclass(frozen=True)
-class CumulativeCounters:
-    """The counters of one listener that only grow while a worker lives."""
-
-    bytes_in: int = 0
-    bytes_out: int = 0
-    total_connections: int = 0
-    request_errors: int = 0
-
-    def __add__(self, other: CumulativeCounters) -> CumulativeCounters:
-        return CumulativeCounters(
-            self.bytes_in + other.bytes_in,
-            self.bytes_out + other.bytes_out,
-            self.total_connections + other.total_connections,
-            self.request_errors + other.request_errors,
-        )
-
-    def dropped_below(self, other: CumulativeCounters) -> bool:
-        return (
-            self.bytes_in < other.bytes_in
-            or self.bytes_out < other.bytes_out
-            or self.total_connections < other.total_connections
-            or self.request_errors < other.request_errors
-        )
-
-
-ZERO = CumulativeCounters()
+ZERO = ListenerCounters()
 
 
 class WorkerLedger:
     """Per-listener totals over every worker seen: live ones by pid, gone ones carried."""
 
     def __init__(self) -> None:
-        self._carried: dict[ListenerId, CumulativeCounters] = {}
-        self._last: dict[int, dict[ListenerId, CumulativeCounters]] = {}
+        self._carried: dict[ListenerId, ListenerCounters] = {}
+        self._last: dict[int, dict[ListenerId, ListenerCounters]] = {}
 
     @property
     def live_pids(self) -> set[int]:
         return set(self._last)
 
-    def observe(self, pid: int, counters: Mapping[ListenerId, CumulativeCounters]) -> None:
+    def observe(self, pid: int, counters: Mapping[ListenerId, ListenerCounters]) -> None:
         """Record what worker ``pid`` has counted so far."""
         last = self._last.get(pid, {})
-        if any(c.dropped_below(last[lid]) for lid, c in counters.items() if lid in last):
+        if any(c.went_down_from(last[lid]) for lid, c in counters.items() if lid in last):
             self._retire(pid)  # the pid now belongs to another process
             last = {}
         self._last[pid] = {**last, **counters}
@@ -132,7 +106,7 @@ class WorkerLedger:
         for pid in [p for p in self._last if p not in live]:
             self._retire(pid)
 
-    def totals(self) -> dict[ListenerId, CumulativeCounters]:
+    def totals(self) -> dict[ListenerId, ListenerCounters]:
         sums = dict(self._carried)
         for counters in self._last.values():
             for lid, value in counters.items():
@@ -272,13 +246,7 @@ class StatsCollector:
         listeners = {
             lid: ListenerHealth(
                 state=states[lid],
-                counters=ListenerCounters(
-                    bytes_in=totals[lid].bytes_in,
-                    bytes_out=totals[lid].bytes_out,
-                    active_connections=gauges.get(lid, 0),
-                    total_connections=totals[lid].total_connections,
-                    request_errors=totals[lid].request_errors,
-                ),
+                counters=replace(totals[lid], active_connections=gauges.get(lid, 0)),
             )
             for lid in states
         }
@@ -297,10 +265,13 @@ def _tenant_frontends(rows: Sequence[StatRow]) -> Iterator[tuple[ListenerId, Sta
                 yield listener_id, row
 
 
-def _cumulative(rows: Sequence[StatRow]) -> dict[ListenerId, CumulativeCounters]:
+def _cumulative(rows: Sequence[StatRow]) -> dict[ListenerId, ListenerCounters]:
     return {
-        lid: CumulativeCounters(
-            _int(row, "bin"), _int(row, "bout"), _int(row, "stot"), _int(row, "ereq")
+        lid: ListenerCounters(
+            bytes_in=_int(row, "bin"),
+            bytes_out=_int(row, "bout"),
+            total_connections=_int(row, "stot"),
+            request_errors=_int(row, "ereq"),
         )
         for lid, row in _tenant_frontends(rows)
     }

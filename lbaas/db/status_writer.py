@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,7 @@ from sqlalchemy import Table, bindparam, delete, update
 from sqlalchemy.orm import Session
 
 from lbaas.db import tree_loader
-from lbaas.db.stored_tree import StoredLoadBalancer, walk
+from lbaas.db.stored_tree import StoredLoadBalancer, StoredObject, walk
 from lbaas.db.tables import (
     ListenerStatsRow,
     PortRow,
@@ -145,10 +145,7 @@ def finish_deleted(session: Session, loadbalancer_id: str, now: datetime) -> Non
     lb = tree_loader.load_tree(conn, loadbalancer_id)
     if lb is None:
         return
-    doomed: dict[Table, list[str]] = defaultdict(list)
-    for row, _ in walk(lb):
-        if row.table is not _LOADBALANCERS:
-            doomed[row.table].append(row.id)
+    doomed = _ids_by_table(lb, lambda row: row.table is not _LOADBALANCERS)
     every_id = [lb.id, *(i for ids in doomed.values() for i in ids)]
     conn.execute(delete(_TAGS).where(_TAGS.c.resource_id.in_(every_id)))
     conn.execute(delete(_STATS).where(_STATS.c.loadbalancer_id == lb.id))
@@ -175,13 +172,26 @@ def finish_failed(session: Session, loadbalancer_id: str, now: datetime) -> None
     lb = tree_loader.load_tree(conn, loadbalancer_id)
     if lb is None:
         return
-    failing: dict[Table, list[str]] = defaultdict(list)
-    for row, _ in walk(lb):
-        pending = row.provisioning_status in PENDING_CHANGE_STATUSES
-        if pending or (row.table is _LOADBALANCERS and row.provisioning_status != ERROR):
-            failing[row.table].append(row.id)
+    failing = _ids_by_table(lb, _fails)
     for table, ids in failing.items():
         conn.execute(_status_update(table, True, False), {"ids": ids, "now": now, "prov": ERROR})
+
+
+def _fails(row: StoredObject) -> bool:
+    """Whether a failed converge sets ``row`` to ERROR: what was pending, and the LB."""
+    pending = row.provisioning_status in PENDING_CHANGE_STATUSES
+    return pending or (row.table is _LOADBALANCERS and row.provisioning_status != ERROR)
+
+
+def _ids_by_table(
+    lb: StoredLoadBalancer, chosen: Callable[[StoredObject], bool]
+) -> defaultdict[Table, list[str]]:
+    """Ids of the rows of the tree that are ``chosen``, by table (children first)."""
+    ids: defaultdict[Table, list[str]] = defaultdict(list)
+    for row, _ in walk(lb):
+        if chosen(row):
+            ids[row.table].append(row.id)
+    return ids
 
 
 # The tables whose operating statuses the health manager writes, by the name of the kind.

@@ -45,7 +45,7 @@ def fold(stored: CounterRecord | None, epoch: int, reported: ListenerCounters) -
         return CounterRecord(epoch=epoch, base=ZERO, last=reported)
     if epoch < stored.epoch:
         return stored
-    if epoch > stored.epoch or _restarted(stored.last, reported):
+    if epoch > stored.epoch or reported.went_down_from(stored.last):
         return CounterRecord(epoch=epoch, base=_carry(stored.base, stored.last), last=reported)
     return replace(stored, last=reported)
 
@@ -70,31 +70,12 @@ def retire(stored: CounterRecord) -> CounterRecord:
 
 def total(stored: CounterRecord) -> ListenerCounters:
     """Everything one amphora ever counted for one listener, plus its current gauge."""
-    return ListenerCounters(
-        bytes_in=stored.base.bytes_in + stored.last.bytes_in,
-        bytes_out=stored.base.bytes_out + stored.last.bytes_out,
-        active_connections=stored.last.active_connections,
-        total_connections=stored.base.total_connections + stored.last.total_connections,
-        request_errors=stored.base.request_errors + stored.last.request_errors,
-    )
+    return replace(stored.base + stored.last, active_connections=stored.last.active_connections)
 
 
 def sum_counters(counters: Iterable[ListenerCounters]) -> ListenerCounters:
     """Field-wise sum: a listener's stats over its amphorae, an LB's over its listeners."""
-    bytes_in = bytes_out = active = connections = errors = 0
-    for c in counters:
-        bytes_in += c.bytes_in
-        bytes_out += c.bytes_out
-        active += c.active_connections
-        connections += c.total_connections
-        errors += c.request_errors
-    return ListenerCounters(
-        bytes_in=bytes_in,
-        bytes_out=bytes_out,
-        active_connections=active,
-        total_connections=connections,
-        request_errors=errors,
-    )
+    return sum(counters, ZERO)
 
 
 def listener_stats(records: Iterable[CounterRecord]) -> ListenerCounters:
@@ -102,16 +83,6 @@ def listener_stats(records: Iterable[CounterRecord]) -> ListenerCounters:
     return sum_counters(total(r) for r in records)
 
 
-def _restarted(last: ListenerCounters, reported: ListenerCounters) -> bool:
-    """Whether a cumulative counter went down: the process behind it started again."""
-    return (
-        reported.bytes_in < last.bytes_in
-        or reported.bytes_out < last.bytes_out
-        or reported.total_connections < last.total_connections
-        or reported.request_errors < last.request_errors
-    )
-
-
 def _carry(base: ListenerCounters, last: ListenerCounters) -> ListenerCounters:
     """``base`` with a finished process's counts added; the gauge is not carried."""
-    return replace(total(CounterRecord(epoch=0, base=base, last=last)), active_connections=0)
+    return replace(base + last, active_connections=0)

@@ -44,6 +44,28 @@ class ListenerCounters:
     total_connections: int = 0
     request_errors: int = 0
 
+    def __add__(self, other: ListenerCounters) -> ListenerCounters:
+        """Field-wise sum: over workers, amphorae or listeners; gauges add up too."""
+        return ListenerCounters(
+            bytes_in=self.bytes_in + other.bytes_in,
+            bytes_out=self.bytes_out + other.bytes_out,
+            active_connections=self.active_connections + other.active_connections,
+            total_connections=self.total_connections + other.total_connections,
+            request_errors=self.request_errors + other.request_errors,
+        )
+
+    def went_down_from(self, earlier: ListenerCounters) -> bool:
+        """Whether a cumulative counter is below ``earlier``'s: its process started again.
+
+        ``active_connections`` is a gauge and may go down at any time, so it is not looked at.
+        """
+        return (
+            self.bytes_in < earlier.bytes_in
+            or self.bytes_out < earlier.bytes_out
+            or self.total_connections < earlier.total_connections
+            or self.request_errors < earlier.request_errors
+        )
+
 
 @dataclass(frozen=True)
 class ListenerHealth:

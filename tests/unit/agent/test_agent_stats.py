@@ -7,14 +7,13 @@ from pathlib import Path
 
 from lbaas.agent.runtime_api import MasterCli, RuntimeApi, RuntimeApiError, Session
 from lbaas.agent.stats import (
-    CumulativeCounters,
     StatsCollector,
     WorkerLedger,
     listener_state,
     member_state,
 )
 from lbaas.model.graph import ListenerId, LoadBalancerId, MemberId, PoolId
-from lbaas.model.health import ListenerState, MemberState, PoolState
+from lbaas.model.health import ListenerCounters, ListenerState, MemberState, PoolState
 
 
 def _frontend(name: str, *, status: str = "OPEN", scur: int = 0, slim: int = 100) -> dict[str, str]:
@@ -192,15 +191,25 @@ def test_without_the_master_the_current_worker_is_read_through_the_runtime_api()
     assert report.listeners[ListenerId("l1")].counters.total_connections == 9
 
 
+def cumulative(bytes_in: int, bytes_out: int, connections: int, errors: int) -> ListenerCounters:
+    """What a worker counted so far (the ledger holds no gauge)."""
+    return ListenerCounters(
+        bytes_in=bytes_in,
+        bytes_out=bytes_out,
+        total_connections=connections,
+        request_errors=errors,
+    )
+
+
 def test_the_ledger_totals_are_the_carry_plus_every_live_worker() -> None:
     ledger = WorkerLedger()
     l1 = ListenerId("l1")
-    ledger.observe(1, {l1: CumulativeCounters(10, 100, 1, 0)})
-    ledger.observe(2, {l1: CumulativeCounters(5, 50, 1, 1)})
-    assert ledger.totals()[l1] == CumulativeCounters(15, 150, 2, 1)
+    ledger.observe(1, {l1: cumulative(10, 100, 1, 0)})
+    ledger.observe(2, {l1: cumulative(5, 50, 1, 1)})
+    assert ledger.totals()[l1] == cumulative(15, 150, 2, 1)
     ledger.retire_absent({2})
-    ledger.observe(2, {l1: CumulativeCounters(6, 60, 2, 1)})
-    assert ledger.totals()[l1] == CumulativeCounters(16, 160, 3, 1)
+    ledger.observe(2, {l1: cumulative(6, 60, 2, 1)})
+    assert ledger.totals()[l1] == cumulative(16, 160, 3, 1)
     assert ledger.live_pids == {2}
 
 

@@ -118,6 +118,14 @@ def show_network(network_id: str, services: ApiServices = Depends(get_services))
         return {"network": _network(row, [s.id for s in subnets])}
 
 
+@router.get("/floatingips")
+def list_floating_ips() -> dict[str, Any]:
+    """lbaas has no floating IPs; the Ansible ``openstack.cloud.loadbalancer`` module looks
+    for the VIP's after every create and needs the empty list a cloud without them gives
+    (whatever the filters)."""
+    return {"floatingips": []}
+
+
 @router.get("/ports/{port_id}")
 def show_port(port_id: str, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
     with services.database.read() as session:

@@ -17,6 +17,7 @@ from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.sql_store import SqlHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.heartbeat.envelope import ReplayGuard
+from lbaas.heartbeat.key import heartbeat_key
 
 
 def start_health_manager(
@@ -27,7 +28,7 @@ def start_health_manager(
     store = SqlHealthStore(database, notify)
     receiver = HeartbeatReceiver(
         HeartbeatProcessor(store),
-        health.heartbeat_key.encode(),
+        heartbeat_key(health.heartbeat_key, settings.state_dir.absolute()),
         ReplayGuard(max_age=max(30.0, health.stale_after * 3)),
         host=health.bind_host,
         port=health.bind_port,

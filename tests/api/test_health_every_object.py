@@ -11,27 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbaas.db.tables import (
-    L7PolicyRow,
-    L7RuleRow,
-    ListenerRow,
-    LoadBalancerRow,
-    MemberRow,
-    PoolRow,
-)
+from lbaas.db import tables
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.health.sql_store import SqlHealthStore
+from lbaas.model import health
 from lbaas.model.enums import OperatingStatus
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancerId, MemberId, PoolId
-from lbaas.model.health import (
-    HealthReport,
-    ListenerCounters,
-    ListenerHealth,
-    ListenerState,
-    MemberState,
-    PoolHealth,
-    PoolState,
-)
 from tests.api.test_amphorae import add_amphora
 from tests.support.api_client import Api
 
@@ -53,7 +38,7 @@ class EveryObject:
         api_pool = api.create_pool(self.lb, protocol="HTTP")
         plain = api.create_pool(self.lb, listener_id=tcp["id"], protocol="TCP")
         dns = api.create_pool(self.lb, listener_id=udp["id"], protocol="UDP")
-        self.pools = {p["id"]: [] for p in (web, api_pool, plain, dns)}  # type: list[str]
+        self.pools: dict[str, list[str]] = {p["id"]: [] for p in (web, api_pool, plain, dns)}
         for n, pool in enumerate((web, web, api_pool, plain, dns)):
             member = api.create_member(self.lb, pool["id"], address=f"192.0.2.{n + 10}")
             self.pools[pool["id"]].append(member["id"])
@@ -75,17 +60,22 @@ class EveryObject:
 
     def beat(self, down: frozenset[str] = frozenset()) -> HeartbeatOutcome:
         listeners = {
-            ListenerId(lid): ListenerHealth(ListenerState.OPEN, ListenerCounters(bytes_in=7))
+            ListenerId(lid): health.ListenerHealth(
+                health.ListenerState.OPEN, health.ListenerCounters(bytes_in=7)
+            )
             for lid in self.listeners
         }
         pools = {
-            PoolId(pid): PoolHealth(
-                PoolState.UP,
-                {MemberId(m): MemberState.DOWN if m in down else MemberState.UP for m in members},
+            PoolId(pid): health.PoolHealth(
+                health.PoolState.UP,
+                {
+                    MemberId(m): health.MemberState.DOWN if m in down else health.MemberState.UP
+                    for m in members
+                },
             )
             for pid, members in self.pools.items()
         }
-        report = HealthReport(LoadBalancerId(self.lb), listeners, pools)
+        report = health.HealthReport(LoadBalancerId(self.lb), listeners, pools)
         return self.processor.process(self.amphora, 1, report)
 
 
@@ -100,22 +90,22 @@ def test_every_object_gets_its_status_and_a_dead_member_is_reported(api: Api, pl
     scene.store.flush()
     monitored = scene.web_members
     unmonitored = [m for ms in list(scene.pools.values())[1:] for m in ms]
-    assert set(statuses(plane, MemberRow, monitored).values()) == {ONLINE}
+    assert set(statuses(plane, tables.MemberRow, monitored).values()) == {ONLINE}
     # Without a monitor HAProxy cannot say: Octavia's NO_MONITOR.
     no_monitor = OperatingStatus.NO_MONITOR.value
-    assert set(statuses(plane, MemberRow, unmonitored).values()) == {no_monitor}
-    assert set(statuses(plane, PoolRow, list(scene.pools)).values()) == {ONLINE}
-    assert set(statuses(plane, ListenerRow, scene.listeners).values()) == {ONLINE}
-    assert statuses(plane, L7PolicyRow, [scene.policy]) == {scene.policy: ONLINE}
-    assert set(statuses(plane, L7RuleRow, scene.rules).values()) == {ONLINE}
-    assert statuses(plane, LoadBalancerRow, [scene.lb]) == {scene.lb: ONLINE}
+    assert set(statuses(plane, tables.MemberRow, unmonitored).values()) == {no_monitor}
+    assert set(statuses(plane, tables.PoolRow, list(scene.pools)).values()) == {ONLINE}
+    assert set(statuses(plane, tables.ListenerRow, scene.listeners).values()) == {ONLINE}
+    assert statuses(plane, tables.L7PolicyRow, [scene.policy]) == {scene.policy: ONLINE}
+    assert set(statuses(plane, tables.L7RuleRow, scene.rules).values()) == {ONLINE}
+    assert statuses(plane, tables.LoadBalancerRow, [scene.lb]) == {scene.lb: ONLINE}
 
     dead = scene.web_members[0]
     assert scene.beat(frozenset({dead})) is HeartbeatOutcome.APPLIED
     scene.store.flush()
-    assert statuses(plane, MemberRow, [dead]) == {dead: OperatingStatus.ERROR.value}
+    assert statuses(plane, tables.MemberRow, [dead]) == {dead: OperatingStatus.ERROR.value}
     web = next(iter(scene.pools))
-    assert statuses(plane, PoolRow, [web]) == {web: OperatingStatus.DEGRADED.value}
-    assert statuses(plane, LoadBalancerRow, [scene.lb]) == {
+    assert statuses(plane, tables.PoolRow, [web]) == {web: OperatingStatus.DEGRADED.value}
+    assert statuses(plane, tables.LoadBalancerRow, [scene.lb]) == {
         scene.lb: OperatingStatus.DEGRADED.value
     }

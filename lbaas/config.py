@@ -224,6 +224,14 @@ class HealthSettings(_Section):
     )
     heartbeat_interval: float = Field(1.0, description="Seconds between agent heartbeats.")
     stale_after: float = Field(3.0, description="An amphora silent this long is considered failed.")
+    probe_timeout: float = Field(
+        1.0,
+        description=(
+            "Before failing over a silent amphora, its listeners are probed on the VIP for "
+            "up to this many seconds each; if the data plane answers, only the agent is "
+            "degraded and nothing is rebuilt. 0: no probe, silence alone fails over."
+        ),
+    )
     failover_threshold: float = Field(
         0.5,
         description=(

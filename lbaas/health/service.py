@@ -12,6 +12,7 @@ from collections.abc import Callable
 from lbaas.config import Settings
 from lbaas.db.engine import Database
 from lbaas.health.flusher import Flusher, flush_interval
+from lbaas.health.probe import ListenerProbe
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.sql_store import SqlHealthStore
@@ -37,7 +38,10 @@ def start_health_manager(
     flusher.start()
     receiver.start()
     sweeper = StaleAmphoraSweeper(
-        store, stale_after=health.stale_after, failover_threshold=health.failover_threshold
+        store,
+        stale_after=health.stale_after,
+        failover_threshold=health.failover_threshold,
+        probe=ListenerProbe(timeout=health.probe_timeout) if health.probe_timeout else None,
     )
     stop = threading.Event()
     thread = threading.Thread(

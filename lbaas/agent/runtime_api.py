@@ -215,6 +215,19 @@ class MasterCli:
         """``show stat`` of worker ``pid``, current or old, passed on by the master."""
         return parse_show_stat(self._send(f"@!{int(pid)} show stat; quit"))
 
+    def worker_environment(self, pid: int, name: str) -> str | None:
+        """Environment variable ``name`` of worker ``pid`` (``show env``); None if unset."""
+        if not name.replace("_", "").isalnum():
+            raise ValueError(f"not an environment variable name: {name!r}")
+        text = self._send(f"@!{int(pid)} show env {name}; quit")
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key == name:
+                return value
+        if "Variable not found" in text or not text.strip():
+            return None
+        raise RuntimeApiError(f"unexpected show env answer: {text[:200]!r}")
+
     def reload(self) -> None:
         """Ask the master to re-execute itself on its configuration (it closes the socket)."""
         self._send("reload")

@@ -31,6 +31,7 @@ from typing import Literal
 from lbaas.agent.haproxy_process import ApplyOutcome, HaproxyInstance, RuntimeApiFactory
 from lbaas.agent.host.base import HostOps
 from lbaas.agent.host.loopback import is_loopback_address
+from lbaas.agent.ledger_store import LEDGER_FILE
 from lbaas.agent.plumbing import (
     AmphoraPlumbing,
     apply_plumbing,
@@ -103,7 +104,7 @@ class AmphoraManager:
                 continue
             amp = self._entry(amphora_id)
             amp.applied = spec
-            amp.stats = StatsCollector(LoadBalancerId(spec.loadbalancer_id))
+            amp.stats = self._collector(amp, spec)
             found.append(amphora_id)
         return found
 
@@ -276,10 +277,15 @@ class AmphoraManager:
 
     def _save(self, amp: _Amphora, spec: AmphoraSpec) -> None:
         if amp.applied is None or amp.applied.loadbalancer_id != spec.loadbalancer_id:
-            amp.stats = StatsCollector(LoadBalancerId(spec.loadbalancer_id))
+            amp.stats = self._collector(amp, spec)
         amp.applied = spec
         path = amp.instance.directory / APPLIED_FILE
         write_private(path, json.dumps({"spec": spec.model_dump_json()}))
+
+    def _collector(self, amp: _Amphora, spec: AmphoraSpec) -> StatsCollector:
+        """Statistics for ``spec``'s load balancer, resuming the ledger stored beside it."""
+        store = amp.instance.directory / LEDGER_FILE
+        return StatsCollector(LoadBalancerId(spec.loadbalancer_id), store=store)
 
     def _status(self, amp: _Amphora) -> AmphoraStatus:
         pid = amp.instance.master_pid()

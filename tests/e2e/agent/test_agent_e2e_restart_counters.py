@@ -32,6 +32,7 @@ from lbaas.health.counters import CounterRecord, fold, total
 from lbaas.heartbeat.envelope import open_envelope
 from lbaas.heartbeat.report_codec import from_payload
 from tests.support.processes import lbaas_env, lbaas_process
+from tests.support.udp import udp_receiver
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.haproxy
@@ -67,13 +68,8 @@ class HealthManagerView:
 
 @pytest.fixture
 def heartbeats() -> Iterator[socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(30)
-    try:
+    with udp_receiver(30) as sock:
         yield sock
-    finally:
-        sock.close()
 
 
 def test_agent_restarts_count_nothing_twice(

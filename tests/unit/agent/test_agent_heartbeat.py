@@ -20,6 +20,7 @@ from lbaas.model.health import (
     PoolHealth,
     PoolState,
 )
+from tests.support.udp import udp_receiver
 
 KEY = b"test-key"
 REPORT = HealthReport(
@@ -33,13 +34,8 @@ REPORT = HealthReport(
 
 @pytest.fixture
 def receiver() -> Iterator[socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(10)
-    try:
+    with udp_receiver(10) as sock:
         yield sock
-    finally:
-        sock.close()
 
 
 def test_each_report_is_sent_sealed(receiver: socket.socket) -> None:

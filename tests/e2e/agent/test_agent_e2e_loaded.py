@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import pwd
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,25 +22,14 @@ from agent_e2e_support import (
 )
 
 from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.host.base import HaproxyFiles
 from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.runtime_api import MasterCli
-from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, VipSpec
+from lbaas.agent.wire import AmphoraSpec, VipSpec
 from lbaas.errors import InvalidRenderedConfig
 
 pytestmark = pytest.mark.haproxy
 AMPHORA = "amp-loaded"
-
-
-class AgentKilled(BaseException):
-    """Stands for SIGKILL of the agent: raised where it dies, it tidies nothing."""
-
-
-class DiesAtReload(LoopbackHostOps):
-    """Real HAProxy; the agent dies right before its next reload (the file is installed)."""
-
-    def reload_haproxy(self, files: HaproxyFiles) -> None:
-        raise AgentKilled
+KILLED_AGENT = Path(__file__).with_name("killed_agent.py")
 
 
 def _spec(
@@ -66,22 +58,27 @@ def test_a_listener_installed_by_an_agent_killed_before_its_reload_is_served_by_
 ) -> None:
     root, vip = short_dir / "amphorae", random_loopback()
     old_port, new_port = free_port(vip), free_port(vip)
-    first_life = AmphoraManager(root, DiesAtReload())
-    second_life = AmphoraManager(root, LoopbackHostOps())
+    old, new = short_dir / "old.json", short_dir / "new.json"
+    old.write_text(_spec(root, vip, old_port, backends, 1).model_dump_json())
+    new.write_text(_spec(root, vip, new_port, backends, 2).model_dump_json())
+    next_life = AmphoraManager(root, LoopbackHostOps())
     try:
-        first_life.put(AMPHORA, _spec(root, vip, old_port, backends, 1))
-        new = _spec(root, vip, new_port, backends, 2)
-        with pytest.raises(AgentKilled):
-            first_life.put(AMPHORA, new)
+        killed = subprocess.run(
+            [sys.executable, str(KILLED_AGENT), str(root), AMPHORA, str(old), str(new)],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert killed.returncode == -signal.SIGKILL, killed.stderr.decode(errors="replace")
         assert _serves(vip, old_port) and not _serves(vip, new_port)
-        assert second_life.restore() == [AMPHORA]
-        retried: AmphoraStatus = second_life.put(AMPHORA, new)  # the controller's retry
+        assert next_life.restore() == [AMPHORA]
+        spec = AmphoraSpec.model_validate_json(new.read_bytes())
+        retried = next_life.put(AMPHORA, spec)  # the controller's retry
         assert retried.last_outcome == "RELOADED"
         assert _serves(vip, new_port) and not _serves(vip, old_port)
-        assert second_life.put(AMPHORA, new).last_outcome == "UNCHANGED"  # the resync
+        assert next_life.put(AMPHORA, spec).last_outcome == "UNCHANGED"  # a resync
     finally:
-        second_life.delete(AMPHORA)
-        first_life.delete(AMPHORA)  # reaps the HAProxy it started (one process here)
+        next_life.delete(AMPHORA)
 
 
 def test_full_width_digits_are_a_validation_error_not_a_crash(

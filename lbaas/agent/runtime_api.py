@@ -198,7 +198,7 @@ class MasterCli:
         workers: list[ProcEntry] = []
         for line in text.splitlines():
             words = line.split()
-            if len(words) < 3 or line.startswith("#") or not words[0].isdigit():
+            if len(words) < 3 or line.startswith("#") or not _is_number(words[0]):
                 continue
             entry = ProcEntry(int(words[0]), words[1], _leading_int(words[2]))
             if entry.kind == "master":
@@ -239,13 +239,21 @@ def parse_show_stat(text: str) -> list[dict[str, str]]:
     if not lines or not lines[0].startswith("# "):
         raise RuntimeApiError(f"unexpected show stat answer: {text[:200]!r}")
     header = lines[0][2:].rstrip(",").split(",")
-    return [dict(zip(header, values, strict=False)) for values in csv.reader(lines[1:])]
+    try:
+        return [dict(zip(header, values, strict=False)) for values in csv.reader(lines[1:])]
+    except csv.Error as exc:
+        raise RuntimeApiError(f"unreadable show stat answer: {exc}") from exc
+
+
+def _is_number(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also takes "²", which ``int`` refuses."""
+    return text.isascii() and text.isdigit()
 
 
 def _leading_int(text: str) -> int:
     digits = ""
     for char in text:
-        if not char.isdigit():
+        if not _is_number(char):
             break
         digits += char
     return int(digits) if digits else 0

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 from agent_fakes import FakeRuntime, make_config
 
-from lbaas.agent.haproxy_process import LOADED_VARIABLE, ApplyOutcome, HaproxyInstance
+from lbaas.agent.haproxy_process import (
+    LOADED_VARIABLE,
+    ApplyOutcome,
+    HaproxyInstance,
+    agent_section,
+)
 from lbaas.agent.host.base import HaproxyFiles, HaproxyReloadFailed
 from lbaas.agent.host.recording import RecordingHostOps
 from lbaas.agent.runtime_api import RuntimeApi
@@ -123,3 +128,8 @@ def test_the_agent_section_drops_root_when_the_agent_is_root(
     assert installed.startswith(config.text)
     assert installed.endswith("    user haproxy\n    group haproxy\n")
     assert instance.running_config == config.text
+
+
+def test_an_agent_that_is_not_root_leaves_haproxy_as_it_is() -> None:
+    section = agent_section("sha256:ab", None)
+    assert "setenv LBAAS_LOADED sha256:ab" in section and "user" not in section

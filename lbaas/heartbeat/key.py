@@ -16,6 +16,7 @@ import secrets
 from pathlib import Path
 
 from lbaas.errors import ConfigError
+from lbaas.private_files import FILE_MODE, make_private_directory
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +34,9 @@ def heartbeat_key(configured: str, state_dir: Path) -> bytes:
 def load_or_create_key(path: Path) -> bytes:
     """Read the key at ``path``, creating it (0600, atomically) if there is none yet."""
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_directory(path.parent)
         draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
             with os.fdopen(fd, "w") as out:
                 out.write(secrets.token_hex(_KEY_BYTES) + "\n")

@@ -64,7 +64,8 @@ def main() -> None:
         health = {"stale_after": STALE_AFTER, **({"probe_timeout": 0} if args.no_probe else {})}
         settings = serve_settings(state, {"health": health})
         env = lbaas_env(settings)
-        subprocess.run([sys.executable, "-m", "lbaas.cli", "db", "upgrade"], env=env, check=True)
+        upgrade = [sys.executable, "-m", "lbaas.cli", "db", "upgrade"]
+        subprocess.run(upgrade, env=env, check=True, capture_output=True)  # stdout is the JSON
         with ExitStack() as stack:
             procs = {
                 name: stack.enter_context(lbaas_process([name], env, state / f"{name}.log"))

@@ -68,25 +68,29 @@ def test_a_silent_agent_whose_data_plane_answers_is_not_failed_over() -> None:
 def listening() -> Iterator[Callable[[str], int]]:
     """Start a TCP server on 127.0.0.1 in one of a few behaviours; returns its port."""
     sockets: list[socket.socket] = []
+    threads: list[threading.Thread] = []
     stop = threading.Event()
 
     def start(behaviour: str) -> int:
         server = socket.socket()
         server.bind(("127.0.0.1", 0))
         server.listen(8)
+        server.settimeout(0.1)
         sockets.append(server)
         if behaviour != "stopped":
-            threading.Thread(target=_serve, args=(server, behaviour, stop), daemon=True).start()
+            threads.append(threading.Thread(target=_serve, args=(server, behaviour, stop)))
+            threads[-1].start()
         return int(server.getsockname()[1])
 
     yield start
     stop.set()
+    for thread in threads:
+        thread.join()
     for server in sockets:
         server.close()
 
 
 def _serve(server: socket.socket, behaviour: str, stop: threading.Event) -> None:
-    server.settimeout(0.1)
     while not stop.is_set():
         try:
             conn, _ = server.accept()

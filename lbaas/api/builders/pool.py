@@ -14,6 +14,7 @@ from lbaas.api.capabilities import require_capability
 from lbaas.api.schemas.pool import PoolCreate, PoolSingleCreate, PoolUpdateBody
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import pool as rules
+from lbaas.api.validation import tls
 from lbaas.api.writes import PENDING_CREATE
 from lbaas.db.listing import add_tags, set_tags
 from lbaas.db.session import Session
@@ -116,11 +117,11 @@ def build_pool(
 
 def _fill_tls_defaults(row: PoolRow) -> None:
     if row.tls_ciphers is None:
-        row.tls_ciphers = rules.DEFAULT_TLS_CIPHERS
+        row.tls_ciphers = tls.POOL_TLS_CIPHERS
     if row.tls_versions is None:
-        row.tls_versions = list(rules.DEFAULT_TLS_VERSIONS)
+        row.tls_versions = list(tls.DEFAULT_TLS_VERSIONS)
     if row.alpn_protocols is None:
-        row.alpn_protocols = list(rules.DEFAULT_ALPN_PROTOCOLS)
+        row.alpn_protocols = list(tls.DEFAULT_ALPN_PROTOCOLS)
 
 
 def _update_persistence(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from lbaas.api.validation.tls import ALPN_PROTOCOLS, TLS_VERSIONS, check_choices
 from lbaas.errors import InvalidInput, ValidationFailure
 from lbaas.model.enums import (
     LISTENER_POOL_COMPATIBILITY,
@@ -24,26 +25,6 @@ from lbaas.model.enums import (
     PoolProtocol,
 )
 
-TLS_VERSIONS = ("SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
-ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
-# Defaults of a pool that re-encrypts to its members (the same as listeners').
-DEFAULT_TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
-DEFAULT_ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
-DEFAULT_TLS_CIPHERS = ":".join(
-    (
-        "TLS_AES_256_GCM_SHA384",
-        "TLS_CHACHA20_POLY1305_SHA256",
-        "TLS_AES_128_GCM_SHA256",
-        "DHE-RSA-AES256-GCM-SHA384",
-        "DHE-RSA-AES128-GCM-SHA256",
-        "ECDHE-RSA-AES256-GCM-SHA384",
-        "ECDHE-RSA-AES128-GCM-SHA256",
-        "ECDHE-ECDSA-AES256-GCM-SHA384",
-        "ECDHE-ECDSA-AES128-GCM-SHA256",
-        "ECDHE-RSA-CHACHA20-POLY1305",
-        "ECDHE-ECDSA-CHACHA20-POLY1305",
-    )
-)
 DATAGRAM_PROTOCOLS = frozenset({PoolProtocol.UDP.value, PoolProtocol.SCTP.value})
 # RFC 6265 cookie names are HTTP tokens: visible ASCII except these separators.
 _COOKIE_SEPARATORS = frozenset('()<>@,;:\\"/[]?={} \t')
@@ -134,29 +115,23 @@ def check_session_persistence(sp: Persistence, pool_protocol: str) -> None:
 
 
 def check_tls_versions(versions: Sequence[str] | None) -> None:
-    if versions is None:
-        return
-    if not versions:
-        raise ValidationFailure(
-            "Empty TLS version list. Either specify at least one TLS version or remove "
-            "this parameter to use the default."
-        )
-    invalid = [v for v in versions if v not in TLS_VERSIONS]
-    if invalid:
-        raise ValidationFailure(f"Invalid TLS versions: {', '.join(invalid)}")
+    check_choices(
+        versions,
+        TLS_VERSIONS,
+        empty="Empty TLS version list. Either specify at least one TLS version or remove "
+        "this parameter to use the default.",
+        invalid="Invalid TLS versions",
+    )
 
 
 def check_alpn_protocols(protocols: Sequence[str] | None) -> None:
-    if protocols is None:
-        return
-    if not protocols:
-        raise ValidationFailure(
-            "Empty ALPN protocol list. Either specify at least one ALPN protocol or "
-            "remove this parameter to use the default."
-        )
-    invalid = [p for p in protocols if p not in ALPN_PROTOCOLS]
-    if invalid:
-        raise ValidationFailure(f"Invalid ALPN protocol: {', '.join(invalid)}")
+    check_choices(
+        protocols,
+        ALPN_PROTOCOLS,
+        empty="Empty ALPN protocol list. Either specify at least one ALPN protocol or "
+        "remove this parameter to use the default.",
+        invalid="Invalid ALPN protocol",
+    )
 
 
 def _unretrievable(refs: Sequence[str | None]) -> None:

@@ -10,7 +10,6 @@ rules, all in the load balancer's own transaction.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, TypeVar
@@ -40,10 +39,6 @@ from lbaas.errors import InvalidInput, ValidationFailure
 from lbaas.network.allocation import AllocatedVip, VipRequest, allocate_vip
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def new_id() -> str:
-    return str(uuid.uuid4())
 
 
 def allocate_additional_vips(

@@ -7,20 +7,18 @@ balancer create calls it as it is. ``update_pool`` applies a PUT body to a locke
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 
+from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
 from lbaas.api.capabilities import require_capability
 from lbaas.api.schemas.pool import PoolCreate, PoolSingleCreate, PoolUpdateBody
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import pool as rules
 from lbaas.api.validation import tls
-from lbaas.api.writes import PENDING_CREATE
-from lbaas.db.listing import add_tags, set_tags
+from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import Conflict, InvalidInput
-from lbaas.model.enums import OperatingStatus
 
 REF_FIELDS = ("tls_container_ref", "ca_tls_container_ref", "crl_container_ref")
 
@@ -85,9 +83,8 @@ def build_pool(
     """
     protocol, algorithm, persistence = _checked_create(services, lb, data, listener)
     row = PoolRow(
-        id=str(uuid.uuid4()),
+        **new_object_columns(lb.project_id, now),
         loadbalancer_id=lb.id,
-        project_id=lb.project_id,
         name=data.name,
         description=data.description,
         admin_state_up=data.admin_state_up,
@@ -101,17 +98,12 @@ def build_pool(
         tls_ciphers=data.tls_ciphers,
         tls_versions=data.tls_versions,
         alpn_protocols=data.alpn_protocols,
-        provisioning_status=PENDING_CREATE,
-        operating_status=OperatingStatus.OFFLINE.value,
-        created_at=now,
     )
     if data.tls_enabled:
         _fill_tls_defaults(row)
-    session.add(row)
-    session.flush()
+    add_new_row(session, row, data.tags)
     if listener is not None:
         listener.default_pool_id = row.id
-    add_tags(session, row.id, data.tags or [])
     return row
 
 
@@ -176,11 +168,7 @@ def apply_pool_update(
     data = body.pool
     if data.given("tags") and data.tags is not None:
         set_tags(session, row.id, data.tags)
-    for name in ("name", "description"):
-        if data.given(name):
-            setattr(row, name, getattr(data, name))
-    if data.given("admin_state_up"):
-        row.admin_state_up = bool(data.admin_state_up)
+    apply_sent(row, data, ("name", "description"))
     if data.given("lb_algorithm"):
         if data.lb_algorithm is None:
             raise InvalidInput("None is not a valid option for lb_algorithm")

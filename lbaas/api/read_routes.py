@@ -39,13 +39,18 @@ Render = Callable[[Session, Any], dict[str, Any]]
 
 @dataclass(frozen=True)
 class Listing:
-    """What a list endpoint returns: rows of ``spec`` rendered under ``collection``."""
+    """What a list endpoint returns: rows of ``spec`` rendered under ``collection``, the
+    page links under ``links_key`` (``<collection>_links`` unless given)."""
 
     spec: ListSpec
     render: RenderMany
     collection: str
-    links_key: str | None
+    links: str | None = None
     extra_allowed: frozenset[str] = frozenset()
+
+    @property
+    def links_key(self) -> str:
+        return self.links if self.links is not None else f"{self.collection}_links"
 
 
 def live_rows_of_caller(spec: ListSpec, request: Request, ctx: RequestContext) -> list[Any]:
@@ -103,14 +108,16 @@ def path_id(path: str) -> Callable[..., str]:
 def add_list_route(
     router: APIRouter,
     path: str,
-    name: str,
     listing: Listing,
     conditions: Conditions,
     *,
+    name: str | None = None,
     guard: Callable[[RequestContext], None] | None = None,
 ) -> None:
-    """Register ``GET path`` as ``name``. A parameter in ``path`` (the parent's id) is
-    passed to ``conditions``; ``guard`` runs before parsing."""
+    """Register ``GET path`` as ``name`` (``list_<collection>`` unless given). A parameter
+    in ``path`` (the parent's id) is passed to ``conditions``; ``guard`` runs before
+    parsing."""
+    name = name or f"list_{listing.collection}"
     spec = listing.spec
     parent = path_id(path) if "{" in path else _no_parent
     bools, ints = typed_filters(spec)
@@ -152,13 +159,15 @@ def add_list_route(
 def add_show_route(
     router: APIRouter,
     path: str,
-    name: str,
     wrapper: str,
     lookup: Lookup,
     render: Render,
+    *,
+    name: str | None = None,
 ) -> None:
-    """Register ``GET path`` as ``name``: ``{wrapper: the object}`` of the row that
-    ``lookup`` finds by the id in the path."""
+    """Register ``GET path`` as ``name`` (``show_<wrapper>`` unless given): ``{wrapper:
+    the object}`` of the row that ``lookup`` finds by the id in the path."""
+    name = name or f"show_{wrapper}"
     ident = path_id(path)
 
     def show_endpoint(

@@ -61,12 +61,10 @@ def _conditions(session: Session, request: Request, ctx: RequestContext, _: Any)
 add_list_route(
     router,
     "/lbaas/healthmonitors",
-    "list_healthmonitors",
     Listing(
         SPEC,
         render_healthmonitors,
         "healthmonitors",
-        "healthmonitors_links",
         extra_allowed=frozenset({"http_version"}),
     ),
     _conditions,
@@ -96,7 +94,6 @@ def _monitor(session: Session, ctx: RequestContext, hm_id: str, rule: Rule) -> H
 add_show_route(
     router,
     "/lbaas/healthmonitors/{hm_id}",
-    "show_healthmonitor",
     "healthmonitor",
     _monitor,
     render_healthmonitor,

@@ -46,8 +46,7 @@ def _listener_of(session: Session, policy: L7PolicyRow) -> ListenerRow:
 add_list_route(
     router,
     "/lbaas/l7policies",
-    "list_l7policies",
-    Listing(SPEC, render_l7policies, "l7policies", "l7policies_links"),
+    Listing(SPEC, render_l7policies, "l7policies"),
     tree_conditions(SPEC),
 )
 
@@ -71,7 +70,6 @@ def create_l7policy(body: L7PolicyCreateBody, call: Call = Depends(get_call)) ->
 add_show_route(
     router,
     "/lbaas/l7policies/{policy_id}",
-    "show_l7policy",
     "l7policy",
     get_l7policy,
     _one,

@@ -69,9 +69,9 @@ _one = single(render_l7rules)
 add_list_route(
     router,
     "/lbaas/l7policies/{l7policy_id}/rules",
-    "list_l7rules",
-    Listing(SPEC, render_l7rules, "rules", "rules_links"),
+    Listing(SPEC, render_l7rules, "rules"),
     live_children(_policy, Rule.READ, L7RuleRow, "l7policy_id"),
+    name="list_l7rules",
 )
 
 

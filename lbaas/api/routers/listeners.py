@@ -40,8 +40,7 @@ _one = single(render_listeners)
 add_list_route(
     router,
     "/lbaas/listeners",
-    "list_listeners",
-    Listing(SPEC, render_listeners, "listeners", "listeners_links"),
+    Listing(SPEC, render_listeners, "listeners"),
     tree_conditions(SPEC),
 )
 
@@ -68,7 +67,6 @@ def create_listener(body: ListenerCreateBody, call: Call = Depends(get_call)) ->
 add_show_route(
     router,
     "/lbaas/listeners/{listener_id}",
-    "show_listener",
     "listener",
     get_listener,
     _one,

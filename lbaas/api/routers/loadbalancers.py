@@ -96,7 +96,6 @@ def create_loadbalancer(
 add_show_route(
     router,
     "/lbaas/loadbalancers/{lb_id}",
-    "show_loadbalancer",
     "loadbalancer",
     get_loadbalancer,
     _one,

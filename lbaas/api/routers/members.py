@@ -55,8 +55,7 @@ def _pool_and_member(
 add_list_route(
     router,
     "/lbaas/pools/{pool_id}/members",
-    "list_members",
-    Listing(SPEC, render_members, "members", "members_links"),
+    Listing(SPEC, render_members, "members"),
     live_children(get_pool, Rule.READ_MEMBERS, MemberRow, "pool_id"),
 )
 

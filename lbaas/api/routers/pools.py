@@ -46,12 +46,10 @@ def _conditions(session: Session, request: Request, ctx: RequestContext, _: Any)
 add_list_route(
     router,
     "/lbaas/pools",
-    "list_pools",
     Listing(
         SPEC,
         render_pools,
         "pools",
-        "pools_links",
         extra_allowed=frozenset({"listener_id", "healthmonitor_id"}),
     ),
     _conditions,
@@ -80,7 +78,7 @@ def create_pool(body: PoolCreateBody, call: Call = Depends(get_call)) -> JSONRes
     return JSONResponse({"pool": view}, status_code=201)
 
 
-add_show_route(router, "/lbaas/pools/{pool_id}", "show_pool", "pool", get_pool, render_pool)
+add_show_route(router, "/lbaas/pools/{pool_id}", "pool", get_pool, render_pool)
 
 
 @router.put("/lbaas/pools/{pool_id}")

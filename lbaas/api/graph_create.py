@@ -36,15 +36,16 @@ from lbaas.db import queries
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import InvalidInput, ValidationFailure
-from lbaas.network.allocation import AllocatedVip, VipRequest, allocate_vip
+from lbaas.model.graph import Vip
+from lbaas.network.allocation import VipRequest, allocate_vip
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def allocate_additional_vips(
-    session: Session, extras: list[AdditionalVip], primary: AllocatedVip, owner: str, now: datetime
+    session: Session, extras: list[AdditionalVip], primary: Vip, owner: str, now: datetime
 ) -> list[dict[str, str]]:
-    seen = {primary.subnet_id}
+    seen: set[str] = {primary.subnet_id}
     out: list[dict[str, str]] = []
     for extra in extras:
         if extra.subnet_id in seen:

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
 from lbaas.api.capabilities import require_capability
-from lbaas.api.schemas.pool import PoolCreate, PoolSingleCreate, PoolUpdateBody
+from lbaas.api.schemas.pool import PoolCreate, PoolSingleCreate, PoolUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import pool as rules
 from lbaas.api.validation import tls
@@ -117,9 +117,9 @@ def _fill_tls_defaults(row: PoolRow) -> None:
 
 
 def _update_persistence(
-    services: ApiServices, provider: str, row: PoolRow, body: PoolUpdateBody
+    services: ApiServices, provider: str, row: PoolRow, data: PoolUpdate
 ) -> None:
-    sp = body.pool.session_persistence
+    sp = data.session_persistence
     if sp is None or not sp.model_fields_set:
         row.session_persistence = None  # null or {} removes persistence
         return
@@ -135,8 +135,7 @@ def _update_persistence(
     row.session_persistence = _persistence(services, provider, wanted, row.protocol)
 
 
-def _update_tls(row: PoolRow, body: PoolUpdateBody) -> None:
-    data = body.pool
+def _update_tls(row: PoolRow, data: PoolUpdate) -> None:
     sent = {name: getattr(data, name) for name in REF_FIELDS if data.given(name)}
     stored = rules.TlsRefs(row.tls_container_ref, row.ca_tls_container_ref, row.crl_container_ref)
     rules.check_tls_refs_on_update(stored, sent)
@@ -162,10 +161,9 @@ def apply_pool_update(
     services: ApiServices,
     lb: LoadBalancerRow,
     row: PoolRow,
-    body: PoolUpdateBody,
+    data: PoolUpdate,
 ) -> None:
-    """Apply a PUT body to a locked pool row."""
-    data = body.pool
+    """Apply a PUT body's pool to a locked pool row."""
     if data.given("tags") and data.tags is not None:
         set_tags(session, row.id, data.tags)
     apply_sent(row, data, ("name", "description"))
@@ -177,5 +175,5 @@ def apply_pool_update(
         )
         row.lb_algorithm = data.lb_algorithm.value
     if data.given("session_persistence"):
-        _update_persistence(services, lb.provider, row, body)
-    _update_tls(row, body)
+        _update_persistence(services, lb.provider, row, data)
+    _update_tls(row, data)

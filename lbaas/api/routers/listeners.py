@@ -12,19 +12,21 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse
 
 from lbaas.api.builders.listener import build_listener, update_listener
+from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import get_listener, get_loadbalancer
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.listener import ListenerCreateBody, ListenerUpdateBody
+from lbaas.api.schemas.listener import ListenerCreateBody, ListenerUpdate, ListenerUpdateBody
 from lbaas.api.views.common import single
 from lbaas.api.views.listener import render_listeners
-from lbaas.api.writes import tree_write
+from lbaas.api.write_routes import add_delete_route, add_update_route
+from lbaas.api.writes import TreeWrite, tree_write
 from lbaas.db import listener_queries, stats_repo
 from lbaas.db.listing import derived_spec
 from lbaas.db.tables import ListenerRow
@@ -32,6 +34,8 @@ from lbaas.errors import ValidationFailure
 
 router = APIRouter(route_class=JsonRoute, tags=["listeners"])
 SPEC = derived_spec(ListenerRow, aliases={"tenant_id": "project_id"})
+_ITEM = "/lbaas/listeners/{listener_id}"
+_UPDATE = "update_listener_route"  # the route's name since its first version
 
 
 _one = single(render_listeners)
@@ -64,38 +68,28 @@ def create_listener(body: ListenerCreateBody, call: Call = Depends(get_call)) ->
     return JSONResponse({"listener": view}, status_code=201)
 
 
-add_show_route(
-    router,
-    "/lbaas/listeners/{listener_id}",
-    "listener",
-    get_listener,
-    _one,
-)
+add_show_route(router, _ITEM, "listener", get_listener, _one)
 
 
-@router.put("/lbaas/listeners/{listener_id}")
-def update_listener_route(
-    listener_id: str, body: ListenerUpdateBody, call: Call = Depends(get_call)
-) -> dict[str, Any]:
-    services, ctx = call
-    with tree_write(services) as w:
-        row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
-        lb = w.lock_child(row.loadbalancer_id, row)
-        update_listener(w.session, lb, row, body.listener, w.now)
-        w.changed(lb, update=[row])
-        view = w.view(_one, row)
-    return {"listener": view}
+def _update(
+    w: TreeWrite, ctx: RequestContext, listener_id: str, data: ListenerUpdate
+) -> ListenerRow:
+    row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
+    lb = w.lock_child(row.loadbalancer_id, row)
+    update_listener(w.session, lb, row, data, w.now)
+    w.changed(lb, update=[row])
+    return row
 
 
-@router.delete("/lbaas/listeners/{listener_id}", status_code=204)
-def delete_listener(listener_id: str, call: Call = Depends(get_call)) -> Response:
-    services, ctx = call
-    with tree_write(services) as w:
-        row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
-        lb = w.lock_child(row.loadbalancer_id)
-        policies, rules = listener_queries.live_policies_and_rules(w.session, row.id)
-        w.changed(lb, delete=[*rules, *policies, row])
-    return Response(status_code=204)
+def _delete(w: TreeWrite, ctx: RequestContext, listener_id: str) -> None:
+    row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
+    lb = w.lock_child(row.loadbalancer_id)
+    policies, rules = listener_queries.live_policies_and_rules(w.session, row.id)
+    w.changed(lb, delete=[*rules, *policies, row])
+
+
+add_update_route(router, _ITEM, "listener", ListenerUpdateBody, _update, _one, name=_UPDATE)
+add_delete_route(router, _ITEM, "listener", _delete)
 
 
 @router.get("/lbaas/listeners/{listener_id}/stats")

@@ -14,6 +14,7 @@ from lbaas.api.builders.loadbalancer import (
     build_loadbalancer,
     reject_unsupported_vip_options,
 )
+from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import (
     TRUE_WORDS,
@@ -25,11 +26,16 @@ from lbaas.api.lookups import get_loadbalancer
 from lbaas.api.policy import Rule
 from lbaas.api.read_routes import add_show_route, live_rows_of_caller
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.loadbalancer import LoadBalancerCreateBody, LoadBalancerUpdateBody
+from lbaas.api.schemas.loadbalancer import (
+    LoadBalancerCreateBody,
+    LoadBalancerUpdate,
+    LoadBalancerUpdateBody,
+)
 from lbaas.api.views.common import single
 from lbaas.api.views.loadbalancer import loadbalancer_view, render_loadbalancers
 from lbaas.api.views.status_tree import status_tree
-from lbaas.api.writes import ACTIVE, ERROR, PENDING_DELETE, tree_write
+from lbaas.api.write_routes import add_update_route
+from lbaas.api.writes import ACTIVE, ERROR, PENDING_DELETE, TreeWrite, tree_write
 from lbaas.db import job_queue, stats_repo
 from lbaas.db.listing import derived_spec, typed_filters
 from lbaas.db.loadbalancer_json import list_loadbalancers_json
@@ -93,31 +99,24 @@ def create_loadbalancer(
     return JSONResponse({"loadbalancer": view}, status_code=201)
 
 
-add_show_route(
-    router,
-    "/lbaas/loadbalancers/{lb_id}",
-    "loadbalancer",
-    get_loadbalancer,
-    _one,
-)
+_ITEM = "/lbaas/loadbalancers/{lb_id}"
+add_show_route(router, _ITEM, "loadbalancer", get_loadbalancer, _one)
 
 
-@router.put("/lbaas/loadbalancers/{lb_id}")
-def update_loadbalancer(
-    lb_id: str, body: LoadBalancerUpdateBody, call: Call = Depends(get_call)
-) -> dict[str, Any]:
-    services, ctx = call
-    data = body.loadbalancer
+def _update(
+    w: TreeWrite, ctx: RequestContext, lb_id: str, data: LoadBalancerUpdate
+) -> LoadBalancerRow:
     reject_unsupported_vip_options(
         data.vip_qos_policy_id if data.given("vip_qos_policy_id") else None, data.vip_sg_ids
     )
-    with tree_write(services) as w:
-        row = get_loadbalancer(w.session, ctx, lb_id, Rule.WRITE)
-        w.lock_own(row, ACTIVE)
-        apply_loadbalancer_update(w.session, row, data)
-        w.changed(row)
-        view = w.view(_one, row)
-    return {"loadbalancer": view}
+    row = get_loadbalancer(w.session, ctx, lb_id, Rule.WRITE)
+    w.lock_own(row, ACTIVE)
+    apply_loadbalancer_update(w.session, row, data)
+    w.changed(row)
+    return row
+
+
+add_update_route(router, _ITEM, "loadbalancer", LoadBalancerUpdateBody, _update, _one)
 
 
 @router.delete("/lbaas/loadbalancers/{lb_id}", status_code=204)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse
 
 from lbaas.api.builders.pool import apply_pool_update, build_pool
 from lbaas.api.context import RequestContext
@@ -15,9 +15,10 @@ from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.pool import PoolCreateBody, PoolUpdateBody
+from lbaas.api.schemas.pool import PoolCreateBody, PoolUpdate, PoolUpdateBody
 from lbaas.api.views.pool import render_pool, render_pools
-from lbaas.api.writes import tree_write
+from lbaas.api.write_routes import add_delete_route, add_update_route
+from lbaas.api.writes import TreeWrite, tree_write
 from lbaas.db import pool_queries
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
@@ -78,35 +79,30 @@ def create_pool(body: PoolCreateBody, call: Call = Depends(get_call)) -> JSONRes
     return JSONResponse({"pool": view}, status_code=201)
 
 
-add_show_route(router, "/lbaas/pools/{pool_id}", "pool", get_pool, render_pool)
+_ITEM = "/lbaas/pools/{pool_id}"
+add_show_route(router, _ITEM, "pool", get_pool, render_pool)
 
 
-@router.put("/lbaas/pools/{pool_id}")
-def update_pool(
-    pool_id: str, body: PoolUpdateBody, call: Call = Depends(get_call)
-) -> dict[str, Any]:
-    services, ctx = call
-    with tree_write(services) as w:
-        row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
-        lb = w.lock_child(row.loadbalancer_id, row)
-        apply_pool_update(w.session, services, lb, row, body)
-        listeners = pool_queries.listeners_using_pool(w.session, row.id)
-        w.changed(lb, update=[*listeners, row])
-        view = w.view(render_pool, row)
-    return {"pool": view}
+def _update(w: TreeWrite, ctx: RequestContext, pool_id: str, data: PoolUpdate) -> PoolRow:
+    row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
+    lb = w.lock_child(row.loadbalancer_id, row)
+    apply_pool_update(w.session, w.services, lb, row, data)
+    listeners = pool_queries.listeners_using_pool(w.session, row.id)
+    w.changed(lb, update=[*listeners, row])
+    return row
 
 
-@router.delete("/lbaas/pools/{pool_id}", status_code=204)
-def delete_pool(pool_id: str, call: Call = Depends(get_call)) -> Response:
-    services, ctx = call
-    with tree_write(services) as w:
-        row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
-        lb = w.lock_child(row.loadbalancer_id, row)
-        redirecting = pool_queries.policies_redirecting_to(w.session, row.id)
-        if redirecting:
-            first = min(redirecting, key=lambda p: (p.created_at, p.id))
-            raise Conflict(f"Pool {row.id} is in use by L7 policy {first.id}")
-        listeners = pool_queries.listeners_using_pool(w.session, row.id)
-        members, monitors = pool_queries.members_and_monitors(w.session, row.id)
-        w.changed(lb, update=listeners, delete=[row, *members, *monitors])
-    return Response(status_code=204)
+def _delete(w: TreeWrite, ctx: RequestContext, pool_id: str) -> None:
+    row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
+    lb = w.lock_child(row.loadbalancer_id, row)
+    redirecting = pool_queries.policies_redirecting_to(w.session, row.id)
+    if redirecting:
+        first = min(redirecting, key=lambda p: (p.created_at, p.id))
+        raise Conflict(f"Pool {row.id} is in use by L7 policy {first.id}")
+    listeners = pool_queries.listeners_using_pool(w.session, row.id)
+    members, monitors = pool_queries.members_and_monitors(w.session, row.id)
+    w.changed(lb, update=listeners, delete=[row, *members, *monitors])
+
+
+add_update_route(router, _ITEM, "pool", PoolUpdateBody, _update, render_pool)
+add_delete_route(router, _ITEM, "pool", _delete)

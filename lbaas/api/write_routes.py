@@ -1,8 +1,8 @@
-"""Factories for the PUT and DELETE endpoints of the load-balancer tree's top-level objects.
+"""Factories for the POST, PUT and DELETE endpoints of the tree's top-level objects.
 
 Every such handler opened the write recipe (``tree_write``), did what is particular to
-its resource — look the row up, lock, apply, mark — and then rendered the row (PUT) or
-answered 204 (DELETE). The factories hold the part that was the same; a resource gives
+its resource — look the row up, lock, apply, mark — and then rendered the row (201 for a
+POST) or answered 204 (DELETE). The factories hold the part that was the same; a resource gives
 only its particular step, a function of the write, the caller and the id from the path.
 The path parameter is read by ``path_id``, so the OpenAPI document keeps its name.
 """
@@ -13,17 +13,44 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.read_routes import Render, path_id
 from lbaas.api.writes import TreeWrite, tree_write
 
+# (write, caller, the request's object) -> the new row
+Create = Callable[[TreeWrite, RequestContext, Any], Any]
 # (write, caller, id from the path, the request's object) -> the changed row
 Update = Callable[[TreeWrite, RequestContext, str, Any], Any]
 # (write, caller, id from the path) -> None; marks what the delete removes
 Delete = Callable[[TreeWrite, RequestContext, str], None]
+
+
+def add_create_route(
+    router: APIRouter,
+    path: str,
+    wrapper: str,
+    body_type: type[Any],
+    create: Create,
+    render: Render,
+) -> None:
+    """Register ``POST path`` as ``create_<wrapper>``: ``create`` builds the row from the
+    body's ``wrapper`` object; the answer is 201 ``{wrapper: the row rendered}``."""
+
+    def create_endpoint(body: Any, call: Call = Depends(get_call)) -> JSONResponse:
+        services, ctx = call
+        with tree_write(services) as w:
+            row = create(w, ctx, getattr(body, wrapper))
+            view = w.view(render, row)
+        return JSONResponse({wrapper: view}, status_code=201)
+
+    create_endpoint.__annotations__["body"] = body_type
+    create_endpoint.__name__ = f"create_{wrapper}"
+    router.add_api_route(
+        path, create_endpoint, methods=["POST"], name=create_endpoint.__name__, status_code=201
+    )
 
 
 def add_update_route(

@@ -11,26 +11,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from starlette.responses import JSONResponse
+from fastapi import APIRouter, Request
 
 from lbaas.api.builders.healthmonitor import apply_healthmonitor_update, build_healthmonitor
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import find_pool, get_pool, get_visible
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.healthmonitor import (
+    HealthMonitorCreate,
     HealthMonitorCreateBody,
     HealthMonitorUpdate,
     HealthMonitorUpdateBody,
 )
 from lbaas.api.validation import healthmonitor as rules
 from lbaas.api.views.healthmonitor import render_healthmonitor, render_healthmonitors
-from lbaas.api.write_routes import add_delete_route, add_update_route
-from lbaas.api.writes import TreeWrite, tree_write
+from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
+from lbaas.api.writes import TreeWrite
 from lbaas.db import pool_queries
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
@@ -76,20 +75,23 @@ add_list_route(
 )
 
 
-@router.post("/lbaas/healthmonitors", status_code=201)
-def create_healthmonitor(
-    body: HealthMonitorCreateBody, call: Call = Depends(get_call)
-) -> JSONResponse:
-    services, ctx = call
-    data = body.healthmonitor
-    with tree_write(services) as w:
-        pool = get_pool(w.session, ctx, data.pool_id, Rule.WRITE)
-        lb, listeners = w.lock_pool(pool)
-        check_quota(w.session, services.settings.quota, pool.project_id, "healthmonitor")
-        row = build_healthmonitor(w.session, services, pool, data, w.now)
-        w.changed(lb, update=[*listeners, pool])
-        view = w.view(render_healthmonitor, row)
-    return JSONResponse({"healthmonitor": view}, status_code=201)
+def _create(w: TreeWrite, ctx: RequestContext, data: HealthMonitorCreate) -> HealthMonitorRow:
+    pool = get_pool(w.session, ctx, data.pool_id, Rule.WRITE)
+    lb, listeners = w.lock_pool(pool)
+    check_quota(w.session, w.services.settings.quota, pool.project_id, "healthmonitor")
+    row = build_healthmonitor(w.session, w.services, pool, data, w.now)
+    w.changed(lb, update=[*listeners, pool])
+    return row
+
+
+add_create_route(
+    router,
+    "/lbaas/healthmonitors",
+    "healthmonitor",
+    HealthMonitorCreateBody,
+    _create,
+    render_healthmonitor,
+)
 
 
 def _monitor(session: Session, ctx: RequestContext, hm_id: str, rule: Rule) -> HealthMonitorRow:

@@ -7,22 +7,25 @@ renumbers the listener's remaining policies at once, so positions stay 1..N.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
-from starlette.responses import JSONResponse
+from fastapi import APIRouter
 
 from lbaas.api.builders.l7policy import build_l7policy, renumber_without, update_l7policy
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import get_l7policy, get_listener
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.l7policy import L7PolicyCreateBody, L7PolicyUpdate, L7PolicyUpdateBody
+from lbaas.api.schemas.l7policy import (
+    L7PolicyCreate,
+    L7PolicyCreateBody,
+    L7PolicyUpdate,
+    L7PolicyUpdateBody,
+)
 from lbaas.api.views.common import single
 from lbaas.api.views.l7policy import render_l7policies
-from lbaas.api.write_routes import add_delete_route, add_update_route
-from lbaas.api.writes import TreeWrite, tree_write
+from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
+from lbaas.api.writes import TreeWrite
 from lbaas.db import listener_queries
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
@@ -53,20 +56,18 @@ add_list_route(
 )
 
 
-@router.post("/lbaas/l7policies", status_code=201)
-def create_l7policy(body: L7PolicyCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
-    services, ctx = call
-    data = body.l7policy
-    with tree_write(services) as w:
-        listener = get_listener(w.session, ctx, data.listener_id, Rule.WRITE)
-        lb = w.lock_child(listener.loadbalancer_id, listener)
-        quota = services.settings.quota
-        check_quota(w.session, quota, lb.project_id, "l7policy")
-        check_quota(w.session, quota, lb.project_id, "l7rule", len(data.rules or []))
-        row = build_l7policy(w.session, services, listener, lb, data, w.now)
-        w.changed(lb, update=[listener])
-        view = w.view(_one, row)
-    return JSONResponse({"l7policy": view}, status_code=201)
+def _create(w: TreeWrite, ctx: RequestContext, data: L7PolicyCreate) -> L7PolicyRow:
+    listener = get_listener(w.session, ctx, data.listener_id, Rule.WRITE)
+    lb = w.lock_child(listener.loadbalancer_id, listener)
+    quota = w.services.settings.quota
+    check_quota(w.session, quota, lb.project_id, "l7policy")
+    check_quota(w.session, quota, lb.project_id, "l7rule", len(data.rules or []))
+    row = build_l7policy(w.session, w.services, listener, lb, data, w.now)
+    w.changed(lb, update=[listener])
+    return row
+
+
+add_create_route(router, "/lbaas/l7policies", "l7policy", L7PolicyCreateBody, _create, _one)
 
 
 add_show_route(router, _ITEM, "l7policy", get_l7policy, _one)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from starlette.responses import JSONResponse
 
 from lbaas.api.builders.listener import build_listener, update_listener
 from lbaas.api.context import RequestContext
@@ -22,11 +21,16 @@ from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.listener import ListenerCreateBody, ListenerUpdate, ListenerUpdateBody
+from lbaas.api.schemas.listener import (
+    ListenerCreate,
+    ListenerCreateBody,
+    ListenerUpdate,
+    ListenerUpdateBody,
+)
 from lbaas.api.views.common import single
 from lbaas.api.views.listener import render_listeners
-from lbaas.api.write_routes import add_delete_route, add_update_route
-from lbaas.api.writes import TreeWrite, tree_write
+from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
+from lbaas.api.writes import TreeWrite
 from lbaas.db import listener_queries, stats_repo
 from lbaas.db.listing import derived_spec
 from lbaas.db.tables import ListenerRow
@@ -49,23 +53,21 @@ add_list_route(
 )
 
 
-@router.post("/lbaas/listeners", status_code=201)
-def create_listener(body: ListenerCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
-    services, ctx = call
-    data = body.listener
-    with tree_write(services) as w:
-        lb = get_loadbalancer(w.session, ctx, data.loadbalancer_id, Rule.WRITE)
-        if data.default_pool or data.l7policies:
-            raise ValidationFailure(
-                "default_pool and l7policies can only be given when creating a fully "
-                "populated load balancer."
-            )
-        lb = w.lock_child(lb.id)
-        check_quota(w.session, services.settings.quota, lb.project_id, "listener")
-        row = build_listener(w.session, services, lb, data, w.now)
-        w.changed(lb)
-        view = w.view(_one, row)
-    return JSONResponse({"listener": view}, status_code=201)
+def _create(w: TreeWrite, ctx: RequestContext, data: ListenerCreate) -> ListenerRow:
+    lb = get_loadbalancer(w.session, ctx, data.loadbalancer_id, Rule.WRITE)
+    if data.default_pool or data.l7policies:
+        raise ValidationFailure(
+            "default_pool and l7policies can only be given when creating a fully "
+            "populated load balancer."
+        )
+    lb = w.lock_child(lb.id)
+    check_quota(w.session, w.services.settings.quota, lb.project_id, "listener")
+    row = build_listener(w.session, w.services, lb, data, w.now)
+    w.changed(lb)
+    return row
+
+
+add_create_route(router, "/lbaas/listeners", "listener", ListenerCreateBody, _create, _one)
 
 
 add_show_route(router, _ITEM, "listener", get_listener, _one)

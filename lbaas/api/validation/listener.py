@@ -24,14 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
-from lbaas.api.validation.tls import (
-    ALPN_PROTOCOLS,
-    DEFAULT_ALPN_PROTOCOLS,
-    DEFAULT_TLS_VERSIONS,
-    LISTENER_TLS_CIPHERS,
-    TLS_VERSIONS,
-    check_choices,
-)
+from lbaas.api.validation import tls
 from lbaas.errors import Conflict, InvalidInput, ValidationFailure
 from lbaas.model.enums import (
     LISTENER_POOL_COMPATIBILITY,
@@ -65,6 +58,14 @@ CLIENT_CERT_HEADERS = frozenset(
 HEADER_PROTOCOLS = frozenset({ListenerProtocol.HTTP, ListenerProtocol.TERMINATED_HTTPS})
 DATAGRAM_PROTOCOLS = frozenset({ListenerProtocol.UDP, ListenerProtocol.SCTP})
 
+# The reference's wording for a listener's empty lists (a pool's differs).
+_EMPTY_VERSIONS = (
+    "Empty TLS version list. Send at least one version, or leave the field out to get the default."
+)
+_EMPTY_ALPN = (
+    "Empty ALPN protocol list. Send at least one protocol, or leave the field out to get "
+    "the default."
+)
 _CIPHER_CHARS = re.compile(r"[A-Za-z0-9\-+!:@=_.]+")
 
 DEFAULT_TIMEOUTS = {
@@ -119,9 +120,9 @@ def with_tls_defaults(settings: ListenerSettings) -> ListenerSettings:
         return settings
     return replace(
         settings,
-        tls_ciphers=settings.tls_ciphers or LISTENER_TLS_CIPHERS,
-        tls_versions=_or_default(settings.tls_versions, DEFAULT_TLS_VERSIONS),
-        alpn_protocols=_or_default(settings.alpn_protocols, DEFAULT_ALPN_PROTOCOLS),
+        tls_ciphers=settings.tls_ciphers or tls.LISTENER_TLS_CIPHERS,
+        tls_versions=_or_default(settings.tls_versions, tls.DEFAULT_TLS_VERSIONS),
+        alpn_protocols=_or_default(settings.alpn_protocols, tls.DEFAULT_ALPN_PROTOCOLS),
     )
 
 
@@ -184,24 +185,12 @@ def check_settings(settings: ListenerSettings) -> None:
 def check_tls_options(
     ciphers: str | None, versions: Sequence[str] | None, alpn: Sequence[str] | None
 ) -> None:
-    check_choices(
-        versions,
-        TLS_VERSIONS,
-        empty="Empty TLS version list. Send at least one version, or leave the field out "
-        "to get the default.",
-        invalid="Invalid TLS versions",
-    )
+    tls.check_versions(versions, empty=_EMPTY_VERSIONS)
     if ciphers is not None and not _CIPHER_CHARS.fullmatch(ciphers):
         raise ValidationFailure(
             "tls_ciphers may contain only letters, digits and the characters - + ! : @ = _ ."
         )
-    check_choices(
-        alpn,
-        ALPN_PROTOCOLS,
-        empty="Empty ALPN protocol list. Send at least one protocol, or leave the field out "
-        "to get the default.",
-        invalid="Invalid ALPN protocol",
-    )
+    tls.check_alpn(alpn, empty=_EMPTY_ALPN)
 
 
 def check_hsts(settings: ListenerSettings) -> None:

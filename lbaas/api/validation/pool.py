@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from lbaas.api.validation.tls import ALPN_PROTOCOLS, TLS_VERSIONS, check_choices
+from lbaas.api.validation import tls
 from lbaas.errors import InvalidInput, ValidationFailure
 from lbaas.model.enums import (
     LISTENER_POOL_COMPATIBILITY,
@@ -25,6 +25,15 @@ from lbaas.model.enums import (
     PoolProtocol,
 )
 
+# The reference's wording for a pool's empty lists (a listener's differs).
+_EMPTY_VERSIONS = (
+    "Empty TLS version list. Either specify at least one TLS version or remove this "
+    "parameter to use the default."
+)
+_EMPTY_ALPN = (
+    "Empty ALPN protocol list. Either specify at least one ALPN protocol or remove this "
+    "parameter to use the default."
+)
 DATAGRAM_PROTOCOLS = frozenset({PoolProtocol.UDP.value, PoolProtocol.SCTP.value})
 # RFC 6265 cookie names are HTTP tokens: visible ASCII except these separators.
 _COOKIE_SEPARATORS = frozenset('()<>@,;:\\"/[]?={} \t')
@@ -115,23 +124,11 @@ def check_session_persistence(sp: Persistence, pool_protocol: str) -> None:
 
 
 def check_tls_versions(versions: Sequence[str] | None) -> None:
-    check_choices(
-        versions,
-        TLS_VERSIONS,
-        empty="Empty TLS version list. Either specify at least one TLS version or remove "
-        "this parameter to use the default.",
-        invalid="Invalid TLS versions",
-    )
+    tls.check_versions(versions, empty=_EMPTY_VERSIONS)
 
 
 def check_alpn_protocols(protocols: Sequence[str] | None) -> None:
-    check_choices(
-        protocols,
-        ALPN_PROTOCOLS,
-        empty="Empty ALPN protocol list. Either specify at least one ALPN protocol or "
-        "remove this parameter to use the default.",
-        invalid="Invalid ALPN protocol",
-    )
+    tls.check_alpn(protocols, empty=_EMPTY_ALPN)
 
 
 def _unretrievable(refs: Sequence[str | None]) -> None:

@@ -34,11 +34,19 @@ POOL_TLS_CIPHERS = (
 )
 
 
-def check_choices(
-    values: Sequence[str] | None, allowed: Sequence[str], *, empty: str, invalid: str
+def check_versions(versions: Sequence[str] | None, *, empty: str) -> None:
+    """Left out (None) passes; an empty list fails with ``empty``; unknown versions fail."""
+    _check_choices(versions, TLS_VERSIONS, empty, "Invalid TLS versions")
+
+
+def check_alpn(protocols: Sequence[str] | None, *, empty: str) -> None:
+    """Left out (None) passes; an empty list fails with ``empty``; unknown protocols fail."""
+    _check_choices(protocols, ALPN_PROTOCOLS, empty, "Invalid ALPN protocol")
+
+
+def _check_choices(
+    values: Sequence[str] | None, allowed: Sequence[str], empty: str, invalid: str
 ) -> None:
-    """``values`` left out (None) pass; an empty list fails with ``empty``; entries not
-    in ``allowed`` fail as ``"<invalid>: a, b"``."""
     if values is None:
         return
     if not values:

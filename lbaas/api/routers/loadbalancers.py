@@ -142,12 +142,7 @@ def loadbalancer_stats(lb_id: str, call: Call = Depends(get_call)) -> dict[str, 
         row = get_loadbalancer(session, ctx, lb_id, Rule.READ)
         tree = load_tree(session.connection(), row.id)
         listener_ids = [li.id for li in tree.listeners] if tree is not None else []
-        per_listener = stats_repo.listener_totals(session, listener_ids)
-    total = dict.fromkeys(stats_repo.COUNTERS, 0)
-    for counters in per_listener.values():
-        for name, value in counters.items():
-            total[name] += value
-    return {"stats": total}
+        return {"stats": stats_repo.summed_totals(session, listener_ids)}
 
 
 @router.get("/lbaas/loadbalancers/{lb_id}/status")

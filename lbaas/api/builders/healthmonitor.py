@@ -62,8 +62,7 @@ def build_healthmonitor(
         http_version=data.http_version,
         domain_name=data.domain_name,
     )
-    add_new_row(session, row, data.tags, flush=False)
-    return row
+    return add_new_row(session, row, data.tags, flush=False)
 
 
 def apply_healthmonitor_update(

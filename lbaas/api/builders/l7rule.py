@@ -56,8 +56,7 @@ def build_l7rule(
         value=data.value,
         invert=bool(data.invert),
     )
-    add_new_row(session, row, data.tags)
-    return row
+    return add_new_row(session, row, data.tags)
 
 
 def update_l7rule(

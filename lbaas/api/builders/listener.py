@@ -194,8 +194,7 @@ def build_listener(
         protocol_port=data.protocol_port,
     )
     _store(row, values, settings)
-    add_new_row(session, row, data.tags)
-    return row
+    return add_new_row(session, row, data.tags)
 
 
 def update_listener(

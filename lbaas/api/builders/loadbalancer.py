@@ -114,8 +114,7 @@ def build_loadbalancer(
     row.additional_vips = graph_create.allocate_additional_vips(
         session, data.additional_vips or [], vip, row.id, now
     )
-    add_new_row(session, row, data.tags)
-    return row
+    return add_new_row(session, row, data.tags)
 
 
 def apply_loadbalancer_update(

@@ -111,8 +111,7 @@ def build_member(
         monitor_port=data.monitor_port,
         vnic_type=vnic_type,
     )
-    add_new_row(session, row, data.tags, flush=False)
-    return row
+    return add_new_row(session, row, data.tags, flush=False)
 
 
 def apply_member_update(session: Session, row: MemberRow, data: MemberUpdate) -> None:

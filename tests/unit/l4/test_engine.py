@@ -1,0 +1,144 @@
+"""The engine's choices, with a recording NftOps: full loads, slot updates, live flows."""
+
+from __future__ import annotations
+
+import pytest
+
+from lbaas.errors import InvalidInput
+from lbaas.l4.engine import L4Engine
+from lbaas.l4.host.base import FlowMatch
+from lbaas.l4.host.recording import RecordingNftOps
+from lbaas.l4.maglev import build_table, moved_slots
+from lbaas.l4.service import (
+    MAGLEV,
+    HashKey,
+    L4Listener,
+    L4Member,
+    L4Protocol,
+    L4Service,
+    LiveFlowPolicy,
+    hash_key_for,
+)
+from lbaas.model.enums import LbAlgorithm, PersistenceType
+
+LB = "0b6c51c8-5d51-4f57-8f55-0a1b2c3d4e5f"
+MEMBERS = tuple(L4Member(f"member-{n}", f"10.30.0.{n}", 8080) for n in range(1, 6))
+
+
+def service(members: tuple[L4Member, ...], size: int = 101, vip: str = "10.30.1.1") -> L4Service:
+    return L4Service(LB, vip, (L4Listener(L4Protocol.TCP, 80, members, table_size=size),))
+
+
+def test_the_first_apply_checks_then_loads_the_whole_table() -> None:
+    ops = RecordingNftOps()
+    report = L4Engine(ops).apply(service(MEMBERS))
+    assert report.full_reload and report.moved_slots == 101
+    assert ops.checked == ops.loaded
+    assert "table ip lbaas_0b6c51c85d51 {" in ops.loaded[0]
+
+
+def test_a_member_change_rewrites_only_the_moved_slots() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    report = engine.apply(service(MEMBERS[1:]))
+    before = build_table((m.backend for m in MEMBERS), 101)
+    after = build_table((m.backend for m in MEMBERS[1:]), 101)
+    moved = moved_slots(before, after)
+    assert not report.full_reload and report.moved_slots == len(moved) < 101
+    update = ops.loaded[-1]
+    assert len(ops.checked) == 1  # the transaction itself is the check of an update
+    deleted = update.split("{ ", 1)[1].split(" }", 1)[0]
+    assert sorted(int(slot) for slot in deleted.split(", ")) == moved
+    assert "10.30.0.1 " not in update
+
+
+def test_the_same_service_again_changes_nothing() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    report = engine.apply(service(MEMBERS))
+    assert report.moved_slots == 0 and len(ops.loaded) == 1
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        service(MEMBERS, vip="10.30.1.2"),
+        service(MEMBERS, size=103),
+        service(()),
+        L4Service(LB, "10.30.1.1", (L4Listener(L4Protocol.UDP, 80, MEMBERS, table_size=101),)),
+        L4Service(
+            LB,
+            "10.30.1.1",
+            (L4Listener(L4Protocol.TCP, 80, MEMBERS, HashKey.SOURCE_ADDRESS, table_size=101),),
+        ),
+    ],
+    ids=["vip", "size", "no-members", "protocol", "hash-key"],
+)
+def test_a_change_of_rules_reloads_the_table(changed: L4Service) -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    assert engine.apply(changed).full_reload
+    assert ops.loaded[-1].startswith("table ip lbaas_0b6c51c85d51\ndelete table")
+
+
+def test_cut_deletes_the_flows_of_removed_members_only() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops, LiveFlowPolicy.CUT)
+    engine.apply(service(MEMBERS))
+    engine.apply(service(MEMBERS[:3]))
+    assert ops.deleted_flows == [
+        FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.4", 8080),
+        FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.5", 8080),
+    ]
+
+
+def test_keep_leaves_live_flows_alone() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    engine.apply(service(MEMBERS[:3]))
+    assert ops.deleted_flows == []
+
+
+def test_removing_a_load_balancer_deletes_its_table() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    engine.remove(LB)
+    assert ops.loaded[-1] == "table ip lbaas_0b6c51c85d51\ndelete table ip lbaas_0b6c51c85d51\n"
+    assert engine.apply(service(MEMBERS)).full_reload
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "persistence", "expected"),
+    [
+        (LbAlgorithm.SOURCE_IP_PORT, None, HashKey.FIVE_TUPLE),
+        (MAGLEV, None, HashKey.FIVE_TUPLE),
+        (LbAlgorithm.SOURCE_IP, None, HashKey.SOURCE_ADDRESS),
+        (MAGLEV, PersistenceType.SOURCE_IP, HashKey.SOURCE_ADDRESS),
+    ],
+)
+def test_algorithm_and_persistence_choose_the_hash(
+    algorithm: str, persistence: PersistenceType | None, expected: HashKey
+) -> None:
+    assert hash_key_for(algorithm, persistence) is expected
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "persistence", "message"),
+    [
+        (LbAlgorithm.ROUND_ROBIN, None, "LB algorithm ROUND_ROBIN is not supported"),
+        (LbAlgorithm.LEAST_CONNECTIONS, None, "LEAST_CONNECTIONS is not supported"),
+        (MAGLEV, PersistenceType.HTTP_COOKIE, "HTTP_COOKIE is not supported"),
+        (LbAlgorithm.SOURCE_IP_PORT, PersistenceType.APP_COOKIE, "APP_COOKIE is not supported"),
+    ],
+)
+def test_what_the_engine_cannot_do_is_a_400(
+    algorithm: str, persistence: PersistenceType | None, message: str
+) -> None:
+    with pytest.raises(InvalidInput, match=message) as raised:
+        hash_key_for(algorithm, persistence)
+    assert raised.value.status_code == 400

@@ -53,7 +53,9 @@ def plan_update(old: _Applied, service: L4Service) -> tuple[str, int, dict[str, 
         values[listener.name] = new
         changes = [
             (slot, value)
-            for slot, (was, value) in enumerate(zip(old.slot_values[listener.name], new))
+            for slot, (was, value) in enumerate(
+                zip(old.slot_values[listener.name], new, strict=True)
+            )
             if was != value
         ]
         moved += len(changes)

@@ -13,8 +13,9 @@ backends give the same table on every node whatever order they were listed in.
 Speed: the slow part of the classic loop is the probing past taken slots late in the fill.
 Here the free/taken state is a ``bytearray`` and a backend probes one stride of its
 permutation at a time with a C-level ``find`` on an extended slice (``taken[c::step]``),
-stepping backwards when the skip is above M/2 so that strides are long. The result is the
-same table the plain loop builds (``tests/unit/l4`` compares them).
+stepping backwards when the skip is above M/2 so that strides are long; a walk whose step
+exceeds M/8 visits only a few slots per slice, so it probes one slot at a time. The result
+is the same table the plain loop builds (``tests/unit/l4`` compares them).
 """
 
 from __future__ import annotations

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from lbaas.l4 import nft
 from lbaas.l4.host.base import FlowMatch, NftOps
-from lbaas.l4.maglev import build_table
 from lbaas.l4.service import L4Listener, L4Service, LiveFlowPolicy
 
 
@@ -38,9 +37,8 @@ class _Applied:
 
 
 def slot_values_of(listener: L4Listener) -> list[str]:
-    """Each slot's ``address . port`` for the listener's members (empty: no members)."""
-    table = build_table((member.backend for member in listener.members), listener.table_size)
-    return nft.slot_values(listener, table) if table.slots else []
+    """Each slot's ``address . port`` for the listener (empty: no healthy member)."""
+    return nft.slot_values(listener, listener.table())
 
 
 def plan_update(old: _Applied, service: L4Service) -> tuple[str, int, dict[str, list[str]]]:
@@ -88,12 +86,7 @@ class L4Engine:
         return report
 
     def _replace(self, service: L4Service) -> dict[str, list[str]]:
-        tables = {
-            listener.name: build_table(
-                (member.backend for member in listener.members), listener.table_size
-            )
-            for listener in service.listeners
-        }
+        tables = {listener.name: listener.table() for listener in service.listeners}
         text = nft.render_full(service, tables)
         self._ops.check(text)
         self._ops.load(text)

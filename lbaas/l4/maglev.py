@@ -21,7 +21,7 @@ is the same table the plain loop builds (``tests/unit/l4`` compares them).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from lbaas.errors import InvalidInput
@@ -95,8 +95,8 @@ def check_table_request(backends: Sequence[Backend], size: int) -> None:
             )
 
 
-def turn_order(weights: Sequence[int], size: int) -> Iterable[int]:
-    """Backend indexes in the order they take turns: round by round, index order inside one.
+def turn_order(weights: Sequence[int], size: int) -> list[int]:
+    """The first ``size`` turns: backend indexes, round by round, index order inside one.
 
     A backend of weight w takes its k-th turn in round ``ceil(k * max / w)`` (Katran's
     cumulative weights), so equal weights give plain round robin.
@@ -104,7 +104,7 @@ def turn_order(weights: Sequence[int], size: int) -> Iterable[int]:
     heaviest = max(weights)
     if min(weights) == heaviest:
         rounds = -(-size // len(weights))
-        return (index for _ in range(rounds) for index in range(len(weights)))
+        return (list(range(len(weights))) * rounds)[:size]
     total = sum(weights)
     # Enough rounds for at least ``size`` turns: each backend gets floor(r * w / max).
     last_round = -(-size * heaviest // total) + len(weights)
@@ -113,7 +113,7 @@ def turn_order(weights: Sequence[int], size: int) -> Iterable[int]:
         turns = last_round * weight // heaviest
         for turn in range(1, turns + 1):
             by_round[-(-turn * heaviest // weight)].append(index)
-    return (index for members in by_round for index in members)
+    return [index for members in by_round for index in members][:size]
 
 
 def build_table(backends: Iterable[Backend], size: int) -> MaglevTable:
@@ -130,6 +130,33 @@ def build_table(backends: Iterable[Backend], size: int) -> MaglevTable:
     return MaglevTable(size=size, backends=ordered, slots=tuple(slots))
 
 
+def build_table_with_down(
+    backends: Iterable[Backend], size: int, down: Collection[str]
+) -> MaglevTable:
+    """A table of ``backends`` in which the ones whose key is in ``down`` own no slot.
+
+    The table of all backends stays the base; each slot of a down backend goes to the
+    owner of that slot in a table of the others. A backend going down therefore moves
+    exactly its own slots, and coming back up moves them back: rebuilding without it would
+    move several times more (Maglev's refill cascades), and health changes are the
+    frequent ones. The result depends only on the backends and the down set, so it is the
+    same on every node that sees the same health.
+    """
+    everyone = build_table(backends, size)
+    if not any(backend.key in down for backend in everyone.backends):
+        return everyone
+    fallback = build_table((b for b in everyone.backends if b.key not in down), size)
+    if not fallback.slots:
+        return fallback
+    index_of = {backend.key: index for index, backend in enumerate(fallback.backends)}
+    remap = [index_of.get(backend.key, -1) for backend in everyone.backends]
+    slots = tuple(
+        remap[owner] if remap[owner] >= 0 else substitute
+        for owner, substitute in zip(everyone.slots, fallback.slots, strict=True)
+    )
+    return MaglevTable(size=size, backends=fallback.backends, slots=slots)
+
+
 def _populate(backends: Sequence[Backend], size: int) -> list[int]:
     params = [permutation(backend.key, size) for backend in backends]
     position = [offset for offset, _ in params]
@@ -137,19 +164,14 @@ def _populate(backends: Sequence[Backend], size: int) -> list[int]:
     step = [skip if skip <= size // 2 else skip - size for _, skip in params]
     taken = bytearray(size)
     slots = [0] * size
-    filled = 0
+    # Each turn takes one slot, so exactly ``size`` turns fill the table.
     for index in turn_order([backend.weight for backend in backends], size):
         slot = position[index]
-        stride = step[index]
         if taken[slot]:
-            slot = _first_free(taken, slot, stride, size)
+            slot = _first_free(taken, slot, step[index], size)
         taken[slot] = 1
         slots[slot] = index
-        slot += stride
-        position[index] = slot - size if slot >= size else slot + size if slot < 0 else slot
-        filled += 1
-        if filled == size:
-            break
+        position[index] = (slot + step[index]) % size
     return slots
 
 

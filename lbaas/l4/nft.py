@@ -63,7 +63,7 @@ def render_full(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
         lines.extend(_map_lines(listener, tables[listener.name]))
     lines.append("\tchain balance {")
     for listener in service.listeners:
-        if listener.members:
+        if tables[listener.name].slots:
             lines.append("\t\t" + _rule(service, listener))
     lines.append("\t}")
     lines.extend(_hook_chain("prerouting", "prerouting", "dstnat"))

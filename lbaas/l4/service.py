@@ -2,7 +2,8 @@
 
 This is the engine's own input, free of the API and the database: a provider (or the
 agent) builds an ``L4Service`` from the load-balancer graph, keeping only the members that
-should get new flows (up, healthy, weight > 0). ``hash_key_for`` maps Octavia's algorithm
+could get new flows (admin up, weight > 0) and marking those that health checks found
+down (``healthy=False``). ``hash_key_for`` maps Octavia's algorithm
 and session persistence to what the kernel hashes, refusing with a 400 what the engine
 cannot do.
 """
@@ -13,13 +14,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lbaas.errors import InvalidInput
-from lbaas.l4.maglev import Backend
+from lbaas.l4.maglev import Backend, MaglevTable, build_table_with_down
 from lbaas.model.enums import LbAlgorithm, PersistenceType
 
-# Default table size: prime, over 100 x the largest pool it is meant for (650 members keep
-# within 1 % of their share), and loaded by nft in well under a second; see
-# docs/architecture.md, "The L4 engine", for the measurements.
-DEFAULT_TABLE_SIZE = 65537
+# Default table size: prime and over 100 x a pool of 160 members (Maglev's bound for shares
+# within 1 %), while nft still loads it whole in well under a second; 65537 takes seconds.
+# docs/architecture.md, "The L4 engine", has the measurements.
+DEFAULT_TABLE_SIZE = 16411
 # The lbaas algorithm name for a Maglev table keyed by the 5-tuple; Octavia has no such
 # value, so a provider advertises it as a capability beside SOURCE_IP_PORT.
 MAGLEV = "MAGLEV"
@@ -51,6 +52,7 @@ class L4Member:
     address: str
     port: int
     weight: int = 1
+    healthy: bool = True  # False: keeps its place in the table but gets no new flows
 
     @property
     def backend(self) -> Backend:
@@ -72,7 +74,13 @@ class L4Listener:
 
     def shape(self) -> tuple[str, HashKey, int, bool]:
         """What the rules depend on: a change here needs a full reload, not slot updates."""
-        return (self.name, self.hash_key, self.table_size, bool(self.members))
+        return (self.name, self.hash_key, self.table_size, any(m.healthy for m in self.members))
+
+    def table(self) -> MaglevTable:
+        """The listener's Maglev table: every member placed, the unhealthy ones replaced."""
+        down = {member.key for member in self.members if not member.healthy}
+        backends = (member.backend for member in self.members)
+        return build_table_with_down(backends, self.table_size, down)
 
 
 @dataclass(frozen=True)

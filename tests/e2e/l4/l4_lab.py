@@ -93,6 +93,13 @@ class L4Lab:
         names: list[str] = json.loads(out)
         return names
 
+    def rate(self, protocol: str, address: str, port: int, seconds: float) -> float:
+        """Requests/s of one client in the client namespace (bench/l4.py's traffic part)."""
+        out = run("ip", "netns", "exec", self.client, sys.executable, PEERS, "rate", protocol,
+                  address, str(port), str(seconds))  # fmt: skip
+        per_second: float = json.loads(out)
+        return per_second
+
     def hold(self, port: int) -> HeldConnection:
         argv = ["ip", "netns", "exec", self.client, sys.executable, PEERS, "hold", VIP, str(port)]
         process = subprocess.Popen(

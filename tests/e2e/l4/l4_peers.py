@@ -15,6 +15,7 @@ import socket
 import socketserver
 import sys
 import threading
+import time
 
 
 def serve(name: str, address: str, port: int) -> None:
@@ -71,10 +72,31 @@ def hold(vip: str, port: int) -> None:
                 print(f"ERROR {exc!r}", flush=True)
 
 
+def rate(protocol: str, address: str, port: int, seconds: float) -> float:
+    done = 0
+    deadline = time.monotonic() + seconds
+    if protocol == "udp":
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.settimeout(5)
+            sock.connect((address, port))
+            while time.monotonic() < deadline:
+                sock.send(b"?")
+                sock.recv(100)
+                done += 1
+    else:
+        while time.monotonic() < deadline:
+            with socket.create_connection((address, port), timeout=5) as conn:
+                conn.recv(100)
+            done += 1
+    return done / seconds
+
+
 def main() -> None:
     mode, *args = sys.argv[1:]
     if mode == "server":
         serve(args[0], args[1], int(args[2]))
+    elif mode == "rate":
+        print(json.dumps(round(rate(args[0], args[1], int(args[2]), float(args[3])))))
     elif mode == "hold":
         hold(args[0], int(args[1]))
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from lbaas.l4 import nft
-from lbaas.l4.maglev import build_table
 from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
 
 GOLDEN_DIR = Path(__file__).resolve().parents[2] / "golden" / "l4"
@@ -39,12 +38,7 @@ CASES: dict[str, L4Service] = {
 
 
 def render(service: L4Service) -> str:
-    tables = {
-        listener.name: build_table(
-            (member.backend for member in listener.members), listener.table_size
-        )
-        for listener in service.listeners
-    }
+    tables = {listener.name: listener.table() for listener in service.listeners}
     return nft.render_full(service, tables)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from lbaas.errors import InvalidInput
@@ -53,6 +55,20 @@ def test_a_member_change_rewrites_only_the_moved_slots() -> None:
     assert "10.30.0.1 " not in update
 
 
+def test_a_member_found_down_loses_exactly_its_slots() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    sick = MEMBERS[2]
+    unhealthy = tuple(replace(m, healthy=False) if m == sick else m for m in MEMBERS)
+    report = engine.apply(service(unhealthy))
+    owned = build_table((m.backend for m in MEMBERS), 101).shares()[sick.key]
+    assert not report.full_reload and report.moved_slots == owned
+    assert f"{sick.address} " not in ops.loaded[-1]
+    back = engine.apply(service(MEMBERS))
+    assert not back.full_reload and back.moved_slots == owned
+
+
 def test_the_same_service_again_changes_nothing() -> None:
     ops = RecordingNftOps()
     engine = L4Engine(ops)
@@ -67,6 +83,7 @@ def test_the_same_service_again_changes_nothing() -> None:
         service(MEMBERS, vip="10.30.1.2"),
         service(MEMBERS, size=103),
         service(()),
+        service(tuple(replace(m, healthy=False) for m in MEMBERS)),
         L4Service(LB, "10.30.1.1", (L4Listener(L4Protocol.UDP, 80, MEMBERS, table_size=101),)),
         L4Service(
             LB,
@@ -74,7 +91,7 @@ def test_the_same_service_again_changes_nothing() -> None:
             (L4Listener(L4Protocol.TCP, 80, MEMBERS, HashKey.SOURCE_ADDRESS, table_size=101),),
         ),
     ],
-    ids=["vip", "size", "no-members", "protocol", "hash-key"],
+    ids=["vip", "size", "no-members", "all-down", "protocol", "hash-key"],
 )
 def test_a_change_of_rules_reloads_the_table(changed: L4Service) -> None:
     ops = RecordingNftOps()

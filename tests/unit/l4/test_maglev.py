@@ -12,7 +12,14 @@ import sys
 import pytest
 
 from lbaas.errors import InvalidInput
-from lbaas.l4.maglev import Backend, build_table, moved_slots, permutation, turn_order
+from lbaas.l4.maglev import (
+    Backend,
+    build_table,
+    build_table_with_down,
+    moved_slots,
+    permutation,
+    turn_order,
+)
 
 
 def reference_table(backends: list[Backend], size: int) -> tuple[int, ...]:
@@ -155,3 +162,22 @@ def test_tables_it_cannot_build_are_refused(
 ) -> None:
     with pytest.raises(InvalidInput, match=message):
         build_table(members, size)
+
+
+def test_a_member_going_down_moves_exactly_its_slots_and_back() -> None:
+    members = backends(20)
+    base = build_table(members, 65537)
+    down = build_table_with_down(members, 65537, {"member-7"})
+    owned = [slot for slot in range(65537) if base.owner(slot) == "member-7"]
+    assert moved_slots(base, down) == owned
+    assert "member-7" not in down.shares()
+    # Its slots are spread like a table of the others, so the shares stay close (the
+    # spread adds about 1/sqrt(M) of noise; docs/architecture.md has the figures).
+    for key, share in down.shares().items():
+        assert abs(share - 65537 / 19) <= 0.01 * 65537 / 19, key
+    assert build_table_with_down(members, 65537, set()) == base
+
+
+def test_with_every_member_down_the_table_is_empty() -> None:
+    members = backends(3)
+    assert build_table_with_down(members, 13, {"member-0", "member-1", "member-2"}).slots == ()

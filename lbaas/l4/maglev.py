@@ -20,6 +20,7 @@ is the same table the plain loop builds (``tests/unit/l4`` compares them).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -122,12 +123,23 @@ def build_table(backends: Iterable[Backend], size: int) -> MaglevTable:
     An empty backend list gives an empty table (no slots to fill). Raises InvalidInput for a
     size that is not prime, duplicate keys, more backends than slots, or a bad weight.
     """
-    ordered = tuple(sorted(backends))
+    return _build_sorted(tuple(sorted(backends)), size)
+
+
+# Tables are immutable, and the same pool comes back often (every health change rebuilds
+# from the pool's table; a member coming back returns to it), so recent ones are kept.
+@functools.lru_cache(maxsize=16)
+def _build_sorted(ordered: tuple[Backend, ...], size: int) -> MaglevTable:
     if not ordered:
         return MaglevTable(size=size, backends=(), slots=())
     check_table_request(ordered, size)
     slots = _populate(ordered, size)
     return MaglevTable(size=size, backends=ordered, slots=tuple(slots))
+
+
+def clear_table_cache() -> None:
+    """Forget the recent tables (benchmarks time the build itself)."""
+    _build_sorted.cache_clear()
 
 
 def build_table_with_down(

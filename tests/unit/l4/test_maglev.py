@@ -171,8 +171,8 @@ def test_a_member_going_down_moves_exactly_its_slots_and_back() -> None:
     owned = [slot for slot in range(65537) if base.owner(slot) == "member-7"]
     assert moved_slots(base, down) == owned
     assert "member-7" not in down.shares()
-    # Its slots are spread like a table of the others, so the shares stay close (the
-    # spread adds about 1/sqrt(M) of noise; docs/architecture.md has the figures).
+    # Its slots land on the others like a random sample, so the shares stay close but not
+    # exact (docs/architecture.md has the figures).
     for key, share in down.shares().items():
         assert abs(share - 65537 / 19) <= 0.01 * 65537 / 19, key
     assert build_table_with_down(members, 65537, set()) == base

@@ -3,7 +3,8 @@
 The engine remembers what it last applied per load balancer. When only members changed
 (same VIP, listeners, hash keys, table sizes, and no listener went from or to no members)
 it rewrites just the slots whose member moved, one transaction for the whole load balancer;
-otherwise, and for a load balancer it has not applied since it started, it replaces the
+otherwise, for a load balancer it has not applied since it started, and when the kernel
+refuses a slot update (its table was changed behind the engine's back), it replaces the
 table (checked with ``nft -c`` first). Both leave established flows alone: conntrack keeps
 the NAT binding of a flow, so a flow stays on its member whatever the table says now.
 
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lbaas.l4 import nft
-from lbaas.l4.host.base import FlowMatch, NftOps
+from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
 from lbaas.l4.service import L4Listener, L4Service, LiveFlowPolicy
 
 
@@ -70,14 +71,22 @@ class L4Engine:
         self._applied: dict[str, _Applied] = {}
 
     def apply(self, service: L4Service) -> ApplyReport:
-        """Make the kernel balance ``service``; raises what NftOps raises, changing nothing."""
+        """Make the kernel balance ``service``; raises what NftOps raises, changing nothing.
+
+        A slot update the kernel refuses (its table was deleted or changed behind the
+        engine's back) is retried once as a full reload.
+        """
         old = self._applied.get(service.lb_id)
+        report: ApplyReport | None = None
         if old is not None and old.service.shape() == service.shape():
             text, moved, values = plan_update(old, service)
-            if text:
-                self._ops.load(text)
-            report = ApplyReport(full_reload=False, moved_slots=moved)
-        else:
+            try:
+                if text:
+                    self._ops.load(text)
+                report = ApplyReport(full_reload=False, moved_slots=moved)
+            except NftCommandFailed:
+                self._applied.pop(service.lb_id)
+        if report is None:
             values = self._replace(service)
             report = ApplyReport(full_reload=True, moved_slots=sum(map(len, values.values())))
         self._applied[service.lb_id] = _Applied(service, values)

@@ -144,3 +144,16 @@ def test_the_lab_leaves_nothing_behind() -> None:
         lab.close()
     assert not any(namespace_exists(name) for name in names)
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_a_table_deleted_behind_the_engines_back_is_loaded_again(lab: L4Lab) -> None:
+    members = lab.members()
+    engine = L4Engine(RealNftOps(lab.lb))
+    engine.apply(service(members))
+    run("ip", "netns", "exec", lab.lb, "nft", "delete", "table", "ip", nft.table_name(LB_ID))
+
+    report = engine.apply(service(members[1:]))
+
+    assert report.full_reload
+    assert kernel_slots(lab, "tcp_80") == slot_values_of(service(members[1:]).listeners[0])
+    assert set(lab.names("tcp", 80, FLOWS)) == {"b2", "b3"}

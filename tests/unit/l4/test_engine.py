@@ -8,7 +8,7 @@ import pytest
 
 from lbaas.errors import InvalidInput
 from lbaas.l4.engine import L4Engine
-from lbaas.l4.host.base import FlowMatch
+from lbaas.l4.host.base import FlowMatch, NftCommandFailed
 from lbaas.l4.host.recording import RecordingNftOps
 from lbaas.l4.maglev import build_table, moved_slots
 from lbaas.l4.service import (
@@ -67,6 +67,31 @@ def test_a_member_found_down_loses_exactly_its_slots() -> None:
     assert f"{sick.address} " not in ops.loaded[-1]
     back = engine.apply(service(MEMBERS))
     assert not back.full_reload and back.moved_slots == owned
+
+
+class FailingUpdates(RecordingNftOps):
+    """Refuses the next slot update, as nft does when the table vanished."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refuse_updates = 0
+
+    def load(self, ruleset: str) -> None:
+        if ruleset.startswith("delete element") and self.refuse_updates:
+            self.refuse_updates -= 1
+            raise NftCommandFailed(["nft", "-f", "-"], 1, "No such file or directory")
+        super().load(ruleset)
+
+
+def test_a_refused_slot_update_falls_back_to_a_full_reload() -> None:
+    ops = FailingUpdates()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    ops.refuse_updates = 1
+    report = engine.apply(service(MEMBERS[1:]))
+    assert report.full_reload
+    assert "10.30.0.1 " not in ops.loaded[-1] and len(ops.checked) == 2
+    assert not engine.apply(service(MEMBERS)).full_reload  # back to slot updates
 
 
 def test_the_same_service_again_changes_nothing() -> None:

@@ -8,7 +8,7 @@ refuses a slot update (its table was changed behind the engine's back), it repla
 table (checked with ``nft -c`` first). Both leave established flows alone: conntrack keeps
 the NAT binding of a flow, so a flow stays on its member whatever the table says now.
 
-A removed member gets no new flows from the moment the transaction commits. Its live
+A removed or down member gets no new flows from the moment the transaction commits. Its live
 flows follow ``LiveFlowPolicy``: KEEP leaves them to end by themselves, CUT deletes their
 conntrack entries after the table changed (TCP peers then see a reset from the member,
 UDP flows are balanced again on their next packet).
@@ -114,15 +114,18 @@ class L4Engine:
 
 
 def removed_flows(old: L4Service, new: L4Service) -> Iterable[FlowMatch]:
-    """The member flows of listeners in both services whose member is gone from ``new``."""
+    """Flows of members that were healthy in ``old`` and are gone or down in ``new``.
+
+    Only listeners present in both count: a deleted listener's table is gone already.
+    """
     new_listeners = {listener.name: listener for listener in new.listeners}
     for listener in old.listeners:
         current = new_listeners.get(listener.name)
         if current is None:
             continue
-        kept = {(member.address, member.port) for member in current.members}
+        kept = {(m.address, m.port) for m in current.members if m.healthy}
         for member in listener.members:
-            if (member.address, member.port) not in kept:
+            if member.healthy and (member.address, member.port) not in kept:
                 yield FlowMatch(
                     listener.protocol, old.vip, listener.port, member.address, member.port
                 )

@@ -137,6 +137,16 @@ def test_cut_deletes_the_flows_of_removed_members_only() -> None:
     ]
 
 
+def test_cut_deletes_the_flows_of_a_member_found_down() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops, LiveFlowPolicy.CUT)
+    engine.apply(service(MEMBERS))
+    engine.apply(service(tuple(replace(m, healthy=m != MEMBERS[1]) for m in MEMBERS)))
+    assert ops.deleted_flows == [FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.2", 8080)]
+    engine.apply(service(tuple(replace(m, healthy=m != MEMBERS[1]) for m in MEMBERS)))
+    assert len(ops.deleted_flows) == 1  # cut once, not at every apply while it stays down
+
+
 def test_keep_leaves_live_flows_alone() -> None:
     ops = RecordingNftOps()
     engine = L4Engine(ops)

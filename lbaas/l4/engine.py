@@ -104,6 +104,11 @@ class L4Engine:
             for listener in service.listeners
         }
 
+    def new_flows(self, lb_id: str) -> dict[str, int]:
+        """Flows each listener balanced since its table was loaded (empty: no table)."""
+        listing = self._ops.list_chain_json(nft.table_name(lb_id), "balance")
+        return nft.new_flow_counts(listing) if listing is not None else {}
+
     def remove(self, lb_id: str) -> None:
         """Delete the load balancer's table; established flows keep their conntrack NAT."""
         self._ops.load(nft.render_delete(lb_id))

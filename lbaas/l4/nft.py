@@ -4,7 +4,7 @@ Layout of ``table ip lbaas_<id>``::
 
     map tcp_80  { typeof numgen inc mod M : ip daddr . th dport; elements = { slot : member } }
     chain balance  { ip daddr VIP meta l4proto tcp th dport 80 counter
-                     dnat ip to jhash <key> mod M seed S map @tcp_80 }
+                     dnat ip to jhash <key> mod M seed S map @tcp_80 comment "tcp_80" }
     chain prerouting (nat, dstnat)  -> jump balance     traffic arriving from elsewhere
     chain output     (nat, -100)    -> jump balance     traffic from this namespace itself
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from lbaas.l4.maglev import MaglevTable
 from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Service
@@ -91,7 +92,7 @@ def _rule(service: L4Service, listener: L4Listener) -> str:
         f"ip daddr {service.vip} meta l4proto {listener.protocol.value} "
         f"th dport {listener.port} counter dnat ip to jhash {_HASH_INPUT[listener.hash_key]} "
         f"mod {listener.table_size} seed {hash_seed(service.lb_id, listener):#010x} "
-        f"map @{listener.name}"
+        f'map @{listener.name} comment "{listener.name}"'
     )
 
 
@@ -102,6 +103,23 @@ def _hook_chain(name: str, hook: str, priority: str) -> list[str]:
         "\t\tjump balance",
         "\t}",
     ]
+
+
+def new_flow_counts(listing: Mapping[str, Any]) -> dict[str, int]:
+    """New flows per listener from ``nft -j list chain ip <table> balance``.
+
+    NAT chains see only the first packet of a connection, so the packet count of a
+    listener's rule (found by its comment) is the number of flows it balanced.
+    """
+    counts: dict[str, int] = {}
+    for item in listing.get("nftables", []):
+        rule = item.get("rule")
+        if not rule or "comment" not in rule:
+            continue
+        for expression in rule.get("expr", []):
+            if "counter" in expression:
+                counts[rule["comment"]] = int(expression["counter"]["packets"])
+    return counts
 
 
 def render_slot_update(lb_id: str, listener_name: str, changes: Iterable[tuple[int, str]]) -> str:

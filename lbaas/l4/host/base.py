@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lbaas.errors import TemporaryError
 from lbaas.l4.service import L4Protocol
@@ -61,6 +62,10 @@ class NftOps(abc.ABC):
     @abc.abstractmethod
     def list_table(self, name: str) -> str | None:
         """``nft list table ip <name>``, or None if there is no such table. No change."""
+
+    @abc.abstractmethod
+    def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
+        """``nft -j list chain ip <table> <chain>`` parsed, or None if it does not exist."""
 
     @abc.abstractmethod
     def delete_flows(self, flows: FlowMatch) -> int:

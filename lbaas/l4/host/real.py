@@ -7,8 +7,10 @@ entries are per network namespace.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Sequence
+from typing import Any
 
 from lbaas.errors import InvalidRenderedConfig
 from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
@@ -44,6 +46,13 @@ class RealNftOps(NftOps):
     def list_table(self, name: str) -> str | None:
         done = self._run([self._nft, "list", "table", "ip", name])
         return done.stdout if done.returncode == 0 else None
+
+    def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
+        done = self._run([self._nft, "-j", "list", "chain", "ip", table, chain])
+        if done.returncode != 0:
+            return None
+        listing: dict[str, Any] = json.loads(done.stdout)
+        return listing
 
     def delete_flows(self, flows: FlowMatch) -> int:
         argv = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from lbaas.l4.host.base import FlowMatch, NftOps
 
 
@@ -10,6 +12,8 @@ class RecordingNftOps(NftOps):
         self.checked: list[str] = []
         self.loaded: list[str] = []
         self.deleted_flows: list[FlowMatch] = []
+        # What list_chain_json answers, set by the test.
+        self.chains: dict[tuple[str, str], dict[str, Any]] = {}
 
     def check(self, ruleset: str) -> None:
         self.checked.append(ruleset)
@@ -19,6 +23,9 @@ class RecordingNftOps(NftOps):
 
     def list_table(self, name: str) -> str | None:
         return None
+
+    def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
+        return self.chains.get((table, chain))
 
     def delete_flows(self, flows: FlowMatch) -> int:
         self.deleted_flows.append(flows)

@@ -69,9 +69,12 @@ def kernel_slots(lab: L4Lab, listener: str) -> list[str]:
 
 def test_tcp_and_udp_flows_spread_over_every_member(lab: L4Lab) -> None:
     members = lab.members()
-    assert L4Engine(RealNftOps(lab.lb)).apply(service(members)).full_reload
+    engine = L4Engine(RealNftOps(lab.lb))
+    assert engine.apply(service(members)).full_reload
     assert set(lab.names("tcp", 80, FLOWS)) == {"b1", "b2", "b3"}
     assert set(lab.names("udp", 53, FLOWS)) == {"b1", "b2", "b3"}
+    # every flow was balanced here, and counted once (NAT rules see first packets only)
+    assert engine.new_flows(LB_ID) == {"tcp_80": FLOWS, "udp_53": FLOWS}
     assert kernel_slots(lab, "tcp_80") == slot_values_of(service(members).listeners[0])
 
 

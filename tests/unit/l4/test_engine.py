@@ -194,3 +194,33 @@ def test_what_the_engine_cannot_do_is_a_400(
     with pytest.raises(InvalidInput, match=message) as raised:
         hash_key_for(algorithm, persistence)
     assert raised.value.status_code == 400
+
+
+# What nft 1.0.6 prints for `nft -j list chain ip <table> balance` (one listener shown).
+LISTING = {
+    "nftables": [
+        {"metainfo": {"version": "1.0.6", "json_schema_version": 1}},
+        {"chain": {"family": "ip", "table": "lbaas_0b6c51c85d51", "name": "balance"}},
+        {
+            "rule": {
+                "family": "ip",
+                "table": "lbaas_0b6c51c85d51",
+                "chain": "balance",
+                "comment": "tcp_80",
+                "expr": [
+                    {"match": {"op": "==", "left": {"payload": {}}, "right": "10.30.1.1"}},
+                    {"counter": {"packets": 17, "bytes": 1020}},
+                    {"dnat": {"family": "ip", "addr": {"map": {"data": "@tcp_80"}}}},
+                ],
+            }
+        },
+    ]
+}
+
+
+def test_new_flows_are_read_from_the_rule_counters() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    assert engine.new_flows(LB) == {}
+    ops.chains[("lbaas_0b6c51c85d51", "balance")] = LISTING
+    assert engine.new_flows(LB) == {"tcp_80": 17}

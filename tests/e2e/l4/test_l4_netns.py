@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from l4_lab import VIP, L4Lab, namespace_exists, run
 
-sys.path.insert(0, str(Path(__file__).parent))
-from l4_lab import VIP, L4Lab, namespace_exists, run  # noqa: E402
-
-from lbaas.l4 import nft  # noqa: E402
-from lbaas.l4.engine import L4Engine, slot_values_of  # noqa: E402
-from lbaas.l4.host.real import RealNftOps  # noqa: E402
-from lbaas.l4.service import (  # noqa: E402
+from lbaas.l4 import nft
+from lbaas.l4.engine import L4Engine, slot_values_of
+from lbaas.l4.host.real import RealNftOps
+from lbaas.l4.service import (
     HashKey,
     L4Listener,
     L4Member,

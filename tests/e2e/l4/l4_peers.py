@@ -48,14 +48,20 @@ def tcp_names(vip: str, port: int, count: int) -> list[str]:
 
 
 def udp_names(vip: str, port: int, count: int) -> list[str]:
-    names = []
-    for _ in range(count):
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+    # All sockets stay open until the end: a closed one's port could be picked again, and
+    # the same 5-tuple would ride the earlier flow's conntrack entry instead of a new one.
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(count)]
+    try:
+        names = []
+        for sock in sockets:
             sock.settimeout(5)
             sock.connect((vip, port))
             sock.send(b"?")
             names.append(sock.recv(100).decode())
-    return names
+        return names
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def hold(vip: str, port: int) -> None:

@@ -319,6 +319,11 @@ class AmphoraRow(TimestampMixin, Base):
     vrrp_id: Mapped[int | None] = mapped_column(Integer)
     vrrp_priority: Mapped[int | None] = mapped_column(Integer)
     last_heartbeat_at: Mapped[float | None] = mapped_column(Float)
+    # The newest heartbeat any health manager accepted from this amphora's agent: its
+    # (epoch, sequence). Shared so that a captured datagram is refused by every health
+    # manager and after restarts, not only by the one process that saw it first.
+    heartbeat_epoch: Mapped[int | None] = mapped_column(BigInteger)
+    heartbeat_sequence: Mapped[int | None] = mapped_column(BigInteger)
     failover_pending: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
 
 

@@ -27,15 +27,10 @@ from control_plane import _start_server  # bench/ is the script's directory
 PHASES = "examples,coverage,fuzzing,stateful"
 # A request can be valid by the document and still be refused with a 400 for what no
 # schema can say (the provider is not enabled, a referenced subnet does not exist, a
-# pool protocol does not fit its listener): Octavia's semantic validation. A quota is
-# never "gone": after DELETE (a reset) its GET answers the defaults, as Octavia's does.
+# pool protocol does not fit its listener): Octavia's semantic validation.
 CONFIG = """
 [checks.positive_data_acceptance]
 expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]
-
-[[operations]]
-include-path-regex = "^/v2/lbaas/quotas"
-checks.use_after_free.enabled = false
 """
 
 

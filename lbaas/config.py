@@ -104,7 +104,21 @@ class WorkerSettings(_Section):
 
     threads: int = Field(4, description="Load balancers converged in parallel per process.")
     lease_seconds: float = Field(
-        30.0, description="A claimed job is claimed again if its worker is silent this long."
+        6.0,
+        gt=0,
+        description=(
+            "A claimed job is claimed again if its worker is silent this long. The worker "
+            "renews its leases every third of it, so a healthy worker can miss two renewals."
+        ),
+    )
+    stop_timeout: float = Field(
+        10.0,
+        ge=0,
+        description=(
+            "On SIGTERM, how long a worker lets its running converges finish before it "
+            "frees their leases and exits; lbaas serve SIGKILLs a worker child that has "
+            "not exited 5 s after this."
+        ),
     )
     poll_interval: float = Field(
         0.5, description="How often an idle worker looks for jobs it was not told about."

@@ -42,12 +42,16 @@ class Worker:
         runner: JobRunner,
         settings: WorkerSettings,
         clock: Callable[[], float] = time.time,
+        slot_tag: str = "",
     ) -> None:
         self._db = database
         self._runner = runner
         self._settings = settings
         self._clock = clock
-        self.owner = f"{owner_prefix(os.getpid())}{uuid.uuid4().hex[:8]}"
+        # The slot tag (``lbaas.jobs.slot``) lets the next holder of the slot free these
+        # leases at once if this process dies.
+        tag = f"{slot_tag}:" if slot_tag else ""
+        self.owner = f"{owner_prefix(os.getpid())}{tag}{uuid.uuid4().hex[:8]}"
         self._wake = threading.Condition()
         self._pending_wakeups = 0
         self._stop = threading.Event()
@@ -74,12 +78,25 @@ class Worker:
         thread.start()
         self._threads.append(thread)
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float | None = None) -> None:
+        """Let running converges finish for up to ``timeout`` (``worker.stop_timeout``)
+        seconds, then free the leases of those still running so another worker takes
+        them over at once instead of after the lease."""
         self._stop.set()
         with self._wake:
             self._wake.notify_all()
+        deadline = time.monotonic() + (self._settings.stop_timeout if timeout is None else timeout)
         for thread in self._threads:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with self._running_lock:
+            unfinished = sorted(self._running)
+        if unfinished:
+            LOG.warning(
+                "stopping with %d converge(s) unfinished; freeing their leases: %s",
+                len(unfinished),
+                ", ".join(unfinished),
+            )
+            job_queue.release_leases_of(self._db, self.owner)
 
     def _idle_wait(self) -> None:
         with self._wake:

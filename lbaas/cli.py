@@ -195,10 +195,18 @@ def cmd_api(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     _setup_logging(settings)
+    stopping = _hold_stop_signals()
     database = open_database(settings, upgrade=False)
     providers = open_providers(settings, database)
-    notify = wakeup_sender(settings).notify
-    _serve_api(settings, create_asgi_app(ApiServices(settings, database, providers, notify)))
+    sender = wakeup_sender(settings)
+    try:
+        if not stopping.is_set():
+            app = create_asgi_app(ApiServices(settings, database, providers, sender.notify))
+            _serve_api(settings, app)
+    finally:
+        sender.close()
+        providers.close()
+        database.dispose()
     return 0
 
 

@@ -32,6 +32,7 @@ import random
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -87,6 +88,16 @@ class Fleet:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.restart_at: dict[str, float] = {}
         self.lock = threading.Lock()
+        # Seconds from a restart until the process serves (API: HTTP; agent: TCP).
+        self.ready_checks = {
+            "api": lambda: api_answers(f"http://127.0.0.1:{env['LBAAS_API__PORT']}"),
+            "agent": lambda: accepts("127.0.0.1", int(env["LBAAS_AGENT__PORT"])),
+        }
+        self.starting: dict[str, float] = {}
+        self.restart_times: dict[str, list[float]] = {kind: [] for kind in self.ready_checks}
+        # From a kill until the process serves again (several kills in a row: one outage).
+        self.down_since: dict[str, float] = {}
+        self.outages: dict[str, list[float]] = {kind: [] for kind in self.ready_checks}
 
     def start(self, role: str) -> None:
         log = open(self.workdir / f"{role}.log", "ab")  # noqa: SIM115 - owned by the child
@@ -120,6 +131,7 @@ class Fleet:
             role = random.choice(alive)
             os.kill(self.procs[role].pid, signal.SIGKILL)
             self.procs[role].wait()
+            self.down_since.setdefault(role, time.monotonic())
             self.restart_at[role] = time.monotonic() + self.restart_delay
             return role
 
@@ -130,6 +142,18 @@ class Fleet:
                 if now >= when:
                     del self.restart_at[role]
                     self.start(role)
+                    if role in self.ready_checks:
+                        self.starting[role] = now
+
+    def note_ready(self) -> None:
+        for role, started in list(self.starting.items()):
+            if self.procs[role].poll() is not None:
+                del self.starting[role]  # killed again before it was ready
+            elif self.ready_checks[role]():
+                now = time.monotonic()
+                self.restart_times[role].append(now - started)
+                self.outages[role].append(now - self.down_since.pop(role, started))
+                del self.starting[role]
 
     def stop(self) -> list[str]:
         """SIGTERM everything; the roles that did not exit with status 0."""
@@ -287,6 +311,21 @@ class PendingWatch:
         return statuses
 
 
+def api_answers(url: str) -> bool:
+    try:
+        return httpx.get(url + "/", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
 def answers_on_vip(address: str, port: int) -> bool:
     try:
         r = httpx.get(f"http://{address}:{port}/", timeout=3)
@@ -351,11 +390,8 @@ def settle(watch: PendingWatch, ledger: Ledger, limit: float) -> float:
 def wait_for_api(url: str, limit: float) -> bool:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/", timeout=1).status_code == 200:
-                return True
-        except httpx.HTTPError:
-            pass
+        if api_answers(url):
+            return True
         time.sleep(0.1)
     return False
 
@@ -415,7 +451,18 @@ def campaign(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             except ProcessLookupError:
                 pass
         backend.stop()
-    return report(args, ledger, kills, watch, violations, settle_s)
+    figures = report(args, ledger, kills, watch, violations, settle_s)
+    figures["restart_to_ready_s"] = spread(fleet.restart_times)
+    figures["outage_s"] = spread(fleet.outages)
+    return figures
+
+
+def spread(samples: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    return {
+        kind: {"median": round(statistics.median(times), 1), "max": round(max(times), 1)}
+        for kind, times in samples.items()
+        if times
+    }
 
 
 def run_load(
@@ -440,6 +487,7 @@ def run_load(
             if watch.poll() is not None:
                 ledger.api_answers()
             fleet.restart_due()
+            fleet.note_ready()
             time.sleep(0.25)
 
     threads = [threading.Thread(target=load), threading.Thread(target=watching)]
@@ -449,7 +497,7 @@ def run_load(
     try:
         while time.monotonic() < end:
             time.sleep(args.kill_interval * random.uniform(0.5, 1.5))
-            kind = random.choice(KINDS)
+            kind = random.choice(args.kinds)
             if kind == "api":
                 ledger.api_killed()
             if fleet.kill(kind) is not None:
@@ -480,6 +528,7 @@ def report(
         "database": "postgresql" if args.database_url else "sqlite",
         "duration_s": args.duration,
         "kill_interval_s": args.kill_interval,
+        "kinds": list(args.kinds),
         "kills": dict(kills),
         "kills_total": total,
         "requests": dict(ledger.requests),
@@ -514,6 +563,12 @@ def main() -> int:
     parser.add_argument("--database-url", default="", help="PostgreSQL URL (default SQLite)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--log-level", default="WARNING", help="of the lbaas processes")
+    parser.add_argument(
+        "--kinds",
+        type=lambda text: tuple(text.split(",")),
+        default=KINDS,
+        help="comma-separated kinds of process to kill (default: all of " + ",".join(KINDS) + ")",
+    )
     args = parser.parse_args()
     if args.quick:
         args.duration, args.kill_interval, args.load_balancers = 15.0, 1.5, 3

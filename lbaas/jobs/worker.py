@@ -58,6 +58,9 @@ class Worker:
         self._running: set[str] = set()
         self._running_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        # Stopped last: leases are renewed while stopping converges finish.
+        self._keeper_stop = threading.Event()
+        self._keeper: threading.Thread | None = None
 
     def notify(self) -> None:
         """Wake an idle thread: a job was just committed."""
@@ -68,7 +71,8 @@ class Worker:
     def start(self) -> None:
         for i in range(self._settings.threads):
             self._spawn(self._claim_loop, f"converge-{i}")
-        self._spawn(self._lease_loop, "lease-keeper")
+        self._keeper = threading.Thread(target=self._lease_loop, name="lease-keeper", daemon=True)
+        self._keeper.start()
         self._spawn(self._resync_loop, "resync")
         if self._settings.deleted_retention > 0:
             self._spawn(self._housekeeping_loop, "housekeeping")
@@ -88,6 +92,9 @@ class Worker:
         deadline = time.monotonic() + (self._settings.stop_timeout if timeout is None else timeout)
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        self._keeper_stop.set()
+        if self._keeper is not None:
+            self._keeper.join(2)
         with self._running_lock:
             unfinished = sorted(self._running)
         if unfinished:
@@ -133,7 +140,7 @@ class Worker:
 
     def _lease_loop(self) -> None:
         interval = max(0.05, self._settings.lease_seconds / 3)
-        while not self._stop.wait(interval):
+        while not self._keeper_stop.wait(interval):
             with self._running_lock:
                 running = sorted(self._running)
             try:

@@ -142,6 +142,33 @@ def test_sigterm_on_a_worker_frees_its_unfinished_jobs(
         wait_until(lambda: set(_statuses(idle_api).values()) == {"ACTIVE"}, 60, "all ACTIVE")
 
 
+def test_a_stopping_worker_keeps_renewing_while_its_converges_finish(
+    idle_api: Api, state_dir: Path, tmp_path: Path
+) -> None:
+    """SIGTERM lets a running converge finish (``stop_timeout`` 30 s): its lease (1.5 s)
+    must be renewed meanwhile, or a second worker takes the job and converges the same
+    load balancer at the same time."""
+    records = tmp_path / "records.jsonl"
+    database_url = f"sqlite:///{state_dir / 'lbaas.sqlite'}"
+    worker = {"stop_timeout": 30.0}
+    env_a = _worker_env(state_dir, records, 5.0, database_url, worker)
+    env_b = _worker_env(tmp_path / "b-state", records, 5.0, database_url, worker)
+    with (
+        lbaas_process(["worker"], env_a, tmp_path / "a.log") as a,
+        lbaas_process(["worker"], env_b, tmp_path / "b.log") as b,
+    ):
+        _post_lbs(idle_api, 1)
+        wait_until(lambda: len(read_records(records)) >= 1, 30, "a converge to start")
+        holder = a if read_records(records)[0]["pid"] == a.pid else b
+        holder.send_signal(signal.SIGTERM)
+        assert holder.wait(60) == 0
+        wait_until(lambda: set(_statuses(idle_api).values()) == {"ACTIVE"}, 30, "ACTIVE")
+    assert _overlaps(read_records(records)) == []
+    # The stopping worker finished the converge itself: nothing was freed or taken over.
+    ends = [r for r in read_records(records) if r["phase"] == "end"]
+    assert [r["pid"] for r in ends] == [holder.pid]
+
+
 def test_jobs_committed_with_no_worker_are_claimed_later(
     idle_api: Api, state_dir: Path, tmp_path: Path
 ) -> None:

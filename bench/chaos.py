@@ -5,9 +5,13 @@ then ``lbaas api``, two ``lbaas worker``, ``lbaas health``, ``lbaas agent``; HAP
 the agent), on SQLite by default or on PostgreSQL (``--database-url``). For ``--duration``
 seconds a client creates, updates and deletes load balancers (each a listener, a pool and
 one member on a local backend) while a killer SIGKILLs a random process of a random kind
-(API, worker, health manager, agent, HAProxy) every ``--kill-interval`` seconds. Killed
-control-plane processes are started again after ``--restart-delay`` seconds, as a service
-manager would; HAProxy is restarted by its agent. Then the killing stops and, after the
+(API, worker, health manager, agent, HAProxy; ``--kinds``) every ``--kill-interval``
+seconds, on average. Only a process that serves is killed (the API answers, the agent
+accepts, a worker has bound its wake-up socket, a health manager has run 3 s): on a
+loaded machine a restart can take longer than the interval, and killing half-started
+processes would measure a fleet that never came up, not recovery. Killed control-plane
+processes are started again after ``--restart-delay`` seconds, as a service manager
+would; HAProxy is restarted by its agent. Then the killing stops and, after the
 settle time, the invariants are checked:
 
 * every acknowledged create exists unless its delete was acknowledged; every acknowledged
@@ -46,9 +50,13 @@ from typing import Any
 import httpx
 from dataplane_procs import AddressPlan, free_port, processes_mentioning
 
+from lbaas.jobs.wakeup import wakeup_directory
+
 LB = "/v2/lbaas/loadbalancers"
 KINDS = ("api", "worker", "health", "agent", "haproxy")
 PENDING = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
+# The health manager says nothing when it is ready: it counts as serving after this long.
+HEALTH_READY_AFTER = 3.0
 
 
 class Backend:
@@ -87,6 +95,7 @@ class Fleet:
         self.roles |= {"health": ["health"], "agent": ["agent"]}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.restart_at: dict[str, float] = {}
+        self.started_at: dict[str, float] = {}
         self.lock = threading.Lock()
         # Seconds from a restart until the process serves (API: HTTP; agent: TCP).
         self.ready_checks = {
@@ -100,6 +109,7 @@ class Fleet:
         self.outages: dict[str, list[float]] = {kind: [] for kind in self.ready_checks}
 
     def start(self, role: str) -> None:
+        self.started_at[role] = time.monotonic()
         log = open(self.workdir / f"{role}.log", "ab")  # noqa: SIM115 - owned by the child
         self.procs[role] = subprocess.Popen(
             [sys.executable, "-m", "lbaas.cli", *self.roles[role]],
@@ -125,7 +135,7 @@ class Fleet:
                 os.kill(pid, signal.SIGKILL)
                 return f"haproxy:{pid}"
             roles = [r for r in self.roles if r.split("-")[0] == kind]
-            alive = [r for r in roles if self.procs[r].poll() is None]
+            alive = [r for r in roles if self.serving(r)]
             if not alive:
                 return None
             role = random.choice(alive)
@@ -134,6 +144,18 @@ class Fleet:
             self.down_since.setdefault(role, time.monotonic())
             self.restart_at[role] = time.monotonic() + self.restart_delay
             return role
+
+    def serving(self, role: str) -> bool:
+        """Whether ``role`` is up and serving: only those are killed, so that a machine
+        slow to start processes measures recovery, not a fleet that never came up."""
+        proc = self.procs[role]
+        if proc.poll() is not None or role in self.starting:
+            return False
+        if role.startswith("worker"):
+            # Its wake-up socket is bound once its claim loops run.
+            sockets = wakeup_directory(Path(self.env["LBAAS_STATE_DIR"])).glob(f"{proc.pid}-*")
+            return any(sockets)
+        return time.monotonic() - self.started_at[role] >= HEALTH_READY_AFTER
 
     def restart_due(self) -> None:
         with self.lock:

@@ -225,6 +225,11 @@ class Ledger:
         with self.lock:
             self.outages.append([time.monotonic(), float("inf")])
 
+    def api_spared(self) -> None:
+        """The API kill just recorded found no serving API to kill: no outage."""
+        with self.lock:
+            self.outages.pop()
+
     def api_answers(self) -> None:
         with self.lock:
             if self.outages and self.outages[-1][1] == float("inf"):
@@ -525,7 +530,7 @@ def run_load(
             if fleet.kill(kind) is not None:
                 kills[kind] += 1
             elif kind == "api":
-                ledger.api_answers()
+                ledger.api_spared()
     finally:
         stop.set()
         for thread in threads:

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from dataplane_procs import AddressPlan, free_port, processes_mentioning
+from dataplane_procs import AddressPlan, accepts, free_port, processes_mentioning
 
 from lbaas.jobs.wakeup import wakeup_directory
 
@@ -342,14 +342,6 @@ def api_answers(url: str) -> bool:
     try:
         return httpx.get(url + "/", timeout=1).status_code == 200
     except httpx.HTTPError:
-        return False
-
-
-def accepts(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
         return False
 
 

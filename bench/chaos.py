@@ -96,6 +96,7 @@ class Fleet:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.restart_at: dict[str, float] = {}
         self.started_at: dict[str, float] = {}
+        self.crashes: list[str] = []
         self.lock = threading.Lock()
         # Seconds from a restart until the process serves (API: HTTP; agent: TCP).
         self.ready_checks = {
@@ -160,6 +161,11 @@ class Fleet:
     def restart_due(self) -> None:
         with self.lock:
             now = time.monotonic()
+            for role, proc in self.procs.items():
+                # Exited without being killed: a crash of its own. Restart it, and say so.
+                if proc.poll() is not None and role not in self.restart_at:
+                    self.crashes.append(f"{role} exited {proc.returncode} by itself")
+                    self.restart_at[role] = now + self.restart_delay
             for role, when in list(self.restart_at.items()):
                 if now >= when:
                     del self.restart_at[role]
@@ -461,6 +467,7 @@ def campaign(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         violations = check_invariants(url, ledger, Path(env["LBAAS_STATE_DIR"]))
         unclean = fleet.stop()
         violations += [{"kind": "unclean_exit", "detail": u} for u in unclean]
+        violations += [{"kind": "crash_not_killed", "detail": c} for c in fleet.crashes]
     finally:
         if any(p.poll() is None for p in fleet.procs.values()):
             fleet.stop()

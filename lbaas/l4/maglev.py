@@ -143,7 +143,12 @@ def build_table(backends: Iterable[Backend], size: int) -> MaglevTable:
     An empty backend list gives an empty table (no slots to fill). Raises InvalidInput for a
     size that is not prime, duplicate keys, more backends than slots, or a bad weight.
     """
-    return _build_sorted(tuple(sorted(backends)), size)
+    # The order Backend's own comparison gives, without a generated __lt__ call per pair.
+    return _build_sorted(tuple(sorted(backends, key=_sort_key)), size)
+
+
+def _sort_key(backend: Backend) -> tuple[str, int]:
+    return backend.key, backend.weight
 
 
 # Tables are immutable, and the same pool comes back often (every health change rebuilds

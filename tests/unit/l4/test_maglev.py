@@ -71,7 +71,7 @@ def backends(count: int, weights: list[int] | None = None) -> list[Backend]:
         # finish, and the last round by permutation index.
         (16411, 600, [1, 2, 3]),
         (65537, 1000, None),
-        # A last round too wide for the all-pairs comparison: filled like the others.
+        # A wide last round: most of it proposes like the others, its end compares all pairs.
         (5003, 2600, None),
     ],
 )

@@ -52,6 +52,17 @@ def reference_table(backends: list[Backend], size: int) -> tuple[int, ...]:
                 return tuple(table)
 
 
+def numpy_fill(members: list[Backend], size: int) -> tuple[int, ...]:
+    """The numpy fill alone, whatever the pool's size (build_table picks one by size)."""
+    rounds = turn_rounds([member.weight for member in members], size)
+    slots = populate(
+        [permutation(member.key, size) for member in members],
+        [np.array(members_of_round, dtype=np.int64) for members_of_round in rounds],
+        size,
+    )
+    return tuple(slots.tolist())
+
+
 def backends(count: int, weights: list[int] | None = None) -> list[Backend]:
     return [
         Backend(f"member-{index}", weights[index % len(weights)] if weights else 1)
@@ -97,13 +108,19 @@ def test_the_numpy_fill_builds_the_papers_table_for_small_pools_too(
 ) -> None:
     # Small pools use the Python fill in build_table; the numpy one must agree there too.
     members = sorted(backends(count, weights))
-    rounds = turn_rounds([member.weight for member in members], size)
-    slots = populate(
-        [permutation(member.key, size) for member in members],
-        [np.array(members_of_round, dtype=np.int64) for members_of_round in rounds],
-        size,
+    assert numpy_fill(members, size) == reference_table(members, size)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_numpy_fill_matches_the_paper_on_random_pools(seed: int) -> None:
+    chance = random.Random(seed)
+    size = chance.choice([101, 503, 1009, 2003])
+    count = chance.randint(1, min(size, 400))
+    members = sorted(
+        Backend(f"m{chance.getrandbits(32):08x}-{index}", chance.choice([1, 1, 2, 7, 256]))
+        for index in range(count)
     )
-    assert tuple(slots.tolist()) == reference_table(members, size)
+    assert numpy_fill(members, size) == reference_table(members, size), (size, count)
 
 
 def test_every_slot_is_filled_and_every_backend_owns_some() -> None:

@@ -104,16 +104,42 @@ class WorkerSettings(_Section):
 
     threads: int = Field(4, description="Load balancers converged in parallel per process.")
     lease_seconds: float = Field(
-        30.0, description="A claimed job is claimed again if its worker is silent this long."
+        6.0,
+        gt=0,
+        description=(
+            "A claimed job is claimed again if its worker is silent this long. The worker "
+            "renews its leases every third of it, so a healthy worker can miss two renewals."
+        ),
+    )
+    stop_timeout: float = Field(
+        10.0,
+        ge=0,
+        description=(
+            "On SIGTERM, how long a worker lets its running converges finish before it "
+            "frees their leases and exits; lbaas serve SIGKILLs a worker child that has "
+            "not exited 5 s after this."
+        ),
     )
     poll_interval: float = Field(
         0.5, description="How often an idle worker looks for jobs it was not told about."
     )
     max_attempts: int = Field(
-        5, description="Failed attempts (temporary errors) before a load balancer goes to ERROR."
+        20,
+        description=(
+            "Failed attempts (temporary errors) before a load balancer goes to ERROR. With "
+            "the default backoff that is about 80 s: an agent that restarts, or is down "
+            "that long, leaves its load balancers PENDING, not ERROR (a delete stays "
+            "a delete)."
+        ),
     )
     backoff_base: float = Field(0.5, description="First retry delay in seconds; doubles.")
-    backoff_max: float = Field(30.0, description="Longest retry delay in seconds.")
+    backoff_max: float = Field(
+        5.0,
+        description=(
+            "Longest retry delay in seconds: a load balancer converges at most this long "
+            "after its provider (an agent) is back."
+        ),
+    )
     resync_interval: float = Field(
         60.0,
         description="Each load balancer is re-converged about this often (spread out, not at once).",
@@ -215,10 +241,23 @@ class HealthSettings(_Section):
     bind_host: str = Field("127.0.0.1", description="Address heartbeats are received on.")
     bind_port: int = Field(5555, description="UDP port heartbeats are received on.")
     heartbeat_key: str = Field(
-        "insecure-change-me", description="HMAC key shared by agents and the health manager."
+        "",
+        description=(
+            "HMAC key shared by agents and the health manager. Empty: a random key is "
+            "generated at first start as <state_dir>/heartbeat.key (mode 0600) and shared "
+            "with the agent on the same state directory; set it for agents on other hosts."
+        ),
     )
     heartbeat_interval: float = Field(1.0, description="Seconds between agent heartbeats.")
     stale_after: float = Field(3.0, description="An amphora silent this long is considered failed.")
+    probe_timeout: float = Field(
+        1.0,
+        description=(
+            "Before failing over a silent amphora, its listeners are probed on the VIP for "
+            "up to this many seconds each; if the data plane answers, only the agent is "
+            "degraded and nothing is rebuilt. 0: no probe, silence alone fails over."
+        ),
+    )
     failover_threshold: float = Field(
         0.5,
         description=(

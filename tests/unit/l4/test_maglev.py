@@ -70,13 +70,19 @@ def backends(count: int, weights: list[int] | None = None) -> list[Backend]:
     ]
 
 
+# (table size, members, their weights in turn): pools the Python fill builds.
+SMALL_POOLS: list[tuple[int, int, list[int] | None]] = [
+    (7, 3, None),
+    (13, 13, None),
+    (251, 10, [1, 3]),
+    (4099, 40, [1, 2, 5, 256]),
+]
+
+
 @pytest.mark.parametrize(
     ("size", "count", "weights"),
     [
-        (7, 3, None),
-        (13, 13, None),
-        (251, 10, [1, 3]),
-        (4099, 40, [1, 2, 5, 256]),
+        *SMALL_POOLS,
         (65537, 7, None),
         # From NUMPY_FROM_BACKENDS on, the numpy fill: whole-array proposals, the Python
         # finish, and the last round by permutation index.
@@ -95,13 +101,7 @@ def test_the_fast_fill_builds_the_papers_table(
 
 @pytest.mark.parametrize(
     ("size", "count", "weights"),
-    [
-        (7, 3, None),
-        (13, 13, None),
-        (251, 10, [1, 3]),
-        (4099, 40, [1, 2, 5, 256]),
-        (16411, 100, None),
-    ],
+    [*SMALL_POOLS, (16411, 100, None)],
 )
 def test_the_numpy_fill_builds_the_papers_table_for_small_pools_too(
     size: int, count: int, weights: list[int] | None

@@ -55,9 +55,11 @@ class StateFile:
         return self.path.exists()
 
     def load(self) -> LabState | None:
+        """The state, or None when there is none or it cannot be read (a torn write by
+        hand, a file from another version): ``down`` then finds the lab by its names."""
         try:
             return LabState.from_json(self.path.read_text())
-        except FileNotFoundError:
+        except (OSError, ValueError, TypeError):
             return None
 
     def save(self, state: LabState) -> None:

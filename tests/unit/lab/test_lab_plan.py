@@ -112,3 +112,16 @@ def test_host_commands_on_a_lab_that_is_not_up_are_refused(tmp_path: Path) -> No
     with pytest.raises(LabError, match="h1-h2"):
         lab.host_down("h3")
     assert lab.status()["hosts"]["h2"]["addresses"]["vip"].endswith(".12/24")
+
+
+def test_down_without_a_readable_state_file_removes_the_labs_namespaces_by_name(
+    tmp_path: Path,
+) -> None:
+    store = StateFile(tmp_path, "lab")
+    store.path.parent.mkdir()
+    store.path.write_text('{"name": "lab", "hos')  # cut short
+    runner = RecordingRunner(store, existing="lab-h1\nlab2-h1\nlab-fab (id: 2)\nother\n")
+    removed = Lab("lab", tmp_path, run=runner).down()
+    assert removed == ["lab-h1", "lab-fab"]
+    deleted = [argv[3] for argv in runner.commands if argv[:3] == ["ip", "netns", "delete"]]
+    assert deleted == ["lab-h1", "lab-fab"] and not store.exists()

@@ -7,6 +7,7 @@ lbaas agent                 the per-host agent that runs HAProxy for amphorae
 lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
 lbaas config-reference      print the configuration reference (Markdown)
+lbaas lab up|down|status    a multi-host lab of network namespaces on this machine
 """
 
 from __future__ import annotations
@@ -298,6 +299,12 @@ def cmd_config_reference(_args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lab(args: argparse.Namespace) -> int:
+    from lbaas.lab.command import run
+
+    return run(args, _settings(args).state_dir)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lbaas", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", help="TOML settings file (or LBAAS_CONFIG)")
@@ -340,6 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
     cs.set_defaults(func=cmd_create_subnet)
     ref = sub.add_parser("config-reference", help="print the configuration reference")
     ref.set_defaults(func=cmd_config_reference)
+    from lbaas.lab.command import add_arguments as add_lab_arguments
+
+    lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
+    add_lab_arguments(lab)
+    lab.set_defaults(func=cmd_lab)
     return parser
 
 

@@ -8,8 +8,8 @@ go on meanwhile. Before that, writers queue on a lock of their own (``SqliteWrit
 which hands over at once instead of in the busy handler's sleeps. On PostgreSQL writes
 take row locks (``SELECT … FOR UPDATE``) where the code asks for them; reads there run in
 autocommit (see ``Database.__init__``). A transaction that ends in ``IntegrityError``
-raises ``lbaas.errors.Conflict`` from here; only a savepoint that expects a duplicate (the
-first creation of a project's quota record, ``db/queries.py``) catches it itself.
+raises ``lbaas.errors.Conflict`` from here; inserts that expect a concurrent duplicate
+(seeding, a project's first quota record, VIP ports) use ``db/insert_absent.py`` instead.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from lbaas.db.insert_absent import insert_if_absent
-from lbaas.db.tables import NetworkRow, PortRow, SubnetRow, table_of
+from lbaas.db.tables import LoadBalancerRow, NetworkRow, PortRow, SubnetRow, table_of
 
 
 def get_subnet(session: Session, subnet_id: str) -> SubnetRow | None:
@@ -21,6 +21,17 @@ def get_network(session: Session, network_id: str) -> NetworkRow | None:
 
 def get_port(session: Session, port_id: str) -> PortRow | None:
     return session.get(PortRow, port_id)
+
+
+def port_project(session: Session, port: PortRow) -> str | None:
+    """The project a port belongs to: that of the load balancer it is the VIP of (other
+    ports, such as amphorae's, belong to the service and have none)."""
+    if not port.device_id:
+        return None
+    project: str | None = session.scalar(
+        select(LoadBalancerRow.project_id).where(LoadBalancerRow.id == port.device_id)
+    )
+    return project
 
 
 def subnets_of_network(session: Session, network_id: str) -> list[SubnetRow]:

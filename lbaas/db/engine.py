@@ -161,7 +161,8 @@ class Database:
         """
         session = self._sessions()
         try:
-            yield session
+            with _mapped_errors():
+                yield session
         finally:
             session.close()
 
@@ -182,7 +183,7 @@ class Database:
     @contextmanager
     def read_connection(self) -> Iterator[Connection]:
         """``read()`` for Core-only work: never committed (on PostgreSQL, no transaction)."""
-        with self._reader.connect() as conn:
+        with _mapped_errors(), self._reader.connect() as conn:
             yield conn
 
     @contextmanager
@@ -214,7 +215,11 @@ class Database:
 
 @contextmanager
 def _mapped_errors() -> Iterator[None]:
-    """The one place database errors become API errors (after the rollback)."""
+    """The one place database errors become API errors (after the rollback).
+
+    An ``OperationalError`` (the server ended the session, or is gone) is a 503 the client
+    may retry, never a 500; the pool has already discarded the dead connection.
+    """
     try:
         yield
     except IntegrityError as exc:

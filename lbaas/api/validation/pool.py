@@ -23,6 +23,7 @@ from lbaas.model.enums import (
     PersistenceType,
     PoolProtocol,
 )
+from lbaas.render.haproxy.inputs import is_fetch_argument
 
 TLS_VERSIONS = ("SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
@@ -45,8 +46,6 @@ DEFAULT_TLS_CIPHERS = ":".join(
     )
 )
 DATAGRAM_PROTOCOLS = frozenset({PoolProtocol.UDP.value, PoolProtocol.SCTP.value})
-# RFC 6265 cookie names are HTTP tokens: visible ASCII except these separators.
-_COOKIE_SEPARATORS = frozenset('()<>@,;:\\"/[]?={} \t')
 
 
 @dataclass(frozen=True)
@@ -89,9 +88,9 @@ def check_listener_pool_protocols(listener_protocol: str, pool_protocol: str) ->
 
 
 def is_cookie_name(value: str) -> bool:
-    return bool(value) and all(
-        0x20 < ord(ch) < 0x7F and ch not in _COOKIE_SEPARATORS for ch in value
-    )
+    """An RFC 6265 token that HAProxy can also read in ``req.cook(<name>)`` (the data
+    plane's rule: token characters but ``#``, ``$`` and ``'``)."""
+    return is_fetch_argument(value)
 
 
 def _check_datagram_persistence(sp: Persistence) -> None:

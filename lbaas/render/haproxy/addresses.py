@@ -14,16 +14,18 @@ import ipaddress
 from collections.abc import Iterable
 
 from lbaas.errors import PermanentError
+from lbaas.render.haproxy.inputs import plain_address
 
 
 def normalised_address(address: str) -> str:
-    """``address`` in canonical form; PermanentError if it is not an IP address."""
-    try:
-        return str(ipaddress.ip_address(address))
-    except ValueError:
+    """``address`` in canonical form; PermanentError if it is not an IP address HAProxy can
+    parse (an IPv6 zone such as ``%eth0`` is refused: it could even hold spaces)."""
+    normalised = plain_address(address)
+    if normalised is None:
         raise PermanentError(
             f"{address!r} is not a valid IP address.", f"invalid IP address {address!r}"
-        ) from None
+        )
+    return normalised
 
 
 def normalised_cidr(cidr: str) -> str:

@@ -94,3 +94,15 @@ def test_monitor_strings_haproxy_cannot_send_are_400(
     }
     assert_fault(api.post("/v2/lbaas/healthmonitors", {"healthmonitor": body}), 400, field)
     assert api.get("/v2/lbaas/healthmonitors").json()["healthmonitors"] == []
+
+
+def test_allowed_cidrs_with_an_ipv6_zone_are_400(api: Api, tree: dict[str, Any]) -> None:
+    """Found beside the thirteen: a CIDR takes the same zone text an address does."""
+    body = {
+        "loadbalancer_id": tree["lb"]["id"],
+        "protocol": "TCP",
+        "protocol_port": 81,
+        "allowed_cidrs": ["fe80::1%lo backup/128"],
+    }
+    assert_fault(api.post("/v2/lbaas/listeners", {"listener": body}), 400, "allowed_cidrs")
+    assert len(api.get("/v2/lbaas/listeners").json()["listeners"]) == 1

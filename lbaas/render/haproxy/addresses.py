@@ -14,7 +14,7 @@ import ipaddress
 from collections.abc import Iterable
 
 from lbaas.errors import PermanentError
-from lbaas.render.haproxy.inputs import plain_address
+from lbaas.render.haproxy.inputs import plain_address, plain_cidr
 
 
 def normalised_address(address: str) -> str:
@@ -30,10 +30,10 @@ def normalised_address(address: str) -> str:
 
 def normalised_cidr(cidr: str) -> str:
     """``cidr`` as network/prefix with host bits cleared; PermanentError if invalid."""
-    try:
-        return str(ipaddress.ip_network(cidr, strict=False))
-    except ValueError:
-        raise PermanentError(f"{cidr!r} is not a valid CIDR.", f"invalid CIDR {cidr!r}") from None
+    normalised = plain_cidr(cidr)
+    if normalised is None:
+        raise PermanentError(f"{cidr!r} is not a valid CIDR.", f"invalid CIDR {cidr!r}")
+    return normalised
 
 
 def normalised_cidrs(cidrs: Iterable[str]) -> tuple[str, ...]:

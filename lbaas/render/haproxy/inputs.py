@@ -8,7 +8,7 @@ that differs on the two sides left load balancers in ERROR after the API said 20
   ``req.cook(<name>)``, ``stick on req.cook(<name>)``), where HAProxy reads ``#`` as a
   comment, ``$`` as a variable and ``'`` as a quote, and ``,``/``(``/``)`` as delimiters.
   Names are therefore the RFC 7230 token characters minus ``#``, ``$`` and ``'``.
-* Addresses are parsed by HAProxy itself: an IPv4 or IPv6 address, without an IPv6 zone
+* Addresses and CIDRs are parsed by HAProxy itself: IPv4 or IPv6, without an IPv6 zone
   (``fe80::1%eth0``: Python accepts any text after ``%``, spaces included).
 * ``expected_codes``: three ASCII digits (``[0-9]``, not ``\\d``, which also matches
   other scripts' digits), as one code, a comma list, or an ascending range.
@@ -41,6 +41,16 @@ def plain_address(text: str) -> str | None:
         return None  # an IPv6 zone: HAProxy has no syntax for it on server lines
     try:
         return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
+def plain_cidr(text: str) -> str | None:
+    """``text`` as network/prefix (host bits cleared) if HAProxy can parse it, else None."""
+    if "%" in text:
+        return None  # an IPv6 zone, as in ``plain_address``
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
     except ValueError:
         return None
 

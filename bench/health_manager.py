@@ -1,7 +1,5 @@
 """Health-manager benchmark: how many heartbeats one process applies per second.
 
-    python bench/health_manager.py [--quick] [--database-url URL] [--loadbalancers N]
-
 Builds N load balancers (listener, pool with a health monitor and two members) through the
 API on a fresh database, gives each an amphora, then applies heartbeats to them the way
 the health manager does after a datagram is authenticated: ``HeartbeatProcessor`` on the
@@ -11,10 +9,18 @@ that round. Rounds: the first, with cold caches (every graph is loaded, every st
 changes OFFLINE → ONLINE); the steady state, where counters move and statuses do not
 (median and slowest of ``--steady-rounds``); a transition where one member of every load
 balancer goes down (a status write per load balancer), and one where it comes back. Wall
-time and process CPU (all threads) per round. The UDP receiver and HMAC check are not
-included (they cost microseconds). ``checks`` reads the database at the end: every load
-balancer ONLINE and every listener's bytes_in equal to what the last report said. Figures
-go to stdout as JSON; nothing here asserts on time.
+time and process CPU (all threads) per round; heartbeats carry their sequence numbers, so
+the freshness check against the stored stamps is part of the cost. The UDP receiver and
+HMAC check are not in the rounds; they are in ``flood`` (``bench/health_flood.py``): for
+``--flood-seconds`` another process sends forged datagrams as fast as it can while a
+third sends every amphora's genuine heartbeat once a second to a real receiver: forged
+datagrams refused per second, genuine heartbeats lost (target 0), the longest silence of
+an amphora meanwhile, and the log lines the refusals cost. ``checks`` reads the database
+after the rounds, before the flood (whose genuine heartbeats the kernel may drop): every
+load balancer ONLINE and every listener's bytes_in equal to what the last report said. Figures go to stdout as JSON; nothing here asserts on time.
+
+    python bench/health_manager.py [--quick] [--database-url URL] [--loadbalancers N]
+        [--steady-rounds N] [--flood-seconds S]
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from starlette.testclient import TestClient
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from health_flood import flood_phase  # noqa: E402
 
 from lbaas.api.app import create_asgi_app  # noqa: E402
 from lbaas.compose import build_control_plane  # noqa: E402
@@ -67,6 +75,7 @@ from lbaas.model.health import (  # noqa: E402
 # flushes are not in it, only the one at the end of each round).
 PROFILE_TO = os.environ.get("HEALTH_BENCH_PROFILE", "")
 SUBNET = "7f000a00-0000-4000-8000-000000000001"
+FLOOD_INTERVAL = 1.0  # seconds between genuine heartbeats of an amphora, as agents send
 LB = "/v2/lbaas/loadbalancers"
 
 
@@ -106,6 +115,7 @@ def main() -> None:
     parser.add_argument("--database-url", default="")
     parser.add_argument("--loadbalancers", type=int, default=1000)
     parser.add_argument("--steady-rounds", type=int, default=10)
+    parser.add_argument("--flood-seconds", type=float, default=10.0)
     args = parser.parse_args()
     count = 5 if args.quick else args.loadbalancers
     steady_rounds = 2 if args.quick else args.steady_rounds
@@ -123,13 +133,13 @@ def main() -> None:
         plane = build_control_plane(settings)
         plane.start()
         try:
-            figures = _run(plane, count, steady_rounds)
+            figures = _run(plane, count, steady_rounds, 2.0 if args.quick else args.flood_seconds)
         finally:
             plane.stop()
     print(json.dumps({"database": args.database_url or "sqlite", **figures}, indent=2))
 
 
-def _run(plane: Any, count: int, steady_rounds: int) -> dict[str, Any]:
+def _run(plane: Any, count: int, steady_rounds: int, flood_seconds: float) -> dict[str, Any]:
     with TestClient(create_asgi_app(plane.services)) as client:
         ids = [
             client.post(LB, json=_tree_body(i)).json()["loadbalancer"]["id"] for i in range(count)
@@ -166,11 +176,33 @@ def _run(plane: Any, count: int, steady_rounds: int) -> dict[str, Any]:
     processor = HeartbeatProcessor(store)
     flusher = Flusher(store, DEFAULT_INTERVAL)  # as the service runs it, on its own thread
     flusher.start()
+    last_seq = steady_rounds + 3
+    flood_rounds = int(flood_seconds / FLOOD_INTERVAL)  # sent while the flood lasts
     try:
         rounds = _rounds(processor, store, lbs, pools, amphorae, steady_rounds)
+        # Judged before the flood, whose genuine heartbeats the kernel may drop.
+        checks = _checks(plane, lbs, last_seq)
+        beats = [
+            (
+                amphorae[lb["id"]],
+                [
+                    _report(lb, pools[lb["id"]], last_seq + n, True)
+                    for n in range(1, flood_rounds + 1)
+                ],
+            )
+            for lb in lbs
+        ]
+        flood = flood_phase(
+            store,
+            beats,
+            seconds=flood_seconds,
+            interval=FLOOD_INTERVAL,
+            epoch=1,
+            first_sequence=last_seq + 1,
+        )
     finally:
         flusher.stop()
-    return {"loadbalancers": count, **rounds, "checks": _checks(plane, lbs, steady_rounds + 3)}
+    return {"loadbalancers": count, **rounds, "flood": flood, "checks": checks}
 
 
 def _rounds(
@@ -192,7 +224,7 @@ def _rounds(
         ]
         wall, cpu = time.perf_counter(), time.process_time()
         for amphora_id, report in beats:
-            outcome = processor.process(amphora_id, 1, report)
+            outcome = processor.process(amphora_id, 1, report, seq)
             outcomes[outcome.value] = outcomes.get(outcome.value, 0) + 1
         store.flush()  # what the round left is part of its cost
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu

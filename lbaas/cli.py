@@ -25,6 +25,7 @@ from typing import Any
 
 from lbaas.config import Settings, load_settings
 from lbaas.errors import ConfigError
+from lbaas.private_files import make_private_directory
 
 LOG = logging.getLogger("lbaas")
 
@@ -37,7 +38,12 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides.setdefault("api", {})["port"] = args.port
     if getattr(args, "database_url", None):
         overrides.setdefault("database", {})["url"] = args.database_url
-    return load_settings(Path(args.config) if args.config else None, overrides=overrides)
+    settings = load_settings(Path(args.config) if args.config else None, overrides=overrides)
+    # What lbaas and its children (HAProxy's pid files, SQLite's journals) create is for
+    # this user only, and so is the state directory, whatever mode it was made with.
+    os.umask(0o077)
+    make_private_directory(settings.state_dir)
+    return settings
 
 
 def _setup_logging(settings: Settings) -> None:

@@ -215,10 +215,23 @@ class HealthSettings(_Section):
     bind_host: str = Field("127.0.0.1", description="Address heartbeats are received on.")
     bind_port: int = Field(5555, description="UDP port heartbeats are received on.")
     heartbeat_key: str = Field(
-        "insecure-change-me", description="HMAC key shared by agents and the health manager."
+        "",
+        description=(
+            "HMAC key shared by agents and the health manager. Empty: a random key is "
+            "generated at first start as <state_dir>/heartbeat.key (mode 0600) and shared "
+            "with the agent on the same state directory; set it for agents on other hosts."
+        ),
     )
     heartbeat_interval: float = Field(1.0, description="Seconds between agent heartbeats.")
     stale_after: float = Field(3.0, description="An amphora silent this long is considered failed.")
+    probe_timeout: float = Field(
+        1.0,
+        description=(
+            "Before failing over a silent amphora, its listeners are probed on the VIP for "
+            "up to this many seconds each; if the data plane answers, only the agent is "
+            "degraded and nothing is rebuilt. 0: no probe, silence alone fails over."
+        ),
+    )
     failover_threshold: float = Field(
         0.5,
         description=(

@@ -3,14 +3,14 @@
 One directory per amphora under ``root`` holds its HAProxy files and ``applied.json`` (the
 last spec applied successfully), which is how an agent that restarts finds its amphorae
 again and how an older version is refused; a repeated PUT is recognised by
-``HaproxyInstance``, whose installed file is the running text. A stored spec of a format
+``HaproxyInstance``, which asks the running HAProxy what it loaded. A stored spec of a format
 this agent cannot read is logged and its amphora left out. Each amphora has its own lock, so the API and
 the supervise loop never work on the same amphora at once while different amphorae proceed
 in parallel.
 
 A PUT converges in two steps: plumbing (netns mode only; idempotent ``HostOps`` calls) and
 ``HaproxyInstance.apply`` with the spec's text and the facts sent beside it (which does
-nothing for an unchanged text). Failures are recorded
+nothing when HAProxy already runs that text). Failures are recorded
 as the amphora's ``last_error`` and raised for the API to answer with.
 """
 
@@ -31,6 +31,7 @@ from typing import Literal
 from lbaas.agent.haproxy_process import ApplyOutcome, HaproxyInstance, RuntimeApiFactory
 from lbaas.agent.host.base import HostOps
 from lbaas.agent.host.loopback import is_loopback_address
+from lbaas.agent.ledger_store import LEDGER_FILE
 from lbaas.agent.plumbing import (
     AmphoraPlumbing,
     apply_plumbing,
@@ -44,6 +45,7 @@ from lbaas.agent.wire import AMPHORA_ID_PATTERN, AmphoraSpec, AmphoraStatus
 from lbaas.errors import Conflict, InvalidInput
 from lbaas.model.graph import LoadBalancerId
 from lbaas.model.health import HealthReport
+from lbaas.private_files import make_private_directory, write_private
 
 log = logging.getLogger(__name__)
 
@@ -91,18 +93,18 @@ class AmphoraManager:
 
     def restore(self) -> list[str]:
         """Load the amphorae an earlier agent left in ``root``; the supervisor restarts them."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        make_private_directory(self.root)
         found = []
         for applied in sorted(self.root.glob(f"*/{APPLIED_FILE}")):
             amphora_id = applied.parent.name
             try:
-                spec = AmphoraSpec.model_validate_json(json.loads(applied.read_text())["spec"])
+                spec = AmphoraSpec.model_validate_json(json.loads(applied.read_bytes())["spec"])
             except (OSError, ValueError, KeyError) as exc:
                 log.error("cannot restore amphora %s from %s: %s", amphora_id, applied, exc)
                 continue
             amp = self._entry(amphora_id)
             amp.applied = spec
-            amp.stats = StatsCollector(LoadBalancerId(spec.loadbalancer_id))
+            amp.stats = self._collector(amp, spec)
             found.append(amphora_id)
         return found
 
@@ -275,12 +277,15 @@ class AmphoraManager:
 
     def _save(self, amp: _Amphora, spec: AmphoraSpec) -> None:
         if amp.applied is None or amp.applied.loadbalancer_id != spec.loadbalancer_id:
-            amp.stats = StatsCollector(LoadBalancerId(spec.loadbalancer_id))
+            amp.stats = self._collector(amp, spec)
         amp.applied = spec
         path = amp.instance.directory / APPLIED_FILE
-        tmp = path.with_name(f".{APPLIED_FILE}.tmp")
-        tmp.write_text(json.dumps({"spec": spec.model_dump_json()}))
-        tmp.replace(path)
+        write_private(path, json.dumps({"spec": spec.model_dump_json()}))
+
+    def _collector(self, amp: _Amphora, spec: AmphoraSpec) -> StatsCollector:
+        """Statistics for ``spec``'s load balancer, resuming the ledger stored beside it."""
+        store = amp.instance.directory / LEDGER_FILE
+        return StatsCollector(LoadBalancerId(spec.loadbalancer_id), store=store)
 
     def _status(self, amp: _Amphora) -> AmphoraStatus:
         pid = amp.instance.master_pid()

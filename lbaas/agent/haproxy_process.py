@@ -2,24 +2,31 @@
 
 ``HaproxyInstance.apply`` is the agent's whole policy for a new configuration text:
 
-1. write it next to the running file and check it with the real ``haproxy -c`` (and its
-   global ``maxconn`` against the file descriptors this host allows, which ``-c`` does not
-   check); a refusal is ``InvalidRenderedConfig`` and the running HAProxy is left untouched;
+1. write it next to the running file, followed by the agent's own global section, and check
+   it with the real ``haproxy -c`` (and its global ``maxconn`` against the file descriptors
+   this host allows, which ``-c`` does not check); a refusal is ``InvalidRenderedConfig``
+   and the running HAProxy is left untouched;
 2. no HAProxy running: install the file and start one (master-worker);
-3. text identical to the running file: nothing at all (a repeated PUT is a no-op);
+3. the running worker loaded a text with the same ``fixed_digest`` and the same servers:
+   nothing at all (a repeated PUT is a no-op; the file is brought up to date);
 4. only server weights or ``disabled`` differ (``runtime_changes``): change them through the
    runtime API and install the file, so a later reload or restart keeps them. No reload;
 5. anything else: save the servers' runtime state to the server-state file, install the file
-   and reload seamlessly through the master. If the reload fails the previous file is put
-   back, so the file on disk always matches what HAProxy runs. The caller may wrap the
-   reload in a ``ReloadGuard``, given the runtime socket of the worker being replaced (the
-   statistics use it to read that worker to its end).
+   and reload seamlessly through the master, then check that the new worker loaded it. If
+   that fails the previous file is put back. The caller may wrap the reload in a
+   ``ReloadGuard``, given the runtime socket of the worker being replaced (the statistics
+   use it to read that worker to its end).
 
-What the instance knows about a text (socket, state file, maxconn, servers) is the
-``HaproxyFacts`` sent with it, stored beside the installed file as ``haproxy.facts.json``
-and installed and put back with it; the text itself is never parsed. The file on disk is
-therefore the running configuration, which is what makes step 3 cheap and what
-``ensure_running`` restarts from when a master has died.
+"Running" is read from HAProxy, never from the file on disk: an agent killed after installing
+a file and before reloading left a file HAProxy never loaded, and comparing with the file made
+its retry (and every resync) answer "unchanged" while the new listener was never served. The
+agent's section sets ``LBAAS_LOADED`` to the text's ``fixed_digest`` with ``setenv``; a worker
+inherits it from the master that parsed that very text, and the master CLI reads it back
+(``@!<pid> show env``). The facts stored beside the file (``haproxy.facts.json``: socket,
+state file, maxconn, servers) count only while their digest is the one the worker loaded, and
+they are removed while runtime API changes are under way, so an agent killed in the middle
+leaves "unknown", which means a reload. As root, the same section holds ``user``/``group``:
+workers drop to the dedicated user once the master has bound the listeners.
 """
 
 from __future__ import annotations
@@ -31,11 +38,13 @@ from contextlib import AbstractContextManager, nullcontext
 from enum import StrEnum
 from pathlib import Path
 
-from lbaas.agent.host.base import HaproxyFiles, HostOps
+from lbaas.agent.host.base import HaproxyFiles, HaproxyReloadFailed, HostOps
+from lbaas.agent.host.haproxy_exec import log_tail
 from lbaas.agent.runtime_api import MasterCli, RuntimeApi, RuntimeApiError
 from lbaas.agent.runtime_changes import ServerChange, runtime_only_changes
 from lbaas.agent.wire import HaproxyFacts
 from lbaas.errors import InvalidRenderedConfig
+from lbaas.private_files import make_private_directory, write_private
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +54,10 @@ ReloadGuard = Callable[[Path], AbstractContextManager[object]]
 MASTER_CLI_TIMEOUT = 2.0
 #: The facts of the installed configuration, beside it in the amphora's directory.
 FACTS_FILE = "haproxy.facts.json"
+#: Set by the agent's own section of every installed file: what a worker loaded.
+LOADED_VARIABLE = "LBAAS_LOADED"
+#: The comment that opens the agent's own section at the end of an installed file.
+AGENT_SECTION_MARK = "\n# lbaas agent: what this HAProxy loaded and whom it runs as\n"
 # HAProxy needs two descriptors per connection plus some for listeners, logs and sockets.
 FD_RESERVE = 100
 
@@ -52,6 +65,20 @@ FD_RESERVE = 100
 def max_connections_for(fd_limit: int) -> int:
     """The largest global ``maxconn`` HAProxy can start with under ``fd_limit``."""
     return max((fd_limit - FD_RESERVE) // 2, 0)
+
+
+def agent_section(digest: str, run_as: tuple[str, str] | None) -> str:
+    """The agent's own global section, appended to the tenant text it installs.
+
+    ``setenv`` puts the text's digest into every worker's environment, where the master
+    CLI's ``show env`` reads it back: the one record of what HAProxy loaded that a crash
+    cannot leave stale. ``user``/``group`` make the workers drop root after the master
+    has bound every listener.
+    """
+    lines = ["global", f"    setenv {LOADED_VARIABLE} {digest}"]
+    if run_as is not None:
+        lines += [f"    user {run_as[0]}", f"    group {run_as[1]}"]
+    return AGENT_SECTION_MARK + "\n".join(lines) + "\n"
 
 
 class ApplyOutcome(StrEnum):
@@ -83,24 +110,61 @@ class HaproxyInstance:
 
     @property
     def running_config(self) -> str | None:
-        try:
-            return self.files.config.read_text()
-        except FileNotFoundError:
-            return None
+        """The tenant text of the installed file (without the agent's own section)."""
+        installed = self._installed_text()
+        return None if installed is None else installed.split(AGENT_SECTION_MARK, 1)[0]
 
     @property
     def running_facts(self) -> HaproxyFacts | None:
-        """The facts sent with the installed configuration; None if none are stored."""
+        """The stored facts, if they describe what HAProxy runs now; else None.
+
+        The stored facts are trusted only while the running worker's ``LBAAS_LOADED``
+        (set by the file it was started from) is their ``fixed_digest``: a file installed
+        but never loaded (an agent killed before its reload) does not count. They are
+        removed while runtime API changes are under way, so a crash between those changes
+        and the install also reads as unknown, which means a reload.
+        """
+        stored = self._stored_facts()
+        if stored is None:
+            return None
+        loaded = self._host.haproxy_loaded_value(self.files, LOADED_VARIABLE)
+        if loaded != stored.fixed_digest:
+            log.warning(
+                "haproxy in %s runs %s, not the installed %s: it will be reloaded",
+                self.directory,
+                loaded,
+                stored.fixed_digest,
+            )
+            return None
+        return stored
+
+    def _stored_facts(self) -> HaproxyFacts | None:
         try:
-            return HaproxyFacts.model_validate_json(self._facts_file.read_text())
+            return HaproxyFacts.model_validate_json(self._facts_file.read_bytes())
         except (OSError, ValueError) as exc:
             if not isinstance(exc, FileNotFoundError):
                 log.warning("unreadable %s in %s: %s", FACTS_FILE, self.directory, exc)
             return None
 
+    def _installed_text(self) -> str | None:
+        try:
+            return self.files.config.read_bytes().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+
+    def _check_loaded(self, facts: HaproxyFacts) -> None:
+        """Raise unless the running worker loaded the configuration of ``facts``."""
+        loaded = self._host.haproxy_loaded_value(self.files, LOADED_VARIABLE)
+        if loaded != facts.fixed_digest:
+            raise HaproxyReloadFailed(
+                f"haproxy runs {loaded}, not the configuration just installed "
+                f"({facts.fixed_digest})",
+                log_tail(self.files.log_file),
+            )
+
     def runtime(self) -> RuntimeApi | None:
         """The runtime API of the running configuration, if its facts are known."""
-        facts = self.running_facts
+        facts = self._stored_facts()
         return None if facts is None else self._runtime_api(self._socket(facts))
 
     def master_pid(self) -> int | None:
@@ -114,46 +178,47 @@ class HaproxyInstance:
     ) -> ApplyOutcome:
         """Make HAProxy run ``config_text``, described by ``facts``; see the module docstring."""
         self._check_fd_limit(facts)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        make_private_directory(self.directory)
         candidate = self.directory / "haproxy.cfg.candidate"
-        _write(candidate, config_text)
+        text = config_text + agent_section(facts.fixed_digest, self._host.haproxy_run_as())
+        write_private(candidate, text)
         try:
             self._host.validate_haproxy_config(candidate, self.directory)
         except BaseException:
             candidate.unlink(missing_ok=True)
             raise
         self._ensure_state_file(facts)
-        old_text, old_facts = self.running_config, self.running_facts
         if self.master_pid() is None:
             self._install(candidate, facts)
             self._host.start_haproxy(self.files, self.namespace)
+            self._check_loaded(facts)
             return ApplyOutcome.STARTED
-        if old_text == config_text:
-            candidate.unlink()
-            if old_facts != facts:
-                _write(self._facts_file, facts.model_dump_json())
-            return ApplyOutcome.UNCHANGED
-        changes = runtime_only_changes(old_facts, facts)
-        if changes is not None and self._apply_at_runtime(facts, changes):
-            self._install(candidate, facts)
-            self.runtime_changes += 1
-            return ApplyOutcome.RUNTIME_API
-        self._reload(candidate, facts, old_text, old_facts, reload_guard)
+        running = self.running_facts
+        if running is not None and running.fixed_digest == facts.fixed_digest:
+            changes = runtime_only_changes(running, facts)
+            if changes == []:
+                self._install(candidate, facts)  # comments may differ; nothing that runs
+                return ApplyOutcome.UNCHANGED
+            if changes is not None and self._apply_at_runtime(facts, changes):
+                self._install(candidate, facts)
+                self.runtime_changes += 1
+                return ApplyOutcome.RUNTIME_API
+        self._reload(candidate, facts, reload_guard)
         return ApplyOutcome.RELOADED
 
     def _reload(
-        self,
-        candidate: Path,
-        facts: HaproxyFacts,
-        old_text: str | None,
-        old_facts: HaproxyFacts | None,
-        reload_guard: ReloadGuard | None,
+        self, candidate: Path, facts: HaproxyFacts, reload_guard: ReloadGuard | None
     ) -> None:
-        """Install ``candidate`` and reload; put the previous file back if that fails."""
+        """Install ``candidate`` and reload; put the previous file back if that fails.
+
+        Only an ``Exception`` restores: a dying agent (``BaseException``) tidies nothing,
+        as after SIGKILL, and the next apply compares with what HAProxy loaded anyway.
+        """
+        old_text, old_facts = self._installed_text(), self._stored_facts()
         self._save_server_state(old_facts)
         previous = self.directory / "haproxy.cfg.previous"
         if old_text is not None:
-            _write(previous, old_text)
+            write_private(previous, old_text)
         self._install(candidate, facts)
         guard: AbstractContextManager[object] = (
             nullcontext()
@@ -163,11 +228,11 @@ class HaproxyInstance:
         try:
             with guard:
                 self._host.reload_haproxy(self.files)
-        except BaseException:
+            self._check_loaded(facts)
+        except Exception:
             if old_text is not None:
                 os.replace(previous, self.files.config)
-                if old_facts is not None:
-                    _write(self._facts_file, old_facts.model_dump_json())
+                self._restore_facts(old_facts)
             raise
         self.reloads += 1
 
@@ -175,7 +240,7 @@ class HaproxyInstance:
         """Start HAProxy again on the installed file if its master is gone; True if it did."""
         if self.running_config is None or self.master_pid() is not None:
             return False
-        facts = self.running_facts
+        facts = self._stored_facts()
         if facts is not None:
             self._ensure_state_file(facts)
         self._host.start_haproxy(self.files, self.namespace)
@@ -195,7 +260,13 @@ class HaproxyInstance:
 
     def _install(self, candidate: Path, facts: HaproxyFacts) -> None:
         os.replace(candidate, self.files.config)
-        _write(self._facts_file, facts.model_dump_json())
+        write_private(self._facts_file, facts.model_dump_json())
+
+    def _restore_facts(self, facts: HaproxyFacts | None) -> None:
+        if facts is None:
+            self._facts_file.unlink(missing_ok=True)
+        else:
+            write_private(self._facts_file, facts.model_dump_json())
 
     def _check_fd_limit(self, facts: HaproxyFacts) -> None:
         """Refuse a maxconn HAProxy could not start with here (``haproxy -c`` does not know)."""
@@ -212,6 +283,8 @@ class HaproxyInstance:
 
     def _apply_at_runtime(self, facts: HaproxyFacts, changes: list[ServerChange]) -> bool:
         api = self._runtime_api(self._socket(facts))
+        # From the first change on, the stored facts no longer describe what runs.
+        self._facts_file.unlink(missing_ok=True)
         try:
             for change in changes:
                 if change.weight is not None:
@@ -236,7 +309,7 @@ class HaproxyInstance:
         except RuntimeApiError as exc:
             log.warning("could not save server state of %s: %s", self.directory, exc)
             return
-        _write(self.directory / facts.server_state_file, state)
+        write_private(self.directory / facts.server_state_file, state)
 
     def _ensure_state_file(self, facts: HaproxyFacts) -> None:
         """HAProxy warns at start-up about a missing state file; an empty one says "version 1"."""
@@ -244,11 +317,5 @@ class HaproxyInstance:
             return
         path = self.directory / facts.server_state_file
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _write(path, "1\n")
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+            make_private_directory(path.parent)
+            write_private(path, "1\n")

@@ -198,7 +198,7 @@ class MasterCli:
         workers: list[ProcEntry] = []
         for line in text.splitlines():
             words = line.split()
-            if len(words) < 3 or line.startswith("#") or not words[0].isdigit():
+            if len(words) < 3 or line.startswith("#") or not _is_number(words[0]):
                 continue
             entry = ProcEntry(int(words[0]), words[1], _leading_int(words[2]))
             if entry.kind == "master":
@@ -215,6 +215,19 @@ class MasterCli:
         """``show stat`` of worker ``pid``, current or old, passed on by the master."""
         return parse_show_stat(self._send(f"@!{int(pid)} show stat; quit"))
 
+    def worker_environment(self, pid: int, name: str) -> str | None:
+        """Environment variable ``name`` of worker ``pid`` (``show env``); None if unset."""
+        if not name.replace("_", "").isalnum():
+            raise ValueError(f"not an environment variable name: {name!r}")
+        text = self._send(f"@!{int(pid)} show env {name}; quit")
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key == name:
+                return value
+        if "Variable not found" in text or not text.strip():
+            return None
+        raise RuntimeApiError(f"unexpected show env answer: {text[:200]!r}")
+
     def reload(self) -> None:
         """Ask the master to re-execute itself on its configuration (it closes the socket)."""
         self._send("reload")
@@ -226,13 +239,21 @@ def parse_show_stat(text: str) -> list[dict[str, str]]:
     if not lines or not lines[0].startswith("# "):
         raise RuntimeApiError(f"unexpected show stat answer: {text[:200]!r}")
     header = lines[0][2:].rstrip(",").split(",")
-    return [dict(zip(header, values, strict=False)) for values in csv.reader(lines[1:])]
+    try:
+        return [dict(zip(header, values, strict=False)) for values in csv.reader(lines[1:])]
+    except csv.Error as exc:
+        raise RuntimeApiError(f"unreadable show stat answer: {exc}") from exc
+
+
+def _is_number(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also takes "²", which ``int`` refuses."""
+    return text.isascii() and text.isdigit()
 
 
 def _leading_int(text: str) -> int:
     digits = ""
     for char in text:
-        if not char.isdigit():
+        if not _is_number(char):
             break
         digits += char
     return int(digits) if digits else 0

@@ -33,6 +33,7 @@ from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.wire import AgentInfo
 from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.config import AgentSettings, Settings
+from lbaas.heartbeat.key import heartbeat_key
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class AgentService:
             target = "::1" if ":" in target else "127.0.0.1"
         self.heartbeat = HeartbeatSender(
             self.manager.health_reports,
-            health.heartbeat_key.encode(),
+            heartbeat_key(health.heartbeat_key, state_dir),
             (target, health.bind_port),
             interval=health.heartbeat_interval,
         )

@@ -51,6 +51,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from lbaas.agent.ledger_store import ledger_document, load_ledger, save_ledger
 from lbaas.agent.runtime_api import CliSession, MasterCli, RuntimeApi, RuntimeApiError, Session
 from lbaas.model.graph import ListenerId, LoadBalancerId, MemberId, PoolId
 from lbaas.model.health import (
@@ -89,6 +90,28 @@ class WorkerLedger:
         self._carried: dict[ListenerId, ListenerCounters] = {}
         self._last: dict[int, dict[ListenerId, ListenerCounters]] = {}
 
+    @classmethod
+    def resumed(
+        cls,
+        carried: Mapping[ListenerId, ListenerCounters],
+        workers: Mapping[int, Mapping[ListenerId, ListenerCounters]],
+    ) -> WorkerLedger:
+        """A ledger that goes on from a stored one, rebased so its totals start at zero.
+
+        Its workers keep their last values (so what they count next is counted once), and
+        the carry is lowered by everything the stored ledger had reported.
+        """
+        ledger = cls()
+        ledger._carried = dict(carried)
+        ledger._last = {pid: dict(counters) for pid, counters in workers.items()}
+        for lid, reported in ledger.totals().items():
+            ledger._carried[lid] = ledger._carried.get(lid, ZERO) - reported
+        return ledger
+
+    def document(self, loadbalancer_id: str) -> str:
+        """The ledger as stored by ``ledger_store``."""
+        return ledger_document(loadbalancer_id, self._carried, self._last)
+
     @property
     def live_pids(self) -> set[int]:
         return set(self._last)
@@ -122,11 +145,19 @@ class StatsCollector:
     """Turns statistics of one amphora's HAProxy into cumulative health reports."""
 
     def __init__(
-        self, loadbalancer_id: LoadBalancerId, open_session: SessionOpener = CliSession.open
+        self,
+        loadbalancer_id: LoadBalancerId,
+        open_session: SessionOpener = CliSession.open,
+        *,
+        store: Path | None = None,
     ) -> None:
+        """With ``store``, the ledger is resumed from that file and kept in it."""
         self.loadbalancer_id = loadbalancer_id
         self._open_session = open_session
-        self._ledger = WorkerLedger()
+        self._store = store
+        stored = None if store is None else load_ledger(store, loadbalancer_id)
+        self._ledger = WorkerLedger() if stored is None else WorkerLedger.resumed(*stored)
+        self._saved = ""
         # Reads and observations are serialised: a worker's counters must reach the ledger
         # in the order they were read, or an older read would look like a reused pid.
         self._lock = threading.Lock()
@@ -254,7 +285,17 @@ class StatsCollector:
             pid: PoolHealth(state=state, members=members.get(pid, {}))
             for pid, state in pool_states.items()
         }
+        self._keep_ledger()
         return HealthReport(self.loadbalancer_id, listeners=listeners, pools=pools)
+
+    def _keep_ledger(self) -> None:
+        """Store the ledger as of this report, if it changed (see ``ledger_store``)."""
+        if self._store is None:
+            return
+        document = self._ledger.document(self.loadbalancer_id)
+        if document != self._saved:
+            save_ledger(self._store, document)
+            self._saved = document
 
 
 def _tenant_frontends(rows: Sequence[StatRow]) -> Iterator[tuple[ListenerId, StatRow]]:

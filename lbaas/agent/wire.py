@@ -39,6 +39,10 @@ SPEC_FORMAT: Final = 2
 API_PREFIX = "/v1"
 AMPHORA_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
+#: The characters HAProxy allows in proxy and server names.
+HAPROXY_NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,200}$"
+#: A digest is one word: the agent writes it into the configuration it installs.
+DIGEST_PATTERN = r"^[A-Za-z0-9_.:+/=-]{1,200}$"
 
 
 class _Wire(BaseModel):
@@ -98,8 +102,13 @@ class NetworkSpec(_Wire):
 class ServerSetting(_Wire):
     """One server of the configuration as the runtime API names and changes it."""
 
-    backend: str = Field(min_length=1, description="The backend (proxy) name, e.g. be_<pool>.")
-    server: str = Field(min_length=1, description="The server name, e.g. srv_<member>.")
+    # Proxy and server names in HAProxy's own alphabet: they go into runtime API commands.
+    backend: str = Field(
+        pattern=HAPROXY_NAME_PATTERN, description="The backend (proxy) name, e.g. be_<pool>."
+    )
+    server: str = Field(
+        pattern=HAPROXY_NAME_PATTERN, description="The server name, e.g. srv_<member>."
+    )
     weight: int = Field(ge=0, le=256)
     disabled: bool = Field(description="Rendered ``disabled`` (maintenance).")
 
@@ -123,7 +132,7 @@ class HaproxyFacts(_Wire):
         (), description="Every server line of the text, in the order of the text."
     )
     fixed_digest: str = Field(
-        min_length=1,
+        pattern=DIGEST_PATTERN,
         description=(
             "Digest of the configuration with every server's weight and admin state left out "
             "(and comments, which HAProxy ignores): equal digests mean the texts differ in "

@@ -10,7 +10,6 @@ rules, all in the load balancer's own transaction.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, TypeVar
@@ -37,19 +36,16 @@ from lbaas.db import queries
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import InvalidInput, ValidationFailure
-from lbaas.network.allocation import AllocatedVip, VipRequest, allocate_vip
+from lbaas.model.graph import Vip
+from lbaas.network.allocation import VipRequest, allocate_vip
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def new_id() -> str:
-    return str(uuid.uuid4())
-
-
 def allocate_additional_vips(
-    session: Session, extras: list[AdditionalVip], primary: AllocatedVip, owner: str, now: datetime
+    session: Session, extras: list[AdditionalVip], primary: Vip, owner: str, now: datetime
 ) -> list[dict[str, str]]:
-    seen = {primary.subnet_id}
+    seen: set[str] = {primary.subnet_id}
     out: list[dict[str, str]] = []
     for extra in extras:
         if extra.subnet_id in seen:

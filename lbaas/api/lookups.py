@@ -40,6 +40,17 @@ def find_live(session: Session, table: type[RowT], row_id: str, kind: str) -> Ro
     return found
 
 
+def get_catalog_row(
+    session: Session, table: type[RowT], kind: str, key: str, *, lock: bool = False
+) -> RowT:
+    """A flavor, zone or profile by its key, or 404: catalog rows have no status, and
+    ``NIL_UUID`` is never found."""
+    row = None if key == NIL_UUID else session.get(table, key, with_for_update=lock)
+    if row is None:
+        raise NotFound.of(kind, key)
+    return row
+
+
 def get_visible(
     session: Session, ctx: RequestContext, table: type[RowT], row_id: str, kind: str, rule: Rule
 ) -> RowT:

@@ -15,22 +15,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
-from lbaas.api.listing import select_fields
-from lbaas.api.lookups import NIL_UUID
-from lbaas.api.policy import require_admin
-from lbaas.api.read_routes import Listing, add_list_route, no_conditions
+from lbaas.api.lookups import get_catalog_row
+from lbaas.api.policy import Rule, require_admin
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route, no_conditions
+from lbaas.api.routing import add_write_routes
 from lbaas.api.schemas.catalog import check_profile_data, reject_nulls
 from lbaas.api.schemas.types import Schema
 from lbaas.api.services import ApiServices
 from lbaas.api.writes import utcnow
 from lbaas.db.listing import ListSpec, derived_spec
 from lbaas.db.session import Session
-from lbaas.errors import Conflict, InvalidInput, NotFound
+from lbaas.errors import Conflict, InvalidInput
 from lbaas.providers.base import ProviderCapabilities
 
 
@@ -41,13 +41,13 @@ class ProfileKind:
     table: type[Any]
     label: str  # in messages: "<label> <id> not found."
     data_field: str
-    wrapper: str
-    collection: str
-    links_key: str
+    wrapper: str  # the request and response object's key; "<wrapper>s" lists them
     keys: Callable[[ProviderCapabilities], Mapping[str, str]]
     view: Callable[[Any], dict[str, Any]]
-    render: Callable[[Session, list[Any]], list[dict[str, Any]]]
     users: Callable[[Session, str], int]  # how many objects use the profile
+
+    def render(self, _: Session, rows: list[Any]) -> list[dict[str, Any]]:
+        return [self.view(row) for row in rows]
 
     def spec(self) -> ListSpec:
         return derived_spec(self.table, exclude={"created_at"}, tag_capable=False)
@@ -63,19 +63,21 @@ def add_profile_routes(
     """Register the five profile routes under ``path``, named ``list_{noun}s``,
     ``create_{noun}``, ``show_{noun}``, ``update_{noun}`` and ``delete_{noun}``.
     ``bodies`` are the create and update request bodies (``{kind.wrapper: {...}}``)."""
-    listing = Listing(kind.spec(), kind.render, kind.collection, kind.links_key)
-    add_list_route(router, path, f"list_{noun}s", listing, no_conditions, guard=require_admin)
+    listing = Listing(kind.spec(), kind.render, f"{kind.wrapper}s", f"{kind.wrapper}_links")
+    add_list_route(router, path, listing, no_conditions, name=f"list_{noun}s", guard=require_admin)
     item = path + "/{profile_id}"
+
+    def visible(session: Session, ctx: RequestContext, profile_id: str, _: Rule) -> Any:
+        require_admin(ctx)
+        return get_profile(kind, session, profile_id)
+
+    show_name = f"show_{noun}"
+    add_show_route(router, item, kind.wrapper, visible, lambda _, r: kind.view(r), name=show_name)
 
     def create(body: Any, call: Call = Depends(get_call)) -> JSONResponse:
         data = getattr(body, kind.wrapper)
         raw = getattr(data, kind.data_field)
         return create_profile(kind, *call, data.name, data.provider_name, raw)
-
-    def show(
-        profile_id: str, fields: list[str] = Query(default=[]), call: Call = Depends(get_call)
-    ) -> dict[str, Any]:
-        return show_profile(kind, *call, profile_id, fields)
 
     def update(profile_id: str, body: Any, call: Call = Depends(get_call)) -> dict[str, Any]:
         return update_profile(kind, *call, profile_id, getattr(body, kind.wrapper))
@@ -83,27 +85,11 @@ def add_profile_routes(
     def delete(profile_id: str, call: Call = Depends(get_call)) -> Response:
         return delete_profile(kind, *call, profile_id)
 
-    create.__annotations__["body"], update.__annotations__["body"] = bodies
-    for verb, where, method, endpoint, status in (
-        ("create", path, "POST", create, 201),
-        ("show", item, "GET", show, 200),
-        ("update", item, "PUT", update, 200),
-        ("delete", item, "DELETE", delete, 204),
-    ):
-        name = f"{verb}_{noun}"
-        endpoint.__name__ = name
-        router.add_api_route(where, endpoint, methods=[method], name=name, status_code=status)
+    add_write_routes(router, noun, path, item, (create, update, delete), bodies)
 
 
 def get_profile(kind: ProfileKind, session: Session, profile_id: str, *, lock: bool = False) -> Any:
-    row = (
-        None
-        if profile_id == NIL_UUID
-        else session.get(kind.table, profile_id, with_for_update=lock)
-    )
-    if row is None:
-        raise NotFound.of(kind.label, profile_id)
-    return row
+    return get_catalog_row(session, kind.table, kind.label, profile_id, lock=lock)
 
 
 def _validate(kind: ProfileKind, services: ApiServices, provider_name: str, raw: str) -> None:
@@ -136,19 +122,6 @@ def create_profile(
         session.flush()
         view = kind.view(row)
     return JSONResponse({kind.wrapper: view}, status_code=201)
-
-
-def show_profile(
-    kind: ProfileKind,
-    services: ApiServices,
-    ctx: RequestContext,
-    profile_id: str,
-    fields: list[str],
-) -> dict[str, Any]:
-    require_admin(ctx)
-    with services.database.read() as session:
-        view = kind.view(get_profile(kind, session, profile_id))
-    return {kind.wrapper: select_fields(view, fields)}
 
 
 def _sent(data: Schema, name: str, stored: str) -> str:

@@ -32,20 +32,25 @@ from lbaas.model.enums import ProvisioningStatus
 RenderMany = Callable[[Session, list[Any]], list[dict[str, Any]]]
 # (session, request, caller, id from the path or None) -> SQL conditions
 Conditions = Callable[[Session, Request, RequestContext, Any], Sequence[Any]]
-# (session, caller, id, rule) -> the row, or 404/403 (see ``lbaas.api.lookups``)
-Lookup = Callable[[Session, RequestContext, str, Rule], Any]
+# (session, caller, key from the path, rule) -> the row, or 404/403 (``lbaas.api.lookups``)
+Lookup = Callable[[Session, RequestContext, Any, Rule], Any]
 Render = Callable[[Session, Any], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class Listing:
-    """What a list endpoint returns: rows of ``spec`` rendered under ``collection``."""
+    """What a list endpoint returns: rows of ``spec`` rendered under ``collection``, the
+    page links under ``links_key`` (``<collection>_links`` unless given)."""
 
     spec: ListSpec
     render: RenderMany
     collection: str
-    links_key: str | None
+    links: str | None = None
     extra_allowed: frozenset[str] = frozenset()
+
+    @property
+    def links_key(self) -> str:
+        return self.links if self.links is not None else f"{self.collection}_links"
 
 
 def live_rows_of_caller(spec: ListSpec, request: Request, ctx: RequestContext) -> list[Any]:
@@ -100,17 +105,38 @@ def path_id(path: str) -> Callable[..., str]:
     return ident
 
 
+def path_key(path: str) -> Callable[..., Any]:
+    """A dependency that returns the key of the object ``path`` addresses: its one
+    ``{parameter}``, or the tuple of all of them (parent first) for an object under a
+    parent, ``/pools/{pool_id}/members/{member_id}``. Each is declared under its own name,
+    so the OpenAPI document shows the handler's path parameters."""
+    names = re.findall(r"{(\w+)}", path)
+    if len(names) == 1:
+        return path_id(path)
+
+    def key(**values: str) -> tuple[str, ...]:
+        return tuple(values[name] for name in names)
+
+    parameters = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=str) for name in names
+    ]
+    key.__signature__ = inspect.Signature(parameters, return_annotation=tuple)  # type: ignore[attr-defined]
+    return key
+
+
 def add_list_route(
     router: APIRouter,
     path: str,
-    name: str,
     listing: Listing,
     conditions: Conditions,
     *,
+    name: str | None = None,
     guard: Callable[[RequestContext], None] | None = None,
 ) -> None:
-    """Register ``GET path`` as ``name``. A parameter in ``path`` (the parent's id) is
-    passed to ``conditions``; ``guard`` runs before parsing."""
+    """Register ``GET path`` as ``name`` (``list_<collection>`` unless given). A parameter
+    in ``path`` (the parent's id) is passed to ``conditions``; ``guard`` runs before
+    parsing."""
+    name = name or f"list_{listing.collection}"
     spec = listing.spec
     parent = path_id(path) if "{" in path else _no_parent
     bools, ints = typed_filters(spec)
@@ -152,20 +178,22 @@ def add_list_route(
 def add_show_route(
     router: APIRouter,
     path: str,
-    name: str,
     wrapper: str,
     lookup: Lookup,
     render: Render,
+    *,
+    name: str | None = None,
 ) -> None:
-    """Register ``GET path`` as ``name``: ``{wrapper: the object}`` of the row that
-    ``lookup`` finds by the id in the path."""
-    ident = path_id(path)
+    """Register ``GET path`` as ``name`` (``show_<wrapper>`` unless given): ``{wrapper:
+    the object}`` of the row that ``lookup`` finds by the key in the path (``path_key``)."""
+    name = name or f"show_{wrapper}"
+    ident = path_key(path)
 
     def show_endpoint(
         fields: list[str] = Query(default=[]),
         services: ApiServices = Depends(get_services),
         ctx: RequestContext = Depends(get_context),
-        row_id: str = Depends(ident),
+        row_id: Any = Depends(ident),
     ) -> dict[str, Any]:
         with services.database.read() as session:
             row = lookup(session, ctx, row_id, Rule.READ)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import orjson
+from fastapi import APIRouter
 from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
@@ -65,3 +66,30 @@ class JsonRoute(APIRoute):
                 return await handler(checked_request)
 
         return checked
+
+
+Endpoint = Callable[..., Any]
+
+
+def add_write_routes(
+    router: APIRouter,
+    noun: str,
+    collection: str,
+    item: str,
+    writes: tuple[Endpoint, Endpoint, Endpoint],
+    bodies: tuple[type[Any], type[Any]],
+) -> None:
+    """Register the create (``POST collection``, 201), update (``PUT item``) and delete
+    (``DELETE item``, 204) endpoints of ``writes`` as ``{verb}_{noun}``. Their ``body``
+    parameter is typed by ``bodies`` (create, update): the endpoints are written once
+    for several resources, so the request schema is only known here."""
+    create, update, delete = writes
+    create.__annotations__["body"], update.__annotations__["body"] = bodies
+    for verb, path, method, endpoint, status in (
+        ("create", collection, "POST", create, 201),
+        ("update", item, "PUT", update, 200),
+        ("delete", item, "DELETE", delete, 204),
+    ):
+        name = f"{verb}_{noun}"
+        endpoint.__name__ = name
+        router.add_api_route(path, endpoint, methods=[method], name=name, status_code=status)

@@ -79,9 +79,10 @@ def enqueue(
 class TreeWrite:
     """One write transaction on a load balancer tree (see the module docstring)."""
 
-    def __init__(self, session: Session, now: datetime) -> None:
+    def __init__(self, session: Session, now: datetime, services: ApiServices) -> None:
         self.session = session
         self.now = now
+        self.services = services
         self.enqueued = False
 
     def lock_child(self, loadbalancer_id: str, *rows: Any) -> LoadBalancerRow:
@@ -149,7 +150,7 @@ class TreeWrite:
 def tree_write(services: ApiServices) -> Iterator[TreeWrite]:
     """A write transaction; after it commits, wake the workers if a job was enqueued."""
     with services.database.write() as session:
-        write = TreeWrite(session, utcnow())
+        write = TreeWrite(session, utcnow(), services)
         yield write
     if write.enqueued:
         services.notify()

@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from lbaas.db.liveness import check_on_checkout
 from lbaas.errors import Conflict, ServiceUnavailable
+from lbaas.private_files import create_private
 
 LOG = logging.getLogger(__name__)
 
@@ -125,6 +126,8 @@ class Database:
             if not path or path == ":memory:":
                 raise ValueError("lbaas needs a SQLite file, not an in-memory database")
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+            # SQLite gives its -wal and -shm files the database file's own mode.
+            create_private(Path(path))
             self._sqlite_writer = SqliteWriterLock(Path(f"{path}-writer.lock"))
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         else:

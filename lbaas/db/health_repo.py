@@ -10,7 +10,7 @@ memory and writes what changed once per flush interval.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, case, func, or_, select, tuple_, update
@@ -161,11 +161,74 @@ def request_failover(session: Session, amphora_id: str, now: Any) -> bool:
 
 # Batches: the SQL health store writes once per flush interval what many heartbeats changed.
 
-_ASSIGNMENTS = select(_AMPHORAE.id, _AMPHORAE.loadbalancer_id).where(
+_SERVING = (
     _AMPHORAE.id.in_(bindparam("amps", expanding=True)),
     _AMPHORAE.status != AmphoraStatus.DELETED.value,
     _AMPHORAE.loadbalancer_id.is_not(None),
 )
+_ASSIGNMENTS = select(_AMPHORAE.id, _AMPHORAE.loadbalancer_id).where(*_SERVING)
+
+
+Stamp = tuple[int, int]
+"""(epoch, sequence) of a heartbeat, as ``lbaas.health.freshness.HeartbeatStamp`` holds it."""
+
+_LOCK_AMPHORAE = (
+    select(
+        _AMPHORAE.id,
+        _AMPHORAE.loadbalancer_id,
+        _AMPHORAE.heartbeat_epoch,
+        _AMPHORAE.heartbeat_sequence,
+    )
+    .where(*_SERVING)
+    .order_by(_AMPHORAE.id)
+    .with_for_update()
+)
+
+
+def lock_amphorae(
+    conn: Connection, amphora_ids: Collection[str]
+) -> dict[str, tuple[str, Stamp | None]]:
+    """{amphora id: (load balancer id, newest accepted stamp)} of the live ones, locked."""
+    if not amphora_ids:
+        return {}
+    rows = conn.execute(_LOCK_AMPHORAE, {"amps": sorted(amphora_ids)})
+    return {
+        amp: (str(lb), None if epoch is None else (int(epoch), int(sequence or 0)))
+        for amp, lb, epoch, sequence in rows
+    }
+
+
+# Parameter names differ from the columns they set (see tests/db/test_bind_parameter_names).
+_RECORD_STAMP = (
+    update(table_of(AmphoraRow))
+    .where(_AMPHORAE.id == bindparam("amp"))
+    .values(heartbeat_epoch=bindparam("stamp_epoch"), heartbeat_sequence=bindparam("stamp_seq"))
+)
+
+
+def record_stamps(conn: Connection, stamps: Mapping[str, Stamp]) -> None:
+    """Store the newest accepted stamp of each amphora (the caller holds the rows)."""
+    if stamps:
+        conn.execute(
+            _RECORD_STAMP,
+            [
+                {"amp": amp, "stamp_epoch": epoch, "stamp_seq": sequence}
+                for amp, (epoch, sequence) in sorted(stamps.items())
+            ],
+        )
+
+
+_ACCEPTED_STAMP = select(_AMPHORAE.heartbeat_epoch, _AMPHORAE.heartbeat_sequence).where(
+    _AMPHORAE.id == bindparam("amp")
+)
+
+
+def accepted_stamp(session: Session, amphora_id: str) -> Stamp | None:
+    """The newest stamp any health manager accepted from the amphora, if any."""
+    row = session.connection().execute(_ACCEPTED_STAMP, {"amp": amphora_id}).first()
+    if row is None or row[0] is None:
+        return None
+    return int(row[0]), int(row[1] or 0)
 
 
 def amphora_assignments(conn: Connection, amphora_ids: Collection[str]) -> dict[str, str]:

@@ -20,25 +20,26 @@ _DELETED = ProvisioningStatus.DELETED.value
 _GONE = (_DELETED, ProvisioningStatus.PENDING_DELETE.value)
 
 
-def ordered_children_ids(
+def _existing_children_ids(
     session: Session,
-    id_column: InstrumentedAttribute[Any],
-    parent_column: InstrumentedAttribute[Any],
+    table: type[L7PolicyRow] | type[L7RuleRow],
+    parent: str,
     parent_ids: Sequence[str],
     order: Sequence[InstrumentedAttribute[Any]],
-    *conditions: Any,
 ) -> dict[str, list[str]]:
-    """Ids of children grouped by parent, each group in ``order``, in one query."""
+    """Ids of the rows of ``table`` that are not DELETED, grouped by their ``parent``
+    column, each group in ``order`` (then by id), in one query."""
     out: dict[str, list[str]] = {p: [] for p in parent_ids}
     if not parent_ids:
         return out
+    parent_column = getattr(table, parent)
     stmt = (
-        select(parent_column, id_column)
-        .where(parent_column.in_(list(parent_ids)), *conditions)
-        .order_by(*order, id_column)
+        select(parent_column, table.id)
+        .where(parent_column.in_(list(parent_ids)), table.provisioning_status != _DELETED)
+        .order_by(*order, table.id)
     )
-    for parent, child in session.execute(stmt):
-        out[parent].append(child)
+    for parent_id, child in session.execute(stmt):
+        out[parent_id].append(child)
     return out
 
 
@@ -91,23 +92,11 @@ def live_rules_of(session: Session, policy_id: str) -> list[L7RuleRow]:
 
 def policy_ids_in_order(session: Session, listener_ids: Sequence[str]) -> dict[str, list[str]]:
     """Ids of each listener's policies (not DELETED) in evaluation order."""
-    return ordered_children_ids(
-        session,
-        L7PolicyRow.id,
-        L7PolicyRow.listener_id,
-        listener_ids,
-        [L7PolicyRow.position, L7PolicyRow.created_at],
-        L7PolicyRow.provisioning_status != _DELETED,
-    )
+    order = [L7PolicyRow.position, L7PolicyRow.created_at]
+    return _existing_children_ids(session, L7PolicyRow, "listener_id", listener_ids, order)
 
 
 def rule_ids_in_order(session: Session, policy_ids: Sequence[str]) -> dict[str, list[str]]:
     """Ids of each policy's rules (not DELETED), oldest first."""
-    return ordered_children_ids(
-        session,
-        L7RuleRow.id,
-        L7RuleRow.l7policy_id,
-        policy_ids,
-        [L7RuleRow.created_at],
-        L7RuleRow.provisioning_status != _DELETED,
-    )
+    order = [L7RuleRow.created_at]
+    return _existing_children_ids(session, L7RuleRow, "l7policy_id", policy_ids, order)

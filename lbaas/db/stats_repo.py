@@ -27,3 +27,12 @@ def listener_totals(session: Session, listener_ids: Sequence[str]) -> dict[str, 
             base = 0 if name == "active_connections" else int(row.base.get(name, 0))
             into[name] += base + last
     return totals
+
+
+def summed_totals(session: Session, listener_ids: Sequence[str]) -> dict[str, int]:
+    """The counters of these listeners added up: a load balancer's statistics."""
+    total = dict.fromkeys(COUNTERS, 0)
+    for counters in listener_totals(session, listener_ids).values():
+        for name, value in counters.items():
+            total[name] += value
+    return total

@@ -211,8 +211,8 @@ def _operating_update(table: Table) -> Any:
     ids: Any = bindparam("ids", expanding=True)
     return (
         update(table)
-        .where(table.c.id.in_(ids), table.c.operating_status != bindparam("value"))
-        .values(operating_status=bindparam("value"), updated_at=bindparam("now"))
+        .where(table.c.id.in_(ids), table.c.operating_status != bindparam("observed"))
+        .values(operating_status=bindparam("observed"), updated_at=bindparam("now"))
     )
 
 
@@ -232,7 +232,6 @@ def apply_operating_statuses(
         groups: dict[str, list[str]] = defaultdict(list)
         for object_id, status in statuses.items():
             groups[status.value].append(object_id)
-        for value, ids in groups.items():
-            conn.execute(
-                _operating_update(OPERATING_TABLES[kind]), {"ids": ids, "value": value, "now": now}
-            )
+        for observed, ids in groups.items():
+            params = {"ids": ids, "observed": observed, "now": now}
+            conn.execute(_operating_update(OPERATING_TABLES[kind]), params)

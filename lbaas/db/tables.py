@@ -219,14 +219,19 @@ class QuotaRow(Base):
     l7rule: Mapped[int | None] = mapped_column(Integer)
 
 
-class FlavorProfileRow(Base):
-    __tablename__ = "flavor_profiles"
+class ProfileMixin:
+    """A provider's data behind flavors or zones; the data column is named by its kind."""
 
     id: Mapped[str] = _id()
     name: Mapped[str] = mapped_column(String(255), nullable=False)
     provider_name: Mapped[str] = mapped_column(String(255), nullable=False)
-    flavor_data: Mapped[str] = mapped_column(String(4096), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class FlavorProfileRow(ProfileMixin, Base):
+    __tablename__ = "flavor_profiles"
+
+    flavor_data: Mapped[str] = mapped_column(String(4096), nullable=False)
 
 
 class FlavorRow(Base):
@@ -240,14 +245,10 @@ class FlavorRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
 
 
-class AvailabilityZoneProfileRow(Base):
+class AvailabilityZoneProfileRow(ProfileMixin, Base):
     __tablename__ = "availability_zone_profiles"
 
-    id: Mapped[str] = _id()
-    name: Mapped[str] = mapped_column(String(255), nullable=False)
-    provider_name: Mapped[str] = mapped_column(String(255), nullable=False)
     availability_zone_data: Mapped[str] = mapped_column(String(4096), nullable=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
 
 
 class AvailabilityZoneRow(Base):
@@ -318,6 +319,11 @@ class AmphoraRow(TimestampMixin, Base):
     vrrp_id: Mapped[int | None] = mapped_column(Integer)
     vrrp_priority: Mapped[int | None] = mapped_column(Integer)
     last_heartbeat_at: Mapped[float | None] = mapped_column(Float)
+    # The newest heartbeat any health manager accepted from this amphora's agent: its
+    # (epoch, sequence). Shared so that a captured datagram is refused by every health
+    # manager and after restarts, not only by the one process that saw it first.
+    heartbeat_epoch: Mapped[int | None] = mapped_column(BigInteger)
+    heartbeat_sequence: Mapped[int | None] = mapped_column(BigInteger)
     failover_pending: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
 
 

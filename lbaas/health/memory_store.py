@@ -13,6 +13,7 @@ import threading
 from collections.abc import Mapping
 
 from lbaas.health.counters import CounterRecord
+from lbaas.health.freshness import HeartbeatStamp, newer, not_older
 from lbaas.health.rollup import OperatingStatuses
 from lbaas.health.store import AmphoraHeartbeat, CounterUpdate, HealthStore
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancer, LoadBalancerId
@@ -31,6 +32,7 @@ class InMemoryHealthStore(HealthStore):
         self._statuses: dict[LoadBalancerId, OperatingStatuses] = {}
         self._failover_pending: set[AmphoraId] = set()
         self._failover_requests: list[AmphoraId] = []
+        self._accepted: dict[AmphoraId, HeartbeatStamp] = {}
 
     # Setting the scene.
 
@@ -91,11 +93,19 @@ class InMemoryHealthStore(HealthStore):
     # HealthStore.
 
     def record_heartbeat(
-        self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, received_at: float
+        self,
+        amphora_id: AmphoraId,
+        loadbalancer_id: LoadBalancerId,
+        received_at: float,
+        stamp: HeartbeatStamp | None = None,
     ) -> bool:
         with self._lock:
             if self._amphora_lb.get(amphora_id) != loadbalancer_id:
                 return False
+            if not newer(stamp, self._accepted.get(amphora_id)):
+                return True  # known, but a replay: no liveness
+            if stamp is not None:
+                self._accepted[amphora_id] = stamp
             previous = self._last_seen.get(amphora_id, received_at)
             self._last_seen[amphora_id] = max(previous, received_at)
             return True
@@ -109,17 +119,28 @@ class InMemoryHealthStore(HealthStore):
         amphora_id: AmphoraId,
         loadbalancer_id: LoadBalancerId,
         update: CounterUpdate,
+        stamp: HeartbeatStamp | None = None,
     ) -> None:
+        # record_heartbeat came first and accepted a fresh stamp: equal is this heartbeat.
         with self._lock:
+            if not not_older(stamp, self._accepted.get(amphora_id)):
+                return
             updated: Mapping[ListenerId, CounterRecord] = update(self._records_of(amphora_id))
             for listener_id, record in updated.items():
                 self._counters[(amphora_id, listener_id)] = record
 
     def apply_operating_statuses(
-        self, loadbalancer_id: LoadBalancerId, statuses: OperatingStatuses
+        self,
+        loadbalancer_id: LoadBalancerId,
+        statuses: OperatingStatuses,
+        heard_from: tuple[AmphoraId, HeartbeatStamp] | None = None,
     ) -> bool:
         with self._lock:
             if loadbalancer_id not in self._graphs or loadbalancer_id in self._pending:
+                return False
+            if heard_from is not None and not not_older(
+                heard_from[1], self._accepted.get(heard_from[0])
+            ):
                 return False
             self._statuses[loadbalancer_id] = statuses
             return True

@@ -12,8 +12,19 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from lbaas.health.freshness import HeartbeatStamp
 from lbaas.health.store import CounterUpdate
 from lbaas.model.graph import AmphoraId, LoadBalancerId
+
+
+@dataclass(frozen=True, slots=True)
+class StampedUpdate:
+    """One heartbeat's counter update, with the heartbeat's stamp (None: not checked)."""
+
+    amphora_id: AmphoraId
+    loadbalancer_id: LoadBalancerId
+    stamp: HeartbeatStamp | None
+    update: CounterUpdate
 
 
 @dataclass
@@ -21,13 +32,17 @@ class PendingBatch:
     """Everything heard in one flush interval."""
 
     heard: dict[AmphoraId, tuple[LoadBalancerId, float]] = field(default_factory=dict)
-    counter_updates: list[tuple[AmphoraId, LoadBalancerId, CounterUpdate]] = field(
-        default_factory=list
-    )
+    newest: dict[AmphoraId, HeartbeatStamp] = field(default_factory=dict)
+    """The newest stamp heard per amphora (unstamped heartbeats leave no entry)."""
+    counter_updates: list[StampedUpdate] = field(default_factory=list)
 
     @property
     def loadbalancers(self) -> set[LoadBalancerId]:
         return {lb_id for lb_id, _ in self.heard.values()}
+
+    @property
+    def amphorae(self) -> set[AmphoraId]:
+        return set(self.heard) | {update.amphora_id for update in self.counter_updates}
 
     def __bool__(self) -> bool:
         return bool(self.heard or self.counter_updates)
@@ -40,15 +55,23 @@ class PendingWrites:
         self._lock = threading.Lock()
         self._batch = PendingBatch()
 
-    def hear(self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, at: float) -> None:
-        with self._lock:
-            self._hear(amphora_id, loadbalancer_id, at)
-
-    def add_counter_update(
-        self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, update: CounterUpdate
+    def hear(
+        self,
+        amphora_id: AmphoraId,
+        loadbalancer_id: LoadBalancerId,
+        at: float,
+        stamp: HeartbeatStamp | None = None,
     ) -> None:
         with self._lock:
-            self._batch.counter_updates.append((amphora_id, loadbalancer_id, update))
+            self._hear(amphora_id, loadbalancer_id, at)
+            if stamp is not None:
+                newest = self._batch.newest.get(amphora_id)
+                if newest is None or newest < stamp:
+                    self._batch.newest[amphora_id] = stamp
+
+    def add_counter_update(self, update: StampedUpdate) -> None:
+        with self._lock:
+            self._batch.counter_updates.append(update)
 
     def take(self) -> PendingBatch:
         """Everything pending, leaving nothing behind."""
@@ -61,6 +84,10 @@ class PendingWrites:
         with self._lock:
             for amphora_id, (lb_id, at) in batch.heard.items():
                 self._hear(amphora_id, lb_id, at)
+            for amphora_id, stamp in batch.newest.items():
+                newest = self._batch.newest.get(amphora_id)
+                if newest is None or newest < stamp:
+                    self._batch.newest[amphora_id] = stamp
 
     def last_heard(self) -> dict[AmphoraId, float]:
         """The newest pending time of each amphora heard since the last flush."""

@@ -24,6 +24,7 @@ from enum import StrEnum
 from functools import partial
 
 from lbaas.health.counters import fold_report
+from lbaas.health.freshness import HeartbeatStamp
 from lbaas.health.rollup import OperatingStatuses, roll_up
 from lbaas.health.store import HealthStore
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancer, LoadBalancerId, PoolId
@@ -63,10 +64,21 @@ class HeartbeatProcessor:
         self._clock = clock
         self._rolled_up: dict[LoadBalancerId, _RolledUp] = {}
 
-    def process(self, amphora_id: AmphoraId, epoch: int, report: HealthReport) -> HeartbeatOutcome:
-        """Apply one heartbeat from ``amphora_id``'s agent of start-up time ``epoch``."""
+    def process(
+        self,
+        amphora_id: AmphoraId,
+        epoch: int,
+        report: HealthReport,
+        sequence: int | None = None,
+    ) -> HeartbeatOutcome:
+        """Apply one heartbeat from ``amphora_id``'s agent of start-up time ``epoch``.
+
+        ``sequence`` is the datagram's: with it, the store refuses the heartbeat if any
+        health manager already accepted a newer one (``lbaas.health.freshness``).
+        """
         lb_id = report.loadbalancer_id
-        if not self._store.record_heartbeat(amphora_id, lb_id, self._clock()):
+        stamp = None if sequence is None else HeartbeatStamp(epoch, sequence)
+        if not self._store.record_heartbeat(amphora_id, lb_id, self._clock(), stamp):
             log.info("ignoring heartbeat of unknown amphora %s (lb %s)", amphora_id, lb_id)
             return HeartbeatOutcome.UNKNOWN_AMPHORA
         graph = self._store.load_graph(lb_id)
@@ -81,8 +93,9 @@ class HeartbeatProcessor:
         }
         if reported:
             update = partial(fold_report, epoch=epoch, reported=reported)
-            self._store.update_listener_counters(amphora_id, lb_id, update)
-        if self._store.apply_operating_statuses(lb_id, self._roll_up(graph, report)):
+            self._store.update_listener_counters(amphora_id, lb_id, update, stamp)
+        heard_from = None if stamp is None else (amphora_id, stamp)
+        if self._store.apply_operating_statuses(lb_id, self._roll_up(graph, report), heard_from):
             return HeartbeatOutcome.APPLIED
         return HeartbeatOutcome.DEFERRED
 

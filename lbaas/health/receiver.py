@@ -2,20 +2,27 @@
 
 Agents push one signed datagram per amphora per interval; nothing is acknowledged, so the
 receiver must take every datagram on its own merits. It runs three gates in order, each
-refusing with ``HeartbeatRejected``: the envelope's HMAC (a forged, unsigned or garbled
-datagram), the replay guard (a datagram seen before, out of order, or sent too long ago),
+refusing: the envelope's size and HMAC (a forged, unsigned or garbled datagram), the
+replay guard (a datagram this process saw before, out of order, or sent too long ago),
 and the payload codec (a genuine, fresh datagram whose payload makes no sense). Only then
-does the ``HeartbeatProcessor`` touch the store, so a rejected datagram never does.
+does the ``HeartbeatProcessor`` touch the store, so a refused datagram never does; the
+store refuses what another health manager already saw newer (``lbaas.health.freshness``).
 
-Each gate has its own counter, because the remedies differ: signature rejects mean a wrong
-key or someone probing the port, replay rejects mean clock skew or a replay, malformed ones
-an agent bug. The one catch-all sits at the top of the receive loop, where a failure of
-the store is logged with the sender and counted, and the next datagram is served.
+Refusing must cost far less than accepting, and must not starve genuine heartbeats: an
+unauthenticated flood once made the health manager miss real ones and fail healthy
+amphorae over. So receiving and processing are two threads. The receive loop only drains
+the socket (with a large ``SO_RCVBUF``) and runs the first two gates, which need no
+parsing for a forged datagram; what passes goes through a bounded queue to the processing
+loop, which decodes the payload and applies it. Refusals are counted per gate (the
+remedies differ: signature rejects mean a wrong key or someone probing the port, replay
+rejects clock skew or a replay, malformed ones an agent bug) and logged as one summary
+line per interval (``lbaas.health.refusals``). The catch-all sits at the top of each loop.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import socket
 import threading
 from dataclasses import asdict, dataclass
@@ -23,16 +30,27 @@ from typing import Literal
 
 from lbaas.errors import HeartbeatRejected
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
-from lbaas.heartbeat.envelope import ReplayGuard, open_envelope
+from lbaas.health.refusals import RefusalLog
+from lbaas.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
 from lbaas.heartbeat.report_codec import from_payload
 from lbaas.model.graph import AmphoraId
 
 log = logging.getLogger(__name__)
 
 _BUFFER = 65535
+RECEIVE_BUFFER = 8 * 1024 * 1024
+"""Bytes asked of the kernel for the socket's receive queue (it may grant less)."""
+QUEUE_SIZE = 10_000
+"""Authenticated heartbeats waiting for the processing loop; beyond it they are dropped."""
 
 CountName = Literal[
-    "accepted", "rejected_signature", "rejected_replay", "malformed", "ignored", "failed"
+    "accepted",
+    "rejected_signature",
+    "rejected_replay",
+    "malformed",
+    "ignored",
+    "failed",
+    "dropped",
 ]
 
 
@@ -48,6 +66,8 @@ class ReceiverCounts:
     """Genuine heartbeats of an amphora the store does not know."""
     failed: int = 0
     """Genuine heartbeats whose processing raised (a store error, say)."""
+    dropped: int = 0
+    """Genuine heartbeats dropped because the processing loop was QUEUE_SIZE behind."""
 
     @property
     def rejected(self) -> int:
@@ -71,7 +91,7 @@ class ReceiverCounters:
 
 
 class HeartbeatReceiver:
-    """Serves one UDP socket on a background thread until ``stop``.
+    """Serves one UDP socket on two background threads until ``stop``.
 
     ``port=0`` binds an ephemeral port; ``address`` tells which, once started.
     """
@@ -85,6 +105,7 @@ class HeartbeatReceiver:
         host: str = "127.0.0.1",
         port: int = 0,
         poll_interval: float = 0.2,
+        refusals: RefusalLog | None = None,
     ) -> None:
         self._processor = processor
         self._key = key
@@ -93,7 +114,9 @@ class HeartbeatReceiver:
         self._poll_interval = poll_interval
         self._stopping = threading.Event()
         self._socket: socket.socket | None = None
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
+        self._queue: queue.Queue[tuple[Envelope, str]] = queue.Queue(QUEUE_SIZE)
+        self.refusals = refusals if refusals is not None else RefusalLog()
         self.counters = ReceiverCounters()
 
     @property
@@ -106,11 +129,12 @@ class HeartbeatReceiver:
 
     def start(self) -> None:
         """Bind the socket and start serving it."""
-        if self._thread is not None:
+        if self._threads:
             raise RuntimeError("heartbeat receiver already started")
         family = socket.AF_INET6 if ":" in self._bind[0] else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_DGRAM)
         try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
             sock.bind(self._bind)
         except OSError:
             sock.close()
@@ -118,18 +142,21 @@ class HeartbeatReceiver:
         sock.settimeout(self._poll_interval)
         self._socket = sock
         self._stopping.clear()
-        self._thread = threading.Thread(
-            target=self._serve, args=(sock,), name="heartbeat-receiver", daemon=True
-        )
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._receive, args=(sock,), name="heartbeat-receiver"),
+            threading.Thread(target=self._work, name="heartbeat-processor"),
+        ]
+        for thread in self._threads:
+            thread.daemon = True
+            thread.start()
         log.info("receiving heartbeats on %s:%d", *self.address)
 
     def stop(self) -> None:
-        """Stop serving and close the socket; datagrams not yet read are dropped."""
+        """Stop serving and close the socket; datagrams not yet processed are dropped."""
         self._stopping.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
         if self._socket is not None:
             self._socket.close()
             self._socket = None
@@ -143,41 +170,70 @@ class HeartbeatReceiver:
 
     def handle_datagram(self, datagram: bytes, sender: str) -> None:
         """Run one datagram through the gates and, if it passes them all, process it."""
+        envelope = self.admit(datagram, sender)
+        if envelope is not None:
+            self.process(envelope, sender)
+
+    def admit(self, datagram: bytes, sender: str) -> Envelope | None:
+        """The receive loop's gates: size and signature, then this process's replay guard."""
+        if not authentic(datagram, self._key):
+            self._refuse("rejected_signature", sender, "not a heartbeat signed with our key")
+            return None
         try:
-            envelope = open_envelope(datagram, self._key)
+            envelope = decode(datagram)
         except HeartbeatRejected as exc:
-            self._reject("rejected_signature", sender, exc)
-            return
+            self._refuse("malformed", sender, exc)
+            return None
         try:
             self._guard.check(envelope)
         except HeartbeatRejected as exc:
-            self._reject("rejected_replay", sender, exc)
-            return
+            self._refuse("rejected_replay", sender, exc)
+            return None
+        return envelope
+
+    def process(self, envelope: Envelope, sender: str) -> None:
+        """The processing loop's part: decode the payload and apply it."""
         try:
             amphora_id, report = from_payload(envelope.payload)
         except HeartbeatRejected as exc:
-            self._reject("malformed", sender, exc)
+            self._refuse("malformed", sender, exc)
             return
-        outcome = self._processor.process(AmphoraId(amphora_id), envelope.epoch, report)
+        outcome = self._processor.process(
+            AmphoraId(amphora_id), envelope.epoch, report, envelope.sequence
+        )
         if outcome is HeartbeatOutcome.UNKNOWN_AMPHORA:
             self.counters.bump("ignored")
         else:
             self.counters.bump("accepted")
 
-    def _serve(self, sock: socket.socket) -> None:
+    def _receive(self, sock: socket.socket) -> None:
         while not self._stopping.is_set():
-            sender = "?"
             try:
                 try:
                     datagram, peer = sock.recvfrom(_BUFFER)
                 except TimeoutError:
                     continue
-                sender = f"{peer[0]}:{peer[1]}"
-                self.handle_datagram(datagram, sender)
+                envelope = self.admit(datagram, peer[0])
+                if envelope is not None:
+                    self._queue.put_nowait((envelope, f"{peer[0]}:{peer[1]}"))
+            except queue.Full:
+                self.counters.bump("dropped")
             except Exception:  # the top of the receive loop: log, count, serve the next
+                self.counters.bump("failed")
+                log.exception("heartbeat could not be received")
+
+    def _work(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                envelope, sender = self._queue.get(timeout=self._poll_interval)
+            except queue.Empty:
+                continue
+            try:
+                self.process(envelope, sender)
+            except Exception:  # the top of the processing loop: log, count, serve the next
                 self.counters.bump("failed")
                 log.exception("heartbeat from %s could not be processed", sender)
 
-    def _reject(self, counter: CountName, sender: str, exc: HeartbeatRejected) -> None:
+    def _refuse(self, counter: CountName, sender: str, reason: object) -> None:
         self.counters.bump(counter)
-        log.warning("heartbeat from %s rejected: %s", sender, exc)
+        self.refusals.note(counter, sender, reason)

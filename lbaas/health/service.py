@@ -12,11 +12,13 @@ from collections.abc import Callable
 from lbaas.config import Settings
 from lbaas.db.engine import Database
 from lbaas.health.flusher import Flusher, flush_interval
+from lbaas.health.probe import ListenerProbe
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.sql_store import SqlHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.heartbeat.envelope import ReplayGuard
+from lbaas.heartbeat.key import heartbeat_key
 
 
 def start_health_manager(
@@ -27,7 +29,7 @@ def start_health_manager(
     store = SqlHealthStore(database, notify)
     receiver = HeartbeatReceiver(
         HeartbeatProcessor(store),
-        health.heartbeat_key.encode(),
+        heartbeat_key(health.heartbeat_key, settings.state_dir.absolute()),
         ReplayGuard(max_age=max(30.0, health.stale_after * 3)),
         host=health.bind_host,
         port=health.bind_port,
@@ -36,7 +38,10 @@ def start_health_manager(
     flusher.start()
     receiver.start()
     sweeper = StaleAmphoraSweeper(
-        store, stale_after=health.stale_after, failover_threshold=health.failover_threshold
+        store,
+        stale_after=health.stale_after,
+        failover_threshold=health.failover_threshold,
+        probe=ListenerProbe(timeout=health.probe_timeout) if health.probe_timeout else None,
     )
     stop = threading.Event()
     thread = threading.Thread(

@@ -36,9 +36,11 @@ from typing import Any
 from lbaas.db import health_repo, status_writer
 from lbaas.db.engine import Database
 from lbaas.db.graph_loader import load_graph
+from lbaas.db.session import Connection, Session
 from lbaas.health.counters import CounterRecord
-from lbaas.health.known_state import KnownLoadBalancer, KnownState
-from lbaas.health.pending_writes import PendingBatch, PendingWrites
+from lbaas.health.freshness import HeartbeatStamp, newer, not_older
+from lbaas.health.known_state import KnownLoadBalancer, KnownState, Version
+from lbaas.health.pending_writes import PendingBatch, PendingWrites, StampedUpdate
 from lbaas.health.rollup import OperatingStatuses
 from lbaas.health.store import AmphoraHeartbeat, CounterUpdate, HealthStore
 from lbaas.model.enums import OperatingStatus
@@ -101,7 +103,11 @@ class SqlHealthStore(HealthStore):
         self._flushing = threading.Lock()  # flushes run one at a time, in order
 
     def record_heartbeat(
-        self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, received_at: float
+        self,
+        amphora_id: AmphoraId,
+        loadbalancer_id: LoadBalancerId,
+        received_at: float,
+        stamp: HeartbeatStamp | None = None,
     ) -> bool:
         lookup = self._known.amphora(amphora_id, self._clock())
         serves = lookup.loadbalancer_id
@@ -113,7 +119,7 @@ class SqlHealthStore(HealthStore):
             serves = assignments.get(amphora_id)
         if serves != loadbalancer_id:
             return False
-        self._pending.hear(amphora_id, loadbalancer_id, received_at)
+        self._pending.hear(amphora_id, loadbalancer_id, received_at, stamp)
         return True
 
     def load_graph(self, loadbalancer_id: LoadBalancerId) -> LoadBalancer | None:
@@ -133,12 +139,19 @@ class SqlHealthStore(HealthStore):
         return self._known.remember_graph(graph, version[loadbalancer_id])
 
     def update_listener_counters(
-        self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, update: CounterUpdate
+        self,
+        amphora_id: AmphoraId,
+        loadbalancer_id: LoadBalancerId,
+        update: CounterUpdate,
+        stamp: HeartbeatStamp | None = None,
     ) -> None:
-        self._pending.add_counter_update(amphora_id, loadbalancer_id, update)
+        self._pending.add_counter_update(StampedUpdate(amphora_id, loadbalancer_id, stamp, update))
 
     def apply_operating_statuses(
-        self, loadbalancer_id: LoadBalancerId, statuses: OperatingStatuses
+        self,
+        loadbalancer_id: LoadBalancerId,
+        statuses: OperatingStatuses,
+        heard_from: tuple[AmphoraId, HeartbeatStamp] | None = None,
     ) -> bool:
         known = self._known.loadbalancer(loadbalancer_id)
         if known is not None and known.converging:
@@ -156,6 +169,8 @@ class SqlHealthStore(HealthStore):
                 settled = health_repo.loadbalancer_is_settled_at(
                     session, loadbalancer_id, generation
                 )
+            if settled and not _fresh(session, heard_from):
+                return False  # a replayed or overtaken heartbeat: another one is newer
             if settled:
                 status_writer.apply_operating_statuses(session, changes, _now())
         if not settled:
@@ -171,37 +186,48 @@ class SqlHealthStore(HealthStore):
             if not batch:
                 return
             try:
-                self._flush_liveness(batch)
+                assignments, versions = self._write_batch(batch)
             except Exception:
+                # Only liveness is put back: a second attempt after a commit whose outcome
+                # was lost would count unstamped counters twice (docs/operations.md).
                 self._pending.restore_liveness(batch)
                 raise
-            # Not retried if it fails: a second attempt after a commit whose outcome was
-            # lost would count the interval twice. Losing it loses less (docs/operations.md).
-            self._flush_counters(batch)
-
-    def _flush_liveness(self, batch: PendingBatch) -> None:
-        loadbalancers = batch.loadbalancers
-        with self._db.write_connection() as conn:
-            found = health_repo.amphora_assignments(conn, batch.heard.keys())
-            heard = [(a, lb) for a, (lb, _) in batch.heard.items() if found.get(a) == lb]
-            earliest = min(at for _, at in batch.heard.values())
-            health_repo.record_heartbeats(conn, heard, earliest)
-            versions = health_repo.loadbalancer_versions(conn, loadbalancers)
-        assignments = {AmphoraId(a): LoadBalancerId(lb) for a, lb in found.items()}
         self._known.remember_amphorae(batch.heard.keys(), assignments, self._clock())
-        self._known.revalidate(loadbalancers, {LoadBalancerId(lb): v for lb, v in versions.items()})
+        self._known.revalidate(batch.loadbalancers, versions)
 
-    def _flush_counters(self, batch: PendingBatch) -> None:
-        if not batch.counter_updates:
-            return
-        amphorae = {amphora_id for amphora_id, _, _ in batch.counter_updates}
+    def _write_batch(
+        self, batch: PendingBatch
+    ) -> tuple[dict[AmphoraId, LoadBalancerId], dict[LoadBalancerId, Version]]:
+        """One transaction: freshness, counters, liveness; the assignments and versions read."""
         with self._db.write_connection() as conn:
-            stored: dict[AmphoraId, dict[ListenerId, CounterRecord]] = defaultdict(dict)
-            for row in health_repo.lock_counters_of(conn, amphorae):
-                stored[AmphoraId(row.amphora_id)][ListenerId(row.listener_id)] = CounterRecord(
-                    epoch=row.epoch, base=_counters(row.base), last=_counters(row.last)
-                )
-            health_repo.put_counter_rows(conn, _folded_rows(batch, stored))
+            # The amphora rows first, locked: they hold the newest accepted stamps, and two
+            # health managers flushing the same amphora must not both take one as fresh.
+            locked = health_repo.lock_amphorae(conn, batch.amphorae)
+            accepted = {a: HeartbeatStamp.stored(stamp) for a, (_, stamp) in locked.items()}
+            fresh = [u for u in batch.counter_updates if newer(u.stamp, accepted.get(u.amphora_id))]
+            if fresh:
+                self._write_counters(conn, fresh)
+            heard = [
+                (a, lb)
+                for a, (lb, _) in batch.heard.items()
+                if a in locked and locked[a][0] == lb and newer(batch.newest.get(a), accepted[a])
+            ]
+            earliest = min(at for _, at in batch.heard.values()) if batch.heard else 0.0
+            health_repo.record_heartbeats(conn, heard, earliest)
+            health_repo.record_stamps(
+                conn, {a: batch.newest[a].as_row() for a, _ in heard if a in batch.newest}
+            )
+            versions = health_repo.loadbalancer_versions(conn, batch.loadbalancers)
+        assignments = {AmphoraId(a): LoadBalancerId(lb) for a, (lb, _) in locked.items()}
+        return assignments, {LoadBalancerId(lb): v for lb, v in versions.items()}
+
+    def _write_counters(self, conn: Connection, updates: list[StampedUpdate]) -> None:
+        stored: dict[AmphoraId, dict[ListenerId, CounterRecord]] = defaultdict(dict)
+        for row in health_repo.lock_counters_of(conn, {u.amphora_id for u in updates}):
+            stored[AmphoraId(row.amphora_id)][ListenerId(row.listener_id)] = CounterRecord(
+                epoch=row.epoch, base=_counters(row.base), last=_counters(row.last)
+            )
+        health_repo.put_counter_rows(conn, _folded_rows(updates, stored))
 
     def list_amphora_heartbeats(self) -> list[AmphoraHeartbeat]:
         # What this process heard but has not flushed yet counts too.
@@ -221,17 +247,26 @@ class SqlHealthStore(HealthStore):
         return requested
 
 
+def _fresh(session: Session, heard_from: tuple[AmphoraId, HeartbeatStamp] | None) -> bool:
+    """Whether statuses from ``heard_from`` may be written (see ``lbaas.health.freshness``)."""
+    if heard_from is None:
+        return True
+    amphora_id, stamp = heard_from
+    accepted = HeartbeatStamp.stored(health_repo.accepted_stamp(session, amphora_id))
+    return not_older(stamp, accepted)
+
+
 def _folded_rows(
-    batch: PendingBatch, stored: dict[AmphoraId, dict[ListenerId, CounterRecord]]
+    updates: list[StampedUpdate], stored: dict[AmphoraId, dict[ListenerId, CounterRecord]]
 ) -> list[dict[str, Any]]:
     """Apply the interval's updates in arrival order; the rows of the records that moved."""
     before = {(a, lid): r for a, records in stored.items() for lid, r in records.items()}
     owner: dict[tuple[AmphoraId, ListenerId], LoadBalancerId] = {}
-    for amphora_id, lb_id, update in batch.counter_updates:
-        records = stored[amphora_id]
-        for listener_id, record in update(records).items():
+    for pending in updates:
+        records = stored[pending.amphora_id]
+        for listener_id, record in pending.update(records).items():
             records[listener_id] = record
-            owner[(amphora_id, listener_id)] = lb_id
+            owner[(pending.amphora_id, listener_id)] = pending.loadbalancer_id
     return [
         {
             "amphora_id": amphora_id,

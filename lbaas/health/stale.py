@@ -15,6 +15,13 @@ its own does not make every amphora look stale at once.
 
 Requesting a failover is idempotent in the store (False while one is pending), so a stale
 amphora seen again on the next sweep is not failed over twice.
+
+Silence is the agent's, not necessarily the data plane's: before failing a silent amphora
+over, the sweeper asks a ``DataPlaneProbe`` whether its load balancer's listeners still
+answer on the VIP. If they do, the agent is taken to be degraded (paused, wedged,
+restarting): the amphora is left alone, a warning is logged once, and it is reported in
+``SweepResult.agent_silent`` until it heartbeats again. Only when the data plane is silent
+too is the amphora rebuilt.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lbaas.health.store import HealthStore
+from lbaas.health.probe import DataPlaneProbe, NoProbe
+from lbaas.health.store import AmphoraHeartbeat, HealthStore
 from lbaas.model.graph import AmphoraId
 
 log = logging.getLogger(__name__)
@@ -39,6 +47,8 @@ class SweepResult:
     stale: tuple[AmphoraId, ...]
     failovers_requested: tuple[AmphoraId, ...]
     alarm: str | None
+    agent_silent: tuple[AmphoraId, ...] = ()
+    """Stale amphorae whose data plane still answered: left alone."""
 
 
 class StaleAmphoraSweeper:
@@ -52,6 +62,7 @@ class StaleAmphoraSweeper:
         failover_threshold: float,
         clock: Callable[[], float] = time.time,
         min_storm_size: int = 2,
+        probe: DataPlaneProbe | None = None,
     ) -> None:
         if stale_after <= 0:
             raise ValueError("stale_after must be positive")
@@ -62,6 +73,8 @@ class StaleAmphoraSweeper:
         self._threshold = failover_threshold
         self._clock = clock
         self._min_storm_size = min_storm_size
+        self._probe = probe if probe is not None else NoProbe()
+        self._agent_silent: set[AmphoraId] = set()
         self._listening_since = clock()
         self._alarm: str | None = None
         self.errors = 0
@@ -88,14 +101,34 @@ class StaleAmphoraSweeper:
             )
             return SweepResult(len(heard), stale, (), self._alarm)
         self._clear_alarm(len(stale), len(heard))
-        requested = tuple(a for a in stale if self._store.request_failover(a))
+        serving = self._data_plane_serving([hb for hb in heard if hb.amphora_id in stale])
+        requested = tuple(a for a in stale if a not in serving and self._store.request_failover(a))
         for amphora_id in requested:
             log.warning(
-                "amphora %s silent for more than %.1fs: failover requested",
+                "amphora %s and its data plane silent for more than %.1fs: failover requested",
                 amphora_id,
                 self._stale_after,
             )
-        return SweepResult(len(heard), stale, requested, None)
+        return SweepResult(len(heard), stale, requested, None, tuple(sorted(serving)))
+
+    def _data_plane_serving(self, stale: list[AmphoraHeartbeat]) -> set[AmphoraId]:
+        """The stale amphorae whose load balancer still answers on its VIP."""
+        serving = set()
+        for hb in stale:
+            graph = self._store.load_graph(hb.loadbalancer_id)
+            if graph is not None and self._probe.serving(graph):
+                serving.add(hb.amphora_id)
+        for amphora_id in serving - self._agent_silent:
+            log.warning(
+                "agent of amphora %s silent for more than %.1fs but its data plane answers: "
+                "agent degraded, amphora not failed over",
+                amphora_id,
+                self._stale_after,
+            )
+        for amphora_id in self._agent_silent - serving:
+            log.info("amphora %s: agent degraded no longer", amphora_id)
+        self._agent_silent = serving
+        return serving
 
     def run(self, stop: threading.Event, interval: float) -> None:
         """Sweep every ``interval`` seconds until ``stop`` is set."""

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lbaas.health.counters import CounterRecord
+from lbaas.health.freshness import HeartbeatStamp
 from lbaas.health.rollup import OperatingStatuses
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancer, LoadBalancerId
 
@@ -45,7 +46,11 @@ class HealthStore(abc.ABC):
 
     @abc.abstractmethod
     def record_heartbeat(
-        self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, received_at: float
+        self,
+        amphora_id: AmphoraId,
+        loadbalancer_id: LoadBalancerId,
+        received_at: float,
+        stamp: HeartbeatStamp | None = None,
     ) -> bool:
         """Note that ``amphora_id`` was heard from at ``received_at``.
 
@@ -53,6 +58,8 @@ class HealthStore(abc.ABC):
         serving ``loadbalancer_id``: such a heartbeat (a forgotten agent, a stale
         configuration) is ignored entirely. Idempotent; a ``received_at`` older than the
         stored one must not move ``last_seen`` back. May be stored at the next ``flush``.
+        A ``stamp`` not newer than the newest one accepted from the amphora by any
+        health manager does not count as liveness (``lbaas.health.freshness``).
         """
 
     @abc.abstractmethod
@@ -70,6 +77,7 @@ class HealthStore(abc.ABC):
         amphora_id: AmphoraId,
         loadbalancer_id: LoadBalancerId,
         update: CounterUpdate,
+        stamp: HeartbeatStamp | None = None,
     ) -> None:
         """Read-modify-write one amphora's listener counter records, atomically.
 
@@ -80,16 +88,21 @@ class HealthStore(abc.ABC):
         cannot lose each other's counts. Records outlive their amphora (a failed-over
         amphora's bytes still count); they go with their listener. May be deferred to the
         next ``flush``, where the updates of one amphora are applied in the order given.
+        An update whose ``stamp`` is not newer than the newest accepted one is dropped.
         """
 
     @abc.abstractmethod
     def apply_operating_statuses(
-        self, loadbalancer_id: LoadBalancerId, statuses: OperatingStatuses
+        self,
+        loadbalancer_id: LoadBalancerId,
+        statuses: OperatingStatuses,
+        heard_from: tuple[AmphoraId, HeartbeatStamp] | None = None,
     ) -> bool:
         """Write ``statuses`` to the objects under a load balancer, in one transaction.
 
-        Returns False, writing nothing, if the load balancer is gone or is PENDING_*
-        (checked in the same transaction): a converge in flight sets statuses itself when
+        Returns False, writing nothing, if the load balancer is gone or is PENDING_*, or
+        if ``heard_from`` names a heartbeat older than the newest accepted from that
+        amphora (checked in the same transaction): a converge in flight sets statuses itself when
         it finishes, and the data plane may legitimately lag its graph until then. Ids
         that no longer exist are skipped. Idempotent. A store that knows these statuses
         are already stored may skip the write and return True.

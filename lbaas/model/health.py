@@ -54,6 +54,16 @@ class ListenerCounters:
             request_errors=self.request_errors + other.request_errors,
         )
 
+    def __sub__(self, other: ListenerCounters) -> ListenerCounters:
+        """Field-wise difference: what was counted since ``other``."""
+        return ListenerCounters(
+            bytes_in=self.bytes_in - other.bytes_in,
+            bytes_out=self.bytes_out - other.bytes_out,
+            active_connections=self.active_connections - other.active_connections,
+            total_connections=self.total_connections - other.total_connections,
+            request_errors=self.request_errors - other.request_errors,
+        )
+
     def went_down_from(self, earlier: ListenerCounters) -> bool:
         """Whether a cumulative counter is below ``earlier``'s: its process started again.
 

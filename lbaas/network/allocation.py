@@ -17,6 +17,7 @@ from lbaas.db import network_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import PortRow, SubnetRow
 from lbaas.errors import Conflict, InvalidInput, ValidationFailure
+from lbaas.model.graph import NetworkId, SubnetId, Vip
 
 # Larger subnets are only searched this far for a free address (keeps allocation O(1)).
 _SEARCH_LIMIT = 65536
@@ -28,14 +29,6 @@ class VipRequest:
     network_id: str | None = None
     subnet_id: str | None = None
     address: str | None = None
-
-
-@dataclass(frozen=True)
-class AllocatedVip:
-    address: str
-    subnet_id: str
-    network_id: str
-    port_id: str
 
 
 def _contains(subnet: SubnetRow, address: str) -> bool:
@@ -100,9 +93,7 @@ def _subnet_for_network(session: Session, network_id: str, address: str | None) 
 _VIP_OWNER = "lbaas:vip"
 
 
-def allocate_vip(
-    session: Session, request: VipRequest, owner_id: str, now: datetime
-) -> AllocatedVip:
+def allocate_vip(session: Session, request: VipRequest, owner_id: str, now: datetime) -> Vip:
     """Resolve and reserve the VIP; raises InvalidInput (400) or Conflict (409)."""
     if request.port_id is not None:
         return _claim_port(session, request, request.port_id, owner_id)
@@ -118,7 +109,7 @@ def allocate_vip(
     return _reserve_port(session, subnet, request.address, owner_id, now)
 
 
-def _claim_port(session: Session, request: VipRequest, port_id: str, owner_id: str) -> AllocatedVip:
+def _claim_port(session: Session, request: VipRequest, port_id: str, owner_id: str) -> Vip:
     """The VIP is an existing port: check it fits the request and take it for ``owner_id``."""
     port = network_repo.get_port(session, port_id)
     if port is None:
@@ -134,7 +125,7 @@ def _claim_port(session: Session, request: VipRequest, port_id: str, owner_id: s
         )
     port.device_id = owner_id
     port.device_owner = _VIP_OWNER
-    return AllocatedVip(port.ip_address, port.subnet_id, port.network_id, port.id)
+    return Vip(port.ip_address, SubnetId(port.subnet_id), NetworkId(port.network_id), port.id)
 
 
 def _requested_subnet(session: Session, request: VipRequest) -> SubnetRow:
@@ -155,7 +146,7 @@ def _requested_subnet(session: Session, request: VipRequest) -> SubnetRow:
 
 def _reserve_port(
     session: Session, subnet: SubnetRow, address: str | None, owner_id: str, now: datetime
-) -> AllocatedVip:
+) -> Vip:
     """Insert the VIP port on ``subnet`` at ``address`` (or a free one)."""
     # Another transaction may take the same free address between our read and our insert;
     # the unique (subnet, address) constraint tells us, and we try the next one.
@@ -174,7 +165,7 @@ def _reserve_port(
             created_at=now,
         )
         if network_repo.try_reserve_port(session, port):
-            return AllocatedVip(chosen, subnet.id, subnet.network_id, port_id)
+            return Vip(chosen, SubnetId(subnet.id), NetworkId(subnet.network_id), port_id)
         if address is not None:
             break
     raise Conflict(f"The VIP IP address is already in use: {address or subnet.cidr}")

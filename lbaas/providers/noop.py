@@ -19,6 +19,7 @@ from lbaas.errors import PermanentError, TemporaryError
 from lbaas.model import enums as E
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
+from lbaas.private_files import FILE_MODE
 
 if TYPE_CHECKING:
     from lbaas.db.job_queue import Claim
@@ -63,7 +64,7 @@ class NoopProvider(ProviderDriver):
         if not self._record_path:
             return
         data = (json.dumps({**line, "pid": os.getpid()}) + "\n").encode()
-        fd = os.open(self._record_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self._record_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
         try:
             os.write(fd, data)
         finally:

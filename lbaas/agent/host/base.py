@@ -234,6 +234,25 @@ class HostOps(abc.ABC):
         """The pid of the live master of ``files``, or None. Changes nothing."""
 
     @abc.abstractmethod
+    def haproxy_loaded_value(self, files: HaproxyFiles, name: str) -> str | None:
+        """Environment variable ``name`` of the current worker of the master of ``files``.
+
+        That is what the configuration the worker was started from set with ``setenv``, so
+        it tells what HAProxy actually loaded, whatever the file on disk says now. None if
+        no master runs, it has no single current worker, or that worker does not answer.
+        Changes nothing.
+        """
+
+    @abc.abstractmethod
+    def haproxy_run_as(self) -> tuple[str, str] | None:
+        """The (user, group) HAProxy's workers should drop to after binding, or None.
+
+        None when the agent is not root (HAProxy then runs as the agent's own user). As
+        root, the dedicated user and group are created first if they are missing.
+        Raises HostCommandFailed if they cannot be created.
+        """
+
+    @abc.abstractmethod
     def haproxy_fd_limit(self) -> int | None:
         """Most file descriptors a HAProxy started here can get; None if it may raise it.
 

@@ -15,13 +15,16 @@ hands the listening sockets to the new worker, so nothing is refused while it st
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import resource
 import signal
 import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from lbaas.agent.host.base import (
     HaproxyFiles,
@@ -31,10 +34,15 @@ from lbaas.agent.host.base import (
     HostOps,
     HostOpsError,
 )
+from lbaas.agent.host.commands import decode_output, run_command
 from lbaas.agent.runtime_api import MasterCli, ProcTable, RuntimeApiError
 from lbaas.errors import InvalidRenderedConfig
+from lbaas.private_files import FILE_MODE
 
 _POLL = 0.05
+#: The user and group HAProxy's workers run as when the agent is root (Debian's package
+#: creates them; the agent creates them where they are missing).
+HAPROXY_USER = "haproxy"
 # How long a process's command line may read empty while it calls exec().
 _EXEC_WINDOW = 0.5
 
@@ -56,15 +64,11 @@ class HaproxyLauncher:
         self._stop_timeout = stop_timeout
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._last_pid: dict[Path, int] = {}
+        self._run_as: tuple[str, str] | None = None
 
     def validate(self, config: Path, workdir: Path) -> None:
         argv = [self.binary, "-c", "-f", str(config.absolute())]
-        try:
-            done = subprocess.run(
-                argv, cwd=workdir, capture_output=True, text=True, timeout=60, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise HostCommandFailed(argv, -1, str(exc)) from exc
+        done = run_command(argv, cwd=workdir, timeout=60)
         if done.returncode != 0:
             raise InvalidRenderedConfig(
                 "HAProxy refused the rendered configuration.",
@@ -73,10 +77,7 @@ class HaproxyLauncher:
 
     def version(self) -> str:
         argv = [self.binary, "-v"]
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise HostCommandFailed(argv, -1, str(exc)) from exc
+        done = run_command(argv)
         words = done.stdout.split()
         if done.returncode != 0 or len(words) < 3:
             raise HostCommandFailed(argv, done.returncode, done.stderr or done.stdout)
@@ -98,7 +99,7 @@ class HaproxyLauncher:
             "-f",
             str(files.config.absolute()),
         ]
-        with open(files.log_file, "ab") as log:
+        with open_private_log(files.log_file) as log:
             try:
                 proc = subprocess.Popen(
                     argv,
@@ -152,6 +153,27 @@ class HaproxyLauncher:
             time.sleep(_POLL)
         raise HaproxyReloadFailed("haproxy did not start new workers", log_tail(files.log_file))
 
+    def loaded_value(self, files: HaproxyFiles, name: str) -> str | None:
+        """``name`` in the current worker's environment, asked through the master CLI."""
+        if self.master_pid(files) is None:
+            return None
+        cli = MasterCli.at(files.master_socket, timeout=5.0)
+        try:
+            current = cli.show_proc().current_workers
+            if len(current) != 1:
+                return None
+            return cli.worker_environment(current[0].pid, name)
+        except RuntimeApiError:
+            return None
+
+    def run_as(self) -> tuple[str, str] | None:
+        """As root: the dedicated user and group, created if missing (once per launcher)."""
+        if os.geteuid() != 0:
+            return None
+        if self._run_as is None:
+            self._run_as = ensure_system_user(HAPROXY_USER)
+        return self._run_as
+
     def stop(self, files: HaproxyFiles) -> None:
         pid = self.master_pid(files)
         if pid is not None:
@@ -204,11 +226,50 @@ class HaproxyLauncher:
             child.wait(timeout=self._stop_timeout)
 
 
+def open_private_log(path: Path) -> BinaryIO:
+    """``path`` opened for appending, readable by its owner only (it quotes tenant config)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    os.fchmod(fd, FILE_MODE)
+    return os.fdopen(fd, "ab")
+
+
 def log_tail(path: Path, lines: int = 20) -> str:
     try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(decode_output(path.read_bytes()).splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def ensure_system_user(name: str) -> tuple[str, str]:
+    """A system user and group ``name`` (no home, no login shell), created if missing."""
+    try:
+        grp.getgrnam(name)
+    except KeyError:
+        _must_run(["groupadd", "--system", name])
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        _must_run(
+            [
+                "useradd",
+                "--system",
+                "--gid",
+                name,
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                name,
+            ]
+        )
+    return name, name
+
+
+def _must_run(argv: list[str]) -> None:
+    done = run_command(argv)
+    if done.returncode != 0:
+        raise HostCommandFailed(argv, done.returncode, done.stderr)
 
 
 def _try_show_proc(files: HaproxyFiles) -> ProcTable | None:
@@ -228,8 +289,8 @@ def _proc_alive(pid: int, needle: str | None) -> bool:
     deadline = time.monotonic() + _EXEC_WINDOW
     while True:
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            stat = decode_output(Path(f"/proc/{pid}/stat").read_bytes())
+            cmdline = decode_output(Path(f"/proc/{pid}/cmdline").read_bytes())
         except OSError:
             return False
         state = stat.rsplit(")", 1)[-1].split()[0]
@@ -248,7 +309,8 @@ def _children_of(pid: int) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            # A process name (comm) may hold any bytes.
+            stat = decode_output((entry / "stat").read_bytes())
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[-1].split()
@@ -305,6 +367,12 @@ class LaunchingHostOps(HostOps):
 
     def haproxy_version(self) -> str:
         return self.launcher.version()
+
+    def haproxy_loaded_value(self, files: HaproxyFiles, name: str) -> str | None:
+        return self.launcher.loaded_value(files, name)
+
+    def haproxy_run_as(self) -> tuple[str, str] | None:
+        return self.launcher.run_as()
 
     def haproxy_fd_limit(self) -> int | None:
         return None if _may_raise_limits() else resource.getrlimit(resource.RLIMIT_NOFILE)[1]

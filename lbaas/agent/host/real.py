@@ -11,10 +11,10 @@ network namespaces do not separate the file system.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Sequence
 
 from lbaas.agent.host.base import CommandResult, HostCommandFailed
+from lbaas.agent.host.commands import run_command
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher, LaunchingHostOps
 
 
@@ -46,14 +46,7 @@ class RealHostOps(LaunchingHostOps):
     def run_in_namespace(
         self, namespace: str, argv: Sequence[str], *, timeout: float = 30.0
     ) -> CommandResult:
-        full = [*self.namespace_prefix(namespace), *argv]
-        try:
-            done = subprocess.run(
-                full, capture_output=True, text=True, timeout=timeout, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise HostCommandFailed(full, -1, str(exc)) from exc
-        return CommandResult(done.returncode, done.stdout, done.stderr)
+        return run_command([*self.namespace_prefix(namespace), *argv], timeout=timeout)
 
     # --- links --------------------------------------------------------------------------
 
@@ -120,10 +113,7 @@ class RealHostOps(LaunchingHostOps):
 
     def _ip(self, args: Sequence[str], namespace: str | None = None) -> str:
         argv = self._argv(args, namespace)
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise HostCommandFailed(argv, -1, str(exc)) from exc
+        done = run_command(argv)
         if done.returncode != 0:
             raise HostCommandFailed(argv, done.returncode, done.stderr)
         return done.stdout

@@ -5,7 +5,8 @@ addresses, HAProxy masters with made-up pids) so that idempotency behaves as on 
 and it records every call in ``calls`` as ``(method name, arguments)``. Tests assert on the
 calls (``count("reload_haproxy")``) and steer it: a ``validator`` (constructor) that may
 raise ``InvalidRenderedConfig`` for a given configuration text, ``reload_error`` to make
-reloads fail, ``fd_limit`` to play a host with few file descriptors, and ``kill_haproxy`` to play a master that died.
+reloads fail, ``run_as`` to play a root agent, ``fd_limit`` to play a host with few file descriptors, and ``kill_haproxy`` to play a master that died. ``loaded`` holds the ``setenv`` values each
+master read at its last start or reload, so a file changed without a reload shows.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class RecordingHostOps(HostOps):
         self._pids = itertools.count(1000)
         self.reload_error: HostOpsError | None = None
         self.fd_limit: int | None = None
+        self.run_as: tuple[str, str] | None = None
+        self.loaded: dict[Path, dict[str, str]] = {}
 
     def count(self, method: str) -> int:
         return sum(1 for name, _ in self.calls if name == method)
@@ -153,6 +156,7 @@ class RecordingHostOps(HostOps):
         if files.config not in self.masters:
             self.masters[files.config] = next(self._pids)
             self.master_namespaces[files.config] = namespace
+            self._load(files)
         return self.masters[files.config]
 
     def reload_haproxy(self, files: HaproxyFiles) -> None:
@@ -161,6 +165,7 @@ class RecordingHostOps(HostOps):
             raise HaproxyReloadFailed("no haproxy master is running")
         if self.reload_error is not None:
             raise self.reload_error
+        self._load(files)
 
     def stop_haproxy(self, files: HaproxyFiles) -> None:
         self._record("stop_haproxy", files.config)
@@ -171,6 +176,23 @@ class RecordingHostOps(HostOps):
 
     def haproxy_version(self) -> str:
         return "0.0-recording"
+
+    def haproxy_loaded_value(self, files: HaproxyFiles, name: str) -> str | None:
+        if files.config not in self.masters:
+            return None
+        return self.loaded.get(files.config, {}).get(name)
+
+    def haproxy_run_as(self) -> tuple[str, str] | None:
+        return self.run_as
+
+    def _load(self, files: HaproxyFiles) -> None:
+        """What a master reads from its file: here only the ``setenv`` lines."""
+        values: dict[str, str] = {}
+        for line in files.config.read_text(encoding="utf-8").splitlines():
+            words = line.split()
+            if len(words) == 3 and words[0] == "setenv":
+                values[words[1]] = words[2].strip('"')
+        self.loaded[files.config] = values
 
     def haproxy_fd_limit(self) -> int | None:
         return self.fd_limit

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 
+from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
 from lbaas.api.capabilities import require_capability
 from lbaas.api.schemas.healthmonitor import HealthMonitorSingleCreate, HealthMonitorUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import healthmonitor as rules
-from lbaas.api.writes import PENDING_CREATE
 from lbaas.db import queries
-from lbaas.db.listing import add_tags, set_tags
+from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import HealthMonitorRow, LoadBalancerRow, PoolRow
 from lbaas.errors import Conflict
-from lbaas.model.enums import OperatingStatus
 
 
 def build_healthmonitor(
@@ -49,9 +47,8 @@ def build_healthmonitor(
     if queries.count_rows(session, HealthMonitorRow, HealthMonitorRow.pool_id == pool.id):
         raise Conflict("This pool already has a health monitor")
     row = HealthMonitorRow(
-        id=str(uuid.uuid4()),
+        **new_object_columns(pool.project_id, now),
         pool_id=pool.id,
-        project_id=pool.project_id,
         name=data.name,
         admin_state_up=data.admin_state_up,
         type=hm_type,
@@ -64,24 +61,17 @@ def build_healthmonitor(
         expected_codes=http["expected_codes"],
         http_version=data.http_version,
         domain_name=data.domain_name,
-        provisioning_status=PENDING_CREATE,
-        operating_status=OperatingStatus.OFFLINE.value,
-        created_at=now,
     )
-    session.add(row)
-    add_tags(session, row.id, data.tags or [])
-    return row
+    return add_new_row(session, row, data.tags, flush=False)
 
 
 def apply_healthmonitor_update(
     session: Session, row: HealthMonitorRow, data: HealthMonitorUpdate
 ) -> None:
     """Apply a PUT body to a locked monitor row (its checks ran before the lock)."""
-    for name in ("name", "delay", "timeout", "max_retries", "http_version", "domain_name"):
-        if data.given(name):
-            setattr(row, name, getattr(data, name))
-    if data.given("admin_state_up"):
-        row.admin_state_up = bool(data.admin_state_up)
+    apply_sent(
+        row, data, ("name", "delay", "timeout", "max_retries", "http_version", "domain_name")
+    )
     if data.given("max_retries_down"):
         down = data.max_retries_down
         row.max_retries_down = rules.DEFAULT_MAX_RETRIES_DOWN if down is None else down

@@ -8,10 +8,10 @@ is applied by the same converge job as the request that caused it.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
+from lbaas.api.builders.common import add_new_row, new_object_columns
 from lbaas.api.builders.l7rule import build_l7rule
 from lbaas.api.builders.listener import pool_on_loadbalancer
 from lbaas.api.capabilities import require_capability
@@ -19,12 +19,11 @@ from lbaas.api.schemas.l7policy import L7PolicyCommon, L7PolicyUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import listener as listener_rules
 from lbaas.api.validation.l7 import Redirect, reorder, sanitize_policy_args, settle_redirect
-from lbaas.api.writes import PENDING_CREATE
 from lbaas.db.listener_queries import policies_in_order
-from lbaas.db.listing import add_tags, set_tags
+from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, ListenerRow, LoadBalancerRow, PoolRow
-from lbaas.model.enums import L7PolicyAction, ListenerProtocol, OperatingStatus
+from lbaas.model.enums import L7PolicyAction, ListenerProtocol
 
 REDIRECT_ARGS = (
     "action",
@@ -105,22 +104,16 @@ def build_l7policy(
         _check_target(session, lb, listener, redirect_pool, redirect.pool_id)
     siblings = policies_in_order(session, listener.id)
     row = L7PolicyRow(
-        id=str(uuid.uuid4()),
+        **new_object_columns(lb.project_id, now),
         listener_id=listener.id,
-        project_id=lb.project_id,
         name=data.name,
         description=data.description,
         admin_state_up=bool(data.admin_state_up),
         position=len(siblings) + 1,
-        provisioning_status=PENDING_CREATE,
-        operating_status=OperatingStatus.OFFLINE.value,
-        created_at=now,
     )
     _write_redirect(row, redirect)
     _number([*siblings, row], reorder([p.id for p in siblings], row.id, data.position))
-    session.add(row)
-    session.flush()
-    add_tags(session, row.id, data.tags or [])
+    add_new_row(session, row, data.tags)
     for rule in data.rules or []:
         build_l7rule(session, services, lb, row, rule, now)
     return row

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 
+from lbaas.api.builders.common import add_new_row, new_object_columns
 from lbaas.api.capabilities import require_capability
 from lbaas.api.schemas.l7rule import L7RuleCommon, L7RuleUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation.l7 import MAX_RULES_PER_POLICY, validate_rule
-from lbaas.api.writes import PENDING_CREATE
 from lbaas.db import queries
-from lbaas.db.listing import add_tags, set_tags
+from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, LoadBalancerRow
 from lbaas.errors import Conflict, InvalidInput
-from lbaas.model.enums import L7CompareType, L7RuleType, OperatingStatus, ProvisioningStatus
+from lbaas.model.enums import L7CompareType, L7RuleType, ProvisioningStatus
 
 _GONE = (ProvisioningStatus.DELETED.value, ProvisioningStatus.PENDING_DELETE.value)
 
@@ -48,23 +47,16 @@ def build_l7rule(
     if in_use >= MAX_RULES_PER_POLICY:
         raise Conflict(f"Too many rules on L7 policy {policy.id}")
     row = L7RuleRow(
-        id=str(uuid.uuid4()),
+        **new_object_columns(policy.project_id, now),
         l7policy_id=policy.id,
-        project_id=policy.project_id,
         admin_state_up=bool(data.admin_state_up),
         type=rule_type.value,
         compare_type=compare.value,
         key=data.key,
         value=data.value,
         invert=bool(data.invert),
-        provisioning_status=PENDING_CREATE,
-        operating_status=OperatingStatus.OFFLINE.value,
-        created_at=now,
     )
-    session.add(row)
-    session.flush()
-    add_tags(session, row.id, data.tags or [])
-    return row
+    return add_new_row(session, row, data.tags)
 
 
 def update_l7rule(

@@ -9,25 +9,23 @@ the request itself sent, as the reference does.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from lbaas.api.builders.common import add_new_row, new_object_columns
 from lbaas.api.capabilities import require_capability
 from lbaas.api.schemas.listener import ListenerCommon, ListenerOptions, ListenerUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import listener as rules
-from lbaas.api.writes import PENDING_CREATE
 from lbaas.db import queries
-from lbaas.db.listing import add_tags, set_tags
+from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import NotFound
 from lbaas.model.enums import (
     ClientAuthentication,
     ListenerProtocol,
-    OperatingStatus,
     ProvisioningStatus,
 )
 
@@ -189,21 +187,14 @@ def build_listener(
     rules.check_cidrs(values["allowed_cidrs"], _vip_addresses(lb), lb.vip_sg_ids or [])
     _sent_refs(data)
     row = ListenerRow(
-        id=str(uuid.uuid4()),
+        **new_object_columns(lb.project_id, now),
         loadbalancer_id=lb.id,
-        project_id=lb.project_id,
         admin_state_up=bool(data.admin_state_up),
         protocol=protocol.value,
         protocol_port=data.protocol_port,
-        provisioning_status=PENDING_CREATE,
-        operating_status=OperatingStatus.OFFLINE.value,
-        created_at=now,
     )
     _store(row, values, settings)
-    session.add(row)
-    session.flush()
-    add_tags(session, row.id, data.tags or [])
-    return row
+    return add_new_row(session, row, data.tags)
 
 
 def update_listener(

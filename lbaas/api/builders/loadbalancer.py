@@ -5,18 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 
 from lbaas.api import graph_create
+from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
 from lbaas.api.context import RequestContext
 from lbaas.api.lookups import NIL_UUID
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreate, LoadBalancerUpdate
 from lbaas.api.services import ApiServices
-from lbaas.api.writes import PENDING_CREATE
-from lbaas.db.listing import add_tags, set_tags
+from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import AvailabilityZoneRow, FlavorProfileRow, FlavorRow, LoadBalancerRow
 from lbaas.errors import InvalidInput, ValidationFailure
-from lbaas.model.enums import OperatingStatus
 from lbaas.network.allocation import VipRequest, allocate_vip
 
 
@@ -94,19 +93,15 @@ def build_loadbalancer(
     _check_availability_zone(session, data.availability_zone)
     check_quota(session, services.settings.quota, project, "loadbalancer")
     row = LoadBalancerRow(
-        id=graph_create.new_id(),
-        project_id=project,
+        **new_object_columns(project, now),
         name=data.name,
         description=data.description,
         admin_state_up=data.admin_state_up,
-        provisioning_status=PENDING_CREATE,
-        operating_status=OperatingStatus.OFFLINE.value,
         provider=provider,
         flavor_id=data.flavor_id,
         availability_zone=data.availability_zone,
         vip_sg_ids=[],
         additional_vips=[],
-        created_at=now,
     )
     vip = allocate_vip(
         session,
@@ -119,21 +114,14 @@ def build_loadbalancer(
     row.additional_vips = graph_create.allocate_additional_vips(
         session, data.additional_vips or [], vip, row.id, now
     )
-    session.add(row)
-    session.flush()
-    add_tags(session, row.id, data.tags or [])
-    return row
+    return add_new_row(session, row, data.tags)
 
 
 def apply_loadbalancer_update(
     session: Session, row: LoadBalancerRow, data: LoadBalancerUpdate
 ) -> None:
     """Apply a PUT body to a locked load balancer row."""
-    for name in ("name", "description"):
-        if data.given(name):
-            setattr(row, name, getattr(data, name))
-    if data.given("admin_state_up"):
-        row.admin_state_up = bool(data.admin_state_up)
+    apply_sent(row, data, ("name", "description"))
     if data.given("vip_qos_policy_id"):
         row.vip_qos_policy_id = None
     if data.given("vip_sg_ids"):

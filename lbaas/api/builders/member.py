@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import uuid
 from datetime import datetime
 
+from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
 from lbaas.api.lookups import has_live_monitor
 from lbaas.api.quota import check_quota
 from lbaas.api.schemas.member import (
@@ -22,9 +22,9 @@ from lbaas.api.schemas.member import (
     MemberUpdate,
 )
 from lbaas.api.services import ApiServices
-from lbaas.api.writes import PENDING_CREATE, TreeWrite
+from lbaas.api.writes import TreeWrite
 from lbaas.db import network_repo, pool_queries, queries
-from lbaas.db.listing import add_tags, set_tags
+from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow, MemberRow, PoolRow
 from lbaas.errors import Conflict, InvalidInput, ValidationFailure
@@ -98,9 +98,8 @@ def build_member(
         _check_unique(session, pool.id, data.address, data.protocol_port)
     status = OperatingStatus.OFFLINE if has_monitor else OperatingStatus.NO_MONITOR
     row = MemberRow(
-        id=str(uuid.uuid4()),
+        **new_object_columns(pool.project_id, now, status),
         pool_id=pool.id,
-        project_id=pool.project_id,
         name=data.name,
         admin_state_up=data.admin_state_up,
         address=data.address,
@@ -111,22 +110,13 @@ def build_member(
         monitor_address=data.monitor_address,
         monitor_port=data.monitor_port,
         vnic_type=vnic_type,
-        provisioning_status=PENDING_CREATE,
-        operating_status=status.value,
-        created_at=now,
     )
-    session.add(row)
-    add_tags(session, row.id, data.tags or [])
-    return row
+    return add_new_row(session, row, data.tags, flush=False)
 
 
 def apply_member_update(session: Session, row: MemberRow, data: MemberUpdate) -> None:
     """Apply a PUT body to a locked member row."""
-    for name in ("name", "monitor_address", "monitor_port"):
-        if data.given(name):
-            setattr(row, name, getattr(data, name))
-    if data.given("admin_state_up"):
-        row.admin_state_up = bool(data.admin_state_up)
+    apply_sent(row, data, ("name", "monitor_address", "monitor_port"))
     if data.given("weight"):
         row.weight = DEFAULT_WEIGHT if data.weight is None else data.weight
     if data.given("backup"):

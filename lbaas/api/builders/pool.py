@@ -7,19 +7,18 @@ balancer create calls it as it is. ``update_pool`` applies a PUT body to a locke
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 
+from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
 from lbaas.api.capabilities import require_capability
-from lbaas.api.schemas.pool import PoolCreate, PoolSingleCreate, PoolUpdateBody
+from lbaas.api.schemas.pool import PoolCreate, PoolSingleCreate, PoolUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import pool as rules
-from lbaas.api.writes import PENDING_CREATE
-from lbaas.db.listing import add_tags, set_tags
+from lbaas.api.validation import tls
+from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import Conflict, InvalidInput
-from lbaas.model.enums import OperatingStatus
 
 REF_FIELDS = ("tls_container_ref", "ca_tls_container_ref", "crl_container_ref")
 
@@ -84,9 +83,8 @@ def build_pool(
     """
     protocol, algorithm, persistence = _checked_create(services, lb, data, listener)
     row = PoolRow(
-        id=str(uuid.uuid4()),
+        **new_object_columns(lb.project_id, now),
         loadbalancer_id=lb.id,
-        project_id=lb.project_id,
         name=data.name,
         description=data.description,
         admin_state_up=data.admin_state_up,
@@ -100,33 +98,28 @@ def build_pool(
         tls_ciphers=data.tls_ciphers,
         tls_versions=data.tls_versions,
         alpn_protocols=data.alpn_protocols,
-        provisioning_status=PENDING_CREATE,
-        operating_status=OperatingStatus.OFFLINE.value,
-        created_at=now,
     )
     if data.tls_enabled:
         _fill_tls_defaults(row)
-    session.add(row)
-    session.flush()
+    add_new_row(session, row, data.tags)
     if listener is not None:
         listener.default_pool_id = row.id
-    add_tags(session, row.id, data.tags or [])
     return row
 
 
 def _fill_tls_defaults(row: PoolRow) -> None:
     if row.tls_ciphers is None:
-        row.tls_ciphers = rules.DEFAULT_TLS_CIPHERS
+        row.tls_ciphers = tls.POOL_TLS_CIPHERS
     if row.tls_versions is None:
-        row.tls_versions = list(rules.DEFAULT_TLS_VERSIONS)
+        row.tls_versions = list(tls.DEFAULT_TLS_VERSIONS)
     if row.alpn_protocols is None:
-        row.alpn_protocols = list(rules.DEFAULT_ALPN_PROTOCOLS)
+        row.alpn_protocols = list(tls.DEFAULT_ALPN_PROTOCOLS)
 
 
 def _update_persistence(
-    services: ApiServices, provider: str, row: PoolRow, body: PoolUpdateBody
+    services: ApiServices, provider: str, row: PoolRow, data: PoolUpdate
 ) -> None:
-    sp = body.pool.session_persistence
+    sp = data.session_persistence
     if sp is None or not sp.model_fields_set:
         row.session_persistence = None  # null or {} removes persistence
         return
@@ -142,8 +135,7 @@ def _update_persistence(
     row.session_persistence = _persistence(services, provider, wanted, row.protocol)
 
 
-def _update_tls(row: PoolRow, body: PoolUpdateBody) -> None:
-    data = body.pool
+def _update_tls(row: PoolRow, data: PoolUpdate) -> None:
     sent = {name: getattr(data, name) for name in REF_FIELDS if data.given(name)}
     stored = rules.TlsRefs(row.tls_container_ref, row.ca_tls_container_ref, row.crl_container_ref)
     rules.check_tls_refs_on_update(stored, sent)
@@ -169,17 +161,12 @@ def apply_pool_update(
     services: ApiServices,
     lb: LoadBalancerRow,
     row: PoolRow,
-    body: PoolUpdateBody,
+    data: PoolUpdate,
 ) -> None:
-    """Apply a PUT body to a locked pool row."""
-    data = body.pool
+    """Apply a PUT body's pool to a locked pool row."""
     if data.given("tags") and data.tags is not None:
         set_tags(session, row.id, data.tags)
-    for name in ("name", "description"):
-        if data.given(name):
-            setattr(row, name, getattr(data, name))
-    if data.given("admin_state_up"):
-        row.admin_state_up = bool(data.admin_state_up)
+    apply_sent(row, data, ("name", "description"))
     if data.given("lb_algorithm"):
         if data.lb_algorithm is None:
             raise InvalidInput("None is not a valid option for lb_algorithm")
@@ -188,5 +175,5 @@ def apply_pool_update(
         )
         row.lb_algorithm = data.lb_algorithm.value
     if data.given("session_persistence"):
-        _update_persistence(services, lb.provider, row, body)
-    _update_tls(row, body)
+        _update_persistence(services, lb.provider, row, data)
+    _update_tls(row, data)

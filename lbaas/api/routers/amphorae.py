@@ -67,12 +67,10 @@ def _live_amphorae(_: Session, request: Request, *__: Any) -> list[Any]:
 add_list_route(
     router,
     PATH,
-    "list_amphorae",
     Listing(
         SPEC,
         render_amphorae,
         "amphorae",
-        "amphorae_links",
         extra_allowed=frozenset({"project_id"}),
     ),
     _live_amphorae,

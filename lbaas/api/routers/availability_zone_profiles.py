@@ -15,10 +15,7 @@ from lbaas.api.schemas.catalog import (
     AvailabilityZoneProfileCreateBody,
     AvailabilityZoneProfileUpdateBody,
 )
-from lbaas.api.views.catalog import (
-    availability_zone_profile_view,
-    render_availability_zone_profiles,
-)
+from lbaas.api.views.catalog import availability_zone_profile_view
 from lbaas.db import queries
 from lbaas.db.session import Session
 from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow
@@ -39,11 +36,8 @@ ZONE_PROFILE = ProfileKind(
     label="Availability Zone Profile",
     data_field="availability_zone_data",
     wrapper="availability_zone_profile",
-    collection="availability_zone_profiles",
-    links_key="availability_zone_profile_links",
     keys=lambda caps: caps.availability_zone_keys,
     view=availability_zone_profile_view,
-    render=render_availability_zone_profiles,
     users=_zones_using,
 )
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter
 from lbaas.api.profiles import ProfileKind, add_profile_routes
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import FlavorProfileCreateBody, FlavorProfileUpdateBody
-from lbaas.api.views.catalog import flavor_profile_view, render_flavor_profiles
+from lbaas.api.views.catalog import flavor_profile_view
 from lbaas.db import queries
 from lbaas.db.session import Session
 from lbaas.db.tables import FlavorProfileRow, FlavorRow
@@ -28,11 +28,8 @@ FLAVOR_PROFILE = ProfileKind(
     label="Flavor profile",
     data_field="flavor_data",
     wrapper="flavorprofile",
-    collection="flavorprofiles",
-    links_key="flavorprofile_links",
     keys=lambda caps: caps.flavor_keys,
     view=flavor_profile_view,
-    render=render_flavor_profiles,
     users=_flavors_using,
 )
 

@@ -11,21 +11,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from starlette.responses import JSONResponse, Response
+from fastapi import APIRouter, Request
 
 from lbaas.api.builders.healthmonitor import apply_healthmonitor_update, build_healthmonitor
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import find_pool, get_pool, get_visible
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.healthmonitor import HealthMonitorCreateBody, HealthMonitorUpdateBody
+from lbaas.api.schemas.healthmonitor import (
+    HealthMonitorCreate,
+    HealthMonitorCreateBody,
+    HealthMonitorUpdate,
+    HealthMonitorUpdateBody,
+)
 from lbaas.api.validation import healthmonitor as rules
 from lbaas.api.views.healthmonitor import render_healthmonitor, render_healthmonitors
-from lbaas.api.writes import tree_write
+from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
+from lbaas.api.writes import TreeWrite
 from lbaas.db import pool_queries
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
@@ -61,75 +65,67 @@ def _conditions(session: Session, request: Request, ctx: RequestContext, _: Any)
 add_list_route(
     router,
     "/lbaas/healthmonitors",
-    "list_healthmonitors",
     Listing(
         SPEC,
         render_healthmonitors,
         "healthmonitors",
-        "healthmonitors_links",
         extra_allowed=frozenset({"http_version"}),
     ),
     _conditions,
 )
 
 
-@router.post("/lbaas/healthmonitors", status_code=201)
-def create_healthmonitor(
-    body: HealthMonitorCreateBody, call: Call = Depends(get_call)
-) -> JSONResponse:
-    services, ctx = call
-    data = body.healthmonitor
-    with tree_write(services) as w:
-        pool = get_pool(w.session, ctx, data.pool_id, Rule.WRITE)
-        lb, listeners = w.lock_pool(pool)
-        check_quota(w.session, services.settings.quota, pool.project_id, "healthmonitor")
-        row = build_healthmonitor(w.session, services, pool, data, w.now)
-        w.changed(lb, update=[*listeners, pool])
-        view = w.view(render_healthmonitor, row)
-    return JSONResponse({"healthmonitor": view}, status_code=201)
+def _create(w: TreeWrite, ctx: RequestContext, data: HealthMonitorCreate) -> HealthMonitorRow:
+    pool = get_pool(w.session, ctx, data.pool_id, Rule.WRITE)
+    lb, listeners = w.lock_pool(pool)
+    check_quota(w.session, w.services.settings.quota, pool.project_id, "healthmonitor")
+    row = build_healthmonitor(w.session, w.services, pool, data, w.now)
+    w.changed(lb, update=[*listeners, pool])
+    return row
+
+
+add_create_route(
+    router,
+    "/lbaas/healthmonitors",
+    "healthmonitor",
+    HealthMonitorCreateBody,
+    _create,
+    render_healthmonitor,
+)
 
 
 def _monitor(session: Session, ctx: RequestContext, hm_id: str, rule: Rule) -> HealthMonitorRow:
     return _monitor_and_pool(session, ctx, hm_id, rule)[0]
 
 
-add_show_route(
-    router,
-    "/lbaas/healthmonitors/{hm_id}",
-    "show_healthmonitor",
-    "healthmonitor",
-    _monitor,
-    render_healthmonitor,
+_ITEM = "/lbaas/healthmonitors/{hm_id}"
+add_show_route(router, _ITEM, "healthmonitor", _monitor, render_healthmonitor)
+
+
+def _update(
+    w: TreeWrite, ctx: RequestContext, hm_id: str, data: HealthMonitorUpdate
+) -> HealthMonitorRow:
+    row, pool = _monitor_and_pool(w.session, ctx, hm_id, Rule.WRITE)
+    rules.check_http_fields_on_update(row.type, data.model_fields_set)
+    rules.check_required_on_update({n: getattr(data, n) for n in data.model_fields_set})
+    lb, listeners = w.lock_pool(pool, row)
+    apply_healthmonitor_update(w.session, row, data)
+    w.changed(lb, update=[*listeners, pool, row])
+    return row
+
+
+def _delete(w: TreeWrite, ctx: RequestContext, hm_id: str) -> None:
+    row, pool = _monitor_and_pool(w.session, ctx, hm_id, Rule.WRITE)
+    lb, listeners = w.lock_pool(pool, row)
+    w.changed(lb, update=[*listeners, pool], delete=[row])
+    unobserved = OperatingStatus.NO_MONITOR.value
+    for member in pool_queries.members_of_pool(w.session, pool.id):
+        if member.operating_status != unobserved:
+            member.operating_status = unobserved
+            member.updated_at = w.now
+
+
+add_update_route(
+    router, _ITEM, "healthmonitor", HealthMonitorUpdateBody, _update, render_healthmonitor
 )
-
-
-@router.put("/lbaas/healthmonitors/{hm_id}")
-def update_healthmonitor(
-    hm_id: str, body: HealthMonitorUpdateBody, call: Call = Depends(get_call)
-) -> dict[str, Any]:
-    services, ctx = call
-    data = body.healthmonitor
-    with tree_write(services) as w:
-        row, pool = _monitor_and_pool(w.session, ctx, hm_id, Rule.WRITE)
-        rules.check_http_fields_on_update(row.type, data.model_fields_set)
-        rules.check_required_on_update({n: getattr(data, n) for n in data.model_fields_set})
-        lb, listeners = w.lock_pool(pool, row)
-        apply_healthmonitor_update(w.session, row, data)
-        w.changed(lb, update=[*listeners, pool, row])
-        view = w.view(render_healthmonitor, row)
-    return {"healthmonitor": view}
-
-
-@router.delete("/lbaas/healthmonitors/{hm_id}", status_code=204)
-def delete_healthmonitor(hm_id: str, call: Call = Depends(get_call)) -> Response:
-    services, ctx = call
-    with tree_write(services) as w:
-        row, pool = _monitor_and_pool(w.session, ctx, hm_id, Rule.WRITE)
-        lb, listeners = w.lock_pool(pool, row)
-        w.changed(lb, update=[*listeners, pool], delete=[row])
-        unobserved = OperatingStatus.NO_MONITOR.value
-        for member in pool_queries.members_of_pool(w.session, pool.id):
-            if member.operating_status != unobserved:
-                member.operating_status = unobserved
-                member.updated_at = w.now
-    return Response(status_code=204)
+add_delete_route(router, _ITEM, "healthmonitor", _delete)

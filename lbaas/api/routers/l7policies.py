@@ -7,22 +7,25 @@ renumbers the listener's remaining policies at once, so positions stay 1..N.
 
 from __future__ import annotations
 
-from typing import Any
-
-from fastapi import APIRouter, Depends
-from starlette.responses import JSONResponse, Response
+from fastapi import APIRouter
 
 from lbaas.api.builders.l7policy import build_l7policy, renumber_without, update_l7policy
-from lbaas.api.deps import Call, get_call
+from lbaas.api.context import RequestContext
 from lbaas.api.lookups import get_l7policy, get_listener
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.l7policy import L7PolicyCreateBody, L7PolicyUpdateBody
+from lbaas.api.schemas.l7policy import (
+    L7PolicyCreate,
+    L7PolicyCreateBody,
+    L7PolicyUpdate,
+    L7PolicyUpdateBody,
+)
 from lbaas.api.views.common import single
 from lbaas.api.views.l7policy import render_l7policies
-from lbaas.api.writes import tree_write
+from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
+from lbaas.api.writes import TreeWrite
 from lbaas.db import listener_queries
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
@@ -31,6 +34,8 @@ from lbaas.errors import NotFound
 
 router = APIRouter(route_class=JsonRoute, tags=["l7policies"])
 SPEC = derived_spec(L7PolicyRow, aliases={"tenant_id": "project_id"})
+_ITEM = "/lbaas/l7policies/{policy_id}"
+_UPDATE = "update_l7policy_route"  # the route's name since its first version
 
 
 _one = single(render_l7policies)
@@ -46,61 +51,45 @@ def _listener_of(session: Session, policy: L7PolicyRow) -> ListenerRow:
 add_list_route(
     router,
     "/lbaas/l7policies",
-    "list_l7policies",
-    Listing(SPEC, render_l7policies, "l7policies", "l7policies_links"),
+    Listing(SPEC, render_l7policies, "l7policies"),
     tree_conditions(SPEC),
 )
 
 
-@router.post("/lbaas/l7policies", status_code=201)
-def create_l7policy(body: L7PolicyCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
-    services, ctx = call
-    data = body.l7policy
-    with tree_write(services) as w:
-        listener = get_listener(w.session, ctx, data.listener_id, Rule.WRITE)
-        lb = w.lock_child(listener.loadbalancer_id, listener)
-        quota = services.settings.quota
-        check_quota(w.session, quota, lb.project_id, "l7policy")
-        check_quota(w.session, quota, lb.project_id, "l7rule", len(data.rules or []))
-        row = build_l7policy(w.session, services, listener, lb, data, w.now)
-        w.changed(lb, update=[listener])
-        view = w.view(_one, row)
-    return JSONResponse({"l7policy": view}, status_code=201)
+def _create(w: TreeWrite, ctx: RequestContext, data: L7PolicyCreate) -> L7PolicyRow:
+    listener = get_listener(w.session, ctx, data.listener_id, Rule.WRITE)
+    lb = w.lock_child(listener.loadbalancer_id, listener)
+    quota = w.services.settings.quota
+    check_quota(w.session, quota, lb.project_id, "l7policy")
+    check_quota(w.session, quota, lb.project_id, "l7rule", len(data.rules or []))
+    row = build_l7policy(w.session, w.services, listener, lb, data, w.now)
+    w.changed(lb, update=[listener])
+    return row
 
 
-add_show_route(
-    router,
-    "/lbaas/l7policies/{policy_id}",
-    "show_l7policy",
-    "l7policy",
-    get_l7policy,
-    _one,
-)
+add_create_route(router, "/lbaas/l7policies", "l7policy", L7PolicyCreateBody, _create, _one)
 
 
-@router.put("/lbaas/l7policies/{policy_id}")
-def update_l7policy_route(
-    policy_id: str, body: L7PolicyUpdateBody, call: Call = Depends(get_call)
-) -> dict[str, Any]:
-    services, ctx = call
-    with tree_write(services) as w:
-        row = get_l7policy(w.session, ctx, policy_id, Rule.WRITE)
-        listener = _listener_of(w.session, row)
-        lb = w.lock_child(listener.loadbalancer_id, row)
-        update_l7policy(w.session, services, lb, listener, row, body.l7policy, w.now)
-        w.changed(lb, update=[listener, row])
-        view = w.view(_one, row)
-    return {"l7policy": view}
+add_show_route(router, _ITEM, "l7policy", get_l7policy, _one)
 
 
-@router.delete("/lbaas/l7policies/{policy_id}", status_code=204)
-def delete_l7policy(policy_id: str, call: Call = Depends(get_call)) -> Response:
-    services, ctx = call
-    with tree_write(services) as w:
-        row = get_l7policy(w.session, ctx, policy_id, Rule.WRITE)
-        listener = _listener_of(w.session, row)
-        lb = w.lock_child(listener.loadbalancer_id)
-        rules = listener_queries.live_rules_of(w.session, row.id)
-        w.changed(lb, update=[listener], delete=[*rules, row])
-        renumber_without(w.session, listener.id, row.id)
-    return Response(status_code=204)
+def _update(w: TreeWrite, ctx: RequestContext, policy_id: str, data: L7PolicyUpdate) -> L7PolicyRow:
+    row = get_l7policy(w.session, ctx, policy_id, Rule.WRITE)
+    listener = _listener_of(w.session, row)
+    lb = w.lock_child(listener.loadbalancer_id, row)
+    update_l7policy(w.session, w.services, lb, listener, row, data, w.now)
+    w.changed(lb, update=[listener, row])
+    return row
+
+
+def _delete(w: TreeWrite, ctx: RequestContext, policy_id: str) -> None:
+    row = get_l7policy(w.session, ctx, policy_id, Rule.WRITE)
+    listener = _listener_of(w.session, row)
+    lb = w.lock_child(listener.loadbalancer_id)
+    rules = listener_queries.live_rules_of(w.session, row.id)
+    w.changed(lb, update=[listener], delete=[*rules, row])
+    renumber_without(w.session, listener.id, row.id)
+
+
+add_update_route(router, _ITEM, "l7policy", L7PolicyUpdateBody, _update, _one, name=_UPDATE)
+add_delete_route(router, _ITEM, "l7policy", _delete)

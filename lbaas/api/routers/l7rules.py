@@ -8,23 +8,21 @@ is immutable"), and marks the load balancer, the listener and the policy PENDING
 
 from __future__ import annotations
 
-from typing import Any
-
-from fastapi import APIRouter, Depends, Query
-from starlette.responses import JSONResponse, Response
+from fastapi import APIRouter, Depends
+from starlette.responses import JSONResponse
 
 from lbaas.api.builders.l7rule import build_l7rule, update_l7rule
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
-from lbaas.api.listing import select_fields
 from lbaas.api.lookups import get_l7policy
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
-from lbaas.api.read_routes import Listing, add_list_route, live_children
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route, live_children
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.l7rule import L7RuleCreateBody, L7RuleUpdateBody
+from lbaas.api.schemas.l7rule import L7RuleCreateBody, L7RuleUpdate, L7RuleUpdateBody
 from lbaas.api.views.common import single
 from lbaas.api.views.l7rule import render_l7rules
+from lbaas.api.write_routes import add_delete_route, add_update_route
 from lbaas.api.writes import TreeWrite, require_active, tree_write
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
@@ -36,6 +34,9 @@ router = APIRouter(route_class=JsonRoute, tags=["l7rules"])
 SPEC = derived_spec(L7RuleRow, aliases={"tenant_id": "project_id"}, exclude={"l7policy_id"})
 _PARENT = "L7Policy"
 _DELETED = ProvisioningStatus.DELETED.value
+_ITEM = "/lbaas/l7policies/{l7policy_id}/rules/{rule_id}"
+_Key = tuple[str, str]  # (policy id, rule id)
+_UPDATE = "update_l7rule_route"  # the route's name since its first version
 
 
 def _policy(session: Session, ctx: RequestContext, policy_id: str, rule: Rule) -> L7PolicyRow:
@@ -69,9 +70,9 @@ _one = single(render_l7rules)
 add_list_route(
     router,
     "/lbaas/l7policies/{l7policy_id}/rules",
-    "list_l7rules",
-    Listing(SPEC, render_l7rules, "rules", "rules_links"),
+    Listing(SPEC, render_l7rules, "rules"),
     live_children(_policy, Rule.READ, L7RuleRow, "l7policy_id"),
+    name="list_l7rules",
 )
 
 
@@ -90,41 +91,32 @@ def create_l7rule(
     return JSONResponse({"rule": view}, status_code=201)
 
 
-@router.get("/lbaas/l7policies/{l7policy_id}/rules/{rule_id}")
-def show_l7rule(
-    l7policy_id: str,
-    rule_id: str,
-    fields: list[str] = Query(default=[]),
-    call: Call = Depends(get_call),
-) -> dict[str, Any]:
-    services, ctx = call
-    with services.database.read() as session:
-        policy = _policy(session, ctx, l7policy_id, Rule.READ)
-        row = _rule_of(session, policy, rule_id)
-        return {"rule": select_fields(_one(session, row), fields)}
+def _policy_and_rule(
+    session: Session, ctx: RequestContext, key: _Key, rule: Rule
+) -> tuple[L7PolicyRow, L7RuleRow]:
+    policy_id, rule_id = key
+    policy = _policy(session, ctx, policy_id, rule)
+    return policy, _rule_of(session, policy, rule_id)
 
 
-@router.put("/lbaas/l7policies/{l7policy_id}/rules/{rule_id}")
-def update_l7rule_route(
-    l7policy_id: str, rule_id: str, body: L7RuleUpdateBody, call: Call = Depends(get_call)
-) -> dict[str, Any]:
-    services, ctx = call
-    with tree_write(services) as w:
-        policy = _policy(w.session, ctx, l7policy_id, Rule.WRITE)
-        row = _rule_of(w.session, policy, rule_id)
-        lb, listener = _lock_for_rule_change(w, policy, row)
-        update_l7rule(w.session, services, lb, row, body.rule, w.now)
-        w.changed(lb, update=[listener, policy, row])
-        view = w.view(_one, row)
-    return {"rule": view}
+def _rule(session: Session, ctx: RequestContext, key: _Key, rule: Rule) -> L7RuleRow:
+    return _policy_and_rule(session, ctx, key, rule)[1]
 
 
-@router.delete("/lbaas/l7policies/{l7policy_id}/rules/{rule_id}", status_code=204)
-def delete_l7rule(l7policy_id: str, rule_id: str, call: Call = Depends(get_call)) -> Response:
-    services, ctx = call
-    with tree_write(services) as w:
-        policy = _policy(w.session, ctx, l7policy_id, Rule.WRITE)
-        row = _rule_of(w.session, policy, rule_id)
-        lb, listener = _lock_for_rule_change(w, policy)
-        w.changed(lb, update=[listener, policy], delete=[row])
-    return Response(status_code=204)
+def _update(w: TreeWrite, ctx: RequestContext, key: _Key, data: L7RuleUpdate) -> L7RuleRow:
+    policy, row = _policy_and_rule(w.session, ctx, key, Rule.WRITE)
+    lb, listener = _lock_for_rule_change(w, policy, row)
+    update_l7rule(w.session, w.services, lb, row, data, w.now)
+    w.changed(lb, update=[listener, policy, row])
+    return row
+
+
+def _delete(w: TreeWrite, ctx: RequestContext, key: _Key) -> None:
+    policy, row = _policy_and_rule(w.session, ctx, key, Rule.WRITE)
+    lb, listener = _lock_for_rule_change(w, policy)
+    w.changed(lb, update=[listener, policy], delete=[row])
+
+
+add_show_route(router, _ITEM, "rule", _rule, _one, name="show_l7rule")
+add_update_route(router, _ITEM, "rule", L7RuleUpdateBody, _update, _one, name=_UPDATE)
+add_delete_route(router, _ITEM, "rule", _delete, name="delete_l7rule")

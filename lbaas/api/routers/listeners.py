@@ -12,19 +12,25 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.listener import build_listener, update_listener
+from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import get_listener, get_loadbalancer
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.listener import ListenerCreateBody, ListenerUpdateBody
+from lbaas.api.schemas.listener import (
+    ListenerCreate,
+    ListenerCreateBody,
+    ListenerUpdate,
+    ListenerUpdateBody,
+)
 from lbaas.api.views.common import single
 from lbaas.api.views.listener import render_listeners
-from lbaas.api.writes import tree_write
+from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
+from lbaas.api.writes import TreeWrite
 from lbaas.db import listener_queries, stats_repo
 from lbaas.db.listing import derived_spec
 from lbaas.db.tables import ListenerRow
@@ -32,6 +38,8 @@ from lbaas.errors import ValidationFailure
 
 router = APIRouter(route_class=JsonRoute, tags=["listeners"])
 SPEC = derived_spec(ListenerRow, aliases={"tenant_id": "project_id"})
+_ITEM = "/lbaas/listeners/{listener_id}"
+_UPDATE = "update_listener_route"  # the route's name since its first version
 
 
 _one = single(render_listeners)
@@ -40,64 +48,50 @@ _one = single(render_listeners)
 add_list_route(
     router,
     "/lbaas/listeners",
-    "list_listeners",
-    Listing(SPEC, render_listeners, "listeners", "listeners_links"),
+    Listing(SPEC, render_listeners, "listeners"),
     tree_conditions(SPEC),
 )
 
 
-@router.post("/lbaas/listeners", status_code=201)
-def create_listener(body: ListenerCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
-    services, ctx = call
-    data = body.listener
-    with tree_write(services) as w:
-        lb = get_loadbalancer(w.session, ctx, data.loadbalancer_id, Rule.WRITE)
-        if data.default_pool or data.l7policies:
-            raise ValidationFailure(
-                "default_pool and l7policies can only be given when creating a fully "
-                "populated load balancer."
-            )
-        lb = w.lock_child(lb.id)
-        check_quota(w.session, services.settings.quota, lb.project_id, "listener")
-        row = build_listener(w.session, services, lb, data, w.now)
-        w.changed(lb)
-        view = w.view(_one, row)
-    return JSONResponse({"listener": view}, status_code=201)
+def _create(w: TreeWrite, ctx: RequestContext, data: ListenerCreate) -> ListenerRow:
+    lb = get_loadbalancer(w.session, ctx, data.loadbalancer_id, Rule.WRITE)
+    if data.default_pool or data.l7policies:
+        raise ValidationFailure(
+            "default_pool and l7policies can only be given when creating a fully "
+            "populated load balancer."
+        )
+    lb = w.lock_child(lb.id)
+    check_quota(w.session, w.services.settings.quota, lb.project_id, "listener")
+    row = build_listener(w.session, w.services, lb, data, w.now)
+    w.changed(lb)
+    return row
 
 
-add_show_route(
-    router,
-    "/lbaas/listeners/{listener_id}",
-    "show_listener",
-    "listener",
-    get_listener,
-    _one,
-)
+add_create_route(router, "/lbaas/listeners", "listener", ListenerCreateBody, _create, _one)
 
 
-@router.put("/lbaas/listeners/{listener_id}")
-def update_listener_route(
-    listener_id: str, body: ListenerUpdateBody, call: Call = Depends(get_call)
-) -> dict[str, Any]:
-    services, ctx = call
-    with tree_write(services) as w:
-        row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
-        lb = w.lock_child(row.loadbalancer_id, row)
-        update_listener(w.session, lb, row, body.listener, w.now)
-        w.changed(lb, update=[row])
-        view = w.view(_one, row)
-    return {"listener": view}
+add_show_route(router, _ITEM, "listener", get_listener, _one)
 
 
-@router.delete("/lbaas/listeners/{listener_id}", status_code=204)
-def delete_listener(listener_id: str, call: Call = Depends(get_call)) -> Response:
-    services, ctx = call
-    with tree_write(services) as w:
-        row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
-        lb = w.lock_child(row.loadbalancer_id)
-        policies, rules = listener_queries.live_policies_and_rules(w.session, row.id)
-        w.changed(lb, delete=[*rules, *policies, row])
-    return Response(status_code=204)
+def _update(
+    w: TreeWrite, ctx: RequestContext, listener_id: str, data: ListenerUpdate
+) -> ListenerRow:
+    row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
+    lb = w.lock_child(row.loadbalancer_id, row)
+    update_listener(w.session, lb, row, data, w.now)
+    w.changed(lb, update=[row])
+    return row
+
+
+def _delete(w: TreeWrite, ctx: RequestContext, listener_id: str) -> None:
+    row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
+    lb = w.lock_child(row.loadbalancer_id)
+    policies, rules = listener_queries.live_policies_and_rules(w.session, row.id)
+    w.changed(lb, delete=[*rules, *policies, row])
+
+
+add_update_route(router, _ITEM, "listener", ListenerUpdateBody, _update, _one, name=_UPDATE)
+add_delete_route(router, _ITEM, "listener", _delete)
 
 
 @router.get("/lbaas/listeners/{listener_id}/stats")

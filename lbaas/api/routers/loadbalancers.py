@@ -14,6 +14,7 @@ from lbaas.api.builders.loadbalancer import (
     build_loadbalancer,
     reject_unsupported_vip_options,
 )
+from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import (
     TRUE_WORDS,
@@ -25,11 +26,16 @@ from lbaas.api.lookups import get_loadbalancer
 from lbaas.api.policy import Rule
 from lbaas.api.read_routes import add_show_route, live_rows_of_caller
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.loadbalancer import LoadBalancerCreateBody, LoadBalancerUpdateBody
+from lbaas.api.schemas.loadbalancer import (
+    LoadBalancerCreateBody,
+    LoadBalancerUpdate,
+    LoadBalancerUpdateBody,
+)
 from lbaas.api.views.common import single
 from lbaas.api.views.loadbalancer import loadbalancer_view, render_loadbalancers
 from lbaas.api.views.status_tree import status_tree
-from lbaas.api.writes import ACTIVE, ERROR, PENDING_DELETE, tree_write
+from lbaas.api.write_routes import add_update_route
+from lbaas.api.writes import ACTIVE, ERROR, PENDING_DELETE, TreeWrite, tree_write
 from lbaas.db import job_queue, stats_repo
 from lbaas.db.listing import derived_spec, typed_filters
 from lbaas.db.loadbalancer_json import list_loadbalancers_json
@@ -93,32 +99,24 @@ def create_loadbalancer(
     return JSONResponse({"loadbalancer": view}, status_code=201)
 
 
-add_show_route(
-    router,
-    "/lbaas/loadbalancers/{lb_id}",
-    "show_loadbalancer",
-    "loadbalancer",
-    get_loadbalancer,
-    _one,
-)
+_ITEM = "/lbaas/loadbalancers/{lb_id}"
+add_show_route(router, _ITEM, "loadbalancer", get_loadbalancer, _one)
 
 
-@router.put("/lbaas/loadbalancers/{lb_id}")
-def update_loadbalancer(
-    lb_id: str, body: LoadBalancerUpdateBody, call: Call = Depends(get_call)
-) -> dict[str, Any]:
-    services, ctx = call
-    data = body.loadbalancer
+def _update(
+    w: TreeWrite, ctx: RequestContext, lb_id: str, data: LoadBalancerUpdate
+) -> LoadBalancerRow:
     reject_unsupported_vip_options(
         data.vip_qos_policy_id if data.given("vip_qos_policy_id") else None, data.vip_sg_ids
     )
-    with tree_write(services) as w:
-        row = get_loadbalancer(w.session, ctx, lb_id, Rule.WRITE)
-        w.lock_own(row, ACTIVE)
-        apply_loadbalancer_update(w.session, row, data)
-        w.changed(row)
-        view = w.view(_one, row)
-    return {"loadbalancer": view}
+    row = get_loadbalancer(w.session, ctx, lb_id, Rule.WRITE)
+    w.lock_own(row, ACTIVE)
+    apply_loadbalancer_update(w.session, row, data)
+    w.changed(row)
+    return row
+
+
+add_update_route(router, _ITEM, "loadbalancer", LoadBalancerUpdateBody, _update, _one)
 
 
 @router.delete("/lbaas/loadbalancers/{lb_id}", status_code=204)
@@ -144,12 +142,7 @@ def loadbalancer_stats(lb_id: str, call: Call = Depends(get_call)) -> dict[str, 
         row = get_loadbalancer(session, ctx, lb_id, Rule.READ)
         tree = load_tree(session.connection(), row.id)
         listener_ids = [li.id for li in tree.listeners] if tree is not None else []
-        per_listener = stats_repo.listener_totals(session, listener_ids)
-    total = dict.fromkeys(stats_repo.COUNTERS, 0)
-    for counters in per_listener.values():
-        for name, value in counters.items():
-            total[name] += value
-    return {"stats": total}
+        return {"stats": stats_repo.summed_totals(session, listener_ids)}
 
 
 @router.get("/lbaas/loadbalancers/{lb_id}/status")

@@ -13,23 +13,27 @@ those not named are deleted unless ``additive_only`` is true. It answers 202 wit
 
 from __future__ import annotations
 
-from typing import Any
-
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.member import apply_batch, apply_member_update, build_member, check_subnet
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
-from lbaas.api.listing import TRUE_WORDS, select_fields
+from lbaas.api.listing import TRUE_WORDS
 from lbaas.api.lookups import find_pool, get_pool, has_live_monitor
 from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
-from lbaas.api.read_routes import Listing, add_list_route, live_children
+from lbaas.api.read_routes import Listing, add_list_route, add_show_route, live_children
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.member import MemberCreateBody, MembersBatchBody, MemberUpdateBody
+from lbaas.api.schemas.member import (
+    MemberCreateBody,
+    MembersBatchBody,
+    MemberUpdate,
+    MemberUpdateBody,
+)
 from lbaas.api.views.member import render_member, render_members
-from lbaas.api.writes import tree_write
+from lbaas.api.write_routes import add_delete_route, add_update_route
+from lbaas.api.writes import TreeWrite, tree_write
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import MemberRow, PoolRow
@@ -39,6 +43,8 @@ from lbaas.model.enums import ProvisioningStatus
 router = APIRouter(route_class=JsonRoute, tags=["members"])
 SPEC = derived_spec(MemberRow, aliases={"tenant_id": "project_id"})
 _DELETED = ProvisioningStatus.DELETED.value
+_ITEM = "/lbaas/pools/{pool_id}/members/{member_id}"
+_Key = tuple[str, str]  # (pool id, member id)
 
 
 def _pool_and_member(
@@ -55,8 +61,7 @@ def _pool_and_member(
 add_list_route(
     router,
     "/lbaas/pools/{pool_id}/members",
-    "list_members",
-    Listing(SPEC, render_members, "members", "members_links"),
+    Listing(SPEC, render_members, "members"),
     live_children(get_pool, Rule.READ_MEMBERS, MemberRow, "pool_id"),
 )
 
@@ -77,41 +82,27 @@ def create_member(
     return JSONResponse({"member": view}, status_code=201)
 
 
-@router.get("/lbaas/pools/{pool_id}/members/{member_id}")
-def show_member(
-    pool_id: str,
-    member_id: str,
-    fields: list[str] = Query(default=[]),
-    call: Call = Depends(get_call),
-) -> dict[str, Any]:
-    services, ctx = call
-    with services.database.read() as session:
-        _, row = _pool_and_member(session, ctx, pool_id, member_id, Rule.READ)
-        return {"member": select_fields(render_member(session, row), fields)}
+def _member(session: Session, ctx: RequestContext, key: _Key, rule: Rule) -> MemberRow:
+    return _pool_and_member(session, ctx, *key, rule)[1]
 
 
-@router.put("/lbaas/pools/{pool_id}/members/{member_id}")
-def update_member(
-    pool_id: str, member_id: str, body: MemberUpdateBody, call: Call = Depends(get_call)
-) -> dict[str, Any]:
-    services, ctx = call
-    with tree_write(services) as w:
-        pool, row = _pool_and_member(w.session, ctx, pool_id, member_id, Rule.WRITE)
-        lb, listeners = w.lock_pool(pool, row)
-        apply_member_update(w.session, row, body.member)
-        w.changed(lb, update=[*listeners, pool, row])
-        view = w.view(render_member, row)
-    return {"member": view}
+def _update(w: TreeWrite, ctx: RequestContext, key: _Key, data: MemberUpdate) -> MemberRow:
+    pool, row = _pool_and_member(w.session, ctx, *key, Rule.WRITE)
+    lb, listeners = w.lock_pool(pool, row)
+    apply_member_update(w.session, row, data)
+    w.changed(lb, update=[*listeners, pool, row])
+    return row
 
 
-@router.delete("/lbaas/pools/{pool_id}/members/{member_id}", status_code=204)
-def delete_member(pool_id: str, member_id: str, call: Call = Depends(get_call)) -> Response:
-    services, ctx = call
-    with tree_write(services) as w:
-        pool, row = _pool_and_member(w.session, ctx, pool_id, member_id, Rule.WRITE)
-        lb, listeners = w.lock_pool(pool, row)
-        w.changed(lb, update=[*listeners, pool], delete=[row])
-    return Response(status_code=204)
+def _delete(w: TreeWrite, ctx: RequestContext, key: _Key) -> None:
+    pool, row = _pool_and_member(w.session, ctx, *key, Rule.WRITE)
+    lb, listeners = w.lock_pool(pool, row)
+    w.changed(lb, update=[*listeners, pool], delete=[row])
+
+
+add_show_route(router, _ITEM, "member", _member, render_member)
+add_update_route(router, _ITEM, "member", MemberUpdateBody, _update, render_member)
+add_delete_route(router, _ITEM, "member", _delete)
 
 
 @router.put("/lbaas/pools/{pool_id}/members", status_code=202)

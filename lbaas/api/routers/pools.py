@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from starlette.responses import JSONResponse, Response
+from fastapi import APIRouter, Request
 
 from lbaas.api.builders.pool import apply_pool_update, build_pool
 from lbaas.api.context import RequestContext
-from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import find_live, get_loadbalancer, get_pool
 from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.pool import PoolCreateBody, PoolUpdateBody
+from lbaas.api.schemas.pool import PoolCreate, PoolCreateBody, PoolUpdate, PoolUpdateBody
 from lbaas.api.views.pool import render_pool, render_pools
-from lbaas.api.writes import tree_write
+from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
+from lbaas.api.writes import TreeWrite
 from lbaas.db import pool_queries
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
@@ -46,69 +45,60 @@ def _conditions(session: Session, request: Request, ctx: RequestContext, _: Any)
 add_list_route(
     router,
     "/lbaas/pools",
-    "list_pools",
     Listing(
         SPEC,
         render_pools,
         "pools",
-        "pools_links",
         extra_allowed=frozenset({"listener_id", "healthmonitor_id"}),
     ),
     _conditions,
 )
 
 
-@router.post("/lbaas/pools", status_code=201)
-def create_pool(body: PoolCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
-    services, ctx = call
-    data = body.pool
+def _create(w: TreeWrite, ctx: RequestContext, data: PoolCreate) -> PoolRow:
     if data.loadbalancer_id is None and data.listener_id is None:
         raise ValidationFailure("Must provide at least one of: loadbalancer_id, listener_id")
-    with tree_write(services) as w:
-        listener = None
-        if data.listener_id is not None:
-            listener = find_live(w.session, ListenerRow, data.listener_id, "Listener")
-        lb_id = data.loadbalancer_id or (listener.loadbalancer_id if listener else "")
-        get_loadbalancer(w.session, ctx, lb_id, Rule.WRITE)
-        if listener is not None and listener.loadbalancer_id != lb_id:
-            raise NotFound.of("Listener", listener.id)
-        lb = w.lock_child(lb_id, *([listener] if listener is not None else []))
-        check_quota(w.session, services.settings.quota, lb.project_id, "pool")
-        row = build_pool(w.session, services, lb, data, w.now, listener=listener)
-        w.changed(lb, update=[listener] if listener is not None else [])
-        view = w.view(render_pool, row)
-    return JSONResponse({"pool": view}, status_code=201)
+    listener = None
+    if data.listener_id is not None:
+        listener = find_live(w.session, ListenerRow, data.listener_id, "Listener")
+    lb_id = data.loadbalancer_id or (listener.loadbalancer_id if listener else "")
+    get_loadbalancer(w.session, ctx, lb_id, Rule.WRITE)
+    if listener is not None and listener.loadbalancer_id != lb_id:
+        raise NotFound.of("Listener", listener.id)
+    lb = w.lock_child(lb_id, *([listener] if listener is not None else []))
+    check_quota(w.session, w.services.settings.quota, lb.project_id, "pool")
+    row = build_pool(w.session, w.services, lb, data, w.now, listener=listener)
+    w.changed(lb, update=[listener] if listener is not None else [])
+    return row
 
 
-add_show_route(router, "/lbaas/pools/{pool_id}", "show_pool", "pool", get_pool, render_pool)
+add_create_route(router, "/lbaas/pools", "pool", PoolCreateBody, _create, render_pool)
 
 
-@router.put("/lbaas/pools/{pool_id}")
-def update_pool(
-    pool_id: str, body: PoolUpdateBody, call: Call = Depends(get_call)
-) -> dict[str, Any]:
-    services, ctx = call
-    with tree_write(services) as w:
-        row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
-        lb = w.lock_child(row.loadbalancer_id, row)
-        apply_pool_update(w.session, services, lb, row, body)
-        listeners = pool_queries.listeners_using_pool(w.session, row.id)
-        w.changed(lb, update=[*listeners, row])
-        view = w.view(render_pool, row)
-    return {"pool": view}
+_ITEM = "/lbaas/pools/{pool_id}"
+add_show_route(router, _ITEM, "pool", get_pool, render_pool)
 
 
-@router.delete("/lbaas/pools/{pool_id}", status_code=204)
-def delete_pool(pool_id: str, call: Call = Depends(get_call)) -> Response:
-    services, ctx = call
-    with tree_write(services) as w:
-        row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
-        lb = w.lock_child(row.loadbalancer_id, row)
-        redirecting = pool_queries.policies_redirecting_to(w.session, row.id)
-        if redirecting:
-            first = min(redirecting, key=lambda p: (p.created_at, p.id))
-            raise Conflict(f"Pool {row.id} is in use by L7 policy {first.id}")
-        listeners = pool_queries.listeners_using_pool(w.session, row.id)
-        members, monitors = pool_queries.members_and_monitors(w.session, row.id)
-        w.changed(lb, update=listeners, delete=[row, *members, *monitors])
-    return Response(status_code=204)
+def _update(w: TreeWrite, ctx: RequestContext, pool_id: str, data: PoolUpdate) -> PoolRow:
+    row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
+    lb = w.lock_child(row.loadbalancer_id, row)
+    apply_pool_update(w.session, w.services, lb, row, data)
+    listeners = pool_queries.listeners_using_pool(w.session, row.id)
+    w.changed(lb, update=[*listeners, row])
+    return row
+
+
+def _delete(w: TreeWrite, ctx: RequestContext, pool_id: str) -> None:
+    row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
+    lb = w.lock_child(row.loadbalancer_id, row)
+    redirecting = pool_queries.policies_redirecting_to(w.session, row.id)
+    if redirecting:
+        first = min(redirecting, key=lambda p: (p.created_at, p.id))
+        raise Conflict(f"Pool {row.id} is in use by L7 policy {first.id}")
+    listeners = pool_queries.listeners_using_pool(w.session, row.id)
+    members, monitors = pool_queries.members_and_monitors(w.session, row.id)
+    w.changed(lb, update=listeners, delete=[row, *members, *monitors])
+
+
+add_update_route(router, _ITEM, "pool", PoolUpdateBody, _update, render_pool)
+add_delete_route(router, _ITEM, "pool", _delete)

@@ -60,31 +60,29 @@ def _capabilities(
     ]
 
 
-@router.get("/lbaas/providers/{provider}/flavor_capabilities")
-def flavor_capabilities(
-    provider: str,
-    name: str | None = None,
-    description: str | None = None,
-    fields: list[str] = Query(default=[]),
-    call: Call = Depends(get_call),
-) -> dict[str, Any]:
-    services, ctx = call
-    found = _capabilities(
-        services, ctx, provider, lambda c: c.flavor_keys, name, description, fields
+def _add_capabilities_route(
+    kind: str, keys_of: Callable[[ProviderCapabilities], Mapping[str, str]]
+) -> None:
+    """``GET /lbaas/providers/{provider}/<kind>_capabilities``: the keys a provider
+    accepts in the data of a ``kind`` profile."""
+    route = f"{kind}_capabilities"  # the path's last part, the handler and the answer's key
+
+    def capabilities(
+        provider: str,
+        name: str | None = None,
+        description: str | None = None,
+        fields: list[str] = Query(default=[]),
+        call: Call = Depends(get_call),
+    ) -> dict[str, Any]:
+        services, ctx = call
+        found = _capabilities(services, ctx, provider, keys_of, name, description, fields)
+        return {route: found}
+
+    capabilities.__name__ = route
+    router.add_api_route(
+        "/lbaas/providers/{provider}/" + route, capabilities, methods=["GET"], name=route
     )
-    return {"flavor_capabilities": found}
 
 
-@router.get("/lbaas/providers/{provider}/availability_zone_capabilities")
-def availability_zone_capabilities(
-    provider: str,
-    name: str | None = None,
-    description: str | None = None,
-    fields: list[str] = Query(default=[]),
-    call: Call = Depends(get_call),
-) -> dict[str, Any]:
-    services, ctx = call
-    found = _capabilities(
-        services, ctx, provider, lambda c: c.availability_zone_keys, name, description, fields
-    )
-    return {"availability_zone_capabilities": found}
+_add_capabilities_route("flavor", lambda c: c.flavor_keys)
+_add_capabilities_route("availability_zone", lambda c: c.availability_zone_keys)

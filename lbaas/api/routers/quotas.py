@@ -45,8 +45,7 @@ def _visible_quotas(_: Session, request: Request, ctx: RequestContext, __: Any) 
 add_list_route(
     router,
     "/lbaas/quotas",
-    "list_quotas",
-    Listing(SPEC, render_quotas, "quotas", "quotas_links"),
+    Listing(SPEC, render_quotas, "quotas"),
     _visible_quotas,
 )
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NoReturn
 
+from lbaas.api.validation import tls
 from lbaas.errors import Conflict, InvalidInput, ValidationFailure
 from lbaas.model.enums import (
     LISTENER_POOL_COMPATIBILITY,
@@ -57,25 +58,13 @@ CLIENT_CERT_HEADERS = frozenset(
 HEADER_PROTOCOLS = frozenset({ListenerProtocol.HTTP, ListenerProtocol.TERMINATED_HTTPS})
 DATAGRAM_PROTOCOLS = frozenset({ListenerProtocol.UDP, ListenerProtocol.SCTP})
 
-TLS_VERSIONS = ("SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
-ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
-# The reference's operator defaults for TERMINATED_HTTPS listeners.
-DEFAULT_TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
-DEFAULT_ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
-DEFAULT_TLS_CIPHERS = ":".join(
-    (
-        "TLS_AES_256_GCM_SHA384",
-        "TLS_CHACHA20_POLY1305_SHA256",
-        "TLS_AES_128_GCM_SHA256",
-        "DHE-RSA-AES256-GCM-SHA384",
-        "DHE-RSA-AES128-GCM-SHA256",
-        "ECDHE-ECDSA-AES256-GCM-SHA384",
-        "ECDHE-RSA-AES256-GCM-SHA384",
-        "ECDHE-ECDSA-AES128-GCM-SHA256",
-        "ECDHE-RSA-AES128-GCM-SHA256",
-        "ECDHE-ECDSA-CHACHA20-POLY1305",
-        "ECDHE-RSA-CHACHA20-POLY1305",
-    )
+# The reference's wording for a listener's empty lists (a pool's differs).
+_EMPTY_VERSIONS = (
+    "Empty TLS version list. Send at least one version, or leave the field out to get the default."
+)
+_EMPTY_ALPN = (
+    "Empty ALPN protocol list. Send at least one protocol, or leave the field out to get "
+    "the default."
 )
 _CIPHER_CHARS = re.compile(r"[A-Za-z0-9\-+!:@=_.]+")
 
@@ -126,38 +115,19 @@ class ListenerSettings:
 def with_tls_defaults(settings: ListenerSettings) -> ListenerSettings:
     """Fill TERMINATED_HTTPS defaults; drop TLS options on listeners that do not offload."""
     if not settings.offloads_tls:
-        return _replace_tls(settings, None, None, None)
+        return replace(settings, tls_ciphers=None, tls_versions=None, alpn_protocols=None)
     if settings.protocol is not ListenerProtocol.TERMINATED_HTTPS:
         return settings
-    return _replace_tls(
+    return replace(
         settings,
-        settings.tls_ciphers or DEFAULT_TLS_CIPHERS,
-        settings.tls_versions if settings.tls_versions is not None else DEFAULT_TLS_VERSIONS,
-        settings.alpn_protocols if settings.alpn_protocols is not None else DEFAULT_ALPN_PROTOCOLS,
+        tls_ciphers=settings.tls_ciphers or tls.LISTENER_TLS_CIPHERS,
+        tls_versions=_or_default(settings.tls_versions, tls.DEFAULT_TLS_VERSIONS),
+        alpn_protocols=_or_default(settings.alpn_protocols, tls.DEFAULT_ALPN_PROTOCOLS),
     )
 
 
-def _replace_tls(
-    s: ListenerSettings,
-    ciphers: str | None,
-    versions: tuple[str, ...] | None,
-    alpn: tuple[str, ...] | None,
-) -> ListenerSettings:
-    return ListenerSettings(
-        protocol=s.protocol,
-        insert_headers=s.insert_headers,
-        default_tls_container_ref=s.default_tls_container_ref,
-        sni_container_refs=s.sni_container_refs,
-        client_ca_tls_container_ref=s.client_ca_tls_container_ref,
-        client_authentication=s.client_authentication,
-        client_crl_container_ref=s.client_crl_container_ref,
-        tls_ciphers=ciphers,
-        tls_versions=versions,
-        alpn_protocols=alpn,
-        hsts_max_age=s.hsts_max_age,
-        hsts_include_subdomains=s.hsts_include_subdomains,
-        hsts_preload=s.hsts_preload,
-    )
+def _or_default(sent: tuple[str, ...] | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    return sent if sent is not None else default
 
 
 def check_insert_headers(protocol: ListenerProtocol, headers: Iterable[str]) -> None:
@@ -215,28 +185,12 @@ def check_settings(settings: ListenerSettings) -> None:
 def check_tls_options(
     ciphers: str | None, versions: Sequence[str] | None, alpn: Sequence[str] | None
 ) -> None:
-    if versions is not None:
-        if not versions:
-            raise ValidationFailure(
-                "Empty TLS version list. Send at least one version, or leave the field out "
-                "to get the default."
-            )
-        bad = [v for v in versions if v not in TLS_VERSIONS]
-        if bad:
-            raise ValidationFailure(f"Invalid TLS versions: {', '.join(bad)}")
+    tls.check_versions(versions, empty=_EMPTY_VERSIONS)
     if ciphers is not None and not _CIPHER_CHARS.fullmatch(ciphers):
         raise ValidationFailure(
             "tls_ciphers may contain only letters, digits and the characters - + ! : @ = _ ."
         )
-    if alpn is not None:
-        if not alpn:
-            raise ValidationFailure(
-                "Empty ALPN protocol list. Send at least one protocol, or leave the field out "
-                "to get the default."
-            )
-        bad = [p for p in alpn if p not in ALPN_PROTOCOLS]
-        if bad:
-            raise ValidationFailure(f"Invalid ALPN protocol: {', '.join(bad)}")
+    tls.check_alpn(alpn, empty=_EMPTY_ALPN)
 
 
 def check_hsts(settings: ListenerSettings) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from lbaas.api.validation import tls
 from lbaas.errors import InvalidInput, ValidationFailure
 from lbaas.model.enums import (
     LISTENER_POOL_COMPATIBILITY,
@@ -25,25 +26,14 @@ from lbaas.model.enums import (
 )
 from lbaas.render.haproxy.inputs import is_fetch_argument
 
-TLS_VERSIONS = ("SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
-ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
-# Defaults of a pool that re-encrypts to its members (the same as listeners').
-DEFAULT_TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
-DEFAULT_ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
-DEFAULT_TLS_CIPHERS = ":".join(
-    (
-        "TLS_AES_256_GCM_SHA384",
-        "TLS_CHACHA20_POLY1305_SHA256",
-        "TLS_AES_128_GCM_SHA256",
-        "DHE-RSA-AES256-GCM-SHA384",
-        "DHE-RSA-AES128-GCM-SHA256",
-        "ECDHE-RSA-AES256-GCM-SHA384",
-        "ECDHE-RSA-AES128-GCM-SHA256",
-        "ECDHE-ECDSA-AES256-GCM-SHA384",
-        "ECDHE-ECDSA-AES128-GCM-SHA256",
-        "ECDHE-RSA-CHACHA20-POLY1305",
-        "ECDHE-ECDSA-CHACHA20-POLY1305",
-    )
+# The reference's wording for a pool's empty lists (a listener's differs).
+_EMPTY_VERSIONS = (
+    "Empty TLS version list. Either specify at least one TLS version or remove this "
+    "parameter to use the default."
+)
+_EMPTY_ALPN = (
+    "Empty ALPN protocol list. Either specify at least one ALPN protocol or remove this "
+    "parameter to use the default."
 )
 DATAGRAM_PROTOCOLS = frozenset({PoolProtocol.UDP.value, PoolProtocol.SCTP.value})
 
@@ -133,29 +123,11 @@ def check_session_persistence(sp: Persistence, pool_protocol: str) -> None:
 
 
 def check_tls_versions(versions: Sequence[str] | None) -> None:
-    if versions is None:
-        return
-    if not versions:
-        raise ValidationFailure(
-            "Empty TLS version list. Either specify at least one TLS version or remove "
-            "this parameter to use the default."
-        )
-    invalid = [v for v in versions if v not in TLS_VERSIONS]
-    if invalid:
-        raise ValidationFailure(f"Invalid TLS versions: {', '.join(invalid)}")
+    tls.check_versions(versions, empty=_EMPTY_VERSIONS)
 
 
 def check_alpn_protocols(protocols: Sequence[str] | None) -> None:
-    if protocols is None:
-        return
-    if not protocols:
-        raise ValidationFailure(
-            "Empty ALPN protocol list. Either specify at least one ALPN protocol or "
-            "remove this parameter to use the default."
-        )
-    invalid = [p for p in protocols if p not in ALPN_PROTOCOLS]
-    if invalid:
-        raise ValidationFailure(f"Invalid ALPN protocol: {', '.join(invalid)}")
+    tls.check_alpn(protocols, empty=_EMPTY_ALPN)
 
 
 def _unretrievable(refs: Sequence[str | None]) -> None:

@@ -52,6 +52,19 @@ def lifecycle(row: Any) -> dict[str, Any]:
     }
 
 
+def described_object(row: Any) -> dict[str, Any]:
+    """How the view of an object with a description (load balancer, pool, L7 policy)
+    begins: its id, name, description, state, ownership and lifecycle."""
+    return {
+        "id": row.id,
+        "name": text(row.name),
+        "description": text(row.description),
+        "admin_state_up": row.admin_state_up,
+        **ownership(row),
+        **lifecycle(row),
+    }
+
+
 def single(
     render: Callable[[Any, list[Any]], list[dict[str, Any]]],
 ) -> Callable[[Any, Any], dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lbaas.api.views.common import ids, lifecycle, ownership, text
+from lbaas.api.views.common import described_object, ids
 from lbaas.db import listener_queries
 from lbaas.db.listing import tags_of
 from lbaas.db.session import Session
@@ -15,12 +15,7 @@ from lbaas.db.tables import L7PolicyRow
 def l7policy_view(row: L7PolicyRow, rule_ids: Sequence[str], tags: Sequence[str]) -> dict[str, Any]:
     """The full policy object; rules as ``[{"id"}]`` in creation order."""
     return {
-        "id": row.id,
-        "name": text(row.name),
-        "description": text(row.description),
-        "admin_state_up": row.admin_state_up,
-        **ownership(row),
-        **lifecycle(row),
+        **described_object(row),
         "action": row.action,
         "listener_id": row.listener_id,
         "redirect_pool_id": row.redirect_pool_id,

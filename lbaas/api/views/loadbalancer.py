@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbaas.api.views.common import ids, json_value, lifecycle, ownership, text
+from lbaas.api.views.common import described_object, ids, json_value
 from lbaas.db import queries
 from lbaas.db.session import Session
 from lbaas.db.tables import LoadBalancerRow
@@ -14,12 +14,7 @@ def loadbalancer_view(
     row: LoadBalancerRow, listener_ids: list[str], pool_ids: list[str], tags: list[str]
 ) -> dict[str, Any]:
     return {
-        "id": row.id,
-        "name": text(row.name),
-        "description": text(row.description),
-        "admin_state_up": row.admin_state_up,
-        **ownership(row),
-        **lifecycle(row),
+        **described_object(row),
         "vip_address": row.vip_address,
         "vip_port_id": row.vip_port_id,
         "vip_subnet_id": row.vip_subnet_id,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbaas.api.views.common import ids, lifecycle, ownership, text
+from lbaas.api.views.common import described_object, ids
 from lbaas.api.views.healthmonitor import render_healthmonitors
 from lbaas.api.views.member import render_members
 from lbaas.db import pool_queries, queries
@@ -31,12 +31,7 @@ def persistence_view(stored: dict[str, object] | None) -> dict[str, object] | No
 
 def _base(row: PoolRow, listener_ids: list[str], tags: list[str]) -> dict[str, Any]:
     return {
-        "id": row.id,
-        "name": text(row.name),
-        "description": text(row.description),
-        "admin_state_up": row.admin_state_up,
-        **ownership(row),
-        **lifecycle(row),
+        **described_object(row),
         "protocol": row.protocol,
         "lb_algorithm": row.lb_algorithm,
         "session_persistence": persistence_view(row.session_persistence),

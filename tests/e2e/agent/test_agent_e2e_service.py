@@ -28,6 +28,7 @@ from lbaas.config import AgentSettings, HealthSettings, Settings
 from lbaas.errors import AgentUnreachable
 from lbaas.heartbeat.envelope import open_envelope
 from lbaas.heartbeat.report_codec import from_payload
+from tests.support.udp import udp_receiver
 
 pytestmark = pytest.mark.haproxy
 KEY = "e2e-heartbeat-key"
@@ -35,13 +36,8 @@ KEY = "e2e-heartbeat-key"
 
 @pytest.fixture
 def heartbeats() -> Iterator[socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(30)
-    try:
+    with udp_receiver(30) as sock:
         yield sock
-    finally:
-        sock.close()
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from lbaas.model.health import (
     PoolHealth,
     PoolState,
 )
+from tests.support.udp import udp_receiver
 
 KEY = b"test-key"
 REPORT = HealthReport(
@@ -33,13 +34,8 @@ REPORT = HealthReport(
 
 @pytest.fixture
 def receiver() -> Iterator[socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(10)
-    try:
+    with udp_receiver(10) as sock:
         yield sock
-    finally:
-        sock.close()
 
 
 def test_each_report_is_sent_sealed(receiver: socket.socket) -> None:
@@ -75,3 +71,19 @@ def test_the_thread_keeps_sending_after_a_failing_round(receiver: socket.socket)
     finally:
         sender.stop()
     assert envelope.sender == "amp-1" and sender.failures >= 1
+
+
+def test_a_report_too_large_for_a_datagram_costs_only_its_own_heartbeat(
+    receiver: socket.socket,
+) -> None:
+    listeners = {
+        ListenerId(f"listener-{n:05d}"): ListenerHealth(ListenerState.OPEN) for n in range(2000)
+    }
+    huge = HealthReport(LoadBalancerId("lb-huge"), listeners=listeners)
+    reports = [("amp-1", REPORT), ("amp-huge", huge), ("amp-2", REPORT)]
+    sender = HeartbeatSender(lambda: reports, KEY, receiver.getsockname(), epoch=7)
+    try:
+        assert sender.send_once() == 2 and sender.failures == 1
+    finally:
+        sender.stop()
+    assert [open_envelope(receiver.recv(65536), KEY).sender for _ in range(2)] == ["amp-1", "amp-2"]

@@ -112,3 +112,14 @@ def test_a_cli_session_keeps_one_connection_for_many_commands(tmp_path: Path) ->
 def test_a_cli_session_to_a_missing_socket_is_a_runtime_api_error(tmp_path: Path) -> None:
     with pytest.raises(RuntimeApiError, match="cannot open a CLI session"):
         CliSession.open(tmp_path / "missing.sock")
+
+
+def test_show_proc_takes_only_ascii_digits_for_pids() -> None:
+    answer = (
+        "#<PID> <type> <reloads> <uptime> <version>\n"
+        "1 master 0 [failed: 0] 0d00h00m01s 2.6\n"
+        "² worker 0 0d00h00m01s 2.6\n"
+        "7 worker 1² 0d00h00m01s 2.6\n"
+    )
+    table = MasterCli(lambda _command: answer).show_proc()
+    assert [(w.pid, w.reloads) for w in table.workers] == [(7, 1)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lbaas.health.known_state import AmphoraLookup, KnownState
-from lbaas.health.pending_writes import PendingWrites
+from lbaas.health.pending_writes import PendingWrites, StampedUpdate
 from lbaas.health.rollup import roll_up
 from lbaas.model.enums import ProvisioningStatus
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancerId
@@ -60,9 +60,9 @@ def test_pending_writes_keep_the_newest_liveness_and_every_update_in_order() -> 
     pending = PendingWrites()
     pending.hear(AMP, LB_ID, 10.0)
     pending.hear(AMP, LB_ID, 9.0)  # late
-    pending.add_counter_update(AMP, LB_ID, lambda current: {})
+    pending.add_counter_update(StampedUpdate(AMP, LB_ID, None, lambda current: {}))
     pending.add_counter_update(
-        AMP, LB_ID, lambda current: {ListenerId("l"): current[ListenerId("l")]}
+        StampedUpdate(AMP, LB_ID, None, lambda current: {ListenerId("l"): current[ListenerId("l")]})
     )
     assert pending.last_heard() == {AMP: 10.0}
     batch = pending.take()

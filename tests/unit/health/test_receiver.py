@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import hmac
+import json
+import logging
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
 
+from lbaas.health.freshness import HeartbeatStamp
 from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver, ReceiverCounts
+from lbaas.health.refusals import RefusalLog
 from lbaas.health.rollup import OperatingStatuses
 from lbaas.health.store import CounterUpdate
-from lbaas.heartbeat.envelope import ReplayGuard, seal
+from lbaas.heartbeat.envelope import MAGIC, VERSION, ReplayGuard, seal
 from lbaas.heartbeat.report_codec import to_payload
 from lbaas.model.enums import OperatingStatus
 from lbaas.model.graph import AmphoraId, LoadBalancerId, MemberId
@@ -37,25 +43,36 @@ class RecordingStore(InMemoryHealthStore):
         self.fail_next = False
 
     def record_heartbeat(
-        self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, received_at: float
+        self,
+        amphora_id: AmphoraId,
+        loadbalancer_id: LoadBalancerId,
+        received_at: float,
+        stamp: HeartbeatStamp | None = None,
     ) -> bool:
         self.writes.append("record_heartbeat")
         if self.fail_next:
             self.fail_next = False
             raise ConnectionError("database went away")
-        return super().record_heartbeat(amphora_id, loadbalancer_id, received_at)
+        return super().record_heartbeat(amphora_id, loadbalancer_id, received_at, stamp)
 
     def update_listener_counters(
-        self, amphora_id: AmphoraId, loadbalancer_id: LoadBalancerId, update: CounterUpdate
+        self,
+        amphora_id: AmphoraId,
+        loadbalancer_id: LoadBalancerId,
+        update: CounterUpdate,
+        stamp: HeartbeatStamp | None = None,
     ) -> None:
         self.writes.append("update_listener_counters")
-        super().update_listener_counters(amphora_id, loadbalancer_id, update)
+        super().update_listener_counters(amphora_id, loadbalancer_id, update, stamp)
 
     def apply_operating_statuses(
-        self, loadbalancer_id: LoadBalancerId, statuses: OperatingStatuses
+        self,
+        loadbalancer_id: LoadBalancerId,
+        statuses: OperatingStatuses,
+        heard_from: tuple[AmphoraId, HeartbeatStamp] | None = None,
     ) -> bool:
         self.writes.append("apply_operating_statuses")
-        return super().apply_operating_statuses(loadbalancer_id, statuses)
+        return super().apply_operating_statuses(loadbalancer_id, statuses, heard_from)
 
 
 @pytest.fixture
@@ -214,3 +231,73 @@ def test_address_is_only_known_once_started(store: RecordingStore) -> None:
         assert host == "127.0.0.1" and port > 0
     finally:
         receiver.stop()
+
+
+def test_refusals_are_logged_once_per_interval(
+    store: RecordingStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = [0.0]
+    refusals = RefusalLog(interval=10.0, clock=lambda: now[0])
+    receiver = HeartbeatReceiver(HeartbeatProcessor(store), KEY, ReplayGuard(), refusals=refusals)
+    forged = heartbeat(key=b"not-the-key")
+    with caplog.at_level(logging.WARNING, logger="lbaas.health.refusals"):
+        for _ in range(1000):
+            receiver.handle_datagram(forged, "203.0.113.9")
+        now[0] = 10.0
+        receiver.handle_datagram(forged, "203.0.113.9")
+    assert receiver.counters.snapshot().rejected_signature == 1001
+    assert refusals.lines == 2  # the first at once, then one summary of the next 1000
+    assert len(caplog.records) == 2
+    assert "refused 1000 heartbeat datagram(s) (rejected_signature 1000)" in caplog.messages[1]
+    assert store.writes == []
+
+
+def test_an_oversized_datagram_is_refused_before_it_is_parsed(
+    receiver: HeartbeatReceiver, store: RecordingStore
+) -> None:
+    """Signed with the right key, but larger than any agent sends: not even hashed."""
+    body = json.dumps({"sender": "host-1", "padding": "x" * 65_100}).encode()
+    head = MAGIC + bytes([VERSION]) + body
+    receiver.handle_datagram(head + hmac.digest(KEY, head, "sha256"), "192.0.2.1")
+    assert receiver.counters.snapshot() == ReceiverCounts(rejected_signature=1)
+    assert store.writes == []
+
+
+class BlockingStore(RecordingStore):
+    """Holds the processing loop inside the store until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def record_heartbeat(self, *args: Any, **kwargs: Any) -> bool:
+        self.release.wait(30)  # a bound against hanging, not an assertion
+        return super().record_heartbeat(*args, **kwargs)
+
+
+def test_forged_datagrams_are_refused_while_a_heartbeat_is_being_processed() -> None:
+    """Receiving does not wait for processing: a slow store cannot stall refusals."""
+    store = BlockingStore()
+    store.add_amphora(AMP, LB_ID)
+    store.put_graph(loadbalancer([listener("l", "p")], [pool("p", [member("m")], hm=monitor())]))
+    guard = ReplayGuard(max_age=30.0, clock=lambda: NOW)
+    client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver = HeartbeatReceiver(HeartbeatProcessor(store), KEY, guard, poll_interval=0.02)
+    with receiver, client:
+        client.sendto(heartbeat(sequence=1), receiver.address)
+        for _ in range(50):
+            client.sendto(heartbeat(key=b"forged"), receiver.address)
+        client.sendto(heartbeat(sequence=2), receiver.address)
+        _wait_for(lambda: receiver.counters.snapshot().rejected_signature == 50)
+        assert receiver.counters.snapshot().accepted == 0  # the store is still held
+        store.release.set()
+        _wait_for(lambda: receiver.counters.snapshot().accepted == 2)
+    assert receiver.counters.snapshot() == ReceiverCounts(accepted=2, rejected_signature=50)
+
+
+def _wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 20  # a bound against hanging, not an assertion
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition never held")
+        time.sleep(0.005)

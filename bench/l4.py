@@ -1,0 +1,264 @@
+"""L4 engine benchmark: Maglev tables and their nftables programming, as JSON.
+
+    python bench/l4.py [--quick] [--size M] [--members N]
+
+Measures, in one run:
+
+- ``maglev``: time to build a table of M slots for N equal members (median of repeats), and
+  the share of slots that move when one member is removed, beyond the removed member's
+  own slots (as a fraction of the table and as a multiple of 1/N; averaged over removals
+  at the start, middle and end of the key order);
+- ``sizes``: for several prime table sizes, build time, ``nft -f`` time of the full table,
+  and the largest deviation of a member's share from 1/N for 100 members;
+- ``maglev`` also: the same for one member marked down (``build_table_with_down``: only
+  its own slots should move) and the largest share deviation of the others meanwhile;
+- ``kernel``: in a scratch network namespace it creates (root only), the time from a
+  member change (marked down; removed from the pool) to the new table live in the kernel:
+  the engine's slot update (table rebuild, diff, one ``nft -f`` transaction) against a full
+  reload (``nft -c`` then ``nft -f`` of the whole table);
+- ``traffic`` (root, not with ``--quick``): request/response rates of one Python client
+  in a client namespace through the VIP against directly to one backend, TCP with a new
+  connection per request and UDP (medians of five interleaved one-second runs); client and servers are Python on the same two cores, so
+  the ratio says whether the kernel path costs anything, not what it can carry.
+
+``--quick`` uses small sizes (the smoke test). Nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lbaas.l4.engine import L4Engine  # noqa: E402
+from lbaas.l4.host.real import RealNftOps  # noqa: E402
+from lbaas.l4.maglev import (  # noqa: E402
+    Backend,
+    MaglevTable,
+    build_table,
+    build_table_with_down,
+    clear_table_cache,
+    moved_slots,
+)
+from lbaas.l4.service import L4Listener, L4Member, L4Protocol, L4Service  # noqa: E402
+
+LB_ID = "b3f1c2d4-0000-4000-8000-00000000l4b0"
+
+
+def median_ms(
+    action: Callable[[], object], repeats: int, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    times = []
+    for _ in range(repeats):
+        start = clock()
+        action()
+        times.append((clock() - start) * 1000)
+    return round(statistics.median(times), 2)
+
+
+def uncached_table(backends: list[Backend], size: int) -> MaglevTable:
+    clear_table_cache()
+    return build_table(backends, size)
+
+
+def maglev_figures(size: int, count: int, repeats: int) -> dict[str, Any]:
+    backends = [Backend(f"member-{index:04d}") for index in range(count)]
+    build_ms = median_ms(lambda: uncached_table(backends, size), repeats)
+    # CPU time of this process: the wall time also counts other work on a shared machine.
+    build_cpu_ms = median_ms(lambda: uncached_table(backends, size), repeats, time.process_time)
+    full = build_table(backends, size)
+    extra = []
+    for removed in (backends[0], backends[count // 2], backends[-1]):
+        after = build_table([b for b in backends if b != removed], size)
+        owned = full.shares()[removed.key]
+        extra.append((len(moved_slots(full, after)) - owned) / size)
+    beyond = statistics.mean(extra)
+    down = build_table_with_down(backends, size, {backends[count // 2].key})
+    down_extra = len(moved_slots(full, down)) - full.shares()[backends[count // 2].key]
+    down_shares = down.shares().values()
+    return {
+        "size": size,
+        "members": count,
+        "build_ms": build_ms,
+        "build_cpu_ms": build_cpu_ms,
+        "moved_beyond_removed_share": round(beyond, 5),
+        "moved_beyond_removed_times_1_over_n": round(beyond * count, 2),
+        "removed_member_share": round(1 / count, 5),
+        "down_moved_beyond_its_share": round(down_extra / size, 5),
+        "down_max_share_deviation": round(
+            max(abs(share * (count - 1) / size - 1) for share in down_shares), 4
+        ),
+    }
+
+
+def share_deviation(size: int, count: int) -> float:
+    """Largest |share - 1/N| / (1/N) over the members of a table."""
+    shares = build_table([Backend(f"m{index}") for index in range(count)], size).shares()
+    return round(max(abs(share * count / size - 1) for share in shares.values()), 4)
+
+
+def service(members: list[L4Member], size: int) -> L4Service:
+    listener = L4Listener(L4Protocol.TCP, 80, tuple(members), table_size=size)
+    return L4Service(LB_ID, "10.203.9.1", (listener,))
+
+
+def members_of(count: int) -> list[L4Member]:
+    return [
+        L4Member(f"member-{i:04d}", f"10.204.{i // 250}.{i % 250 + 1}", 8080) for i in range(count)
+    ]
+
+
+class ScratchNamespace:
+    """A namespace of this run's own, deleted on exit; nftables there touch nothing else."""
+
+    def __init__(self) -> None:
+        self.name = f"l4b-{uuid.uuid4().hex[:6]}"
+
+    def __enter__(self) -> ScratchNamespace:
+        subprocess.run(["ip", "netns", "add", self.name], check=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.run(["ip", "netns", "delete", self.name], check=False)
+
+
+def size_figures(sizes: list[int], count: int, namespace: str | None) -> list[dict[str, Any]]:
+    """Per table size, with ``count`` members: build, share deviation (100), full load."""
+    rows = []
+    for size in sizes:
+        row: dict[str, Any] = {
+            "size": size,
+            "members": count,
+            "build_ms": median_ms(
+                lambda s=size: uncached_table([Backend(f"m{i}") for i in range(count)], s), 3
+            ),
+            "share_deviation_100_members": share_deviation(size, min(100, size)),
+        }
+        if namespace is not None:
+            engine = L4Engine(RealNftOps(namespace))
+            row["full_load_ms"] = median_ms(
+                lambda s=size, e=engine: e.apply(service(members_of(count), s)), 1
+            )
+            engine.remove(LB_ID)
+        rows.append(row)
+    return rows
+
+
+def kernel_figures(size: int, count: int, namespace: str, repeats: int) -> dict[str, Any]:
+    """Member change -> new table live: slot updates (down, removed) against a full reload."""
+    members = members_of(count)
+    ops = RealNftOps(namespace)
+    timings: dict[str, list[float]] = {"down": [], "removed": [], "full": []}
+    moved: dict[str, list[int]] = {"down": [], "removed": []}
+    for round_ in range(repeats):
+        changed = members[(round_ * 7) % count]
+        variants = {
+            "down": [replace(m, healthy=False) if m == changed else m for m in members],
+            "removed": [m for m in members if m != changed],
+        }
+        for kind, after in variants.items():
+            clear_table_cache()  # only the table applied before is known, as in service
+            engine = L4Engine(ops)
+            engine.apply(service(members, size))
+            start = time.perf_counter()
+            report = engine.apply(service(after, size))
+            timings[kind].append((time.perf_counter() - start) * 1000)
+            moved[kind].append(report.moved_slots)
+        clear_table_cache()  # as after a restart: nothing known, nothing cached
+        start = time.perf_counter()
+        L4Engine(ops).apply(service(members, size))  # a new engine knows nothing: full reload
+        timings["full"].append((time.perf_counter() - start) * 1000)
+        L4Engine(ops).remove(LB_ID)
+    return {
+        "size": size,
+        "members": count,
+        "member_down_update_ms": round(statistics.median(timings["down"]), 1),
+        "member_down_slots_rewritten": int(statistics.median(moved["down"])),
+        "member_removed_update_ms": round(statistics.median(timings["removed"]), 1),
+        "member_removed_slots_rewritten": int(statistics.median(moved["removed"])),
+        "full_reload_ms": round(statistics.median(timings["full"]), 1),
+    }
+
+
+def traffic_figures(seconds: float) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "tests" / "e2e" / "l4"))
+    from l4_lab import VIP, L4Lab  # the test lab: client, balancer, backends
+
+    lab = L4Lab(backends=2)
+    try:
+        lab.build()
+        L4Engine(RealNftOps(lab.lb)).apply(
+            L4Service(
+                LB_ID,
+                VIP,
+                (
+                    L4Listener(L4Protocol.TCP, 80, lab.members(), table_size=251),
+                    L4Listener(L4Protocol.UDP, 80, lab.members(), table_size=251),
+                ),
+            )
+        )
+        direct = lab.members()[0]
+        targets = {"vip": (VIP, 80), "direct": (direct.address, direct.port)}
+        samples: dict[str, list[float]] = {}
+        # Interleaved short runs, so that drift in the machine's load hits both alike.
+        for _ in range(5):
+            for protocol in ("tcp", "udp"):
+                for name, (address, port) in targets.items():
+                    rate = lab.rate(protocol, address, port, seconds)
+                    samples.setdefault(f"{protocol}_{name}", []).append(rate)
+    finally:
+        lab.close()
+    medians = {key: round(statistics.median(values)) for key, values in samples.items()}
+    rates: dict[str, float] = {
+        "tcp_new_connection_per_s_vip": medians["tcp_vip"],
+        "tcp_new_connection_per_s_direct": medians["tcp_direct"],
+        "udp_request_per_s_vip": medians["udp_vip"],
+        "udp_request_per_s_direct": medians["udp_direct"],
+    }
+    rates["tcp_vip_over_direct"] = round(
+        rates["tcp_new_connection_per_s_vip"] / rates["tcp_new_connection_per_s_direct"], 3
+    )
+    rates["udp_vip_over_direct"] = round(
+        rates["udp_request_per_s_vip"] / rates["udp_request_per_s_direct"], 3
+    )
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
+    parser.add_argument("--size", type=int, default=65537)
+    parser.add_argument("--members", type=int, default=1000)
+    args = parser.parse_args()
+    size, count = (1009, 50) if args.quick else (args.size, args.members)
+    repeats = 1 if args.quick else 7
+    root = os.geteuid() == 0
+    sizes = [251, 1009] if args.quick else [4099, 16411, 65537, 131071]
+    figures: dict[str, Any] = {"maglev": maglev_figures(size, count, repeats)}
+    if not root:
+        figures["sizes"] = size_figures(sizes, min(count, 1000), None)
+        figures["kernel"] = "needs root"
+    else:
+        with ScratchNamespace() as scratch:
+            figures["sizes"] = size_figures(sizes, min(count, 1000), scratch.name)
+            figures["kernel"] = kernel_figures(size, count, scratch.name, 1 if args.quick else 5)
+        if not args.quick:
+            figures["traffic"] = traffic_figures(1.0)
+    json.dump(figures, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()

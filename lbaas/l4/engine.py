@@ -1,0 +1,136 @@
+"""The L4 engine: desired ``L4Service`` in, the kernel's table changed as little as possible.
+
+The engine remembers what it last applied per load balancer. When only members changed
+(same VIP, listeners, hash keys, table sizes, and no listener went from or to no members)
+it rewrites just the slots whose member moved, one transaction for the whole load balancer;
+otherwise, for a load balancer it has not applied since it started, and when the kernel
+refuses a slot update (its table was changed behind the engine's back), it replaces the
+table (checked with ``nft -c`` first). Both leave established flows alone: conntrack keeps
+the NAT binding of a flow, so a flow stays on its member whatever the table says now.
+
+A removed or down member gets no new flows from the moment the transaction commits. Its live
+flows follow ``LiveFlowPolicy``: KEEP leaves them to end by themselves, CUT deletes their
+conntrack entries after the table changed (TCP peers then see a reset from the member,
+UDP flows are balanced again on their next packet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from lbaas.l4 import nft
+from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
+from lbaas.l4.service import L4Listener, L4Service, LiveFlowPolicy
+
+
+@dataclass(frozen=True)
+class ApplyReport:
+    full_reload: bool
+    moved_slots: int
+    cut_flows: int = 0
+
+
+@dataclass(frozen=True)
+class _Applied:
+    service: L4Service
+    slot_values: dict[str, list[str]]
+
+
+def slot_values_of(listener: L4Listener) -> list[str]:
+    """Each slot's ``address . port`` for the listener (empty: no healthy member)."""
+    return nft.slot_values(listener, listener.table())
+
+
+def plan_update(old: _Applied, service: L4Service) -> tuple[str, int, dict[str, list[str]]]:
+    """The slot-update transaction from ``old`` to ``service`` (same shape), moved count."""
+    parts: list[str] = []
+    moved = 0
+    values: dict[str, list[str]] = {}
+    for listener in service.listeners:
+        new = slot_values_of(listener)
+        values[listener.name] = new
+        changes = [
+            (slot, value)
+            for slot, (was, value) in enumerate(
+                zip(old.slot_values[listener.name], new, strict=True)
+            )
+            if was != value
+        ]
+        moved += len(changes)
+        parts.append(nft.render_slot_update(service.lb_id, listener.name, changes))
+    return "".join(parts), moved, values
+
+
+class L4Engine:
+    """Programs the L4 tables of the load balancers of one network namespace."""
+
+    def __init__(self, ops: NftOps, live_flows: LiveFlowPolicy = LiveFlowPolicy.KEEP) -> None:
+        self._ops = ops
+        self._live_flows = live_flows
+        self._applied: dict[str, _Applied] = {}
+
+    def apply(self, service: L4Service) -> ApplyReport:
+        """Make the kernel balance ``service``; raises what NftOps raises, changing nothing.
+
+        A slot update the kernel refuses (its table was deleted or changed behind the
+        engine's back) is retried once as a full reload.
+        """
+        old = self._applied.get(service.lb_id)
+        report: ApplyReport | None = None
+        if old is not None and old.service.shape() == service.shape():
+            text, moved, values = plan_update(old, service)
+            try:
+                if text:
+                    self._ops.load(text)
+                report = ApplyReport(full_reload=False, moved_slots=moved)
+            except NftCommandFailed:
+                self._applied.pop(service.lb_id)
+        if report is None:
+            values = self._replace(service)
+            report = ApplyReport(full_reload=True, moved_slots=sum(map(len, values.values())))
+        self._applied[service.lb_id] = _Applied(service, values)
+        if old is not None and self._live_flows is LiveFlowPolicy.CUT:
+            report = ApplyReport(report.full_reload, report.moved_slots, self._cut(old, service))
+        return report
+
+    def _replace(self, service: L4Service) -> dict[str, list[str]]:
+        tables = {listener.name: listener.table() for listener in service.listeners}
+        text = nft.render_full(service, tables)
+        self._ops.check(text)
+        self._ops.load(text)
+        return {
+            listener.name: nft.slot_values(listener, tables[listener.name])
+            for listener in service.listeners
+        }
+
+    def new_flows(self, lb_id: str) -> dict[str, int]:
+        """Flows each listener balanced since its table was loaded (empty: no table)."""
+        listing = self._ops.list_chain_json(nft.table_name(lb_id), "balance")
+        return nft.new_flow_counts(listing) if listing is not None else {}
+
+    def remove(self, lb_id: str) -> None:
+        """Delete the load balancer's table; established flows keep their conntrack NAT."""
+        self._ops.load(nft.render_delete(lb_id))
+        self._applied.pop(lb_id, None)
+
+    def _cut(self, old: _Applied, service: L4Service) -> int:
+        return sum(self._ops.delete_flows(flows) for flows in removed_flows(old.service, service))
+
+
+def removed_flows(old: L4Service, new: L4Service) -> Iterable[FlowMatch]:
+    """Flows of members that were healthy in ``old`` and are gone or down in ``new``.
+
+    Only listeners present in both count: a deleted listener's table is gone already.
+    """
+    new_listeners = {listener.name: listener for listener in new.listeners}
+    for listener in old.listeners:
+        current = new_listeners.get(listener.name)
+        if current is None:
+            continue
+        kept = {(m.address, m.port) for m in current.members if m.healthy}
+        for member in listener.members:
+            if member.healthy and (member.address, member.port) not in kept:
+                yield FlowMatch(
+                    listener.protocol, old.vip, listener.port, member.address, member.port
+                )

@@ -1,0 +1,75 @@
+"""The one interface through which the L4 engine changes the kernel.
+
+Two implementations: ``real`` runs ``nft`` and ``conntrack`` (root; optionally inside a
+network namespace) and ``recording`` only records what it was given, for unit tests.
+
+Errors: ``lbaas.errors.InvalidRenderedConfig`` when ``nft -c`` refuses a ruleset,
+``NftCommandFailed`` when a command cannot run or fails on a checked ruleset.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lbaas.errors import TemporaryError
+from lbaas.l4.service import L4Protocol
+
+
+class NftCommandFailed(TemporaryError):
+    """``nft`` or ``conntrack`` could not run, or failed on input ``nft -c`` accepted."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
+        super().__init__(
+            "The kernel load balancer could not be programmed.",
+            operator_message=f"{' '.join(argv)} exited {returncode}: {stderr.strip()}",
+        )
+        self.argv = tuple(argv)
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class FlowMatch:
+    """The NATed flows of one member behind one listener: what CUT deletes."""
+
+    protocol: L4Protocol
+    vip: str
+    port: int
+    member_address: str
+    member_port: int
+
+
+class NftOps(abc.ABC):
+    """nftables transactions and conntrack entries, in one network namespace."""
+
+    @abc.abstractmethod
+    def check(self, ruleset: str) -> None:
+        """``nft -c -f``: validate without changing anything.
+
+        Raises InvalidRenderedConfig with nft's message, or NftCommandFailed.
+        """
+
+    @abc.abstractmethod
+    def load(self, ruleset: str) -> None:
+        """``nft -f``: apply ``ruleset`` as one transaction (all of it or none).
+
+        Raises NftCommandFailed.
+        """
+
+    @abc.abstractmethod
+    def list_table(self, name: str) -> str | None:
+        """``nft list table ip <name>``, or None if there is no such table. No change."""
+
+    @abc.abstractmethod
+    def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
+        """``nft -j list chain ip <table> <chain>`` parsed, or None if it does not exist."""
+
+    @abc.abstractmethod
+    def delete_flows(self, flows: FlowMatch) -> int:
+        """Delete the conntrack entries of ``flows``; how many went. Idempotent.
+
+        Raises NftCommandFailed.
+        """

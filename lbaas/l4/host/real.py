@@ -1,0 +1,88 @@
+"""NftOps with the real ``nft`` and ``conntrack`` binaries, as root.
+
+Rulesets go to ``nft`` on standard input, so a 65537-slot map never touches the disk.
+With a namespace the commands run through ``ip netns exec``: nftables tables and conntrack
+entries are per network namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from typing import Any
+
+from lbaas.errors import InvalidRenderedConfig
+from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
+
+_TIMEOUT = 60.0
+
+
+class RealNftOps(NftOps):
+    def __init__(
+        self,
+        namespace: str | None = None,
+        *,
+        nft_binary: str = "nft",
+        conntrack_binary: str = "conntrack",
+        ip_binary: str = "ip",
+    ) -> None:
+        self._prefix = [] if namespace is None else [ip_binary, "netns", "exec", namespace]
+        self._nft = nft_binary
+        self._conntrack = conntrack_binary
+
+    def check(self, ruleset: str) -> None:
+        done = self._run([self._nft, "-c", "-f", "-"], ruleset)
+        if done.returncode != 0:
+            raise InvalidRenderedConfig(
+                "nft refused the L4 ruleset.", f"nft -c: {done.stderr.strip()}"
+            )
+
+    def load(self, ruleset: str) -> None:
+        done = self._run([self._nft, "-f", "-"], ruleset)
+        if done.returncode != 0:
+            raise NftCommandFailed(done.args, done.returncode, done.stderr)
+
+    def list_table(self, name: str) -> str | None:
+        done = self._run([self._nft, "list", "table", "ip", name])
+        return done.stdout if done.returncode == 0 else None
+
+    def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
+        done = self._run([self._nft, "-j", "list", "chain", "ip", table, chain])
+        if done.returncode != 0:
+            return None
+        listing: dict[str, Any] = json.loads(done.stdout)
+        return listing
+
+    def delete_flows(self, flows: FlowMatch) -> int:
+        argv = [
+            self._conntrack,
+            "-D",
+            "-p",
+            flows.protocol.value,
+            "--orig-dst",
+            flows.vip,
+            "--orig-port-dst",
+            str(flows.port),
+            "--reply-src",
+            flows.member_address,
+            "--reply-port-src",
+            str(flows.member_port),
+        ]
+        done = self._run(argv)
+        # conntrack exits 1 when nothing matched; its summary line says how many went.
+        summary = done.stderr.strip().splitlines()[-1:] or [""]
+        if "flow entries have been deleted" not in summary[0]:
+            raise NftCommandFailed(done.args, done.returncode, done.stderr)
+        return int(summary[0].split(":")[-1].split()[0])
+
+    def _run(
+        self, argv: Sequence[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        full = [*self._prefix, *argv]
+        try:
+            return subprocess.run(
+                full, input=stdin, capture_output=True, text=True, timeout=_TIMEOUT, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise NftCommandFailed(full, -1, str(exc)) from exc

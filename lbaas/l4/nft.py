@@ -1,0 +1,139 @@
+"""nftables text for one load balancer: its own table, one slot map per listener.
+
+Layout of ``table ip lbaas_<id>``::
+
+    map tcp_80  { typeof numgen inc mod M : ip daddr . th dport; elements = { slot : member } }
+    chain balance  { ip daddr VIP meta l4proto tcp th dport 80 counter
+                     dnat ip to jhash <key> mod M seed S map @tcp_80 comment "tcp_80" }
+    chain prerouting (nat, dstnat)  -> jump balance     traffic arriving from elsewhere
+    chain output     (nat, -100)    -> jump balance     traffic from this namespace itself
+
+One map lookup per new flow (conntrack handles the rest of the flow), whatever the number
+of members: a data map of slot -> address . port needs no chain per member (a verdict map
+to per-member DNAT chains would do the same with one more jump). ``jhash`` takes an explicit seed derived
+from the load balancer and listener, so every node sends a given flow to the same slot.
+
+A full load replaces the table in one transaction (declare, delete, define: the usual
+idiom, which works whether or not the table exists); a slot update deletes and re-adds just
+the moved elements, also in one transaction, so no packet sees a half-written map.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from lbaas.l4.maglev import MaglevTable
+from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Service
+
+TABLE_PREFIX = "lbaas_"
+_HASH_INPUT = {
+    HashKey.FIVE_TUPLE: "ip saddr . th sport . ip daddr . th dport",
+    HashKey.SOURCE_ADDRESS: "ip saddr",
+}
+
+
+def table_name(lb_id: str) -> str:
+    """``lbaas_`` and the first 12 hex digits of the load balancer id."""
+    return TABLE_PREFIX + lb_id.replace("-", "")[:12]
+
+
+def hash_seed(lb_id: str, listener: L4Listener) -> int:
+    """A 32-bit jhash seed that is the same on every node for this listener."""
+    digest = hashlib.blake2b(f"{lb_id}/{listener.name}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big")
+
+
+def slot_values(listener: L4Listener, table: MaglevTable) -> list[str]:
+    """``address . port`` for every slot of ``table`` (members looked up by key)."""
+    by_key = {member.key: member for member in listener.members}
+    targets = [_target(by_key[backend.key]) for backend in table.backends]
+    return [targets[index] for index in table.slots]
+
+
+def _target(member: L4Member) -> str:
+    return f"{member.address} . {member.port}"
+
+
+def render_full(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
+    """The whole table of ``service`` as one transaction; ``tables`` by listener name."""
+    name = table_name(service.lb_id)
+    lines = [f"table ip {name}", f"delete table ip {name}", f"table ip {name} {{"]
+    for listener in service.listeners:
+        lines.extend(_map_lines(listener, tables[listener.name]))
+    lines.append("\tchain balance {")
+    for listener in service.listeners:
+        if tables[listener.name].slots:
+            lines.append("\t\t" + _rule(service, listener))
+    lines.append("\t}")
+    lines.extend(_hook_chain("prerouting", "prerouting", "dstnat"))
+    lines.extend(_hook_chain("output", "output", "-100"))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _map_lines(listener: L4Listener, table: MaglevTable) -> list[str]:
+    lines = [
+        f"\tmap {listener.name} {{",
+        f"\t\ttypeof numgen inc mod {listener.table_size} : ip daddr . th dport",
+    ]
+    if table.slots:
+        values = slot_values(listener, table)
+        lines.append("\t\telements = {")
+        lines.extend(f"\t\t\t{slot} : {value}," for slot, value in enumerate(values))
+        lines.append("\t\t}")
+    lines.append("\t}")
+    return lines
+
+
+def _rule(service: L4Service, listener: L4Listener) -> str:
+    return (
+        f"ip daddr {service.vip} meta l4proto {listener.protocol.value} "
+        f"th dport {listener.port} counter dnat ip to jhash {_HASH_INPUT[listener.hash_key]} "
+        f"mod {listener.table_size} seed {hash_seed(service.lb_id, listener):#010x} "
+        f'map @{listener.name} comment "{listener.name}"'
+    )
+
+
+def _hook_chain(name: str, hook: str, priority: str) -> list[str]:
+    return [
+        f"\tchain {name} {{",
+        f"\t\ttype nat hook {hook} priority {priority}; policy accept;",
+        "\t\tjump balance",
+        "\t}",
+    ]
+
+
+def new_flow_counts(listing: Mapping[str, Any]) -> dict[str, int]:
+    """New flows per listener from ``nft -j list chain ip <table> balance``.
+
+    NAT chains see only the first packet of a connection, so the packet count of a
+    listener's rule (found by its comment) is the number of flows it balanced.
+    """
+    counts: dict[str, int] = {}
+    for item in listing.get("nftables", []):
+        rule = item.get("rule")
+        if not rule or "comment" not in rule:
+            continue
+        for expression in rule.get("expr", []):
+            if "counter" in expression:
+                counts[rule["comment"]] = int(expression["counter"]["packets"])
+    return counts
+
+
+def render_slot_update(lb_id: str, listener_name: str, changes: Iterable[tuple[int, str]]) -> str:
+    """Rewrite the given slots (slot, ``address . port``) of one map in one transaction."""
+    pairs = sorted(changes)
+    if not pairs:
+        return ""
+    where = f"ip {table_name(lb_id)} {listener_name}"
+    slots = ", ".join(str(slot) for slot, _ in pairs)
+    values = ", ".join(f"{slot} : {value}" for slot, value in pairs)
+    return f"delete element {where} {{ {slots} }}\nadd element {where} {{ {values} }}\n"
+
+
+def render_delete(lb_id: str) -> str:
+    """Remove the load balancer's table (declared first, so a missing table is fine)."""
+    name = table_name(lb_id)
+    return f"table ip {name}\ndelete table ip {name}\n"

@@ -1,0 +1,117 @@
+"""What the L4 engine balances: one load balancer's VIP, its L4 listeners and their members.
+
+This is the engine's own input, free of the API and the database: a provider (or the
+agent) builds an ``L4Service`` from the load-balancer graph, keeping only the members that
+could get new flows (admin up, weight > 0) and marking those that health checks found
+down (``healthy=False``). ``hash_key_for`` maps Octavia's algorithm
+and session persistence to what the kernel hashes, refusing with a 400 what the engine
+cannot do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from lbaas.errors import InvalidInput
+from lbaas.l4.maglev import Backend, MaglevTable, build_table_with_down
+from lbaas.model.enums import LbAlgorithm, PersistenceType
+
+# Default table size: prime and over 100 x a pool of 160 members (Maglev's bound for shares
+# within 1 %), while nft still loads it whole in well under a second; 65537 takes seconds.
+# docs/architecture.md, "The L4 engine", has the measurements.
+DEFAULT_TABLE_SIZE = 16411
+# The lbaas algorithm name for a Maglev table keyed by the 5-tuple; Octavia has no such
+# value, so a provider advertises it as a capability beside SOURCE_IP_PORT.
+MAGLEV = "MAGLEV"
+
+
+class L4Protocol(StrEnum):
+    TCP = "tcp"
+    UDP = "udp"
+    SCTP = "sctp"
+
+
+class HashKey(StrEnum):
+    """What the kernel hashes into the table to choose a slot."""
+
+    FIVE_TUPLE = "five_tuple"
+    SOURCE_ADDRESS = "source_address"
+
+
+class LiveFlowPolicy(StrEnum):
+    """What happens to a removed member's established flows."""
+
+    KEEP = "keep"  # conntrack keeps them on the member until they end
+    CUT = "cut"  # their conntrack entries are deleted: TCP resets, UDP re-balances
+
+
+@dataclass(frozen=True)
+class L4Member:
+    key: str  # stable identity: the member id, or address:port
+    address: str
+    port: int
+    weight: int = 1
+    healthy: bool = True  # False: keeps its place in the table but gets no new flows
+
+    @property
+    def backend(self) -> Backend:
+        return Backend(self.key, self.weight)
+
+
+@dataclass(frozen=True)
+class L4Listener:
+    protocol: L4Protocol
+    port: int
+    members: tuple[L4Member, ...]
+    hash_key: HashKey = HashKey.FIVE_TUPLE
+    table_size: int = DEFAULT_TABLE_SIZE
+
+    @property
+    def name(self) -> str:
+        """The listener's name inside its load balancer's nftables table (``tcp_80``)."""
+        return f"{self.protocol.value}_{self.port}"
+
+    def shape(self) -> tuple[str, HashKey, int, bool]:
+        """What the rules depend on: a change here needs a full reload, not slot updates."""
+        return (self.name, self.hash_key, self.table_size, any(m.healthy for m in self.members))
+
+    def table(self) -> MaglevTable:
+        """The listener's Maglev table: every member placed, the unhealthy ones replaced."""
+        down = {member.key for member in self.members if not member.healthy}
+        backends = (member.backend for member in self.members)
+        return build_table_with_down(backends, self.table_size, down)
+
+
+@dataclass(frozen=True)
+class L4Service:
+    """One load balancer as the engine sees it."""
+
+    lb_id: str
+    vip: str
+    listeners: tuple[L4Listener, ...]
+
+    def shape(self) -> tuple[object, ...]:
+        return (self.vip, tuple(listener.shape() for listener in self.listeners))
+
+
+def hash_key_for(algorithm: str, persistence: PersistenceType | None) -> HashKey:
+    """The hash for an Octavia algorithm and persistence; InvalidInput (400) otherwise.
+
+    ``SOURCE_IP_PORT`` and ``MAGLEV`` hash the 5-tuple (conntrack keeps each flow on its
+    member); ``SOURCE_IP`` as algorithm or persistence hashes the source address only, so
+    one client always reaches the same member while the member set stands.
+    """
+    if persistence is not None and persistence is not PersistenceType.SOURCE_IP:
+        raise InvalidInput(
+            f"Session persistence {persistence} is not supported by the L4 engine; "
+            "use SOURCE_IP or none."
+        )
+    if algorithm not in (LbAlgorithm.SOURCE_IP_PORT, LbAlgorithm.SOURCE_IP, MAGLEV):
+        raise InvalidInput(
+            f"LB algorithm {algorithm} is not supported by the L4 engine; "
+            f"use SOURCE_IP_PORT, SOURCE_IP or {MAGLEV}."
+        )
+    if persistence is PersistenceType.SOURCE_IP or algorithm == LbAlgorithm.SOURCE_IP:
+        return HashKey.SOURCE_ADDRESS
+    return HashKey.FIVE_TUPLE

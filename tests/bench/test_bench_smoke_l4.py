@@ -1,0 +1,23 @@
+"""Keeps ``bench/l4.py`` from rotting: ``--quick`` exits 0 and prints every figure
+(their values are not judged)."""
+
+from __future__ import annotations
+
+import os
+
+from tests.bench.quick_run import quick_figures
+
+
+def test_quick_run_prints_the_l4_figures() -> None:
+    figures = quick_figures("l4.py")
+    maglev = figures["maglev"]
+    assert maglev["build_ms"] > 0 and maglev["size"] == 1009
+    assert 0 < maglev["moved_beyond_removed_share"] < 1
+    assert maglev["down_moved_beyond_its_share"] == 0
+    assert [row["size"] for row in figures["sizes"]] == [251, 1009]
+    if os.geteuid() == 0:
+        kernel = figures["kernel"]
+        assert kernel["member_down_update_ms"] > 0 and kernel["member_removed_update_ms"] > 0
+        assert 0 < kernel["member_down_slots_rewritten"] < 1009
+        assert 0 < kernel["member_removed_slots_rewritten"] < 1009
+        assert kernel["full_reload_ms"] > 0

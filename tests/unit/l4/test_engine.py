@@ -1,0 +1,226 @@
+"""The engine's choices, with a recording NftOps: full loads, slot updates, live flows."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from lbaas.errors import InvalidInput
+from lbaas.l4.engine import L4Engine
+from lbaas.l4.host.base import FlowMatch, NftCommandFailed
+from lbaas.l4.host.recording import RecordingNftOps
+from lbaas.l4.maglev import build_table, moved_slots
+from lbaas.l4.service import (
+    MAGLEV,
+    HashKey,
+    L4Listener,
+    L4Member,
+    L4Protocol,
+    L4Service,
+    LiveFlowPolicy,
+    hash_key_for,
+)
+from lbaas.model.enums import LbAlgorithm, PersistenceType
+
+LB = "0b6c51c8-5d51-4f57-8f55-0a1b2c3d4e5f"
+MEMBERS = tuple(L4Member(f"member-{n}", f"10.30.0.{n}", 8080) for n in range(1, 6))
+
+
+def service(members: tuple[L4Member, ...], size: int = 101, vip: str = "10.30.1.1") -> L4Service:
+    return L4Service(LB, vip, (L4Listener(L4Protocol.TCP, 80, members, table_size=size),))
+
+
+def test_the_first_apply_checks_then_loads_the_whole_table() -> None:
+    ops = RecordingNftOps()
+    report = L4Engine(ops).apply(service(MEMBERS))
+    assert report.full_reload and report.moved_slots == 101
+    assert ops.checked == ops.loaded
+    assert "table ip lbaas_0b6c51c85d51 {" in ops.loaded[0]
+
+
+def test_a_member_change_rewrites_only_the_moved_slots() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    report = engine.apply(service(MEMBERS[1:]))
+    before = build_table((m.backend for m in MEMBERS), 101)
+    after = build_table((m.backend for m in MEMBERS[1:]), 101)
+    moved = moved_slots(before, after)
+    assert not report.full_reload and report.moved_slots == len(moved) < 101
+    update = ops.loaded[-1]
+    assert len(ops.checked) == 1  # the transaction itself is the check of an update
+    deleted = update.split("{ ", 1)[1].split(" }", 1)[0]
+    assert sorted(int(slot) for slot in deleted.split(", ")) == moved
+    assert "10.30.0.1 " not in update
+
+
+def test_a_member_found_down_loses_exactly_its_slots() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    sick = MEMBERS[2]
+    unhealthy = tuple(replace(m, healthy=False) if m == sick else m for m in MEMBERS)
+    report = engine.apply(service(unhealthy))
+    owned = build_table((m.backend for m in MEMBERS), 101).shares()[sick.key]
+    assert not report.full_reload and report.moved_slots == owned
+    assert f"{sick.address} " not in ops.loaded[-1]
+    back = engine.apply(service(MEMBERS))
+    assert not back.full_reload and back.moved_slots == owned
+
+
+class FailingUpdates(RecordingNftOps):
+    """Refuses the next slot update, as nft does when the table vanished."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refuse_updates = 0
+
+    def load(self, ruleset: str) -> None:
+        if ruleset.startswith("delete element") and self.refuse_updates:
+            self.refuse_updates -= 1
+            raise NftCommandFailed(["nft", "-f", "-"], 1, "No such file or directory")
+        super().load(ruleset)
+
+
+def test_a_refused_slot_update_falls_back_to_a_full_reload() -> None:
+    ops = FailingUpdates()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    ops.refuse_updates = 1
+    report = engine.apply(service(MEMBERS[1:]))
+    assert report.full_reload
+    assert "10.30.0.1 " not in ops.loaded[-1] and len(ops.checked) == 2
+    assert not engine.apply(service(MEMBERS)).full_reload  # back to slot updates
+
+
+def test_the_same_service_again_changes_nothing() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    report = engine.apply(service(MEMBERS))
+    assert report.moved_slots == 0 and len(ops.loaded) == 1
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        service(MEMBERS, vip="10.30.1.2"),
+        service(MEMBERS, size=103),
+        service(()),
+        service(tuple(replace(m, healthy=False) for m in MEMBERS)),
+        L4Service(LB, "10.30.1.1", (L4Listener(L4Protocol.UDP, 80, MEMBERS, table_size=101),)),
+        L4Service(
+            LB,
+            "10.30.1.1",
+            (L4Listener(L4Protocol.TCP, 80, MEMBERS, HashKey.SOURCE_ADDRESS, table_size=101),),
+        ),
+    ],
+    ids=["vip", "size", "no-members", "all-down", "protocol", "hash-key"],
+)
+def test_a_change_of_rules_reloads_the_table(changed: L4Service) -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    assert engine.apply(changed).full_reload
+    assert ops.loaded[-1].startswith("table ip lbaas_0b6c51c85d51\ndelete table")
+
+
+def test_cut_deletes_the_flows_of_removed_members_only() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops, LiveFlowPolicy.CUT)
+    engine.apply(service(MEMBERS))
+    engine.apply(service(MEMBERS[:3]))
+    assert ops.deleted_flows == [
+        FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.4", 8080),
+        FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.5", 8080),
+    ]
+
+
+def test_cut_deletes_the_flows_of_a_member_found_down() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops, LiveFlowPolicy.CUT)
+    engine.apply(service(MEMBERS))
+    engine.apply(service(tuple(replace(m, healthy=m != MEMBERS[1]) for m in MEMBERS)))
+    assert ops.deleted_flows == [FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.2", 8080)]
+    engine.apply(service(tuple(replace(m, healthy=m != MEMBERS[1]) for m in MEMBERS)))
+    assert len(ops.deleted_flows) == 1  # cut once, not at every apply while it stays down
+
+
+def test_keep_leaves_live_flows_alone() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    engine.apply(service(MEMBERS[:3]))
+    assert ops.deleted_flows == []
+
+
+def test_removing_a_load_balancer_deletes_its_table() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))
+    engine.remove(LB)
+    assert ops.loaded[-1] == "table ip lbaas_0b6c51c85d51\ndelete table ip lbaas_0b6c51c85d51\n"
+    assert engine.apply(service(MEMBERS)).full_reload
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "persistence", "expected"),
+    [
+        (LbAlgorithm.SOURCE_IP_PORT, None, HashKey.FIVE_TUPLE),
+        (MAGLEV, None, HashKey.FIVE_TUPLE),
+        (LbAlgorithm.SOURCE_IP, None, HashKey.SOURCE_ADDRESS),
+        (MAGLEV, PersistenceType.SOURCE_IP, HashKey.SOURCE_ADDRESS),
+    ],
+)
+def test_algorithm_and_persistence_choose_the_hash(
+    algorithm: str, persistence: PersistenceType | None, expected: HashKey
+) -> None:
+    assert hash_key_for(algorithm, persistence) is expected
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "persistence", "message"),
+    [
+        (LbAlgorithm.ROUND_ROBIN, None, "LB algorithm ROUND_ROBIN is not supported"),
+        (LbAlgorithm.LEAST_CONNECTIONS, None, "LEAST_CONNECTIONS is not supported"),
+        (MAGLEV, PersistenceType.HTTP_COOKIE, "HTTP_COOKIE is not supported"),
+        (LbAlgorithm.SOURCE_IP_PORT, PersistenceType.APP_COOKIE, "APP_COOKIE is not supported"),
+    ],
+)
+def test_what_the_engine_cannot_do_is_a_400(
+    algorithm: str, persistence: PersistenceType | None, message: str
+) -> None:
+    with pytest.raises(InvalidInput, match=message) as raised:
+        hash_key_for(algorithm, persistence)
+    assert raised.value.status_code == 400
+
+
+# What nft 1.0.6 prints for `nft -j list chain ip <table> balance` (one listener shown).
+LISTING = {
+    "nftables": [
+        {"metainfo": {"version": "1.0.6", "json_schema_version": 1}},
+        {"chain": {"family": "ip", "table": "lbaas_0b6c51c85d51", "name": "balance"}},
+        {
+            "rule": {
+                "family": "ip",
+                "table": "lbaas_0b6c51c85d51",
+                "chain": "balance",
+                "comment": "tcp_80",
+                "expr": [
+                    {"match": {"op": "==", "left": {"payload": {}}, "right": "10.30.1.1"}},
+                    {"counter": {"packets": 17, "bytes": 1020}},
+                    {"dnat": {"family": "ip", "addr": {"map": {"data": "@tcp_80"}}}},
+                ],
+            }
+        },
+    ]
+}
+
+
+def test_new_flows_are_read_from_the_rule_counters() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    assert engine.new_flows(LB) == {}
+    ops.chains[("lbaas_0b6c51c85d51", "balance")] = LISTING
+    assert engine.new_flows(LB) == {"tcp_80": 17}

@@ -91,7 +91,7 @@ class HaproxyProcess:
             )
         deadline = time.monotonic() + 20
         for host, port in wait_for:
-            while not _accepts(host, port):
+            while not accepts(host, port):
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.stop()
                     raise RuntimeError(f"{self.name} haproxy did not start: {_tail(self.log_path)}")
@@ -246,7 +246,7 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
-def _accepts(host: str, port: int) -> bool:
+def accepts(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.5):
             return True

@@ -8,6 +8,11 @@ Measures, in one run:
   the share of slots that move when one member is removed, beyond the removed member's
   own slots (as a fraction of the table and as a multiple of 1/N; averaged over removals
   at the start, middle and end of the key order);
+- ``builds``: CPU time of the build (median, min and max of repeats) for M = 65537 with
+  N = 1000 (the issue's target) and M = 16411 with N = 100 (the default size, a pool small
+  enough for the Python fill);
+- ``disruption_by_size``: the slots moved beyond the removed member's own, as a multiple
+  of 1/N, for N members and growing M (Maglev's disruption falls as M/N grows);
 - ``sizes``: for several prime table sizes, build time, ``nft -f`` time of the full table,
   and the largest deviation of a member's share from 1/N for 100 members;
 - ``maglev`` also: the same for one member marked down (``build_table_with_down``: only
@@ -73,18 +78,64 @@ def uncached_table(backends: list[Backend], size: int) -> MaglevTable:
     return build_table(backends, size)
 
 
+def equal_members(count: int) -> list[Backend]:
+    return [Backend(f"member-{index:04d}") for index in range(count)]
+
+
+def moved_beyond_removed(backends: list[Backend], size: int) -> float:
+    """Mean share of the table moved beyond the removed member's own slots (3 removals)."""
+    full = build_table(backends, size)
+    extra = []
+    for removed in (backends[0], backends[len(backends) // 2], backends[-1]):
+        after = build_table([b for b in backends if b != removed], size)
+        owned = full.shares()[removed.key]
+        extra.append((len(moved_slots(full, after)) - owned) / size)
+    return statistics.mean(extra)
+
+
+def build_cpu_figures(cases: list[tuple[int, int]], repeats: int) -> list[dict[str, Any]]:
+    """CPU time of uncached builds: the machine is shared, so wall time says little."""
+    rows = []
+    for size, count in cases:
+        backends = equal_members(count)
+        times = []
+        for _ in range(repeats):
+            start = time.process_time()
+            uncached_table(backends, size)
+            times.append((time.process_time() - start) * 1000)
+        rows.append(
+            {
+                "size": size,
+                "members": count,
+                "cpu_ms_median": round(statistics.median(times), 1),
+                "cpu_ms_min": round(min(times), 1),
+                "cpu_ms_max": round(max(times), 1),
+            }
+        )
+    return rows
+
+
+def disruption_figures(sizes: list[int], count: int) -> list[dict[str, Any]]:
+    backends = equal_members(count)
+    return [
+        {
+            "size": size,
+            "members": count,
+            "moved_beyond_removed_times_1_over_n": round(
+                moved_beyond_removed(backends, size) * count, 2
+            ),
+        }
+        for size in sizes
+    ]
+
+
 def maglev_figures(size: int, count: int, repeats: int) -> dict[str, Any]:
-    backends = [Backend(f"member-{index:04d}") for index in range(count)]
+    backends = equal_members(count)
     build_ms = median_ms(lambda: uncached_table(backends, size), repeats)
     # CPU time of this process: the wall time also counts other work on a shared machine.
     build_cpu_ms = median_ms(lambda: uncached_table(backends, size), repeats, time.process_time)
     full = build_table(backends, size)
-    extra = []
-    for removed in (backends[0], backends[count // 2], backends[-1]):
-        after = build_table([b for b in backends if b != removed], size)
-        owned = full.shares()[removed.key]
-        extra.append((len(moved_slots(full, after)) - owned) / size)
-    beyond = statistics.mean(extra)
+    beyond = moved_beyond_removed(backends, size)
     down = build_table_with_down(backends, size, {backends[count // 2].key})
     down_extra = len(moved_slots(full, down)) - full.shares()[backends[count // 2].key]
     down_shares = down.shares().values()
@@ -247,6 +298,10 @@ def main() -> None:
     root = os.geteuid() == 0
     sizes = [251, 1009] if args.quick else [4099, 16411, 65537, 131071]
     figures: dict[str, Any] = {"maglev": maglev_figures(size, count, repeats)}
+    build_cases = [(1009, 50), (1009, 600)] if args.quick else [(65537, 1000), (16411, 100)]
+    figures["builds"] = build_cpu_figures(build_cases, repeats)
+    disruption_sizes = [1009, 2003] if args.quick else [65537, 131071, 262139]
+    figures["disruption_by_size"] = disruption_figures(disruption_sizes, count)
     if not root:
         figures["sizes"] = size_figures(sizes, min(count, 1000), None)
         figures["kernel"] = "needs root"

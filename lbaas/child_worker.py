@@ -7,7 +7,9 @@ the worker has a core of its own; committed jobs reach it through the wakeup soc
 ``lbaas worker``. If the child dies it is started again after a backoff (1 s, doubling up to
 30 s, back to 1 s after a child that lived 30 s); its leased jobs are claimed again at once,
 because serve knows the child is dead and frees its leases. If ``serve`` dies, even by
-SIGKILL, the child notices its parent is gone (``--parent-pid``) and stops.
+SIGKILL, the child notices its parent is gone (``--parent-pid``) and stops. On SIGTERM
+serve stops the child in order (``stop``): SIGTERM, ``worker.stop_timeout`` for its
+converges to finish or be freed, SIGKILL if it is still there 5 s later.
 """
 
 from __future__ import annotations
@@ -78,16 +80,33 @@ class ChildWorker:
             self._spawn()
 
     def stop(self) -> None:
-        """SIGTERM the child (it finishes its running converges), SIGKILL if it hangs."""
+        """SIGTERM the child (it finishes or frees its running converges), SIGKILL it if
+        it has not exited after ``stop_timeout`` seconds; then free whatever it held."""
         with self._lock:
             self._stopping.set()
             process = self._process
-        if process is None or process.poll() is not None:
+        if process is None:
             return
-        process.terminate()
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(self._stop_timeout)
+            except subprocess.TimeoutExpired:
+                LOG.warning(
+                    "worker process %d did not stop within %.0f s; killing it",
+                    process.pid,
+                    self._stop_timeout,
+                )
+                process.kill()
+                process.wait()
+        self._supervisor_done()
         try:
-            process.wait(self._stop_timeout)
-        except subprocess.TimeoutExpired:
-            LOG.warning("worker process %d did not stop; killing it", process.pid)
-            process.kill()
-            process.wait()
+            # Reaped, so certainly dead: a hung child's leases need not run out.
+            self._on_death(process.pid)
+        except Exception:  # noqa: BLE001 - stopping goes on regardless
+            LOG.exception("cleaning up after worker process %d failed", process.pid)
+
+    def _supervisor_done(self) -> None:
+        # The supervisor may be inside on_death for an earlier child; let it finish.
+        if self._thread.is_alive():
+            self._thread.join(5)

@@ -7,6 +7,7 @@ lbaas agent                 the per-host agent that runs HAProxy for amphorae
 lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
 lbaas config-reference      print the configuration reference (Markdown)
+lbaas lab up|down|status    a multi-host lab of network namespaces on this machine
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from lbaas.errors import ConfigError
 from lbaas.private_files import make_private_directory
 
 LOG = logging.getLogger("lbaas")
+
+# How long past ``worker.stop_timeout`` serve waits for its worker child (which by then
+# frees its unfinished leases and exits) before it SIGKILLs it.
+CHILD_EXIT_GRACE = 5.0
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -77,6 +82,25 @@ def _wait_for_signal(parent_pid: int | None = None) -> None:
             return
 
 
+def _hold_stop_signals() -> threading.Event:
+    """Record SIGTERM/SIGINT instead of dying of them, so cleanup runs.
+
+    uvicorn takes both signals while it serves and, once stopped, raises them again
+    against the handlers it found: with Python's defaults, SIGTERM then killed serve
+    before its ``finally`` stopped the worker child. These handlers take the re-raised
+    signal (and any arriving outside uvicorn's run) without ending the process.
+    """
+    stopping = threading.Event()
+
+    def _handler(signum: int, _frame: object) -> None:
+        LOG.info("signal %d received, stopping", signum)
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, _handler)
+    signal.signal(signal.SIGINT, _handler)
+    return stopping
+
+
 def _serve_api(settings: Settings, app: Any) -> None:
     import uvicorn
 
@@ -103,10 +127,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     _setup_logging(settings)
+    stopping = _hold_stop_signals()
     database = open_database(settings)  # creates or upgrades the schema before the child starts
     providers = open_providers(settings, database)
     child = ChildWorker(
-        _child_worker_command(args), on_death=lambda pid: release_dead_worker(database, pid)
+        _child_worker_command(args),
+        on_death=lambda pid: release_dead_worker(database, pid),
+        stop_timeout=settings.worker.stop_timeout + CHILD_EXIT_GRACE,
     )
     sender = wakeup_sender(settings)
     extras: list[Callable[[], None]] = []
@@ -114,16 +141,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         child.start()
         extras = _start_embedded_extras(settings, database, sender.notify)
         print(f"lbaas database: {settings.database_url}", flush=True)
-        _serve_api(
-            settings, create_asgi_app(ApiServices(settings, database, providers, sender.notify))
-        )
+        if not stopping.is_set():
+            _serve_api(
+                settings, create_asgi_app(ApiServices(settings, database, providers, sender.notify))
+            )
     finally:
+        # In order: the API has stopped accepting; the worker finishes or frees its jobs
+        # (it may still need the agent for them); then the health manager (before the
+        # agent, whose silence it would take for a dead amphora) and the agent (HAProxy
+        # keeps serving); then the shared resources.
+        child.stop()
         for stop in extras:
             stop()
-        child.stop()
         sender.close()
         providers.close()
         database.dispose()
+        LOG.info("lbaas serve stopped")
     return 0
 
 
@@ -169,10 +202,18 @@ def cmd_api(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     _setup_logging(settings)
+    stopping = _hold_stop_signals()
     database = open_database(settings, upgrade=False)
     providers = open_providers(settings, database)
-    notify = wakeup_sender(settings).notify
-    _serve_api(settings, create_asgi_app(ApiServices(settings, database, providers, notify)))
+    sender = wakeup_sender(settings)
+    try:
+        if not stopping.is_set():
+            app = create_asgi_app(ApiServices(settings, database, providers, sender.notify))
+            _serve_api(settings, app)
+    finally:
+        sender.close()
+        providers.close()
+        database.dispose()
     return 0
 
 
@@ -258,6 +299,12 @@ def cmd_config_reference(_args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lab(args: argparse.Namespace) -> int:
+    from lbaas.lab.command import run
+
+    return run(args, _settings(args).state_dir)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lbaas", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", help="TOML settings file (or LBAAS_CONFIG)")
@@ -300,6 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
     cs.set_defaults(func=cmd_create_subnet)
     ref = sub.add_parser("config-reference", help="print the configuration reference")
     ref.set_defaults(func=cmd_config_reference)
+    from lbaas.lab.command import add_arguments as add_lab_arguments
+
+    lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
+    add_lab_arguments(lab)
+    lab.set_defaults(func=cmd_lab)
     return parser
 
 

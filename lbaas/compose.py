@@ -19,6 +19,7 @@ from lbaas.db.migrate import upgrade_database
 from lbaas.health.rollup import roll_up
 from lbaas.jobs.base import WakeupSource
 from lbaas.jobs.runner import JobRunner
+from lbaas.jobs.slot import WorkerSlot
 from lbaas.jobs.wakeup import WakeupListener, WakeupSender, wakeup_directory
 from lbaas.jobs.worker import Worker, owner_prefix
 from lbaas.network.registry import seed_subnets
@@ -54,8 +55,16 @@ class WorkerProcess:
 
     worker: Worker
     listeners: list[WakeupSource]
+    slot: WorkerSlot
+    database: Database
 
     def start(self) -> None:
+        released = self.slot.release_earlier_claims(self.database)
+        if released:
+            LOG.warning(
+                "released %d converge job(s) held by this worker slot's dead predecessor",
+                released,
+            )
         self.worker.start()
         for listener in self.listeners:
             listener.start()
@@ -64,6 +73,7 @@ class WorkerProcess:
         for listener in self.listeners:
             listener.stop()
         self.worker.stop()
+        self.slot.close()
 
 
 def release_dead_worker(database: Database, pid: int) -> None:
@@ -73,22 +83,25 @@ def release_dead_worker(database: Database, pid: int) -> None:
         LOG.warning("released %d converge job(s) held by dead worker process %d", released, pid)
 
 
-def build_worker(settings: Settings, database: Database, providers: ProviderRegistry) -> Worker:
+def build_worker(
+    settings: Settings, database: Database, providers: ProviderRegistry, slot_tag: str = ""
+) -> Worker:
     converger = Converger(database, providers, roll_up)
     runner = JobRunner(database, converger, settings.worker)
-    return Worker(database, runner, settings.worker)
+    return Worker(database, runner, settings.worker, slot_tag=slot_tag)
 
 
 def build_worker_process(
     settings: Settings, database: Database, providers: ProviderRegistry
 ) -> WorkerProcess:
-    worker = build_worker(settings, database, providers)
+    slot = WorkerSlot(settings.state_dir)
+    worker = build_worker(settings, database, providers, slot.tag)
     listeners: list[WakeupSource] = [
         WakeupListener(wakeup_directory(settings.state_dir), worker.notify)
     ]
     if not database.is_sqlite:
         listeners.append(PostgresJobListener(database.url, worker.notify))
-    return WorkerProcess(worker, listeners)
+    return WorkerProcess(worker, listeners, slot, database)
 
 
 @dataclass

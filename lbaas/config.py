@@ -104,16 +104,42 @@ class WorkerSettings(_Section):
 
     threads: int = Field(4, description="Load balancers converged in parallel per process.")
     lease_seconds: float = Field(
-        30.0, description="A claimed job is claimed again if its worker is silent this long."
+        6.0,
+        gt=0,
+        description=(
+            "A claimed job is claimed again if its worker is silent this long. The worker "
+            "renews its leases every third of it, so a healthy worker can miss two renewals."
+        ),
+    )
+    stop_timeout: float = Field(
+        10.0,
+        ge=0,
+        description=(
+            "On SIGTERM, how long a worker lets its running converges finish before it "
+            "frees their leases and exits; lbaas serve SIGKILLs a worker child that has "
+            "not exited 5 s after this."
+        ),
     )
     poll_interval: float = Field(
         0.5, description="How often an idle worker looks for jobs it was not told about."
     )
     max_attempts: int = Field(
-        5, description="Failed attempts (temporary errors) before a load balancer goes to ERROR."
+        20,
+        description=(
+            "Failed attempts (temporary errors) before a load balancer goes to ERROR. With "
+            "the default backoff that is about 80 s: an agent that restarts, or is down "
+            "that long, leaves its load balancers PENDING, not ERROR (a delete stays "
+            "a delete)."
+        ),
     )
     backoff_base: float = Field(0.5, description="First retry delay in seconds; doubles.")
-    backoff_max: float = Field(30.0, description="Longest retry delay in seconds.")
+    backoff_max: float = Field(
+        5.0,
+        description=(
+            "Longest retry delay in seconds: a load balancer converges at most this long "
+            "after its provider (an agent) is back."
+        ),
+    )
     resync_interval: float = Field(
         60.0,
         description="Each load balancer is re-converged about this often (spread out, not at once).",

@@ -10,6 +10,7 @@ from lbaas.api.edge import EdgeMiddleware
 from lbaas.api.errors import install_error_handlers
 from lbaas.api.metrics import RequestCounter
 from lbaas.api.openapi import describe_errors
+from lbaas.api.request_guard import RequestGuard
 from lbaas.api.routers import ROUTERS, healthcheck, identity, metrics, networking, versions
 from lbaas.api.services import ApiServices
 
@@ -51,4 +52,5 @@ def create_asgi_app(services: ApiServices) -> ASGIApp:
     """The app wrapped in the edge middleware: what servers and tests run."""
     app = create_app(services)
     counter = app.state.request_counter if services.settings.api.metrics_enabled else None
-    return EdgeMiddleware(app, services.settings.api.max_body_bytes, counter)
+    guarded = RequestGuard(app, services.settings.api.max_body_bytes)
+    return EdgeMiddleware(guarded, counter)

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from starlette.requests import Request
 
 from lbaas.config import ApiSettings
+from lbaas.errors import InvalidInput
 
 ADMIN_ROLES = frozenset({"admin"})
+PROJECT_ID_MAX = 36
 DEPRECATED_ROLES = {
     "load-balancer_admin": "admin",
     "load-balancer_global_observer": "global_observer",
@@ -54,6 +56,12 @@ def build_context(request: Request, settings: ApiSettings, request_id: str) -> R
         )
     else:
         roles = _roles_from_header(roles_header)
+    if project is not None and len(project) > PROJECT_ID_MAX:
+        # Every project_id column is 36 characters; PostgreSQL would refuse the write (500).
+        raise InvalidInput(
+            f"Invalid input for field/attribute project_id. Value: '{project}'. "
+            f"Value should have a maximum character requirement of {PROJECT_ID_MAX}"
+        )
     normalised = set(roles)
     if not settings.enforce_new_defaults:
         normalised |= {DEPRECATED_ROLES[r] for r in roles if r in DEPRECATED_ROLES}

@@ -1,8 +1,9 @@
 """The edge of the HTTP surface: one small ASGI middleware for Octavia's conventions.
 
 Done once here instead of in every handler: ``/v2.0/...`` served as ``/v2/...``, a ``.json``
-suffix ignored, an ``Accept`` that excludes JSON refused with 406, bodies over the limit
-refused with 413, an ``x-openstack-request-id`` on every response, and (with metrics on)
+suffix ignored, an ``Accept`` that excludes JSON refused with 406, an
+``x-openstack-request-id`` on every response (bodies over the limit are refused inside it,
+by ``request_guard.py``), and (with metrics on)
 a count of every response. It is a plain ASGI
 middleware (not Starlette's BaseHTTPMiddleware) so it adds no task or copy per request.
 """
@@ -57,12 +58,9 @@ def _counting(send: Send, counter: RequestCounter, method: str) -> Send:
 
 
 class EdgeMiddleware:
-    def __init__(
-        self, app: ASGIApp, max_body_bytes: int, counter: RequestCounter | None = None
-    ) -> None:
+    def __init__(self, app: ASGIApp, counter: RequestCounter | None = None) -> None:
         self.app = app
-        self.max_body_bytes = max_body_bytes
-        # Counts every response (406 and 413 from here included) for /metrics.
+        # Counts every response (406 from here, 400 and 413 from the guard included).
         self.counter = counter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -91,15 +89,6 @@ class EdgeMiddleware:
                     "title": "Not Acceptable",
                     "description": "Only content type application/json is accepted.",
                 },
-                request_id,
-            )
-            return
-        length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-            await _send_json(
-                send,
-                413,
-                {"faultcode": "Client", "faultstring": "Request is too large.", "debuginfo": None},
                 request_id,
             )
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,7 +19,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from lbaas.db.listing import BadMarker, ListQuery, ListSpec, list_rows
+from lbaas.db.listing import BadMarker, ListQuery, ListSpec, list_rows, timestamp_filters
 from lbaas.db.loadbalancer_json import PageRenderer
 from lbaas.db.session import Connection, Session
 from lbaas.errors import InvalidInput
@@ -91,7 +92,29 @@ def _parse_limit(request: Request, max_limit: int) -> int | None:
     return min(value, max_limit) if max_limit > 0 else value
 
 
-def _coerce_filter(value: str, sample: Any) -> Any:
+_BAD_FILTER = "One or more arguments are either duplicate or invalid"
+# Integer columns are 32-bit on PostgreSQL; a larger value could not be bound (500).
+_INT_RANGE = range(-(2**31), 2**31)
+
+
+def _int_filter(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInput(_BAD_FILTER) from None
+    if value not in _INT_RANGE:
+        raise InvalidInput(_BAD_FILTER)
+    return value
+
+
+def _timestamp_filter(raw: str) -> datetime:
+    """An ISO 8601 time, as stored (naive UTC); PostgreSQL could not compare anything else."""
+    try:
+        value = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        raise InvalidInput(_BAD_FILTER) from None
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
     return value
 
 
@@ -115,12 +138,9 @@ def parse_list_params(
         if key in bool_filters:
             filters[key] = raw.strip().lower() in TRUE_WORDS
         elif key in int_filters:
-            try:
-                filters[key] = int(raw)
-            except ValueError:
-                raise InvalidInput(
-                    "One or more arguments are either duplicate or invalid"
-                ) from None
+            filters[key] = _int_filter(raw)
+        elif key in timestamp_filters(spec):
+            filters[key] = _timestamp_filter(raw)
         else:
             filters[key] = raw
     tag_keys = ("tags", "tags-any", "not-tags", "not-tags-any")

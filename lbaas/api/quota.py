@@ -41,7 +41,7 @@ def check_quota(
     session: Session, defaults: QuotaSettings, project_id: str, kind: str, adding: int = 1
 ) -> None:
     """Raise QuotaExceeded (403) if adding ``adding`` objects would pass the limit."""
-    record = queries.ensure_quota_record(session, project_id)
+    record = queries.lock_quota_record(session, project_id)
     if adding <= 0:
         return
     limit = effective_limit(record, defaults, kind)

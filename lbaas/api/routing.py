@@ -3,20 +3,25 @@
 Handlers return ready-made JSON-able dicts (views already produce Octavia's exact shape),
 so FastAPI's recursive ``jsonable_encoder`` pass over every list item is pure overhead —
 it was the largest single cost of listing a thousand load balancers. Results that are
-already ``Response`` objects pass through unchanged.
+already ``Response`` objects pass through unchanged. Bodies are parsed by
+``json_body.CheckedJsonRequest``.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import orjson
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
+from starlette.requests import Request
 from starlette.responses import Response
+
+from lbaas.api.json_body import CheckedJsonRequest
+from lbaas.errors import ServiceUnavailable
 
 
 class JsonResponse(Response):
@@ -44,6 +49,23 @@ class JsonRoute(APIRoute):
             render_plain.__signature__ = inspect.signature(original, eval_str=True)  # type: ignore[attr-defined]
             endpoint = render_plain
         super().__init__(path, endpoint, **kwargs)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def checked(request: Request) -> Response:
+            checked_request = CheckedJsonRequest(request.scope, request.receive)
+            if request.method != "GET":
+                return await handler(checked_request)
+            try:
+                return await handler(checked_request)
+            except ServiceUnavailable:
+                # A read that lost its database connection (a restarted or terminated
+                # backend) runs once more on a fresh one. Writes are not repeated: a
+                # connection lost during COMMIT leaves the outcome unknown.
+                return await handler(checked_request)
+
+        return checked
 
 
 Endpoint = Callable[..., Any]

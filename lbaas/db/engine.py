@@ -8,8 +8,8 @@ go on meanwhile. Before that, writers queue on a lock of their own (``SqliteWrit
 which hands over at once instead of in the busy handler's sleeps. On PostgreSQL writes
 take row locks (``SELECT … FOR UPDATE``) where the code asks for them; reads there run in
 autocommit (see ``Database.__init__``). A transaction that ends in ``IntegrityError``
-raises ``lbaas.errors.Conflict`` from here; only a savepoint that expects a duplicate (the
-first creation of a project's quota record, ``db/queries.py``) catches it itself.
+raises ``lbaas.errors.Conflict`` from here; inserts that expect a concurrent duplicate
+(seeding, a project's first quota record, VIP ports) use ``db/insert_absent.py`` instead.
 """
 
 from __future__ import annotations
@@ -164,7 +164,8 @@ class Database:
         """
         session = self._sessions()
         try:
-            yield session
+            with _mapped_errors():
+                yield session
         finally:
             session.close()
 
@@ -185,7 +186,7 @@ class Database:
     @contextmanager
     def read_connection(self) -> Iterator[Connection]:
         """``read()`` for Core-only work: never committed (on PostgreSQL, no transaction)."""
-        with self._reader.connect() as conn:
+        with _mapped_errors(), self._reader.connect() as conn:
             yield conn
 
     @contextmanager
@@ -217,7 +218,11 @@ class Database:
 
 @contextmanager
 def _mapped_errors() -> Iterator[None]:
-    """The one place database errors become API errors (after the rollback)."""
+    """The one place database errors become API errors (after the rollback).
+
+    An ``OperationalError`` (the server ended the session, or is gone) is a 503 the client
+    may retry, never a 500; the pool has already discarded the dead connection.
+    """
     try:
         yield
     except IntegrityError as exc:

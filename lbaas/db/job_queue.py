@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, insert, literal, or_, select, update
+from sqlalchemy import and_, bindparam, case, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 
 from lbaas.db.engine import Database
@@ -237,19 +237,23 @@ def settle_retry(db: Database, claim: Claim, now: float, delay: float, error: st
         row.updated_at = now
 
 
-def release_leases_of(db: Database, owner_prefix: str) -> int:
-    """Free at once the leases of a worker process known to be dead; how many there were.
+def release_leases_of(db: Database, owner_prefix: str, containing: str = "") -> int:
+    """Free at once the leases of a worker process known to be dead (owners beginning with
+    ``owner_prefix`` and, if given, ``containing`` a tag); how many there were.
 
-    Only for a process whose death is certain (``lbaas serve`` has just reaped its child):
+    Only for a process whose death is certain (``lbaas serve`` has just reaped its child,
+    a worker holds the slot lock of the dead one, a stopping worker frees its own):
     anyone else must wait for the lease to run out, because a worker that merely looks
     silent may still be converging. The fence keeps even a wrong release harmless to the
-    data: the old owner's settle would find its lease LOST.
+    data: the old owner's settle would find its lease LOST. The job is runnable at once:
+    losing its worker is no failure of the load balancer's, so it waits no backoff.
     """
+    owned = _JOBS.lease_owner.startswith(owner_prefix, autoescape=True)
+    if containing:
+        owned = and_(owned, _JOBS.lease_owner.contains(containing, autoescape=True))
     with db.write_connection() as conn:
         result = conn.execute(
-            update(ConvergeJobRow)
-            .where(_JOBS.lease_owner.startswith(owner_prefix, autoescape=True))
-            .values(lease_owner=None, lease_expires_at=None)
+            update(ConvergeJobRow).where(owned).values(lease_owner=None, lease_expires_at=None)
         )
         return int(result.rowcount)
 

@@ -96,6 +96,12 @@ def typed_filters(spec: ListSpec) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(bools), frozenset(ints)
 
 
+def timestamp_filters(spec: ListSpec) -> frozenset[str]:
+    """The API names of ``spec``'s timestamp columns (filters parsed as ISO 8601 times)."""
+    columns = spec.columns.items()
+    return frozenset(k for k, c in columns if isinstance(c.property.columns[0].type, DateTime))
+
+
 @dataclass(frozen=True)
 class ListQuery:
     filters: Mapping[str, Any] = field(default_factory=dict)

@@ -16,7 +16,12 @@ def alembic_config(database: Database) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", database.url.replace("%", "%%"))
-    config.attributes["engine"] = database.engine
+    # Processes started together each migrate: on SQLite, BEGIN IMMEDIATE makes the
+    # others wait for the first one's commit (on PostgreSQL an advisory lock, env.py).
+    engine = database.engine
+    config.attributes["engine"] = (
+        engine.execution_options(sqlite_begin="IMMEDIATE") if database.is_sqlite else engine
+    )
     return config
 
 

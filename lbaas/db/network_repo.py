@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import bindparam, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from lbaas.db.tables import NetworkRow, PortRow, SubnetRow, table_of
+from lbaas.db.insert_absent import insert_if_absent
+from lbaas.db.tables import LoadBalancerRow, NetworkRow, PortRow, SubnetRow, table_of
 
 
 def get_subnet(session: Session, subnet_id: str) -> SubnetRow | None:
@@ -23,6 +21,17 @@ def get_network(session: Session, network_id: str) -> NetworkRow | None:
 
 def get_port(session: Session, port_id: str) -> PortRow | None:
     return session.get(PortRow, port_id)
+
+
+def port_project(session: Session, port: PortRow) -> str | None:
+    """The project a port belongs to: that of the load balancer it is the VIP of (other
+    ports, such as amphorae's, belong to the service and have none)."""
+    if not port.device_id:
+        return None
+    project: str | None = session.scalar(
+        select(LoadBalancerRow.project_id).where(LoadBalancerRow.id == port.device_id)
+    )
+    return project
 
 
 def subnets_of_network(session: Session, network_id: str) -> list[SubnetRow]:
@@ -62,13 +71,10 @@ def ports_on(session: Session, subnet_id: str, address: str) -> PortRow | None:
     ).first()
 
 
-def ensure_network(session: Session, network_id: str, name: str, now: datetime) -> NetworkRow:
-    row = session.get(NetworkRow, network_id)
-    if row is None:
-        row = NetworkRow(id=network_id, name=name, created_at=now)
-        session.add(row)
-        session.flush()
-    return row
+def ensure_network(session: Session, network_id: str, name: str, now: datetime) -> None:
+    """Register the network unless it exists (several processes seed at start-up at once)."""
+    values = {"id": network_id, "name": name, "project_id": None, "created_at": now}
+    insert_if_absent(session.connection(), NetworkRow, values)
 
 
 def ensure_subnet(
@@ -81,37 +87,19 @@ def ensure_subnet(
     name: str,
     gateway_ip: str | None,
     now: datetime,
-) -> SubnetRow:
-    row = session.get(SubnetRow, subnet_id)
-    if row is None:
-        row = SubnetRow(
-            id=subnet_id,
-            network_id=network_id,
-            cidr=cidr,
-            ip_version=ip_version,
-            name=name,
-            gateway_ip=gateway_ip,
-            created_at=now,
-        )
-        session.add(row)
-        session.flush()
-    return row
-
-
-def _reserve_statement(insert: Any) -> Any:
-    table = table_of(PortRow)
-    return (
-        insert(table)
-        .values({c.key: bindparam(c.key) for c in table.columns})
-        .on_conflict_do_nothing()
-    )
-
-
-# Built once per dialect: every load balancer create reserves a VIP port.
-_RESERVE = {
-    "postgresql": _reserve_statement(postgresql_insert),
-    "sqlite": _reserve_statement(sqlite_insert),
-}
+) -> None:
+    """Register the subnet unless it exists; an existing subnet is left as it is."""
+    values = {
+        "id": subnet_id,
+        "network_id": network_id,
+        "name": name,
+        "cidr": cidr,
+        "ip_version": ip_version,
+        "gateway_ip": gateway_ip,
+        "project_id": None,
+        "created_at": now,
+    }
+    insert_if_absent(session.connection(), SubnetRow, values)
 
 
 def try_reserve_port(session: Session, port: PortRow) -> bool:
@@ -121,6 +109,4 @@ def try_reserve_port(session: Session, port: PortRow) -> bool:
     savepoint around an ORM insert: one statement, and the outcome is its row count.
     """
     values = {col.key: getattr(port, col.key) for col in table_of(PortRow).columns}
-    conn = session.connection()
-    result = conn.execute(_RESERVE[conn.dialect.name], values)
-    return bool(result.rowcount)
+    return insert_if_absent(session.connection(), PortRow, values)

@@ -10,10 +10,18 @@ from typing import Any
 
 from sqlalchemy import String, any_, bindparam, func, literal, literal_column, select, union_all
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from lbaas.db.tables import Base, ListenerRow, LoadBalancerRow, PoolRow, QuotaRow, TagRow
+from lbaas.db.insert_absent import insert_if_absent
+from lbaas.db.tables import (
+    Base,
+    ListenerRow,
+    LoadBalancerRow,
+    PoolRow,
+    QuotaRow,
+    TagRow,
+    table_of,
+)
 from lbaas.model.enums import ProvisioningStatus
 
 
@@ -140,18 +148,17 @@ def count_rows(session: Session, table: type[Base], *conditions: Any) -> int:
     return int(session.scalar(select(func.count()).select_from(table).where(*conditions)) or 0)
 
 
-def ensure_quota_record(session: Session, project_id: str) -> QuotaRow:
-    """The project's quota record, created (all defaults) the first time it creates anything."""
-    record = session.get(QuotaRow, project_id)
-    if record is not None:
-        return record
-    record = QuotaRow(project_id=project_id)
-    try:
-        with session.begin_nested():
-            session.add(record)
-    except IntegrityError:
-        # Another request created it first: exactly what we wanted.
-        found = session.get(QuotaRow, project_id)
-        assert found is not None
-        return found
+def lock_quota_record(session: Session, project_id: str) -> QuotaRow:
+    """The project's quota record, locked for the rest of the transaction (created with all
+    defaults the first time the project creates anything).
+
+    The lock is what makes "count, compare, insert" hold under concurrency: two creates of
+    one project queue here, and the second counts after the first has committed (READ
+    COMMITTED gives the count a fresh snapshot). On SQLite ``BEGIN IMMEDIATE`` already
+    serialises writers and ``FOR UPDATE`` is not rendered.
+    """
+    values = {c.key: None for c in table_of(QuotaRow).columns}
+    insert_if_absent(session.connection(), QuotaRow, {**values, "project_id": project_id})
+    record = session.get(QuotaRow, project_id, with_for_update=True, populate_existing=True)
+    assert record is not None  # inserted above or by a committed concurrent writer
     return record

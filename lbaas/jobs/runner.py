@@ -7,7 +7,8 @@ do. The state machine, one branch per outcome:
 * ``TemporaryError`` / unknown   → retry after backoff, unless attempts are used up,
   exception                        then as permanent
 * ``PermanentError``             → ERROR on the load balancer, reason kept on the job
-* fence says LOST                → someone else owns it now: write nothing
+* fence says LOST / ``LeaseLost`` → someone else owns it now: write nothing, and no
+                                   backoff or attempt is charged to the job
 
 Backoff doubles from ``backoff_base`` up to ``backoff_max``; a provider's own suggested
 delay is honoured if longer.
@@ -27,6 +28,7 @@ from lbaas.db.engine import Database
 from lbaas.db.job_queue import Claim, Fence
 from lbaas.db.session import Session
 from lbaas.errors import PermanentError, TemporaryError
+from lbaas.providers.base import LeaseLost
 
 LOG = logging.getLogger(__name__)
 
@@ -71,6 +73,11 @@ class JobRunner:
         try:
             self._converger.converge_load_balancer(request, settle)
             return Outcome.DONE
+        except LeaseLost as exc:
+            # Not the load balancer's failure: its new owner converges it now, with no
+            # backoff and no attempt counted against it.
+            LOG.info("%s", exc.operator_message)
+            return Outcome.RETRY
         except PermanentError as exc:
             return self._fail(claim, request, exc.user_message, exc.operator_message)
         except TemporaryError as exc:

@@ -42,18 +42,25 @@ class Worker:
         runner: JobRunner,
         settings: WorkerSettings,
         clock: Callable[[], float] = time.time,
+        slot_tag: str = "",
     ) -> None:
         self._db = database
         self._runner = runner
         self._settings = settings
         self._clock = clock
-        self.owner = f"{owner_prefix(os.getpid())}{uuid.uuid4().hex[:8]}"
+        # The slot tag (``lbaas.jobs.slot``) lets the next holder of the slot free these
+        # leases at once if this process dies.
+        tag = f"{slot_tag}:" if slot_tag else ""
+        self.owner = f"{owner_prefix(os.getpid())}{tag}{uuid.uuid4().hex[:8]}"
         self._wake = threading.Condition()
         self._pending_wakeups = 0
         self._stop = threading.Event()
         self._running: set[str] = set()
         self._running_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        # Stopped last: leases are renewed while stopping converges finish.
+        self._keeper_stop = threading.Event()
+        self._keeper: threading.Thread | None = None
 
     def notify(self) -> None:
         """Wake an idle thread: a job was just committed."""
@@ -64,7 +71,8 @@ class Worker:
     def start(self) -> None:
         for i in range(self._settings.threads):
             self._spawn(self._claim_loop, f"converge-{i}")
-        self._spawn(self._lease_loop, "lease-keeper")
+        self._keeper = threading.Thread(target=self._lease_loop, name="lease-keeper", daemon=True)
+        self._keeper.start()
         self._spawn(self._resync_loop, "resync")
         if self._settings.deleted_retention > 0:
             self._spawn(self._housekeeping_loop, "housekeeping")
@@ -74,12 +82,28 @@ class Worker:
         thread.start()
         self._threads.append(thread)
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float | None = None) -> None:
+        """Let running converges finish for up to ``timeout`` (``worker.stop_timeout``)
+        seconds, then free the leases of those still running so another worker takes
+        them over at once instead of after the lease."""
         self._stop.set()
         with self._wake:
             self._wake.notify_all()
+        deadline = time.monotonic() + (self._settings.stop_timeout if timeout is None else timeout)
         for thread in self._threads:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._keeper_stop.set()
+        if self._keeper is not None:
+            self._keeper.join(2)
+        with self._running_lock:
+            unfinished = sorted(self._running)
+        if unfinished:
+            LOG.warning(
+                "stopping with %d converge(s) unfinished; freeing their leases: %s",
+                len(unfinished),
+                ", ".join(unfinished),
+            )
+            job_queue.release_leases_of(self._db, self.owner)
 
     def _idle_wait(self) -> None:
         with self._wake:
@@ -116,7 +140,7 @@ class Worker:
 
     def _lease_loop(self) -> None:
         interval = max(0.05, self._settings.lease_seconds / 3)
-        while not self._stop.wait(interval):
+        while not self._keeper_stop.wait(interval):
             with self._running_lock:
                 running = sorted(self._running)
             try:

@@ -10,12 +10,14 @@ Determinism across nodes: offsets and skips come from BLAKE2b of the backend's k
 Python's salted ``hash()``), and backends take turns in the order of their keys, so the same
 backends give the same table on every node whatever order they were listed in.
 
-Speed: the slow part of the classic loop is the probing past taken slots late in the fill.
-Here the free/taken state is a ``bytearray`` and a backend probes one stride of its
-permutation at a time with a C-level ``find`` on an extended slice (``taken[c::step]``),
-stepping backwards when the skip is above M/2 so that strides are long; a walk whose step
-exceeds M/8 visits only a few slots per slice, so it probes one slot at a time. The result
-is the same table the plain loop builds (``tests/unit/l4`` compares them).
+Speed: two fills build the same table as the textbook loop (``tests/unit/l4`` compares
+them). From ``NUMPY_FROM_BACKENDS`` backends on, the fill goes a round at a time with numpy
+(``maglev_fill``). Below, rounds are too small for that to pay, and the loop runs turn by
+turn in Python: the slow part there is probing past taken slots late in the fill, so the
+free/taken state is a ``bytearray`` and a backend probes one stride of its permutation at
+a time with a C-level ``find`` on an extended slice (``taken[c::step]``), stepping
+backwards when the skip is above M/2 so that strides are long; a walk whose step exceeds
+M/8 visits only a few slots per slice, so it probes one slot at a time.
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ import hashlib
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from lbaas.errors import InvalidInput
+from lbaas.l4.maglev_fill import Ints, populate
+
+# Rounds of fewer backends cost more in numpy calls than the whole fill in Python: below
+# this many backends the table is filled turn by turn (same table; docs/architecture.md).
+NUMPY_FROM_BACKENDS = 500
 
 # Largest weight Octavia accepts for a member; weight 0 means "no new connections".
 MAX_WEIGHT = 256
@@ -96,16 +105,17 @@ def check_table_request(backends: Sequence[Backend], size: int) -> None:
             )
 
 
-def turn_order(weights: Sequence[int], size: int) -> list[int]:
-    """The first ``size`` turns: backend indexes, round by round, index order inside one.
+def turn_rounds(weights: Sequence[int], size: int) -> list[list[int]]:
+    """The first ``size`` turns, round by round: backend indexes in index order inside one.
 
     A backend of weight w takes its k-th turn in round ``ceil(k * max / w)`` (Katran's
     cumulative weights), so equal weights give plain round robin.
     """
     heaviest = max(weights)
     if min(weights) == heaviest:
-        rounds = -(-size // len(weights))
-        return (list(range(len(weights))) * rounds)[:size]
+        full, rest = divmod(size, len(weights))
+        everyone = list(range(len(weights)))
+        return [everyone] * full + ([everyone[:rest]] if rest else [])
     total = sum(weights)
     # Enough rounds for at least ``size`` turns: each backend gets floor(r * w / max).
     last_round = -(-size * heaviest // total) + len(weights)
@@ -114,7 +124,17 @@ def turn_order(weights: Sequence[int], size: int) -> list[int]:
         turns = last_round * weight // heaviest
         for turn in range(1, turns + 1):
             by_round[-(-turn * heaviest // weight)].append(index)
-    return [index for members in by_round for index in members][:size]
+    rounds, left = [], size
+    for members in by_round:
+        if members and left > 0:
+            rounds.append(members[:left])
+            left -= len(rounds[-1])
+    return rounds
+
+
+def turn_order(weights: Sequence[int], size: int) -> list[int]:
+    """The first ``size`` turns in order (``turn_rounds`` one after another)."""
+    return [index for members in turn_rounds(weights, size) for index in members]
 
 
 def build_table(backends: Iterable[Backend], size: int) -> MaglevTable:
@@ -123,7 +143,12 @@ def build_table(backends: Iterable[Backend], size: int) -> MaglevTable:
     An empty backend list gives an empty table (no slots to fill). Raises InvalidInput for a
     size that is not prime, duplicate keys, more backends than slots, or a bad weight.
     """
-    return _build_sorted(tuple(sorted(backends)), size)
+    # The order Backend's own comparison gives, without a generated __lt__ call per pair.
+    return _build_sorted(tuple(sorted(backends, key=_sort_key)), size)
+
+
+def _sort_key(backend: Backend) -> tuple[str, int]:
+    return backend.key, backend.weight
 
 
 # Tables are immutable, and the same pool comes back often (every health change rebuilds
@@ -170,6 +195,27 @@ def build_table_with_down(
 
 
 def _populate(backends: Sequence[Backend], size: int) -> list[int]:
+    if len(backends) < NUMPY_FROM_BACKENDS:
+        return _populate_in_python(backends, size)
+    slots: list[int] = _populate_with_numpy(backends, size).tolist()
+    return slots
+
+
+def _populate_with_numpy(backends: Sequence[Backend], size: int) -> Ints:
+    rounds = turn_rounds([backend.weight for backend in backends], size)
+    # Equal weights repeat one list for every round: convert it once.
+    arrays: dict[int, Ints] = {}
+    for members in rounds:
+        if id(members) not in arrays:
+            arrays[id(members)] = np.array(members, dtype=np.int64)
+    return populate(
+        [permutation(backend.key, size) for backend in backends],
+        [arrays[id(members)] for members in rounds],
+        size,
+    )
+
+
+def _populate_in_python(backends: Sequence[Backend], size: int) -> list[int]:
     params = [permutation(backend.key, size) for backend in backends]
     position = [offset for offset, _ in params]
     # Walk backwards when that makes the stride longer: same permutation, fewer slices.

@@ -14,6 +14,7 @@ from lbaas.db.migrate import upgrade_database
 from tests.support.api_client import Api
 from tests.support.control_plane import asgi_app, make_settings, running_control_plane
 from tests.support.databases import PostgresDatabases
+from tests.support.served_app import served
 
 
 @pytest.fixture(scope="session")
@@ -74,3 +75,10 @@ def api(client: TestClient) -> Api:
 @pytest.fixture
 def admin(client: TestClient) -> Api:
     return Api(client, "p-admin", "admin")
+
+
+@pytest.fixture
+def base_url(plane: Any) -> Iterator[str]:
+    """The same app served over real HTTP by uvicorn (chunked bodies, concurrent clients)."""
+    with served(asgi_app(plane)) as url:
+        yield url

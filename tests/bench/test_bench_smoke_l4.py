@@ -15,6 +15,10 @@ def test_quick_run_prints_the_l4_figures() -> None:
     assert 0 < maglev["moved_beyond_removed_share"] < 1
     assert maglev["down_moved_beyond_its_share"] == 0
     assert [row["size"] for row in figures["sizes"]] == [251, 1009]
+    # One small pool (the Python fill) and one large enough for the numpy fill.
+    assert [row["members"] for row in figures["builds"]] == [50, 600]
+    assert all(row["cpu_ms_median"] > 0 for row in figures["builds"])
+    assert [row["size"] for row in figures["disruption_by_size"]] == [1009, 2003]
     if os.geteuid() == 0:
         kernel = figures["kernel"]
         assert kernel["member_down_update_ms"] > 0 and kernel["member_removed_update_ms"] > 0

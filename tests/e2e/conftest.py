@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ class Served:
     state_dir: Path
     log: Path
     pid: int
+    process: subprocess.Popen[bytes]
 
 
 def serve(tmp_path: Path, settings: dict[str, Any]) -> Iterator[Served]:
@@ -53,7 +55,7 @@ def serve(tmp_path: Path, settings: dict[str, Any]) -> Iterator[Served]:
                 return False
 
         wait_until(up, 60, "lbaas serve to answer")
-        yield Served(url, state_dir, log, proc.pid)
+        yield Served(url, state_dir, log, proc.pid, proc)
 
 
 @pytest.fixture

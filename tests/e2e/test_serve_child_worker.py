@@ -80,8 +80,11 @@ def test_sigterm_on_serve_stops_its_worker_child(served: Served) -> None:
     child = worker_child(served.pid)
     assert child is not None
     os.kill(served.pid, signal.SIGTERM)
-    wait_until(lambda: not alive(served.pid), 30, "serve to exit")
+    # Exit status 0, not death by the signal: serve's cleanup ran to its end.
+    assert served.process.wait(30) == 0, served.log.read_text()[-2000:]
     wait_until(lambda: not alive(child), 30, "the worker child to exit")
+    assert "lbaas serve stopped" in served.log.read_text()
+    assert not wakeup_directory(served.state_dir).exists()
 
 
 def test_a_worker_child_outlives_a_killed_serve_only_briefly(served: Served) -> None:
@@ -133,3 +136,68 @@ def test_a_job_held_by_a_killed_worker_child_runs_again_at_once(slow_served: Ser
     finally:
         database.close()
     assert "released 1 converge job(s) held by dead worker process" in slow_served.log.read_text()
+
+
+def _lease_owner(state_dir: Path, lb_id: str) -> str | None:
+    database = sqlite3.connect(state_dir / "lbaas.sqlite")
+    try:
+        row = database.execute(
+            "SELECT lease_owner FROM converge_jobs WHERE loadbalancer_id = ?", (lb_id,)
+        ).fetchone()
+    finally:
+        database.close()
+    return None if row is None else row[0]
+
+
+def _start_slow_converge(served: Served) -> tuple[int, str]:
+    """The worker child's pid, and a load balancer whose converge it is in the middle of."""
+    child = worker_child(served.pid)
+    assert child is not None
+    body = {"loadbalancer": {"name": "slow", "vip_subnet_id": SUBNET}}
+    lb_id = httpx.post(served.url + LB, json=body, timeout=10).json()["loadbalancer"]["id"]
+    wait_until(
+        lambda: f":{child}:" in (_lease_owner(served.state_dir, lb_id) or ""),
+        20,
+        "the worker child to claim the job",
+    )
+    return child, lb_id
+
+
+@pytest.fixture
+def stalling_served(tmp_path: Path) -> Iterator[Served]:
+    # Converges last 60 s, leases 120 s; the worker gives its converges 1 s on SIGTERM.
+    settings = {
+        "providers": {"enabled": ["noop"], "default": "noop", "noop_delay": 60},
+        "worker": {"lease_seconds": 120, "poll_interval": 0.1, "stop_timeout": 1},
+    }
+    yield from serve(tmp_path, settings)
+
+
+def test_sigterm_frees_the_running_job_and_exits_zero(stalling_served: Served) -> None:
+    child, lb_id = _start_slow_converge(stalling_served)
+    os.kill(stalling_served.pid, signal.SIGTERM)
+    assert stalling_served.process.wait(30) == 0, stalling_served.log.read_text()[-2000:]
+    assert not alive(child)
+    # The child freed the lease of its unfinished converge: no 120 s wait for anyone.
+    assert _lease_owner(stalling_served.state_dir, lb_id) is None
+    log = stalling_served.log.read_text()
+    assert "freeing their leases" in log
+    assert "killing it" not in log
+
+
+def test_a_hung_worker_child_is_killed_after_the_timeout(stalling_served: Served) -> None:
+    child, lb_id = _start_slow_converge(stalling_served)
+    os.kill(child, signal.SIGSTOP)  # hung: it cannot even take its SIGTERM
+    try:
+        os.kill(stalling_served.pid, signal.SIGTERM)
+        # worker.stop_timeout (1 s) + 5 s, then SIGKILL.
+        assert stalling_served.process.wait(60) == 0, stalling_served.log.read_text()[-2000:]
+    finally:
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
+    assert not alive(child)
+    log = stalling_served.log.read_text()
+    assert f"worker process {child} did not stop within 6 s; killing it" in log
+    # Serve freed the killed child's lease itself.
+    assert _lease_owner(stalling_served.state_dir, lb_id) is None
+    assert f"held by dead worker process {child}" in log

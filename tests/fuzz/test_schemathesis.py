@@ -1,9 +1,11 @@
 """Schemathesis against the app's own OpenAPI document: no request may cause a 5xx, and
 every answer is one the document declares, with the Content-Type it declares.
 
-Runs in-process on SQLite with the noop provider. Every operation gets generated bodies,
-paths and query strings (valid and invalid). ``bench/schemathesis_run.py`` runs the
-stateful phase and every other check against a real ``lbaas serve``.
+Runs in-process on SQLite and on PostgreSQL (which refuses what SQLite stores: NUL
+characters, integers past 32 bits, text where a timestamp belongs) with the noop
+provider. Every operation gets generated bodies, paths and query strings (valid and
+invalid). ``bench/schemathesis_run.py`` runs the stateful phase and every other check
+against a real ``lbaas serve``.
 """
 
 from __future__ import annotations
@@ -20,14 +22,24 @@ from schemathesis.specs.openapi.checks import content_type_conformance, status_c
 
 from lbaas.compose import build_control_plane
 from tests.support.control_plane import asgi_app, make_settings
+from tests.support.databases import PostgresDatabases
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def fuzz_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def fuzz_app(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
     state: Path = tmp_path_factory.mktemp("fuzz-state")
-    plane = build_control_plane(make_settings(state, api={"auth_strategy": "noauth"}))
+    url = ""
+    if request.param == "postgres":
+        postgres: PostgresDatabases = request.getfixturevalue("postgres")
+        url = postgres.create("fuzz")
+    settings_ = make_settings(state, url, api={"auth_strategy": "noauth"})
+    plane = build_control_plane(settings_)
     plane.start()
     try:
         yield asgi_app(plane)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 
 from lbaas.db import job_queue
 from lbaas.db.engine import Database
 from lbaas.db.migrate import upgrade_database
+from lbaas.jobs.slot import WorkerSlot
 
 
 def test_only_the_dead_processs_leases_are_freed(tmp_path: Path) -> None:
@@ -32,4 +34,37 @@ def test_only_the_dead_processs_leases_are_freed(tmp_path: Path) -> None:
         with database.write() as session:
             assert job_queue.check_fence(session, dead) is job_queue.Fence.LOST
     finally:
+        database.dispose()
+
+
+def test_a_worker_slot_frees_only_its_own_dead_predecessors_leases(tmp_path: Path) -> None:
+    database = Database(f"sqlite:///{tmp_path / 'slots.sqlite'}")
+    upgrade_database(database)
+    now = time.time()
+    first = WorkerSlot(tmp_path / "state")
+    second = WorkerSlot(tmp_path / "state")
+    try:
+        # Both held at once: two slots. Another state directory: another tag.
+        assert (first.number, second.number) == (0, 1)
+        other = WorkerSlot(tmp_path / "other-state")
+        assert other.number == 0 and other.tag != first.tag
+        host = socket.gethostname()
+        owners = [
+            f"{host}:{pid}:{slot.tag}:x" for pid, slot in ((7, first), (8, second), (9, other))
+        ]
+        for n, owner in enumerate(owners):
+            with database.write() as session:
+                job_queue.enqueue_converge(session, f"lb-{n}", now, new=True)
+            assert job_queue.claim_next(database, owner, now, lease_seconds=600) is not None
+        other.close()
+        first.close()  # its holder "died": the next worker takes slot 0 and frees it
+        successor = WorkerSlot(tmp_path / "state")
+        assert successor.number == 0 and successor.tag == first.tag
+        assert successor.release_earlier_claims(database) == 1
+        freed = job_queue.claim_next(database, "host:3:cccc", now, lease_seconds=600)
+        assert freed is not None and freed.loadbalancer_id == "lb-0"
+        assert job_queue.claim_next(database, "host:3:cccc", now, lease_seconds=600) is None
+        successor.close()
+    finally:
+        second.close()
         database.dispose()

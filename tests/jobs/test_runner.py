@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from lbaas.config import WorkerSettings
 from lbaas.db import job_queue
+from lbaas.jobs.runner import backoff_delay
 from tests.support.api_client import LOOPBACK_SUBNET, Api
 from tests.support.control_plane import noop_of
 
@@ -157,3 +159,18 @@ def test_resync_takes_only_due_load_balancers_oldest_first(idle_plane: Any, idle
         }
     assert pending == set(lbs[:2])
     assert job_queue.count_active(db) == 3
+
+
+def test_default_retries_outlast_an_agent_restart() -> None:
+    """The chaos campaign saw acknowledged deletes end in ERROR: an agent killed and
+    restarted a few times in a row was unreachable for ~18 s, longer than the 7.5 s the
+    old defaults (5 attempts, backoff doubling from 0.5 s) retried for. The defaults
+    now keep a load balancer PENDING through a minute of agent outage, and retry at
+    most 5 s apart so it converges soon after the agent is back."""
+    worker = WorkerSettings()
+    delays = [
+        backoff_delay(n, worker.backoff_base, worker.backoff_max)
+        for n in range(worker.max_attempts - 1)
+    ]
+    assert sum(delays) >= 60
+    assert max(delays) <= 5

@@ -4,6 +4,12 @@ python-octaviaclient resolves ``--vip-subnet-id`` and member ``--subnet-id`` thr
 Networking API before it calls the load-balancer API, and with ``--os-auth-type none`` it
 sends those calls to the same endpoint. Serving these few reads lets the stock CLI work
 against lbaas alone. Nothing here writes.
+
+Scoped like every other resource: callers need the reader role; networks and subnets
+declared by the operator (no project) are shared and visible to all of them, the others
+only to their project; a VIP port belongs to its load balancer's project, any other port
+(an amphora's) to the service. Admins and global observers see everything. Another
+project's object is a 403 after the 404 check, as the load-balancer API answers.
 """
 
 from __future__ import annotations
@@ -13,12 +19,13 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from lbaas.api.deps import get_services
+from lbaas.api.context import RequestContext
+from lbaas.api.deps import Call, get_call
+from lbaas.api.policy import Rule, allowed, authorize, require_reader
 from lbaas.api.routing import JsonRoute
-from lbaas.api.services import ApiServices
 from lbaas.db import network_repo
 from lbaas.db.tables import NetworkRow, PortRow, SubnetRow
-from lbaas.errors import NotFound
+from lbaas.errors import Forbidden, NotFound
 from lbaas.model.enums import NetworkResourceStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["networking"])
@@ -79,57 +86,80 @@ def _matches(obj: dict[str, Any], request: Request) -> bool:
     return True
 
 
+def _visible(ctx: RequestContext, project_id: str | None) -> bool:
+    """Shared (no project) objects are visible to every reader; the rest as ``Rule.READ``."""
+    return project_id is None or allowed(ctx, Rule.READ, project_id)
+
+
 @router.get("/subnets")
-def list_subnets(request: Request, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
+def list_subnets(request: Request, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
+    require_reader(ctx)
     with services.database.read() as session:
-        subnets = [_subnet(s) for s in network_repo.all_subnets(session)]
+        rows = network_repo.all_subnets(session)
+        subnets = [_subnet(s) for s in rows if _visible(ctx, s.project_id)]
     return {"subnets": [s for s in subnets if _matches(s, request)]}
 
 
 @router.get("/subnets/{subnet_id}")
-def show_subnet(subnet_id: str, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
+def show_subnet(subnet_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
+    require_reader(ctx)
     with services.database.read() as session:
         row = network_repo.get_subnet(session, subnet_id)
         if row is None:
             raise NotFound(f"Subnet {subnet_id} could not be found.")
+        if not _visible(ctx, row.project_id):
+            raise Forbidden()
         return {"subnet": _subnet(row)}
 
 
 @router.get("/networks")
-def list_networks(
-    request: Request, services: ApiServices = Depends(get_services)
-) -> dict[str, Any]:
+def list_networks(request: Request, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
+    require_reader(ctx)
     with services.database.read() as session:
         subnets = network_repo.all_subnets(session)
         nets = [
             _network(n, [s.id for s in subnets if s.network_id == n.id])
             for n in network_repo.all_networks(session)
+            if _visible(ctx, n.project_id)
         ]
     return {"networks": [n for n in nets if _matches(n, request)]}
 
 
 @router.get("/networks/{network_id}")
-def show_network(network_id: str, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
+def show_network(network_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
+    require_reader(ctx)
     with services.database.read() as session:
         row = network_repo.get_network(session, network_id)
         if row is None:
             raise NotFound(f"Network {network_id} could not be found.")
+        if not _visible(ctx, row.project_id):
+            raise Forbidden()
         subnets = network_repo.subnets_of_network(session, network_id)
         return {"network": _network(row, [s.id for s in subnets])}
 
 
 @router.get("/floatingips")
-def list_floating_ips() -> dict[str, Any]:
+def list_floating_ips(call: Call = Depends(get_call)) -> dict[str, Any]:
     """lbaas has no floating IPs; the Ansible ``openstack.cloud.loadbalancer`` module looks
     for the VIP's after every create and needs the empty list a cloud without them gives
-    (whatever the filters)."""
+    (whatever the filters). Readable by whoever may read the rest of the registry."""
+    _, ctx = call
+    require_reader(ctx)
     return {"floatingips": []}
 
 
 @router.get("/ports/{port_id}")
-def show_port(port_id: str, services: ApiServices = Depends(get_services)) -> dict[str, Any]:
+def show_port(port_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    services, ctx = call
+    require_reader(ctx)
     with services.database.read() as session:
         row = network_repo.get_port(session, port_id)
         if row is None:
             raise NotFound(f"Port {port_id} could not be found.")
+        # No project (an amphora's port): only admins and global observers pass.
+        authorize(ctx, Rule.READ, network_repo.port_project(session, row))
         return {"port": _port(row)}

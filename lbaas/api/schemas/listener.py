@@ -12,7 +12,6 @@ nowhere else in this package: create and update both take it from there.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
@@ -28,17 +27,17 @@ from lbaas.api.schemas.groups import (
 from lbaas.api.schemas.l7policy import L7PolicyNested
 from lbaas.api.schemas.types import ContainerRef, NullFalse, Port, Schema, Uuid
 from lbaas.model.enums import ClientAuthentication, ListenerProtocol
+from lbaas.render.haproxy.inputs import plain_cidr
 
 MAX_INT = 2147483647
 
 
 def _cidr(value: str) -> str:
-    try:
-        return str(ipaddress.ip_network(value, strict=False))
-    except ValueError:
-        raise PydanticCustomError(
-            "cidr_format", "Value should be IPv4 or IPv6 CIDR format"
-        ) from None
+    # The data plane's rule: no IPv6 zone (``fe80::1%lo x/128`` parses in Python).
+    cidr = plain_cidr(value)
+    if cidr is None:
+        raise PydanticCustomError("cidr_format", "Value should be IPv4 or IPv6 CIDR format")
+    return cidr
 
 
 ConnectionLimit = Annotated[int, Field(ge=-1, le=MAX_INT)]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 import uuid
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
+
+from lbaas.render.haproxy.inputs import plain_address
 
 
 class Schema(BaseModel):
@@ -29,10 +30,11 @@ def _uuid(value: str) -> str:
 
 
 def _ip(value: str) -> str:
-    try:
-        return str(ipaddress.ip_address(value))
-    except ValueError:
-        raise PydanticCustomError("ip_format", "Value should be IPv4 or IPv6 format") from None
+    # The data plane's rule: no IPv6 zone (``fe80::1%lo backup`` parses in Python).
+    address = plain_address(value)
+    if address is None:
+        raise PydanticCustomError("ip_format", "Value should be IPv4 or IPv6 format")
+    return address
 
 
 def _null_is_false(value: object) -> object:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from lbaas.errors import InvalidInput, ValidationFailure
 from lbaas.model.enums import POOL_HEALTH_MONITOR_TYPES, HealthMonitorType, PoolProtocol
+from lbaas.render.haproxy import inputs
 
 HTTP_TYPES = frozenset({HealthMonitorType.HTTP.value, HealthMonitorType.HTTPS.value})
 DATAGRAM_ONLY_TYPES = frozenset({HealthMonitorType.UDP_CONNECT.value, HealthMonitorType.SCTP.value})
@@ -24,25 +25,25 @@ DEFAULT_MAX_RETRIES_DOWN = 3
 # Octavia's default operator minimum for UDP-CONNECT probes (seconds); not configurable here.
 UDP_CONNECT_MIN_DELAY = 3
 
-_EXPECTED_CODES = re.compile(r"^(\d{3}(\s*,\s*\d{3})*|\d{3}-\d{3})$")
-_PATH_CHARS = re.compile(r"^[A-Za-z0-9\-._~!$&'()*+,;=:@/?#%\[\]]*$")
+# fullmatch, not ``^…$``: ``$`` also matches before a final newline.
+_PATH_CHARS = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?#%\[\]]*")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 
 def is_url_path(value: str) -> bool:
     """An absolute URI path (query allowed) with no scheme, host, user or port."""
     if not value.startswith("/") or value.startswith("//"):
         return False
-    if not _PATH_CHARS.match(value) or _PERCENT.search(value):
+    if not _PATH_CHARS.fullmatch(value) or _PERCENT.search(value):
         return False
     parts = urlsplit(value)
     return not parts.scheme and not parts.netloc and parts.path.startswith("/")
 
 
 def is_expected_codes(value: str) -> bool:
-    """One code, a comma list of codes, or a range; every code exactly three digits."""
-    return bool(_EXPECTED_CODES.match(value))
+    """One code, a comma list of codes, or a range; every code three ASCII digits."""
+    return inputs.is_expected_codes(value)
 
 
 def is_domain_name(value: str) -> bool:
@@ -50,7 +51,7 @@ def is_domain_name(value: str) -> bool:
     if not 1 <= len(value) <= 255:
         return False
     labels = value[:-1].split(".") if value.endswith(".") else value.split(".")
-    return all(_LABEL.match(label) for label in labels)
+    return all(_LABEL.fullmatch(label) for label in labels)
 
 
 def check_type_for_pool(hm_type: str, pool_protocol: str) -> None:

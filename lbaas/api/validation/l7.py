@@ -8,8 +8,8 @@ consistent (a REJECT or pool redirect never keeps a URL, an HTTP code or a stale
 
 Rules. What a rule may compare depends on its type (Octavia's validity matrix); the
 checks run on the merged rule on PUT, so an update cannot leave an invalid combination.
-A REGEX value must compile: HAProxy uses PCRE, Python's ``re`` is the close approximation
-available here.
+A REGEX value must compile with PCRE2 as HAProxy compiles it, and header and cookie names
+follow the data plane's rule (``lbaas.render.haproxy.inputs``: one definition for both).
 
 Positions. Policies of a listener are numbered 1..N in evaluation order; ``reorder``
 computes the new order when one policy is inserted or moved.
@@ -24,6 +24,7 @@ from typing import NoReturn
 
 from lbaas.errors import InvalidInput
 from lbaas.model.enums import L7CompareType, L7PolicyAction, L7RuleType
+from lbaas.render.haproxy.inputs import FETCH_ARGUMENT, regex_error
 
 MAX_RULES_PER_POLICY = 50
 DEFAULT_REDIRECT_CODE = 302
@@ -128,7 +129,6 @@ def reorder(ids: Sequence[str], moving: str, position: int | None) -> list[str]:
 
 # -- rules ------------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
 _HEADER_VALUE = re.compile(r"[\x21-\x7e]+")
 _QUOTED_HEADER_VALUE = re.compile(r'"[\t\x20\x21\x23-\x7e]*"')
 _COOKIE_VALUE = re.compile(r"[\x21\x23-\x3a\x3c-\x5b\x5d-\x7e]+")
@@ -148,8 +148,8 @@ _COMPARE_TYPES: dict[L7RuleType, frozenset[L7CompareType]] = {
 }
 _KEYLESS = frozenset({L7RuleType.SSL_CONN_HAS_CERT, L7RuleType.SSL_VERIFY_RESULT})
 _KEY_PATTERNS = {
-    L7RuleType.HEADER: _TOKEN,
-    L7RuleType.COOKIE: _TOKEN,
+    L7RuleType.HEADER: FETCH_ARGUMENT,
+    L7RuleType.COOKIE: FETCH_ARGUMENT,
     L7RuleType.SSL_DN_FIELD: _DN_FIELD,
 }
 
@@ -159,10 +159,9 @@ def _bad_rule(reason: str) -> NoReturn:
 
 
 def _check_regex(value: str) -> None:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        _bad_rule(f"Unable to parse regular expression: {exc}")
+    error = regex_error(value)
+    if error is not None:
+        _bad_rule(f"Unable to parse regular expression: {error}")
 
 
 def _check_value(rule_type: L7RuleType, compare: L7CompareType, value: str) -> None:

@@ -24,6 +24,7 @@ from lbaas.model.enums import (
     PersistenceType,
     PoolProtocol,
 )
+from lbaas.render.haproxy.inputs import is_fetch_argument
 
 # The reference's wording for a pool's empty lists (a listener's differs).
 _EMPTY_VERSIONS = (
@@ -35,8 +36,6 @@ _EMPTY_ALPN = (
     "parameter to use the default."
 )
 DATAGRAM_PROTOCOLS = frozenset({PoolProtocol.UDP.value, PoolProtocol.SCTP.value})
-# RFC 6265 cookie names are HTTP tokens: visible ASCII except these separators.
-_COOKIE_SEPARATORS = frozenset('()<>@,;:\\"/[]?={} \t')
 
 
 @dataclass(frozen=True)
@@ -79,9 +78,9 @@ def check_listener_pool_protocols(listener_protocol: str, pool_protocol: str) ->
 
 
 def is_cookie_name(value: str) -> bool:
-    return bool(value) and all(
-        0x20 < ord(ch) < 0x7F and ch not in _COOKIE_SEPARATORS for ch in value
-    )
+    """An RFC 6265 token that HAProxy can also read in ``req.cook(<name>)`` (the data
+    plane's rule: token characters but ``#``, ``$`` and ``'``)."""
+    return is_fetch_argument(value)
 
 
 def _check_datagram_persistence(sp: Persistence) -> None:

@@ -8,6 +8,11 @@ from lbaas.db.tables import Base
 
 config = context.config
 engine = config.attributes.get("engine")
+# Processes started together on a fresh PostgreSQL database each run the migrations; the
+# first to take this transaction-scoped lock migrates, the others then find the schema
+# current (on SQLite, ``migrate.py`` begins with BEGIN IMMEDIATE instead). Any constant works: it only
+# has to be the same in every lbaas process.
+MIGRATION_LOCK_KEY = 0x1BAA5_0001
 
 
 def run() -> None:
@@ -20,6 +25,8 @@ def run() -> None:
             render_as_batch=connection.dialect.name == "sqlite",
         )
         with context.begin_transaction():
+            if connection.dialect.name == "postgresql":
+                connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
             context.run_migrations()
         connection.commit()
 

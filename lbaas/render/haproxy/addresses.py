@@ -14,24 +14,26 @@ import ipaddress
 from collections.abc import Iterable
 
 from lbaas.errors import PermanentError
+from lbaas.render.haproxy.inputs import plain_address, plain_cidr
 
 
 def normalised_address(address: str) -> str:
-    """``address`` in canonical form; PermanentError if it is not an IP address."""
-    try:
-        return str(ipaddress.ip_address(address))
-    except ValueError:
+    """``address`` in canonical form; PermanentError if it is not an IP address HAProxy can
+    parse (an IPv6 zone such as ``%eth0`` is refused: it could even hold spaces)."""
+    normalised = plain_address(address)
+    if normalised is None:
         raise PermanentError(
             f"{address!r} is not a valid IP address.", f"invalid IP address {address!r}"
-        ) from None
+        )
+    return normalised
 
 
 def normalised_cidr(cidr: str) -> str:
     """``cidr`` as network/prefix with host bits cleared; PermanentError if invalid."""
-    try:
-        return str(ipaddress.ip_network(cidr, strict=False))
-    except ValueError:
-        raise PermanentError(f"{cidr!r} is not a valid CIDR.", f"invalid CIDR {cidr!r}") from None
+    normalised = plain_cidr(cidr)
+    if normalised is None:
+        raise PermanentError(f"{cidr!r} is not a valid CIDR.", f"invalid CIDR {cidr!r}")
+    return normalised
 
 
 def normalised_cidrs(cidrs: Iterable[str]) -> tuple[str, ...]:

@@ -27,7 +27,6 @@ every second, and a 0 timeout leaves the check bounded by ``inter`` alone.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import assert_never
 
@@ -35,10 +34,9 @@ from lbaas.errors import PermanentError
 from lbaas.model.enums import HealthMonitorType, HttpMethod
 from lbaas.model.graph import HealthMonitor
 from lbaas.render.haproxy.context import HaproxyContext
+from lbaas.render.haproxy.inputs import has_control_characters, is_expected_codes
 from lbaas.render.haproxy.unsupported import refusal
 from lbaas.render.haproxy.view import HealthCheck, HttpCheck
-
-_STATUS_ITEM = re.compile(r"(\d{3})(?:-(\d{3}))?")
 
 
 def health_check_of(monitor: HealthMonitor | None, ctx: HaproxyContext) -> HealthCheck | None:
@@ -71,6 +69,12 @@ def health_check_of(monitor: HealthMonitor | None, ctx: HaproxyContext) -> Healt
 
 def http_check_of(monitor: HealthMonitor) -> HttpCheck:
     """The request and the accepted statuses of an HTTP or HTTPS monitor."""
+    for name, text in (("url_path", monitor.url_path), ("domain_name", monitor.domain_name)):
+        if text is not None and has_control_characters(text):
+            raise PermanentError(
+                f"The health monitor's {name} contains control characters.",
+                f"control characters in {name} {text!r}",
+            )
     return HttpCheck(
         method=str(monitor.http_method or HttpMethod.GET),
         uri=monitor.url_path or "/",
@@ -83,15 +87,12 @@ def http_check_of(monitor: HealthMonitor) -> HttpCheck:
 def expected_statuses(expected_codes: str | None) -> str:
     """Octavia's expected_codes (``200``, ``200, 202``, ``200-204``) as HAProxy's list."""
     text = "200" if expected_codes is None else expected_codes
-    items = [item.strip() for item in text.split(",")]
-    for item in items:
-        match = _STATUS_ITEM.fullmatch(item)
-        if match is None or (match.group(2) is not None and match.group(2) < match.group(1)):
-            raise PermanentError(
-                f"Invalid expected_codes {text!r} on a health monitor.",
-                f"cannot render expected_codes {text!r}",
-            )
-    return ",".join(items)
+    if not is_expected_codes(text):
+        raise PermanentError(
+            f"Invalid expected_codes {text!r} on a health monitor.",
+            f"cannot render expected_codes {text!r}",
+        )
+    return ",".join(item.strip() for item in text.split(","))
 
 
 def _http_version(version: float | None) -> str:

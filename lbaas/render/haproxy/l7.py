@@ -34,6 +34,7 @@ from typing import assert_never
 from lbaas.errors import PermanentError
 from lbaas.model.enums import L7CompareType, L7PolicyAction, L7RuleType
 from lbaas.model.graph import L7Policy, L7Rule, Listener, LoadBalancer
+from lbaas.render.haproxy.inputs import regex_error
 from lbaas.render.haproxy.names import backend_name, rule_acl_name
 from lbaas.render.haproxy.quoting import fetch_argument
 from lbaas.render.haproxy.unsupported import refusal
@@ -105,6 +106,10 @@ def acl_of(rule: L7Rule) -> Acl:
     """The ACL that is true when the rule's comparison matches (before ``invert``)."""
     name = rule_acl_name(rule.id)
     method = ("-m", _MATCH_METHOD[rule.compare_type])
+    if rule.compare_type is L7CompareType.REGEX:
+        error = regex_error(rule.value, caseless=rule.type is L7RuleType.HOST_NAME)
+        if error is not None:
+            raise refusal(f"The regular expression of L7 rule {rule.id} is invalid: {error}")
     kind = rule.type
     if kind is L7RuleType.HOST_NAME:
         return Acl(name, "req.hdr(host)", ("-i", *method), rule.value)

@@ -19,9 +19,8 @@ quoted but checked (``fetch_argument``).
 
 from __future__ import annotations
 
-import re
-
 from lbaas.errors import PermanentError
+from lbaas.render.haproxy.inputs import is_fetch_argument
 
 _ESCAPED = frozenset('\\"$')
 
@@ -50,19 +49,17 @@ def log_format_literal(value: str) -> str:
     return value.replace("%", "%%")
 
 
-_FETCH_ARGUMENT = re.compile(r"[A-Za-z0-9!%&*+.^_`|~-]+")
-
-
 def fetch_argument(value: str, what: str) -> str:
     """``value`` unchanged if it is safe inside a sample fetch's parentheses.
 
     Header and cookie names go into ``req.fhdr(<name>)`` and ``req.cook(<name>)``, where
     HAProxy applies a second level of quoting (section 2.2) and commas and parentheses are
     delimiters. Rather than stack two escaping layers, names are limited to the token
-    characters that mean nothing to either parser; ``#``, ``$`` and ``'`` are valid HTTP
-    token characters but are refused, as nobody names a header with them.
+    characters that mean nothing to either parser (``inputs.is_fetch_argument``, which the
+    API validates with too); ``#``, ``$`` and ``'`` are valid HTTP token characters but are
+    refused, as nobody names a header with them.
     """
-    if _FETCH_ARGUMENT.fullmatch(value) is None:
+    if not is_fetch_argument(value):
         raise PermanentError(
             f"The {what} {value!r} contains characters this provider cannot use.",
             f"unsafe {what} {value!r} for an HAProxy sample fetch argument",

@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from lbaas.errors import InvalidInput
@@ -19,7 +20,9 @@ from lbaas.l4.maglev import (
     moved_slots,
     permutation,
     turn_order,
+    turn_rounds,
 )
+from lbaas.l4.maglev_fill import populate
 
 
 def reference_table(backends: list[Backend], size: int) -> tuple[int, ...]:
@@ -49,6 +52,17 @@ def reference_table(backends: list[Backend], size: int) -> tuple[int, ...]:
                 return tuple(table)
 
 
+def numpy_fill(members: list[Backend], size: int) -> tuple[int, ...]:
+    """The numpy fill alone, whatever the pool's size (build_table picks one by size)."""
+    rounds = turn_rounds([member.weight for member in members], size)
+    slots = populate(
+        [permutation(member.key, size) for member in members],
+        [np.array(members_of_round, dtype=np.int64) for members_of_round in rounds],
+        size,
+    )
+    return tuple(slots.tolist())
+
+
 def backends(count: int, weights: list[int] | None = None) -> list[Backend]:
     return [
         Backend(f"member-{index}", weights[index % len(weights)] if weights else 1)
@@ -56,15 +70,57 @@ def backends(count: int, weights: list[int] | None = None) -> list[Backend]:
     ]
 
 
+# (table size, members, their weights in turn): pools the Python fill builds.
+SMALL_POOLS: list[tuple[int, int, list[int] | None]] = [
+    (7, 3, None),
+    (13, 13, None),
+    (251, 10, [1, 3]),
+    (4099, 40, [1, 2, 5, 256]),
+]
+
+
 @pytest.mark.parametrize(
     ("size", "count", "weights"),
-    [(7, 3, None), (13, 13, None), (251, 10, [1, 3]), (4099, 40, [1, 2, 5, 256]), (65537, 7, None)],
+    [
+        *SMALL_POOLS,
+        (65537, 7, None),
+        # From NUMPY_FROM_BACKENDS on, the numpy fill: whole-array proposals, the Python
+        # finish, and the last round by permutation index.
+        (16411, 600, [1, 2, 3]),
+        (65537, 1000, None),
+        # A wide last round: most of it proposes like the others, its end compares all pairs.
+        (5003, 2600, None),
+    ],
 )
 def test_the_fast_fill_builds_the_papers_table(
     size: int, count: int, weights: list[int] | None
 ) -> None:
     members = backends(count, weights)
     assert build_table(members, size).slots == reference_table(members, size)
+
+
+@pytest.mark.parametrize(
+    ("size", "count", "weights"),
+    [*SMALL_POOLS, (16411, 100, None)],
+)
+def test_the_numpy_fill_builds_the_papers_table_for_small_pools_too(
+    size: int, count: int, weights: list[int] | None
+) -> None:
+    # Small pools use the Python fill in build_table; the numpy one must agree there too.
+    members = sorted(backends(count, weights))
+    assert numpy_fill(members, size) == reference_table(members, size)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_numpy_fill_matches_the_paper_on_random_pools(seed: int) -> None:
+    chance = random.Random(seed)
+    size = chance.choice([101, 503, 1009, 2003])
+    count = chance.randint(1, min(size, 400))
+    members = sorted(
+        Backend(f"m{chance.getrandbits(32):08x}-{index}", chance.choice([1, 1, 2, 7, 256]))
+        for index in range(count)
+    )
+    assert numpy_fill(members, size) == reference_table(members, size), (size, count)
 
 
 def test_every_slot_is_filled_and_every_backend_owns_some() -> None:

@@ -1,0 +1,67 @@
+"""A worker process's stable identity on its host: a slot, held with ``flock``.
+
+A worker's lease owner (``host:pid:<slot tag>:<random>``) changes with every start, so
+after a crash nobody could tell that the dead process's leases are certainly dead: they
+had to run out. Each ``lbaas worker`` therefore takes the lowest free slot
+``<state_dir>/run/worker-slots/<n>.lock`` with an exclusive ``flock``. The kernel drops
+the lock when its process dies, so a worker that obtains slot ``n`` knows every earlier
+holder of it is gone and frees their leases at once (``release_earlier_claims``): a
+restarted worker resumes its own jobs without waiting for the lease to expire.
+
+The tag carries a digest of the state directory, so two installations that share a
+database and a host name (but not a state directory) never free each other's leases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import socket
+from pathlib import Path
+
+from lbaas.db import job_queue
+from lbaas.db.engine import Database
+
+# More worker processes than this on one host are not expected; past it, slots repeat
+# nothing, they are simply not taken (the worker runs without a slot).
+_MAX_SLOTS = 256
+
+
+class WorkerSlot:
+    """The slot this process holds, and the owner tag its leases carry."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self._directory = state_dir.resolve() / "run" / "worker-slots"
+        digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:8]
+        self._fd: int | None = None
+        self.number: int | None = None
+        self._acquire()
+        self.tag = f"{digest}-w{self.number}" if self.number is not None else ""
+
+    def _acquire(self) -> None:
+        self._directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for number in range(_MAX_SLOTS):
+            fd = os.open(self._directory / f"{number}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self._fd, self.number = fd, number
+            return
+
+    def release_earlier_claims(self, database: Database) -> int:
+        """Free the leases of this slot's earlier holders (all dead: we hold the lock)."""
+        if not self.tag:
+            return 0
+        return job_queue.release_leases_of(
+            database, f"{socket.gethostname()}:", containing=f":{self.tag}:"
+        )
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,284 @@
+"""Lab: build, inspect, damage and remove a multi-host lab (see docs/architecture.md).
+
+    client ─ router ─┬─ br-fab ─ control, host 1..N   (the fabric: management, BGP later)
+                     ├─ br-vip ─ host 1..N            (the VIP network; router is its gateway)
+                     └─ br-mK  ─ host 1..N            (member networks; router is their gateway)
+
+The bridges live in the lab's fabric namespace; a host "losing its cable" is its bridge
+ports going down there, which leaves the host's own addresses and routes in place for heal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import random
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from lbaas.agent.host.commands import run_command
+from lbaas.lab import names as n
+from lbaas.lab.addresses import (
+    CLIENT_HOST,
+    CONTROL_HOST,
+    FIRST_HOST,
+    ROUTER_HOST,
+    address,
+    network_names,
+    networks_in_use,
+    pick_networks,
+)
+from lbaas.lab.base import LabError, LabExists, Runner
+from lbaas.lab.netns import Netns
+from lbaas.lab.state import (
+    LabState,
+    RegisteredProcess,
+    StateFile,
+    process_running,
+    process_start_time,
+)
+
+_EXIT_WAIT = 5.0
+
+
+class Lab:
+    def __init__(
+        self,
+        name: str,
+        state_dir: Path,
+        *,
+        run: Runner = run_command,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.names = n.LabNames(name)
+        self._file = StateFile(state_dir, name)
+        self._netns = Netns(run)
+        self._run = run
+        self._rng = rng or random.Random()
+
+    # -- building -------------------------------------------------------------------------
+
+    def up(self, hosts: int, members: int = 1) -> Lab:
+        """Build the lab. On an error the state file stays, so ``down`` can remove the rest."""
+        if not 1 <= hosts <= n.MAX_HOSTS or not 1 <= members <= n.MAX_MEMBER_NETWORKS:
+            raise LabError(
+                f"a lab has 1-{n.MAX_HOSTS} hosts and 1-{n.MAX_MEMBER_NETWORKS} member networks"
+            )
+        if self._file.exists() or any(map(self.names.is_ours, self._netns.names())):
+            raise LabExists(f"lab {self.names.lab} exists; run 'lbaas lab down' first")
+        wanted = network_names(members)
+        picked = pick_networks(len(wanted), networks_in_use(self._run), self._rng)
+        state = LabState(
+            self.names.lab, hosts, members, {k: str(v) for k, v in zip(wanted, picked, strict=True)}
+        )
+        self._file.save(state)
+        self._build_fabric(state)
+        self._build_router(state)
+        self._build_control(state)
+        for index in range(1, hosts + 1):
+            self._build_host(state, index)
+        self._build_client(state)
+        state.complete = True
+        self._file.save(state)
+        return self
+
+    @contextlib.contextmanager
+    def running(self, hosts: int, members: int = 1) -> Iterator[Lab]:
+        """The lab, up for the ``with`` block and removed after it, even when building failed."""
+        try:
+            yield self.up(hosts, members)
+        finally:
+            self.down()
+
+    def _namespace(self, state: LabState, namespace: str) -> None:
+        state.namespaces.append(namespace)
+        self._file.save(state)  # intent first: a crash after this line leaves nothing unnamed
+        self._netns.add(namespace)
+
+    def _bridged_networks(self, state: LabState) -> list[str]:
+        return [net for net in state.networks if net != "out"]
+
+    def _build_fabric(self, state: LabState) -> None:
+        fabric = self.names.fabric
+        self._namespace(state, fabric)
+        self._netns.bridge(fabric, n.FABRIC_BRIDGE)
+        self._netns.bridge(fabric, n.VIP_BRIDGE)
+        for index in range(state.members):
+            self._netns.bridge(fabric, n.member_bridge(index))
+
+    def _attach(
+        self, state: LabState, namespace: str, port: Callable[[str], str], host: int
+    ) -> None:
+        """Give ``namespace`` a link and address ``host`` on each bridged network."""
+        for net in self._bridged_networks(state):
+            inner = n.inner_interface(net)
+            self._netns.veth(namespace, inner, self.names.fabric, port(net), bridge=n.bridge(net))
+            self._netns.ip(
+                namespace, "addr", "add", address(state.networks[net], host), "dev", inner
+            )
+
+    def _build_router(self, state: LabState) -> None:
+        router = self.names.router
+        self._namespace(state, router)
+        self._netns.sysctl(router, "net.ipv4.ip_forward=1")
+        self._attach(state, router, n.router_port, ROUTER_HOST)
+
+    def _build_control(self, state: LabState) -> None:
+        control = self.names.control
+        self._namespace(state, control)
+        self._netns.veth(
+            control, n.FABRIC_IF, self.names.fabric, n.control_port(), bridge=n.FABRIC_BRIDGE
+        )
+        self._netns.ip(
+            control, "addr", "add", address(state.networks["fab"], CONTROL_HOST), "dev", n.FABRIC_IF
+        )
+        self._default_route(control, state.networks["fab"])
+
+    def _build_host(self, state: LabState, index: int) -> None:
+        host = self.names.host(index)
+        self._namespace(state, host)
+        self._attach(state, host, functools.partial(n.host_port, index), FIRST_HOST + index)
+        # Replies to the outside world leave by the VIP network, whose gateway is the router.
+        self._default_route(host, state.networks["vip"])
+
+    def _build_client(self, state: LabState) -> None:
+        client, router = self.names.client, self.names.router
+        self._namespace(state, client)
+        self._netns.veth(client, n.CLIENT_IF, router, n.OUTSIDE_IF)
+        self._netns.ip(
+            router, "addr", "add", address(state.networks["out"], ROUTER_HOST), "dev", n.OUTSIDE_IF
+        )
+        self._netns.ip(
+            client, "addr", "add", address(state.networks["out"], CLIENT_HOST), "dev", n.CLIENT_IF
+        )
+        self._default_route(client, state.networks["out"])
+
+    def _default_route(self, namespace: str, network: str) -> None:
+        gateway = address(network, ROUTER_HOST).split("/")[0]
+        self._netns.ip(namespace, "route", "add", "default", "via", gateway)
+
+    # -- removing -------------------------------------------------------------------------
+
+    def down(self) -> list[str]:
+        """Remove every namespace and process of the lab; the namespaces that were removed.
+
+        Idempotent: what is already gone is skipped. Without a state file, namespaces named
+        as this lab names its own are still found and removed.
+        """
+        state = self._file.load()
+        recorded = state.namespaces if state else []
+        found = [ns for ns in self._netns.names() if self.names.is_ours(ns)]
+        if state is not None:
+            self._kill([p for entries in state.processes.values() for p in entries])
+        removed = []
+        for namespace in dict.fromkeys([*recorded, *found]):
+            # A namespace outlives its name while a process is in it; end them first.
+            self._kill_pids(self._netns.pids(namespace))
+            if self._netns.delete(namespace):
+                removed.append(namespace)
+        self._file.remove()
+        return removed
+
+    def _kill(self, processes: list[RegisteredProcess]) -> None:
+        self._kill_pids([p.pid for p in processes if process_start_time(p.pid) == p.start_time])
+
+    def _kill_pids(self, pids: list[int]) -> None:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + _EXIT_WAIT
+        while any(process_running(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    # -- processes and failures -----------------------------------------------------------
+
+    def register_process(self, owner: str, pid: int) -> None:
+        """Record a process the lab started for ``owner`` (a host such as "h2", or "ctl").
+
+        ``host-down`` SIGKILLs a host's registered processes (its agent, its amphorae's
+        HAProxy, wherever they run), and ``down`` every registered process.
+        """
+        state = self._loaded()
+        start_time = process_start_time(pid)
+        if start_time is None:
+            raise LabError(f"process {pid} does not exist")
+        state.processes.setdefault(owner, []).append(RegisteredProcess(pid, start_time))
+        self._file.save(state)
+
+    def host_down(self, host: str) -> None:
+        """Lose ``host``: its registered processes and those in its namespace die, links go down."""
+        state, index = self._host(host)
+        self._kill(state.processes.pop(host, []))
+        self._kill_pids(self._netns.pids(self.names.host(index)))
+        self._set_host_links(state, index, up=False)
+
+    def partition(self, host: str) -> None:
+        """Cut ``host`` off: its links go down, its processes keep running."""
+        state, index = self._host(host)
+        self._set_host_links(state, index, up=False)
+
+    def heal(self, host: str) -> None:
+        state, index = self._host(host)
+        self._set_host_links(state, index, up=True)
+
+    def _set_host_links(self, state: LabState, index: int, *, up: bool) -> None:
+        # The bridge-side ends go down, as a switch port does when its cable is pulled: the
+        # host sees no carrier but keeps its addresses and routes, so heal needs nothing else.
+        for net in self._bridged_networks(state):
+            self._netns.set_link(self.names.fabric, n.host_port(index, net), up=up)
+        state.down_hosts = sorted(set(state.down_hosts) - {index} | ({index} if not up else set()))
+        self._file.save(state)
+
+    def _loaded(self) -> LabState:
+        state = self._file.load()
+        if state is None or not state.complete:
+            raise LabError(f"lab {self.names.lab} is not up")
+        return state
+
+    def _host(self, host: str) -> tuple[LabState, int]:
+        state = self._loaded()
+        index = int(host[1:]) if host[:1] == "h" and host[1:].isdigit() else 0
+        if not 1 <= index <= state.hosts:
+            raise LabError(f"lab {self.names.lab} has hosts h1-h{state.hosts}, not {host!r}")
+        return state, index
+
+    # -- inspecting -----------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """What the state file says the lab is, and which of its namespaces exist now."""
+        state = self._file.load()
+        if state is None:
+            return {"name": self.names.lab, "up": False, "namespaces": {}}
+        present = set(self._netns.names())
+        return {
+            "name": state.name,
+            "up": state.complete,
+            "networks": state.networks,
+            "router": self._node(state, self.names.router, ROUTER_HOST),
+            "control": self._node(state, self.names.control, CONTROL_HOST, only=("fab",)),
+            "client": self._node(state, self.names.client, CLIENT_HOST, only=("out",)),
+            "hosts": {
+                f"h{index}": {
+                    **self._node(state, self.names.host(index), FIRST_HOST + index),
+                    "links_up": index not in state.down_hosts,
+                    "processes": [p.pid for p in state.processes.get(f"h{index}", [])],
+                }
+                for index in range(1, state.hosts + 1)
+            },
+            "namespaces": {ns: ns in present for ns in state.namespaces},
+        }
+
+    def _node(
+        self, state: LabState, namespace: str, host: int, only: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        nets = only or tuple(self._bridged_networks(state)) + (
+            ("out",) if namespace == self.names.router else ()
+        )
+        return {
+            "namespace": namespace,
+            "addresses": {net: address(state.networks[net], host) for net in nets},
+        }

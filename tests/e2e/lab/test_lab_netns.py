@@ -1,0 +1,209 @@
+"""The multi-host lab for real: namespaces, bridges, a router and a client (needs root).
+
+Every test builds a lab with its own name and removes it, with its processes, even when the
+test fails; reachability is probed from inside the lab's namespaces only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lab_probe import bare, eventually_reachable, lab_links, reachable
+
+from lbaas.agent.host.base import CommandResult
+from lbaas.agent.host.commands import run_command
+from lbaas.lab.base import LabError
+from lbaas.lab.lab import Lab
+from lbaas.lab.state import process_running, process_start_time
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+
+def address_of(lab: Lab, host: str, network: str) -> str:
+    status: dict[str, Any] = lab.status()
+    return bare(status["hosts"][host]["addresses"][network])
+
+
+@pytest.fixture
+def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        yield started
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
+
+
+def sleep_in(namespace: str | None, started: list[subprocess.Popen[bytes]]) -> int:
+    prefix = [] if namespace is None else ["ip", "netns", "exec", namespace]
+    process = subprocess.Popen([*prefix, "sleep", "300"])
+    started.append(process)
+    return process.pid
+
+
+def test_every_host_reaches_every_other_host_over_the_fabric(lab: Lab) -> None:
+    for source in ("h1", "h2", "h3"):
+        for target in ("h1", "h2", "h3"):
+            if source != target:
+                namespace = lab.names.host(int(source[1:]))
+                for network in ("fab", "vip", "m0"):
+                    assert reachable(namespace, address_of(lab, target, network)), (
+                        source,
+                        target,
+                        network,
+                    )
+
+
+def test_the_client_reaches_a_hosts_vip_address_only_through_the_router(lab: Lab) -> None:
+    target = address_of(lab, "h2", "vip")
+    assert reachable(lab.names.client, target)
+    # The router forwards: without forwarding the client's only way in is closed.
+    subprocess.run(
+        ["ip", "netns", "exec", lab.names.router, "sysctl", "-qw", "net.ipv4.ip_forward=0"],
+        check=True,
+    )
+    assert not reachable(lab.names.client, target, timeout=1.0)
+
+
+def test_host_down_kills_its_processes_and_cuts_its_links(
+    lab: Lab, sleepers: list[subprocess.Popen[bytes]]
+) -> None:
+    in_namespace = sleep_in(lab.names.host(2), sleepers)
+    elsewhere = sleep_in(None, sleepers)  # as an amphora's HAProxy in its own namespace
+    lab.register_process("h2", elsewhere)
+    bystander = sleep_in(lab.names.host(3), sleepers)
+
+    lab.host_down("h2")
+
+    assert not process_running(in_namespace) and not process_running(elsewhere)
+    assert process_running(bystander)
+    assert not reachable(lab.names.host(1), address_of(lab, "h2", "fab"), timeout=1.0)
+    assert not reachable(lab.names.client, address_of(lab, "h2", "vip"), timeout=1.0)
+    assert reachable(lab.names.client, address_of(lab, "h3", "vip"))
+    assert lab.status()["hosts"]["h2"]["links_up"] is False
+    lab.heal("h2")
+    assert eventually_reachable(lab.names.host(1), address_of(lab, "h2", "fab"))
+    assert lab.status()["hosts"]["h2"]["links_up"] is True
+
+
+def test_a_partition_cuts_links_only_and_heal_restores_them(
+    lab: Lab, sleepers: list[subprocess.Popen[bytes]]
+) -> None:
+    survivor = sleep_in(lab.names.host(1), sleepers)
+    lab.register_process("h1", survivor)
+    lab.partition("h1")
+    assert process_running(survivor)
+    for network in ("fab", "vip", "m0"):
+        assert not reachable(lab.names.host(3), address_of(lab, "h1", network), timeout=1.0)
+    assert not reachable(lab.names.client, address_of(lab, "h1", "vip"), timeout=1.0)
+    lab.heal("h1")
+    assert process_running(survivor)
+    for network in ("fab", "vip", "m0"):
+        assert eventually_reachable(lab.names.host(3), address_of(lab, "h1", network))
+    assert eventually_reachable(lab.names.client, address_of(lab, "h1", "vip"))
+
+
+def test_down_removes_every_namespace_and_process_and_is_idempotent(
+    lab_name: str, tmp_path: Path, sleepers: list[subprocess.Popen[bytes]]
+) -> None:
+    lab = Lab(lab_name, tmp_path)
+    try:
+        lab.up(hosts=2, members=2)
+        assert len(lab_links(f"{lab_name}-")) == 6  # fab, rtr, ctl, h1, h2, cli
+        inside = sleep_in(lab.names.router, sleepers)
+        registered = sleep_in(None, sleepers)
+        lab.register_process("ctl", registered)
+        # Half of it already gone: down still succeeds.
+        subprocess.run(["ip", "netns", "delete", lab.names.host(1)], check=True)
+        removed = lab.down()
+        assert lab.names.host(1) not in removed and lab.names.fabric in removed
+        assert lab_links(f"{lab_name}-") == []
+        assert not process_running(inside) and not process_running(registered)
+        assert not (tmp_path / "labs" / f"{lab_name}.json").exists()
+        assert lab.down() == []
+    finally:
+        lab.down()
+
+
+class Crash(BaseException):
+    """Stands for the process dying: nothing in up() may catch it."""
+
+
+def crashing_after(commands: int) -> Any:
+    count = 0
+
+    def run(argv: Sequence[str]) -> CommandResult:
+        nonlocal count
+        count += 1
+        if count >= commands:
+            raise Crash(list(argv))
+        return run_command(argv)
+
+    return run
+
+
+@pytest.mark.parametrize("commands", [4, 15, 60])
+def test_down_after_a_crash_midway_through_up_removes_everything(
+    lab_name: str, tmp_path: Path, commands: int
+) -> None:
+    # Command 4 is the first "ip netns add": its intent is recorded, the namespace never made.
+    crashing = Lab(lab_name, tmp_path, run=crashing_after(commands))
+    try:
+        with pytest.raises(Crash):
+            crashing.up(hosts=3)
+        state = json.loads((tmp_path / "labs" / f"{lab_name}.json").read_text())
+        assert state["complete"] is False
+        assert set(lab_links(f"{lab_name}-")) <= set(state["namespaces"])
+        if commands > 4:
+            assert lab_links(f"{lab_name}-")
+        lbaas = [sys.executable, "-m", "lbaas.cli", "lab", "down"]
+        done = subprocess.run(
+            [*lbaas, "--name", lab_name, "--state-dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert lab_links(f"{lab_name}-") == []
+    finally:
+        Lab(lab_name, tmp_path).down()
+
+
+def test_the_cli_builds_reports_refuses_a_second_up_and_removes(
+    lab_name: str, tmp_path: Path
+) -> None:
+    lbaas = [sys.executable, "-m", "lbaas.cli", "lab"]
+    where = ["--name", lab_name, "--state-dir", str(tmp_path)]
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*lbaas, *argv, *where], capture_output=True, text=True, timeout=120)
+
+    try:
+        up = cli("up", "--hosts", "2")
+        assert up.returncode == 0, up.stderr
+        status = json.loads(cli("status").stdout)
+        assert sorted(status["hosts"]) == ["h1", "h2"] and all(status["namespaces"].values())
+        again = cli("up", "--hosts", "2")
+        assert again.returncode == 1 and "exists" in again.stderr
+        assert json.loads(cli("status").stdout)["namespaces"] == status["namespaces"]  # untouched
+        assert len(status["namespaces"]) == 6 and all(status["namespaces"].values())
+        bad = cli("partition", "h9")
+        assert bad.returncode == 1 and "h1-h2" in bad.stderr
+        assert cli("down").returncode == 0
+        assert lab_links(f"{lab_name}-") == []
+    finally:
+        Lab(lab_name, tmp_path).down()
+
+
+def test_a_lab_name_that_could_collide_is_refused(tmp_path: Path) -> None:
+    for name in ("a-b", "Lab", "averyveryverylongname", ""):
+        with pytest.raises(LabError):
+            Lab(name, tmp_path)
+    assert process_start_time(2**22 + 1) is None

@@ -1,0 +1,127 @@
+"""The lab's plan without root: names, address choice, state file, and intent before action.
+
+A recording runner stands in for ``ip``: it answers every command with success and checks,
+at each "ip netns add", that the state file already names the namespace.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from lbaas.agent.host.base import CommandResult
+from lbaas.lab.addresses import pick_networks
+from lbaas.lab.base import LabError, LabExists
+from lbaas.lab.lab import Lab
+from lbaas.lab.names import LabNames, bridge, host_port, inner_interface
+from lbaas.lab.state import LabState, RegisteredProcess, StateFile
+
+
+class RecordingRunner:
+    def __init__(self, state: StateFile, existing: str = "") -> None:
+        self.state = state
+        self.existing = existing
+        self.commands: list[list[str]] = []
+        self.unrecorded: list[str] = []
+
+    def __call__(self, argv: Sequence[str]) -> CommandResult:
+        argv = list(argv)
+        self.commands.append(argv)
+        if argv[:3] == ["ip", "netns", "add"]:
+            recorded = self.state.load()
+            if recorded is None or argv[3] not in recorded.namespaces:
+                self.unrecorded.append(argv[3])
+        if argv[:3] == ["ip", "netns", "list"]:
+            return CommandResult(0, self.existing, "")
+        return CommandResult(0, "[]" if "-j" in argv else "", "")
+
+
+def test_every_namespace_is_recorded_before_it_is_created(tmp_path: Path) -> None:
+    runner = RecordingRunner(StateFile(tmp_path, "lab"))
+    Lab("lab", tmp_path, run=runner).up(hosts=3, members=2)
+    created = [argv[3] for argv in runner.commands if argv[:3] == ["ip", "netns", "add"]]
+    assert created == ["lab-fab", "lab-rtr", "lab-ctl", "lab-h1", "lab-h2", "lab-h3", "lab-cli"]
+    assert runner.unrecorded == []
+    state = StateFile(tmp_path, "lab").load()
+    assert state is not None and state.complete and state.namespaces == created
+    # Nothing is ever created in the root namespace: every link command names a namespace.
+    links = [argv for argv in runner.commands if "link" in argv and "add" in argv]
+    assert links and all(argv[:2] == ["ip", "-n"] for argv in links)
+
+
+def test_up_refuses_an_existing_lab_and_changes_nothing(tmp_path: Path) -> None:
+    runner = RecordingRunner(StateFile(tmp_path, "lab"), existing="lab-h1 (id: 3)\n")
+    with pytest.raises(LabExists):
+        Lab("lab", tmp_path, run=runner).up(hosts=2)
+    assert runner.commands == [["ip", "netns", "list"]]
+    assert not StateFile(tmp_path, "lab").exists()
+
+
+@pytest.mark.parametrize(("hosts", "members"), [(0, 1), (201, 1), (2, 0), (2, 10)])
+def test_up_refuses_bad_sizes_before_running_anything(
+    tmp_path: Path, hosts: int, members: int
+) -> None:
+    runner = RecordingRunner(StateFile(tmp_path, "lab"))
+    with pytest.raises(LabError):
+        Lab("lab", tmp_path, run=runner).up(hosts, members)
+    assert runner.commands == []
+
+
+def test_picked_networks_overlap_nothing_in_use_nor_each_other() -> None:
+    used = [ipaddress.IPv4Network("10.0.0.0/9"), ipaddress.IPv4Network("10.128.0.0/10")]
+    picked = pick_networks(20, used, random.Random(7))
+    assert len(set(picked)) == 20
+    assert not any(net.overlaps(other) for net in picked for other in used)
+
+
+def test_no_free_network_is_a_clear_error() -> None:
+    with pytest.raises(LabError, match="no free"):
+        pick_networks(1, [ipaddress.IPv4Network("10.0.0.0/8")], random.Random(1))
+
+
+def test_names_fit_linux_limits_and_identify_the_labs_own_namespaces() -> None:
+    names = LabNames("abcdefghijkl")
+    assert names.is_ours(names.host(12)) and names.is_ours(names.fabric)
+    assert not LabNames("lab").is_ours("lab2-h1") and not LabNames("lab").is_ours("lab-x")
+    longest = [host_port(200, "m8"), bridge("m8"), inner_interface("m8"), host_port(200, "vip")]
+    assert all(len(name) <= 15 for name in longest)
+
+
+def test_the_state_file_round_trips_with_its_processes(tmp_path: Path) -> None:
+    state = LabState("lab", 2, 1, {"fab": "10.70.0.0/24"}, ["lab-fab"], True, [2])
+    state.processes["h1"] = [RegisteredProcess(123, 456)]
+    store = StateFile(tmp_path, "lab")
+    store.save(state)
+    assert store.load() == state
+    assert json.loads(store.path.read_text())["processes"]["h1"] == [
+        {"pid": 123, "start_time": 456}
+    ]
+    assert store.path.stat().st_mode & 0o777 == 0o600
+
+
+def test_host_commands_on_a_lab_that_is_not_up_are_refused(tmp_path: Path) -> None:
+    lab = Lab("lab", tmp_path, run=RecordingRunner(StateFile(tmp_path, "lab")))
+    with pytest.raises(LabError, match="not up"):
+        lab.partition("h1")
+    lab.up(hosts=2)
+    with pytest.raises(LabError, match="h1-h2"):
+        lab.host_down("h3")
+    assert lab.status()["hosts"]["h2"]["addresses"]["vip"].endswith(".12/24")
+
+
+def test_down_without_a_readable_state_file_removes_the_labs_namespaces_by_name(
+    tmp_path: Path,
+) -> None:
+    store = StateFile(tmp_path, "lab")
+    store.path.parent.mkdir()
+    store.path.write_text('{"name": "lab", "hos')  # cut short
+    runner = RecordingRunner(store, existing="lab-h1\nlab2-h1\nlab-fab (id: 2)\nother\n")
+    removed = Lab("lab", tmp_path, run=runner).down()
+    assert removed == ["lab-h1", "lab-fab"]
+    deleted = [argv[3] for argv in runner.commands if argv[:3] == ["ip", "netns", "delete"]]
+    assert deleted == ["lab-h1", "lab-fab"] and not store.exists()

@@ -304,7 +304,10 @@ def concurrent_creates(url: str, total: int, threads: int) -> dict[str, float]:
     }
 
 
-def _start_server(state: Path, database_url: str) -> tuple[subprocess.Popen[bytes], str]:
+def _start_server(
+    state: Path, database_url: str, extra_env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``lbaas serve`` with the noop provider on a free port; ``extra_env`` adds settings."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LBAAS_")}
     env.update(
@@ -317,6 +320,7 @@ def _start_server(state: Path, database_url: str) -> tuple[subprocess.Popen[byte
             "LBAAS_DATABASE__URL": database_url,
             # More load balancers than the default /24 loopback subnet holds.
             "LBAAS_NETWORK__LOOPBACK_SUBNET_CIDR": "127.16.0.0/16",
+            **(extra_env or {}),
         }
     )
     proc = subprocess.Popen(

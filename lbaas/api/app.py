@@ -9,6 +9,7 @@ from lbaas import __version__
 from lbaas.api.edge import EdgeMiddleware
 from lbaas.api.errors import install_error_handlers
 from lbaas.api.metrics import RequestCounter
+from lbaas.api.openapi import describe_errors
 from lbaas.api.request_guard import RequestGuard
 from lbaas.api.routers import ROUTERS, healthcheck, identity, metrics, networking, versions
 from lbaas.api.services import ApiServices
@@ -40,6 +41,7 @@ def create_app(services: ApiServices) -> FastAPI:
     app.include_router(identity.router)
     if services.settings.api.healthcheck_enabled:
         app.include_router(healthcheck.router)
+    describe_errors(app)
     app.state.request_counter = RequestCounter()
     if services.settings.api.metrics_enabled:
         app.include_router(metrics.router)

@@ -10,6 +10,7 @@ Anything unexpected is a 500 with a generic message; the detail goes to the log 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,18 +42,35 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
+# The name each Octavia handler gives its body argument. WSME starts the path of an
+# unknown attribute with it ("listener_.listener: bogus") and names it in the errors of
+# values it cannot convert (a whole-body message, see ``_conversion_reason``).
+BODY_ARGUMENT = {
+    "loadbalancer": "load_balancer",
+    "listener": "listener_",
+    "pool": "pool_",
+    "member": "member_",
+    "members": "members_",
+    "healthmonitor": "health_monitor_",
+    "l7policy": "l7policy_",
+    "rule": "rule_",
+    "quota": "quotas",
+    "flavor": "flavor_",
+    "flavorprofile": "flavor_profile_",
+    "availability_zone": "availability_zone_",
+    "availability_zone_profile": "availability_zone_profile_",
+}
+
+# WSME checks these at the attribute (``Value: '<the value>'``).
 _FRIENDLY = {
     "uuid_format": "Value should be UUID format",
-    "int_parsing": "Value should be an integer",
     "int_type": "Value should be an integer",
     "int_from_float": "Value should be an integer",
-    "bool_parsing": "Value not an unambiguous boolean",
-    "bool_type": "Value not an unambiguous boolean",
-    "list_type": "Value not a valid list",
-    "string_type": "Value should be a string",
-    "dict_type": "Value should be an object",
+    "string_type": "Value should be string",
     "model_type": "Value should be an object",
+    "model_attributes_type": "Value should be an object",
     "float_parsing": "Value should be a number",
+    "float_type": "Value should be a number",
 }
 
 
@@ -68,34 +86,119 @@ def _reason(err: Any) -> str:
     if kind == "string_too_short":
         return f"Value should have a minimum character requirement of {ctx.get('min_length')}"
     if kind in ("enum", "literal_error"):
-        return f"Value should be one of: {ctx.get('expected', '')}".replace("'", "")
+        # pydantic says "'A', 'B' or 'C'"; Octavia lists them "A, B, C".
+        expected = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+        return f"Value should be one of: {expected}"
     if kind in _FRIENDLY:
         return _FRIENDLY[kind]
     message = str(err.get("msg", "invalid value"))
     return message.removeprefix("Value error, ")
 
 
-def validation_message(errors: Sequence[Any]) -> str:
-    """Octavia's wording for the first schema problem (all unknown keys at once)."""
+_NOT_CONVERTED = {
+    "bool_parsing": "Value not an unambiguous boolean",
+    "bool_type": "Value not an unambiguous boolean",
+    "list_type": "Value not a valid list",
+    "dict_type": "Value not a valid dict",
+}
+
+
+def _conversion_reason(err: Any) -> str | None:
+    """WSME's words for a value it cannot convert (JSON -> bool, int, list, dict), or None.
+
+    WSME converts before it validates, and reports a failed conversion against the whole
+    body argument rather than the attribute."""
+    kind, value = err.get("type", ""), err.get("input")
+    if kind in _NOT_CONVERTED:
+        return f"{_NOT_CONVERTED[kind]}: {value}"
+    if kind == "int_parsing" and isinstance(value, str):
+        try:
+            int(value)
+        except ValueError as exc:
+            return str(exc)
+    return None
+
+
+def _path(loc: Sequence[Any], wrapper: str | None) -> list[str]:
+    """The location as WSME names it: the body argument first, no list indices."""
+    parts = [str(p) for p in loc if p not in ("body", "query", "path")]
+    names = [p for p in parts if not p.isdigit() and "[" not in p and "function-" not in p]
+    if names and names[0] in BODY_ARGUMENT:
+        return [BODY_ARGUMENT[names[0]], *names]
+    if wrapper is not None:
+        return [BODY_ARGUMENT.get(wrapper, wrapper), *names]
+    return names
+
+
+def _unknown_attributes(errors: Sequence[Any], wrapper: str | None) -> str | None:
     extras: dict[str, list[str]] = {}
     for err in errors:
         if err.get("type") == "extra_forbidden":
-            loc = [str(p) for p in err["loc"] if p != "body"]
-            extras.setdefault(".".join(loc[:-1]) or "body", []).append(loc[-1])
-    if extras:
-        where, names = next(iter(extras.items()))
-        noun = "attribute" if len(names) == 1 else "attributes"
-        return f"Unknown {noun} for argument {where}: {', '.join(names)}"
+            path = _path(err["loc"], wrapper)
+            extras.setdefault(".".join(path[:-1]) or "body", []).append(path[-1])
+    if not extras:
+        return None
+    where, names = next(iter(extras.items()))
+    noun = "attribute" if len(names) == 1 else "attributes"
+    return f"Unknown {noun} for argument {where}: {', '.join(names)}"
+
+
+def validation_message(errors: Sequence[Any], wrapper: str | None = None, body: Any = None) -> str:
+    """Octavia's wording for the first schema problem (all unknown keys at once).
+
+    ``wrapper`` is the body's top-level key (for unknown keys beside it) and ``body`` the
+    decoded request body (WSME quotes it whole when a value cannot be converted)."""
+    unknown = _unknown_attributes(errors, wrapper)
+    if unknown is not None:
+        return unknown
     err = errors[0]
-    loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
-    # Drop list indices and pydantic's union/function tags so the field name is last.
-    names = [p for p in loc if not p.isdigit() and "[" not in p and "function-" not in p]
-    field = names[-1] if names else "body"
+    if err.get("type") in ("json_invalid", "json_type"):
+        return "Request is not in valid JSON format"
+    path = _path(err.get("loc", ()), None)
+    field = path[-1] if path else BODY_ARGUMENT.get(wrapper or "", "body")
     if err.get("type") == "missing":
         return f"Invalid input for field/attribute {field}. Value: 'None'. Mandatory field missing."
-    if err.get("type") in ("json_invalid", "json_type"):
-        return "Malformed JSON"
-    return f"Invalid input for field/attribute {field}. Value: '{_value_text(err.get('input'))}'. {_reason(err)}"
+    conversion = _conversion_reason(err)
+    if conversion is not None and body is not None and path:
+        return f"Invalid input for field/attribute {path[0]}. Value: '{body}'. {conversion}"
+    reason = conversion or _reason(err)
+    return f"Invalid input for field/attribute {field}. Value: '{_value_text(err.get('input'))}'. {reason}"
+
+
+def _body_wrapper(request: Request) -> str | None:
+    """The single top-level key of the route's request body model, if it has one."""
+    field = getattr(request.scope.get("route"), "body_field", None)
+    model = getattr(getattr(field, "field_info", None), "annotation", None)
+    names = list(getattr(model, "model_fields", {}))
+    return names[0] if len(names) == 1 else None
+
+
+# Media types WSME decodes as JSON; any other body is refused with 415.
+JSON_MEDIA_TYPES = frozenset({"application/json", "text/javascript", "application/javascript"})
+
+
+def unsupported_media_type(request: Request) -> str | None:
+    """The declared media type when it is one WSME would refuse, else None. A request
+    without Content-Type is read as JSON (curl and scripts often omit it)."""
+    declared = request.headers.get("content-type")
+    if declared is None:
+        return None
+    media = declared.split(";", 1)[0].strip().lower()
+    return None if media in JSON_MEDIA_TYPES else media
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods the OpenAPI document lists for this path: those of the most specific
+    template that matches it (``/quotas/defaults`` before ``/quotas/{project_id}``).
+    Starlette's own 405 names only the methods of the first route that matched."""
+    best: tuple[int, list[str]] | None = None
+    for template, item in request.app.openapi().get("paths", {}).items():
+        pattern = re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(template))
+        if re.fullmatch(pattern, request.url.path):
+            params = template.count("{")
+            if best is None or params < best[0]:
+                best = (params, [m.upper() for m in item])
+    return best[1] if best is not None else []
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -104,12 +207,19 @@ def install_error_handlers(app: FastAPI) -> None:
         return fault(exc.status_code, exc.message)
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError) -> Response:
-        return fault(400, validation_message(exc.errors()))
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        media = unsupported_media_type(request)
+        if media is not None:
+            return fault(415, f"Unknown mimetype: {media}")
+        return fault(400, validation_message(exc.errors(), _body_wrapper(request), exc.body))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> Response:
-        return fault(exc.status_code, str(exc.detail))
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        response = fault(exc.status_code, str(exc.detail))
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405:
+            response.headers["Allow"] = ", ".join(allowed_methods(request))
+        return response
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:

@@ -10,6 +10,7 @@ every load balancer built from it.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -95,9 +96,14 @@ def get_profile(kind: ProfileKind, session: Session, profile_id: str, *, lock: b
 def _validate(kind: ProfileKind, services: ApiServices, provider_name: str, raw: str) -> None:
     if services.providers.resolve(provider_name) is None:
         raise InvalidInput(f"Provider '{provider_name}' is not enabled.")
-    check_profile_data(
-        raw, kind.data_field, kind.keys(services.providers.capabilities(provider_name))
-    )
+    capabilities = services.providers.capabilities(provider_name)
+    check_profile_data(raw, kind.data_field, kind.keys(capabilities))
+    unhonoured = sorted(set(json.loads(raw)) & capabilities.unhonoured_keys)
+    if unhonoured:
+        raise InvalidInput(
+            f"Provider '{provider_name}' does not support a requested option: "
+            f"{', '.join(unhonoured)} (not honoured yet)"
+        )
 
 
 def create_profile(

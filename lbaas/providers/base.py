@@ -85,6 +85,9 @@ class ProviderCapabilities:
     # Flavor and availability-zone keys with a one-line description each.
     flavor_keys: Mapping[str, str] = field(default_factory=dict)
     availability_zone_keys: Mapping[str, str] = field(default_factory=dict)
+    # Keys listed above (so the lists name what clients know) that the provider cannot
+    # honour yet: a profile that sets one is refused with a 400.
+    unhonoured_keys: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,7 @@ class CatalogTests(CatalogListTests):
         obj = self.make(admin, 0)
         for field in self.create_only:
             r = admin.put(self._one(obj), {self.wrapper: {field: obj[field]}})
-            assert_fault(r, 400, f"Unknown attribute for argument {self.wrapper}: {field}")
+            assert_fault(r, 400, f"Unknown attribute for argument {self.argument}: {field}")
 
     def test_delete_then_404(self, admin: Api) -> None:
         obj = self.make(admin, 0)
@@ -166,7 +166,7 @@ class CatalogTests(CatalogListTests):
         ctx = self._ctx(admin)
         before = self._snapshot(admin)
         r = admin.post(self.path, {self.wrapper: {**self.body(ctx, 0), "bogus": 1}})
-        assert_fault(r, 400, f"Unknown attribute for argument {self.wrapper}: bogus")
+        assert_fault(r, 400, f"Unknown attribute for argument {self.argument}: bogus")
         for field in self.required:
             body = self.body(ctx, 0)
             body.pop(field)
@@ -181,7 +181,7 @@ class CatalogTests(CatalogListTests):
     def test_bad_update_changes_nothing(self, admin: Api) -> None:
         obj = self.make(admin, 0)
         r = admin.put(self._one(obj), {self.wrapper: {"bogus": 1}})
-        assert_fault(r, 400, f"Unknown attribute for argument {self.wrapper}: bogus")
+        assert_fault(r, 400, f"Unknown attribute for argument {self.argument}: bogus")
         r = admin.put(self._one(obj), {self.wrapper: {"description": "d" * 256}})
         if "description" in self.response_keys:
             assert_fault(r, 400, "maximum character")

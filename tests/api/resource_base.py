@@ -9,6 +9,7 @@ database unchanged afterwards, and RBAC per role.
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 import pytest
@@ -175,13 +176,24 @@ class ResourceTests:
         ctx = self.parents(api)
         before = self._snapshot(api, ctx)
         r = api.post(self.collection_path(ctx), {self.wrapper: {**self.body(ctx, 0), "bogus": 1}})
-        assert_fault(r, 400, f"Unknown attribute for argument {self.wrapper}: bogus")
+        assert_fault(r, 400, f"Unknown attribute for argument {self.argument}: bogus")
         for field in self.required:
             body = self.body(ctx, 0)
             body.pop(field)
             r = api.post(self.collection_path(ctx), {self.wrapper: body})
             assert_fault(r, 400, f"{field}. Value: 'None'. Mandatory field missing.")
-        assert_fault(api.post(self.collection_path(ctx), content=b"{not json"), 400)
+        not_json = api.post(
+            self.collection_path(ctx),
+            content=b"{not json",
+            headers={"Content-Type": "application/json"},
+        )
+        assert_fault(not_json, 400, "Request is not in valid JSON format")
+        plain = api.post(
+            self.collection_path(ctx),
+            content=json.dumps({self.wrapper: self.body(ctx, 0)}).encode(),
+            headers={"Content-Type": "text/plain"},
+        )
+        assert_fault(plain, 415, "Unknown mimetype: text/plain")
         assert_fault(api.post(self.collection_path(ctx), {"wrong": {}}), 400)
         assert self._snapshot(api, ctx) == before
         status = api.get(f"/v2/lbaas/loadbalancers/{ctx['lb_id']}").json()["loadbalancer"]

@@ -30,6 +30,8 @@ def make_profile(admin: Api, **fields: Any) -> dict[str, Any]:
 class TestAvailabilityZoneProfiles(CatalogTests):
     path = PROFILES
     wrapper = "availability_zone_profile"
+    # Octavia's argument path for unknown attributes.
+    argument = "availability_zone_profile_.availability_zone_profile"
     collection = "availability_zone_profiles"
     links_key = "availability_zone_profile_links"
     response_keys = frozenset({"id", "name", "provider_name", "availability_zone_data"})
@@ -72,6 +74,8 @@ class TestAvailabilityZoneProfiles(CatalogTests):
 class TestAvailabilityZones(CatalogTests):
     path = ZONES
     wrapper = "availability_zone"
+    # Octavia's argument path for unknown attributes.
+    argument = "availability_zone_.availability_zone"
     collection = "availability_zones"
     links_key = "availability_zones_links"
     key = "name"

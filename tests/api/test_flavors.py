@@ -36,6 +36,8 @@ def make_flavor(admin: Api, profile_id: str, **fields: Any) -> dict[str, Any]:
 class TestFlavorProfiles(CatalogTests):
     path = PROFILES
     wrapper = "flavorprofile"
+    # Octavia's argument path for unknown attributes.
+    argument = "flavor_profile_.flavorprofile"
     collection = "flavorprofiles"
     links_key = "flavorprofile_links"
     response_keys = frozenset({"id", "name", "provider_name", "flavor_data"})
@@ -95,6 +97,8 @@ class TestFlavorProfiles(CatalogTests):
 class TestFlavors(CatalogTests):
     path = FLAVORS
     wrapper = "flavor"
+    # Octavia's argument path for unknown attributes.
+    argument = "flavor_.flavor"
     collection = "flavors"
     links_key = "flavors_links"
     response_keys = frozenset({"id", "name", "description", "enabled", "flavor_profile_id"})

@@ -56,6 +56,8 @@ def order_of(api: Api, listener_id: str) -> list[tuple[str, int]]:
 
 class TestL7Policies(ResourceTests):
     wrapper = "l7policy"
+    # Octavia's argument path for unknown attributes.
+    argument = "l7policy_.l7policy"
     collection = "l7policies"
     links_key = "l7policies_links"
     update_body = {

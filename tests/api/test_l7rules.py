@@ -54,6 +54,8 @@ def post_rule(api: Api, policy_id: str, **fields: Any) -> Any:
 
 class TestL7Rules(ResourceTests):
     wrapper = "rule"
+    # Octavia's argument path for unknown attributes.
+    argument = "rule_.rule"
     collection = "rules"
     links_key = "rules_links"
     update_body = {
@@ -255,7 +257,7 @@ class TestL7Rules(ResourceTests):
             ({"type": "SSL_VERIFY_RESULT"}, 'does not use the "key" field.'),
             ({"type": None}, "type. Value: 'None'. Mandatory field missing."),
             ({"value": None}, "value. Value: 'None'. Mandatory field missing."),
-            ({"bogus": 1}, "Unknown attribute for argument rule: bogus"),
+            ({"bogus": 1}, "Unknown attribute for argument rule_.rule: bogus"),
         ]:
             refused(
                 api, ctx["lb_id"], lambda f=fields: api.put(path, {"rule": f}), 400, message, watch

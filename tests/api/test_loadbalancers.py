@@ -13,6 +13,8 @@ LOOPBACK_NETWORK = "7f000a00-0000-4000-8000-000000000000"
 
 class TestLoadBalancers(ResourceTests):
     wrapper = "loadbalancer"
+    # Octavia's argument path for unknown attributes.
+    argument = "load_balancer.loadbalancer"
     collection = "loadbalancers"
     links_key = "loadbalancers_links"
     update_body = {"name": "renamed", "description": "new", "admin_state_up": False}
@@ -88,7 +90,7 @@ class TestLoadBalancers(ResourceTests):
                 {"loadbalancer": {"vip_subnet_id": LOOPBACK_SUBNET, "bogus": 1}},
             ),
             400,
-            "Unknown attribute for argument loadbalancer: bogus",
+            "Unknown attribute for argument load_balancer.loadbalancer: bogus",
         )
         assert self._snapshot(api, {}) == before
 

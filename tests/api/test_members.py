@@ -50,6 +50,8 @@ def listed(api: Api, pool_id: str) -> dict[tuple[str, int], dict[str, Any]]:
 
 class TestMembers(ResourceTests):
     wrapper = "member"
+    # Octavia's argument path for unknown attributes.
+    argument = "member_.member"
     collection = "members"
     links_key = "members_links"
     update_body = {

@@ -31,7 +31,7 @@ from lbaas.errors import NotFound
 from lbaas.model.enums import ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["l7rules"])
-SPEC = derived_spec(L7RuleRow, aliases={"tenant_id": "project_id"}, exclude={"l7policy_id"})
+SPEC = derived_spec(L7RuleRow, aliases={"tenant_id": "project_id"})
 _PARENT = "L7Policy"
 _DELETED = ProvisioningStatus.DELETED.value
 _ITEM = "/lbaas/l7policies/{l7policy_id}/rules/{rule_id}"

@@ -142,6 +142,16 @@ def show_network(network_id: str, call: Call = Depends(get_call)) -> dict[str, A
         return {"network": _network(row, [s.id for s in subnets])}
 
 
+@router.get("/floatingips")
+def list_floating_ips(call: Call = Depends(get_call)) -> dict[str, Any]:
+    """lbaas has no floating IPs; the Ansible ``openstack.cloud.loadbalancer`` module looks
+    for the VIP's after every create and needs the empty list a cloud without them gives
+    (whatever the filters). Readable by whoever may read the rest of the registry."""
+    _, ctx = call
+    require_reader(ctx)
+    return {"floatingips": []}
+
+
 @router.get("/ports/{port_id}")
 def show_port(port_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
     services, ctx = call

@@ -52,10 +52,12 @@ add_list_route(
 
 @router.get("/lbaas/quotas/defaults")
 def show_deployment_defaults(call: Call = Depends(get_call)) -> dict[str, Any]:
-    """The defaults, for anyone allowed to read their own project's quota."""
+    """The defaults, for anyone allowed to read their own project's quota. Octavia serves
+    this path as the quota of a project named ``defaults`` (which has no record), so its
+    ``project_id`` says ``defaults``."""
     services, ctx = call
     authorize(ctx, Rule.READ_QUOTA, ctx.project_id)
-    return {"quota": quota_view(None, default_limits(services.settings.quota))}
+    return {"quota": quota_view("defaults", default_limits(services.settings.quota))}
 
 
 @router.get("/lbaas/quotas/{project_id}/default")

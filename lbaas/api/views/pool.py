@@ -54,12 +54,16 @@ def pool_view(
     healthmonitor_id: str | None,
     tags: list[str],
 ) -> dict[str, Any]:
-    return {
+    view = {
         **_base(row, listener_ids, tags),
         "loadbalancers": ids([row.loadbalancer_id]),
         "members": ids(member_ids),
-        "healthmonitor_id": healthmonitor_id,
     }
+    # Octavia sets the attribute only when the pool has a monitor; WSME leaves an unset
+    # attribute out of the JSON, so a pool without one has no ``healthmonitor_id`` at all.
+    if healthmonitor_id is not None:
+        view["healthmonitor_id"] = healthmonitor_id
+    return view
 
 
 def render_pools(session: Session, rows: list[PoolRow]) -> list[dict[str, Any]]:

@@ -23,12 +23,9 @@ def limits_view(limits: Mapping[str, int | None]) -> dict[str, int | None]:
     return out
 
 
-def quota_view(project_id: str | None, limits: Mapping[str, int | None]) -> dict[str, Any]:
-    view: dict[str, Any] = limits_view(limits)
-    if project_id is not None:
-        view["project_id"] = project_id
-        view["tenant_id"] = project_id
-    return view
+def quota_view(project_id: str, limits: Mapping[str, int | None]) -> dict[str, Any]:
+    """Octavia's quota object: ``project_id`` and the limits (no ``tenant_id``)."""
+    return {"project_id": project_id, **limits_view(limits)}
 
 
 def stored_limits(row: QuotaRow | None) -> dict[str, int | None]:

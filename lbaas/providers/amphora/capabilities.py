@@ -10,6 +10,8 @@ from __future__ import annotations
 from lbaas.model import enums as E
 from lbaas.providers.base import ProviderCapabilities
 
+_NOT_YET = "Not honoured by this provider yet: a profile that sets it is refused."
+
 AMPHORA_CAPABILITIES = ProviderCapabilities(
     listener_protocols=frozenset(
         {
@@ -53,10 +55,32 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.L7RuleType.COOKIE,
         }
     ),
+    # The keys Octavia's amphora driver lists, so clients find the names they know; all
+    # but the topology are not honoured yet and say so.
     flavor_keys={
-        "loadbalancer_topology": "SINGLE (ACTIVE_STANDBY is not available yet)",
+        "loadbalancer_topology": "The load balancer topology. One of: SINGLE "
+        "(ACTIVE_STANDBY is not available yet)",
+        "compute_flavor": f"The compute driver flavor ID. {_NOT_YET}",
+        "amp_image_tag": f"The amphora image tag. {_NOT_YET}",
+        "sriov_vip": f"When true, the VIP port uses SR-IOV (a VF). {_NOT_YET}",
+        "allow_member_sriov": f"When true, members may use SR-IOV (VF) ports. {_NOT_YET}",
     },
     availability_zone_keys={
-        "valid_vip_networks": "Network ids VIPs of this zone may use",
+        "compute_zone": f"The compute availability zone. {_NOT_YET}",
+        "volume_zone": f"The volume availability zone. {_NOT_YET}",
+        "management_network": f"The management network ID for the amphora. {_NOT_YET}",
+        "valid_vip_networks": f"The network IDs VIPs of this zone may use. {_NOT_YET}",
     },
+    unhonoured_keys=frozenset(
+        {
+            "compute_flavor",
+            "amp_image_tag",
+            "sriov_vip",
+            "allow_member_sriov",
+            "compute_zone",
+            "volume_zone",
+            "management_network",
+            "valid_vip_networks",
+        }
+    ),
 )

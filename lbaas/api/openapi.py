@@ -1,0 +1,87 @@
+"""The OpenAPI document, made to say what the API answers.
+
+FastAPI documents each operation's success code and a 422 it never sends (schema failures
+are 400s in Octavia's shape, ``lbaas.api.errors``). This adds the error statuses every
+operation can answer, all with the fault body, drops the 422, and marks the successes
+that carry no body (204, and the 202s of quota reset, failover, config push and the batch
+member update) as bodiless.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+
+FAULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["faultcode", "faultstring", "debuginfo"],
+    "properties": {
+        "faultcode": {"type": "string", "enum": ["Client", "Server"]},
+        "faultstring": {"type": "string"},
+        "debuginfo": {"type": "null"},
+    },
+}
+NOT_ACCEPTABLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "integer"},
+        "title": {"type": "string"},
+        "description": {"type": "string"},
+    },
+}
+# What any operation may answer besides its success: bad input, policy or quota, missing
+# object or parent, wrong state or duplicate, body too large or not JSON, provider refusal,
+# busy database.
+ERROR_STATUSES = {
+    "400": "Bad request: the input is invalid",
+    "401": "Not authenticated",
+    "403": "Not allowed by policy, or a quota is met",
+    "404": "The object or its parent does not exist",
+    "405": "Method not allowed at this path",
+    "409": "The load balancer is not in a state that allows the change, or a duplicate",
+    "413": "The request body is too large",
+    "415": "The request body is not JSON",
+    "500": "Internal error",
+    "501": "Not implemented by the provider",
+    "503": "The service is busy or its database unreachable",
+}
+_METHODS = ("get", "put", "post", "delete", "patch")
+
+
+def _fault(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _describe(operation: dict[str, Any]) -> None:
+    responses: dict[str, Any] = operation.setdefault("responses", {})
+    responses.pop("422", None)
+    for status, response in list(responses.items()):
+        if status in ("202", "204") and _empty(response):
+            responses[status] = {"description": response.get("description", "No content")}
+    for status, description in ERROR_STATUSES.items():
+        responses.setdefault(status, _fault(description, FAULT_SCHEMA))
+    responses.setdefault("406", _fault("Accept excludes JSON", NOT_ACCEPTABLE_SCHEMA))
+
+
+def _empty(response: dict[str, Any]) -> bool:
+    """FastAPI documents ``Response``-returning handlers with an empty JSON schema."""
+    schemas = [c.get("schema", {}) for c in response.get("content", {}).values()]
+    return all(not s for s in schemas)
+
+
+def describe_errors(app: FastAPI) -> None:
+    """Make ``app.openapi()`` document the error answers of every operation."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            for item in schema.get("paths", {}).values():
+                for method in _METHODS:
+                    if method in item:
+                        _describe(item[method])
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

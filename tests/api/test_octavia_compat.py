@@ -1,0 +1,309 @@
+"""Differences from Octavia found by driving both with real clients (issue 9), closed.
+
+Each test asserts Octavia's exact status and wording: child-collection filters, WSME's
+error texts (enumerations, argument paths of unknown attributes, bodies that are not
+JSON, values it cannot convert), 415 for a body that is not JSON, 405 with ``Allow`` in
+the fault shape, the pool's absent ``healthmonitor_id``, the quota keys, the empty
+floating-IP list the Ansible collection reads, and profile keys a provider lists but
+cannot honour yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lbaas.providers.amphora.capabilities import AMPHORA_CAPABILITIES
+from tests.api.resource_base import assert_fault
+from tests.support.api_client import LOOPBACK_SUBNET, Api
+from tests.support.fake_providers import provider_declaring
+
+LBS = "/v2/lbaas/loadbalancers"
+
+
+def _tree(api: Api) -> dict[str, Any]:
+    lb = api.create_lb()
+    listener = api.create_listener(lb["id"])
+    pool = api.create_pool(lb["id"], listener_id=listener["id"])
+    policy = api.create_l7policy(lb["id"], listener["id"])
+    return {"lb": lb["id"], "listener": listener["id"], "pool": pool["id"], "policy": policy["id"]}
+
+
+# -- 1. child-collection filters ---------------------------------------------------------
+
+
+def test_child_collections_accept_their_parent_id_and_any_attribute(api: Api) -> None:
+    t = _tree(api)
+    rule = api.create_l7rule(t["lb"], t["policy"], type="PATH", compare_type="EQUAL_TO", value="/a")
+    member = api.create_member(t["lb"], t["pool"], address="192.0.2.7", protocol_port=80)
+    rules = f"/v2/lbaas/l7policies/{t['policy']}/rules"
+    members = f"/v2/lbaas/pools/{t['pool']}/members"
+    # What openstacksdk's l7_rules(policy) and members(pool) send.
+    for path, key, query in (
+        (rules, "rules", f"l7policy_id={t['policy']}"),
+        (members, "members", f"pool_id={t['pool']}"),
+        (rules, "rules", "type=PATH&compare_type=EQUAL_TO&invert=false"),
+        (members, "members", "address=192.0.2.7&protocol_port=80&weight=1&backup=false"),
+    ):
+        r = api.get(f"{path}?{query}")
+        assert r.status_code == 200, r.text
+        assert [o["id"] for o in r.json()[key]] == [rule["id"] if key == "rules" else member["id"]]
+    assert api.get(f"{rules}?type=HEADER").json()["rules"] == []
+    assert_fault(
+        api.get(f"{rules}?bogus=1"), 400, "One or more arguments are either duplicate or invalid"
+    )
+
+
+# -- 3. error texts ----------------------------------------------------------------------
+
+
+def test_enumerations_are_listed_as_octavia_lists_them(api: Api) -> None:
+    lb = api.create_lb()
+    body = {"protocol": "FTP", "protocol_port": 80, "loadbalancer_id": lb["id"]}
+    r = api.post("/v2/lbaas/listeners", {"listener": body})
+    assert r.status_code == 400
+    assert r.json()["faultstring"] == (
+        "Invalid input for field/attribute protocol. Value: 'FTP'. Value should be one of: "
+        "HTTP, HTTPS, TCP, TERMINATED_HTTPS, UDP, SCTP, PROMETHEUS"
+    )
+
+
+def test_unknown_attributes_name_octavias_argument_path(api: Api) -> None:
+    t = _tree(api)
+    vip = {"vip_subnet_id": LOOPBACK_SUBNET}
+    cases = [
+        ("POST", LBS, {"loadbalancer": {**vip, "bogus": 1}}, "load_balancer.loadbalancer: bogus"),
+        ("POST", LBS, {"loadbalancer": vip, "bogus": 1}, "load_balancer: bogus"),
+        (
+            "POST",
+            LBS,
+            {
+                "loadbalancer": {
+                    **vip,
+                    "listeners": [{"protocol": "HTTP", "protocol_port": 80, "x": 1}],
+                }
+            },
+            "load_balancer.loadbalancer.listeners: x",
+        ),
+        (
+            "PUT",
+            f"/v2/lbaas/listeners/{t['listener']}",
+            {"listener": {"protocol": "TCP"}},
+            "listener_.listener: protocol",
+        ),
+        (
+            "PUT",
+            f"/v2/lbaas/pools/{t['pool']}",
+            {"pool": {"protocol": "TCP"}},
+            "pool_.pool: protocol",
+        ),
+        (
+            "POST",
+            f"/v2/lbaas/pools/{t['pool']}/members",
+            {"member": {"address": "192.0.2.1", "protocol_port": 80, "x": 1, "y": 2}},
+            "member_.member: x, y",
+        ),
+        (
+            "PUT",
+            f"/v2/lbaas/pools/{t['pool']}/members",
+            {"members": [{"address": "192.0.2.1", "protocol_port": 80, "x": 1}]},
+            "members_.members: x",
+        ),
+        (
+            "POST",
+            "/v2/lbaas/healthmonitors",
+            {
+                "healthmonitor": {
+                    "pool_id": t["pool"],
+                    "type": "TCP",
+                    "delay": 1,
+                    "timeout": 1,
+                    "max_retries": 1,
+                    "x": 1,
+                }
+            },
+            "health_monitor_.healthmonitor: x",
+        ),
+        ("PUT", "/v2/lbaas/quotas/p-alpha", {"quota": {"pools": 1}}, "quotas.quota: pools"),
+    ]
+    admin = api.as_("p-admin", "admin")
+    for method, path, body, where in cases:
+        r = admin.request(method, path, json=body)
+        noun = "attributes" if ", " in where else "attribute"
+        assert r.status_code == 400, r.text
+        assert r.json()["faultstring"] == f"Unknown {noun} for argument {where}", (path, body)
+
+
+def test_values_wsme_cannot_convert_quote_the_whole_body(api: Api) -> None:
+    lb = api.create_lb()
+    body = {"listener": {"protocol": "HTTP", "protocol_port": 80, "loadbalancer_id": lb["id"]}}
+    for field, value, reason in (
+        ("admin_state_up", "maybe", "Value not an unambiguous boolean: maybe"),
+        ("protocol_port", "eighty", "invalid literal for int() with base 10: 'eighty'"),
+        ("sni_container_refs", "ref", "Value not a valid list: ref"),
+    ):
+        sent = {"listener": {**body["listener"], field: value}}
+        r = api.post("/v2/lbaas/listeners", sent)
+        assert r.status_code == 400, r.text
+        assert r.json()["faultstring"] == (
+            f"Invalid input for field/attribute listener_. Value: '{sent}'. {reason}"
+        )
+    assert api.get("/v2/lbaas/listeners").json()["listeners"] == []
+
+
+def test_a_body_that_is_not_json(api: Api) -> None:
+    r = api.post(LBS, content=b'{"loadbalancer": ', headers={"Content-Type": "application/json"})
+    assert_fault(r, 400, "Request is not in valid JSON format")
+    assert r.json()["faultstring"] == "Request is not in valid JSON format"
+
+
+# -- 4. status codes ---------------------------------------------------------------------
+
+
+def test_a_text_plain_body_is_415(api: Api) -> None:
+    body = b'{"loadbalancer": {"vip_subnet_id": "%s"}}' % LOOPBACK_SUBNET.encode()
+    r = api.post(LBS, content=body, headers={"Content-Type": "text/plain"})
+    assert_fault(r, 415, "Unknown mimetype: text/plain")
+    r = api.post(LBS, content=body, headers={"Content-Type": "application/json; charset=utf-8"})
+    assert r.status_code == 201, r.text
+    assert len(api.get(LBS).json()["loadbalancers"]) == 1
+
+
+def test_methods_a_path_does_not_serve_are_405_with_allow(api: Api) -> None:
+    lb = api.create_lb()
+    for method, path, allow in (
+        ("DELETE", LBS, "GET, POST"),
+        ("PATCH", f"{LBS}/{lb['id']}", "GET, PUT, DELETE"),
+        ("POST", f"{LBS}/{lb['id']}", "GET, PUT, DELETE"),
+        ("DELETE", "/v2.0/lbaas/pools", "GET, POST"),
+        ("POST", "/v2/lbaas/quotas/defaults", "GET"),
+    ):
+        r = api.request(method, path)
+        assert_fault(r, 405, "Method Not Allowed")
+        assert r.headers["allow"] == allow, (method, path)
+    assert api.get(f"{LBS}/{lb['id']}").json()["loadbalancer"]["provisioning_status"] == "ACTIVE"
+
+
+# -- 5. shapes ---------------------------------------------------------------------------
+
+
+def test_pool_without_monitor_has_no_healthmonitor_id(api: Api) -> None:
+    t = _tree(api)
+    pool = api.get(f"/v2/lbaas/pools/{t['pool']}").json()["pool"]
+    assert "healthmonitor_id" not in pool
+    [listed] = api.get("/v2/lbaas/pools").json()["pools"]
+    assert "healthmonitor_id" not in listed
+    tree = api.get(f"{LBS}/{t['lb']}/status").json()["statuses"]["loadbalancer"]
+    assert "health_monitor" not in tree["listeners"][0]["pools"][0]
+    hm = api.create_healthmonitor(t["lb"], t["pool"], type="TCP", delay=1, timeout=1, max_retries=1)
+    assert api.get(f"/v2/lbaas/pools/{t['pool']}").json()["pool"]["healthmonitor_id"] == hm["id"]
+    tree = api.get(f"{LBS}/{t['lb']}/status").json()["statuses"]["loadbalancer"]
+    assert tree["listeners"][0]["pools"][0]["health_monitor"]["id"] == hm["id"]
+
+
+QUOTA_KEYS = {
+    "project_id",
+    "loadbalancer",
+    "load_balancer",
+    "listener",
+    "member",
+    "pool",
+    "healthmonitor",
+    "health_monitor",
+    "l7policy",
+    "l7rule",
+}
+
+
+def test_quota_objects_have_octavias_keys(admin: Api) -> None:
+    admin.put("/v2/lbaas/quotas/p-alpha", {"quota": {"pool": 3}})
+    [listed] = admin.get("/v2/lbaas/quotas").json()["quotas"]
+    assert set(listed) == QUOTA_KEYS
+    assert (listed["project_id"], listed["pool"], listed["member"]) == ("p-alpha", 3, None)
+    defaults = admin.get("/v2/lbaas/quotas/defaults").json()["quota"]
+    assert set(defaults) == QUOTA_KEYS and defaults["project_id"] == "defaults"
+    assert set(admin.get("/v2/lbaas/quotas/p-alpha").json()["quota"]) == QUOTA_KEYS
+
+
+def test_amphora_lists_octavias_capability_names() -> None:
+    assert set(AMPHORA_CAPABILITIES.flavor_keys) == {
+        "loadbalancer_topology",
+        "compute_flavor",
+        "amp_image_tag",
+        "sriov_vip",
+        "allow_member_sriov",
+    }
+    assert set(AMPHORA_CAPABILITIES.availability_zone_keys) == {
+        "compute_zone",
+        "volume_zone",
+        "management_network",
+        "valid_vip_networks",
+    }
+    for key in AMPHORA_CAPABILITIES.unhonoured_keys:
+        text = {**AMPHORA_CAPABILITIES.flavor_keys, **AMPHORA_CAPABILITIES.availability_zone_keys}
+        assert "Not honoured by this provider yet" in text[key], key
+
+
+def test_profiles_setting_an_unhonoured_key_are_400(admin: Api, plane: Any) -> None:
+    keys = {"compute_flavor": "not yet", "loadbalancer_topology": "SINGLE"}
+    with provider_declaring(plane, flavor_keys=keys, unhonoured_keys=frozenset({"compute_flavor"})):
+        r = admin.post(
+            "/v2/lbaas/flavorprofiles",
+            {
+                "flavorprofile": {
+                    "name": "fp",
+                    "provider_name": "noop",
+                    "flavor_data": '{"compute_flavor": "m1.small"}',
+                }
+            },
+        )
+        assert_fault(r, 400)
+        assert r.json()["faultstring"] == (
+            "Provider 'noop' does not support a requested option: compute_flavor (not honoured yet)"
+        )
+        assert admin.get("/v2/lbaas/flavorprofiles").json()["flavorprofiles"] == []
+        ok = admin.post(
+            "/v2/lbaas/flavorprofiles",
+            {
+                "flavorprofile": {
+                    "name": "fp",
+                    "provider_name": "noop",
+                    "flavor_data": '{"loadbalancer_topology": "SINGLE"}',
+                }
+            },
+        )
+        assert ok.status_code == 201, ok.text
+
+
+# -- 2. what the Ansible collection reads ------------------------------------------------
+
+
+def test_floating_ips_are_an_empty_list_whatever_the_filters(api: Api) -> None:
+    lb = api.create_lb()
+    for query in ("", f"?port_id={lb['vip_port_id']}", "?floating_ip_address=192.0.2.1"):
+        for prefix in ("/v2.0", "/v2"):
+            r = api.get(f"{prefix}/floatingips{query}")
+            assert r.status_code == 200, r.text
+            assert r.json() == {"floatingips": []}
+
+
+# -- 6. the OpenAPI document -------------------------------------------------------------
+
+
+def test_openapi_declares_the_error_answers_and_no_422(api: Api) -> None:
+    document = api.get("/openapi.json").json()
+    operations = [
+        (path, method, op)
+        for path, item in document["paths"].items()
+        for method, op in item.items()
+    ]
+    assert len(operations) > 50
+    for path, method, op in operations:
+        responses = op["responses"]
+        assert "422" not in responses, (method, path)
+        for status in ("400", "403", "404", "405", "409", "413", "415", "406"):
+            assert status in responses, (method, path, status)
+        fault = responses["400"]["content"]["application/json"]["schema"]
+        assert fault["required"] == ["faultcode", "faultstring", "debuginfo"]
+    # Bodiless successes are documented without a body.
+    reset = document["paths"]["/v2/lbaas/quotas/{project_id}"]["delete"]["responses"]["202"]
+    assert "content" not in reset

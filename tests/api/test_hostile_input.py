@@ -21,6 +21,9 @@ JSON_TYPE = {"Content-Type": "application/json"}
 BAD_URLS = [
     "/v2/lbaas/listeners?protocol_port=99999999999999999999999",
     "/v2/lbaas/listeners?protocol_port=4294967296",
+    "/v2/lbaas/healthmonitors?delay=99999999999999999999",
+    "/v2/lbaas/healthmonitors?max_retries=-2147483649",
+    "/v2/lbaas/l7policies?position=2147483648",
     "/v2/lbaas/loadbalancers?name=a%00b",
     "/v2/lbaas/loadbalancers/%00",
     "/v2/lbaas/loadbalancers/a%00",

@@ -98,7 +98,13 @@ def _validate(kind: ProfileKind, services: ApiServices, provider_name: str, raw:
         raise InvalidInput(f"Provider '{provider_name}' is not enabled.")
     capabilities = services.providers.capabilities(provider_name)
     check_profile_data(raw, kind.data_field, kind.keys(capabilities))
-    unhonoured = sorted(set(json.loads(raw)) & capabilities.unhonoured_keys)
+    data = json.loads(raw)
+    unhonoured = sorted(set(data) & capabilities.unhonoured_keys)
+    unhonoured += [
+        f"{key}={data[key]!r}"
+        for key, allowed in sorted(capabilities.profile_values.items())
+        if key in data and (not isinstance(data[key], str) or data[key] not in allowed)
+    ]
     if unhonoured:
         raise InvalidInput(
             f"Provider '{provider_name}' does not support a requested option: "

@@ -274,6 +274,36 @@ def test_profiles_setting_an_unhonoured_key_are_400(admin: Api, plane: Any) -> N
         assert ok.status_code == 201, ok.text
 
 
+def test_a_topology_the_provider_cannot_build_yet_is_400(admin: Api, plane: Any) -> None:
+    keys = {"loadbalancer_topology": "SINGLE only"}
+    values = {"loadbalancer_topology": frozenset({"SINGLE"})}
+    with provider_declaring(plane, flavor_keys=keys, profile_values=values):
+        for data, status in (
+            ('{"loadbalancer_topology": "ACTIVE_STANDBY"}', 400),
+            ('{"loadbalancer_topology": ["SINGLE"]}', 400),
+            ('{"loadbalancer_topology": "SINGLE"}', 201),
+        ):
+            body = {"flavorprofile": {"name": "fp", "provider_name": "noop", "flavor_data": data}}
+            r = admin.post("/v2/lbaas/flavorprofiles", body)
+            assert r.status_code == status, r.text
+        assert r.json()["flavorprofile"]["flavor_data"] == '{"loadbalancer_topology": "SINGLE"}'
+        refused = admin.post(
+            "/v2/lbaas/flavorprofiles",
+            {
+                "flavorprofile": {
+                    "name": "fp",
+                    "provider_name": "noop",
+                    "flavor_data": '{"loadbalancer_topology": "ACTIVE_STANDBY"}',
+                }
+            },
+        )
+        assert refused.json()["faultstring"] == (
+            "Provider 'noop' does not support a requested option: "
+            "loadbalancer_topology='ACTIVE_STANDBY' (not honoured yet)"
+        )
+        assert len(admin.get("/v2/lbaas/flavorprofiles").json()["flavorprofiles"]) == 1
+
+
 # -- 2. what the Ansible collection reads ------------------------------------------------
 
 

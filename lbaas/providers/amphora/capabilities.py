@@ -83,4 +83,6 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             "valid_vip_networks",
         }
     ),
+    # ACTIVE_STANDBY needs keepalived pairs on two hosts (not built yet).
+    profile_values={"loadbalancer_topology": frozenset({E.Topology.SINGLE})},
 )

@@ -65,6 +65,15 @@ def test_put_returns_202_with_effective_limits(admin: Api) -> None:
     assert both.json()["quota"]["loadbalancer"] == 3
 
 
+def test_a_boolean_limit_is_0_or_1_and_the_document_says_so(admin: Api) -> None:
+    r = admin.put(f"{QUOTAS}/p-alpha", {"quota": {"pool": False, "member": True}})
+    assert r.status_code == 202, r.text
+    assert r.json() == {"quota": owned("p-alpha", unlimited(pool=0, member=1))}
+    document = admin.get("/openapi.json").json()
+    limit = document["components"]["schemas"]["QuotaUpdate"]["properties"]["pool"]
+    assert {"type": "boolean"} in limit["anyOf"]
+
+
 def test_null_reverts_to_the_default(admin: Api) -> None:
     admin.put(f"{QUOTAS}/p-alpha", {"quota": {"pool": 3, "member": 4}})
     r = admin.put(f"{QUOTAS}/p-alpha", {"quota": {"pool": None}})

@@ -10,14 +10,27 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from lbaas.api.schemas.types import Schema
 
 MIN_QUOTA = -1
 MAX_QUOTA = 2_000_000_000
 
-Limit = Annotated[int, Field(ge=MIN_QUOTA, le=MAX_QUOTA)]
+# A boolean is taken as 0 or 1, as Octavia's WSME types take it; the document says so, so
+# that a client reading it (and schemathesis) knows ``false`` is a valid limit.
+Limit = Annotated[
+    int,
+    Field(ge=MIN_QUOTA, le=MAX_QUOTA),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": MIN_QUOTA, "maximum": MAX_QUOTA},
+                {"type": "boolean"},
+            ]
+        }
+    ),
+]
 
 #: Deprecated request name → stored name.
 ALIASES = {"load_balancer": "loadbalancer", "health_monitor": "healthmonitor"}

@@ -60,26 +60,38 @@ def _setup_logging(settings: Settings) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
-def _wait_for_signal(parent_pid: int | None = None) -> None:
-    """Until SIGTERM or SIGINT; with ``parent_pid``, also until that parent is gone."""
-    stop = threading.Event()
+class StopSignals:
+    """SIGTERM/SIGINT handlers installed before a process starts its threads.
 
-    def _handler(signum: int, _frame: object) -> None:
+    Installed first so that a signal arriving while the process is still starting (a
+    worker may already be converging) is a clean stop, never Python's default exit.
+    With ``parent_pid`` (a child of serve), SIGINT is ignored: Ctrl-C reaches the whole
+    process group, and serve, which got it too, stops its child in order.
+    """
+
+    def __init__(self, parent_pid: int | None = None) -> None:
+        self._parent_pid = parent_pid
+        self._stop = threading.Event()
+        signal.signal(signal.SIGTERM, self._handler)
+        if parent_pid is None:
+            signal.signal(signal.SIGINT, self._handler)
+        else:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def _handler(self, signum: int, _frame: object) -> None:
         LOG.info("signal %d received, stopping", signum)
-        stop.set()
+        self._stop.set()
 
-    signal.signal(signal.SIGTERM, _handler)
-    if parent_pid is None:
-        signal.signal(signal.SIGINT, _handler)
-        stop.wait()
-        return
-    # A child of serve: Ctrl-C reaches the whole process group, and serve, which got it
-    # too, stops its child in order; a SIGKILLed serve is seen as a changed parent.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    while not stop.wait(0.5):
-        if os.getppid() != parent_pid:
-            LOG.warning("parent process %d is gone; stopping", parent_pid)
+    def wait(self) -> None:
+        """Until a stop signal; for a child of serve, also until that parent is gone
+        (a SIGKILLed serve is seen as a changed parent)."""
+        if self._parent_pid is None:
+            self._stop.wait()
             return
+        while not self._stop.wait(0.5):
+            if os.getppid() != self._parent_pid:
+                LOG.warning("parent process %d is gone; stopping", self._parent_pid)
+                return
 
 
 def _hold_stop_signals() -> threading.Event:
@@ -222,12 +234,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     _setup_logging(settings)
+    signals = StopSignals(parent_pid=args.parent_pid)
     database = open_database(settings, upgrade=False)
     providers = open_providers(settings, database)
     process = build_worker_process(settings, database, providers)
     process.start()
     print(f"lbaas worker {process.worker.owner} running", flush=True)
-    _wait_for_signal(parent_pid=args.parent_pid)
+    signals.wait()
     process.stop()
     providers.close()
     database.dispose()
@@ -240,10 +253,11 @@ def cmd_health(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     _setup_logging(settings)
+    signals = StopSignals()
     stop = start_health_manager(
         settings, open_database(settings, upgrade=False), wakeup_sender(settings).notify
     )
-    _wait_for_signal()
+    signals.wait()
     stop()
     return 0
 
@@ -251,12 +265,13 @@ def cmd_health(args: argparse.Namespace) -> int:
 def cmd_agent(args: argparse.Namespace) -> int:
     settings = _settings(args)
     _setup_logging(settings)
+    signals = StopSignals()
     stop = _start_agent(settings)
     print(
         f"lbaas agent ({settings.agent.mode} mode) on {settings.agent.host}:{settings.agent.port}",
         flush=True,
     )
-    _wait_for_signal()
+    signals.wait()
     stop()
     return 0
 

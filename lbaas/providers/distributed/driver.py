@@ -1,7 +1,7 @@
 """The distributed provider: every node balances every distributed load balancer itself.
 
 No amphora. ``apply`` turns the graph into one ``L4ServiceSpec`` (``translate``) and sends
-it to the agent of every node of the ``NodeDirectory``; each agent programs ``lbaas.l4``'s
+it to the agents of every node of the ``NodeDirectory`` at once; each agent programs ``lbaas.l4``'s
 engine in its node's own network namespace and runs the node's health checker, so a
 client's flow is balanced on the client's node and goes straight to a member. A node that
 cannot be reached fails the converge (temporary, so it is retried) after every other node
@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 
 ClientFactory = Callable[[Node], L4AgentClient]
+#: Nodes programmed at once by one converge.
+_MAX_PARALLEL = 16
 
 
 class DistributedProvider(ProviderDriver):
@@ -113,17 +116,24 @@ class DistributedProvider(ProviderDriver):
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
         return combine(graph, views, answered=len(views))
 
+    def _try(self, node: Node, call: Callable[[L4AgentClient], object], what: str) -> bool:
+        """Whether ``call`` reached ``node``; other errors (a refused spec) are raised."""
+        try:
+            call(self._client(node))
+        except AgentUnreachable as exc:
+            LOG.warning("%s on node %s failed: %s", what, node.name, exc)
+            return False
+        return True
+
     def _each_node(self, call: Callable[[L4AgentClient], object], what: str) -> None:
         nodes = self._directory.nodes()
         if not nodes:
             raise AgentUnreachable("No node can carry distributed load balancers.", 5.0, what)
-        failed: list[str] = []
-        for node in nodes:
-            try:
-                call(self._client(node))
-            except AgentUnreachable as exc:
-                LOG.warning("%s on node %s failed: %s", what, node.name, exc)
-                failed.append(node.name)
+        # All nodes at once: each loads its own tables (a full load takes a second or more),
+        # so a converge takes as long as the slowest node, not the sum of them all.
+        with ThreadPoolExecutor(max_workers=min(len(nodes), _MAX_PARALLEL)) as pool:
+            outcomes = list(pool.map(lambda node: self._try(node, call, what), nodes))
+        failed = [node.name for node, reached in zip(nodes, outcomes, strict=True) if not reached]
         if failed:
             raise AgentUnreachable(
                 "Some nodes could not be reached.", 2.0, f"{what}: unreachable {failed}"

@@ -16,7 +16,9 @@ from lbaas.agent.l4_node import L4NodeManager
 from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
 from lbaas.config import load_settings
 from lbaas.db.job_queue import Claim
-from lbaas.errors import AgentUnreachable, InvalidInput
+from lbaas.errors import AgentUnreachable, Conflict, InvalidInput
+from lbaas.health.distributed_poll import DistributedStatusPoller
+from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.rollup import roll_up
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.base import Prober
@@ -31,7 +33,8 @@ from lbaas.model.enums import (
     PersistenceType,
     PoolProtocol,
 )
-from lbaas.model.health import MemberState
+from lbaas.model.graph import LoadBalancer
+from lbaas.model.health import HealthReport, MemberState
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.base import Node, NodeDirectory
 from lbaas.providers.distributed.combine import combine, member_state
@@ -211,3 +214,36 @@ def test_nodes_come_from_settings_or_the_local_agent(tmp_path: Path) -> None:
         "https://10.1.0.6:9443",
         "https://h2:1",
     ]
+
+
+def test_the_health_manager_poll_writes_the_majority_and_skips_silence() -> None:
+    store = InMemoryHealthStore()
+    store.put_graph(GRAPH)
+    a = str(MEMBERS[0].id)
+    views: list[L4ServiceStatus | None] = [view(**{a: "DOWN"}), view(**{a: "DOWN"}), None]
+    reports = {"answered": 3}
+
+    def report(graph: LoadBalancer) -> HealthReport | None:
+        return combine(graph, views, answered=reports["answered"])
+
+    poller = DistributedStatusPoller(store, lambda: [GRAPH.id, "gone"], report)
+    assert poller.poll_once() == 1
+    written = store.statuses(GRAPH.id)
+    assert written is not None and written[MEMBERS[0].id] is OperatingStatus.ERROR
+    store.set_pending(GRAPH.id)  # a converge in flight: it settles statuses itself
+    assert poller.poll_once() == 0
+    store.set_pending(GRAPH.id, False)
+    reports["answered"] = 0  # no node answered: what is stored stays
+    assert poller.poll_once() == 0 and store.statuses(GRAPH.id) is written
+
+
+def test_a_restarted_node_agent_programs_its_stored_services_again(tmp_path: Path) -> None:
+    first = FakeNode(tmp_path / "node")
+    first.put_l4(service_spec(GRAPH, version=5))
+    restarted = FakeNode(tmp_path / "node")
+    assert restarted.manager.restore() == [GRAPH.id]
+    assert restarted.ops.loaded == first.ops.loaded  # the same full table
+    status = restarted.get_l4(GRAPH.id)
+    assert status is not None and status.applied_version == 5
+    with pytest.raises(Conflict, match="older"):
+        restarted.put_l4(service_spec(GRAPH, version=4))

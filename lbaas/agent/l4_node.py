@@ -52,9 +52,15 @@ def monitor_spec(monitor: L4MonitorSpec) -> MonitorSpec:
 
 
 def health_targets(spec: L4ServiceSpec) -> list[Target]:
-    """What the checker probes for ``spec``: the members of monitored listeners."""
+    """What the checker probes for ``spec``: the members of monitored listeners, at their
+    monitor address and port where they have one (Octavia's ``monitor_address``)."""
     return [
-        Target(member.id, member.address, member.port, monitor_spec(listener.monitor))
+        Target(
+            member.id,
+            member.monitor_address or member.address,
+            member.monitor_port or member.port,
+            monitor_spec(listener.monitor),
+        )
         for listener in spec.listeners
         if listener.monitor is not None
         for member in listener.members

@@ -41,11 +41,13 @@ class L4MemberSpec(_Wire):
     address: str
     port: int = Field(ge=1, le=65535)
     weight: int = Field(ge=0, le=256, description="0: no new flows (draining).")
+    monitor_address: str | None = Field(None, description="Where to probe, if not address.")
+    monitor_port: int | None = Field(None, ge=1, le=65535, description="Likewise the port.")
 
-    @field_validator("address")
+    @field_validator("address", "monitor_address")
     @classmethod
-    def _address_is_ipv4(cls, value: str) -> str:
-        return _ipv4(value)
+    def _address_is_ipv4(cls, value: str | None) -> str | None:
+        return None if value is None else _ipv4(value)
 
 
 class L4MonitorSpec(_Wire):

@@ -53,6 +53,8 @@ def _members(pool: Pool) -> tuple[L4MemberSpec, ...]:
             address=member.address,
             port=member.protocol_port,
             weight=0 if member.backup else member.weight,
+            monitor_address=member.monitor_address,
+            monitor_port=member.monitor_port,
         )
         for member in pool.members
         if member.admin_state_up

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lbaas.agent.l4_node import L4NodeManager
+from lbaas.agent.l4_node import L4NodeManager, health_targets
 from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
 from lbaas.config import load_settings
 from lbaas.db.job_queue import Claim
@@ -43,7 +43,10 @@ from lbaas.providers.distributed.nodes import SettingsNodeDirectory
 from lbaas.providers.distributed.translate import service_spec
 from tests.support.graphs import listener, load_balancer, member, monitor, persistence, pool
 
-MEMBERS = [member("a", "10.9.0.1", 8000, weight=2), member("b", "10.9.0.2", 8000)]
+MEMBERS = [
+    member("a", "10.9.0.1", 8000, weight=2),
+    member("b", "10.9.0.2", 8000, monitor_address="10.9.1.2", monitor_port=9000),
+]
 GRAPH = load_balancer(
     [
         listener("tcp", ListenerProtocol.TCP, 80, default_pool="tcp"),
@@ -135,6 +138,8 @@ def test_the_spec_carries_listeners_members_hash_and_monitor() -> None:
     assert tcp.monitor is not None and tcp.monitor.type == "TCP"
     assert (tcp.monitor.delay, tcp.monitor.max_retries, tcp.monitor.max_retries_down) == (2, 2, 3)
     assert (udp.protocol, udp.hash_key, udp.monitor) == ("udp", "source_address", None)
+    probed = [(t.key, t.address, t.port) for t in health_targets(spec)]
+    assert probed == [(MEMBERS[0].id, "10.9.0.1", 8000), (MEMBERS[1].id, "10.9.1.2", 9000)]
     assert [m.address for m in udp.members] == ["10.9.0.3"]  # d is admin down
 
 

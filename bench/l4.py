@@ -367,17 +367,19 @@ def _distributed_and_amphora(lab: Any) -> dict[str, str]:
             raise RuntimeError(f"{name} load balancer not created: {status} {made}")
         lb = made["loadbalancer"]
         deadline = time.monotonic() + 120
-        while (
-            lab.call("GET", f"/v2/lbaas/loadbalancers/{lb['id']}")[1]["loadbalancer"][
-                "provisioning_status"
-            ]
-            != "ACTIVE"
-        ):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{name} load balancer not ACTIVE:\n{lab.log('ctl')}")
+        while (state := _provisioning(lab, lb["id"])) != "ACTIVE":
+            if state == "ERROR" or time.monotonic() > deadline:
+                raise RuntimeError(f"{name} load balancer {state}:\n{lab.log('ctl')}")
             time.sleep(0.3)
         vips[name] = lb["vip_address"]
     return vips
+
+
+def _provisioning(lab: Any, lb_id: str) -> str:
+    status: str = lab.call("GET", f"/v2/lbaas/loadbalancers/{lb_id}")[1]["loadbalancer"][
+        "provisioning_status"
+    ]
+    return status
 
 
 def main() -> None:

@@ -40,7 +40,7 @@ from lbaas.providers.distributed.base import Node, NodeDirectory
 from lbaas.providers.distributed.combine import combine, member_state
 from lbaas.providers.distributed.driver import DistributedProvider
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
-from lbaas.providers.distributed.translate import service_spec
+from lbaas.providers.distributed.translate import service_spec, table_size_for
 from tests.support.graphs import listener, load_balancer, member, monitor, persistence, pool
 
 MEMBERS = [
@@ -141,6 +141,13 @@ def test_the_spec_carries_listeners_members_hash_and_monitor() -> None:
     probed = [(t.key, t.address, t.port) for t in health_targets(spec)]
     assert probed == [(MEMBERS[0].id, "10.9.0.1", 8000), (MEMBERS[1].id, "10.9.1.2", 9000)]
     assert [m.address for m in udp.members] == ["10.9.0.3"]  # d is admin down
+
+
+def test_tables_are_sized_over_100_slots_per_member_in_a_few_steps() -> None:
+    assert [table_size_for(n) for n in (0, 1, 10, 11, 40, 41, 164, 165, 700)] == [
+        1021, 1021, 1021, 4099, 4099, 16411, 16411, 65537, 65537,
+    ]  # fmt: skip
+    assert [listener.table_size for listener in service_spec(GRAPH, 1).listeners] == [1021] * 2
 
 
 def test_an_algorithm_the_engine_lacks_is_a_400() -> None:

@@ -218,6 +218,7 @@ def services_status(lab: Lab) -> dict[str, Any]:
         "api": f"http://127.0.0.1:{API_PORT}",
         "api_namespace": lab.names.control,
         "agent_of_control_plane": f"h{CONTROL_AGENT}",
+        "control_processes": [p.pid for p in state.processes.get("ctl", [])],
         "vip_subnet_id": subnet_id(state.name, "vip"),
         "member_subnet_ids": {
             net: subnet_id(state.name, net) for net in _served_networks(state) if net != "vip"

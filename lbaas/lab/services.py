@@ -186,12 +186,7 @@ def start_services(lab: Lab) -> dict[str, Any]:
     key = secrets.token_hex(32)
     control_dir = lab.services_dir / "ctl"
     control = _write_settings(control_dir, control_settings(state, control_dir, key))
-    processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"))
-    for part in ("api", "worker", "health"):
-        pid = processes.start(
-            names.control, _lbaas(control, part), control_dir / f"{part}.log", control_dir
-        )
-        lab.register_process("ctl", pid)
+    # The agents need no database: they start while the schema is being created.
     agents = {}
     for index in range(1, state.hosts + 1):
         agent_dir = lab.services_dir / f"h{index}"
@@ -200,14 +195,18 @@ def start_services(lab: Lab) -> dict[str, Any]:
         log = agent_dir / "agent.log"
         pid = processes.start(names.host(index), _lbaas(settings, "agent"), log, agent_dir)
         lab.register_process(f"h{index}", pid)
-        agents[f"h{index}"] = (_fabric_address(state, FIRST_HOST + index), log)
+        agents[index] = (_fabric_address(state, FIRST_HOST + index), log)
+    processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"))
+    for part in ("api", "worker", "health"):
+        pid = processes.start(
+            names.control, _lbaas(control, part), control_dir / f"{part}.log", control_dir
+        )
+        lab.register_process("ctl", pid)
     processes.wait_listening(
         names.control, "127.0.0.1", API_PORT, control_dir / "api.log", _START_TIMEOUT
     )
-    for host, (agent_address, log) in agents.items():
-        processes.wait_listening(
-            names.host(int(host[1:])), agent_address, AGENT_PORT, log, _START_TIMEOUT
-        )
+    for index, (agent_address, log) in agents.items():
+        processes.wait_listening(names.host(index), agent_address, AGENT_PORT, log, _START_TIMEOUT)
     return services_status(lab)
 
 

@@ -2,7 +2,8 @@
 
 A load balancer is created through the API inside the control namespace; its amphora runs
 under host h1's agent, bridged onto h1's uplinks; members are HTTP servers on hosts h2 and
-h3's member network; the client namespace reaches the VIP through the router. Losing h1
+h3's member network; the client namespace reaches the VIP through the router, and h1's
+agent heartbeats reach the health manager in the control namespace. Losing h1
 stops the traffic, and ``down`` leaves no namespace, link or process behind.
 """
 
@@ -119,6 +120,13 @@ def test_a_load_balancer_across_lab_hosts_serves_the_client_until_its_host_is_lo
         vip = f"http://{lb['vip_address']}/"
         answers = {curl(lab.names.client, vip) for _ in range(6)}
         assert answers == {"served by h2\n", "served by h3\n"}
+        # h1's agent heartbeats over the fabric to the health manager in <lab>-ctl, signed
+        # with the key the lab gave both: the requests show in the listener's statistics.
+        stats = f"{V2}/listeners/{listener}/stats"
+        wait_until(
+            lambda: api.call("GET", stats)["stats"]["total_connections"] >= 6,
+            what="the client's requests in the heartbeats' statistics",
+        )
 
         lab.host_down("h1")
         assert not any(process_running(int(pid)) for pid in haproxy)

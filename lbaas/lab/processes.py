@@ -35,14 +35,17 @@ def _environment(extra: Mapping[str, str]) -> dict[str, str]:
 
 def run_to_end(namespace: str, argv: Sequence[str], *, timeout: float = 120.0) -> None:
     """Run ``argv`` inside ``namespace`` and raise LabError when it fails."""
-    done = subprocess.run(
-        in_namespace(namespace, argv),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env=_environment({}),
-    )
+    try:
+        done = subprocess.run(
+            in_namespace(namespace, argv),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env=_environment({}),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LabError(f"cannot run {' '.join(argv)} in {namespace}: {exc}") from exc
     if done.returncode != 0:
         raise LabError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
 
@@ -55,7 +58,16 @@ def start(namespace: str, argv: Sequence[str], log: Path, cwd: Path) -> int:
     """
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
     try:
-        process = subprocess.Popen(
+        process = _popen(namespace, argv, fd, cwd)
+    finally:
+        os.close(fd)
+    threading.Thread(target=process.wait, name=f"lab-reaper-{process.pid}", daemon=True).start()
+    return process.pid
+
+
+def _popen(namespace: str, argv: Sequence[str], fd: int, cwd: Path) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
             in_namespace(namespace, argv),
             stdin=subprocess.DEVNULL,
             stdout=fd,
@@ -64,10 +76,8 @@ def start(namespace: str, argv: Sequence[str], log: Path, cwd: Path) -> int:
             env=_environment({}),
             start_new_session=True,
         )
-    finally:
-        os.close(fd)
-    threading.Thread(target=process.wait, name=f"lab-reaper-{process.pid}", daemon=True).start()
-    return process.pid
+    except OSError as exc:  # nsenter missing, say: the lab's error, not a traceback
+        raise LabError(f"cannot start {' '.join(argv)} in {namespace}: {exc}") from exc
 
 
 def listening(namespace: str, host: str, port: int) -> bool:

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from lbaas.cli import build_parser
+from lbaas.lab import processes
+from lbaas.lab.base import LabError
 from lbaas.lab.command import run
 from lbaas.lab.state import LabState, StateFile
 
@@ -29,3 +31,8 @@ def test_exec_names_the_nodes_it_knows_and_wants_a_command(
     assert "ctl, cli, rtr, h1, h2" in capsys.readouterr().err
     assert _exec(tmp_path, "ctl", "--") == 1
     assert "no command" in capsys.readouterr().err
+
+
+def test_a_command_in_a_namespace_that_is_not_there_is_the_labs_error() -> None:
+    with pytest.raises(LabError, match="failed"):
+        processes.run_to_end("lbaas-no-such-namespace", ["true"], timeout=30)

@@ -128,7 +128,9 @@ def test_a_load_balancer_across_lab_hosts_serves_the_client_until_its_host_is_lo
             what="the client's requests in the heartbeats' statistics",
         )
 
+        agent = lab.status()["hosts"]["h1"]["processes"]
         lab.host_down("h1")
+        assert agent and not any(process_running(pid) for pid in agent)
         assert not any(process_running(int(pid)) for pid in haproxy)
         assert curl(lab.names.client, vip, timeout=1.0) is None
         # The members' hosts are still up: the VIP, not the network, went away.

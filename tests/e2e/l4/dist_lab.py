@@ -15,6 +15,7 @@ deletes the namespaces and state directories even when the test failed.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -118,7 +119,8 @@ class DistLab:
             "providers": {"enabled": ["amphora", "distributed"], "distributed_nodes": nodes,
                           "distributed_status_interval": 0.5},
             "health": {"heartbeat_interval": 0.5, "stale_after": 15.0},
-            "worker": {"poll_interval": 0.05, "backoff_base": 0.1, "backoff_max": 1.0},
+            "worker": {"poll_interval": 0.05, "backoff_base": 0.1, "backoff_max": 1.0,
+                       "stop_timeout": 2.0},
             "network": {"subnets": [{"id": self.subnet_id, "network_id": str(uuid.uuid4()),
                                      "cidr": str(self.subnet), "name": f"dl-{self.tag}"}]},
         }  # fmt: skip
@@ -183,11 +185,13 @@ class DistLab:
         if process is None:
             return
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
             try:
                 process.wait(20)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
                 process.wait(10)
         if process.stdout is not None:
             process.stdout.close()
@@ -209,6 +213,10 @@ class DistLab:
                 if pipe is not None:
                     pipe.close()
         try:
+            for process in self.processes.values():  # all at once: they stop in parallel
+                if process.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(process.pid, signal.SIGTERM)
             for name in list(self.processes):
                 self._stop(name)
         finally:

@@ -235,6 +235,22 @@ class ProviderSettings(_Section):
     noop_record_path: str = Field(
         "", description="If set, the noop provider appends one JSON line per call here."
     )
+    distributed_nodes: tuple[str, ...] = Field(
+        (),
+        description=(
+            "Agent URLs (https://host:port) of the nodes the distributed provider programs, "
+            "every one of them for every distributed load balancer. Empty: the one agent of "
+            "agent.host:agent.port."
+        ),
+    )
+    distributed_status_interval: float = Field(
+        2.0,
+        gt=0,
+        description=(
+            "Seconds between two polls of every node for the member health of distributed "
+            "load balancers (by the health manager)."
+        ),
+    )
 
 
 class HealthSettings(_Section):
@@ -279,6 +295,19 @@ class AgentSettings(_Section):
         description="loopback: VIPs on 127.0.0.0/8, no root. netns: one namespace per amphora.",
     )
     haproxy_binary: str = Field("haproxy", description="HAProxy executable.")
+    l4_health_batch_size: int = Field(
+        64,
+        ge=1,
+        description=(
+            "Member health changes that make the node's L4 health checker update the kernel "
+            "tables at once (else after l4_health_batch_delay)."
+        ),
+    )
+    l4_health_batch_delay: float = Field(
+        0.2,
+        ge=0,
+        description="Seconds a member health change may wait to be applied with others.",
+    )
     namespace_prefix: str = Field(
         "lbaas-",
         pattern=r"^[a-z0-9][a-z0-9-]{0,39}$",

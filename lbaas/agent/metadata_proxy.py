@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import httpx
 
@@ -43,6 +44,17 @@ class StaticPortView:
 
     def port_at(self, network_id: str, address: str) -> BoundPort | None:
         return self._ports.get((network_id, address))
+
+
+def bound_ports(documents: Iterable[Mapping[str, Any]]) -> list[BoundPort]:
+    """The view of a Networking API port list (``GET /v2.0/ports``): one entry per address
+    of every port that belongs to an instance (has a device and a project)."""
+    return [
+        BoundPort(doc["network_id"], fixed["ip_address"], doc["device_id"], doc["project_id"])
+        for doc in documents
+        if doc.get("device_id") and doc.get("project_id")
+        for fixed in doc.get("fixed_ips", [])
+    ]
 
 
 def signed_headers(

@@ -131,3 +131,23 @@ def list_ports(request: Request, call: Call = Depends(get_call)) -> dict[str, An
 
 def _addresses(view: dict[str, Any]) -> list[str]:
     return [fixed["ip_address"] for fixed in view["fixed_ips"]]
+
+
+# The Networking API extensions whose attributes the port routes serve: the stock CLI
+# lists them before it sends ``binding:host_id`` or ``dns_name``.
+_EXTENSIONS = (
+    ("binding", "Port Binding", "The host a port is bound to (binding:host_id)."),
+    ("dns-integration", "DNS Integration", "A port's DNS name (the instance's hostname)."),
+)
+
+
+@router.get("/extensions")
+def list_extensions(call: Call = Depends(get_call)) -> dict[str, Any]:
+    _, ctx = call
+    require_reader(ctx)
+    return {
+        "extensions": [
+            {"alias": alias, "name": name, "description": text, "links": [], "updated": ""}
+            for alias, name, text in _EXTENSIONS
+        ]
+    }

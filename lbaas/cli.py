@@ -136,6 +136,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from lbaas.api.services import ApiServices
     from lbaas.child_worker import ChildWorker
     from lbaas.compose import open_database, open_providers, release_dead_worker, wakeup_sender
+    from lbaas.metrics.process import ProcessMetrics
 
     settings = _settings(args)
     _setup_logging(settings)
@@ -149,14 +150,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     sender = wakeup_sender(settings)
     extras: list[Callable[[], None]] = []
+    # One registry for the API and the embedded health manager: both show in /metrics.
+    metrics = ProcessMetrics()
     try:
         child.start()
-        extras = _start_embedded_extras(settings, database, sender.notify)
+        extras = _start_embedded_extras(settings, database, sender.notify, metrics)
         print(f"lbaas database: {settings.database_url}", flush=True)
         if not stopping.is_set():
-            _serve_api(
-                settings, create_asgi_app(ApiServices(settings, database, providers, sender.notify))
-            )
+            services = ApiServices(settings, database, providers, sender.notify, metrics)
+            _serve_api(settings, create_asgi_app(services))
     finally:
         # In order: the API has stopped accepting; the worker finishes or frees its jobs
         # (it may still need the agent for them); then the health manager (before the
@@ -186,7 +188,7 @@ def _child_worker_command(args: argparse.Namespace) -> list[str]:
 
 
 def _start_embedded_extras(
-    settings: Settings, database: Any, notify: Callable[[], None]
+    settings: Settings, database: Any, notify: Callable[[], None], metrics: Any
 ) -> list[Callable[[], None]]:
     """Health manager and local agent, when the amphora provider is enabled."""
     stops: list[Callable[[], None]] = []
@@ -194,7 +196,7 @@ def _start_embedded_extras(
         return stops
     from lbaas.health.service import start_health_manager
 
-    stops.append(start_health_manager(settings, database, notify))
+    stops.append(start_health_manager(settings, database, notify, metrics))
     stops.append(_start_agent(settings))
     return stops
 
@@ -250,15 +252,23 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_health(args: argparse.Namespace) -> int:
     from lbaas.compose import open_database, wakeup_sender
     from lbaas.health.service import start_health_manager
+    from lbaas.metrics.endpoint import serve_process_metrics
+    from lbaas.metrics.process import ProcessMetrics
 
     settings = _settings(args)
     _setup_logging(settings)
     signals = StopSignals()
+    metrics = ProcessMetrics()
     stop = start_health_manager(
-        settings, open_database(settings, upgrade=False), wakeup_sender(settings).notify
+        settings, open_database(settings, upgrade=False), wakeup_sender(settings).notify, metrics
     )
+    stops = [stop]
+    if settings.health.metrics_port:
+        port = settings.health.metrics_port
+        stops.append(serve_process_metrics(metrics, settings.health.bind_host, port))
     signals.wait()
-    stop()
+    for each in reversed(stops):
+        each()
     return 0
 
 

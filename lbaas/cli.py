@@ -324,6 +324,18 @@ def cmd_config_reference(_args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from lbaas.db.engine import Database
+    from lbaas.diagnose.command import run
+
+    settings = _settings(args)
+    database = Database(settings.database_url)  # read only: no upgrade, no seeding
+    try:
+        return run(settings, database, args.loadbalancer)
+    finally:
+        database.dispose()
+
+
 def cmd_lab(args: argparse.Namespace) -> int:
     from lbaas.lab.command import run
 
@@ -353,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     add("health", cmd_health, "the health manager only")
     add("agent", cmd_agent, "the per-host agent")
+    diagnose = add("diagnose", cmd_diagnose, "why a load balancer is not well, hop by hop")
+    diagnose.add_argument("loadbalancer", help="load balancer id")
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")

@@ -99,7 +99,7 @@ def amphora_hops(
             yield Verdict("agent", Level.FAIL, f"the agent on {amp.host} does not know {amp.id}")
             continue
         yield Verdict("agent", Level.OK, f"amphora {amp.id} on {amp.host}: known to its agent")
-        yield _haproxy(status)
+        yield haproxy_hop(status)
 
 
 def _heard(
@@ -122,7 +122,7 @@ def _heard(
     return Verdict("amphora", Level.OK, f"{where}: heartbeat {age:.1f}s ago")
 
 
-def _haproxy(status: AgentAmphora) -> Verdict:
+def haproxy_hop(status: AgentAmphora) -> Verdict:
     version = (
         f"applied version {status.applied_version}"
         if status.applied_version

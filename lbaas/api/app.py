@@ -8,7 +8,7 @@ from starlette.types import ASGIApp
 from lbaas import __version__
 from lbaas.api.edge import EdgeMiddleware
 from lbaas.api.errors import install_error_handlers
-from lbaas.api.metrics import scrape_of
+from lbaas.api.metrics import MetricsPage
 from lbaas.api.openapi import describe_errors
 from lbaas.api.request_guard import RequestGuard
 from lbaas.api.routers import ROUTERS, healthcheck, identity, metrics, networking, versions
@@ -43,7 +43,7 @@ def create_app(services: ApiServices) -> FastAPI:
         app.include_router(healthcheck.router)
     describe_errors(app)
     if services.settings.api.metrics_enabled:
-        app.state.scrape = scrape_of(services)
+        app.state.metrics_page = MetricsPage(services)
         app.include_router(metrics.router)
     return app
 

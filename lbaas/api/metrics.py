@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client.registry import Collector
+from prometheus_client import generate_latest
 from starlette.types import Scope
 
 from lbaas.api.services import ApiServices
-from lbaas.metrics.database import ControlPlaneCollector, ObjectCollector
+from lbaas.metrics.database import ControlPlaneCollector, read_objects
+from lbaas.metrics.object_text import object_text
 from lbaas.metrics.process import UNMATCHED_ROUTE, Scrape
 
 
@@ -37,12 +38,19 @@ def route_template(scope: Scope) -> str:
     return "/".join(prefix) + template
 
 
-def scrape_of(services: ApiServices) -> Collector:
-    """Everything ``/metrics`` shows for this process."""
-    return Scrape(
-        (
-            services.metrics.registry,
-            ControlPlaneCollector(services.database, services.settings.health.stale_after),
-            ObjectCollector.of(services.database),
+class MetricsPage:
+    """Everything ``/metrics`` shows for this process: its own instruments and the control
+    plane's state through ``prometheus_client``, then every object (``object_text``)."""
+
+    def __init__(self, services: ApiServices) -> None:
+        self._database = services.database
+        self._collectors = Scrape(
+            (
+                services.metrics.registry,
+                ControlPlaneCollector(services.database, services.settings.health.stale_after),
+            )
         )
-    )
+
+    def render(self) -> bytes:
+        head = generate_latest(self._collectors)
+        return head + object_text(read_objects(self._database)).encode()

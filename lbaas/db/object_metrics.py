@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import literal, select
 from sqlalchemy.engine import Connection
@@ -31,10 +31,9 @@ from lbaas.db.tables import (
 from lbaas.model.enums import ProvisioningStatus
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectStatus:
+class ObjectStatus(NamedTuple):
     """One object: its id, the id of its parent (empty for a load balancer), its project
-    and its two statuses."""
+    and its two statuses. A tuple, made straight from the row: there are 10,000s."""
 
     id: str
     parent_id: str
@@ -57,7 +56,7 @@ def _statuses(conn: Connection, table: Any, parent: Any) -> list[ObjectStatus]:
     c = table.c
     query = select(c.id, parent, c.project_id, c.provisioning_status, c.operating_status)
     query = query.where(c.provisioning_status != ProvisioningStatus.DELETED.value)
-    return [ObjectStatus(*(str(v) for v in row)) for row in conn.execute(query)]
+    return [ObjectStatus._make(row) for row in conn.execute(query)]
 
 
 def _as_dict(value: Any) -> Mapping[str, Any]:

@@ -1,5 +1,6 @@
-"""Collectors that read the database at scrape time: the control plane's state and every
-load balancer, listener, pool and member.
+"""What the database holds, read at scrape time: the control plane's state (this
+collector) and every load balancer, listener, pool and member (``read_objects``, written
+out by ``lbaas.metrics.object_text``).
 
 Why at scrape time rather than live instruments: the objects' figures are written by other
 processes (the API writes statuses, workers converge, health managers fold heartbeats), so
@@ -13,34 +14,15 @@ listener and per load balancer, nothing per request. Any API process answers ali
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from lbaas.db.engine import Database
 from lbaas.db.metrics_queries import ControlPlaneCounts, control_plane_counts
-from lbaas.db.object_metrics import ObjectFigures, ObjectStatus, object_figures
-
-STATUS_LABELS = ("provisioning_status", "operating_status")
-
-# (metric suffix, stats_repo counter, help, kind): a listener's and a load balancer's.
-TRAFFIC = (
-    ("bytes_in", "bytes_in", "Bytes received from clients.", "counter"),
-    ("bytes_out", "bytes_out", "Bytes sent to clients.", "counter"),
-    ("connections", "total_connections", "Connections accepted.", "counter"),
-    ("active_connections", "active_connections", "Connections open now.", "gauge"),
-    ("request_errors", "request_errors", "Requests HAProxy refused as errors.", "counter"),
-)
-
-
-def _family(
-    name: str, help_text: str, labels: list[str], kind: str
-) -> CounterMetricFamily | GaugeMetricFamily:
-    if kind == "counter":
-        return CounterMetricFamily(name, help_text, labels=labels)
-    return GaugeMetricFamily(name, help_text, labels=labels)
+from lbaas.db.object_metrics import ObjectFigures, object_figures
 
 
 class ControlPlaneCollector(Collector):
@@ -97,62 +79,6 @@ def _by_label(name: str, help_text: str, label: str, counts: dict[str, int]) -> 
     return family
 
 
-class ObjectCollector(Collector):
-    """One status series per object and the traffic of every listener and load balancer."""
-
-    def __init__(self, read: Callable[[], ObjectFigures]) -> None:
-        self._read = read
-
-    @classmethod
-    def of(cls, database: Database) -> ObjectCollector:
-        def read() -> ObjectFigures:
-            with database.read_connection() as conn:
-                return object_figures(conn)
-
-        return cls(read)
-
-    def collect(self) -> Iterator[Metric]:
-        figures = self._read()
-        yield _statuses("loadbalancer", [], figures.loadbalancers)
-        yield _statuses("listener", ["loadbalancer_id"], figures.listeners)
-        yield _statuses("pool", ["loadbalancer_id"], figures.pools)
-        yield _statuses("member", ["pool_id"], figures.members)
-        yield from _traffic(figures)
-
-
-def _statuses(kind: str, parent: list[str], objects: list[ObjectStatus]) -> Metric:
-    family = GaugeMetricFamily(
-        f"lbaas_{kind}_status",
-        f"Always 1, one series per {kind}: its statuses are the labels.",
-        labels=[f"{kind}_id", *parent, "project_id", *STATUS_LABELS],
-    )
-    for o in objects:
-        ids = [o.id, o.parent_id] if parent else [o.id]
-        family.add_metric([*ids, o.project_id, o.provisioning_status, o.operating_status], 1.0)
-    return family
-
-
-def _traffic(figures: ObjectFigures) -> Iterator[Metric]:
-    """Listener counters as the health manager folded them; a load balancer's are the sum
-    of its listeners'."""
-    per_lb: dict[str, dict[str, int]] = {}
-    owners = {lb.id: lb.project_id for lb in figures.loadbalancers}
-    for name, field, help_text, kind in TRAFFIC:
-        listeners = _family(
-            f"lbaas_listener_{name}",
-            help_text,
-            ["listener_id", "loadbalancer_id", "project_id"],
-            kind,
-        )
-        for listener in figures.listeners:
-            value = figures.listener_counters.get(listener.id, {}).get(field, 0)
-            listeners.add_metric([listener.id, listener.parent_id, listener.project_id], value)
-            into = per_lb.setdefault(listener.parent_id, {})
-            into[field] = into.get(field, 0) + value
-        yield listeners
-        lbs = _family(
-            f"lbaas_loadbalancer_{name}", help_text, ["loadbalancer_id", "project_id"], kind
-        )
-        for lb_id, project_id in owners.items():
-            lbs.add_metric([lb_id, project_id], per_lb.get(lb_id, {}).get(field, 0))
-        yield lbs
+def read_objects(database: Database) -> ObjectFigures:
+    with database.read_connection() as conn:
+        return object_figures(conn)

@@ -4,7 +4,7 @@ expose it only where the scraper is, as with any exporter."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import Response
 
 router = APIRouter(tags=["metrics"])
@@ -14,5 +14,4 @@ router = APIRouter(tags=["metrics"])
 def metrics(request: Request) -> Response:
     # A plain ``def``: the database reads of a scrape run in the thread pool, off the
     # event loop.
-    body = generate_latest(request.app.state.scrape)
-    return Response(body, media_type=CONTENT_TYPE_LATEST)
+    return Response(request.app.state.metrics_page.render(), media_type=CONTENT_TYPE_LATEST)

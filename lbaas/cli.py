@@ -252,7 +252,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_health(args: argparse.Namespace) -> int:
     from lbaas.compose import open_database, wakeup_sender
     from lbaas.health.service import start_health_manager
-    from lbaas.metrics.endpoint import serve_process_metrics
+    from lbaas.metrics.endpoint import MetricsEndpoint
     from lbaas.metrics.process import ProcessMetrics
 
     settings = _settings(args)
@@ -265,7 +265,7 @@ def cmd_health(args: argparse.Namespace) -> int:
     stops = [stop]
     if settings.health.metrics_port:
         port = settings.health.metrics_port
-        stops.append(serve_process_metrics(metrics, settings.health.bind_host, port))
+        stops.append(MetricsEndpoint(metrics, settings.health.bind_host, port).stop)
     signals.wait()
     for each in reversed(stops):
         each()

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from lbaas.api.services import ApiServices
@@ -23,7 +22,7 @@ from lbaas.jobs.runner import JobRunner
 from lbaas.jobs.slot import WorkerSlot
 from lbaas.jobs.wakeup import WakeupListener, WakeupSender, wakeup_directory
 from lbaas.jobs.worker import Worker, owner_prefix
-from lbaas.metrics.endpoint import serve_process_metrics
+from lbaas.metrics.endpoint import MetricsEndpoint
 from lbaas.metrics.process import ProcessMetrics
 from lbaas.network.registry import seed_subnets
 from lbaas.providers.base import ProviderContext
@@ -63,11 +62,11 @@ class WorkerProcess:
     metrics: ProcessMetrics
     metrics_address: tuple[str, int] | None = None
     """Where this process's own /metrics is served (``worker.metrics_port``), if at all."""
-    _stop_metrics: Callable[[], None] | None = None
+    _endpoint: MetricsEndpoint | None = None
 
     def start(self) -> None:
         if self.metrics_address is not None:
-            self._stop_metrics = serve_process_metrics(self.metrics, *self.metrics_address)
+            self._endpoint = MetricsEndpoint(self.metrics, *self.metrics_address)
         released = self.slot.release_earlier_claims(self.database)
         if released:
             LOG.warning(
@@ -83,8 +82,8 @@ class WorkerProcess:
             listener.stop()
         self.worker.stop()
         self.slot.close()
-        if self._stop_metrics is not None:
-            self._stop_metrics()
+        if self._endpoint is not None:
+            self._endpoint.stop()
 
 
 def release_dead_worker(database: Database, pid: int) -> None:

@@ -10,7 +10,6 @@ separate hosts, not forks of one server.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from prometheus_client import start_http_server
 
@@ -19,14 +18,15 @@ from lbaas.metrics.process import ProcessMetrics
 LOG = logging.getLogger(__name__)
 
 
-def serve_process_metrics(metrics: ProcessMetrics, host: str, port: int) -> Callable[[], None]:
-    """Serve ``metrics`` on ``host:port`` in a background thread; returns the stop."""
-    server, thread = start_http_server(port, addr=host, registry=metrics.registry)
-    LOG.info("process metrics on http://%s:%d/metrics", host, server.server_port)
+class MetricsEndpoint:
+    """``metrics`` served on ``host:port`` (0: a free port) in a background thread."""
 
-    def stop() -> None:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    def __init__(self, metrics: ProcessMetrics, host: str, port: int) -> None:
+        self._server, self._thread = start_http_server(port, addr=host, registry=metrics.registry)
+        self.port = int(self._server.server_port)
+        LOG.info("process metrics on http://%s:%d/metrics", host, self.port)
 
-    return stop
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)

@@ -135,6 +135,20 @@ class TestMetrics:
         assert not scrape(client).matching(member, member_id=down["id"])
 
 
+class TestRefusedConverge:
+    @pytest.fixture
+    def settings_overrides(self) -> dict[str, Any]:
+        return {"api": {"metrics_enabled": True}, "providers": {"noop_fail": "permanent"}}
+
+    def test_a_failed_converge_is_counted_by_outcome(self, api: Api, client: TestClient) -> None:
+        created = api.post(LB, {"loadbalancer": {"vip_subnet_id": LOOPBACK_SUBNET}})
+        api.wait_lb(created.json()["loadbalancer"]["id"], "ERROR")
+        seen = scrape(client)
+        assert seen.value("lbaas_converge_duration_seconds_count", outcome="failed") == 1
+        assert seen.matching("lbaas_converge_duration_seconds_count", outcome="done") == []
+        assert seen.value("lbaas_loadbalancers", provisioning_status="ERROR") == 1
+
+
 def test_off_by_default(client: TestClient) -> None:
     assert client.get("/metrics").status_code == 404
 

@@ -136,6 +136,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from lbaas.api.services import ApiServices
     from lbaas.child_worker import ChildWorker
     from lbaas.compose import open_database, open_providers, release_dead_worker, wakeup_sender
+    from lbaas.metrics.process import ProcessMetrics
 
     settings = _settings(args)
     _setup_logging(settings)
@@ -149,14 +150,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     sender = wakeup_sender(settings)
     extras: list[Callable[[], None]] = []
+    # One registry for the API and the embedded health manager: both show in /metrics.
+    metrics = ProcessMetrics()
     try:
         child.start()
-        extras = _start_embedded_extras(settings, database, sender.notify)
+        extras = _start_embedded_extras(settings, database, sender.notify, metrics)
         print(f"lbaas database: {settings.database_url}", flush=True)
         if not stopping.is_set():
-            _serve_api(
-                settings, create_asgi_app(ApiServices(settings, database, providers, sender.notify))
-            )
+            services = ApiServices(settings, database, providers, sender.notify, metrics)
+            _serve_api(settings, create_asgi_app(services))
     finally:
         # In order: the API has stopped accepting; the worker finishes or frees its jobs
         # (it may still need the agent for them); then the health manager (before the
@@ -186,7 +188,7 @@ def _child_worker_command(args: argparse.Namespace) -> list[str]:
 
 
 def _start_embedded_extras(
-    settings: Settings, database: Any, notify: Callable[[], None]
+    settings: Settings, database: Any, notify: Callable[[], None], metrics: Any
 ) -> list[Callable[[], None]]:
     """Health manager (amphora or distributed provider: heartbeats, node polls) and local
     agent (amphora provider)."""
@@ -196,7 +198,7 @@ def _start_embedded_extras(
         return stops
     from lbaas.health.service import start_health_manager
 
-    stops.append(start_health_manager(settings, database, notify))
+    stops.append(start_health_manager(settings, database, notify, metrics))
     if "amphora" in enabled:
         stops.append(_start_agent(settings))
     return stops
@@ -253,15 +255,23 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_health(args: argparse.Namespace) -> int:
     from lbaas.compose import open_database, wakeup_sender
     from lbaas.health.service import start_health_manager
+    from lbaas.metrics.endpoint import MetricsEndpoint
+    from lbaas.metrics.process import ProcessMetrics
 
     settings = _settings(args)
     _setup_logging(settings)
     signals = StopSignals()
+    metrics = ProcessMetrics()
     stop = start_health_manager(
-        settings, open_database(settings, upgrade=False), wakeup_sender(settings).notify
+        settings, open_database(settings, upgrade=False), wakeup_sender(settings).notify, metrics
     )
+    stops = [stop]
+    if settings.health.metrics_port:
+        port = settings.health.metrics_port
+        stops.append(MetricsEndpoint(metrics, settings.health.bind_host, port).stop)
     signals.wait()
-    stop()
+    for each in reversed(stops):
+        each()
     return 0
 
 
@@ -317,6 +327,18 @@ def cmd_config_reference(_args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from lbaas.db.engine import Database
+    from lbaas.diagnose.command import run
+
+    settings = _settings(args)
+    database = Database(settings.database_url)  # read only: no upgrade, no seeding
+    try:
+        return run(settings, database, args.loadbalancer)
+    finally:
+        database.dispose()
+
+
 def cmd_lab(args: argparse.Namespace) -> int:
     from lbaas.lab.command import run
 
@@ -346,6 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     add("health", cmd_health, "the health manager only")
     add("agent", cmd_agent, "the per-host agent")
+    diagnose = add("diagnose", cmd_diagnose, "why a load balancer is not well, hop by hop")
+    diagnose.add_argument("loadbalancer", help="load balancer id")
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")

@@ -22,6 +22,8 @@ from lbaas.jobs.runner import JobRunner
 from lbaas.jobs.slot import WorkerSlot
 from lbaas.jobs.wakeup import WakeupListener, WakeupSender, wakeup_directory
 from lbaas.jobs.worker import Worker, owner_prefix
+from lbaas.metrics.endpoint import MetricsEndpoint
+from lbaas.metrics.process import ProcessMetrics
 from lbaas.network.registry import seed_subnets
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.registry import ProviderRegistry, build_registry
@@ -57,8 +59,14 @@ class WorkerProcess:
     listeners: list[WakeupSource]
     slot: WorkerSlot
     database: Database
+    metrics: ProcessMetrics
+    metrics_address: tuple[str, int] | None = None
+    """Where this process's own /metrics is served (``worker.metrics_port``), if at all."""
+    _endpoint: MetricsEndpoint | None = None
 
     def start(self) -> None:
+        if self.metrics_address is not None:
+            self._endpoint = MetricsEndpoint(self.metrics, *self.metrics_address)
         released = self.slot.release_earlier_claims(self.database)
         if released:
             LOG.warning(
@@ -74,6 +82,8 @@ class WorkerProcess:
             listener.stop()
         self.worker.stop()
         self.slot.close()
+        if self._endpoint is not None:
+            self._endpoint.stop()
 
 
 def release_dead_worker(database: Database, pid: int) -> None:
@@ -84,10 +94,14 @@ def release_dead_worker(database: Database, pid: int) -> None:
 
 
 def build_worker(
-    settings: Settings, database: Database, providers: ProviderRegistry, slot_tag: str = ""
+    settings: Settings,
+    database: Database,
+    providers: ProviderRegistry,
+    slot_tag: str = "",
+    metrics: ProcessMetrics | None = None,
 ) -> Worker:
     converger = Converger(database, providers, roll_up)
-    runner = JobRunner(database, converger, settings.worker)
+    runner = JobRunner(database, converger, settings.worker, metrics=metrics)
     return Worker(database, runner, settings.worker, slot_tag=slot_tag)
 
 
@@ -95,13 +109,18 @@ def build_worker_process(
     settings: Settings, database: Database, providers: ProviderRegistry
 ) -> WorkerProcess:
     slot = WorkerSlot(settings.state_dir)
-    worker = build_worker(settings, database, providers, slot.tag)
+    metrics = ProcessMetrics()
+    worker = build_worker(settings, database, providers, slot.tag, metrics)
+    address = None
+    if settings.worker.metrics_port:
+        # One port per worker slot, so workers sharing a host never compete for one.
+        address = (settings.worker.metrics_host, settings.worker.metrics_port + (slot.number or 0))
     listeners: list[WakeupSource] = [
         WakeupListener(wakeup_directory(settings.state_dir), worker.notify)
     ]
     if not database.is_sqlite:
         listeners.append(PostgresJobListener(database.url, worker.notify))
-    return WorkerProcess(worker, listeners, slot, database)
+    return WorkerProcess(worker, listeners, slot, database, metrics, address)
 
 
 @dataclass
@@ -132,12 +151,13 @@ class ControlPlane:
 def build_control_plane(settings: Settings, *, upgrade: bool = True) -> ControlPlane:
     database = open_database(settings, upgrade=upgrade)
     providers = open_providers(settings, database)
-    worker = build_worker(settings, database, providers)
+    metrics = ProcessMetrics()
+    worker = build_worker(settings, database, providers, metrics=metrics)
     sender = wakeup_sender(settings)
 
     def notify() -> None:
         worker.notify()  # this process's worker at once, without a socket
         sender.notify()  # and any other worker process sharing the state directory
 
-    services = ApiServices(settings, database, providers, notify=notify)
+    services = ApiServices(settings, database, providers, notify=notify, metrics=metrics)
     return ControlPlane(settings, database, providers, worker, services, sender)

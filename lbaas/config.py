@@ -155,6 +155,19 @@ class WorkerSettings(_Section):
     housekeeping_interval: float = Field(
         3600.0, gt=0, description="How often each worker purges expired DELETED records."
     )
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address a worker's own /metrics listens on (see metrics_port)."
+    )
+    metrics_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description=(
+            "Serve this worker process's own Prometheus metrics (converge durations and "
+            "outcomes) over HTTP on this port plus the worker's slot number (0, 1, ...), "
+            "without authentication. 0: not served."
+        ),
+    )
 
 
 class QuotaSettings(_Section):
@@ -281,6 +294,17 @@ class HealthSettings(_Section):
         description=(
             "If more than this share of all amphorae is stale at once, automatic failover "
             "stops and an alarm is raised (a failover storm is more likely our fault)."
+        ),
+    )
+    metrics_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description=(
+            "Serve a separate lbaas health process's own Prometheus metrics (heartbeats by "
+            "outcome, failovers started, the storm guard) over HTTP on bind_host at this "
+            "port, without authentication. 0: not served. Under lbaas serve they are in "
+            "the API's /metrics instead."
         ),
     )
 

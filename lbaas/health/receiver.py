@@ -3,7 +3,8 @@
 Agents push one signed datagram per amphora per interval; nothing is acknowledged, so the
 receiver must take every datagram on its own merits. It runs three gates in order, each
 refusing: the envelope's size and HMAC (a forged, unsigned or garbled datagram), the
-replay guard (a datagram this process saw before, out of order, or sent too long ago),
+replay guard (a datagram this process saw before or out of order; one sent too long ago
+is counted apart, as late),
 and the payload codec (a genuine, fresh datagram whose payload makes no sense). Only then
 does the ``HeartbeatProcessor`` touch the store, so a refused datagram never does; the
 store refuses what another health manager already saw newer (``lbaas.health.freshness``).
@@ -28,7 +29,7 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from lbaas.errors import HeartbeatRejected
+from lbaas.errors import HeartbeatLate, HeartbeatRejected
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.health.refusals import RefusalLog
 from lbaas.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
@@ -47,6 +48,7 @@ CountName = Literal[
     "accepted",
     "rejected_signature",
     "rejected_replay",
+    "rejected_late",
     "malformed",
     "ignored",
     "failed",
@@ -61,6 +63,8 @@ class ReceiverCounts:
     accepted: int = 0
     rejected_signature: int = 0
     rejected_replay: int = 0
+    rejected_late: int = 0
+    """Sent longer ago (or further ahead) than the replay guard's freshness window."""
     malformed: int = 0
     ignored: int = 0
     """Genuine heartbeats of an amphora the store does not know."""
@@ -71,7 +75,7 @@ class ReceiverCounts:
 
     @property
     def rejected(self) -> int:
-        return self.rejected_signature + self.rejected_replay + self.malformed
+        return self.rejected_signature + self.rejected_replay + self.rejected_late + self.malformed
 
 
 class ReceiverCounters:
@@ -186,6 +190,9 @@ class HeartbeatReceiver:
             return None
         try:
             self._guard.check(envelope)
+        except HeartbeatLate as exc:
+            self._refuse("rejected_late", sender, exc)
+            return None
         except HeartbeatRejected as exc:
             self._refuse("rejected_replay", sender, exc)
             return None

@@ -14,6 +14,7 @@ from lbaas.db.engine import Database
 from lbaas.db.provider_queries import active_loadbalancers_of
 from lbaas.health.distributed_poll import DistributedStatusPoller
 from lbaas.health.flusher import Flusher, flush_interval
+from lbaas.health.metrics import HealthManagerCollector
 from lbaas.health.probe import ListenerProbe
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
@@ -21,15 +22,20 @@ from lbaas.health.sql_store import SqlHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.heartbeat.envelope import ReplayGuard
 from lbaas.heartbeat.key import heartbeat_key
+from lbaas.metrics.process import ProcessMetrics
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.driver import DistributedProvider
 from lbaas.providers.registry import load_providers
 
 
 def start_health_manager(
-    settings: Settings, database: Database, notify: Callable[[], None] = lambda: None
+    settings: Settings,
+    database: Database,
+    notify: Callable[[], None] = lambda: None,
+    metrics: ProcessMetrics | None = None,
 ) -> Callable[[], None]:
-    """``notify`` wakes the workers when a failover job was committed."""
+    """``notify`` wakes the workers when a failover job was committed; ``metrics``, if
+    given, is the registry the manager's counts are shown in (the API's, in ``serve``)."""
     health = settings.health
     store = SqlHealthStore(database, notify)
     receiver = HeartbeatReceiver(
@@ -48,6 +54,8 @@ def start_health_manager(
         failover_threshold=health.failover_threshold,
         probe=ListenerProbe(timeout=health.probe_timeout) if health.probe_timeout else None,
     )
+    if metrics is not None:
+        metrics.register(HealthManagerCollector(receiver, sweeper))
     stop = threading.Event()
     thread = threading.Thread(
         target=sweeper.run,

@@ -79,6 +79,8 @@ class StaleAmphoraSweeper:
         self._alarm: str | None = None
         self.errors = 0
         """Sweeps that raised (counted by ``run``)."""
+        self.failovers_requested = 0
+        """Failovers this sweeper requested since it started (for ``/metrics``)."""
 
     @property
     def alarm(self) -> str | None:
@@ -103,6 +105,7 @@ class StaleAmphoraSweeper:
         self._clear_alarm(len(stale), len(heard))
         serving = self._data_plane_serving([hb for hb in heard if hb.amphora_id in stale])
         requested = tuple(a for a in stale if a not in serving and self._store.request_failover(a))
+        self.failovers_requested += len(requested)
         for amphora_id in requested:
             log.warning(
                 "amphora %s and its data plane silent for more than %.1fs: failover requested",

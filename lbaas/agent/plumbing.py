@@ -32,6 +32,8 @@ class Leg:
     amphora_end: str
     addresses: tuple[str, ...]  # CIDR form, on the amphora end
     host_address: str | None  # CIDR form, on the bridge
+    gateway: str | None = None  # the subnet's gateway: the leg's own default route
+    mtu: int | None = None  # the network's MTU, set on both ends of the veth
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ def plan_plumbing(amphora_id: str, spec: AmphoraSpec) -> AmphoraPlumbing:
     """The namespace and legs ``spec`` asks for."""
     addresses: dict[str, list[str]] = {}
     host_addresses: dict[str, str | None] = {}
+    gateways: dict[str, str | None] = {spec.vip.network_id: spec.vip.gateway}
+    mtus: dict[str, int | None] = {spec.vip.network_id: spec.vip.mtu}
     vip = spec.vip
     addresses[vip.network_id] = [_with_prefix(vip.address, vip.subnet_cidr)]
     host = spec.network.vip_host_address
@@ -70,6 +74,10 @@ def plan_plumbing(amphora_id: str, spec: AmphoraSpec) -> AmphoraPlumbing:
             host_addresses[net.network_id] = _with_prefix(net.host_address, net.subnet_cidr)
         else:
             host_addresses.setdefault(net.network_id, None)
+        if gateways.get(net.network_id) is None:
+            gateways[net.network_id] = net.gateway
+        if mtus.get(net.network_id) is None:
+            mtus[net.network_id] = net.mtu
     amp = _short(amphora_id, 6)
     legs = tuple(
         Leg(
@@ -79,6 +87,8 @@ def plan_plumbing(amphora_id: str, spec: AmphoraSpec) -> AmphoraPlumbing:
             amphora_end=f"lbv{amp}{_short(net_id, 4)}a",
             addresses=tuple(dict.fromkeys(addrs)),
             host_address=host_addresses[net_id],
+            gateway=gateways.get(net_id),
+            mtu=mtus.get(net_id),
         )
         for net_id, addrs in sorted(addresses.items())
     )
@@ -99,6 +109,9 @@ def apply_plumbing(
             host.create_veth_pair(leg.host_end, leg.amphora_end)
             host.move_to_namespace(leg.amphora_end, desired.namespace)
         host.attach_to_bridge(leg.host_end, leg.bridge)
+        if leg.mtu is not None:
+            host.set_link_mtu(leg.host_end, leg.mtu)
+            host.set_link_mtu(leg.amphora_end, leg.mtu, desired.namespace)
         host.set_link_up(leg.host_end)
         host.set_link_up(leg.amphora_end, desired.namespace)
         old = old_legs.pop(leg.network_id, None)

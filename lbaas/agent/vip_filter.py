@@ -11,7 +11,7 @@
     chain forward  filter, policy drop: the amphora forwards nothing but the flows the L4
                    engine translated (``ct status dnat``); per UDP listener one counter
                    for each direction (bytes in, bytes out)
-    chain snat     nat postrouting: translated flows leave with the amphora's address on
+    chain postrouting  nat: translated flows leave with the amphora's address on
                    the member's leg (masquerade), so members answer through the amphora
                    whatever their own default route, as LVS-NAT does in Octavia's amphora
 
@@ -79,7 +79,7 @@ def render(
     chains = {
         **({} if rules is None else {"vip_in": _vip_in(vip, vip_device, rules)}),
         FORWARD_CHAIN: _forward(vip, listeners),
-        "snat": [
+        "postrouting": [
             "type nat hook postrouting priority srcnat; policy accept;",
             "ct status dnat masquerade",
         ],

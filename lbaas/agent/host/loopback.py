@@ -83,7 +83,6 @@ class LoopbackHostOps(LaunchingHostOps):
     def delete_address(self, link: str, address: str, namespace: str | None = None) -> None:
         return None
 
-
     def set_link_mtu(self, name: str, mtu: int, namespace: str | None = None) -> None:
         raise _refuse(f"set the MTU of {name}")
 

@@ -26,12 +26,17 @@ class IpRouting(RoutingOps):
     def _ip(self, args: Sequence[str], namespace: str | None = None) -> str:
         raise NotImplementedError
 
+    def _try_ip(self, args: Sequence[str], namespace: str | None = None) -> str | None:
+        raise NotImplementedError
+
     def set_link_mtu(self, name: str, mtu: int, namespace: str | None = None) -> None:
         self._ip(["link", "set", "dev", name, "mtu", str(mtu)], namespace)
 
     def sync_routes(self, namespace: str, table: int | str, routes: Sequence[Route]) -> None:
         wanted = {_route_key(route.destination, route.device, route.gateway) for route in routes}
-        for found in self._json(["-j", "route", "show", "table", str(table)], namespace):
+        # A table nothing was put in yet does not exist: ``ip`` then fails, meaning "empty".
+        listing = self._try_ip(["-j", "route", "show", "table", str(table)], namespace)
+        for found in _parse(listing or ""):
             if found.get("protocol") == "kernel":
                 continue
             key = _route_key(str(found["dst"]), found.get("dev"), found.get("gateway"))
@@ -70,9 +75,12 @@ class IpRouting(RoutingOps):
         raise NotImplementedError
 
     def _json(self, args: Sequence[str], namespace: str) -> list[dict[str, Any]]:
-        out = self._ip(args, namespace).strip()
-        parsed: list[dict[str, Any]] = json.loads(out) if out else []
-        return parsed
+        return _parse(self._ip(args, namespace))
+
+
+def _parse(out: str) -> list[dict[str, Any]]:
+    parsed: list[dict[str, Any]] = json.loads(out) if out.strip() else []
+    return parsed
 
 
 def _route_key(destination: str, device: object, gateway: object) -> tuple[str, str, str]:

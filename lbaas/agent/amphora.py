@@ -16,12 +16,12 @@ as the amphora's ``last_error`` and raised for the API to answer with.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
 import shutil
 import threading
-import dataclasses
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager

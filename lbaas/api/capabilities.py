@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from lbaas.api.services import ApiServices
 from lbaas.errors import InvalidInput
+from lbaas.model.enums import PoolProtocol
 
 
 def require_capability(
@@ -20,6 +21,22 @@ def require_capability(
     caps = services.providers.capabilities(provider)
     supported: Collection[object] = getattr(caps, supported_attr)
     if value not in supported:
+        note = caps.refusal_notes.get(str(value))
         raise InvalidInput(
             f"Provider '{provider}' does not support a requested option: {what} {value}"
+            + (f". {note}" if note else "")
+        )
+
+
+def require_algorithm_for_protocol(
+    services: ApiServices, provider: str, pool_protocol: str, algorithm: str
+) -> None:
+    """400 if the provider balances pools of ``pool_protocol`` without ``algorithm``."""
+    caps = services.providers.capabilities(provider)
+    allowed = caps.lb_algorithms_by_pool_protocol.get(PoolProtocol(pool_protocol))
+    if allowed is not None and algorithm not in allowed:
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: lb_algorithm "
+            f"{algorithm} for {pool_protocol} pools (it offers "
+            f"{', '.join(sorted(allowed))})"
         )

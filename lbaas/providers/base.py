@@ -90,6 +90,14 @@ class ProviderCapabilities:
     unhonoured_keys: frozenset[str] = frozenset()
     # Keys whose values the provider can honour only in part: the values it takes.
     profile_values: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # Pool protocols whose pools take fewer algorithms than ``lb_algorithms`` (the amphora's
+    # UDP pools are balanced by the kernel, which has no least-connections): those it takes.
+    lb_algorithms_by_pool_protocol: Mapping[PoolProtocol, frozenset[LbAlgorithm]] = field(
+        default_factory=dict
+    )
+    # Why an option absent above is absent, by its value, when a sentence helps the tenant
+    # more than "does not support" (UDP on an amphora agent in loopback mode).
+    refusal_notes: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

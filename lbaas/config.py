@@ -177,6 +177,9 @@ class SubnetDeclaration(_Section):
     cidr: str
     name: str = ""
     gateway_ip: str | None = None
+    mtu: int | None = Field(
+        None, ge=68, le=65535, description="The network's MTU (amphora legs take it)."
+    )
 
 
 class NetworkSettings(_Section):

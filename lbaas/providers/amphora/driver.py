@@ -128,6 +128,7 @@ class AmphoraProvider(ProviderDriver):
                 address=addresses[subnet.id],
                 host_address=subnet.gateway_ip,
                 gateway=subnet.gateway_ip,
+                mtu=subnet.mtu,
             )
             for subnet in member_subnets
         )
@@ -168,6 +169,7 @@ class AmphoraProvider(ProviderDriver):
                 subnet_cidr=vip_subnet.cidr if vip_subnet else f"{graph.vip.address}/32",
                 network_id=graph.vip.network_id or "vip",
                 gateway=vip_subnet.gateway_ip if vip_subnet and netns else None,
+                mtu=vip_subnet.mtu if vip_subnet and netns else None,
             ),
             network=self._network_spec(graph, fence, amphora_id, netns),
             vip_filter=vip_filter(graph) if netns else None,

@@ -80,7 +80,7 @@ def test_the_vip_filter_lets_in_each_enabled_listener_port() -> None:
     ]
 
 
-def test_netns_apply_sends_udp_filter_and_gateways(tmp_path: Path) -> None:
+def test_netns_apply_sends_udp_filter_gateways_and_mtus(tmp_path: Path) -> None:
     store, agent = MemoryAmphoraStore(), RecordingAgent()
     agent.mode = "netns"
     settings = load_settings(
@@ -88,15 +88,18 @@ def test_netns_apply_sends_udp_filter_and_gateways(tmp_path: Path) -> None:
     )
     client: Any = agent
     provider = AmphoraProvider(ProviderContext(settings), store=store, client=client)
-    vip_subnet = Subnet(GRAPH.vip.subnet_id, GRAPH.vip.network_id, "10.8.0.0/24", "10.8.0.1")
-    members = Subnet(SubnetId("s-m"), NetworkId("n-m"), "10.9.0.0/24", "10.9.0.1")
+    vip_subnet = Subnet(
+        GRAPH.vip.subnet_id, GRAPH.vip.network_id, "10.8.0.0/24", "10.8.0.1", mtu=1400
+    )
+    members = Subnet(SubnetId("s-m"), NetworkId("n-m"), "10.9.0.0/24", "10.9.0.1", mtu=9000)
     graph = replace(GRAPH, subnets=(vip_subnet, members))
     provider.apply(graph, Claim(GRAPH.id, generation=1, owner="w", attempts=0, rebuild=False))
     [spec] = agent.specs.values()
     assert [x.port for x in spec.udp_listeners] == [53]
     assert spec.vip_filter is not None and len(spec.vip_filter.listener_ports) == 2
     assert spec.vip.gateway == "10.8.0.1"
-    assert [n.gateway for n in spec.network.member_networks] == ["10.9.0.1"]
+    assert [(n.gateway, n.mtu) for n in spec.network.member_networks] == [("10.9.0.1", 9000)]
+    assert spec.vip.mtu == 1400
     assert "bind 10.8.0.5:53" not in spec.haproxy_config  # HAProxy never sees UDP
     caps = provider.capabilities()
     assert UDP in caps.listener_protocols and PoolProtocol.UDP in caps.pool_protocols

@@ -11,7 +11,6 @@ in the agent's health report, which is what ``/stats`` is summed from.
 from __future__ import annotations
 
 import collections
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,30 +24,13 @@ from lbaas.agent.wire import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec
 from lbaas.agent.wire_datapath import ListenerPort, UdpListener, UdpMember, VipFilter
 from lbaas.model.graph import ListenerId, PoolId
 from lbaas.model.health import MemberState
+from tests.support import udp_echo
 from tests.support.scratch_subnets import pick_subnets
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.haproxy, pytest.mark.slow]
 TCP_PORT, UDP_PORT, CLOSED_UDP_PORT, ECHO_PORT = 8080, 5300, 5301, 7000
 LISTENER, POOL = "udp-listener-1", "udp-pool-1"
-# Each argument after the first three is one flow: a new socket sends it and waits.
-ECHO = """
-import socket, sys
-name, address, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((address, port))
-while True:
-    data, peer = s.recvfrom(2048); s.sendto(name.encode() + b" " + data, peer)
-"""
-ASK = """
-import socket, sys
-source, target, port, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-for n in range(count):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1.0); s.bind((source, 0))
-    s.sendto(b"hello %d" % n, (target, port))
-    try: print(s.recv(2048).decode().split()[0])
-    except socket.timeout: print("timeout")
-    s.close()
-"""
 
 
 def _spec(
@@ -109,17 +91,21 @@ def test_udp_listener_spreads_sticks_and_drains(
 
     def ask(count: int, port: int = UDP_PORT) -> collections.Counter[str]:
         nonlocal sent
-        argv = [sys.executable, "-c", ASK, client, vip, str(port), str(count)]
-        out = host.run_in_namespace(client_ns, argv, timeout=60).stdout.split()
         sent += count if port == UDP_PORT else 0
-        return collections.Counter(out)
+        return udp_echo.ask(
+            lambda argv: host.run_in_namespace(client_ns, argv, timeout=60),
+            client,
+            vip,
+            port,
+            count,
+        )
 
     try:
         manager.put(amphora_id, spec)
         backend_ns = testnet.plug(host, "bk", member_bridge, f"{nets[1]}.11/24", f"{nets[1]}.12/24")
         for index, name in enumerate(("m1", "m2")):
             address = f"{nets[1]}.{11 + index}"
-            testnet.start(backend_ns, [sys.executable, "-c", ECHO, name, address, str(ECHO_PORT)])
+            testnet.start(backend_ns, udp_echo.echo_argv(name, address, ECHO_PORT))
         client_ns = testnet.plug(host, "cl", bridge_name(spec.vip.network_id), f"{client}/24")
         wait_until(lambda: ask(1)["timeout"] == 0, timeout=30, what="the UDP echo through the VIP")
 

@@ -74,30 +74,28 @@ def test_udp_listener_pool_monitor_and_persistence_are_accepted(
         api.wait_lb(lb["id"])
 
 
-@pytest.mark.parametrize(
-    ("fields", "message"),
-    [
-        ({"lb_algorithm": "LEAST_CONNECTIONS"}, "lb_algorithm LEAST_CONNECTIONS for UDP pools"),
-        ({"lb_algorithm": "SOURCE_IP_PORT"}, "lb_algorithm SOURCE_IP_PORT"),
-        (
-            {"session_persistence": {"type": "HTTP_COOKIE"}},
-            "Session persistence of type HTTP_COOKIE is not supported for UDP and SCTP",
-        ),
-        (
-            {"session_persistence": {"type": "APP_COOKIE", "cookie_name": "c"}},
-            "Cookie names are not supported for UDP and SCTP pools.",
-        ),
-        (
-            {"session_persistence": {"type": "SOURCE_IP", "cookie_name": "c"}},
-            "SOURCE_IP type for UDP and SCTP protocols only accepts",
-        ),
-    ],
-)
-def test_udp_pool_refusals(
-    api: Api, netns_amphora: None, fields: dict[str, Any], message: str
-) -> None:
+POOL_REFUSALS = [
+    ({"lb_algorithm": "LEAST_CONNECTIONS"}, "lb_algorithm LEAST_CONNECTIONS for UDP pools"),
+    ({"lb_algorithm": "SOURCE_IP_PORT"}, "lb_algorithm SOURCE_IP_PORT"),
+    (
+        {"session_persistence": {"type": "HTTP_COOKIE"}},
+        "Session persistence of type HTTP_COOKIE is not supported for UDP and SCTP",
+    ),
+    (
+        {"session_persistence": {"type": "APP_COOKIE", "cookie_name": "c"}},
+        "Cookie names are not supported for UDP and SCTP pools.",
+    ),
+    (
+        {"session_persistence": {"type": "SOURCE_IP", "cookie_name": "c"}},
+        "SOURCE_IP type for UDP and SCTP protocols only accepts",
+    ),
+]
+
+
+def test_udp_pool_refusals(api: Api, netns_amphora: None) -> None:
     lb = api.create_lb()
-    assert_fault(_udp_pool(api, lb["id"], **fields), 400, message)
+    for fields, message in POOL_REFUSALS:
+        assert_fault(_udp_pool(api, lb["id"], **fields), 400, message)
     assert api.get(POOLS).json()["pools"] == []
 
 

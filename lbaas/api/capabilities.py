@@ -7,6 +7,7 @@ clients treat 4xx as "fix your input" (the issue brief asks for 400).
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Collection
 from enum import StrEnum
 
@@ -25,6 +26,22 @@ def require_capability(
         raise InvalidInput(
             f"Provider '{provider}' does not support a requested option: {what} {value}"
             + (f". {note}" if note else "")
+        )
+
+
+def require_datagram_ip_version(
+    services: ApiServices, provider: str, protocol: str, address: str | None, what: str
+) -> None:
+    """400 if the provider balances ``protocol`` (UDP) without ``address``'s IP version."""
+    versions = services.providers.capabilities(provider).datagram_ip_versions
+    if versions is None or address is None or protocol != PoolProtocol.UDP.value:
+        return
+    version = ipaddress.ip_address(address).version
+    if version not in versions:
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: IPv{version} "
+            f"{what} for {protocol} (it balances UDP over IPv"
+            f"{', IPv'.join(str(v) for v in sorted(versions))} only)"
         )
 
 

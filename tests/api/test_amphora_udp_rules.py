@@ -145,3 +145,16 @@ def test_loopback_amphora_refuses_udp_with_the_reason(api: Api, loopback_amphora
     assert "netns mode" in r.json()["faultstring"]
     assert_fault(_udp_pool(api, lb["id"]), 400, "protocol UDP")
     assert api.get(LISTENERS).json()["listeners"] == []
+
+
+def test_udp_members_and_vips_are_ipv4_on_this_provider(api: Api, netns_amphora: None) -> None:
+    lb = api.create_lb()
+    pool = api.create_pool(lb["id"], protocol="UDP")
+    api.wait_lb(lb["id"])
+    body = {"address": "2001:db8::10", "protocol_port": 53}
+    r = api.post(f"{POOLS}/{pool['id']}/members", {"member": body})
+    assert_fault(r, 400, "IPv6 member for UDP")
+    assert api.get(f"{POOLS}/{pool['id']}/members").json()["members"] == []
+    # The same address in a TCP pool is HAProxy's business, and taken.
+    tcp = api.create_pool(lb["id"], protocol="TCP")
+    assert api.create_member(lb["id"], tcp["id"], address="2001:db8::10")

@@ -114,4 +114,5 @@ def amphora_capabilities(netns: bool) -> ProviderCapabilities:
         pool_protocols=caps.pool_protocols | {E.PoolProtocol.UDP},
         health_monitor_types=caps.health_monitor_types | {E.HealthMonitorType.UDP_CONNECT},
         lb_algorithms_by_pool_protocol={E.PoolProtocol.UDP: UDP_LB_ALGORITHMS},
+        datagram_ip_versions=frozenset({4}),
     )

@@ -95,26 +95,38 @@ class AmphoraDatapath:
         self._growth = _Growth()
         self._lock = threading.Lock()
         self._engine_clean = False  # True once no UDP table can be left from before
+        # What this object last loaded: the same again (a resync, a repeated PUT) is skipped.
+        self._loaded: tuple[str, L4Service] | None = None
 
     def check(self, spec: AmphoraSpec, vip_device: str) -> str:
         """The filter ruleset for ``spec``, validated with ``nft -c``; changes nothing."""
         text = render(spec.vip.address, vip_device, spec.vip_filter, spec.udp_listeners)
-        self._nft.check(text)
+        if self._loaded is None or self._loaded[0] != text:
+            self._nft.check(text)
         return text
 
     def apply(self, spec: AmphoraSpec, checked_text: str) -> None:
-        """Load the filter, then balance the UDP listeners (or remove their table)."""
+        """Load the filter, then balance the UDP listeners (or remove their table).
+
+        Nothing is done when the filter text and the UDP service are those loaded last by
+        this object (its tables went with the namespace if that was deleted, and then the
+        manager makes a new ``AmphoraDatapath``).
+        """
+        service = l4_service(spec)
+        if self._loaded == (checked_text, service):
+            return
         with self._lock:
             self._growth.observe(self._read(spec))
             self._host.set_forwarding(self._namespace, bool(spec.udp_listeners))
             self._nft.load(checked_text)
             if spec.udp_listeners:
-                self._engine.apply(l4_service(spec))
+                self._engine.apply(service)
                 self._engine_clean = False
             elif not self._engine_clean:
                 self._engine.remove(spec.loadbalancer_id)
                 self._engine_clean = True
             self._growth.observe(self._read(spec))
+            self._loaded = (checked_text, service)
 
     def health(
         self, spec: AmphoraSpec

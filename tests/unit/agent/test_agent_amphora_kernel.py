@@ -164,6 +164,9 @@ def test_udp_counters_add_up_across_a_table_that_restarted_them() -> None:
     counters(7, 700, 900)  # counted before this agent's life: not ours to report
     datapath.apply(spec, datapath.check(spec, "lbvleg"))
     assert host.forwarding == {"ns": True}
+    done = (len(ops.checked), len(ops.loaded))
+    datapath.apply(spec, datapath.check(spec, "lbvleg"))  # the same again: nothing to do
+    assert (len(ops.checked), len(ops.loaded)) == done
     counters(10, 1000, 1300)
     listeners, pools = datapath.health(spec)
     first = listeners[ListenerId("l-dns")].counters

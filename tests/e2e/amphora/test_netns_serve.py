@@ -69,6 +69,7 @@ TRAFFIC_TIMEOUT = 90.0
 STATUS_TIMEOUT = 90.0
 BACKENDS = ("b1", "b2")
 UDP_PORT, UDP_ECHO = 5300, 7000
+MEMBER_MTU = 1450
 
 # Run inside the client namespace: a few GETs on new connections, the bodies as JSON.
 FETCH = """
@@ -105,6 +106,7 @@ class ScratchSubnet:
             "cidr": str(self.network),
             "name": name,
             "gateway_ip": self.gateway,
+            "mtu": MEMBER_MTU if self.gateway is None else None,  # the member subnet's
         }
 
 
@@ -303,6 +305,16 @@ def link_addresses(link: str) -> set[str]:
     }
 
 
+def link_mtu(link: str, namespace: str) -> int:
+    out = subprocess.run(
+        ["ip", "-n", namespace, "-j", "link", "show", "dev", link],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return int(json.loads(out)[0]["mtu"])
+
+
 def namespace_pids(namespace: str) -> list[int]:
     out = subprocess.run(
         ["ip", "netns", "pids", namespace], capture_output=True, text=True, check=True
@@ -397,6 +409,13 @@ def test_netns_load_balancer_through_serve_and_clean_delete(
     assert any(ipaddress.ip_address(a) in member_subnet.network for a in leg_addresses), (
         leg_addresses
     )
+    # The member network's declared MTU reached the amphora's leg on it.
+    member_leg = next(
+        leg
+        for leg in scratch.plumbing_of(amphora_id).legs
+        if leg.network_id == member_subnet.network_id
+    )
+    assert link_mtu(member_leg.amphora_end, amphora_ns) == MEMBER_MTU
 
     for name, address in backend_addresses.items():
         namespace = scratch.plug(

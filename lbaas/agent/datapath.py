@@ -133,6 +133,10 @@ class AmphoraDatapath:
     ) -> tuple[dict[ListenerId, ListenerHealth], dict[PoolId, PoolHealth]]:
         """Each UDP listener with its counters, each UDP pool with unchecked members.
 
+        ``active_connections`` is the number of the listener's conntrack entries: its flows
+        still alive (a UDP entry lives 30 s after its last packet, 120 s once answered
+        both ways).
+
         No health checker runs for UDP members yet: every member the spec lists is
         balanced and reported NO_CHECK (NO_MONITOR in the API).
         """
@@ -143,8 +147,12 @@ class AmphoraDatapath:
         pools: dict[PoolId, PoolHealth] = {}
         for listener in spec.udp_listeners:
             flows, bytes_in, bytes_out = totals.get(listener.port, (0, 0, 0))
+            live = self._nft.count_flows(L4Protocol.UDP, spec.vip.address, listener.port)
             counters = ListenerCounters(
-                bytes_in=bytes_in, bytes_out=bytes_out, total_connections=flows
+                bytes_in=bytes_in,
+                bytes_out=bytes_out,
+                active_connections=live,
+                total_connections=flows,
             )
             listeners[ListenerId(listener.listener_id)] = ListenerHealth(
                 ListenerState.OPEN, counters

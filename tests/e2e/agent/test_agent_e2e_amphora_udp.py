@@ -128,6 +128,8 @@ def test_udp_listener_spreads_sticks_and_drains(
         # Every flow was a new one, counted once across the two table replacements.
         assert counters.total_connections == sent
         assert counters.bytes_in > 0 and counters.bytes_out > counters.bytes_in
+        # The flows just sent are still in conntrack (30 s at least): live ones.
+        assert 30 <= counters.active_connections <= sent
         pool = report.pools[PoolId(POOL)]
         assert dict(pool.members) == {"m1": MemberState.NO_CHECK}
     finally:

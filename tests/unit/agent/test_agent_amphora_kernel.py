@@ -168,9 +168,11 @@ def test_udp_counters_add_up_across_a_table_that_restarted_them() -> None:
     datapath.apply(spec, datapath.check(spec, "lbvleg"))  # the same again: nothing to do
     assert (len(ops.checked), len(ops.loaded)) == done
     counters(10, 1000, 1300)
+    ops.flow_counts[(L4Protocol.UDP, "10.1.0.5", 53)] = 2
     listeners, pools = datapath.health(spec)
     first = listeners[ListenerId("l-dns")].counters
     assert (first.total_connections, first.bytes_in, first.bytes_out) == (3, 300, 400)
+    assert first.active_connections == 2
     counters(2, 200, 250)  # the table was replaced: its counters started again
     again = datapath.health(spec)[0][ListenerId("l-dns")].counters
     assert (again.total_connections, again.bytes_in, again.bytes_out) == (5, 500, 650)

@@ -115,6 +115,11 @@ class AmphoraManager:
             amp = self._entry(amphora_id)
             amp.applied = spec
             amp.stats = self._collector(amp, spec)
+            if self.mode == "netns":
+                # Its kernel tables outlived the old agent: read them for heartbeats now,
+                # not only after the controller's next PUT.
+                namespace = self._namespace(amphora_id)
+                amp.datapath = AmphoraDatapath(self._host, self._nft_ops(namespace), namespace)
             found.append(amphora_id)
         return found
 

@@ -149,6 +149,10 @@ def test_netns_mode_plumbs_and_unplumbs(tmp_path: Path, runtime: FakeRuntime) ->
     manager.supervise()
     assert host.namespaces == {namespace_name("amp-1")}
     assert len(nft) == 2 and nft[1].loaded  # the new namespace got its filter again
+    next_life = AmphoraManager(
+        tmp_path, host, mode="netns", runtime_api=runtime.factory(), nft_ops=nft_ops
+    )
+    assert next_life.restore() == ["amp-1"] and len(nft) == 3  # its tables are read again
     manager.delete("amp-1")
     assert host.namespaces == set() and host.links == {}
 

@@ -13,6 +13,7 @@ member-leg address) sends what the amphora sends from that address by its own le
 main table keeps the connected routes and gets a default route via the VIP subnet's
 gateway, for connections the amphora opens itself (HAProxy to members beyond their
 subnets). ``plan_routing`` is pure; ``apply_routing`` makes the namespace match it.
+IPv4 only: IPv6 addresses of a leg get no table or rule (their connected routes remain).
 """
 
 from __future__ import annotations
@@ -35,12 +36,16 @@ class RoutingPlan:
     rules: tuple[SourceRule, ...]
 
 
+def _is_ipv4(address: str) -> bool:
+    return ipaddress.ip_interface(address).version == 4
+
+
 def _leg_routes(leg: Leg) -> tuple[Route, ...]:
     routes = []
-    for address in leg.addresses:
+    for address in filter(_is_ipv4, leg.addresses):
         interface = ipaddress.ip_interface(address)
         routes.append(Route(str(interface.network), leg.amphora_end, source=str(interface.ip)))
-    if leg.gateway is not None:
+    if leg.gateway is not None and _is_ipv4(leg.gateway):
         routes.append(Route("default", leg.amphora_end, gateway=leg.gateway))
     # One route per subnet: two addresses on one subnet share it (the first is its source).
     unique = {(route.destination, route.gateway): route for route in reversed(routes)}
@@ -56,10 +61,10 @@ def plan_routing(plumbing: AmphoraPlumbing, vip_address: str, vip_network_id: st
     for index, leg in enumerate(plumbing.legs):
         table = LEG_TABLE_FIRST + index
         tables.append((table, _leg_routes(leg)))
-        for address in leg.addresses:
+        for address in filter(_is_ipv4, leg.addresses):
             source = str(ipaddress.ip_interface(address).ip)
             sources.append((source, table))
-        if leg.network_id == vip_network_id and leg.gateway is not None:
+        if leg.network_id == vip_network_id and leg.gateway is not None and _is_ipv4(leg.gateway):
             main = (Route("default", leg.amphora_end, gateway=leg.gateway),)
     sources.sort(key=lambda item: item[0] != vip_address)
     for offset, (source, table) in enumerate(dict(sources).items()):

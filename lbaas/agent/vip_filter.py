@@ -20,6 +20,7 @@ IPv4 only, as the L4 engine: an IPv6 VIP is not filtered (and has no UDP listene
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -76,8 +77,9 @@ def render(
 
     ``rules`` None leaves the VIP leg open (a controller that sends no filter).
     """
+    filtered = rules is not None and ipaddress.ip_address(vip).version == 4
     chains = {
-        **({} if rules is None else {"vip_in": _vip_in(vip, vip_device, rules)}),
+        **({"vip_in": _vip_in(vip, vip_device, rules)} if rules is not None and filtered else {}),
         FORWARD_CHAIN: _forward(vip, listeners),
         "postrouting": [
             "type nat hook postrouting priority srcnat; policy accept;",

@@ -180,3 +180,25 @@ def test_udp_counters_add_up_across_a_table_that_restarted_them() -> None:
     datapath.apply(_spec(udp=()), datapath.check(_spec(udp=()), "lbvleg"))
     assert host.forwarding == {"ns": False}
     assert ops.loaded[-1] == nft.render_delete("lb-1")  # the UDP table is gone
+
+
+def test_ipv6_vips_are_neither_filtered_nor_source_routed() -> None:
+    spec = AmphoraSpec(
+        spec_format=2,
+        version=1,
+        loadbalancer_id="lb-6",
+        haproxy_config="global\n",
+        haproxy_facts=HaproxyFacts(runtime_socket="/x/stats.sock", fixed_digest="d"),
+        vip=VipSpec(
+            address="2001:db8::5",
+            subnet_cidr="2001:db8::/64",
+            network_id="n6",
+            gateway="2001:db8::1",
+        ),
+        vip_filter=VipFilter(listener_ports=(ListenerPort(protocol="tcp", port=80),)),
+    )
+    plumbing = plan_plumbing("amp-6", spec)
+    plan = plan_routing(plumbing, spec.vip.address, spec.vip.network_id)
+    assert plan.rules == () and plan.main == () and dict(plan.tables)[100] == ()
+    text = render(spec.vip.address, "lbvleg", spec.vip_filter, ())
+    assert "vip_in" not in text and "2001:db8" not in text

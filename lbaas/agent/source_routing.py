@@ -64,8 +64,11 @@ def plan_routing(plumbing: AmphoraPlumbing, vip_address: str, vip_network_id: st
         for address in filter(_is_ipv4, leg.addresses):
             source = str(ipaddress.ip_interface(address).ip)
             sources.append((source, table))
-        if leg.network_id == vip_network_id and leg.gateway is not None and _is_ipv4(leg.gateway):
-            main = (Route("default", leg.amphora_end, gateway=leg.gateway),)
+        # The plumbing's own default (a mapped VIP network's router) when the spec names
+        # no gateway: the main table must keep it, not lose it to this sync.
+        gateway = leg.gateway or plumbing.default_gateway
+        if leg.network_id == vip_network_id and gateway is not None and _is_ipv4(gateway):
+            main = (Route("default", leg.amphora_end, gateway=gateway),)
     sources.sort(key=lambda item: item[0] != vip_address)
     for offset, (source, table) in enumerate(dict(sources).items()):
         rules.append(SourceRule(RULE_PRIORITY_FIRST + offset, source, table))

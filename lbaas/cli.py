@@ -313,6 +313,7 @@ def cmd_create_subnet(args: argparse.Namespace) -> int:
         cidr=str(network),
         name=args.name,
         gateway_ip=args.gateway,
+        mtu=args.mtu,
     )
     database = open_database(settings)
     seed_subnets(database, settings.network.model_copy(update={"subnets": (subnet,)}))
@@ -384,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     cs.add_argument("--id")
     cs.add_argument("--network-id")
     cs.add_argument("--gateway")
+    cs.add_argument("--mtu", type=int, help="the network's MTU (amphora legs take it)")
     cs.add_argument("--state-dir")
     cs.add_argument("--database-url")
     cs.set_defaults(func=cmd_create_subnet)

@@ -190,6 +190,9 @@ class SubnetDeclaration(_Section):
     cidr: str
     name: str = ""
     gateway_ip: str | None = None
+    mtu: int | None = Field(
+        None, ge=68, le=65535, description="The network's MTU (amphora legs take it)."
+    )
     # Addresses others on the network hold (hosts, routers): never given to a VIP or amphora.
     reserved_addresses: tuple[str, ...] = ()
 

@@ -270,6 +270,9 @@ class NetworkRow(Base):
     name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
     project_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    # The network's MTU, as Neutron's networks carry it; None: not declared (the links'
+    # own default applies). Amphora legs on the network take it (netns mode).
+    mtu: Mapped[int | None] = mapped_column(Integer)
 
 
 class SubnetRow(Base):

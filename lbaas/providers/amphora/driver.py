@@ -41,7 +41,8 @@ from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import ConfigError
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
-from lbaas.providers.amphora.capabilities import AMPHORA_CAPABILITIES
+from lbaas.providers.amphora.capabilities import amphora_capabilities
+from lbaas.providers.amphora.kernel_spec import split_udp, vip_filter
 from lbaas.providers.amphora.store.base import AmphoraStore
 from lbaas.providers.amphora.store.database import DatabaseAmphoraStore
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
@@ -105,7 +106,7 @@ class AmphoraProvider(ProviderDriver):
         return AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
 
     def capabilities(self) -> ProviderCapabilities:
-        return AMPHORA_CAPABILITIES
+        return amphora_capabilities(self.context.settings.agent.mode == "netns")
 
     def close(self) -> None:
         self._client.close()
@@ -126,6 +127,8 @@ class AmphoraProvider(ProviderDriver):
                 subnet_cidr=subnet.cidr,
                 address=addresses[subnet.id],
                 host_address=subnet.gateway_ip,
+                gateway=subnet.gateway_ip,
+                mtu=subnet.mtu,
             )
             for subnet in member_subnets
         )
@@ -142,6 +145,7 @@ class AmphoraProvider(ProviderDriver):
             self._store.retire(fence, old)
             LOG.info("amphora %s of %s retired for failover", old, graph.id)
         info = self._client.info()
+        netns = info.mode == "netns"
         paths = amphora_paths(info.amphora_root, amphora_id)
         context = HaproxyContext(
             bind_address=graph.vip.address,
@@ -151,7 +155,8 @@ class AmphoraProvider(ProviderDriver):
             hard_stop_after=self._hard_stop_after,
             external_check_script=ping_script(),
         )
-        rendered = render_haproxy(graph, context)
+        haproxy_graph, udp_listeners = split_udp(graph)
+        rendered = render_haproxy(haproxy_graph, context)
         vip_subnet = next((s for s in graph.subnets if s.id == graph.vip.subnet_id), None)
         spec = AmphoraSpec(
             spec_format=SPEC_FORMAT,
@@ -163,8 +168,12 @@ class AmphoraProvider(ProviderDriver):
                 address=graph.vip.address,
                 subnet_cidr=vip_subnet.cidr if vip_subnet else f"{graph.vip.address}/32",
                 network_id=graph.vip.network_id or "vip",
+                gateway=vip_subnet.gateway_ip if vip_subnet and netns else None,
+                mtu=vip_subnet.mtu if vip_subnet and netns else None,
             ),
-            network=self._network_spec(graph, fence, amphora_id, info.mode == "netns"),
+            network=self._network_spec(graph, fence, amphora_id, netns),
+            vip_filter=vip_filter(graph) if netns else None,
+            udp_listeners=udp_listeners,
         )
         status = self._client.put_amphora(amphora_id, spec)
         self._store.mark_serving(fence, amphora_id)

@@ -375,29 +375,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
     return run(args, _settings(args).state_dir)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lbaas", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", help="TOML settings file (or LBAAS_CONFIG)")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    def add(
-        name: str, func: Callable[[argparse.Namespace], int], help_text: str
-    ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("--state-dir", help="where SQLite, certificates and amphorae live")
-        p.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite in the state dir)")
-        p.set_defaults(func=func)
-        return p
-
-    serve = add("serve", cmd_serve, "API, worker and periodic tasks (the worker in a child)")
-    serve.add_argument("--port", type=int, help="API port (default 9876)")
-    api = add("api", cmd_api, "the REST API only")
-    api.add_argument("--port", type=int, help="API port (default 9876)")
-    worker = add("worker", cmd_worker, "the converge worker only")
-    # serve's child worker: exit when this process is no longer the parent.
-    worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
-    add("health", cmd_health, "the health manager only")
-    agent = add("agent", cmd_agent, "the per-host agent")
+def _add_fleet_commands(sub: Any, agent: argparse.ArgumentParser) -> None:
+    """``lbaas agent enrol`` and ``lbaas host list``."""
     agent_sub = agent.add_subparsers(dest="agent_command")
     enrol = agent_sub.add_parser("enrol", help="issue a new agent host's bundle and record it")
     enrol.add_argument("host_id", help="the host's id: one lower-case DNS label")
@@ -423,6 +402,31 @@ def build_parser() -> argparse.ArgumentParser:
     host_list.add_argument("--state-dir")
     host_list.add_argument("--database-url")
     host_list.set_defaults(func=cmd_host_list)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lbaas", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", help="TOML settings file (or LBAAS_CONFIG)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(
+        name: str, func: Callable[[argparse.Namespace], int], help_text: str
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--state-dir", help="where SQLite, certificates and amphorae live")
+        p.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite in the state dir)")
+        p.set_defaults(func=func)
+        return p
+
+    serve = add("serve", cmd_serve, "API, worker and periodic tasks (the worker in a child)")
+    serve.add_argument("--port", type=int, help="API port (default 9876)")
+    api = add("api", cmd_api, "the REST API only")
+    api.add_argument("--port", type=int, help="API port (default 9876)")
+    worker = add("worker", cmd_worker, "the converge worker only")
+    # serve's child worker: exit when this process is no longer the parent.
+    worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    add("health", cmd_health, "the health manager only")
+    _add_fleet_commands(sub, add("agent", cmd_agent, "the per-host agent"))
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")

@@ -37,6 +37,15 @@ def _controller_agents(settings: Settings) -> AgentPool:
     return AgentPool(tls_client_factory(tls, timeout=10), legacy)
 
 
+def _breaker(settings: Settings, database: Database) -> LoadBalancerBreaker:
+    health = settings.health
+    return LoadBalancerBreaker(
+        SqlRetirementHistory(database),
+        limit=health.lb_failover_limit,
+        window=health.lb_failover_window,
+    )
+
+
 def start_health_manager(
     settings: Settings, database: Database, notify: Callable[[], None] = lambda: None
 ) -> Callable[[], None]:
@@ -60,17 +69,11 @@ def start_health_manager(
         stale_after=health.stale_after,
         failover_threshold=health.failover_threshold,
         probe=ListenerProbe(timeout=health.probe_timeout) if health.probe_timeout else None,
-        breaker=LoadBalancerBreaker(
-            SqlRetirementHistory(database),
-            limit=health.lb_failover_limit,
-            window=health.lb_failover_window,
-        ),
+        breaker=_breaker(settings, database),
     )
     agents = _controller_agents(settings)
     host_sweeper = HostSweeper(
-        hosts,
-        stale_after=health.host_stale_after,
-        cleaner=StaleAmphoraCleaner(hosts, agents),
+        hosts, stale_after=health.host_stale_after, cleaner=StaleAmphoraCleaner(hosts, agents)
     )
     stop = threading.Event()
     threads = [

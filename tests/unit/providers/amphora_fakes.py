@@ -77,7 +77,7 @@ class MemoryAmphoraStore:
         host = None
         if self.fleet:
             avoid = frozenset(h.host_id for a in current if (h := self.hosts.get(a)) is not None)
-            chosen = place_one(self._loads(), zone=zone, avoid=avoid)
+            chosen = place_one(self._loads(zone), zone=zone, avoid=avoid)
             host = chosen.where
             self.hosts[amphora_id] = host
         self.amphorae[amphora_id] = StoredAmphora(
@@ -87,12 +87,12 @@ class MemoryAmphoraStore:
         )
         return AmphoraChoice(amphora_id, retiring=tuple(current), host=host)
 
-    def _loads(self) -> list[HostLoad]:
+    def _loads(self, zone: str | None) -> list[HostLoad]:
         live = [a for a, amp in self.amphorae.items() if amp.status not in GONE]
         return [
-            HostLoad(where, zone, capacity, sum(1 for a in live if self.hosts.get(a) == where))
-            for where, (zone, capacity, status) in self.fleet.items()
-            if status is HostStatus.UP
+            HostLoad(where, host_zone, capacity, sum(1 for a in live if self.hosts.get(a) == where))
+            for where, (host_zone, capacity, status) in self.fleet.items()
+            if status is HostStatus.UP and zone in (None, host_zone)
         ]
 
     def agent_of(self, amphora_id: str) -> AgentLocation | None:

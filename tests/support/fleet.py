@@ -27,6 +27,7 @@ from typing import Any
 
 from tests.e2e.amphora.octavia_api import OctaviaApi
 from tests.e2e.amphora.serve_process import (
+    _merged,
     free_port,
     kill_haproxies_under,
     random_vip_subnet,
@@ -124,7 +125,7 @@ def running_fleet(
         raise AssertionError("haproxy is not installed: the fleet tests need it")
     state = Path(tempfile.mkdtemp(prefix="lbfl-", dir="/tmp"))
     health_ports = [free_port(kind=socket.SOCK_DGRAM) for _ in range(health_managers)]
-    settings: dict[str, Any] = {
+    base: dict[str, Any] = {
         "state_dir": str(state / "ctl"),
         "api": {"port": free_port()},
         "agent": {"port": free_port()},  # no agent there: every amphora goes to a host
@@ -135,8 +136,8 @@ def running_fleet(
         },
         "worker": {"poll_interval": 0.05, "backoff_base": 0.1, "backoff_max": 1.0},
         "network": {"loopback_subnet_cidr": random_vip_subnet()},
-        **(extra or {}),
     }
+    settings = _merged(base, extra or {})
     env = lbaas_env(settings)
     fleet = Fleet(state, settings, env, {}, [], health_ports)
     with ExitStack() as stack:

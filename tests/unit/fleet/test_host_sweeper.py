@@ -7,7 +7,10 @@ from typing import Any
 from lbaas.agent.client_pool import AgentPool
 from lbaas.health.fleet import HostSweeper, StaleAmphoraCleaner
 from lbaas.health.lb_breaker import LoadBalancerBreaker
+from lbaas.health.memory_store import InMemoryHealthStore
+from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.model.fleet import HostAddress, HostAnnouncement
+from lbaas.model.graph import AmphoraId, LoadBalancerId
 from tests.unit.providers.amphora_fakes import RecordingAgent
 
 H1 = HostAddress("host-1", "127.0.0.1", 9441)
@@ -88,3 +91,22 @@ def test_the_breaker_opens_after_the_limit_and_closes_when_the_window_passes() -
     clock.now = 1201.0  # 900 left the window
     assert breaker.allows("lb-1")
     assert LoadBalancerBreaker(history, limit=0, window=1.0, clock=clock).allows("lb-1")
+
+
+def test_the_stale_sweeper_asks_the_breaker_per_load_balancer() -> None:
+    t0 = 10_000.0
+    clock, history = Clock(t0), History()
+    store = InMemoryHealthStore()
+    for n in range(4):
+        store.add_amphora(AmphoraId(f"amp-{n}"), LoadBalancerId(f"lb-{n}"), last_seen=t0)
+    history.retired["lb-1"] = [t0 - 10, t0 - 20, t0 - 30]  # failed over three times lately
+    breaker = LoadBalancerBreaker(history, limit=3, window=300.0, clock=clock)
+    sweeper = StaleAmphoraSweeper(
+        store, stale_after=3.0, failover_threshold=0.9, clock=clock, breaker=breaker
+    )
+    clock.now = t0 + 4
+    for n in (0, 3):
+        store.record_heartbeat(AmphoraId(f"amp-{n}"), LoadBalancerId(f"lb-{n}"), clock.now)
+    result = sweeper.sweep()
+    assert result.stale == (AmphoraId("amp-1"), AmphoraId("amp-2"))
+    assert result.failovers_requested == (AmphoraId("amp-2"),)

@@ -82,14 +82,26 @@ def test_an_availability_zone_maps_to_the_hosts_declaring_its_compute_zone(
     assert not agents["host-0"].specs and not agents["host-1"].specs
 
 
+def placed_then_lost(
+    provider: AmphoraProvider,
+    store: MemoryAmphoraStore,
+    agents: dict[str, RecordingAgent],
+    name: str,
+) -> tuple[Any, str, HostAddress]:
+    """One load balancer placed, then its host's agent unreachable."""
+    lb = graph(name)
+    provider.apply(lb, claim(lb))
+    [amphora] = store.amphorae
+    where = store.hosts[amphora]
+    agents[where.host_id].unreachable = True
+    return lb, amphora, where
+
+
 def test_failover_rebuilds_on_another_host_even_when_the_old_one_is_unreachable(
     provider: AmphoraProvider, store: MemoryAmphoraStore, agents: dict[str, RecordingAgent]
 ) -> None:
-    lb = graph("x")
-    provider.apply(lb, claim(lb))
-    [old] = store.amphorae
-    lost = store.hosts[old].host_id
-    agents[lost].unreachable = True
+    lb, old, where = placed_then_lost(provider, store, agents, "x")
+    lost = where.host_id
     provider.apply(lb, claim(lb, rebuild=True), rebuild=True)
     assert store.amphorae[old].status is AmphoraStatus.DELETED
     [new] = store.live_amphorae(lb.id)
@@ -100,11 +112,7 @@ def test_failover_rebuilds_on_another_host_even_when_the_old_one_is_unreachable(
 def test_delete_skips_a_down_host_but_not_an_up_one_that_is_unreachable(
     provider: AmphoraProvider, store: MemoryAmphoraStore, agents: dict[str, RecordingAgent]
 ) -> None:
-    lb = graph("y")
-    provider.apply(lb, claim(lb))
-    [amphora] = store.amphorae
-    where = store.hosts[amphora]
-    agents[where.host_id].unreachable = True
+    lb, amphora, where = placed_then_lost(provider, store, agents, "y")
     with pytest.raises(AgentUnreachable):  # UP but silent: maybe a blip, so retry
         provider.delete(lb.id, claim(lb))
     store.fleet[where] = (store.fleet[where][0], 10, HostStatus.DOWN)

@@ -73,6 +73,12 @@ class MemoryAmphoraStore:
         current = self.live_amphorae(fence.loadbalancer_id)
         if current and not rebuild:
             return AmphoraChoice(current[0], host=self.hosts.get(current[0]))
+        for resumed in reversed(current):  # a retry of this rebuild (see the database store)
+            host = self.hosts.get(resumed)
+            up = host is None or self.fleet[host][2] is HostStatus.UP
+            if self.amphorae[resumed].status is Status.PENDING_CREATE and up:
+                others = tuple(a for a in current if a != resumed)
+                return AmphoraChoice(resumed, retiring=others, host=host)
         amphora_id = f"amp-{next(self._ids)}"
         host = None
         if self.fleet:

@@ -118,3 +118,46 @@ def test_delete_skips_a_down_host_but_not_an_up_one_that_is_unreachable(
     store.fleet[where] = (store.fleet[where][0], 10, HostStatus.DOWN)
     provider.delete(lb.id, claim(lb))  # DOWN: removed from it when it is back
     assert store.amphorae[amphora].status is AmphoraStatus.DELETED
+
+
+def test_a_retried_rebuild_resumes_its_amphora_instead_of_retiring_another(
+    provider: AmphoraProvider, store: MemoryAmphoraStore, agents: dict[str, RecordingAgent]
+) -> None:
+    lb = graph("r")
+    provider.apply(lb, claim(lb))
+    [original] = store.amphorae
+    for host_id, agent in agents.items():
+        agent.unreachable = host_id != store.hosts[original].host_id
+    for _ in range(3):  # the rebuild job retries while the new host's agent is away
+        with pytest.raises(AgentUnreachable):
+            provider.apply(lb, claim(lb, rebuild=True), rebuild=True)
+    for agent in agents.values():
+        agent.unreachable = False
+    provider.apply(lb, claim(lb, rebuild=True), rebuild=True)
+    retired = [a for a, amp in store.amphorae.items() if amp.status is AmphoraStatus.DELETED]
+    assert retired == [original]
+    [serving] = store.live_amphorae(lb.id)
+    assert store.amphorae[serving].status is AmphoraStatus.ALLOCATED
+    assert len(store.amphorae) == 2
+
+
+def test_a_retried_rebuild_placed_on_a_host_now_down_is_placed_again(
+    provider: AmphoraProvider, store: MemoryAmphoraStore, agents: dict[str, RecordingAgent]
+) -> None:
+    lb = graph("d")
+    provider.apply(lb, claim(lb))
+    [original] = store.amphorae
+    for agent in agents.values():
+        agent.unreachable = True
+    agents[store.hosts[original].host_id].unreachable = False
+    with pytest.raises(AgentUnreachable):
+        provider.apply(lb, claim(lb, rebuild=True), rebuild=True)
+    [first_try] = [a for a in store.amphorae if a != original]
+    lost = store.hosts[first_try]
+    store.fleet[lost] = (store.fleet[lost][0], 10, HostStatus.DOWN)
+    for agent in agents.values():
+        agent.unreachable = False
+    provider.apply(lb, claim(lb, rebuild=True), rebuild=True)
+    [serving] = store.live_amphorae(lb.id)
+    assert serving not in (original, first_try)
+    assert store.hosts[serving] != lost

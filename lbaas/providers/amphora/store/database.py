@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from lbaas.db import amphora_repo, host_repo, job_queue
 from lbaas.db.engine import Database
-from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow
-from lbaas.model.enums import AmphoraStatus
+from lbaas.db.tables import AmphoraRow, AvailabilityZoneProfileRow, AvailabilityZoneRow
+from lbaas.model.enums import AmphoraStatus, HostStatus
 from lbaas.network.allocation import VipRequest, allocate_vip
 from lbaas.providers.amphora.placement import place_one
 from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice
@@ -29,6 +29,25 @@ if TYPE_CHECKING:
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _unfinished_rebuild(session: Any, current: list[AmphoraRow]) -> AmphoraRow | None:
+    """The amphora an earlier attempt of this rebuild created and never got serving.
+
+    A rebuild job keeps asking for a rebuild until it settles, so without this every
+    retry (an agent down for a while) created one more amphora and retired the one
+    before: six retired in a row for one load balancer during agent kills. The newest
+    never-served amphora is resumed instead (a PUT converges it whatever an earlier
+    attempt left), unless its host is DOWN (placed on a host lost meanwhile): then it
+    is retired and a new one placed.
+    """
+    for row in reversed(current):
+        if row.status != AmphoraStatus.PENDING_CREATE:
+            continue
+        where = None if row.compute_id is None else host_repo.host_of(session, row.compute_id)
+        if where is None or where[1] is HostStatus.UP:
+            return row
+    return None
 
 
 class DatabaseAmphoraStore:
@@ -63,6 +82,14 @@ class DatabaseAmphoraStore:
             if current and not rebuild:
                 where = host_repo.host_of(session, current[0].compute_id or "")
                 return AmphoraChoice(current[0].id, host=None if where is None else where[0])
+            resumed = _unfinished_rebuild(session, current)
+            if resumed is not None:  # a retry of this rebuild: no further amphora
+                where = host_repo.host_of(session, resumed.compute_id or "")
+                return AmphoraChoice(
+                    resumed.id,
+                    retiring=tuple(a.id for a in current if a.id != resumed.id),
+                    host=None if where is None else where[0],
+                )
             retiring = tuple(a.id for a in current)
             if not host_repo.any_host(session):  # no fleet: the one configured agent
                 amp = amphora_repo.create_amphora(

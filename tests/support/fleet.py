@@ -21,10 +21,12 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lbaas.compose import list_hosts
+from lbaas.db.engine import Database
 from tests.e2e.amphora.octavia_api import OctaviaApi
 from tests.e2e.amphora.serve_process import (
     _merged,
@@ -81,8 +83,16 @@ class Fleet:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    def host_list(self) -> dict[str, dict[str, Any]]:
-        return {h["host_id"]: h for h in json.loads(self.lbaas("host", "list", "--json"))}
+    def host_list(self, *, cli: bool = False) -> dict[str, dict[str, Any]]:
+        """The hosts registry: through ``lbaas host list --json``, or (cheaper) read from
+        the database by the same function the command uses."""
+        if cli:
+            return {h["host_id"]: h for h in json.loads(self.lbaas("host", "list", "--json"))}
+        database = Database(f"sqlite:///{self.state_dir / 'ctl' / 'lbaas.sqlite'}")
+        try:
+            return {h.host_id: asdict(h) for h in list_hosts(database)}
+        finally:
+            database.dispose()
 
     def start_agent(self, host: FleetHost) -> None:
         """Start (or restart) a host's agent from its bundle."""

@@ -4,6 +4,8 @@ lbaas serve                 everything in one process (embedded SQLite by defaul
 lbaas api | worker          the parts, for scale-out against PostgreSQL
 lbaas health                the heartbeat receiver and stale-amphora sweeper
 lbaas agent                 the per-host agent that runs HAProxy for amphorae
+lbaas agent enrol HOST_ID   issue a new agent host's bundle (certificate, key, settings)
+lbaas host list             the agent hosts of the fleet: zone, capacity, status, load
 lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
 lbaas config-reference      print the configuration reference (Markdown)
@@ -19,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -196,8 +199,10 @@ def _start_embedded_extras(
     enabled = settings.providers.enabled
     if "amphora" not in enabled and "distributed" not in enabled:
         return stops
+    from lbaas.compose import enrol_local_agent
     from lbaas.health.service import start_health_manager
 
+    enrol_local_agent(settings, database)
     stops.append(start_health_manager(settings, database, notify, metrics))
     if "amphora" in enabled:
         stops.append(_start_agent(settings))
@@ -289,6 +294,56 @@ def cmd_agent(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_agent_enrol(args: argparse.Namespace) -> int:
+    from lbaas.agent.enrolment import Enrolment, parse_managers
+    from lbaas.compose import enrol_agent, open_database
+
+    settings = _settings(args)
+    managers = parse_managers(args.health_manager or [])
+    if not managers:
+        bind = settings.health.bind_host
+        if bind in ("0.0.0.0", "::", ""):
+            raise ConfigError("health.bind_host is a wildcard: name --health-manager HOST:PORT")
+        managers = (f"{bind}:{settings.health.bind_port}",)
+    enrolment = Enrolment(
+        host_id=args.host_id,
+        address=args.address,
+        port=args.agent_port,
+        zone=args.zone,
+        capacity=args.capacity,
+        health_managers=managers,
+        mode=args.mode,
+    )
+    out = Path(args.out)
+    enrol_agent(settings, open_database(settings), enrolment, out)
+    print(f"host {args.host_id} enrolled; start it with: lbaas --config {out / 'agent.toml'} agent")
+    return 0
+
+
+def cmd_host_list(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from lbaas.compose import list_hosts, open_database
+
+    hosts = list_hosts(open_database(_settings(args), upgrade=False))
+    if args.json:
+        print(json.dumps([asdict(h) for h in hosts], indent=2))
+        return 0
+    print(f"{'host':20} {'address':24} {'zone':12} {'status':6} amphorae/capacity  heard")
+    for h in hosts:
+        heard = (
+            "never"
+            if h.last_heartbeat_at is None
+            else f"{time.time() - h.last_heartbeat_at:.1f}s ago"
+        )
+        where = f"{h.address}:{h.port}"
+        print(
+            f"{h.host_id:20} {where:24} {h.zone:12} {h.status:6} {h.amphorae:>8}/{h.capacity:<8}  {heard}"
+        )
+    return 0
+
+
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from lbaas.db.engine import Database
     from lbaas.db.migrate import current_revision, upgrade_database
@@ -346,6 +401,35 @@ def cmd_lab(args: argparse.Namespace) -> int:
     return run(args, _settings(args).state_dir)
 
 
+def _add_fleet_commands(sub: Any, agent: argparse.ArgumentParser) -> None:
+    """``lbaas agent enrol`` and ``lbaas host list``."""
+    agent_sub = agent.add_subparsers(dest="agent_command")
+    enrol = agent_sub.add_parser("enrol", help="issue a new agent host's bundle and record it")
+    enrol.add_argument("host_id", help="the host's id: one lower-case DNS label")
+    enrol.add_argument("--address", required=True, help="address of the agent's HTTPS API")
+    enrol.add_argument("--agent-port", type=int, default=9443, help="its port (9443)")
+    enrol.add_argument("--zone", default="nova", help="availability zone it declares (nova)")
+    enrol.add_argument("--capacity", type=int, default=100, help="most amphorae (100)")
+    enrol.add_argument("--mode", choices=("loopback", "netns"), default="loopback")
+    enrol.add_argument(
+        "--health-manager",
+        action="append",
+        help="HOST:PORT of a health manager (repeat or comma-separate); "
+        "default: health.bind_host:bind_port",
+    )
+    enrol.add_argument("--out", required=True, help="directory to write the bundle into")
+    enrol.add_argument("--state-dir")
+    enrol.add_argument("--database-url")
+    enrol.set_defaults(func=cmd_agent_enrol)
+    host = sub.add_parser("host", help="the agent hosts of the fleet")
+    host_sub = host.add_subparsers(dest="host_command", required=True)
+    host_list = host_sub.add_parser("list", help="list the hosts")
+    host_list.add_argument("--json", action="store_true", help="JSON instead of a table")
+    host_list.add_argument("--state-dir")
+    host_list.add_argument("--database-url")
+    host_list.set_defaults(func=cmd_host_list)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lbaas", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", help="TOML settings file (or LBAAS_CONFIG)")
@@ -368,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     # serve's child worker: exit when this process is no longer the parent.
     worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     add("health", cmd_health, "the health manager only")
-    add("agent", cmd_agent, "the per-host agent")
+    _add_fleet_commands(sub, add("agent", cmd_agent, "the per-host agent"))
     diagnose = add("diagnose", cmd_diagnose, "why a load balancer is not well, hop by hop")
     diagnose.add_argument("loadbalancer", help="load balancer id")
     db = sub.add_parser("db", help="database maintenance")

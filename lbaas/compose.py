@@ -7,16 +7,22 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
+from lbaas.agent.enrolment import Enrolment, write_bundle
 from lbaas.api.services import ApiServices
+from lbaas.certs.authority import CertificateAuthority
 from lbaas.config import Settings
 from lbaas.converge.converge import Converger
-from lbaas.db import job_queue
+from lbaas.db import host_repo, job_queue
 from lbaas.db.engine import Database
 from lbaas.db.job_notify import PostgresJobListener
 from lbaas.db.migrate import upgrade_database
 from lbaas.health.rollup import roll_up
+from lbaas.heartbeat.key import heartbeat_key
 from lbaas.jobs.base import WakeupSource
 from lbaas.jobs.runner import JobRunner
 from lbaas.jobs.slot import WorkerSlot
@@ -24,6 +30,7 @@ from lbaas.jobs.wakeup import WakeupListener, WakeupSender, wakeup_directory
 from lbaas.jobs.worker import Worker, owner_prefix
 from lbaas.metrics.endpoint import MetricsEndpoint
 from lbaas.metrics.process import ProcessMetrics
+from lbaas.model.fleet import HostAddress, HostView
 from lbaas.network.registry import seed_subnets
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.registry import ProviderRegistry, build_registry
@@ -161,3 +168,48 @@ def build_control_plane(settings: Settings, *, upgrade: bool = True) -> ControlP
 
     services = ApiServices(settings, database, providers, notify=notify, metrics=metrics)
     return ControlPlane(settings, database, providers, worker, services, sender)
+
+
+def _agent_address(settings: Settings) -> str:
+    host = settings.agent.host
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    return "::1" if host == "::" else host
+
+
+def enrol_local_agent(settings: Settings, database: Database) -> None:
+    """``lbaas serve``'s own agent joins the fleet as host ``agent.host_id``, UP now."""
+    agent = settings.agent
+    where = HostAddress(agent.host_id, _agent_address(settings), agent.port)
+    with database.write() as session:
+        host_repo.enrol(
+            session,
+            where,
+            zone=agent.zone,
+            capacity=agent.capacity,
+            now=datetime.now(UTC).replace(tzinfo=None),
+            up_at=time.time(),
+        )
+
+
+def enrol_agent(settings: Settings, database: Database, enrolment: Enrolment, out: Path) -> Path:
+    """Issue a host's bundle from the CA and record the host (DOWN until it heartbeats)."""
+    state_dir = settings.state_dir.absolute()
+    ca = CertificateAuthority.load_or_create(state_dir / "pki")
+    key = heartbeat_key(settings.health.heartbeat_key, state_dir)
+    written = write_bundle(ca, enrolment, key, out)
+    where = HostAddress(enrolment.host_id, enrolment.address, enrolment.port)
+    with database.write() as session:
+        host_repo.enrol(
+            session,
+            where,
+            zone=enrolment.zone,
+            capacity=enrolment.capacity,
+            now=datetime.now(UTC).replace(tzinfo=None),
+        )
+    return written
+
+
+def list_hosts(database: Database) -> list[HostView]:
+    with database.read() as session:
+        return host_repo.list_hosts(session)

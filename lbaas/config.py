@@ -292,6 +292,26 @@ class HealthSettings(_Section):
             "degraded and nothing is rebuilt. 0: no probe, silence alone fails over."
         ),
     )
+    host_stale_after: float = Field(
+        3.0,
+        gt=0,
+        description=(
+            "An agent host whose host heartbeats stop for this long is marked DOWN and "
+            "takes no new amphorae (its amphorae fail over by their own silence)."
+        ),
+    )
+    lb_failover_limit: int = Field(
+        3,
+        ge=0,
+        description=(
+            "Automatic failovers of one load balancer within lb_failover_window seconds "
+            "before its circuit breaker opens: more silent amphorae of it are logged and "
+            "left alone until the window has passed. 0: no per-load-balancer limit."
+        ),
+    )
+    lb_failover_window: float = Field(
+        300.0, gt=0, description="The window of lb_failover_limit, in seconds."
+    )
     failover_threshold: float = Field(
         0.5,
         description=(
@@ -334,6 +354,38 @@ class AgentSettings(_Section):
         0.2,
         ge=0,
         description="Seconds a member health change may wait to be applied with others.",
+    )
+    host_id: str = Field(
+        "local",
+        description=(
+            "This agent's host id in the fleet (one DNS label); its certificate names "
+            "<host_id>.agents.lbaas and the controller checks it. lbaas serve enrols its "
+            "own agent under this id; other hosts get theirs from lbaas agent enrol."
+        ),
+    )
+    zone: str = Field(
+        "nova",
+        description=(
+            "The availability zone this host declares: load balancers whose availability "
+            "zone profile has this compute_zone are placed on hosts declaring it."
+        ),
+    )
+    capacity: int = Field(100, gt=0, description="Most amphorae placement puts on this host.")
+    bundle: str = Field(
+        "",
+        description=(
+            "Directory written by lbaas agent enrol (CA, this host's certificate and key, "
+            "heartbeat key). Empty: the identity is issued from <state_dir>/pki (the "
+            "embedded mode, where controller and agent share the state directory)."
+        ),
+    )
+    health_managers: tuple[str, ...] = Field(
+        (),
+        description=(
+            "host:port of every health manager heartbeats go to (Octavia's "
+            "controller_ip_port_list); each heartbeat is sent to all. Empty: "
+            "health.bind_host:bind_port."
+        ),
     )
     namespace_prefix: str = Field(
         "lbaas-",

@@ -74,6 +74,8 @@ class _Amphora:
     last_outcome: ApplyOutcome | None = None
     last_error: str | None = None
     datapath: AmphoraDatapath | None = None
+    held: bool = False
+    """Adopted with HAProxy dead, and not restarted until the controller sends it again."""
 
 
 class AmphoraManager:
@@ -106,8 +108,12 @@ class AmphoraManager:
         self._stats_lock = threading.Lock()
         self._amphorae: dict[str, _Amphora] = {}
 
-    def restore(self) -> list[str]:
-        """Load the amphorae an earlier agent left in ``root``; the supervisor restarts them."""
+    def restore(self, *, hold_dead: bool = False) -> list[str]:
+        """Load the amphorae an earlier agent left in ``root``; the supervisor restarts them.
+
+        With ``hold_dead`` (an enrolled fleet host), one whose HAProxy is not running is
+        held instead: the controller may have moved its VIP elsewhere meanwhile.
+        """
         make_private_directory(self.root)
         found = []
         for applied in sorted(self.root.glob(f"*/{APPLIED_FILE}")):
@@ -120,6 +126,9 @@ class AmphoraManager:
             amp = self._entry(amphora_id)
             amp.applied = spec
             amp.stats = self._collector(amp, spec)
+            if hold_dead and amp.instance.master_pid() is None:
+                amp.held = True
+                log.warning("amphora %s adopted with HAProxy stopped: held", amphora_id)
             if self.mode == "netns":
                 # Its kernel tables outlived the old agent: read them for heartbeats now,
                 # not only after the controller's next PUT.
@@ -166,6 +175,7 @@ class AmphoraManager:
                 raise
             self._save(amp, spec)
             amp.last_error = None
+            amp.held = False
             return self._status(amp)
 
     def get(self, amphora_id: str) -> AmphoraStatus | None:
@@ -195,7 +205,7 @@ class AmphoraManager:
         for amphora_id in self.amphora_ids():
             with self._lock:
                 amp = self._amphorae.get(amphora_id)
-            if amp is None or amp.applied is None:
+            if amp is None or amp.applied is None or amp.held:
                 continue
             with amp.lock:
                 with self._lock:

@@ -72,7 +72,8 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
         "allow_member_sriov": f"When true, members may use SR-IOV (VF) ports. {_NOT_YET}",
     },
     availability_zone_keys={
-        "compute_zone": f"The compute availability zone. {_NOT_YET}",
+        "compute_zone": "The compute availability zone: amphorae go to agent hosts that "
+        "declare this zone (agent.zone)",
         "volume_zone": f"The volume availability zone. {_NOT_YET}",
         "management_network": f"The management network ID for the amphora. {_NOT_YET}",
         "valid_vip_networks": f"The network IDs VIPs of this zone may use. {_NOT_YET}",
@@ -83,7 +84,6 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             "amp_image_tag",
             "sriov_vip",
             "allow_member_sriov",
-            "compute_zone",
             "volume_zone",
             "management_network",
             "valid_vip_networks",

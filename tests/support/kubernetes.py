@@ -12,11 +12,12 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from lbaas.config import KubernetesSettings
+from lbaas.integrations.kubernetes.base import Json, OctaviaApi
 from lbaas.integrations.kubernetes.controller import Controller
 from lbaas.integrations.kubernetes.converge import Converger
 from lbaas.integrations.kubernetes.kube_connection import KubeConnection
@@ -141,3 +142,31 @@ async def eventually(condition: Callable[[], Any], timeout: float = 30.0, what: 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
         await asyncio.sleep(0.05)
+
+
+class CountingOctavia(OctaviaApi):
+    """Passes every call to a real ``OctaviaApi`` and records (method, path) — a fake
+    given to the controller through its constructor, to count what it writes."""
+
+    def __init__(self, inner: OctaviaApi) -> None:
+        self.inner = inner
+        self.calls: list[tuple[str, str]] = []
+
+    def writes(self, path_part: str = "") -> int:
+        return sum(1 for method, path in self.calls if method != "GET" and path_part in path)
+
+    def get(self, path: str, params: Mapping[str, str | list[str]] | None = None) -> Json:
+        self.calls.append(("GET", path))
+        return self.inner.get(path, params)
+
+    def post(self, path: str, body: Json) -> Json:
+        self.calls.append(("POST", path))
+        return self.inner.post(path, body)
+
+    def put(self, path: str, body: Json) -> Json:
+        self.calls.append(("PUT", path))
+        return self.inner.put(path, body)
+
+    def delete(self, path: str, params: Mapping[str, str] | None = None) -> None:
+        self.calls.append(("DELETE", path))
+        self.inner.delete(path, params)

@@ -104,6 +104,8 @@ class Converger:
             body = load_balancer_body(desired, self._member_subnet)
             created = self.api.post(LOAD_BALANCERS, {"loadbalancer": body})["loadbalancer"]
             lb = self.wait_active(created["id"])
+        elif current["provisioning_status"] == ProvisioningStatus.ACTIVE:
+            lb = current  # the listing already says so: no second read
         else:
             lb = self.wait_active(current["id"])
         listeners = converge_listeners(self, lb["id"], desired, self._member_subnet)

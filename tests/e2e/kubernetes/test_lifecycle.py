@@ -147,3 +147,36 @@ async def test_other_classes_and_types_are_left_alone(
             return names.FINALIZER not in meta.get("finalizers", [])
 
         await k8s.eventually(released, what="finalizer removed")
+
+
+async def test_legacy_endpoints_are_used_where_a_service_has_no_slice(
+    kmock: Any, octavia_url: str, octavia: Octavia
+) -> None:
+    k8s.declare_resources(kmock)
+    body = k8s.service("old")
+    legacy = {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": "old", "namespace": "default"},
+        "subsets": [
+            {
+                "addresses": [{"ip": "127.0.0.41"}, {"ip": "127.0.0.42"}],
+                "notReadyAddresses": [{"ip": "127.0.0.43"}],
+                "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            }
+        ],
+    }
+    await kmock.post("/api/v1/namespaces/default/endpoints", json=legacy)
+    await kmock.post(SVC, json=body)
+    async with k8s.running_controller(str(kmock.url), octavia_url, k8s.settings()):
+        lbs = await k8s.eventually(
+            lambda: octavia.load_balancers(names.uid_tag(body["metadata"]["uid"])),
+            what="the load balancer",
+        )
+        await k8s.eventually(
+            lambda: (
+                octavia.tree(lbs[0]["id"])
+                == {("TCP", 80): [("127.0.0.41", 8080), ("127.0.0.42", 8080)]}
+            ),
+            what="members from the legacy Endpoints",
+        )

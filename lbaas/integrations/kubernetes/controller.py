@@ -60,9 +60,12 @@ class Controller:
     async def handle(self, key: str, force: bool) -> None:
         obj = self.cache.services.get(key)
         if obj is None:
-            uid = self.cache.gone_uids.pop(key, None)
+            uid = self.cache.gone_uids.get(key)
             if uid:
                 await asyncio.to_thread(self.converger.release, uid)
+                # Forgotten only once released: a retry after an error needs it again.
+                if self.cache.gone_uids.get(key) == uid:
+                    del self.cache.gone_uids[key]
             return
         service = parse_service(obj)
         if service.deleting or not is_selected(service, self.settings):

@@ -351,6 +351,14 @@ class KubernetesSettings(_Section):
     )
     member_subnet_id: str | None = Field(None, description="Subnet of members, if needed.")
     workers: int = Field(8, ge=1, description="Services converged at the same time.")
+    endpoint_batch_delay: float = Field(
+        0.05,
+        ge=0,
+        description=(
+            "Seconds an endpoint change waits before its Service is converged, so that a "
+            "burst of endpoint updates becomes one member write (0: at once)."
+        ),
+    )
     backoff_base: float = Field(0.5, gt=0, description="First retry delay (seconds).")
     backoff_cap: float = Field(60.0, gt=0, description="Longest retry delay (seconds).")
     wait_active_timeout: float = Field(

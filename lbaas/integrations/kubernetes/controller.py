@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from lbaas.config import KubernetesSettings
 from lbaas.errors import PermanentError
@@ -28,6 +31,7 @@ from lbaas.integrations.kubernetes.watching import WatchCounters
 
 LOG = logging.getLogger(__name__)
 COMPONENT = "lbaas-kubernetes"
+T = TypeVar("T")
 
 
 def service_path(namespace: str, name: str) -> str:
@@ -45,10 +49,26 @@ class Controller:
         self.watch_counters = WatchCounters()
         self.resyncer = Resyncer(self)
         self.events_posted = 0
+        # Octavia calls block (openstacksdk): one thread per worker, not asyncio's default
+        # pool (min(32, CPUs + 4) threads, shared with everything else in the process).
+        self._threads = ThreadPoolExecutor(settings.workers, thread_name_prefix="octavia")
+        # (uid, digest) last converged per key in this process: the echoes of our own
+        # patches may come before the watch shows our annotations, and must cost nothing.
+        self._converged: dict[str, tuple[str, str]] = {}
+
+    async def octavia(self, call: Callable[..., T], *args: Any) -> T:
+        """Run a blocking Octavia call on the controller's own threads."""
+        return await asyncio.get_running_loop().run_in_executor(self._threads, call, *args)
 
     async def run(self) -> None:
         """Until cancelled: endpoints are listed before Services, so that a Service's
         first converge already has its members."""
+        try:
+            await self._run_tasks()
+        finally:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+
+    async def _run_tasks(self) -> None:
         async with asyncio.TaskGroup() as group:
             group.create_task(self.queue.run())
             listed = self.resyncer.start_endpoint_watches(group)
@@ -62,7 +82,7 @@ class Controller:
         if obj is None:
             uid = self.cache.gone_uids.get(key)
             if uid:
-                await asyncio.to_thread(self.converger.release, uid)
+                await self.octavia(self.converger.release, uid)
                 # Forgotten only once released: a retry after an error needs it again.
                 if self.cache.gone_uids.get(key) == uid:
                     del self.cache.gone_uids[key]
@@ -73,11 +93,13 @@ class Controller:
             return
         endpoints = self.cache.ready_endpoints(key, self.settings.endpoints_source)
         desired = desired_load_balancer(service, endpoints, self.settings)
-        if not force and patches.recorded_digest(service) == desired.digest():
+        digest = desired.digest()
+        if not force and self._already_converged(service, digest):
             return
         if (finalizer := patches.add_finalizer(service)) is not None:
             service = await self._patch(service, finalizer)
-        state = await asyncio.to_thread(self.converger.ensure, desired)
+        self._converged.pop(key, None)
+        state = await self.octavia(self.converger.ensure, desired)
         if self._writes_ingress(service):
             ingress = [{"ip": state.vip_address}]
             if patches.ingress_of(obj) != ingress:
@@ -86,6 +108,12 @@ class Controller:
             record := patches.converged(service, desired.spec_record(), state.record())
         ) is not None:
             await self._patch(service, record)
+        self._converged[key] = (service.uid, digest)
+
+    def _already_converged(self, service: Service, digest: str) -> bool:
+        if patches.recorded_digest(service) == digest:
+            return True
+        return self._converged.get(service.key) == (service.uid, digest)
 
     def _writes_ingress(self, service: Service) -> bool:
         return service.type == "LoadBalancer"
@@ -94,7 +122,8 @@ class Controller:
         owned = names.FINALIZER in service.finalizers
         if not owned and names.ANNOTATION_STATE not in service.annotations:
             return
-        await asyncio.to_thread(self.converger.release, service.uid)
+        self._converged.pop(service.key, None)
+        await self.octavia(self.converger.release, service.uid)
         obj = self.cache.services.get(service.key) or {}
         if not service.deleting and patches.ingress_of(obj):
             await self._patch(service, patches.ingress_status(None), "/status")

@@ -71,15 +71,21 @@ class WorkQueue:
         self._idle.set()
         self.counters = PipelineCounters()
 
-    def enqueue(self, key: str, force: bool = False) -> None:
-        """Mark ``key`` dirty; it runs once more, after any run already under way."""
+    def enqueue(self, key: str, force: bool = False, delay: float = 0.0) -> None:
+        """Mark ``key`` dirty; it runs once more, after any run already under way and, with
+        ``delay``, no sooner than that (events arriving meanwhile join the same run)."""
         self.counters.enqueued += 1
         if key in self._dirty:
             self._dirty[key] = self._dirty[key] or force
             return
         self._dirty[key] = force
         self._idle.clear()
-        if key not in self._running and key not in self._timers:
+        if key in self._running or key in self._timers:
+            return
+        if delay > 0:
+            loop = asyncio.get_running_loop()
+            self._timers[key] = loop.call_later(delay, self._retry_now, key, force)
+        else:
             self._ready.put_nowait(key)
 
     def busy(self) -> bool:

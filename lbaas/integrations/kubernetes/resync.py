@@ -97,7 +97,8 @@ class Resyncer:
             else:
                 key = cache.apply_endpoints(event_type, obj)
             if key is not None:
-                self._controller.queue.enqueue(key)
+                delay = self._controller.settings.endpoint_batch_delay
+                self._controller.queue.enqueue(key, delay=delay)
 
         await self._list_and_watch(path, on_relist, on_event)
 
@@ -153,7 +154,7 @@ class Resyncer:
             return uid is not None and (uid in self._cache.live_uids() or self._pending(uid))
 
         try:
-            removed = await asyncio.to_thread(
+            removed = await self._controller.octavia(
                 self._controller.converger.sweep_orphans, settings.cluster_name, keep
             )
         except Exception:  # noqa: BLE001 - the sweep is repeated at every resync

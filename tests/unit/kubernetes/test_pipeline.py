@@ -108,3 +108,19 @@ def test_backoff_is_jittered_exponential_and_capped() -> None:
         draws = {backoff.delay(attempt, rng) for _ in range(20)}
         assert all(ceiling / 2 <= d <= ceiling for d in draws)
         assert len(draws) > 1  # jittered, not lock step
+
+
+@pytest.mark.asyncio
+async def test_a_delayed_enqueue_gathers_what_arrives_meanwhile() -> None:
+    recorder = Recorder()
+    queue = WorkQueue(recorder.handle, recorder.report, workers=2)
+    runner = asyncio.create_task(queue.run())
+    queue.enqueue("a", delay=0.1)
+    await asyncio.sleep(0.02)
+    assert recorder.calls == []  # not before the delay
+    for _ in range(20):
+        queue.enqueue("a", delay=0.1)
+    await asyncio.wait_for(queue.wait_idle(), 10)
+    runner.cancel()
+    await asyncio.gather(runner, return_exceptions=True)
+    assert recorder.calls == [("a", False)]

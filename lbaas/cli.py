@@ -10,6 +10,7 @@ lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
 lbaas config-reference      print the configuration reference (Markdown)
 lbaas lab up|down|status    a multi-host lab of network namespaces on this machine
+lbaas kubernetes            turn Kubernetes Services into load balancers (any Octavia API)
 """
 
 from __future__ import annotations
@@ -401,6 +402,14 @@ def cmd_lab(args: argparse.Namespace) -> int:
     return run(args, _settings(args).state_dir)
 
 
+def cmd_kubernetes(args: argparse.Namespace) -> int:
+    from lbaas.integrations.kubernetes.command import run
+
+    settings = _settings(args)
+    _setup_logging(settings)
+    return run(settings.kubernetes)
+
+
 def _add_fleet_commands(sub: Any, agent: argparse.ArgumentParser) -> None:
     """``lbaas agent enrol`` and ``lbaas host list``."""
     agent_sub = agent.add_subparsers(dest="agent_command")
@@ -480,6 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
     add_lab_arguments(lab)
     lab.set_defaults(func=cmd_lab)
+    kube = sub.add_parser("kubernetes", help="turn Kubernetes Services into load balancers")
+    kube.add_argument("--state-dir", help=argparse.SUPPRESS)
+    kube.set_defaults(func=cmd_kubernetes)
     return parser
 
 

@@ -15,7 +15,11 @@ VIP no longer lists the node (polled every 20 ms), p50 and max over the trials, 
 new connections a client opened meanwhile (one after another, 0.5 s timeout each, from the
 moment before the node died until shortly after its withdrawal) that failed. After each
 trial the node comes back (links up, BIRD restarted) and the next trial waits for its route.
-``--quick`` runs one trial of each (the smoke test). Nothing here asserts on time.
+Last, ``survival``: the client holds ``--held`` established connections (200), one node is
+lost (``host_down``), and each connection is asked for an answer: how many survive in NAT
+return mode (the only one built), and how many had gone through the dead node.
+``--quick`` runs one trial of each and holds 30 (the smoke test). Nothing here asserts on
+time.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e" / "tier"))
 from tier_lab import NODES, PORT, TierLab, tier_lab  # noqa: E402
 
 PROBE = str(ROOT / "tests" / "e2e" / "tier" / "tier_probe.py")
+HOLD = str(ROOT / "tests" / "e2e" / "tier" / "tier_hold.py")
 _PROBE_TIMEOUT = 0.5
 _WAIT = 30.0
 
@@ -80,7 +85,32 @@ def _summary(trials: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run(trials: int, bfd: bool) -> dict[str, Any]:
+def _survival(tier: TierLab, held: int, node: int) -> dict[str, Any]:
+    """Established connections that still answer after ``node`` died (NAT return)."""
+    argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, HOLD]
+    before = tier.flows_per_node()
+    hold = subprocess.Popen(
+        [*argv, tier.vip, str(PORT), str(held)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert hold.stdout is not None and hold.stdout.readline().strip() == "ready"
+    opened = tier.flows_per_node()
+    tier.lab.host_down(f"h{node}")
+    tier.tier.wait_next_hops(tier.vip, set(NODES) - {node}, _WAIT)
+    out, _ = hold.communicate("go\n", timeout=60)
+    result = json.loads(out.strip().splitlines()[-1])
+    return {
+        "return_mode": "nat",
+        "established": held,
+        "through_the_dead_node": opened[node] - before[node],
+        "survived": result["survived"],
+        "survived_share": round(result["survived"] / held, 3),
+    }
+
+
+def run(trials: int, bfd: bool, held: int) -> dict[str, Any]:
     name = f"b{uuid.uuid4().hex[:7]}"
     # Without BFD a link loss waits for the 3 s hold timer: the probe must outlast it.
     probe_seconds = {"host_down": 1.0, "link_loss": 1.5 if bfd else 4.5}
@@ -95,6 +125,7 @@ def run(trials: int, bfd: bool) -> dict[str, Any]:
                 for index in range(trials)
             ]
             results[mode] = _summary(rows)
+        results["survival"] = _survival(tier, held, NODES[0])
         results["load_average_1m"] = round(os.getloadavg()[0], 1)
         return results
 
@@ -104,11 +135,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one trial of each (smoke test)")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--no-bfd", action="store_true", help="BGP hold timer only")
+    parser.add_argument("--held", type=int, default=200, help="established connections")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print(json.dumps({"skipped": "the tier lab needs root (network namespaces)"}))
         return
-    print(json.dumps(run(1 if args.quick else args.trials, bfd=not args.no_bfd), indent=2))
+    trials, held = (1, 30) if args.quick else (args.trials, args.held)
+    print(json.dumps(run(trials, bfd=not args.no_bfd, held=held), indent=2))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from lbaas.agent.haproxy_process import ApplyOutcome, HaproxyInstance, RuntimeApiFactory
-from lbaas.agent.host.base import HostOps
+from lbaas.agent.host.base import HostOps, KeepalivedOps
 from lbaas.agent.host.loopback import is_loopback_address
 from lbaas.agent.ledger_store import LEDGER_FILE
 from lbaas.agent.plumbing import (
@@ -38,9 +38,11 @@ from lbaas.agent.plumbing import (
     namespace_name,
     plan_plumbing,
     remove_plumbing,
+    vip_leg,
 )
 from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
 from lbaas.agent.stats import StatsCollector
+from lbaas.agent.vrrp import KeepalivedInstance, allow_nonlocal_bind, vrrp_config
 from lbaas.agent.wire import AMPHORA_ID_PATTERN, AmphoraSpec, AmphoraStatus
 from lbaas.errors import Conflict, InvalidInput
 from lbaas.model.graph import LoadBalancerId
@@ -65,6 +67,8 @@ class _Amphora:
     stats: StatsCollector | None = None
     last_outcome: ApplyOutcome | None = None
     last_error: str | None = None
+    keepalived: KeepalivedInstance | None = None
+    vrrp_interface: str | None = None
 
 
 class AmphoraManager:
@@ -78,10 +82,13 @@ class AmphoraManager:
         mode: AgentMode = "loopback",
         runtime_api: RuntimeApiFactory = RuntimeApi.at,
         stats_threads: int = 16,
+        keepalived: KeepalivedOps | None = None,
     ) -> None:
         self.root = root.absolute()
         self.mode = mode
         self._host = host
+        # ACTIVE_STANDBY amphorae (netns mode only) run keepalived through this.
+        self._keepalived_ops = keepalived
         self._runtime_api = runtime_api
         self._lock = threading.Lock()
         self._stats_pool = ThreadPoolExecutor(
@@ -105,6 +112,9 @@ class AmphoraManager:
             amp = self._entry(amphora_id)
             amp.applied = spec
             amp.stats = self._collector(amp, spec)
+            if spec.vrrp is not None and self._keepalived_ops is not None:
+                amp.keepalived = self._keepalived_of(amp)
+                amp.vrrp_interface = vip_leg(self._plan(amphora_id, spec), spec).amphora_end
             found.append(amphora_id)
         return found
 
@@ -118,6 +128,11 @@ class AmphoraManager:
             raise InvalidInput(
                 f"this agent runs in loopback mode; VIP {spec.vip.address} is not in 127.0.0.0/8"
             )
+        if spec.vrrp is not None and (self.mode != "netns" or self._keepalived_ops is None):
+            raise InvalidInput(
+                "ACTIVE_STANDBY (VRRP) needs an agent in netns mode with keepalived; "
+                f"this agent runs in {self.mode} mode"
+            )
         with self._locked(amphora_id) as amp:
             if amp.applied is not None and spec.version < amp.applied.version:
                 raise Conflict(
@@ -128,11 +143,14 @@ class AmphoraManager:
                 if self.mode == "netns":
                     previous = None if amp.applied is None else self._plan(amphora_id, amp.applied)
                     apply_plumbing(self._host, self._plan(amphora_id, spec), previous)
+                    if spec.vrrp is not None:
+                        allow_nonlocal_bind(self._host, self._namespace(amphora_id))
                 # A reload replaces the worker: the statistics hold it to read it to its end.
                 guard = None if amp.stats is None else amp.stats.across_reload
                 amp.last_outcome = amp.instance.apply(
                     spec.haproxy_config, spec.haproxy_facts, guard
                 )
+                self._apply_vrrp(amp, spec)
             except Exception as exc:
                 amp.last_error = str(getattr(exc, "operator_message", None) or exc)
                 raise
@@ -148,6 +166,9 @@ class AmphoraManager:
     def delete(self, amphora_id: str) -> None:
         """Stop HAProxy, remove plumbing and files. Idempotent."""
         with self._locked(amphora_id) as amp:
+            # keepalived first: a MASTER that stops hands the VIP over (priority 0) at once.
+            if amp.keepalived is not None:
+                amp.keepalived.stop()
             amp.instance.stop()
             if self.mode == "netns":
                 spec = amp.applied
@@ -182,6 +203,8 @@ class AmphoraManager:
                     if amp.instance.ensure_running():
                         restarted.append(amphora_id)
                         log.warning("restarted haproxy of amphora %s", amphora_id)
+                    if amp.keepalived is not None and amp.keepalived.ensure_running():
+                        log.warning("restarted keepalived of amphora %s", amphora_id)
                 except Exception as exc:  # noqa: BLE001 - logged with the id, kept as last_error
                     amp.last_error = str(exc)
                     log.error("cannot supervise amphora %s: %s", amphora_id, exc)
@@ -238,6 +261,8 @@ class AmphoraManager:
                 amp = self._amphorae.get(amphora_id)
             if amp is not None:
                 with amp.lock:
+                    if amp.keepalived is not None:
+                        amp.keepalived.stop()
                     amp.instance.stop()
 
     @contextmanager
@@ -268,6 +293,26 @@ class AmphoraManager:
                 )
                 amp = self._amphorae[amphora_id] = _Amphora(amphora_id, instance)
             return amp
+
+    def _keepalived_of(self, amp: _Amphora) -> KeepalivedInstance:
+        if self._keepalived_ops is None:
+            raise InvalidInput("this agent runs no keepalived (ACTIVE_STANDBY needs it)")
+        namespace = self._namespace(amp.id)
+        return KeepalivedInstance(amp.instance.directory, self._keepalived_ops, namespace)
+
+    def _apply_vrrp(self, amp: _Amphora, spec: AmphoraSpec) -> None:
+        """Converge keepalived to ``spec``: configure it, or stop it for a SINGLE spec."""
+        if spec.vrrp is None:
+            if amp.keepalived is not None:
+                amp.keepalived.stop()
+                amp.keepalived, amp.vrrp_interface = None, None
+            return
+        if amp.keepalived is None:
+            amp.keepalived = self._keepalived_of(amp)
+        interface = vip_leg(self._plan(amp.id, spec), spec).amphora_end
+        socket = spec.haproxy_facts.runtime_socket
+        amp.keepalived.apply(vrrp_config(amp.id, spec, spec.vrrp, interface, socket))
+        amp.vrrp_interface = interface
 
     def _namespace(self, amphora_id: str) -> str:
         return namespace_name(amphora_id)
@@ -301,4 +346,6 @@ class AmphoraManager:
             runtime_changes=amp.instance.runtime_changes,
             last_outcome=None if amp.last_outcome is None else amp.last_outcome.value,
             last_error=amp.last_error,
+            vrrp_interface=amp.vrrp_interface,
+            keepalived_pid=None if amp.keepalived is None else amp.keepalived.pid(),
         )

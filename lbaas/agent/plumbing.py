@@ -61,7 +61,10 @@ def plan_plumbing(amphora_id: str, spec: AmphoraSpec) -> AmphoraPlumbing:
     addresses: dict[str, list[str]] = {}
     host_addresses: dict[str, str | None] = {}
     vip = spec.vip
-    addresses[vip.network_id] = [_with_prefix(vip.address, vip.subnet_cidr)]
+    # ACTIVE_STANDBY: the leg has the amphora's own VRRP address; keepalived adds the VIP
+    # on whichever amphora of the pair is MASTER, so it must never be plumbed statically.
+    own = vip.address if spec.vrrp is None else spec.vrrp.own_address
+    addresses[vip.network_id] = [_with_prefix(own, vip.subnet_cidr)]
     host = spec.network.vip_host_address
     host_addresses[vip.network_id] = None if host is None else _with_prefix(host, vip.subnet_cidr)
     for net in spec.network.member_networks:
@@ -83,6 +86,11 @@ def plan_plumbing(amphora_id: str, spec: AmphoraSpec) -> AmphoraPlumbing:
         for net_id, addrs in sorted(addresses.items())
     )
     return AmphoraPlumbing(namespace=namespace_name(amphora_id), legs=legs)
+
+
+def vip_leg(plan: AmphoraPlumbing, spec: AmphoraSpec) -> Leg:
+    """The leg of ``plan`` on the VIP network (the link VRRP runs on)."""
+    return next(leg for leg in plan.legs if leg.network_id == spec.vip.network_id)
 
 
 def apply_plumbing(

@@ -27,6 +27,7 @@ from lbaas.agent.haproxy_process import max_connections_for
 from lbaas.agent.heartbeat import HeartbeatSender
 from lbaas.agent.host.base import HostOps
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher
+from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
 from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.server import AgentHttpsServer
@@ -94,7 +95,11 @@ class AgentService:
         self.tls = agent_identity(self.ca, pki, settings.agent.host)
         self.host = host if host is not None else host_ops_for(settings.agent)
         self.mode = settings.agent.mode
-        self.manager = AmphoraManager(state_dir / "amphorae", self.host, mode=self.mode)
+        # ACTIVE_STANDBY needs namespaces: a loopback agent runs no keepalived.
+        keepalived = KeepalivedLauncher() if self.mode == "netns" else None
+        self.manager = AmphoraManager(
+            state_dir / "amphorae", self.host, mode=self.mode, keepalived=keepalived
+        )
         adopted = self.manager.restore()
         if adopted:
             log.info("adopted amphorae %s", ", ".join(adopted))

@@ -80,6 +80,13 @@ class VrrpConfig:
     realtime_priority: int | None = None
     """SCHED_RR priority of keepalived's VRRP process (``vrrp_rt_priority``), or None."""
 
+    realtime_cpu_limit_us: int = 500_000
+    """With a realtime priority: CPU time the VRRP process may use without blocking before
+    the kernel kills it (``vrrp_rlimit_rttime``). keepalived's default, 10 ms, is less than
+    becoming MASTER (adding the VIP, a burst of gratuitous ARPs) takes on a loaded host:
+    the VRRP child was killed at the moment of takeover and came back a second later as
+    BACKUP, having removed the VIP it had just added (measured, see docs/architecture.md)."""
+
 
 def render_keepalived_config(config: VrrpConfig) -> str:
     """The whole keepalived configuration file for ``config``, ending with a newline."""
@@ -144,6 +151,7 @@ def _global_lines(config: VrrpConfig) -> list[str]:
     ]
     if config.realtime_priority is not None:
         lines.append(f"vrrp_rt_priority {config.realtime_priority}")
+        lines.append(f"vrrp_rlimit_rttime {config.realtime_cpu_limit_us}")
     return lines
 
 

@@ -63,48 +63,52 @@ def _pair(args: argparse.Namespace, root: Path) -> VrrpPair:
     return pair
 
 
+def _one_takeover(pair: VrrpPair, client: LoopingClient) -> dict[str, Any]:
+    """Kill the MASTER, time the takeover, replace the dead amphora; this trial's figures."""
+    (master,) = pair.holders()
+    (backup,) = [a for a in pair.live() if a != master]
+    _wait(lambda: pair.entered(backup, "BACKUP") > 0, 30)
+    time.sleep(0.5)  # the HAProxys' tables in step, the client settled
+    before = client.served_after(time.monotonic() - 0.5)
+    killed = pair.kill(master)
+    moved = _wait(lambda: backup in pair.holders(), 30)
+    _wait(lambda: client.served_after(killed) is not None, 30)
+    served = client.served_after(killed)
+    assert served is not None
+    started = time.monotonic()
+    new = pair.replace(master)
+    _wait(lambda: pair.entered(new, "BACKUP") > 0, 30)
+    return {
+        "takeover_s": served.ended - killed,
+        "vip_moved_s": moved,
+        "failed": client.failed_between(killed, served.started),
+        "kept": before is not None and before.body == served.body,
+        "ready_s": time.monotonic() - started,
+    }
+
+
 def takeover(args: argparse.Namespace) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="lbf-", dir="/tmp"))
     pair = _pair(args, root)
-    times: list[float] = []
-    failed: list[int] = []
-    ready: list[float] = []
-    moved: list[float] = []
-    kept = 0
     try:
         with LoopingClient(pair.vip) as client:
-            for _ in range(args.trials):
-                (master,) = pair.holders()
-                (backup,) = [a for a in pair.live() if a != master]
-                _wait(lambda b=backup: pair.entered(b, "BACKUP") > 0, 30)  # type: ignore[misc]
-                time.sleep(0.5)  # both HAProxys synced, client settled
-                before = client.served_after(time.monotonic() - 0.5)
-                killed = pair.kill(master)
-                moved.append(_wait(lambda b=backup: b in pair.holders(), 30))  # type: ignore[misc]
-                _wait(lambda: client.served_after(killed) is not None, 30)
-                served = client.served_after(killed)
-                assert served is not None
-                times.append(served.ended - killed)
-                failed.append(client.failed_between(killed, served.started))
-                kept += int(before is not None and before.body == served.body)
-                started = time.monotonic()
-                new = pair.replace(master)
-                _wait(lambda n=new: pair.entered(n, "BACKUP") > 0, 30)  # type: ignore[misc]
-                ready.append(time.monotonic() - started)
+            trials = [_one_takeover(pair, client) for _ in range(args.trials)]
             gap = client.longest_gap()
     finally:
         pair.close()
         shutil.rmtree(root, ignore_errors=True)
+    times = [t["takeover_s"] for t in trials]
+    ready = [t["ready_s"] for t in trials]
     return {
-        "trials": len(times),
+        "trials": len(trials),
         "advert_interval_ms": args.advert_ms,
         "takeover_p50_s": round(statistics.median(times), 3),
         "takeover_max_s": round(max(times), 3),
         "takeover_s": [round(t, 3) for t in times],
-        "failed_requests_per_takeover": failed,
-        "vip_moved_s": [round(t, 3) for t in moved],
+        "vip_moved_s": [round(t["vip_moved_s"], 3) for t in trials],
+        "failed_requests_per_takeover": [t["failed"] for t in trials],
         "longest_gap_s": round(gap, 3),
-        "persistence_kept": kept,
+        "persistence_kept": sum(1 for t in trials if t["kept"]),
         "replacement_ready_p50_s": round(statistics.median(ready), 3),
         "replacement_ready_max_s": round(max(ready), 3),
     }

@@ -51,7 +51,7 @@ class KeepalivedLauncher(KeepalivedOps):
         running = self.pid(files)
         if running is not None:
             return running
-        files.pid_file.unlink(missing_ok=True)
+        _clear_stale(files)
         argv = [
             *self._prefix(namespace),
             self.binary,
@@ -122,15 +122,38 @@ class KeepalivedLauncher(KeepalivedOps):
         return pid
 
     def _wait_dead(self, pid: int, files: KeepalivedFiles) -> bool:
+        """Whether ``pid`` ended (and, if it is our child, was reaped) within the timeout.
+
+        An exiting process's command line reads empty before it is a zombie, so a child
+        of ours counts as dead only once it has been waited for.
+        """
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
             child = self._children.get(pid)
-            if child is not None and child.poll() is not None:
-                self._children.pop(pid, None)
-            if not _names(pid, files.config):
+            if child is not None:
+                if child.poll() is not None:
+                    self._children.pop(pid, None)
+                    return True
+            elif not _names(pid, files.config):
                 return True
             time.sleep(_POLL)
         return False
+
+
+def _clear_stale(files: KeepalivedFiles) -> None:
+    """Remove what a dead keepalived of ``files`` left, so a new one starts.
+
+    keepalived refuses to start ("daemon is already running") while a pid in its pid
+    files exists, and the VRRP child of a killed parent is an orphan that this host's
+    PID 1 may never reap: its zombie keeps the pid alive. An orphan still running (it
+    should have got SIGTERM from its parent's death) is killed, never left beside a
+    second keepalived.
+    """
+    orphan = _pid_in(files.vrrp_pid_file)
+    if orphan is not None and _names(orphan, files.config):
+        _signal(orphan, signal.SIGKILL)
+    files.pid_file.unlink(missing_ok=True)
+    files.vrrp_pid_file.unlink(missing_ok=True)
 
 
 def _pid_in(path: Path) -> int | None:

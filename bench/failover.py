@@ -41,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from lbaas.model.enums import AmphoraRole  # noqa: E402
 from tests.support.vrrp_pair import LoopingClient, VrrpPair  # noqa: E402
 
 Measurement = Callable[[argparse.Namespace], dict[str, Any]]
@@ -67,7 +68,7 @@ def _one_takeover(pair: VrrpPair, client: LoopingClient) -> dict[str, Any]:
     """Kill the MASTER, time the takeover, replace the dead amphora; this trial's figures."""
     (master,) = pair.holders()
     (backup,) = [a for a in pair.live() if a != master]
-    _wait(lambda: pair.entered(backup, "BACKUP") > 0, 30)
+    _wait(lambda: pair.entered(backup, AmphoraRole.BACKUP) > 0, 30)
     time.sleep(0.5)  # the HAProxys' tables in step, the client settled
     before = client.served_after(time.monotonic() - 0.5)
     killed = pair.kill(master)
@@ -77,7 +78,7 @@ def _one_takeover(pair: VrrpPair, client: LoopingClient) -> dict[str, Any]:
     assert served is not None
     started = time.monotonic()
     new = pair.replace(master)
-    _wait(lambda: pair.entered(new, "BACKUP") > 0, 30)
+    _wait(lambda: pair.entered(new, AmphoraRole.BACKUP) > 0, 30)
     return {
         "takeover_s": served.ended - killed,
         "vip_moved_s": moved,
@@ -121,12 +122,12 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
     try:
         (master,) = pair.holders()
         (backup,) = [a for a in pair.live() if a != master]
-        _wait(lambda: pair.entered(backup, "BACKUP") > 0, 30)
-        elected = sum(pair.entered(a, "MASTER") for a in pair.live())
+        _wait(lambda: pair.entered(backup, AmphoraRole.BACKUP) > 0, 30)
+        elected = sum(pair.entered(a, AmphoraRole.MASTER) for a in pair.live())
         for _ in range(os.cpu_count() or 1):
             burners.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
         time.sleep(args.soak_seconds)
-        spurious = sum(pair.entered(a, "MASTER") for a in pair.live()) - elected
+        spurious = sum(pair.entered(a, AmphoraRole.MASTER) for a in pair.live()) - elected
         holders = pair.holders()
     finally:
         for burner in burners:

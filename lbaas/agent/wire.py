@@ -33,6 +33,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lbaas.model.enums import AmphoraRole
+
 API_VERSION = 1
 #: The shape of ``AmphoraSpec`` this code reads and writes (1: text only; 2: text and facts).
 SPEC_FORMAT: Final = 2
@@ -149,8 +151,8 @@ class VrrpSpec(_Wire):
     names the link itself and reports it (``AmphoraStatus.vrrp_interface``).
     """
 
-    role: Literal["MASTER", "BACKUP"] = Field(
-        description="The role the controller chose; MASTER has the higher priority."
+    role: AmphoraRole = Field(
+        description="MASTER or BACKUP, as the controller chose; MASTER has the higher priority."
     )
     priority: int = Field(ge=1, le=254)
     vrrp_id: int = Field(ge=1, le=255, description="Virtual router id, the same on both.")
@@ -162,6 +164,12 @@ class VrrpSpec(_Wire):
     realtime_priority: int | None = Field(
         None, ge=1, le=99, description="SCHED_RR priority of keepalived's VRRP process."
     )
+
+    @model_validator(mode="after")
+    def _paired_role(self) -> VrrpSpec:
+        if self.role is AmphoraRole.STANDALONE:
+            raise ValueError(f"a VRRP amphora is {AmphoraRole.MASTER} or {AmphoraRole.BACKUP}")
+        return self
 
 
 class AmphoraSpec(_Wire):

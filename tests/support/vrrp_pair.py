@@ -37,7 +37,7 @@ from lbaas.agent.wire import (
     VrrpSpec,
     amphora_paths,
 )
-from lbaas.model.enums import PersistenceType
+from lbaas.model.enums import AmphoraRole, PersistenceType
 from lbaas.render.haproxy import HaproxyContext, render_haproxy
 from lbaas.render.haproxy.context import HaproxyPeer, HaproxyPeers
 from tests.support.graphs import listener, load_balancer, member, persistence, pool
@@ -46,7 +46,7 @@ from tests.support.scratch_subnets import pick_subnets
 PORT = 8080
 BACKEND_PORT = 8000
 PEER_PORT = 1025
-PRIORITIES = {"MASTER": 200, "BACKUP": 100}
+PRIORITIES = {AmphoraRole.MASTER: 200, AmphoraRole.BACKUP: 100}
 
 
 @dataclass
@@ -126,7 +126,7 @@ class VrrpPair:
     namespaces: list[str] = field(default_factory=list)
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     amphorae: dict[str, str] = field(default_factory=dict)  # id -> own VRRP address
-    roles: dict[str, str] = field(default_factory=dict)
+    roles: dict[str, AmphoraRole] = field(default_factory=dict)
     version: int = 0
 
     def __post_init__(self) -> None:
@@ -148,7 +148,7 @@ class VrrpPair:
         for index in (1, 2):
             self._backend(f"b{index}", f"{self.member_prefix}.{10 + index}")
         first, second = self._new_id("a"), self._new_id("b")
-        self.roles = {first: "MASTER", second: "BACKUP"}
+        self.roles = {first: AmphoraRole.MASTER, second: AmphoraRole.BACKUP}
         self.put_all()
 
     def _new_id(self, suffix: str) -> str:
@@ -221,7 +221,7 @@ class VrrpPair:
                 ),
             ),
             vrrp=VrrpSpec(
-                role=role,  # type: ignore[arg-type]
+                role=role,
                 priority=PRIORITIES[role],
                 vrrp_id=42,
                 own_address=self.amphorae[amphora_id],
@@ -277,7 +277,7 @@ class VrrpPair:
                 found.append(amphora_id)
         return found
 
-    def entered(self, amphora_id: str, state: str) -> int:
+    def entered(self, amphora_id: str, state: AmphoraRole) -> int:
         """How often the amphora's keepalived logged entering ``state`` (MASTER, BACKUP)."""
         log = self.manager.root / amphora_id / "keepalived.log"
         try:
@@ -314,7 +314,7 @@ class VrrpPair:
         del self.roles[dead]
         new = self._new_id("r")
         (survivor,) = self.live()
-        self.roles = {survivor: "MASTER", new: "BACKUP"}
+        self.roles = {survivor: AmphoraRole.MASTER, new: AmphoraRole.BACKUP}
         self.put_all()
         return new
 

@@ -7,6 +7,8 @@ termination) are absent on purpose.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lbaas.model import enums as E
 from lbaas.providers.base import ProviderCapabilities
 
@@ -58,8 +60,8 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
     # The keys Octavia's amphora driver lists, so clients find the names they know; all
     # but the topology are not honoured yet and say so.
     flavor_keys={
-        "loadbalancer_topology": "The load balancer topology. One of: SINGLE "
-        "(ACTIVE_STANDBY is not available yet)",
+        "loadbalancer_topology": "The load balancer topology. One of: SINGLE, ACTIVE_STANDBY "
+        "(ACTIVE_STANDBY needs agents in netns mode)",
         "compute_flavor": f"The compute driver flavor ID. {_NOT_YET}",
         "amp_image_tag": f"The amphora image tag. {_NOT_YET}",
         "sriov_vip": f"When true, the VIP port uses SR-IOV (a VF). {_NOT_YET}",
@@ -83,6 +85,15 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             "valid_vip_networks",
         }
     ),
-    # ACTIVE_STANDBY needs keepalived pairs on two hosts (not built yet).
+    profile_values={"loadbalancer_topology": frozenset(E.Topology)},
+)
+
+#: Loopback agents (no root, no namespaces) have no link to move a VIP on: SINGLE only.
+LOOPBACK_CAPABILITIES = replace(
+    AMPHORA_CAPABILITIES,
     profile_values={"loadbalancer_topology": frozenset({E.Topology.SINGLE})},
+    profile_value_notes={
+        "loadbalancer_topology": "ACTIVE_STANDBY needs agents in netns mode; this "
+        "deployment runs them in loopback mode"
+    },
 )

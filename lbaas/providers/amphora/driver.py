@@ -29,23 +29,28 @@ from typing import TYPE_CHECKING
 from lbaas.agent.client import AgentClient
 from lbaas.agent.wire import (
     SPEC_FORMAT,
+    AgentInfo,
     AmphoraSpec,
     HaproxyFacts,
     MemberNetwork,
     NetworkSpec,
     ServerSetting,
     VipSpec,
+    VrrpSpec,
     amphora_paths,
 )
 from lbaas.certs.authority import CertificateAuthority
-from lbaas.errors import ConfigError
+from lbaas.errors import ConfigError, PermanentError
+from lbaas.model.enums import Topology
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
-from lbaas.providers.amphora.capabilities import AMPHORA_CAPABILITIES
-from lbaas.providers.amphora.store.base import AmphoraStore
+from lbaas.providers.amphora.capabilities import AMPHORA_CAPABILITIES, LOOPBACK_CAPABILITIES
+from lbaas.providers.amphora.store.base import AmphoraStore, PairStore
 from lbaas.providers.amphora.store.database import DatabaseAmphoraStore
+from lbaas.providers.amphora.topology import OneHost, PairConverger, VrrpTimers
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 from lbaas.render.haproxy import HaproxyContext, RenderedHaproxy, render_haproxy
+from lbaas.render.haproxy.context import HaproxyPeers
 
 if TYPE_CHECKING:
     from lbaas.db.job_queue import Claim
@@ -89,11 +94,18 @@ class AmphoraProvider(ProviderDriver):
                 raise ConfigError("the amphora provider needs the database")
             store = DatabaseAmphoraStore(context.database)
         self._store = store
+        # ACTIVE_STANDBY's allocations: the database store has them; a test store may not.
+        self._pairs: PairStore | None = store if isinstance(store, PairStore) else None
         settings = context.settings
         self._agent_host = settings.agent.host
         self._client = client if client is not None else self._agent_client()
         self._maxconn = settings.providers.amphora_maxconn
         self._hard_stop_after = settings.providers.amphora_hard_stop_after or None
+        self._timers = VrrpTimers(
+            advert_interval_ms=settings.providers.amphora_vrrp_advert_interval_ms,
+            realtime_priority=settings.providers.amphora_vrrp_realtime_priority or None,
+        )
+        self._loopback = settings.agent.mode == "loopback"
 
     def _agent_client(self) -> AgentClient:
         settings = self.context.settings
@@ -105,7 +117,8 @@ class AmphoraProvider(ProviderDriver):
         return AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
 
     def capabilities(self) -> ProviderCapabilities:
-        return AMPHORA_CAPABILITIES
+        # Loopback agents have no namespaces to move a VIP between: SINGLE only.
+        return LOOPBACK_CAPABILITIES if self._loopback else AMPHORA_CAPABILITIES
 
     def close(self) -> None:
         self._client.close()
@@ -133,6 +146,8 @@ class AmphoraProvider(ProviderDriver):
         return NetworkSpec(vip_host_address=host_vip, member_networks=legs)
 
     def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
+        if graph.topology is Topology.ACTIVE_STANDBY:
+            return self._apply_pair(graph, fence, rebuild)
         choice = self._store.choose_amphora(
             fence, host=self._agent_host, vip_address=graph.vip.address, rebuild=rebuild
         )
@@ -141,7 +156,20 @@ class AmphoraProvider(ProviderDriver):
             self._client.delete_amphora(old)
             self._store.retire(fence, old)
             LOG.info("amphora %s of %s retired for failover", old, graph.id)
-        info = self._client.info()
+        spec = self._spec(self._client.info(), graph, fence, amphora_id)
+        status = self._client.put_amphora(amphora_id, spec)
+        self._store.mark_serving(fence, amphora_id)
+        return ApplyResult(serving=status.running, detail=status.last_outcome or "")
+
+    def _spec(
+        self,
+        info: AgentInfo,
+        graph: LoadBalancer,
+        fence: Claim,
+        amphora_id: str,
+        pair: tuple[HaproxyPeers, VrrpSpec] | None = None,
+    ) -> AmphoraSpec:
+        """The whole spec of one amphora; ``pair``: its peers and VRRP (ACTIVE_STANDBY)."""
         paths = amphora_paths(info.amphora_root, amphora_id)
         context = HaproxyContext(
             bind_address=graph.vip.address,
@@ -150,10 +178,11 @@ class AmphoraProvider(ProviderDriver):
             maxconn_default=min(self._maxconn, info.max_connections or self._maxconn),
             hard_stop_after=self._hard_stop_after,
             external_check_script=ping_script(),
+            peers=None if pair is None else pair[0],
         )
         rendered = render_haproxy(graph, context)
         vip_subnet = next((s for s in graph.subnets if s.id == graph.vip.subnet_id), None)
-        spec = AmphoraSpec(
+        return AmphoraSpec(
             spec_format=SPEC_FORMAT,
             version=time.time_ns(),
             loadbalancer_id=graph.id,
@@ -165,9 +194,29 @@ class AmphoraProvider(ProviderDriver):
                 network_id=graph.vip.network_id or "vip",
             ),
             network=self._network_spec(graph, fence, amphora_id, info.mode == "netns"),
+            vrrp=None if pair is None else pair[1],
         )
-        status = self._client.put_amphora(amphora_id, spec)
-        self._store.mark_serving(fence, amphora_id)
+
+    def _apply_pair(self, graph: LoadBalancer, fence: Claim, rebuild: bool) -> ApplyResult:
+        """ACTIVE_STANDBY: two amphorae sharing the VIP by VRRP (``topology``)."""
+        if self._pairs is None:
+            raise PermanentError("this amphora store keeps no ACTIVE_STANDBY pairs")
+        info = self._client.info()
+        if info.mode != "netns":
+            raise PermanentError(
+                f"ACTIVE_STANDBY needs agents in netns mode; agent {self._agent_host} runs "
+                f"in {info.mode} mode"
+            )
+
+        def build(
+            graph: LoadBalancer, fence: Claim, amphora_id: str, peers: HaproxyPeers, vrrp: VrrpSpec
+        ) -> AmphoraSpec:
+            return self._spec(info, graph, fence, amphora_id, (peers, vrrp))
+
+        converger = PairConverger(
+            self._store, self._pairs, self._client, OneHost(self._agent_host), self._timers
+        )
+        status = converger.converge(graph, fence, rebuild, build)
         return ApplyResult(serving=status.running, detail=status.last_outcome or "")
 
     def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lbaas.model.enums import AmphoraRole
 from tests.support.vrrp_pair import LoopingClient, VrrpPair, _children_of, _pid_in, fetch
 from tests.support.waiting import wait_until
 
@@ -40,13 +41,13 @@ def pair(short_dir: Path) -> Iterator[VrrpPair]:
 def _roles(pair: VrrpPair) -> tuple[str, str]:
     (master,) = pair.holders()
     (backup,) = [a for a in pair.live() if a != master]
-    wait_until(lambda: pair.entered(backup, "BACKUP") > 0, timeout=30, what="a BACKUP")
+    wait_until(lambda: pair.entered(backup, AmphoraRole.BACKUP) > 0, timeout=30, what="a BACKUP")
     return master, backup
 
 
 def test_the_pair_elects_the_higher_priority_and_serves_the_vip(pair: VrrpPair) -> None:
     master, backup = _roles(pair)
-    assert pair.roles[master] == "MASTER" and pair.roles[backup] == "BACKUP"
+    assert pair.roles[master] is AmphoraRole.MASTER and pair.roles[backup] is AmphoraRole.BACKUP
     bodies = {fetch(pair.vip, 8080, 5) for _ in range(4)}
     # SOURCE_IP persistence: one client address, one member.
     assert len(bodies) == 1 and bodies <= {"backend-b1", "backend-b2"}
@@ -72,7 +73,7 @@ def test_master_killed_the_backup_takes_over_and_keeps_the_member(pair: VrrpPair
         f"failed requests {client.failed_between(killed, served.started)}"
     )
     assert served.body == before.body  # the BACKUP's HAProxy knew the client's member
-    assert pair.entered(backup, "MASTER") == 1
+    assert pair.entered(backup, AmphoraRole.MASTER) == 1
 
     # The agent's supervisor brings the dead processes back; keepalived starts by removing
     # the VIP, and nopreempt keeps the new MASTER in place.
@@ -111,10 +112,10 @@ def test_replacing_the_failed_amphora_keeps_the_vip_serving(pair: VrrpPair) -> N
         wait_until(lambda: client.served_after(time.monotonic() - 1) is not None, timeout=10)
         started = time.monotonic()
         new = pair.replace(master)
-        wait_until(lambda: pair.entered(new, "BACKUP") > 0, timeout=30, what="new BACKUP")
+        wait_until(lambda: pair.entered(new, AmphoraRole.BACKUP) > 0, timeout=30, what="new BACKUP")
         time.sleep(1)
         ended = time.monotonic()
     assert pair.holders() == [backup]
-    assert pair.roles == {backup: "MASTER", new: "BACKUP"}
+    assert pair.roles == {backup: AmphoraRole.MASTER, new: AmphoraRole.BACKUP}
     assert client.failed_between(started, ended) == 0
     assert client.served_after(ended - 0.5) is not None

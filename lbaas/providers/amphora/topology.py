@@ -120,7 +120,12 @@ class PairConverger:
         # survivor takes the VIP at once; it gets the MASTER's priority with the next push.
         self._client.delete_amphora(old.amphora_id)
         self._store.retire(fence, old.amphora_id)
-        return self._join(graph, fence, survivors)
+        members = survivors
+        while len(members) < 2:
+            members = self._join(graph, fence, members)
+        # The pair is whole and running again before anything else is replaced.
+        self._push(graph, fence, members, build)
+        return members
 
     def _join(
         self, graph: LoadBalancer, fence: Claim, members: list[PairMember]

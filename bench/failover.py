@@ -161,7 +161,7 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--soak-seconds", type=float, default=600.0)
     parser.add_argument("--advert-ms", type=int, default=100)
-    parser.add_argument("--rt-priority", type=int, default=50, help="0: no realtime")
+    parser.add_argument("--rt-priority", type=int, default=0, help="0: no realtime")
     parser.add_argument("--only", default=",".join(MEASUREMENTS))
     parser.add_argument("--quick", action="store_true", help="2 trials, 5 s soak (smoke)")
     args = parser.parse_args()

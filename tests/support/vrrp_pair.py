@@ -120,7 +120,7 @@ class VrrpPair:
 
     root: Path
     advert_interval_ms: int = 100
-    realtime_priority: int | None = 50
+    realtime_priority: int | None = None
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:5])
     host: RealHostOps = field(default_factory=RealHostOps)
     namespaces: list[str] = field(default_factory=list)

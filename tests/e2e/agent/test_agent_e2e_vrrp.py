@@ -116,6 +116,10 @@ def test_replacing_the_failed_amphora_keeps_the_vip_serving(pair: VrrpPair) -> N
         time.sleep(1)
         ended = time.monotonic()
     assert pair.holders() == [backup]
+    # The survivor's keepalived took its new configuration (peer, priority) by a reload
+    # and never left MASTER meanwhile.
+    assert pair.entered(backup, AmphoraRole.MASTER) == 1
+    assert pair.entered(backup, AmphoraRole.BACKUP) == 1
     assert pair.roles == {backup: AmphoraRole.MASTER, new: AmphoraRole.BACKUP}
     assert client.failed_between(started, ended) == 0
     assert client.served_after(ended - 0.5) is not None

@@ -188,14 +188,17 @@ def _child_worker_command(args: argparse.Namespace) -> list[str]:
 def _start_embedded_extras(
     settings: Settings, database: Any, notify: Callable[[], None]
 ) -> list[Callable[[], None]]:
-    """Health manager and local agent, when the amphora provider is enabled."""
+    """Health manager (amphora or distributed provider: heartbeats, node polls) and local
+    agent (amphora provider)."""
     stops: list[Callable[[], None]] = []
-    if "amphora" not in settings.providers.enabled:
+    enabled = settings.providers.enabled
+    if "amphora" not in enabled and "distributed" not in enabled:
         return stops
     from lbaas.health.service import start_health_manager
 
     stops.append(start_health_manager(settings, database, notify))
-    stops.append(_start_agent(settings))
+    if "amphora" in enabled:
+        stops.append(_start_agent(settings))
     return stops
 
 

@@ -177,6 +177,8 @@ class SubnetDeclaration(_Section):
     cidr: str
     name: str = ""
     gateway_ip: str | None = None
+    # Addresses others on the network hold (hosts, routers): never given to a VIP or amphora.
+    reserved_addresses: tuple[str, ...] = ()
 
 
 class NetworkSettings(_Section):
@@ -263,6 +265,22 @@ class ProviderSettings(_Section):
             "normal scheduling measured as fast with no spurious takeover under full load."
         ),
     )
+    distributed_nodes: tuple[str, ...] = Field(
+        (),
+        description=(
+            "Agent URLs (https://host:port) of the nodes the distributed provider programs, "
+            "every one of them for every distributed load balancer. Empty: the one agent of "
+            "agent.host:agent.port."
+        ),
+    )
+    distributed_status_interval: float = Field(
+        2.0,
+        gt=0,
+        description=(
+            "Seconds between two polls of every node for the member health of distributed "
+            "load balancers (by the health manager)."
+        ),
+    )
 
 
 class HealthSettings(_Section):
@@ -307,6 +325,39 @@ class AgentSettings(_Section):
         description="loopback: VIPs on 127.0.0.0/8, no root. netns: one namespace per amphora.",
     )
     haproxy_binary: str = Field("haproxy", description="HAProxy executable.")
+    l4_health_batch_size: int = Field(
+        64,
+        ge=1,
+        description=(
+            "Member health changes that make the node's L4 health checker update the kernel "
+            "tables at once (else after l4_health_batch_delay)."
+        ),
+    )
+    l4_health_batch_delay: float = Field(
+        0.2,
+        ge=0,
+        description="Seconds a member health change may wait to be applied with others.",
+    )
+    namespace_prefix: str = Field(
+        "lbaas-",
+        pattern=r"^[a-z0-9][a-z0-9-]{0,39}$",
+        description=(
+            "netns mode: amphora namespaces are named <prefix>amp-<hash>. A host owner that "
+            "must find them sets it (the lab uses <lab>-h<N>-, so removing a lab host removes "
+            "its amphorae)."
+        ),
+    )
+    bridge_mappings: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "netns mode: network id -> name of an existing Linux bridge in the agent's network "
+            "namespace, joined to the host's uplink for that network (as Neutron's "
+            "bridge_mappings). Amphora legs on a mapped network go on that bridge; the agent "
+            "neither creates, addresses nor deletes it, since the network's gateway is a router "
+            "elsewhere, and amphorae get a default route via the VIP subnet's gateway. "
+            "Unmapped networks get an agent-made bridge holding the gateway address."
+        ),
+    )
 
 
 class Settings(_Section):

@@ -30,11 +30,16 @@ from lbaas.agent.host.haproxy_exec import HaproxyLauncher
 from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
 from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
+from lbaas.agent.l4_node import L4NodeManager
 from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.wire import AgentInfo
 from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.config import AgentSettings, Settings
 from lbaas.heartbeat.key import heartbeat_key
+from lbaas.l4.engine import L4Engine
+from lbaas.l4.health.checker import HealthChecker
+from lbaas.l4.health.probes import NetworkProber
+from lbaas.l4.host.real import RealNftOps
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +62,21 @@ def agent_identity(ca: CertificateAuthority, pki: Path, host: str) -> TlsFiles:
     else:
         ips = ["127.0.0.1", "::1"] if address.is_unspecified else [host]
     return ca.ensure_identity(pki / "agent", "agent", "server", ip_addresses=ips, dns_names=dns)
+
+
+def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, HealthChecker]:
+    """The node's kernel load balancers: nftables in the agent's own namespace, checked by
+    one health checker whose batches of changes re-apply them."""
+    sink: list[L4NodeManager] = []
+    checker = HealthChecker(
+        NetworkProber(),
+        lambda changes: sink[0].on_health_changes(changes),
+        batch_count=agent.l4_health_batch_size,
+        batch_delay=agent.l4_health_batch_delay,
+    )
+    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker)
+    sink.append(manager)
+    return manager, checker
 
 
 class Supervisor:
@@ -98,13 +118,19 @@ class AgentService:
         # ACTIVE_STANDBY needs namespaces: a loopback agent runs no keepalived.
         keepalived = KeepalivedLauncher() if self.mode == "netns" else None
         self.manager = AmphoraManager(
-            state_dir / "amphorae", self.host, mode=self.mode, keepalived=keepalived
+            state_dir / "amphorae",
+            self.host,
+            mode=self.mode,
+            namespace_prefix=settings.agent.namespace_prefix,
+            bridge_mappings=settings.agent.bridge_mappings,
+            keepalived=keepalived,
         )
         adopted = self.manager.restore()
         if adopted:
             log.info("adopted amphorae %s", ", ".join(adopted))
         self._haproxy_version: str | None = None
-        app = create_agent_app(self.manager, self.info)
+        self.l4, self.l4_checker = l4_node_manager(settings.agent, state_dir / "l4")
+        app = create_agent_app(self.manager, self.info, self.l4)
         self.server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, self.tls)
         self.supervisor = Supervisor(self.manager.supervise)
         health = settings.health
@@ -137,6 +163,10 @@ class AgentService:
 
     def start(self) -> None:
         self.manager.supervise()
+        self.l4_checker.start()
+        restored = self.l4.restore()
+        if restored:
+            log.info("restored L4 services %s", ", ".join(restored))
         self.server.start()
         self.supervisor.start()
         self.heartbeat.start()
@@ -147,6 +177,7 @@ class AgentService:
         self.heartbeat.stop()
         self.supervisor.stop()
         self.server.stop()
+        self.l4_checker.stop()
         if stop_haproxy:
             self.manager.stop_all()
 

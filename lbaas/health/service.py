@@ -1,4 +1,4 @@
-"""Running the health manager: the heartbeat receiver, the flusher and the stale sweeper.
+"""Running the health manager: heartbeat receiver, flusher, stale sweeper, distributed poll.
 
 ``start_health_manager`` is what ``lbaas health`` and ``lbaas serve`` call; it returns a
 function that stops both.
@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 from lbaas.config import Settings
 from lbaas.db.engine import Database
+from lbaas.db.provider_queries import active_loadbalancers_of
+from lbaas.health.distributed_poll import DistributedStatusPoller
 from lbaas.health.flusher import Flusher, flush_interval
 from lbaas.health.probe import ListenerProbe
 from lbaas.health.processor import HeartbeatProcessor
@@ -19,6 +21,9 @@ from lbaas.health.sql_store import SqlHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.heartbeat.envelope import ReplayGuard
 from lbaas.heartbeat.key import heartbeat_key
+from lbaas.providers.base import ProviderContext
+from lbaas.providers.distributed.driver import DistributedProvider
+from lbaas.providers.registry import load_providers
 
 
 def start_health_manager(
@@ -52,10 +57,42 @@ def start_health_manager(
     )
     thread.start()
 
+    stop_polling = _start_distributed_poll(settings, database, store, stop)
+
     def stop_all() -> None:
         stop.set()
         thread.join(5)
+        stop_polling()
         receiver.stop()
         flusher.stop()
 
     return stop_all
+
+
+def _start_distributed_poll(
+    settings: Settings, database: Database, store: SqlHealthStore, stop: threading.Event
+) -> Callable[[], None]:
+    """Poll the nodes of distributed load balancers, if that provider is enabled."""
+    name = "distributed"
+    if name not in settings.providers.enabled:
+        return lambda: None
+    provider = load_providers([name], ProviderContext(settings, database))[name]
+    if not isinstance(provider, DistributedProvider):  # another entry point took the name
+        provider.close()
+        return lambda: None
+    poller = DistributedStatusPoller(
+        store, lambda: active_loadbalancers_of(database, name), provider.report
+    )
+    thread = threading.Thread(
+        target=poller.run,
+        args=(stop, settings.providers.distributed_status_interval),
+        name="distributed-poll",
+        daemon=True,
+    )
+    thread.start()
+
+    def stop_polling() -> None:
+        thread.join(5)
+        provider.close()
+
+    return stop_polling

@@ -23,7 +23,7 @@ from lbaas.model.enums import LbAlgorithm, PersistenceType
 DEFAULT_TABLE_SIZE = 16411
 # The lbaas algorithm name for a Maglev table keyed by the 5-tuple; Octavia has no such
 # value, so a provider advertises it as a capability beside SOURCE_IP_PORT.
-MAGLEV = "MAGLEV"
+MAGLEV = LbAlgorithm.MAGLEV
 
 
 class L4Protocol(StrEnum):

@@ -86,6 +86,9 @@ class LbAlgorithm(StrEnum):
     LEAST_CONNECTIONS = "LEAST_CONNECTIONS"
     SOURCE_IP = "SOURCE_IP"
     SOURCE_IP_PORT = "SOURCE_IP_PORT"
+    # lbaas extension: a Maglev table keyed by the 5-tuple, in the kernel (lbaas.l4).
+    # Offered only by providers that list it in their capabilities.
+    MAGLEV = "MAGLEV"
 
 
 class PersistenceType(StrEnum):

@@ -179,6 +179,13 @@ LIVE_AMPHORA_STATUSES = frozenset(
 GONE_AMPHORA_STATUSES = frozenset({AmphoraStatus.PENDING_DELETE, AmphoraStatus.DELETED})
 
 
+class HostStatus(StrEnum):
+    """An agent host of the fleet: heard from recently (UP) or not (DOWN)."""
+
+    UP = "UP"
+    DOWN = "DOWN"
+
+
 class NetworkResourceStatus(StrEnum):
     """The Networking API's status of a network or port (Neutron's vocabulary, not lbaas's).
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from lbaas.agent.client import AgentClient
 from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, VrrpSpec
+from lbaas.agent.wire_datapath import VRRP_PROTOCOL, AllowedPeer, VipFilter
 from lbaas.errors import PermanentError
 from lbaas.model.enums import AmphoraRole
 from lbaas.model.graph import LoadBalancer
@@ -67,6 +68,22 @@ class OneHost:
 class VrrpTimers:
     advert_interval_ms: int
     realtime_priority: int | None
+
+
+#: IP protocol of HAProxy's peers connection (TCP, to ``PEER_PORT``) from the peer.
+_TCP = 6
+
+
+def pair_filter(base: VipFilter | None, vrrp: VrrpSpec) -> VipFilter | None:
+    """The VIP leg's filter opened to the peer: its VRRP adverts and its HAProxy's peers
+    connection (both come from the peer's VRRP address)."""
+    if base is None:
+        return None
+    peers = (
+        AllowedPeer(address=vrrp.peer_address, protocol=VRRP_PROTOCOL),
+        AllowedPeer(address=vrrp.peer_address, protocol=_TCP),
+    )
+    return base.model_copy(update={"peers": (*base.peers, *peers)})
 
 
 def vrrp_id_of(loadbalancer_id: str) -> int:

@@ -251,6 +251,36 @@ class ProviderSettings(_Section):
     noop_record_path: str = Field(
         "", description="If set, the noop provider appends one JSON line per call here."
     )
+    loadbalancer_topology: Literal["SINGLE", "ACTIVE_STANDBY"] = Field(
+        "SINGLE",
+        description=(
+            "Topology of load balancers whose flavor does not set loadbalancer_topology "
+            "(Octavia's [controller_worker] loadbalancer_topology). ACTIVE_STANDBY needs "
+            "agents in netns mode."
+        ),
+    )
+    amphora_vrrp_advert_interval_ms: int = Field(
+        100,
+        ge=10,
+        le=40950,
+        multiple_of=10,
+        description=(
+            "ACTIVE_STANDBY: VRRPv3 advertisement interval in milliseconds. The BACKUP takes "
+            "over about 3.5 intervals after the MASTER falls silent (see docs/architecture.md "
+            "for the measurements behind the default)."
+        ),
+    )
+    amphora_vrrp_realtime_priority: int = Field(
+        0,
+        ge=0,
+        le=99,
+        description=(
+            "ACTIVE_STANDBY: real-time (SCHED_RR) priority of keepalived's VRRP process; "
+            "0: normal scheduling. Off by default: keepalived 2.2.7 restarts its VRRP "
+            "process on a reload when it runs real-time, dropping the VIP for a moment, and "
+            "normal scheduling measured as fast with no spurious takeover under full load."
+        ),
+    )
     distributed_nodes: tuple[str, ...] = Field(
         (),
         description=(

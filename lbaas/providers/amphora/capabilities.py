@@ -64,8 +64,8 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
     # The keys Octavia's amphora driver lists, so clients find the names they know; all
     # but the topology are not honoured yet and say so.
     flavor_keys={
-        "loadbalancer_topology": "The load balancer topology. One of: SINGLE "
-        "(ACTIVE_STANDBY is not available yet)",
+        "loadbalancer_topology": "The load balancer topology. One of: SINGLE, ACTIVE_STANDBY "
+        "(ACTIVE_STANDBY needs agents in netns mode)",
         "compute_flavor": f"The compute driver flavor ID. {_NOT_YET}",
         "amp_image_tag": f"The amphora image tag. {_NOT_YET}",
         "sriov_vip": f"When true, the VIP port uses SR-IOV (a VF). {_NOT_YET}",
@@ -89,8 +89,17 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             "valid_vip_networks",
         }
     ),
-    # ACTIVE_STANDBY needs keepalived pairs on two hosts (not built yet).
+    profile_values={"loadbalancer_topology": frozenset(E.Topology)},
+)
+
+#: Loopback agents (no root, no namespaces) have no link to move a VIP on: SINGLE only.
+LOOPBACK_CAPABILITIES = dataclasses.replace(
+    AMPHORA_CAPABILITIES,
     profile_values={"loadbalancer_topology": frozenset({E.Topology.SINGLE})},
+    profile_value_notes={
+        "loadbalancer_topology": "ACTIVE_STANDBY needs agents in netns mode; this "
+        "deployment runs them in loopback mode"
+    },
 )
 
 #: What UDP pools of the amphora provider take (the kernel's Maglev table, lbaas.l4).
@@ -107,7 +116,7 @@ def amphora_capabilities(netns: bool) -> ProviderCapabilities:
     if not netns:
         notes = {E.ListenerProtocol.UDP.value: _LOOPBACK_UDP}
         notes[E.HealthMonitorType.UDP_CONNECT.value] = _LOOPBACK_UDP
-        return dataclasses.replace(caps, refusal_notes=notes)
+        return dataclasses.replace(LOOPBACK_CAPABILITIES, refusal_notes=notes)
     return dataclasses.replace(
         caps,
         listener_protocols=caps.listener_protocols | {E.ListenerProtocol.UDP},

@@ -31,7 +31,7 @@ from typing import assert_never
 from lbaas.model.enums import LbAlgorithm, ListenerProtocol, PersistenceType, PoolProtocol
 from lbaas.model.graph import Listener, Member, Pool, SessionPersistence
 from lbaas.render.haproxy.addresses import is_ipv6, normalised_address
-from lbaas.render.haproxy.context import HaproxyContext
+from lbaas.render.haproxy.context import PEERS_SECTION, HaproxyContext
 from lbaas.render.haproxy.healthcheck import health_check_of
 from lbaas.render.haproxy.names import backend_name, server_name
 from lbaas.render.haproxy.quoting import fetch_argument
@@ -126,10 +126,11 @@ def _persistence(
     if persistence is None:
         return None, ()
     expire_s = persistence.persistence_timeout or DEFAULT_STICKINESS_S
+    peers = None if ctx.peers is None else PEERS_SECTION
     kind = persistence.type
     if kind is PersistenceType.SOURCE_IP:
         table = "ipv6" if is_ipv6(normalised_address(ctx.bind_address)) else "ip"
-        return SourceStickiness(table_type=table, expire_s=expire_s), ()
+        return SourceStickiness(table_type=table, expire_s=expire_s, peers=peers), ()
     if mode is Mode.TCP:
         return None, (f"{kind} session persistence needs HTTP mode: not applied.",)
     if kind is PersistenceType.HTTP_COOKIE:
@@ -138,5 +139,5 @@ def _persistence(
         if not persistence.cookie_name:
             raise refusal("APP_COOKIE session persistence needs a cookie_name.")
         name = fetch_argument(persistence.cookie_name, "cookie name")
-        return AppCookieStickiness(cookie_name=name, expire_s=expire_s), ()
+        return AppCookieStickiness(cookie_name=name, expire_s=expire_s, peers=peers), ()
     assert_never(kind)

@@ -11,6 +11,30 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
+#: The one ``peers`` section of a configuration (stick tables name it).
+PEERS_SECTION = "lbaas_peers"
+
+
+@dataclass(frozen=True)
+class HaproxyPeer:
+    """One HAProxy of an ACTIVE_STANDBY pair, as the other one reaches it."""
+
+    name: str
+    """Peer name: the amphora id (HAProxy matches the local one with ``localpeer``)."""
+
+    address: str
+    """The amphora's own (VRRP) address, never the VIP: both must reach each other always."""
+
+    port: int
+
+
+@dataclass(frozen=True)
+class HaproxyPeers:
+    """The pair's HAProxys: stick tables are pushed to the other one as they change."""
+
+    local_name: str
+    members: tuple[HaproxyPeer, ...]
+
 
 @dataclass(frozen=True)
 class HaproxyContext:
@@ -46,6 +70,11 @@ class HaproxyContext:
     hard_stop_after: int | None = None
     """Seconds a worker replaced by a reload may drain its connections before it is stopped
     (``hard-stop-after``); None leaves it to the connections."""
+
+    peers: HaproxyPeers | None = None
+    """ACTIVE_STANDBY: the pair whose stick tables (SOURCE_IP, APP_COOKIE persistence) are
+    kept in step, so the BACKUP already knows every client's member when it takes over;
+    None for SINGLE."""
 
     @property
     def server_state_file(self) -> str:

@@ -32,6 +32,7 @@ from lbaas.render.haproxy.view import (
     GlobalSection,
     HaproxyConfig,
     HealthCheck,
+    PeersSection,
     Persistence,
     Server,
     SourceStickiness,
@@ -59,6 +60,11 @@ def emit_config(config: HaproxyConfig) -> str:
         _header(config.load_balancer_id),
         _section("global", _global_lines(config.global_section)),
         _section("defaults", DEFAULTS),
+        *(
+            ()
+            if config.peers is None
+            else (_section(f"peers {config.peers.name}", _peer_lines(config.peers)),)
+        ),
         *(_section(f"frontend {fe.name}", _frontend_lines(fe)) for fe in config.frontends),
         *(_section(f"backend {be.name}", _backend_lines(be)) for be in config.backends),
     ]
@@ -96,6 +102,8 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
     yield f"server-state-file {quoted(section.server_state_file)}"
     if section.hard_stop_after is not None:
         yield f"hard-stop-after {section.hard_stop_after}s"
+    if section.local_peer is not None:
+        yield f"localpeer {section.local_peer}"
     if section.user is not None:
         yield f"user {quoted(section.user)}"
     if section.group is not None:
@@ -103,6 +111,11 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
     if section.external_checks:
         yield "external-check"
         yield "insecure-fork-wanted"
+
+
+def _peer_lines(section: PeersSection) -> Iterator[str]:
+    for peer in section.peers:
+        yield f"peer {peer.name} {address_port_word(peer.address, peer.port)}"
 
 
 def _frontend_lines(fe: Frontend) -> Iterator[str]:
@@ -179,7 +192,7 @@ def _persistence_lines(persistence: Persistence) -> Iterator[str]:
     if isinstance(persistence, SourceStickiness):
         yield (
             f"stick-table type {persistence.table_type} size {STICK_TABLE_SIZE}"
-            f" expire {duration(persistence.expire_s * 1000)}"
+            f" expire {duration(persistence.expire_s * 1000)}{_peers_word(persistence.peers)}"
         )
         yield "stick on src"
     elif isinstance(persistence, CookieInsertion):
@@ -187,12 +200,16 @@ def _persistence_lines(persistence: Persistence) -> Iterator[str]:
     elif isinstance(persistence, AppCookieStickiness):
         yield (
             f"stick-table type string len {APP_COOKIE_KEY_LENGTH} size {STICK_TABLE_SIZE}"
-            f" expire {duration(persistence.expire_s * 1000)}"
+            f" expire {duration(persistence.expire_s * 1000)}{_peers_word(persistence.peers)}"
         )
         yield f"stick store-response res.cook({persistence.cookie_name})"
         yield f"stick match req.cook({persistence.cookie_name})"
     else:
         assert_never(persistence)
+
+
+def _peers_word(peers: str | None) -> str:
+    return "" if peers is None else f" peers {peers}"
 
 
 def _check_lines(check: HealthCheck) -> Iterator[str]:

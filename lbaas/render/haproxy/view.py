@@ -49,6 +49,22 @@ class GlobalSection:
     group: str | None = None
     external_checks: bool = False
     hard_stop_after: int | None = None
+    local_peer: str | None = None
+
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    address: str
+    port: int
+
+
+@dataclass(frozen=True)
+class PeersSection:
+    """``peers <name>``: HAProxys that push their stick tables to each other."""
+
+    name: str
+    peers: tuple[Peer, ...]
 
 
 @dataclass(frozen=True)
@@ -127,6 +143,7 @@ class SourceStickiness:
 
     table_type: str
     expire_s: int
+    peers: str | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +162,7 @@ class AppCookieStickiness:
 
     cookie_name: str
     expire_s: int
+    peers: str | None = None
 
 
 Persistence = SourceStickiness | CookieInsertion | AppCookieStickiness
@@ -211,3 +229,4 @@ class HaproxyConfig:
     global_section: GlobalSection
     frontends: tuple[Frontend, ...]
     backends: tuple[Backend, ...]
+    peers: PeersSection | None = None

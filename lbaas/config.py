@@ -1,3 +1,6 @@
+# size: one schema whose every field carries its own description (docs/configuration.md is
+# generated from it); the sections are small classes, and splitting them over modules
+# would only scatter the one place an operator reads to learn a setting's rules.
 """One typed settings object, made of small documented sections.
 
 Settings are read once by ``lbaas.cli`` — from an optional TOML file, then from the

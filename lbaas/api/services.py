@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from lbaas.config import Settings
 from lbaas.db.engine import Database
+from lbaas.db.secret_vault import SecretVault
 from lbaas.providers.registry import ProviderRegistry
 
 
@@ -17,3 +18,5 @@ class ApiServices:
     providers: ProviderRegistry
     #: Called after a write committed a converge job (wakes an in-process worker).
     notify: Callable[[], None] = field(default=lambda: None)
+    #: The key manager's storage (None: no key manager; certificate references fail).
+    vault: SecretVault | None = None

@@ -41,6 +41,7 @@ from lbaas.agent.plumbing import (
 )
 from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
 from lbaas.agent.stats import StatsCollector
+from lbaas.agent.tls_files import prune_tls_files, write_tls_files
 from lbaas.agent.wire import AMPHORA_ID_PATTERN, AmphoraSpec, AmphoraStatus
 from lbaas.errors import Conflict, InvalidInput
 from lbaas.model.graph import LoadBalancerId
@@ -130,9 +131,11 @@ class AmphoraManager:
                     apply_plumbing(self._host, self._plan(amphora_id, spec), previous)
                 # A reload replaces the worker: the statistics hold it to read it to its end.
                 guard = None if amp.stats is None else amp.stats.across_reload
+                write_tls_files(amp.instance.directory, spec.tls_files)
                 amp.last_outcome = amp.instance.apply(
                     spec.haproxy_config, spec.haproxy_facts, guard
                 )
+                prune_tls_files(amp.instance.directory, spec.tls_files)
             except Exception as exc:
                 amp.last_error = str(getattr(exc, "operator_message", None) or exc)
                 raise

@@ -141,6 +141,25 @@ class HaproxyFacts(_Wire):
     )
 
 
+#: TLS file names: content-addressed (a digest), so a new certificate is a new file and
+#: the running configuration's files stay as they are until the new one is applied.
+TLS_FILE_PATTERN = r"^[A-Za-z0-9_-]{1,80}\.(pem|crt-list)$"
+MAX_TLS_BYTES = 2 * 1024 * 1024
+
+
+class TlsFile(_Wire):
+    """One file of certificate material, written mode 0600 under the amphora's ``tls``
+    directory before the configuration that names it is validated."""
+
+    name: str = Field(pattern=TLS_FILE_PATTERN)
+    content: str = Field(max_length=MAX_TLS_BYTES)
+
+    def __repr__(self) -> str:  # the content is key material: never in a log line
+        return f"TlsFile(name={self.name!r}, content=<{len(self.content)} characters>)"
+
+    __str__ = __repr__
+
+
 class AmphoraSpec(_Wire):
     """The whole desired state of one amphora (body of PUT /v1/amphorae/{id})."""
 
@@ -151,6 +170,9 @@ class AmphoraSpec(_Wire):
     haproxy_facts: HaproxyFacts
     vip: VipSpec
     network: NetworkSpec = NetworkSpec()
+    tls_files: tuple[TlsFile, ...] = Field(
+        (), description="Certificate material the configuration names (under AmphoraPaths.tls_dir)."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -229,6 +251,7 @@ class AmphoraPaths(_Wire):
     directory: str
     runtime_socket: str
     state_dir: str
+    tls_dir: str
 
 
 def amphora_paths(amphora_root: str, amphora_id: str) -> AmphoraPaths:
@@ -238,4 +261,5 @@ def amphora_paths(amphora_root: str, amphora_id: str) -> AmphoraPaths:
         directory=str(directory),
         runtime_socket=str(directory / "stats.sock"),
         state_dir=str(directory),
+        tls_dir=str(directory / "tls"),
     )

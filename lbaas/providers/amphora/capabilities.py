@@ -1,6 +1,6 @@
 """What the amphora provider supports today; the API refuses everything else with a 400.
 
-TERMINATED_HTTPS (no key manager yet), UDP and SCTP (no LVS/nftables data path in this
+UDP and SCTP (no LVS/nftables data path in this
 provider), SOURCE_IP_PORT, pool re-encryption and the SSL_* L7 rules (they need TLS
 termination) are absent on purpose.
 """
@@ -19,6 +19,7 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.ListenerProtocol.HTTPS,
             E.ListenerProtocol.TCP,
             E.ListenerProtocol.PROMETHEUS,
+            E.ListenerProtocol.TERMINATED_HTTPS,
         }
     ),
     pool_protocols=frozenset(

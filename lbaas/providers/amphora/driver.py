@@ -38,12 +38,15 @@ from lbaas.agent.wire import (
     amphora_paths,
 )
 from lbaas.certs.authority import CertificateAuthority
+from lbaas.certs.kek import load_key_ring
+from lbaas.db.secret_vault import SecretVault
 from lbaas.errors import ConfigError
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.providers.amphora.capabilities import AMPHORA_CAPABILITIES
 from lbaas.providers.amphora.store.base import AmphoraStore
 from lbaas.providers.amphora.store.database import DatabaseAmphoraStore
+from lbaas.providers.amphora.tls_material import tls_bundle
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 from lbaas.render.haproxy import HaproxyContext, RenderedHaproxy, render_haproxy
 
@@ -94,6 +97,7 @@ class AmphoraProvider(ProviderDriver):
         self._client = client if client is not None else self._agent_client()
         self._maxconn = settings.providers.amphora_maxconn
         self._hard_stop_after = settings.providers.amphora_hard_stop_after or None
+        self._secret_vault: SecretVault | None = None
 
     def _agent_client(self) -> AgentClient:
         settings = self.context.settings
@@ -103,6 +107,16 @@ class AmphoraProvider(ProviderDriver):
         host = self._agent_host
         url_host = f"[{host}]" if ":" in host else host
         return AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
+
+    def _vault(self) -> SecretVault | None:
+        """The key manager's vault, opened at the first TLS listener (its key file is made
+        by the API process that stored the secrets)."""
+        if self._secret_vault is None and self.context.database is not None:
+            path = self.context.settings.kek_path
+            ring = load_key_ring(path)
+            if ring is not None:
+                self._secret_vault = SecretVault(self.context.database, ring, path)
+        return self._secret_vault
 
     def capabilities(self) -> ProviderCapabilities:
         return AMPHORA_CAPABILITIES
@@ -143,6 +157,7 @@ class AmphoraProvider(ProviderDriver):
             LOG.info("amphora %s of %s retired for failover", old, graph.id)
         info = self._client.info()
         paths = amphora_paths(info.amphora_root, amphora_id)
+        tls = tls_bundle(graph, self._vault(), paths.tls_dir)
         context = HaproxyContext(
             bind_address=graph.vip.address,
             runtime_socket=paths.runtime_socket,
@@ -150,6 +165,7 @@ class AmphoraProvider(ProviderDriver):
             maxconn_default=min(self._maxconn, info.max_connections or self._maxconn),
             hard_stop_after=self._hard_stop_after,
             external_check_script=ping_script(),
+            listener_tls=tls.by_listener,
         )
         rendered = render_haproxy(graph, context)
         vip_subnet = next((s for s in graph.subnets if s.id == graph.vip.subnet_id), None)
@@ -165,6 +181,7 @@ class AmphoraProvider(ProviderDriver):
                 network_id=graph.vip.network_id or "vip",
             ),
             network=self._network_spec(graph, fence, amphora_id, info.mode == "netns"),
+            tls_files=tuple(tls.files.values()),
         )
         status = self._client.put_amphora(amphora_id, spec)
         self._store.mark_serving(fence, amphora_id)

@@ -1,7 +1,8 @@
 """Pools as HAProxy backends: balancing, persistence, checks and one server per member.
 
 A backend serves every listener that uses its pool, so two of its settings are derived from
-those listeners. Its mode is ``http`` when any of them is an HTTP listener (HAProxy refuses
+those listeners. Its mode is ``http`` when any of them is an HTTP (or TERMINATED_HTTPS)
+listener (HAProxy refuses
 to send an HTTP frontend to a TCP backend, while a TCP frontend may use an HTTP backend) and
 ``tcp`` otherwise; its connect and server timeouts are the longest its listeners ask for
 (see ``timeouts``).
@@ -96,7 +97,8 @@ def backend_of(pool: Pool, users: tuple[Listener, ...], ctx: HaproxyContext) -> 
 
 def backend_mode(users: tuple[Listener, ...]) -> Mode:
     """``http`` if any listener using the pool is an HTTP listener, else ``tcp``."""
-    if any(listener.protocol is ListenerProtocol.HTTP for listener in users):
+    http = (ListenerProtocol.HTTP, ListenerProtocol.TERMINATED_HTTPS)
+    if any(listener.protocol in http for listener in users):
         return Mode.HTTP
     return Mode.TCP
 

@@ -9,7 +9,10 @@ the same text on the controller and on the agent, and tests can render with fixe
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lbaas.render.haproxy.tls import ListenerTlsFiles
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,10 @@ class HaproxyContext:
     hard_stop_after: int | None = None
     """Seconds a worker replaced by a reload may drain its connections before it is stopped
     (``hard-stop-after``); None leaves it to the connections."""
+
+    listener_tls: Mapping[str, ListenerTlsFiles] = field(default_factory=dict)
+    """Per TERMINATED_HTTPS listener id, the TLS files its agent writes (certificates,
+    client CA, CRL). A terminating listener missing here is refused."""
 
     @property
     def server_state_file(self) -> str:

@@ -23,6 +23,7 @@ from typing import assert_never
 
 from lbaas.render.haproxy.addresses import address_port_word, address_word
 from lbaas.render.haproxy.quoting import log_format_literal, quoted
+from lbaas.render.haproxy.tls import bind_words
 from lbaas.render.haproxy.view import (
     AclTerm,
     AppCookieStickiness,
@@ -108,7 +109,8 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
 def _frontend_lines(fe: Frontend) -> Iterator[str]:
     yield from (f"# {note}" for note in fe.notes)
     yield f"mode {fe.mode}"
-    yield f"bind {address_port_word(fe.bind_address, fe.port)}"
+    tls_words = [] if fe.tls is None else bind_words(fe.tls)
+    yield " ".join(["bind", address_port_word(fe.bind_address, fe.port), *tls_words])
     if not fe.enabled:
         yield "disabled"
     yield f"maxconn {fe.maxconn}"
@@ -137,6 +139,8 @@ def _frontend_lines(fe: Frontend) -> Iterator[str]:
         yield f"http-request deny deny_status {deny.status}{_if(deny.condition)}"
     for header in fe.header_insertions:
         yield f"http-request set-header {header.name} {header.value_format}"
+    for header in fe.response_headers:
+        yield f"http-response set-header {header.name} {header.value_format}"
     if fe.prometheus_exporter:
         yield "http-request use-service prometheus-exporter if { path /metrics }"
         yield "http-request return status 404"

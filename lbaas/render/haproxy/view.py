@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from lbaas.render.haproxy.tls import BindTls
+
 
 class Mode(StrEnum):
     HTTP = "http"
@@ -119,6 +121,8 @@ class Frontend:
     switches: tuple[BackendSwitch, ...] = ()
     default_backend: str | None = None
     notes: tuple[str, ...] = ()
+    tls: BindTls | None = None
+    response_headers: tuple[HeaderInsertion, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,53 @@
+"""The key-manager step of listener and pool validation: every reference must resolve.
+
+Octavia fetches each certificate reference a request carries from its key manager, as the
+caller, before accepting the object. Here the references are resolved in lbaas's own key
+manager (``lbaas.db.certificate_refs``) within the load balancer's project: a reference to
+another project's container, a missing one, one whose key does not match its certificate,
+or unreadable material all fail with Octavia's 400 ``Could not retrieve certificate: [...]``
+(the reason is added; material never is). Without a key manager every reference fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from lbaas.api.services import ApiServices
+from lbaas.db import certificate_refs
+from lbaas.db.certificate_refs import Unresolvable
+from lbaas.db.secret_vault import SecretVault
+from lbaas.errors import InvalidInput
+
+Loader = Callable[[SecretVault, str, str], object]
+
+
+def _require(services: ApiServices, project_id: str, refs: Sequence[str], load: Loader) -> None:
+    if not refs:
+        return
+    vault = services.vault
+    if vault is None:
+        raise InvalidInput(f"Could not retrieve certificate: {list(refs)}")
+    failed: list[str] = []
+    reasons: list[str] = []
+    for ref in refs:
+        try:
+            load(vault, project_id, ref)
+        except Unresolvable as exc:
+            failed.append(ref)
+            reasons.append(str(exc))
+    if failed:
+        # Octavia's message lists every reference that failed; the reasons follow it.
+        raise InvalidInput(f"Could not retrieve certificate: {failed} ({'; '.join(reasons)})")
+
+
+def require_certificates(
+    services: ApiServices,
+    project_id: str,
+    tls_refs: Sequence[str],
+    ca_ref: str | None,
+    crl_ref: str | None,
+) -> None:
+    """Server (or client) certificates, then the CA bundle, then the revocation list."""
+    _require(services, project_id, tls_refs, certificate_refs.server_certificate)
+    _require(services, project_id, [r for r in (ca_ref,) if r], certificate_refs.ca_bundle)
+    _require(services, project_id, [r for r in (crl_ref,) if r], certificate_refs.revocation_list)

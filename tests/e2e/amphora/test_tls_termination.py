@@ -1,0 +1,135 @@
+"""TERMINATED_HTTPS through a real agent and HAProxy, with certificates from the key manager.
+
+Real clients only: ``openssl s_client`` shows which certificate SNI picked (three host
+names and none), ``curl --http2`` negotiates h2 by ALPN and reaches the backend with
+X-Forwarded-Proto https and HSTS back, and MANDATORY client authentication refuses a
+client without a certificate and one on the CRL while admitting a valid one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.amphora.conftest import BackendFleet
+from tests.e2e.amphora.octavia_api import OctaviaApi
+from tests.e2e.amphora.serve_process import ServeInstance
+from tests.e2e.amphora.topology import http_service, loadbalancer
+from tests.support.certificates import Issued, crl, issue, make_ca
+from tests.support.waiting import wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
+NAMES = ("default.example.com", "a.example.com", "b.example.com")
+
+
+class KeyManager:
+    def __init__(self, url: str) -> None:
+        self.http = httpx.Client(base_url=f"{url}/key-manager/v1", timeout=30)
+
+    def secret(self, payload: bytes, name: str) -> str:
+        body = {"name": name, "payload": payload.decode(), "payload_content_type": "text/plain"}
+        got = self.http.post("/secrets", json=body)
+        assert got.status_code == 201, got.text
+        return str(got.json()["secret_ref"])
+
+    def certificate(self, issued: Issued, name: str) -> str:
+        refs = [
+            {"name": "certificate", "secret_ref": self.secret(issued.cert_pem, f"{name}-cert")},
+            {"name": "private_key", "secret_ref": self.secret(issued.key_pem(), f"{name}-key")},
+        ]
+        body = {"name": name, "type": "certificate", "secret_refs": refs}
+        got = self.http.post("/containers", json=body)
+        assert got.status_code == 201, got.text
+        return str(got.json()["container_ref"])
+
+
+def _served_name(vip: str, port: int, server_name: str | None) -> str:
+    command = ["openssl", "s_client", "-connect", f"{vip}:{port}"]
+    if server_name:
+        command += ["-servername", server_name]
+    done = subprocess.run(
+        command, input="", capture_output=True, text=True, timeout=30, check=False
+    )
+    for line in done.stdout.splitlines():
+        if line.startswith("subject="):
+            return line.split("CN", 1)[1].lstrip(" =").strip()
+    raise AssertionError(done.stdout + done.stderr)
+
+
+def _curl(vip: str, port: int, ca: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    host = NAMES[1]
+    return subprocess.run(
+        ["curl", "-sS", "--max-time", "10", "--cacert", str(ca),
+         "--resolve", f"{host}:{port}:{vip}", *extra, f"https://{host}:{port}/echo"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+
+
+def test_sni_alpn_hsts_and_client_authentication(
+    serve: ServeInstance, api: OctaviaApi, backends: BackendFleet, tmp_path: Path
+) -> None:
+    assert shutil.which("openssl") and shutil.which("curl")
+    km = KeyManager(serve.url)
+    server_ca, client_ca = make_ca("Server CA"), make_ca("Client CA")
+    good, revoked = issue(client_ca, "good", client=True), issue(client_ca, "bad", client=True)
+    try:
+        refs = [km.certificate(issue(server_ca, n, (n,)), n.split(".")[0]) for n in NAMES]
+        ca_ref = km.secret(client_ca.cert_pem, "client-ca")
+        crl_ref = km.secret(crl(client_ca, [revoked.certificate]), "client-crl")
+    finally:
+        km.http.close()
+    ca_file = tmp_path / "server-ca.pem"
+    ca_file.write_bytes(server_ca.cert_pem)
+    for label, issued in (("good", good), ("bad", revoked)):
+        (tmp_path / f"{label}.pem").write_bytes(issued.cert_pem + issued.key_pem())
+
+    (one,) = backends.http("one")
+    with loadbalancer(api, "tls") as lb:
+        fields = {
+            "default_tls_container_ref": refs[0],
+            "sni_container_refs": refs[1:],
+            "alpn_protocols": ["h2", "http/1.1"],
+            "insert_headers": {"X-Forwarded-Proto": "true"},
+            "hsts_max_age": 600,
+        }
+        service = http_service(
+            lb, [one], protocol="TERMINATED_HTTPS", pool_protocol="HTTP", listener_fields=fields
+        )
+        vip, port = service.vip, service.port
+        wait_until(lambda: _curl(vip, port, ca_file).returncode == 0, 30, "TLS to be served")
+        assert [_served_name(vip, port, n) for n in (*NAMES[1:], None)] == [
+            "a.example.com", "b.example.com", "default.example.com",
+        ]  # fmt: skip
+
+        head_file = tmp_path / "h2-headers"
+        h2 = _curl(vip, port, ca_file, "--http2", "-D", str(head_file), "-w", "\n%{http_version}")
+        assert h2.returncode == 0, h2.stderr
+        body, _, version = h2.stdout.rpartition("\n")
+        head = head_file.read_text()
+        assert version == "2" and head.startswith("HTTP/2 200"), h2.stdout
+        assert "strict-transport-security: max-age=600" in head.lower()
+        assert json.loads(body)["headers"]["x-forwarded-proto"] == "https"
+
+        mtls_port = lb.port()
+        api.create_listener(
+            lb.id, "TERMINATED_HTTPS", mtls_port,
+            default_tls_container_ref=refs[1], default_pool_id=service.pool["id"],
+            client_authentication="MANDATORY", client_ca_tls_container_ref=ca_ref,
+            client_crl_container_ref=crl_ref,
+            insert_headers={"X-SSL-Client-CN": "true", "X-SSL-Client-Verify": "true"},
+        )  # fmt: skip
+        admitted = _curl(vip, mtls_port, ca_file, "--cert", str(tmp_path / "good.pem"))
+        assert admitted.returncode == 0, admitted.stderr
+        seen = json.loads(admitted.stdout)["headers"]
+        assert (seen["x-ssl-client-cn"], seen["x-ssl-client-verify"]) == ("good", "0")
+        assert _curl(vip, mtls_port, ca_file).returncode != 0
+        assert _curl(vip, mtls_port, ca_file, "--cert", str(tmp_path / "bad.pem")).returncode != 0
+
+        # The key material reached the agent's host only as private files.
+        tls_files = [p for d in serve.amphora_dirs() for p in (d / "tls").glob("*")]
+        assert tls_files and all(p.stat().st_mode & 0o777 == 0o600 for p in tls_files)

@@ -151,6 +151,9 @@ class TlsFile(_Wire):
     """One file of certificate material, written mode 0600 under the amphora's ``tls``
     directory before the configuration that names it is validated."""
 
+    # A refused file must not put the start of a private key into an error or a log line.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
     name: str = Field(pattern=TLS_FILE_PATTERN)
     content: str = Field(max_length=MAX_TLS_BYTES)
 
@@ -162,6 +165,9 @@ class TlsFile(_Wire):
 
 class AmphoraSpec(_Wire):
     """The whole desired state of one amphora (body of PUT /v1/amphorae/{id})."""
+
+    # It carries private keys (``tls_files``): a validation error names fields, not values.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     spec_format: Literal[2] = Field(description="The shape of this spec; see SPEC_FORMAT.")
     version: int = Field(ge=0, description="Grows with every change the controller makes.")

@@ -1,8 +1,7 @@
 """What the amphora provider supports today; the API refuses everything else with a 400.
 
 UDP and SCTP (no LVS/nftables data path in this
-provider), SOURCE_IP_PORT, pool re-encryption and the SSL_* L7 rules (they need TLS
-termination) are absent on purpose.
+provider), SOURCE_IP_PORT and pool re-encryption are absent on purpose.
 """
 
 from __future__ import annotations
@@ -54,6 +53,9 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.L7RuleType.FILE_TYPE,
             E.L7RuleType.HEADER,
             E.L7RuleType.COOKIE,
+            E.L7RuleType.SSL_CONN_HAS_CERT,
+            E.L7RuleType.SSL_VERIFY_RESULT,
+            E.L7RuleType.SSL_DN_FIELD,
         }
     ),
     # The keys Octavia's amphora driver lists, so clients find the names they know; all

@@ -3,7 +3,8 @@
 Real clients only: ``openssl s_client`` shows which certificate SNI picked (three host
 names and none), ``curl --http2`` negotiates h2 by ALPN and reaches the backend with
 X-Forwarded-Proto https and HSTS back, and MANDATORY client authentication refuses a
-client without a certificate and one on the CRL while admitting a valid one.
+client without a certificate and one on the CRL while admitting a valid one; OPTIONAL
+lets L7 rules (SSL_CONN_HAS_CERT, SSL_DN_FIELD) decide.
 """
 
 from __future__ import annotations
@@ -129,6 +130,25 @@ def test_sni_alpn_hsts_and_client_authentication(
         assert (seen["x-ssl-client-cn"], seen["x-ssl-client-verify"]) == ("good", "0")
         assert _curl(vip, mtls_port, ca_file).returncode != 0
         assert _curl(vip, mtls_port, ca_file, "--cert", str(tmp_path / "bad.pem")).returncode != 0
+
+        # OPTIONAL hands the verification to L7 rules: no certificate, or one whose CN is
+        # not "good", is rejected (403) by policy; the valid one passes.
+        optional_port = lb.port()
+        optional = api.create_listener(
+            lb.id, "TERMINATED_HTTPS", optional_port,
+            default_tls_container_ref=refs[1], default_pool_id=service.pool["id"],
+            client_authentication="OPTIONAL", client_ca_tls_container_ref=ca_ref,
+        )  # fmt: skip
+        policy = api.create_l7policy(lb.id, optional["id"], "REJECT", position=1)
+        api.create_l7rule(lb.id, policy["id"], "SSL_CONN_HAS_CERT", "EQUAL_TO", "true", invert=True)
+        other = api.create_l7policy(lb.id, optional["id"], "REJECT", position=2)
+        api.create_l7rule(
+            lb.id, other["id"], "SSL_DN_FIELD", "EQUAL_TO", "good", key="CN", invert=True
+        )
+        status = ("-o", "/dev/null", "-w", "%{http_code}")
+        assert _curl(vip, optional_port, ca_file, *status).stdout == "403"
+        cert_args = ("--cert", str(tmp_path / "good.pem"))
+        assert _curl(vip, optional_port, ca_file, *cert_args, *status).stdout == "200"
 
         # The key material reached the agent's host only as private files.
         tls_files = [p for d in serve.amphora_dirs() for p in (d / "tls").glob("*")]

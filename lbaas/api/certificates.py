@@ -22,14 +22,20 @@ Loader = Callable[[SecretVault, str, str], object]
 
 
 def _require(services: ApiServices, project_id: str, refs: Sequence[str], load: Loader) -> None:
-    if not refs:
+    _require_each(services, project_id, [(ref, load) for ref in refs])
+
+
+def _require_each(
+    services: ApiServices, project_id: str, wanted: Sequence[tuple[str, Loader]]
+) -> None:
+    if not wanted:
         return
     vault = services.vault
     if vault is None:
-        raise InvalidInput(f"Could not retrieve certificate: {list(refs)}")
+        raise InvalidInput(f"Could not retrieve certificate: {[ref for ref, _ in wanted]}")
     failed: list[str] = []
     reasons: list[str] = []
-    for ref in refs:
+    for ref, load in wanted:
         try:
             load(vault, project_id, ref)
         except Unresolvable as exc:
@@ -51,3 +57,21 @@ def require_certificates(
     _require(services, project_id, tls_refs, certificate_refs.server_certificate)
     _require(services, project_id, [r for r in (ca_ref,) if r], certificate_refs.ca_bundle)
     _require(services, project_id, [r for r in (crl_ref,) if r], certificate_refs.revocation_list)
+
+
+def require_pool_certificates(
+    services: ApiServices,
+    project_id: str,
+    tls_ref: str | None,
+    ca_ref: str | None,
+    crl_ref: str | None,
+) -> None:
+    """A pool's client certificate, CA and CRL; one 400 listing every one that failed."""
+    wanted: list[tuple[str, Loader]] = []
+    if tls_ref:
+        wanted.append((tls_ref, certificate_refs.server_certificate))
+    if ca_ref:
+        wanted.append((ca_ref, certificate_refs.ca_bundle))
+    if crl_ref:
+        wanted.append((crl_ref, certificate_refs.revocation_list))
+    _require_each(services, project_id, wanted)

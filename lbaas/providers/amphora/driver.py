@@ -166,6 +166,7 @@ class AmphoraProvider(ProviderDriver):
             hard_stop_after=self._hard_stop_after,
             external_check_script=ping_script(),
             listener_tls=tls.by_listener,
+            pool_tls=tls.by_pool,
         )
         rendered = render_haproxy(graph, context)
         vip_subnet = next((s for s in graph.subnets if s.id == graph.vip.subnet_id), None)

@@ -23,13 +23,14 @@ from lbaas.db.certificate_refs import Unresolvable
 from lbaas.db.secret_vault import SecretVault
 from lbaas.errors import PermanentError
 from lbaas.model.enums import ClientAuthentication, ListenerProtocol
-from lbaas.model.graph import Listener, LoadBalancer
-from lbaas.render.haproxy.tls import ListenerTlsFiles
+from lbaas.model.graph import Listener, LoadBalancer, Pool
+from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
 
 
 @dataclass
 class TlsBundle:
     by_listener: dict[str, ListenerTlsFiles] = field(default_factory=dict)
+    by_pool: dict[str, PoolTlsFiles] = field(default_factory=dict)
     files: dict[str, TlsFile] = field(default_factory=dict)
 
     def add(self, tls_dir: str, content: bytes, suffix: str = ".pem") -> str:
@@ -58,8 +59,7 @@ def _listener_files(
     ca_file = crl_file = None
     verifying = listener.client_authentication is not ClientAuthentication.NONE
     if verifying and listener.client_ca_tls_container_ref:
-        cas = certificate_refs.ca_bundle(vault, project_id, listener.client_ca_tls_container_ref)
-        pem = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in cas)
+        pem = _pem_of_cas(vault, project_id, listener.client_ca_tls_container_ref)
         ca_file = bundle.add(tls_dir, pem)
         if listener.client_crl_container_ref:
             crl = certificate_refs.revocation_list(
@@ -69,8 +69,46 @@ def _listener_files(
     return ListenerTlsFiles(crt_list=crt_list, ca_file=ca_file, crl_file=crl_file)
 
 
+def _pem_of_cas(vault: SecretVault, project_id: str, ref: str) -> bytes:
+    cas = certificate_refs.ca_bundle(vault, project_id, ref)
+    return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in cas)
+
+
+def _pool_files(
+    vault: SecretVault, project_id: str, pool: Pool, tls_dir: str, bundle: TlsBundle
+) -> PoolTlsFiles:
+    client = ca_file = crl_file = None
+    if pool.tls_container_ref:
+        pem = certificate_refs.server_certificate(vault, project_id, pool.tls_container_ref)
+        client = bundle.add(tls_dir, pem.pem_bundle())
+    if pool.ca_tls_container_ref:
+        ca_file = bundle.add(tls_dir, _pem_of_cas(vault, project_id, pool.ca_tls_container_ref))
+        if pool.crl_container_ref:
+            crl = certificate_refs.revocation_list(vault, project_id, pool.crl_container_ref)
+            crl_file = bundle.add(tls_dir, crl.public_bytes(serialization.Encoding.PEM))
+    return PoolTlsFiles(client_certificate=client, ca_file=ca_file, crl_file=crl_file)
+
+
+def _add_pools(
+    graph: LoadBalancer, vault: SecretVault | None, tls_dir: str, bundle: TlsBundle
+) -> None:
+    for pool in graph.pools:
+        refs = (pool.tls_container_ref, pool.ca_tls_container_ref)
+        if not pool.tls_enabled or not any(refs):
+            continue
+        if vault is None:
+            raise PermanentError("Pool certificates need the key manager, which is not enabled.")
+        try:
+            bundle.by_pool[pool.id] = _pool_files(vault, graph.project_id, pool, tls_dir, bundle)
+        except Unresolvable as exc:
+            raise PermanentError(
+                f"Pool {pool.id}: a certificate could not be retrieved ({exc})."
+            ) from exc
+
+
 def tls_bundle(graph: LoadBalancer, vault: SecretVault | None, tls_dir: str) -> TlsBundle:
     bundle = TlsBundle()
+    _add_pools(graph, vault, tls_dir, bundle)
     for listener in graph.listeners:
         if listener.protocol is not ListenerProtocol.TERMINATED_HTTPS:
             continue

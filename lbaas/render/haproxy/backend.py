@@ -37,6 +37,7 @@ from lbaas.render.haproxy.healthcheck import health_check_of
 from lbaas.render.haproxy.names import backend_name, server_name
 from lbaas.render.haproxy.quoting import fetch_argument
 from lbaas.render.haproxy.timeouts import backend_timeouts_ms
+from lbaas.render.haproxy.tls import PoolTlsFiles, server_tls_words
 from lbaas.render.haproxy.unsupported import refusal
 from lbaas.render.haproxy.view import (
     AppCookieStickiness,
@@ -92,7 +93,14 @@ def backend_of(pool: Pool, users: tuple[Listener, ...], ctx: HaproxyContext) -> 
         health_check=check,
         servers=tuple(server_of(member, pool, check, cookies) for member in members),
         notes=notes,
+        server_tls=_server_tls(pool, ctx),
     )
+
+
+def _server_tls(pool: Pool, ctx: HaproxyContext) -> tuple[str, ...]:
+    if not pool.tls_enabled:
+        return ()
+    return tuple(server_tls_words(pool, ctx.pool_tls.get(pool.id, PoolTlsFiles())))
 
 
 def backend_mode(users: tuple[Listener, ...]) -> Mode:

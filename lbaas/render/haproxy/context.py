@@ -12,7 +12,7 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from lbaas.render.haproxy.tls import ListenerTlsFiles
+from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,9 @@ class HaproxyContext:
     listener_tls: Mapping[str, ListenerTlsFiles] = field(default_factory=dict)
     """Per TERMINATED_HTTPS listener id, the TLS files its agent writes (certificates,
     client CA, CRL). A terminating listener missing here is refused."""
+
+    pool_tls: Mapping[str, PoolTlsFiles] = field(default_factory=dict)
+    """Per ``tls_enabled`` pool id, the client certificate, CA and CRL files (all optional)."""
 
     @property
     def server_state_file(self) -> str:

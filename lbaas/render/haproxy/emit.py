@@ -176,7 +176,7 @@ def _backend_lines(be: Backend) -> Iterator[str]:
     if be.health_check is not None:
         yield from _check_lines(be.health_check)
     for server in be.servers:
-        yield _server_line(server, be.health_check)
+        yield _server_line(server, be.health_check, be.server_tls)
 
 
 def _persistence_lines(persistence: Persistence) -> Iterator[str]:
@@ -216,7 +216,7 @@ def _check_lines(check: HealthCheck) -> Iterator[str]:
         yield f"external-check command {quoted(check.external_command)}"
 
 
-def _server_line(server: Server, check: HealthCheck | None) -> str:
+def _server_line(server: Server, check: HealthCheck | None, tls: tuple[str, ...] = ()) -> str:
     words = [
         f"server {server.name} {address_port_word(server.address, server.port)}",
         f"weight {server.weight}",
@@ -229,11 +229,13 @@ def _server_line(server: Server, check: HealthCheck | None) -> str:
         words.append(f"cookie {server.cookie}")
     if server.proxy_protocol is not None:
         words.append(str(server.proxy_protocol))
+    # Health checks of an ``ssl`` server use its TLS settings (and verification).
+    words += tls
     if server.checked and check is not None:
         words.append(
             f"check inter {duration(check.interval_ms)} fall {check.fall} rise {check.rise}"
         )
-        if check.tls:
+        if check.tls and not tls:
             words.append("check-ssl verify none")
             if check.sni is not None:
                 words.append(f"check-sni {quoted(check.sni)}")

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lbaas.model.enums import ClientAuthentication
-from lbaas.model.graph import Listener
+from lbaas.model.graph import Listener, Pool
 from lbaas.render.haproxy.quoting import quoted
 
 _NO_VERSION = {
@@ -125,3 +125,38 @@ def hsts_value(listener: Listener) -> str | None:
     if listener.hsts_preload:
         parts.append("preload")
     return '"' + "; ".join(parts) + '"'
+
+
+@dataclass(frozen=True)
+class PoolTlsFiles:
+    """Where the agent puts one pool's TLS files: the client certificate presented to
+    members, the CA that verifies them and its CRL."""
+
+    client_certificate: str | None = None
+    ca_file: str | None = None
+    crl_file: str | None = None
+
+
+def server_tls_words(pool: Pool, files: PoolTlsFiles) -> list[str]:
+    """``ssl`` and its options on every server line of a ``tls_enabled`` pool: members are
+    verified when a CA is given (``verify none`` otherwise, as Octavia does)."""
+    words = ["ssl"]
+    if files.ca_file is not None:
+        words += ["verify", "required", "ca-file", quoted(files.ca_file)]
+        if files.crl_file is not None:
+            words += ["crl-file", quoted(files.crl_file)]
+    else:
+        words += ["verify", "none"]
+    if files.client_certificate is not None:
+        words += ["crt", quoted(files.client_certificate)]
+    legacy, modern = _split_ciphers(pool.tls_ciphers)
+    if legacy is not None:
+        words += ["ciphers", legacy]
+    if modern is not None:
+        words += ["ciphersuites", modern]
+    versions = pool.tls_versions
+    if versions is not None:
+        words += [flag for name, flag in _NO_VERSION.items() if name not in versions]
+    if pool.alpn_protocols:
+        words += ["alpn", ",".join(pool.alpn_protocols)]
+    return words

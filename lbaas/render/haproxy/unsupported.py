@@ -10,7 +10,6 @@ can call ``refuse_unsupported`` on its own to fail before any other work. Refuse
 * UDP and SCTP listeners and pools: HAProxy does not proxy them.
 * L7 policies on listeners other than HTTP and TERMINATED_HTTPS: HAProxy's HTTP rules need an HTTP frontend
   (Octavia's amphora driver answers 501 there too).
-* Pools with ``tls_enabled`` (re-encryption to members): needs certificate files.
 * The SOURCE_IP_PORT algorithm (Octavia's amphora driver does not offer it either).
 * Enabled UDP-CONNECT or SCTP monitors, and enabled PING monitors when the context names
   no external check program.
@@ -61,8 +60,6 @@ def _refuse_pool(pool: Pool, ctx: HaproxyContext) -> None:
         raise refusal(f"{pool.protocol} pools are not supported by this provider yet.")
     if pool.lb_algorithm is LbAlgorithm.SOURCE_IP_PORT:
         raise refusal("The SOURCE_IP_PORT algorithm is not supported by this provider.")
-    if pool.tls_enabled:
-        raise refusal("Pools with tls_enabled are not supported by this provider yet.")
     monitor = pool.health_monitor
     if monitor is None or not monitor.admin_state_up:
         return

@@ -205,6 +205,8 @@ class Backend:
     health_check: HealthCheck | None = None
     servers: tuple[Server, ...] = ()
     notes: tuple[str, ...] = ()
+    #: The ``ssl …`` words of every server line (re-encryption to members), if any.
+    server_tls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

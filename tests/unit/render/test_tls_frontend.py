@@ -9,7 +9,7 @@ from pathlib import Path
 from lbaas.model.enums import ClientAuthentication
 from lbaas.model.enums import ListenerProtocol as LP
 from lbaas.render.haproxy import HaproxyContext, render_haproxy
-from lbaas.render.haproxy.tls import ListenerTlsFiles
+from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
 from tests.support.certificates import crl, issue, make_ca
 from tests.support.graphs import listener, load_balancer, member, pool
 
@@ -84,3 +84,46 @@ def test_without_client_authentication_no_ca_is_loaded(tmp_path: Path) -> None:
     )
     text = render_haproxy(lb, ctx).text
     assert "ca-file" not in text and "Strict-Transport-Security" not in text
+
+
+def test_re_encrypting_pool_presents_a_client_certificate_and_verifies_members(
+    tmp_path: Path,
+) -> None:
+    ca = make_ca("Member CA")
+    client = issue(make_ca("Client CA"), "lb-client", client=True)
+    (tmp_path / "client.pem").write_bytes(client.cert_pem + client.key_pem())
+    (tmp_path / "ca.pem").write_bytes(ca.cert_pem)
+    (tmp_path / "crl.pem").write_bytes(crl(ca, []))
+    web = replace(
+        pool("web", [member("m", "127.0.0.1", 8443)], tls_enabled=True),
+        tls_versions=("TLSv1.2", "TLSv1.3"),
+        alpn_protocols=("http/1.1",),
+    )
+    plain = pool("plain", [member("n", "127.0.0.1", 8444)], tls_enabled=True)
+    lb = load_balancer(
+        [
+            listener("a", LP.HTTP, 80, default_pool="web"),
+            listener("b", LP.HTTP, 81, default_pool="plain"),
+        ],
+        [web, plain],
+    )
+    files = PoolTlsFiles(
+        str(tmp_path / "client.pem"), str(tmp_path / "ca.pem"), str(tmp_path / "crl.pem")
+    )
+    ctx = HaproxyContext(
+        "127.0.10.5", str(tmp_path / "s.sock"), str(tmp_path), pool_tls={web.id: files}
+    )
+    text = render_haproxy(lb, ctx).text
+    servers = [line.strip() for line in text.splitlines() if line.strip().startswith("server ")]
+    verified = (
+        f'ssl verify required ca-file "{files.ca_file}" crl-file "{files.crl_file}" '
+        f'crt "{files.client_certificate}"'
+    )
+    assert sum(verified in line for line in servers) == 1
+    assert any("ssl verify none" in s for s in servers)
+    assert any("no-tlsv11 alpn http/1.1" in s for s in servers)
+    prepare_run_dir(tmp_path)
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(text)
+    checked = check_config(cfg)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -20,7 +20,7 @@ import pytest
 from tests.e2e.amphora.conftest import BackendFleet
 from tests.e2e.amphora.octavia_api import OctaviaApi
 from tests.e2e.amphora.serve_process import ServeInstance
-from tests.e2e.amphora.topology import http_service, loadbalancer
+from tests.e2e.amphora.topology import free_port_on, http_service, loadbalancer
 from tests.support.certificates import Issued, crl, issue, make_ca
 from tests.support.waiting import wait_until
 
@@ -153,3 +153,47 @@ def test_sni_alpn_hsts_and_client_authentication(
         # The key material reached the agent's host only as private files.
         tls_files = [p for d in serve.amphora_dirs() for p in (d / "tls").glob("*")]
         assert tls_files and all(p.stat().st_mode & 0o777 == 0o600 for p in tls_files)
+
+
+def test_re_encryption_to_a_member_that_requires_a_client_certificate(
+    serve: ServeInstance, api: OctaviaApi, tmp_path: Path
+) -> None:
+    member_ca, client_ca = make_ca("Member CA"), make_ca("LB client CA")
+    member_cert = issue(member_ca, "127.0.0.1")
+    (tmp_path / "member.pem").write_bytes(member_cert.cert_pem)
+    (tmp_path / "member.key").write_bytes(member_cert.key_pem())
+    (tmp_path / "client-ca.pem").write_bytes(client_ca.cert_pem)
+    port = free_port_on("127.0.0.1")
+    # A TLS member that refuses any client without a certificate from client_ca.
+    member = subprocess.Popen(
+        ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-cert", str(tmp_path / "member.pem"),
+         "-key", str(tmp_path / "member.key"), "-CAfile", str(tmp_path / "client-ca.pem"),
+         "-Verify", "1", "-www", "-quiet"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    km = KeyManager(serve.url)
+    try:
+        client_ref = km.certificate(issue(client_ca, "lb", client=True), "lb-client")
+        ca_ref = km.secret(member_ca.cert_pem, "member-ca")
+        with loadbalancer(api, "reencrypt") as lb:
+            pool_fields = {
+                "tls_enabled": True,
+                "tls_container_ref": client_ref,
+                "ca_tls_container_ref": ca_ref,
+            }
+            service = http_service(lb, [], pool_fields=pool_fields)
+            api.create_member(lb.id, service.pool["id"], "127.0.0.1", port)
+            url = f"http://{service.vip}:{service.port}/"
+
+            def served() -> bool:
+                try:
+                    return httpx.get(url, timeout=5).status_code == 200
+                except httpx.HTTPError:
+                    return False
+
+            wait_until(served, 30, "the TLS member to answer through the load balancer")
+            assert "s_server" in httpx.get(url, timeout=5).text  # openssl's status page
+    finally:
+        km.http.close()
+        member.terminate()
+        member.wait(10)

@@ -28,9 +28,16 @@ PHASES = "examples,coverage,fuzzing,stateful"
 # A request can be valid by the document and still be refused with a 400 for what no
 # schema can say (the provider is not enabled, a referenced subnet does not exist, a
 # pool protocol does not fit its listener): Octavia's semantic validation.
+# A quota "DELETE" resets the project's quota to the defaults, as in Octavia: the quota
+# stays readable afterwards, which the use-after-free check takes for a resource that
+# was not deleted. That check is off for that one path (docs/api-compat.md).
 CONFIG = """
 [checks.positive_data_acceptance]
 expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]
+
+[[operations]]
+include-path = "/v2/lbaas/quotas/{project_id}"
+checks.use_after_free.enabled = false
 """
 
 

@@ -177,6 +177,8 @@ class SubnetDeclaration(_Section):
     cidr: str
     name: str = ""
     gateway_ip: str | None = None
+    # Addresses others on the network hold (hosts, routers): never given to a VIP or amphora.
+    reserved_addresses: tuple[str, ...] = ()
 
 
 class NetworkSettings(_Section):
@@ -277,6 +279,26 @@ class AgentSettings(_Section):
         description="loopback: VIPs on 127.0.0.0/8, no root. netns: one namespace per amphora.",
     )
     haproxy_binary: str = Field("haproxy", description="HAProxy executable.")
+    namespace_prefix: str = Field(
+        "lbaas-",
+        pattern=r"^[a-z0-9][a-z0-9-]{0,39}$",
+        description=(
+            "netns mode: amphora namespaces are named <prefix>amp-<hash>. A host owner that "
+            "must find them sets it (the lab uses <lab>-h<N>-, so removing a lab host removes "
+            "its amphorae)."
+        ),
+    )
+    bridge_mappings: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "netns mode: network id -> name of an existing Linux bridge in the agent's network "
+            "namespace, joined to the host's uplink for that network (as Neutron's "
+            "bridge_mappings). Amphora legs on a mapped network go on that bridge; the agent "
+            "neither creates, addresses nor deletes it, since the network's gateway is a router "
+            "elsewhere, and amphorae get a default route via the VIP subnet's gateway. "
+            "Unmapped networks get an agent-made bridge holding the gateway address."
+        ),
+    )
 
 
 class KeyManagerSettings(_Section):

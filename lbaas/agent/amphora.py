@@ -21,7 +21,7 @@ import logging
 import re
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +33,7 @@ from lbaas.agent.host.base import HostOps
 from lbaas.agent.host.loopback import is_loopback_address
 from lbaas.agent.ledger_store import LEDGER_FILE
 from lbaas.agent.plumbing import (
+    DEFAULT_NAMESPACE_PREFIX,
     AmphoraPlumbing,
     apply_plumbing,
     namespace_name,
@@ -79,8 +80,12 @@ class AmphoraManager:
         mode: AgentMode = "loopback",
         runtime_api: RuntimeApiFactory = RuntimeApi.at,
         stats_threads: int = 16,
+        namespace_prefix: str = DEFAULT_NAMESPACE_PREFIX,
+        bridge_mappings: Mapping[str, str] | None = None,
     ) -> None:
         self.root = root.absolute()
+        self._namespace_prefix = namespace_prefix
+        self._bridge_mappings = dict(bridge_mappings or {})
         self.mode = mode
         self._host = host
         self._runtime_api = runtime_api
@@ -273,10 +278,15 @@ class AmphoraManager:
             return amp
 
     def _namespace(self, amphora_id: str) -> str:
-        return namespace_name(amphora_id)
+        return namespace_name(amphora_id, self._namespace_prefix)
 
     def _plan(self, amphora_id: str, spec: AmphoraSpec) -> AmphoraPlumbing:
-        return plan_plumbing(amphora_id, spec)
+        return plan_plumbing(
+            amphora_id,
+            spec,
+            namespace_prefix=self._namespace_prefix,
+            bridge_mappings=self._bridge_mappings,
+        )
 
     def _save(self, amp: _Amphora, spec: AmphoraSpec) -> None:
         if amp.applied is None or amp.applied.loadbalancer_id != spec.loadbalancer_id:

@@ -6,6 +6,14 @@ namespace (``lbaas-amp-<short>``) with one veth leg per network it touches: the 
 (``vip_host_address``) so that it can reach the VIP itself. Names are derived from hashes of
 the ids because Linux limits link names to 15 characters and ids are 36.
 
+A network may instead be *mapped* (``agent.bridge_mappings``, as Neutron's Linux bridge agent
+maps physical networks): its legs go on a bridge that already exists in the agent's
+namespace, joined to the host's uplink for that network, which the agent neither creates,
+addresses nor deletes, because the network's gateway is a router elsewhere (a lab host's
+``vip0``). An amphora whose VIP network is mapped gets a default route via that gateway,
+so clients beyond the router get their replies. Namespaces are named with a prefix
+(``agent.namespace_prefix``) so that whoever owns a host (the lab) can find its amphorae.
+
 ``plan_plumbing`` is a pure function of the spec; ``apply_plumbing`` makes the host match a
 plan and removes what the previous plan had and the new one has not; ``remove_plumbing``
 tears an amphora's part down and deletes bridges no link uses any more. All of it goes
@@ -16,9 +24,10 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lbaas.agent.host.base import HostOps
+from lbaas.agent.host.base import HostCommandFailed, HostOps, HostOpsError
 from lbaas.agent.wire import AmphoraSpec
 
 
@@ -32,20 +41,25 @@ class Leg:
     amphora_end: str
     addresses: tuple[str, ...]  # CIDR form, on the amphora end
     host_address: str | None  # CIDR form, on the bridge
+    mapped: bool = False  # an existing bridge (bridge_mappings): never created or deleted
 
 
 @dataclass(frozen=True)
 class AmphoraPlumbing:
     namespace: str
     legs: tuple[Leg, ...]
+    default_gateway: str | None = None  # set when the VIP network is mapped
+
+
+DEFAULT_NAMESPACE_PREFIX = "lbaas-"
 
 
 def _short(ident: str, length: int) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()[:length]
 
 
-def namespace_name(amphora_id: str) -> str:
-    return f"lbaas-amp-{_short(amphora_id, 12)}"
+def namespace_name(amphora_id: str, prefix: str = DEFAULT_NAMESPACE_PREFIX) -> str:
+    return f"{prefix}amp-{_short(amphora_id, 12)}"
 
 
 def bridge_name(network_id: str) -> str:
@@ -56,8 +70,15 @@ def _with_prefix(address: str, cidr: str) -> str:
     return f"{address}/{ipaddress.ip_network(cidr, strict=False).prefixlen}"
 
 
-def plan_plumbing(amphora_id: str, spec: AmphoraSpec) -> AmphoraPlumbing:
-    """The namespace and legs ``spec`` asks for."""
+def plan_plumbing(
+    amphora_id: str,
+    spec: AmphoraSpec,
+    *,
+    namespace_prefix: str = DEFAULT_NAMESPACE_PREFIX,
+    bridge_mappings: Mapping[str, str] | None = None,
+) -> AmphoraPlumbing:
+    """The namespace and legs ``spec`` asks for (``bridge_mappings``: network id -> bridge)."""
+    mappings = bridge_mappings or {}
     addresses: dict[str, list[str]] = {}
     host_addresses: dict[str, str | None] = {}
     vip = spec.vip
@@ -74,15 +95,21 @@ def plan_plumbing(amphora_id: str, spec: AmphoraSpec) -> AmphoraPlumbing:
     legs = tuple(
         Leg(
             network_id=net_id,
-            bridge=bridge_name(net_id),
+            bridge=mappings.get(net_id) or bridge_name(net_id),
             host_end=f"lbv{amp}{_short(net_id, 4)}h",
             amphora_end=f"lbv{amp}{_short(net_id, 4)}a",
             addresses=tuple(dict.fromkeys(addrs)),
-            host_address=host_addresses[net_id],
+            # On a mapped network the gateway address belongs to the router, not this host.
+            host_address=None if net_id in mappings else host_addresses[net_id],
+            mapped=net_id in mappings,
         )
         for net_id, addrs in sorted(addresses.items())
     )
-    return AmphoraPlumbing(namespace=namespace_name(amphora_id), legs=legs)
+    return AmphoraPlumbing(
+        namespace=namespace_name(amphora_id, namespace_prefix),
+        legs=legs,
+        default_gateway=host if vip.network_id in mappings else None,
+    )
 
 
 def apply_plumbing(
@@ -92,7 +119,7 @@ def apply_plumbing(
     host.create_namespace(desired.namespace)
     old_legs = {} if previous is None else {leg.network_id: leg for leg in previous.legs}
     for leg in desired.legs:
-        host.create_bridge(leg.bridge)
+        _ensure_bridge(host, leg)
         if leg.host_address is not None:
             host.add_address(leg.bridge, leg.host_address)
         if not host.link_exists(leg.amphora_end, desired.namespace):
@@ -109,6 +136,25 @@ def apply_plumbing(
     for gone in old_legs.values():
         host.delete_link(gone.amphora_end, desired.namespace)
         _remove_unused_bridge(host, gone)
+    if desired.default_gateway is not None:
+        _default_route(host, desired.namespace, desired.default_gateway)
+
+
+def _ensure_bridge(host: HostOps, leg: Leg) -> None:
+    if not leg.mapped:
+        host.create_bridge(leg.bridge)
+    elif not host.link_exists(leg.bridge):
+        raise HostOpsError(
+            f"bridge {leg.bridge}, mapped to network {leg.network_id} by agent.bridge_mappings, "
+            "does not exist in the agent's network namespace"
+        )
+
+
+def _default_route(host: HostOps, namespace: str, gateway: str) -> None:
+    argv = ["ip", "route", "replace", "default", "via", gateway]
+    done = host.run_in_namespace(namespace, argv)
+    if done.returncode != 0:
+        raise HostCommandFailed(argv, done.returncode, done.stderr)
 
 
 def remove_plumbing(host: HostOps, plumbing: AmphoraPlumbing) -> None:
@@ -120,5 +166,5 @@ def remove_plumbing(host: HostOps, plumbing: AmphoraPlumbing) -> None:
 
 
 def _remove_unused_bridge(host: HostOps, leg: Leg) -> None:
-    if not host.bridge_ports(leg.bridge):
+    if not leg.mapped and not host.bridge_ports(leg.bridge):
         host.delete_link(leg.bridge)

@@ -94,7 +94,13 @@ class AgentService:
         self.tls = agent_identity(self.ca, pki, settings.agent.host)
         self.host = host if host is not None else host_ops_for(settings.agent)
         self.mode = settings.agent.mode
-        self.manager = AmphoraManager(state_dir / "amphorae", self.host, mode=self.mode)
+        self.manager = AmphoraManager(
+            state_dir / "amphorae",
+            self.host,
+            mode=self.mode,
+            namespace_prefix=settings.agent.namespace_prefix,
+            bridge_mappings=settings.agent.bridge_mappings,
+        )
         adopted = self.manager.restore()
         if adopted:
             log.info("adopted amphorae %s", ", ".join(adopted))

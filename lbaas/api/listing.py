@@ -132,7 +132,7 @@ def parse_list_params(
     for key in params.keys():
         if key in RESERVED or key in extra_allowed:
             continue
-        if key not in spec.columns:
+        if key not in spec.columns and key not in spec.constants:
             raise InvalidInput("One or more arguments are either duplicate or invalid")
         raw = params[key]
         if key in bool_filters:

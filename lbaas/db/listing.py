@@ -51,6 +51,10 @@ class ListSpec:
     # times cheaper for big pages, for views that need no relationships. Timestamps and
     # JSON columns then arrive as their stored text (see ``plain_columns``).
     plain_rows: bool = False
+    # Attributes every object shows with one fixed value (an SR-IOV VIP's ``vip_vnic_type``
+    # is always ``normal`` here): Octavia accepts them as filters, so they match all rows
+    # or none.
+    constants: Mapping[str, str] = field(default_factory=dict)
 
 
 def derived_spec(
@@ -60,6 +64,7 @@ def derived_spec(
     exclude: Collection[str] = (),
     tag_capable: bool = True,
     plain_rows: bool = False,
+    constants: Mapping[str, str] | None = None,
 ) -> ListSpec:
     """The ``ListSpec`` of ``table``: every scalar column under its own name (JSON-valued
     columns cannot be compared for equality portably, so they are neither filters nor sort
@@ -81,6 +86,7 @@ def derived_spec(
         created_column=getattr(table, "created_at", None),
         tag_capable=tag_capable,
         plain_rows=plain_rows,
+        constants=dict(constants or {}),
     )
 
 
@@ -206,7 +212,10 @@ def page_statement(
     """SELECT ``columns`` for one page: filters, tags, marker, order and limit applied."""
     stmt = select(*columns)
     for name, value in query.filters.items():
-        stmt = stmt.where(spec.columns[name] == value)
+        if name in spec.constants:
+            stmt = stmt if value == spec.constants[name] else stmt.where(false())
+        else:
+            stmt = stmt.where(spec.columns[name] == value)
     for cond in [*query.conditions, *_tag_conditions(spec, query)]:
         stmt = stmt.where(cond)
     order = _order_columns(spec, query)

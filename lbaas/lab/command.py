@@ -7,8 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+from lbaas.lab import processes
 from lbaas.lab.base import LabError, LabExists
 from lbaas.lab.lab import Lab
+from lbaas.lab.services import API_PORT, services_status, start_services
 
 DEFAULT_NAME = "lab"
 
@@ -18,6 +20,17 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
     up = sub.add_parser("up", help="build N simulated hosts and their networks")
     up.add_argument("--hosts", type=int, required=True)
     up.add_argument("--members", type=int, default=1, help="member networks (default 1)")
+    up.add_argument(
+        "--network-only",
+        action="store_true",
+        help="build the namespaces and links only: no control plane, no agents",
+    )
+    run_in = sub.add_parser(
+        "exec",
+        help="run a command inside one of the lab's namespaces (ctl: with OS_* set for the API)",
+    )
+    run_in.add_argument("node", help="ctl, cli, rtr, h1, h2, ...")
+    run_in.add_argument("argv", nargs=argparse.REMAINDER, help="-- command and arguments")
     sub.add_parser("down", help="remove every namespace, link and process of the lab")
     sub.add_parser("status", help="print the lab's hosts, namespaces and addresses as JSON")
     for command, text in (
@@ -31,9 +44,11 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         parser.add_argument("--state-dir", default=argparse.SUPPRESS, help="holds labs/<name>.json")
 
 
-def _up(lab: Lab, hosts: int, members: int) -> None:
+def _up(lab: Lab, hosts: int, members: int, *, services: bool) -> None:
     try:
         lab.up(hosts, members)
+        if services:
+            start_services(lab)
     except LabExists:
         raise  # someone else's lab, or this one already up: leave it be
     except BaseException:
@@ -45,7 +60,9 @@ def run(args: argparse.Namespace, state_dir: Path) -> int:
     lab = Lab(getattr(args, "name", DEFAULT_NAME), state_dir)
     try:
         if args.lab_command == "up":
-            _up(lab, args.hosts, args.members)
+            _up(lab, args.hosts, args.members, services=not args.network_only)
+        elif args.lab_command == "exec":
+            return _exec(lab, args.node, args.argv)
         elif args.lab_command == "down":
             print(json.dumps({"removed": lab.down()}))
             return 0
@@ -58,5 +75,25 @@ def run(args: argparse.Namespace, state_dir: Path) -> int:
     except LabError as exc:
         print(f"lbaas lab: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(lab.status(), indent=2, sort_keys=True))
+    status = lab.status()
+    if status["up"] and any(status["hosts"][h]["processes"] for h in status["hosts"]):
+        status["services"] = services_status(lab)
+    print(json.dumps(status, indent=2, sort_keys=True))
     return 0
+
+
+def _exec(lab: Lab, node: str, argv: list[str]) -> int:
+    """Become ``argv`` inside ``node``'s namespace; in ctl the openstack CLI finds the API."""
+    argv = argv[1:] if argv[:1] == ["--"] else argv
+    if not argv:
+        raise LabError("lbaas lab exec NODE -- COMMAND: no command given")
+    state = lab.state()
+    namespaces = {"ctl": lab.names.control, "cli": lab.names.client, "rtr": lab.names.router}
+    namespaces |= {f"h{i}": lab.names.host(i) for i in range(1, state.hosts + 1)}
+    if node not in namespaces:
+        raise LabError(f"no node {node!r} in lab {lab.names.lab}: {', '.join(namespaces)}")
+    env = {}
+    if node == "ctl":
+        env = {"OS_AUTH_TYPE": "none", "OS_ENDPOINT": f"http://127.0.0.1:{API_PORT}"}
+    processes.exec_in(namespaces[node], argv, env)
+    return 0  # not reached: exec replaced this process

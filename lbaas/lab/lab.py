@@ -11,9 +11,9 @@ ports going down there, which leaves the host's own addresses and routes in plac
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import random
+import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -141,7 +141,20 @@ class Lab:
     def _build_host(self, state: LabState, index: int) -> None:
         host = self.names.host(index)
         self._namespace(state, host)
-        self._attach(state, host, functools.partial(n.host_port, index), FIRST_HOST + index)
+        fabric = self.names.fabric
+        for net in self._bridged_networks(state):
+            inner, port = n.inner_interface(net), n.host_port(index, net)
+            if net == "fab":
+                self._netns.veth(host, inner, fabric, port, bridge=n.FABRIC_BRIDGE)
+            else:
+                # The VIP and member uplinks are bridges, so an agent can plug amphorae into
+                # them (agent.bridge_mappings) while the host keeps its own address there.
+                self._netns.bridge(host, inner)
+                self._netns.veth(host, n.uplink_port(net), fabric, port, bridge=n.bridge(net))
+                self._netns.ip(host, "link", "set", n.uplink_port(net), "master", inner)
+            self._netns.ip(
+                host, "addr", "add", address(state.networks[net], FIRST_HOST + index), "dev", inner
+            )
         # Replies to the outside world leave by the VIP network, whose gateway is the router.
         self._default_route(host, state.networks["vip"])
 
@@ -181,6 +194,8 @@ class Lab:
             if self._netns.delete(namespace):
                 removed.append(namespace)
         self._file.remove()
+        # The processes' state directories (databases, amphora files, logs) go with them.
+        shutil.rmtree(self._file.services_dir, ignore_errors=True)
         return removed
 
     def _kill(self, processes: list[RegisteredProcess]) -> None:
@@ -210,10 +225,14 @@ class Lab:
         self._file.save(state)
 
     def host_down(self, host: str) -> None:
-        """Lose ``host``: its registered processes and those in its namespace die, links go down."""
+        """Lose ``host``: its registered processes and those in its namespace and its
+        amphorae's namespaces die, its links go down (the namespaces stay, as a dead host's
+        disks do, until ``down``)."""
         state, index = self._host(host)
         self._kill(state.processes.pop(host, []))
-        self._kill_pids(self._netns.pids(self.names.host(index)))
+        amphorae = [ns for ns in self._netns.names() if self.names.on_host(ns, index)]
+        for namespace in [self.names.host(index), *amphorae]:
+            self._kill_pids(self._netns.pids(namespace))
         self._set_host_links(state, index, up=False)
 
     def partition(self, host: str) -> None:
@@ -232,6 +251,15 @@ class Lab:
             self._netns.set_link(self.names.fabric, n.host_port(index, net), up=up)
         state.down_hosts = sorted(set(state.down_hosts) - {index} | ({index} if not up else set()))
         self._file.save(state)
+
+    def state(self) -> LabState:
+        """The state of a lab that is up (raises LabError otherwise)."""
+        return self._loaded()
+
+    @property
+    def services_dir(self) -> Path:
+        """Where the lab's processes keep their state: ``<state_dir>/labs/<lab>/``."""
+        return self._file.services_dir
 
     def _loaded(self) -> LabState:
         state = self._file.load()

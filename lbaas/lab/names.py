@@ -64,10 +64,20 @@ class LabNames:
     def host(self, index: int) -> str:
         return f"{self.lab}-h{index}"
 
+    def host_prefix(self, index: int) -> str:
+        """What the agent of host ``index`` starts its amphorae's namespace names with."""
+        return f"{self.host(index)}-"
+
     def is_ours(self, namespace: str) -> bool:
-        """True for a namespace name this lab would make (used when its state file is lost)."""
+        """True for a namespace name this lab would make (used when its state file is lost),
+        its hosts' amphorae (``<lab>-h2-amp-…``) included."""
         rest = namespace.removeprefix(self.prefix)
-        return rest != namespace and re.fullmatch(r"fab|rtr|cli|ctl|h[0-9]+", rest) is not None
+        pattern = r"fab|rtr|cli|ctl|h[0-9]+(-[a-z0-9-]+)?"
+        return rest != namespace and re.fullmatch(pattern, rest) is not None
+
+    def on_host(self, namespace: str, index: int) -> bool:
+        """True for a namespace of host ``index``'s amphorae."""
+        return namespace.startswith(self.host_prefix(index))
 
 
 def bridge(network: str) -> str:
@@ -78,6 +88,11 @@ def bridge(network: str) -> str:
 def inner_interface(network: str) -> str:
     """A host's or the router's own interface on a network (fab0, vip0, mem0..)."""
     return {"fab": FABRIC_IF, "vip": VIP_IF}.get(network) or f"mem{network[1:]}"
+
+
+def uplink_port(network: str) -> str:
+    """On a host, the veth end that joins its uplink bridge (vip0, mem0..) to the network."""
+    return f"{inner_interface(network)}p"
 
 
 def host_port(host: int, network: str) -> str:

@@ -50,6 +50,7 @@ class StateFile:
 
     def __init__(self, state_dir: Path, name: str) -> None:
         self.path = state_dir / "labs" / f"{name}.json"
+        self.services_dir = state_dir / "labs" / name
 
     def exists(self) -> bool:
         return self.path.exists()

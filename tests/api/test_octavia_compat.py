@@ -53,6 +53,17 @@ def test_child_collections_accept_their_parent_id_and_any_attribute(api: Api) ->
     )
 
 
+def test_vip_vnic_type_filters_match_every_normal_vip(api: Api) -> None:
+    lb = api.create_lb()
+    for fields in ("", "&fields=id"):
+        normal = api.get(f"{LBS}?vip_vnic_type=normal{fields}")
+        assert normal.status_code == 200, normal.text
+        assert [o["id"] for o in normal.json()["loadbalancers"]] == [lb["id"]]
+        direct = api.get(f"{LBS}?vip_vnic_type=direct{fields}")
+        assert direct.status_code == 200, direct.text
+        assert direct.json()["loadbalancers"] == []
+
+
 # -- 3. error texts ----------------------------------------------------------------------
 
 

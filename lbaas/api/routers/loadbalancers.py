@@ -45,7 +45,11 @@ from lbaas.errors import ValidationFailure
 
 router = APIRouter(route_class=JsonRoute, tags=["loadbalancers"])
 SPEC = derived_spec(
-    LoadBalancerRow, aliases={"tenant_id": "project_id"}, exclude={"topology"}, plain_rows=True
+    LoadBalancerRow,
+    aliases={"tenant_id": "project_id"},
+    exclude={"topology"},
+    plain_rows=True,
+    constants={"vip_vnic_type": "normal"},
 )
 BOOL_FILTERS, INT_FILTERS = typed_filters(SPEC)
 

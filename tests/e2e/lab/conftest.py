@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,3 +27,15 @@ def lab(lab_name: str, tmp_path: Path) -> Iterator[Lab]:
     with built.running(hosts=3):
         yield built
     assert lab_links(f"{lab_name}-") == []
+
+
+@pytest.fixture
+def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Processes a test starts (sleepers, member servers): killed and reaped after it."""
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        yield started
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from lbaas.agent.host.commands import run_command
 from lbaas.lab.base import LabError
 from lbaas.lab.lab import Lab
 from lbaas.lab.state import process_running, process_start_time
+from tests.e2e.amphora.openstack_cli import openstack_executable
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -28,17 +29,6 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 def address_of(lab: Lab, host: str, network: str) -> str:
     status: dict[str, Any] = lab.status()
     return bare(status["hosts"][host]["addresses"][network])
-
-
-@pytest.fixture
-def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    try:
-        yield started
-    finally:
-        for process in started:
-            process.kill()
-            process.wait()
 
 
 def sleep_in(namespace: str | None, started: list[subprocess.Popen[bytes]]) -> int:
@@ -196,8 +186,24 @@ def test_the_cli_builds_reports_refuses_a_second_up_and_removes(
         assert len(status["namespaces"]) == 6 and all(status["namespaces"].values())
         bad = cli("partition", "h9")
         assert bad.returncode == 1 and "h1-h2" in bad.stderr
+        # up started a control plane and an agent per host; the stock CLI reaches the API
+        # from inside the control namespace.
+        assert status["services"]["api_namespace"] == f"{lab_name}-ctl"
+        assert (
+            len(status["hosts"]["h1"]["processes"]) == len(status["hosts"]["h2"]["processes"]) == 1
+        )
+        openstack = [openstack_executable(), "loadbalancer", "list", "-f", "json"]
+        listed = subprocess.run(
+            [*lbaas, "exec", *where, "ctl", "--", *openstack],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert json.loads(listed.stdout) == []
         assert cli("down").returncode == 0
         assert lab_links(f"{lab_name}-") == []
+        assert subprocess.run(["pgrep", "-f", str(tmp_path)], check=False).returncode == 1
     finally:
         Lab(lab_name, tmp_path).down()
 

@@ -1,0 +1,105 @@
+"""Starting lbaas processes inside a lab's namespaces (the lab's only use of ``subprocess``).
+
+A process joins a namespace with ``nsenter --net`` rather than ``ip netns exec``: the latter
+also gives it a mount namespace of its own, where the namespaces an agent creates for its
+amphorae (``ip netns add`` bind-mounts them under /run/netns) would be visible to that agent
+alone, and neither ``lab down`` nor HAProxy's ``ip netns exec`` could find them. ``nsenter``
+execs the program, so the pid it is started with is the program's, which the lab registers.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from lbaas.lab.base import LabError
+from lbaas.private_files import FILE_MODE
+
+_POLL = 0.1
+
+
+def in_namespace(namespace: str, argv: Sequence[str]) -> list[str]:
+    return ["nsenter", f"--net=/run/netns/{namespace}", "--", *argv]
+
+
+def _environment(extra: Mapping[str, str]) -> dict[str, str]:
+    # The lab's settings file is the whole configuration: the caller's LBAAS_* variables
+    # (a test's, a user's shell) must not leak into the lab's processes.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("LBAAS_")}
+    return {**env, **extra}
+
+
+def run_to_end(namespace: str, argv: Sequence[str], *, timeout: float = 120.0) -> None:
+    """Run ``argv`` inside ``namespace`` and raise LabError when it fails."""
+    try:
+        done = subprocess.run(
+            in_namespace(namespace, argv),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env=_environment({}),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LabError(f"cannot run {' '.join(argv)} in {namespace}: {exc}") from exc
+    if done.returncode != 0:
+        raise LabError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
+
+
+def start(namespace: str, argv: Sequence[str], log: Path, cwd: Path) -> int:
+    """Start ``argv`` inside ``namespace`` in a session of its own, output to ``log``; its pid.
+
+    The process outlives the caller (``lbaas lab up`` returns while it runs); the lab kills
+    it by pid. A thread waits for it so it is reaped if it dies while the caller lives.
+    """
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    try:
+        process = _popen(namespace, argv, fd, cwd)
+    finally:
+        os.close(fd)
+    threading.Thread(target=process.wait, name=f"lab-reaper-{process.pid}", daemon=True).start()
+    return process.pid
+
+
+def _popen(namespace: str, argv: Sequence[str], fd: int, cwd: Path) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            in_namespace(namespace, argv),
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=_environment({}),
+            start_new_session=True,
+        )
+    except OSError as exc:  # nsenter missing, say: the lab's error, not a traceback
+        raise LabError(f"cannot start {' '.join(argv)} in {namespace}: {exc}") from exc
+
+
+def listening(namespace: str, host: str, port: int) -> bool:
+    """True when a TCP connection to ``host:port`` from inside ``namespace`` is accepted."""
+    probe = f": </dev/tcp/{host}/{port}"
+    done = subprocess.run(
+        in_namespace(namespace, ["bash", "-c", probe]), capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
+def wait_listening(namespace: str, host: str, port: int, log: Path, timeout: float) -> None:
+    """Wait until ``host:port`` accepts inside ``namespace``; LabError with the log's tail."""
+    deadline = time.monotonic() + timeout
+    while not listening(namespace, host, port):
+        if time.monotonic() > deadline:
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise LabError(f"nothing listens on {host}:{port} in {namespace}; {log}:\n{tail}")
+        time.sleep(_POLL)
+
+
+def exec_in(namespace: str, argv: Sequence[str], env: Mapping[str, str]) -> None:
+    """Replace this process with ``argv`` inside ``namespace`` (``lbaas lab exec``)."""
+    full = in_namespace(namespace, argv)
+    os.execvpe(full[0], full, {**os.environ, **env})

@@ -1,0 +1,226 @@
+"""Real lbaas in a lab: a control plane in ``<lab>-ctl`` and an agent in every host.
+
+The control plane is ``lbaas api``, ``lbaas worker`` and ``lbaas health`` on SQLite in
+``<state_dir>/labs/<lab>/ctl``; host ``hN`` runs ``lbaas agent`` in netns mode from
+``<state_dir>/labs/<lab>/hN``. Each reads one settings file the lab writes there (0600: it
+holds the heartbeat key). The lab's VIP and member networks are declared as subnets whose
+gateway is the router and whose hosts' and router's addresses are reserved, and every agent
+maps those networks onto its host's uplink bridges (``vip0``, ``mem0``…) and names its
+amphora namespaces ``<lab>-hN-amp-…``, so a VIP is reached from ``<lab>-cli`` through the
+router and ``host-down``/``down`` find every amphora.
+
+Until the control plane keeps a registry of agents, it talks to one: host ``h1``
+(``CONTROL_AGENT``). ``enrol_agent`` is the seam where each host's agent gets its identity;
+it shares the lab's CA today, and becomes the fleet's enrolment (``lbaas agent enrol``)
+when that exists, at which point every host is enrolled with the control plane rather than
+one named in its settings.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lbaas.certs.authority import CA_CERT_FILE, CA_KEY_FILE, CertificateAuthority
+from lbaas.lab import names as n
+from lbaas.lab import processes
+from lbaas.lab.addresses import CONTROL_HOST, FIRST_HOST, ROUTER_HOST, address, bare
+from lbaas.lab.lab import Lab
+from lbaas.lab.state import LabState
+from lbaas.private_files import make_private_directory, write_private
+
+API_PORT = 9876
+AGENT_PORT = 9443
+HEALTH_PORT = 5555
+#: The one host whose agent the control plane talks to until agents are enrolled by a fleet.
+CONTROL_AGENT = 1
+_START_TIMEOUT = 60.0
+SETTINGS_FILE = "lbaas.toml"
+
+
+def network_id(lab: str, net: str) -> str:
+    """The id the lab's network ``net`` (vip, m0..) has in the control plane: stable per lab."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"lbaas-lab:{lab}/{net}/network"))
+
+
+def subnet_id(lab: str, net: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"lbaas-lab:{lab}/{net}/subnet"))
+
+
+def _served_networks(state: LabState) -> list[str]:
+    """The networks amphorae have legs on: the VIP network and the member networks."""
+    return ["vip", *(f"m{index}" for index in range(state.members))]
+
+
+def _subnets(state: LabState) -> list[dict[str, Any]]:
+    hosts = [FIRST_HOST + index for index in range(1, state.hosts + 1)]
+    return [
+        {
+            "id": subnet_id(state.name, net),
+            "network_id": network_id(state.name, net),
+            "cidr": state.networks[net],
+            "name": f"{state.name}-{net}",
+            "gateway_ip": bare(address(state.networks[net], ROUTER_HOST)),
+            "reserved_addresses": [bare(address(state.networks[net], h)) for h in hosts],
+        }
+        for net in _served_networks(state)
+    ]
+
+
+def _fabric_address(state: LabState, host: int) -> str:
+    return bare(address(state.networks["fab"], host))
+
+
+def control_settings(state: LabState, directory: Path, key: str) -> dict[str, Any]:
+    return {
+        "state_dir": str(directory),
+        "api": {"host": "127.0.0.1", "port": API_PORT},
+        "health": {
+            "bind_host": _fabric_address(state, CONTROL_HOST),
+            "bind_port": HEALTH_PORT,
+            "heartbeat_key": key,
+        },
+        "agent": {
+            "host": _fabric_address(state, FIRST_HOST + CONTROL_AGENT),
+            "port": AGENT_PORT,
+            "mode": "netns",
+        },
+        "network": {"subnets": _subnets(state)},
+    }
+
+
+def agent_settings(state: LabState, index: int, directory: Path, key: str) -> dict[str, Any]:
+    names = n.LabNames(state.name)
+    return {
+        "state_dir": str(directory),
+        "health": {
+            "bind_host": _fabric_address(state, CONTROL_HOST),
+            "bind_port": HEALTH_PORT,
+            "heartbeat_key": key,
+        },
+        "agent": {
+            "host": _fabric_address(state, FIRST_HOST + index),
+            "port": AGENT_PORT,
+            "mode": "netns",
+            "namespace_prefix": names.host_prefix(index),
+            "bridge_mappings": {
+                network_id(state.name, net): n.inner_interface(net)
+                for net in _served_networks(state)
+            },
+        },
+    }
+
+
+def toml_text(tree: dict[str, Any]) -> str:
+    """TOML for a settings tree of strings, numbers, lists and tables (one level of tables,
+    lists of tables as ``[[a.b]]``). JSON's string and number forms are TOML's."""
+    top = [f"{key} = {_value(value)}" for key, value in tree.items() if not isinstance(value, dict)]
+    lines = [*top, ""]
+    for section, table in tree.items():
+        if not isinstance(table, dict):
+            continue
+        lines.append(f"[{section}]")
+        nested = {k: v for k, v in table.items() if _is_table_list(v)}
+        lines += [f"{k} = {_value(v)}" for k, v in table.items() if k not in nested]
+        for key, items in nested.items():
+            for item in items:
+                lines += [
+                    "",
+                    f"[[{section}.{key}]]",
+                    *(f"{k} = {_value(v)}" for k, v in item.items()),
+                ]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _is_table_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return json.dumps(value)  # str, int, float, bool (true/false), as TOML writes them
+
+
+def enrol_agent(control_dir: Path, agent_dir: Path) -> None:
+    """Give the agent in ``agent_dir`` an identity the control plane trusts.
+
+    Seam for the agent fleet: today the agent gets a copy of the lab's CA (as the embedded
+    mode's agent shares the controller's state directory) and issues its own certificate;
+    with ``lbaas agent enrol`` it gets a certificate bundle instead, and no CA key.
+    """
+    ca = CertificateAuthority.load_or_create(control_dir / "pki")
+    pki = agent_dir / "pki"
+    make_private_directory(pki)
+    for name in (CA_CERT_FILE, CA_KEY_FILE):
+        shutil.copy2(ca.directory / name, pki / name)
+
+
+def _lbaas(settings_file: Path, *command: str) -> list[str]:
+    return [sys.executable, "-m", "lbaas.cli", "--config", str(settings_file), *command]
+
+
+def _write_settings(directory: Path, tree: dict[str, Any]) -> Path:
+    make_private_directory(directory)
+    path = directory / SETTINGS_FILE
+    write_private(path, toml_text(tree))
+    return path
+
+
+def start_services(lab: Lab) -> dict[str, Any]:
+    """Start the control plane and every host's agent in a lab that is up; what was started.
+
+    Every process is registered with the lab before the next starts, so ``down`` (or
+    ``host-down``) kills whatever had started when a later step fails.
+    """
+    state = lab.state()
+    names = lab.names
+    key = secrets.token_hex(32)
+    control_dir = lab.services_dir / "ctl"
+    control = _write_settings(control_dir, control_settings(state, control_dir, key))
+    # The agents need no database: they start while the schema is being created.
+    agents = {}
+    for index in range(1, state.hosts + 1):
+        agent_dir = lab.services_dir / f"h{index}"
+        settings = _write_settings(agent_dir, agent_settings(state, index, agent_dir, key))
+        enrol_agent(control_dir, agent_dir)
+        log = agent_dir / "agent.log"
+        pid = processes.start(names.host(index), _lbaas(settings, "agent"), log, agent_dir)
+        lab.register_process(f"h{index}", pid)
+        agents[index] = (_fabric_address(state, FIRST_HOST + index), log)
+    processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"))
+    for part in ("api", "worker", "health"):
+        pid = processes.start(
+            names.control, _lbaas(control, part), control_dir / f"{part}.log", control_dir
+        )
+        lab.register_process("ctl", pid)
+    processes.wait_listening(
+        names.control, "127.0.0.1", API_PORT, control_dir / "api.log", _START_TIMEOUT
+    )
+    for index, (agent_address, log) in agents.items():
+        processes.wait_listening(names.host(index), agent_address, AGENT_PORT, log, _START_TIMEOUT)
+    return services_status(lab)
+
+
+def services_status(lab: Lab) -> dict[str, Any]:
+    """Where the lab's control plane answers and which subnets it offers."""
+    state = lab.state()
+    return {
+        "api": f"http://127.0.0.1:{API_PORT}",
+        "api_namespace": lab.names.control,
+        "agent_of_control_plane": f"h{CONTROL_AGENT}",
+        "control_processes": [p.pid for p in state.processes.get("ctl", [])],
+        "vip_subnet_id": subnet_id(state.name, "vip"),
+        "member_subnet_ids": {
+            net: subnet_id(state.name, net) for net in _served_networks(state) if net != "vip"
+        },
+        "directory": str(lab.services_dir),
+    }

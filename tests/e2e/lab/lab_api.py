@@ -1,0 +1,52 @@
+"""The lab's Octavia API, reached as a lab user reaches it: curl inside ``<lab>-ctl``.
+
+The API listens on 127.0.0.1 of the control namespace, so nothing of it is visible from the
+test's own namespace; each call runs ``ip netns exec <lab>-ctl curl``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+from lbaas.model.enums import ProvisioningStatus
+from tests.support.waiting import wait_until
+
+V2 = "/v2/lbaas"
+
+
+class LabApi:
+    def __init__(self, namespace: str, url: str) -> None:
+        self.namespace = namespace
+        self.url = url
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        argv = ["ip", "netns", "exec", self.namespace, "curl", "-sS", "-X", method]
+        argv += ["-w", "\n%{http_code}", f"{self.url}{path}"]
+        if body is not None:
+            argv += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, f"{method} {path}: {done.stderr}"
+        text, _, code = done.stdout.rpartition("\n")
+        assert code.startswith("2"), f"{method} {path}: {code} {text}"
+        return json.loads(text) if text else None
+
+    def status_of(self, lb_id: str) -> str:
+        return str(
+            self.call("GET", f"{V2}/loadbalancers/{lb_id}")["loadbalancer"]["provisioning_status"]
+        )
+
+    def wait_active(self, lb_id: str) -> None:
+        wait_until(
+            lambda: self.status_of(lb_id) == ProvisioningStatus.ACTIVE,
+            timeout=60,
+            what=f"load balancer {lb_id} ACTIVE",
+        )
+
+    def create(self, lb_id: str, kind: str, body: dict[str, Any]) -> str:
+        """POST ``kind`` (listeners, pools, pools/<id>/members) and wait for ACTIVE; its id."""
+        key = kind.rsplit("/", 1)[-1].rstrip("s")
+        created = self.call("POST", f"{V2}/{kind}", {key: body})[key]
+        self.wait_active(lb_id)
+        return str(created["id"])

@@ -11,7 +11,9 @@ to ERROR with the reason, never with the material.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import logging
 import posixpath
 from dataclasses import dataclass, field
 
@@ -25,6 +27,22 @@ from lbaas.errors import PermanentError
 from lbaas.model.enums import ClientAuthentication, ListenerProtocol
 from lbaas.model.graph import Listener, LoadBalancer, Pool
 from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
+
+LOG = logging.getLogger(__name__)
+#: A listener whose certificate expires within this is logged at every converge.
+EXPIRY_WARNING = dt.timedelta(days=14)
+
+
+def _warn_if_expiring(listener: Listener, ref: str, not_after: dt.datetime) -> None:
+    left = not_after - dt.datetime.now(dt.UTC)
+    if left < EXPIRY_WARNING:
+        LOG.warning(
+            "listener %s: certificate %s expires %s (in %d days)",
+            listener.id,
+            ref,
+            not_after.isoformat(),
+            left.days,
+        )
 
 
 @dataclass
@@ -53,8 +71,9 @@ def _listener_files(
 ) -> ListenerTlsFiles:
     lines = []
     for ref in _server_refs(listener):
-        pem = certificate_refs.server_certificate(vault, project_id, ref).pem_bundle()
-        lines.append(bundle.add(tls_dir, pem))
+        certificate = certificate_refs.server_certificate(vault, project_id, ref)
+        _warn_if_expiring(listener, ref, certificate.certificate.not_valid_after_utc)
+        lines.append(bundle.add(tls_dir, certificate.pem_bundle()))
     crt_list = bundle.add(tls_dir, ("\n".join(lines) + "\n").encode(), ".crt-list")
     ca_file = crl_file = None
     verifying = listener.client_authentication is not ClientAuthentication.NONE

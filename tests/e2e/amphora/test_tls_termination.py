@@ -4,14 +4,19 @@ Real clients only: ``openssl s_client`` shows which certificate SNI picked (thre
 names and none), ``curl --http2`` negotiates h2 by ALPN and reaches the backend with
 X-Forwarded-Proto https and HSTS back, and MANDATORY client authentication refuses a
 client without a certificate and one on the CRL while admitting a valid one; OPTIONAL
-lets L7 rules (SSL_CONN_HAS_CERT, SSL_DN_FIELD) decide.
+lets L7 rules (SSL_CONN_HAS_CERT, SSL_DN_FIELD) decide; a certificate replaced while a
+client holds a keep-alive connection open causes no error on that connection.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import shutil
+import socket
+import ssl
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -197,3 +202,64 @@ def test_re_encryption_to_a_member_that_requires_a_client_certificate(
         km.http.close()
         member.terminate()
         member.wait(10)
+
+
+def test_a_replaced_certificate_keeps_an_open_keep_alive_connection(
+    serve: ServeInstance, api: OctaviaApi, backends: BackendFleet
+) -> None:
+    ca = make_ca("Rotation CA")
+    km = KeyManager(serve.url)
+    try:
+        old = km.certificate(issue(ca, "old.example.com", ("www.example.com",)), "old")
+        new = km.certificate(issue(ca, "new.example.com", ("www.example.com",)), "new")
+    finally:
+        km.http.close()
+    context = ssl.create_default_context(cadata=ca.cert_pem.decode())
+    (one,) = backends.http("one")
+    with loadbalancer(api, "rotate") as lb:
+        service = http_service(
+            lb, [one], protocol="TERMINATED_HTTPS", pool_protocol="HTTP",
+            listener_fields={"default_tls_container_ref": old},
+        )  # fmt: skip
+        vip, port = service.vip, service.port
+
+        def connect() -> http.client.HTTPSConnection:
+            conn = http.client.HTTPSConnection(vip, port, context=context, timeout=10)
+            conn.sock = context.wrap_socket(
+                socket.create_connection((vip, port), timeout=10), server_hostname="www.example.com"
+            )
+            return conn
+
+        def subject(conn: http.client.HTTPSConnection) -> str:
+            assert isinstance(conn.sock, ssl.SSLSocket)
+            cert = conn.sock.getpeercert()
+            assert cert is not None
+            return str(dict(x[0] for x in cert["subject"])["commonName"])
+
+        wait_until(lambda: _answers_tls(connect), 30, "TLS to be served")
+        held = connect()
+        held.request("GET", "/")
+        assert held.getresponse().read() == b"one"
+        assert subject(held) == "old.example.com"
+        api.update_listener(lb.id, service.listener["id"], default_tls_container_ref=new)
+        same = held.sock
+        held.request("GET", "/")  # the same connection, across the reload
+        assert held.sock is same  # not silently reopened by http.client
+        reply = held.getresponse()
+        assert (reply.status, reply.read()) == (200, b"one")
+        held.close()
+        fresh = connect()
+        assert subject(fresh) == "new.example.com"
+        fresh.close()
+
+
+def _answers_tls(connect: Callable[[], http.client.HTTPSConnection]) -> bool:
+    try:
+        conn = connect()
+        try:
+            conn.request("GET", "/")
+            return conn.getresponse().status == 200
+        finally:
+            conn.close()
+    except (OSError, http.client.HTTPException):
+        return False

@@ -1,5 +1,6 @@
 """The key manager driven by the unmodified ``openstack secret …`` commands
-(python-barbicanclient) against ``lbaas serve``: store, certificate container, payload;
+(python-barbicanclient) against ``lbaas serve``: store, certificate container, payload, a
+TERMINATED_HTTPS listener created with ``openstack loadbalancer`` on that container;
 nothing in clear in the database files or the log; KEK rotation while serving; a wrong KEK
 stops start-up with a clear error and loses nothing."""
 
@@ -62,6 +63,17 @@ def test_secret_cli_sealing_rotation_and_wrong_key(noop_server: Served, tmp_path
         "--secret", f"certificate={cert}", "--secret", f"private_key={key}",
     )  # fmt: skip
     assert "/key-manager/v1/containers/" in container
+    # The issue-2 workflow's CLI with that certificate: a TERMINATED_HTTPS listener.
+    lbcli = [openstack_executable(), "--os-auth-type", "none", "--os-endpoint", noop_server.url]
+    for args in (
+        ["loadbalancer", "create", "--name", "web", "--vip-subnet-id", "lbaas-loopback", "--wait"],
+        ["loadbalancer", "listener", "create", "--name", "https", "--protocol", "TERMINATED_HTTPS",
+         "--protocol-port", "443", "--default-tls-container-ref", container, "--wait", "web"],
+    ):  # fmt: skip
+        done = subprocess.run([*lbcli, *args], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    listeners = httpx.get(f"{noop_server.url}/v2/lbaas/listeners", timeout=30).json()["listeners"]
+    assert [x["default_tls_container_ref"] for x in listeners] == [container]
     assert cli.run("secret", "get", "--payload", "-f", "value", key).strip() == (
         server.key_pem().decode().strip()
     )

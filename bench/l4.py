@@ -21,6 +21,13 @@ Measures, in one run:
   member change (marked down; removed from the pool) to the new table live in the kernel:
   the engine's slot update (table rebuild, diff, one ``nft -f`` transaction) against a full
   reload (``nft -c`` then ``nft -f`` of the whole table);
+- ``distributed`` (root, not with ``--quick``, not with ``--no-distributed``): the
+  distributed provider for real (the end-to-end test's lab: ``lbaas serve`` and two node
+  agents in namespaces, two backends): TCP requests/s (a new connection each) and p99 from
+  a client on node n1 through the distributed VIP, directly to one backend, and through an
+  amphora HAProxy (loopback mode, client in the control plane's namespace); UDP
+  request/answer packets/s and p99 through the VIP and directly (medians of three
+  interleaved runs of ``--seconds``);
 - ``traffic`` (root, not with ``--quick``): request/response rates of one Python client
   in a client namespace through the VIP against directly to one backend, TCP with a new
   connection per request and UDP (medians of five interleaved one-second runs); client and servers are Python on the same two cores, so
@@ -287,16 +294,111 @@ def traffic_figures(seconds: float) -> dict[str, Any]:
     return rates
 
 
+def distributed_figures(seconds: float) -> dict[str, Any]:
+    """Rates and p99 through a distributed VIP, directly and through an amphora HAProxy."""
+    sys.path.insert(0, str(ROOT / "tests" / "e2e" / "l4"))
+    from dist_lab import BACKEND_PORT, NODES, DistLab
+
+    lab = DistLab(backends=2)
+    try:
+        lab.build()
+        for node in NODES:
+            lab.start_agent(node)
+        lab.start_control_plane()
+        vips = _distributed_and_amphora(lab)
+        direct = lab.address("b1")
+        runs = {
+            "tcp_vip": ("n1", "tcp", vips["distributed"]),
+            "tcp_direct": ("n1", "tcp", direct),
+            "tcp_amphora": ("ctl", "tcp", vips["amphora"]),
+            "udp_vip": ("n1", "udp", vips["distributed"]),
+            "udp_direct": ("n1", "udp", direct),
+        }
+        samples: dict[str, list[dict[str, float]]] = {}
+        client = str(ROOT / "bench" / "l4_client.py")
+        for _ in range(3):  # interleaved, so drift in the machine's load hits all alike
+            for name, (role, protocol, address) in runs.items():
+                port = str(80 if address != direct else BACKEND_PORT)
+                out = lab.in_ns(role, sys.executable, client, protocol, address, port,
+                                str(seconds))  # fmt: skip
+                samples.setdefault(name, []).append(json.loads(out))
+    finally:
+        lab.close()
+    figures: dict[str, Any] = {}
+    for name, values in samples.items():
+        figures[f"{name}_per_s"] = round(statistics.median(v["per_s"] for v in values))
+        figures[f"{name}_p99_ms"] = round(statistics.median(v["p99_ms"] for v in values), 3)
+    figures["tcp_vip_over_direct"] = round(
+        figures["tcp_vip_per_s"] / figures["tcp_direct_per_s"], 3
+    )
+    figures["udp_vip_over_direct"] = round(
+        figures["udp_vip_per_s"] / figures["udp_direct_per_s"], 3
+    )
+    return figures
+
+
+def _distributed_and_amphora(lab: Any) -> dict[str, str]:
+    """A distributed and an amphora load balancer on the lab's backends; their VIPs."""
+    members = [
+        {"address": lab.address(f"b{i}"), "protocol_port": 8000, "subnet_id": lab.subnet_id}
+        for i in range(1, lab.backends + 1)
+    ]
+
+    def pool(protocol: str, algorithm: str) -> dict[str, Any]:
+        return {"name": f"{protocol}-{algorithm}", "protocol": protocol,
+                "lb_algorithm": algorithm, "members": members}  # fmt: skip
+
+    bodies = {
+        "distributed": {"provider": "distributed", "vip_subnet_id": lab.subnet_id,
+                        "vip_address": lab.address("vip"), "listeners": [
+                            {"protocol": "TCP", "protocol_port": 80,
+                             "default_pool": pool("TCP", "SOURCE_IP_PORT")},
+                            {"protocol": "UDP", "protocol_port": 80,
+                             "default_pool": pool("UDP", "SOURCE_IP_PORT")}]},
+        "amphora": {"provider": "amphora",
+                    "vip_subnet_id": "7f000a00-0000-4000-8000-000000000001",
+                    "listeners": [{"protocol": "TCP", "protocol_port": 80,
+                                   "default_pool": pool("TCP", "ROUND_ROBIN")}]},
+    }  # fmt: skip
+    vips: dict[str, str] = {}
+    for name, body in bodies.items():
+        status, made = lab.call("POST", "/v2/lbaas/loadbalancers", {"loadbalancer": body})
+        if status != 201:
+            raise RuntimeError(f"{name} load balancer not created: {status} {made}")
+        lb = made["loadbalancer"]
+        deadline = time.monotonic() + 120
+        while (state := _provisioning(lab, lb["id"])) != "ACTIVE":
+            if state == "ERROR" or time.monotonic() > deadline:
+                raise RuntimeError(f"{name} load balancer {state}:\n{lab.log('ctl')}")
+            time.sleep(0.3)
+        vips[name] = lb["vip_address"]
+    return vips
+
+
+def _provisioning(lab: Any, lb_id: str) -> str:
+    status: str = lab.call("GET", f"/v2/lbaas/loadbalancers/{lb_id}")[1]["loadbalancer"][
+        "provisioning_status"
+    ]
+    return status
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     parser.add_argument("--size", type=int, default=65537)
     parser.add_argument("--members", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=2.0, help="each traffic run")
+    parser.add_argument("--no-distributed", action="store_true", help="skip the provider run")
+    parser.add_argument("--only-distributed", action="store_true", help="only the provider run")
     args = parser.parse_args()
     size, count = (1009, 50) if args.quick else (args.size, args.members)
     repeats = 1 if args.quick else 7
     root = os.geteuid() == 0
     sizes = [251, 1009] if args.quick else [4099, 16411, 65537, 131071]
+    if args.only_distributed:
+        json.dump({"distributed": distributed_figures(args.seconds)}, sys.stdout, indent=2)
+        print()
+        return
     figures: dict[str, Any] = {"maglev": maglev_figures(size, count, repeats)}
     build_cases = [(1009, 50), (1009, 600)] if args.quick else [(65537, 1000), (16411, 100)]
     figures["builds"] = build_cpu_figures(build_cases, repeats)
@@ -311,6 +413,8 @@ def main() -> None:
             figures["kernel"] = kernel_figures(size, count, scratch.name, 1 if args.quick else 5)
         if not args.quick:
             figures["traffic"] = traffic_figures(1.0)
+            if not args.no_distributed:
+                figures["distributed"] = distributed_figures(args.seconds)
     json.dump(figures, sys.stdout, indent=2)
     print()
 

@@ -4,6 +4,8 @@ lbaas serve                 everything in one process (embedded SQLite by defaul
 lbaas api | worker          the parts, for scale-out against PostgreSQL
 lbaas health                the heartbeat receiver and stale-amphora sweeper
 lbaas agent                 the per-host agent that runs HAProxy for amphorae
+lbaas agent enrol HOST_ID   issue a new agent host's bundle (certificate, key, settings)
+lbaas host list             the agent hosts of the fleet: zone, capacity, status, load
 lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
 lbaas config-reference      print the configuration reference (Markdown)
@@ -19,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -142,6 +145,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         release_dead_worker,
         wakeup_sender,
     )
+    from lbaas.metrics.process import ProcessMetrics
 
     settings = _settings(args)
     _setup_logging(settings)
@@ -156,12 +160,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     sender = wakeup_sender(settings)
     extras: list[Callable[[], None]] = []
+    # One registry for the API and the embedded health manager: both show in /metrics.
+    metrics = ProcessMetrics()
     try:
         child.start()
-        extras = _start_embedded_extras(settings, database, sender.notify)
+        extras = _start_embedded_extras(settings, database, sender.notify, metrics)
         print(f"lbaas database: {settings.database_url}", flush=True)
         if not stopping.is_set():
-            services = ApiServices(settings, database, providers, sender.notify, vault)
+            services = ApiServices(settings, database, providers, sender.notify, metrics)
+            services.vault = vault
             _serve_api(settings, http_app(services))
     finally:
         # In order: the API has stopped accepting; the worker finishes or frees its jobs
@@ -192,16 +199,21 @@ def _child_worker_command(args: argparse.Namespace) -> list[str]:
 
 
 def _start_embedded_extras(
-    settings: Settings, database: Any, notify: Callable[[], None]
+    settings: Settings, database: Any, notify: Callable[[], None], metrics: Any
 ) -> list[Callable[[], None]]:
-    """Health manager and local agent, when the amphora provider is enabled."""
+    """Health manager (amphora or distributed provider: heartbeats, node polls) and local
+    agent (amphora provider)."""
     stops: list[Callable[[], None]] = []
-    if "amphora" not in settings.providers.enabled:
+    enabled = settings.providers.enabled
+    if "amphora" not in enabled and "distributed" not in enabled:
         return stops
+    from lbaas.compose import enrol_local_agent
     from lbaas.health.service import start_health_manager
 
-    stops.append(start_health_manager(settings, database, notify))
-    stops.append(_start_agent(settings))
+    enrol_local_agent(settings, database)
+    stops.append(start_health_manager(settings, database, notify, metrics))
+    if "amphora" in enabled:
+        stops.append(_start_agent(settings))
     return stops
 
 
@@ -226,7 +238,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     sender = wakeup_sender(settings)
     try:
         if not stopping.is_set():
-            app = http_app(ApiServices(settings, database, providers, sender.notify, vault))
+            app = http_app(ApiServices(settings, database, providers, sender.notify, vault=vault))
             _serve_api(settings, app)
     finally:
         sender.close()
@@ -256,15 +268,23 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_health(args: argparse.Namespace) -> int:
     from lbaas.compose import open_database, wakeup_sender
     from lbaas.health.service import start_health_manager
+    from lbaas.metrics.endpoint import MetricsEndpoint
+    from lbaas.metrics.process import ProcessMetrics
 
     settings = _settings(args)
     _setup_logging(settings)
     signals = StopSignals()
+    metrics = ProcessMetrics()
     stop = start_health_manager(
-        settings, open_database(settings, upgrade=False), wakeup_sender(settings).notify
+        settings, open_database(settings, upgrade=False), wakeup_sender(settings).notify, metrics
     )
+    stops = [stop]
+    if settings.health.metrics_port:
+        port = settings.health.metrics_port
+        stops.append(MetricsEndpoint(metrics, settings.health.bind_host, port).stop)
     signals.wait()
-    stop()
+    for each in reversed(stops):
+        each()
     return 0
 
 
@@ -279,6 +299,56 @@ def cmd_agent(args: argparse.Namespace) -> int:
     )
     signals.wait()
     stop()
+    return 0
+
+
+def cmd_agent_enrol(args: argparse.Namespace) -> int:
+    from lbaas.agent.enrolment import Enrolment, parse_managers
+    from lbaas.compose import enrol_agent, open_database
+
+    settings = _settings(args)
+    managers = parse_managers(args.health_manager or [])
+    if not managers:
+        bind = settings.health.bind_host
+        if bind in ("0.0.0.0", "::", ""):
+            raise ConfigError("health.bind_host is a wildcard: name --health-manager HOST:PORT")
+        managers = (f"{bind}:{settings.health.bind_port}",)
+    enrolment = Enrolment(
+        host_id=args.host_id,
+        address=args.address,
+        port=args.agent_port,
+        zone=args.zone,
+        capacity=args.capacity,
+        health_managers=managers,
+        mode=args.mode,
+    )
+    out = Path(args.out)
+    enrol_agent(settings, open_database(settings), enrolment, out)
+    print(f"host {args.host_id} enrolled; start it with: lbaas --config {out / 'agent.toml'} agent")
+    return 0
+
+
+def cmd_host_list(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from lbaas.compose import list_hosts, open_database
+
+    hosts = list_hosts(open_database(_settings(args), upgrade=False))
+    if args.json:
+        print(json.dumps([asdict(h) for h in hosts], indent=2))
+        return 0
+    print(f"{'host':20} {'address':24} {'zone':12} {'status':6} amphorae/capacity  heard")
+    for h in hosts:
+        heard = (
+            "never"
+            if h.last_heartbeat_at is None
+            else f"{time.time() - h.last_heartbeat_at:.1f}s ago"
+        )
+        where = f"{h.address}:{h.port}"
+        print(
+            f"{h.host_id:20} {where:24} {h.zone:12} {h.status:6} {h.amphorae:>8}/{h.capacity:<8}  {heard}"
+        )
     return 0
 
 
@@ -306,6 +376,7 @@ def cmd_create_subnet(args: argparse.Namespace) -> int:
         cidr=str(network),
         name=args.name,
         gateway_ip=args.gateway,
+        mtu=args.mtu,
     )
     database = open_database(settings)
     seed_subnets(database, settings.network.model_copy(update={"subnets": (subnet,)}))
@@ -339,10 +410,51 @@ def cmd_config_reference(_args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from lbaas.db.engine import Database
+    from lbaas.diagnose.command import run
+
+    settings = _settings(args)
+    database = Database(settings.database_url)  # read only: no upgrade, no seeding
+    try:
+        return run(settings, database, args.loadbalancer)
+    finally:
+        database.dispose()
+
+
 def cmd_lab(args: argparse.Namespace) -> int:
     from lbaas.lab.command import run
 
     return run(args, _settings(args).state_dir)
+
+
+def _add_fleet_commands(sub: Any, agent: argparse.ArgumentParser) -> None:
+    """``lbaas agent enrol`` and ``lbaas host list``."""
+    agent_sub = agent.add_subparsers(dest="agent_command")
+    enrol = agent_sub.add_parser("enrol", help="issue a new agent host's bundle and record it")
+    enrol.add_argument("host_id", help="the host's id: one lower-case DNS label")
+    enrol.add_argument("--address", required=True, help="address of the agent's HTTPS API")
+    enrol.add_argument("--agent-port", type=int, default=9443, help="its port (9443)")
+    enrol.add_argument("--zone", default="nova", help="availability zone it declares (nova)")
+    enrol.add_argument("--capacity", type=int, default=100, help="most amphorae (100)")
+    enrol.add_argument("--mode", choices=("loopback", "netns"), default="loopback")
+    enrol.add_argument(
+        "--health-manager",
+        action="append",
+        help="HOST:PORT of a health manager (repeat or comma-separate); "
+        "default: health.bind_host:bind_port",
+    )
+    enrol.add_argument("--out", required=True, help="directory to write the bundle into")
+    enrol.add_argument("--state-dir")
+    enrol.add_argument("--database-url")
+    enrol.set_defaults(func=cmd_agent_enrol)
+    host = sub.add_parser("host", help="the agent hosts of the fleet")
+    host_sub = host.add_subparsers(dest="host_command", required=True)
+    host_list = host_sub.add_parser("list", help="list the hosts")
+    host_list.add_argument("--json", action="store_true", help="JSON instead of a table")
+    host_list.add_argument("--state-dir")
+    host_list.add_argument("--database-url")
+    host_list.set_defaults(func=cmd_host_list)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -367,7 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
     # serve's child worker: exit when this process is no longer the parent.
     worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     add("health", cmd_health, "the health manager only")
-    add("agent", cmd_agent, "the per-host agent")
+    _add_fleet_commands(sub, add("agent", cmd_agent, "the per-host agent"))
+    diagnose = add("diagnose", cmd_diagnose, "why a load balancer is not well, hop by hop")
+    diagnose.add_argument("loadbalancer", help="load balancer id")
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")
@@ -382,6 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     cs.add_argument("--id")
     cs.add_argument("--network-id")
     cs.add_argument("--gateway")
+    cs.add_argument("--mtu", type=int, help="the network's MTU (amphora legs take it)")
     cs.add_argument("--state-dir")
     cs.add_argument("--database-url")
     cs.set_defaults(func=cmd_create_subnet)

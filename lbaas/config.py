@@ -155,6 +155,19 @@ class WorkerSettings(_Section):
     housekeeping_interval: float = Field(
         3600.0, gt=0, description="How often each worker purges expired DELETED records."
     )
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address a worker's own /metrics listens on (see metrics_port)."
+    )
+    metrics_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description=(
+            "Serve this worker process's own Prometheus metrics (converge durations and "
+            "outcomes) over HTTP on this port plus the worker's slot number (0, 1, ...), "
+            "without authentication. 0: not served."
+        ),
+    )
 
 
 class QuotaSettings(_Section):
@@ -177,6 +190,9 @@ class SubnetDeclaration(_Section):
     cidr: str
     name: str = ""
     gateway_ip: str | None = None
+    mtu: int | None = Field(
+        None, ge=68, le=65535, description="The network's MTU (amphora legs take it)."
+    )
     # Addresses others on the network hold (hosts, routers): never given to a VIP or amphora.
     reserved_addresses: tuple[str, ...] = ()
 
@@ -235,6 +251,22 @@ class ProviderSettings(_Section):
     noop_record_path: str = Field(
         "", description="If set, the noop provider appends one JSON line per call here."
     )
+    distributed_nodes: tuple[str, ...] = Field(
+        (),
+        description=(
+            "Agent URLs (https://host:port) of the nodes the distributed provider programs, "
+            "every one of them for every distributed load balancer. Empty: the one agent of "
+            "agent.host:agent.port."
+        ),
+    )
+    distributed_status_interval: float = Field(
+        2.0,
+        gt=0,
+        description=(
+            "Seconds between two polls of every node for the member health of distributed "
+            "load balancers (by the health manager)."
+        ),
+    )
 
 
 class HealthSettings(_Section):
@@ -260,11 +292,42 @@ class HealthSettings(_Section):
             "degraded and nothing is rebuilt. 0: no probe, silence alone fails over."
         ),
     )
+    host_stale_after: float = Field(
+        3.0,
+        gt=0,
+        description=(
+            "An agent host whose host heartbeats stop for this long is marked DOWN and "
+            "takes no new amphorae (its amphorae fail over by their own silence)."
+        ),
+    )
+    lb_failover_limit: int = Field(
+        3,
+        ge=0,
+        description=(
+            "Automatic failovers of one load balancer within lb_failover_window seconds "
+            "before its circuit breaker opens: more silent amphorae of it are logged and "
+            "left alone until the window has passed. 0: no per-load-balancer limit."
+        ),
+    )
+    lb_failover_window: float = Field(
+        300.0, gt=0, description="The window of lb_failover_limit, in seconds."
+    )
     failover_threshold: float = Field(
         0.5,
         description=(
             "If more than this share of all amphorae is stale at once, automatic failover "
             "stops and an alarm is raised (a failover storm is more likely our fault)."
+        ),
+    )
+    metrics_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description=(
+            "Serve a separate lbaas health process's own Prometheus metrics (heartbeats by "
+            "outcome, failovers started, the storm guard) over HTTP on bind_host at this "
+            "port, without authentication. 0: not served. Under lbaas serve they are in "
+            "the API's /metrics instead."
         ),
     )
 
@@ -279,6 +342,51 @@ class AgentSettings(_Section):
         description="loopback: VIPs on 127.0.0.0/8, no root. netns: one namespace per amphora.",
     )
     haproxy_binary: str = Field("haproxy", description="HAProxy executable.")
+    l4_health_batch_size: int = Field(
+        64,
+        ge=1,
+        description=(
+            "Member health changes that make the node's L4 health checker update the kernel "
+            "tables at once (else after l4_health_batch_delay)."
+        ),
+    )
+    l4_health_batch_delay: float = Field(
+        0.2,
+        ge=0,
+        description="Seconds a member health change may wait to be applied with others.",
+    )
+    host_id: str = Field(
+        "local",
+        description=(
+            "This agent's host id in the fleet (one DNS label); its certificate names "
+            "<host_id>.agents.lbaas and the controller checks it. lbaas serve enrols its "
+            "own agent under this id; other hosts get theirs from lbaas agent enrol."
+        ),
+    )
+    zone: str = Field(
+        "nova",
+        description=(
+            "The availability zone this host declares: load balancers whose availability "
+            "zone profile has this compute_zone are placed on hosts declaring it."
+        ),
+    )
+    capacity: int = Field(100, gt=0, description="Most amphorae placement puts on this host.")
+    bundle: str = Field(
+        "",
+        description=(
+            "Directory written by lbaas agent enrol (CA, this host's certificate and key, "
+            "heartbeat key). Empty: the identity is issued from <state_dir>/pki (the "
+            "embedded mode, where controller and agent share the state directory)."
+        ),
+    )
+    health_managers: tuple[str, ...] = Field(
+        (),
+        description=(
+            "host:port of every health manager heartbeats go to (Octavia's "
+            "controller_ip_port_list); each heartbeat is sent to all. Empty: "
+            "health.bind_host:bind_port."
+        ),
+    )
     namespace_prefix: str = Field(
         "lbaas-",
         pattern=r"^[a-z0-9][a-z0-9-]{0,39}$",

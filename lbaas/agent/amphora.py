@@ -16,18 +16,20 @@ as the amphora's ``last_error`` and raised for the API to answer with.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
 import shutil
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from lbaas.agent.datapath import AmphoraDatapath
 from lbaas.agent.haproxy_process import ApplyOutcome, HaproxyInstance, RuntimeApiFactory
 from lbaas.agent.host.base import HostOps
 from lbaas.agent.host.loopback import is_loopback_address
@@ -41,10 +43,13 @@ from lbaas.agent.plumbing import (
     remove_plumbing,
 )
 from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
+from lbaas.agent.source_routing import apply_routing, plan_routing
 from lbaas.agent.stats import StatsCollector
 from lbaas.agent.tls_files import prune_tls_files, write_tls_files
 from lbaas.agent.wire import AMPHORA_ID_PATTERN, AmphoraSpec, AmphoraStatus
 from lbaas.errors import Conflict, InvalidInput
+from lbaas.l4.host.base import NftOps
+from lbaas.l4.host.real import RealNftOps
 from lbaas.model.graph import LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.private_files import make_private_directory, write_private
@@ -56,6 +61,8 @@ APPLIED_FILE = "applied.json"
 STATS_DEADLINE = 0.8
 _UNIX_PATH_MAX = 107
 AgentMode = Literal["loopback", "netns"]
+#: Makes the nftables runner of one amphora namespace (tests pass a recording one).
+NftOpsFactory = Callable[[str], NftOps]
 
 
 @dataclass
@@ -67,6 +74,9 @@ class _Amphora:
     stats: StatsCollector | None = None
     last_outcome: ApplyOutcome | None = None
     last_error: str | None = None
+    datapath: AmphoraDatapath | None = None
+    held: bool = False
+    """Adopted with HAProxy dead, and not restarted until the controller sends it again."""
 
 
 class AmphoraManager:
@@ -82,10 +92,12 @@ class AmphoraManager:
         stats_threads: int = 16,
         namespace_prefix: str = DEFAULT_NAMESPACE_PREFIX,
         bridge_mappings: Mapping[str, str] | None = None,
+        nft_ops: NftOpsFactory = RealNftOps,
     ) -> None:
         self.root = root.absolute()
         self._namespace_prefix = namespace_prefix
         self._bridge_mappings = dict(bridge_mappings or {})
+        self._nft_ops = nft_ops
         self.mode = mode
         self._host = host
         self._runtime_api = runtime_api
@@ -97,8 +109,12 @@ class AmphoraManager:
         self._stats_lock = threading.Lock()
         self._amphorae: dict[str, _Amphora] = {}
 
-    def restore(self) -> list[str]:
-        """Load the amphorae an earlier agent left in ``root``; the supervisor restarts them."""
+    def restore(self, *, hold_dead: bool = False) -> list[str]:
+        """Load the amphorae an earlier agent left in ``root``; the supervisor restarts them.
+
+        With ``hold_dead`` (an enrolled fleet host), one whose HAProxy is not running is
+        held instead: the controller may have moved its VIP elsewhere meanwhile.
+        """
         make_private_directory(self.root)
         found = []
         for applied in sorted(self.root.glob(f"*/{APPLIED_FILE}")):
@@ -111,6 +127,14 @@ class AmphoraManager:
             amp = self._entry(amphora_id)
             amp.applied = spec
             amp.stats = self._collector(amp, spec)
+            if hold_dead and amp.instance.master_pid() is None:
+                amp.held = True
+                log.warning("amphora %s adopted with HAProxy stopped: held", amphora_id)
+            if self.mode == "netns":
+                # Its kernel tables outlived the old agent: read them for heartbeats now,
+                # not only after the controller's next PUT.
+                namespace = self._namespace(amphora_id)
+                amp.datapath = AmphoraDatapath(self._host, self._nft_ops(namespace), namespace)
             found.append(amphora_id)
         return found
 
@@ -124,6 +148,11 @@ class AmphoraManager:
             raise InvalidInput(
                 f"this agent runs in loopback mode; VIP {spec.vip.address} is not in 127.0.0.0/8"
             )
+        if self.mode == "loopback" and spec.udp_listeners:
+            raise InvalidInput(
+                "UDP listeners are balanced in the kernel inside an amphora namespace; "
+                "this agent runs in loopback mode (no namespaces)"
+            )
         with self._locked(amphora_id) as amp:
             if amp.applied is not None and spec.version < amp.applied.version:
                 raise Conflict(
@@ -131,9 +160,10 @@ class AmphoraManager:
                     f"refusing older version {spec.version}"
                 )
             try:
+                kernel_rules = None
                 if self.mode == "netns":
                     previous = None if amp.applied is None else self._plan(amphora_id, amp.applied)
-                    apply_plumbing(self._host, self._plan(amphora_id, spec), previous)
+                    kernel_rules = self._plumb(amp, spec, previous)
                 # A reload replaces the worker: the statistics hold it to read it to its end.
                 guard = None if amp.stats is None else amp.stats.across_reload
                 write_tls_files(amp.instance.directory, spec.tls_files)
@@ -141,11 +171,14 @@ class AmphoraManager:
                     spec.haproxy_config, spec.haproxy_facts, guard
                 )
                 prune_tls_files(amp.instance.directory, spec.tls_files)
+                if amp.datapath is not None and kernel_rules is not None:
+                    amp.datapath.apply(spec, kernel_rules)
             except Exception as exc:
                 amp.last_error = str(getattr(exc, "operator_message", None) or exc)
                 raise
             self._save(amp, spec)
             amp.last_error = None
+            amp.held = False
             return self._status(amp)
 
     def get(self, amphora_id: str) -> AmphoraStatus | None:
@@ -175,7 +208,7 @@ class AmphoraManager:
         for amphora_id in self.amphora_ids():
             with self._lock:
                 amp = self._amphorae.get(amphora_id)
-            if amp is None or amp.applied is None:
+            if amp is None or amp.applied is None or amp.held:
                 continue
             with amp.lock:
                 with self._lock:
@@ -186,7 +219,10 @@ class AmphoraManager:
                     if self.mode == "netns" and not self._host.namespace_exists(
                         self._namespace(amphora_id)
                     ):
-                        apply_plumbing(self._host, self._plan(amphora_id, amp.applied), None)
+                        amp.datapath = None  # its tables went with the namespace
+                        rules = self._plumb(amp, amp.applied, None)
+                        if amp.datapath is not None:
+                            amp.datapath.apply(amp.applied, rules)
                     if amp.instance.ensure_running():
                         restarted.append(amphora_id)
                         log.warning("restarted haproxy of amphora %s", amphora_id)
@@ -234,7 +270,16 @@ class AmphoraManager:
         if api is None or amp.instance.master_pid() is None:
             return None
         try:
-            return stats.collect(api, amp.instance.master_cli())
+            report = stats.collect(api, amp.instance.master_cli())
+            datapath, spec = amp.datapath, amp.applied
+            if datapath is None or spec is None or not spec.udp_listeners:
+                return report
+            listeners, pools = datapath.health(spec)
+            return dataclasses.replace(
+                report,
+                listeners={**report.listeners, **listeners},
+                pools={**report.pools, **pools},
+            )
         except RuntimeApiError as exc:
             log.info("no statistics from amphora %s: %s", amphora_id, exc)
             return None
@@ -287,6 +332,18 @@ class AmphoraManager:
             namespace_prefix=self._namespace_prefix,
             bridge_mappings=self._bridge_mappings,
         )
+
+    def _plumb(self, amp: _Amphora, spec: AmphoraSpec, previous: AmphoraPlumbing | None) -> str:
+        """Legs, routing and the checked nftables rules (returned, loaded after HAProxy)."""
+        plan = self._plan(amp.id, spec)
+        apply_plumbing(self._host, plan, previous)
+        apply_routing(self._host, plan_routing(plan, spec.vip.address, spec.vip.network_id))
+        if amp.datapath is None:
+            amp.datapath = AmphoraDatapath(
+                self._host, self._nft_ops(plan.namespace), plan.namespace
+            )
+        vip_leg = next(leg for leg in plan.legs if leg.network_id == spec.vip.network_id)
+        return amp.datapath.check(spec, vip_leg.amphora_end)
 
     def _save(self, amp: _Amphora, spec: AmphoraSpec) -> None:
         if amp.applied is None or amp.applied.loadbalancer_id != spec.loadbalancer_id:

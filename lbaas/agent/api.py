@@ -17,7 +17,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from lbaas.agent.amphora import AmphoraManager
+from lbaas.agent.api_l4 import serve_l4
 from lbaas.agent.host.base import HostOpsError
+from lbaas.agent.l4_node import L4NodeManager
 from lbaas.agent.wire import (
     AMPHORA_ID_PATTERN,
     API_PREFIX,
@@ -45,11 +47,16 @@ def _error(status: int, kind: str, message: str, detail: str | None = None) -> J
     return JSONResponse(status_code=status, content=body.model_dump())
 
 
-def create_agent_app(manager: AmphoraManager, info: Callable[[], AgentInfo]) -> FastAPI:
-    """The ASGI app serving ``manager``; ``info`` builds the answer to GET /v1/info."""
+def create_agent_app(
+    manager: AmphoraManager, info: Callable[[], AgentInfo], l4: L4NodeManager | None = None
+) -> FastAPI:
+    """The ASGI app serving ``manager`` (and ``l4``'s kernel load balancers, if given);
+    ``info`` builds the answer to GET /v1/info."""
     app = FastAPI(title="lbaas agent", version="1", docs_url=None, redoc_url=None)
     _answer_errors(app)
     _serve_amphorae(app, manager, info)
+    if l4 is not None:
+        serve_l4(app, l4)
     return app
 
 

@@ -33,6 +33,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lbaas.agent.wire_datapath import UdpListener, VipFilter, check_unique_ports
+
 API_VERSION = 1
 #: The shape of ``AmphoraSpec`` this code reads and writes (1: text only; 2: text and facts).
 SPEC_FORMAT: Final = 2
@@ -65,10 +67,14 @@ class VipSpec(_Wire):
     address: str = Field(description="The VIP address HAProxy binds, e.g. 127.0.10.5.")
     subnet_cidr: str = Field(description="The VIP's subnet; gives the prefix length.")
     network_id: str = Field(min_length=1, description="The VIP network (netns: its bridge).")
+    gateway: str | None = Field(None, description="The VIP subnet's gateway (netns routing).")
+    mtu: int | None = Field(None, ge=68, le=65535, description="The VIP network's MTU.")
 
     @model_validator(mode="after")
     def _check(self) -> VipSpec:
         _in_subnet(self.address, self.subnet_cidr, "vip")
+        if self.gateway is not None:
+            _in_subnet(self.gateway, self.subnet_cidr, "vip gateway")
         return self
 
 
@@ -81,10 +87,14 @@ class MemberNetwork(_Wire):
     host_address: str | None = Field(
         None, description="An address the host puts on this network's bridge, if any."
     )
+    gateway: str | None = Field(None, description="The subnet's gateway (netns routing).")
+    mtu: int | None = Field(None, ge=68, le=65535, description="The network's MTU.")
 
     @model_validator(mode="after")
     def _check(self) -> MemberNetwork:
         _in_subnet(self.address, self.subnet_cidr, f"network {self.network_id}")
+        if self.gateway is not None:
+            _in_subnet(self.gateway, self.subnet_cidr, f"network {self.network_id} gateway")
         if self.host_address is not None:
             _in_subnet(self.host_address, self.subnet_cidr, f"network {self.network_id} host")
         return self
@@ -179,6 +189,12 @@ class AmphoraSpec(_Wire):
     tls_files: tuple[TlsFile, ...] = Field(
         (), description="Certificate material the configuration names (under AmphoraPaths.tls_dir)."
     )
+    vip_filter: VipFilter | None = Field(
+        None, description="netns: what the VIP leg accepts (None: no filter, as before)."
+    )
+    udp_listeners: tuple[UdpListener, ...] = Field(
+        (), description="netns: UDP listeners the L4 engine balances in the namespace."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -200,6 +216,7 @@ class AmphoraSpec(_Wire):
             _in_subnet(host, self.vip.subnet_cidr, "vip_host_address")
             if ipaddress.ip_address(host) == ipaddress.ip_address(self.vip.address):
                 raise ValueError("vip_host_address must differ from the VIP")
+        check_unique_ports(self.udp_listeners)
         return self
 
 

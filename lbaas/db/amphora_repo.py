@@ -29,7 +29,13 @@ def amphorae_of(session: Session, loadbalancer_id: str) -> list[AmphoraRow]:
 
 
 def create_amphora(
-    session: Session, loadbalancer_id: str, host: str, vip_address: str, now: datetime
+    session: Session,
+    loadbalancer_id: str,
+    host: str,
+    vip_address: str,
+    now: datetime,
+    *,
+    compute_id: str | None = None,
 ) -> AmphoraRow:
     row = AmphoraRow(
         id=str(uuid.uuid4()),
@@ -39,7 +45,7 @@ def create_amphora(
         host=host,
         lb_network_ip=host,
         ha_ip=vip_address,
-        compute_id=None,
+        compute_id=compute_id,
         failover_pending=False,
         created_at=now,
     )

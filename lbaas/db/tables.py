@@ -272,6 +272,9 @@ class NetworkRow(Base):
     name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
     project_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    # The network's MTU, as Neutron's networks carry it; None: not declared (the links'
+    # own default applies). Amphora legs on the network take it (netns mode).
+    mtu: Mapped[int | None] = mapped_column(Integer)
 
 
 class SubnetRow(Base):
@@ -452,3 +455,28 @@ class SecretConsumerRow(Base):
     resource_type: Mapped[str] = mapped_column(String(255), nullable=False)
     resource_id: Mapped[str] = mapped_column(String(36), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class HostRow(Base):
+    """One agent host of the fleet: where its HTTPS API is, its zone, capacity, liveness.
+
+    Enrolment (``lbaas agent enrol``, or ``lbaas serve`` for its own agent) writes the row;
+    host heartbeats keep it UP and carry its address, zone, capacity and what it runs.
+    """
+
+    __tablename__ = "hosts"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    address: Mapped[str] = mapped_column(String(255), nullable=False)
+    port: Mapped[int] = mapped_column(Integer, nullable=False)
+    zone: Mapped[str] = mapped_column(String(255), nullable=False)
+    capacity: Mapped[int] = mapped_column(Integer, nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    enrolled_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    last_heartbeat_at: Mapped[float | None] = mapped_column(Float)
+    # The newest host heartbeat any health manager accepted: (epoch, sequence), shared so
+    # a captured host heartbeat cannot revive a host at another health manager.
+    heartbeat_epoch: Mapped[int | None] = mapped_column(BigInteger)
+    heartbeat_sequence: Mapped[int | None] = mapped_column(BigInteger)
+    # The amphora ids the host said it runs in its latest heartbeat.
+    reported_amphorae: Mapped[list[str]] = mapped_column(JSON, nullable=False)

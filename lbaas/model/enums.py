@@ -86,6 +86,9 @@ class LbAlgorithm(StrEnum):
     LEAST_CONNECTIONS = "LEAST_CONNECTIONS"
     SOURCE_IP = "SOURCE_IP"
     SOURCE_IP_PORT = "SOURCE_IP_PORT"
+    # lbaas extension: a Maglev table keyed by the 5-tuple, in the kernel (lbaas.l4).
+    # Offered only by providers that list it in their capabilities.
+    MAGLEV = "MAGLEV"
 
 
 class PersistenceType(StrEnum):
@@ -174,6 +177,13 @@ LIVE_AMPHORA_STATUSES = frozenset(
     }
 )
 GONE_AMPHORA_STATUSES = frozenset({AmphoraStatus.PENDING_DELETE, AmphoraStatus.DELETED})
+
+
+class HostStatus(StrEnum):
+    """An agent host of the fleet: heard from recently (UP) or not (DOWN)."""
+
+    UP = "UP"
+    DOWN = "DOWN"
 
 
 class NetworkResourceStatus(StrEnum):

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lbaas.agent.host.routing import RoutingOps
 from lbaas.errors import LbaasError
 
 
@@ -92,8 +93,11 @@ class CommandResult:
     stderr: str
 
 
-class HostOps(abc.ABC):
-    """Changes to the host: namespaces, links, addresses and HAProxy processes."""
+class HostOps(RoutingOps):
+    """Changes to the host: namespaces, links, addresses and HAProxy processes.
+
+    The routing calls (MTU, per-leg tables, source rules, forwarding) are in ``routing``.
+    """
 
     # --- network namespaces -------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from lbaas.api.builders.common import add_new_row, new_object_columns
-from lbaas.api.capabilities import require_capability
+from lbaas.api.capabilities import require_capability, require_datagram_ip_version
 from lbaas.api.certificates import require_certificates
 from lbaas.api.schemas.listener import ListenerCommon, ListenerOptions, ListenerUpdate
 from lbaas.api.services import ApiServices
@@ -179,6 +179,7 @@ def build_listener(
     """
     protocol = ListenerProtocol(data.protocol)
     require_capability(services, lb.provider, "protocol", protocol, "listener_protocols")
+    require_datagram_ip_version(services, lb.provider, protocol.value, lb.vip_address, "VIP")
     values = _overlay(data, NULL_MEANS)
     settings = _settings(protocol, values)
     rules.check_settings(settings)

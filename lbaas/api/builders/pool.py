@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
-from lbaas.api.capabilities import require_capability
+from lbaas.api.capabilities import require_algorithm_for_protocol, require_capability
 from lbaas.api.certificates import require_pool_certificates
 from lbaas.api.schemas.pool import PoolCreate, PoolSingleCreate, PoolUpdate
 from lbaas.api.services import ApiServices
@@ -49,6 +49,7 @@ def _checked_create(
     protocol = data.protocol.value
     require_capability(services, lb.provider, "protocol", data.protocol, "pool_protocols")
     require_capability(services, lb.provider, "lb_algorithm", data.lb_algorithm, "lb_algorithms")
+    require_algorithm_for_protocol(services, lb.provider, protocol, data.lb_algorithm.value)
     persistence = None
     if data.session_persistence is not None:
         sp = data.session_persistence
@@ -182,6 +183,7 @@ def apply_pool_update(
         require_capability(
             services, lb.provider, "lb_algorithm", data.lb_algorithm, "lb_algorithms"
         )
+        require_algorithm_for_protocol(services, lb.provider, row.protocol, data.lb_algorithm.value)
         row.lb_algorithm = data.lb_algorithm.value
     if data.given("session_persistence"):
         _update_persistence(services, lb.provider, row, data)

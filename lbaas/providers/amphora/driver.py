@@ -13,6 +13,11 @@ such write is fenced by the converge job's lease (``store.base``), so a worker t
 lease creates nothing. A converge that fails half-way is simply repeated, since every step
 is idempotent.
 
+Each amphora lives on one agent host of the fleet (``compute_id``): the store places a
+new one on the least-loaded live host of the load balancer's zone (``placement``), and the
+provider talks to that host's agent through a per-host client (``AgentPool``). With no
+host enrolled at all, the one agent of ``settings.agent`` is used, as before fleets.
+
 The agent is sent the rendered text and, beside it, the facts it needs about that text
 (``HaproxyFacts``: sockets, maxconn, server weights, the digest of the rest), taken from the
 same render, so the agent never parses the text.
@@ -27,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lbaas.agent.client import AgentClient
+from lbaas.agent.client_pool import AgentPool, tls_client_factory
 from lbaas.agent.wire import (
     SPEC_FORMAT,
     AmphoraSpec,
@@ -40,10 +46,12 @@ from lbaas.agent.wire import (
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.certs.kek import load_key_ring
 from lbaas.db.secret_vault import SecretVault
-from lbaas.errors import ConfigError
+from lbaas.errors import AgentUnreachable, ConfigError
+from lbaas.model.enums import HostStatus
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
-from lbaas.providers.amphora.capabilities import AMPHORA_CAPABILITIES
+from lbaas.providers.amphora.capabilities import amphora_capabilities
+from lbaas.providers.amphora.kernel_spec import split_udp, vip_filter
 from lbaas.providers.amphora.store.base import AmphoraStore
 from lbaas.providers.amphora.store.database import DatabaseAmphoraStore
 from lbaas.providers.amphora.tls_material import tls_bundle
@@ -84,8 +92,10 @@ class AmphoraProvider(ProviderDriver):
         *,
         store: AmphoraStore | None = None,
         client: AgentClient | None = None,
+        agents: AgentPool | None = None,
     ) -> None:
-        """Build from settings; ``store`` and ``client`` replace the database and agent."""
+        """Build from settings; ``store``, ``client`` (every host's agent) or ``agents``
+        replace the database and the agents."""
         super().__init__(context)
         if store is None:
             if context.database is None:
@@ -94,19 +104,26 @@ class AmphoraProvider(ProviderDriver):
         self._store = store
         settings = context.settings
         self._agent_host = settings.agent.host
-        self._client = client if client is not None else self._agent_client()
+        if agents is None:
+            agents = (
+                AgentPool(lambda _host: client, client)
+                if client is not None
+                else self._agent_pool()
+            )
+        self._agents = agents
         self._maxconn = settings.providers.amphora_maxconn
         self._hard_stop_after = settings.providers.amphora_hard_stop_after or None
         self._secret_vault: SecretVault | None = None
 
-    def _agent_client(self) -> AgentClient:
+    def _agent_pool(self) -> AgentPool:
         settings = self.context.settings
         pki = Path(settings.state_dir).absolute() / "pki"
         ca = CertificateAuthority.load_or_create(pki)
         tls = ca.ensure_identity(pki / "controller", "controller", "client")
         host = self._agent_host
         url_host = f"[{host}]" if ":" in host else host
-        return AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
+        legacy = AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
+        return AgentPool(tls_client_factory(tls), legacy)
 
     def _vault(self) -> SecretVault | None:
         """The key manager's vault, opened at the first TLS listener (its key file is made
@@ -119,10 +136,28 @@ class AmphoraProvider(ProviderDriver):
         return self._secret_vault
 
     def capabilities(self) -> ProviderCapabilities:
-        return AMPHORA_CAPABILITIES
+        return amphora_capabilities(self.context.settings.agent.mode == "netns")
 
     def close(self) -> None:
-        self._client.close()
+        self._agents.close()
+
+    def _remove(self, amphora_id: str, *, failover: bool) -> None:
+        """Ask the amphora's agent to remove it; an unreachable fleet host is tolerated
+        when it is DOWN or the amphora is being failed over (a lost host is the usual
+        reason): the host's stale amphorae are removed when it is heard from again."""
+        where = self._store.agent_of(amphora_id)
+        try:
+            self._agents.client(None if where is None else where.host).delete_amphora(amphora_id)
+        except AgentUnreachable as exc:
+            if where is None or not (failover or where.status is HostStatus.DOWN):
+                raise
+            LOG.warning(
+                "agent of amphora %s (host %s) unreachable: retired without it; removed "
+                "when the host is back (%s)",
+                amphora_id,
+                where.host.host_id,
+                exc.operator_message,
+            )
 
     def _network_spec(
         self, graph: LoadBalancer, fence: Claim, amphora_id: str, netns: bool
@@ -140,6 +175,8 @@ class AmphoraProvider(ProviderDriver):
                 subnet_cidr=subnet.cidr,
                 address=addresses[subnet.id],
                 host_address=subnet.gateway_ip,
+                gateway=subnet.gateway_ip,
+                mtu=subnet.mtu,
             )
             for subnet in member_subnets
         )
@@ -148,14 +185,20 @@ class AmphoraProvider(ProviderDriver):
 
     def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
         choice = self._store.choose_amphora(
-            fence, host=self._agent_host, vip_address=graph.vip.address, rebuild=rebuild
+            fence,
+            zone=self._store.compute_zone(graph.availability_zone),
+            vip_address=graph.vip.address,
+            rebuild=rebuild,
+            legacy_host=self._agent_host,
         )
         amphora_id = choice.amphora_id
         for old in choice.retiring:
-            self._client.delete_amphora(old)
+            self._remove(old, failover=True)
             self._store.retire(fence, old)
             LOG.info("amphora %s of %s retired for failover", old, graph.id)
-        info = self._client.info()
+        client = self._agents.client(choice.host)
+        info = client.info()
+        netns = info.mode == "netns"
         paths = amphora_paths(info.amphora_root, amphora_id)
         tls = tls_bundle(graph, self._vault(), paths.tls_dir)
         context = HaproxyContext(
@@ -168,7 +211,8 @@ class AmphoraProvider(ProviderDriver):
             listener_tls=tls.by_listener,
             pool_tls=tls.by_pool,
         )
-        rendered = render_haproxy(graph, context)
+        haproxy_graph, udp_listeners = split_udp(graph)
+        rendered = render_haproxy(haproxy_graph, context)
         vip_subnet = next((s for s in graph.subnets if s.id == graph.vip.subnet_id), None)
         spec = AmphoraSpec(
             spec_format=SPEC_FORMAT,
@@ -180,17 +224,21 @@ class AmphoraProvider(ProviderDriver):
                 address=graph.vip.address,
                 subnet_cidr=vip_subnet.cidr if vip_subnet else f"{graph.vip.address}/32",
                 network_id=graph.vip.network_id or "vip",
+                gateway=vip_subnet.gateway_ip if vip_subnet and netns else None,
+                mtu=vip_subnet.mtu if vip_subnet and netns else None,
             ),
-            network=self._network_spec(graph, fence, amphora_id, info.mode == "netns"),
+            network=self._network_spec(graph, fence, amphora_id, netns),
             tls_files=tuple(tls.files.values()),
+            vip_filter=vip_filter(graph) if netns else None,
+            udp_listeners=udp_listeners,
         )
-        status = self._client.put_amphora(amphora_id, spec)
+        status = client.put_amphora(amphora_id, spec)
         self._store.mark_serving(fence, amphora_id)
         return ApplyResult(serving=status.running, detail=status.last_outcome or "")
 
     def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:
         for amphora_id in self._store.live_amphorae(loadbalancer_id):
-            self._client.delete_amphora(amphora_id)
+            self._remove(amphora_id, failover=False)
             self._store.retire(fence, amphora_id)
 
     def status(self, loadbalancer_id: LoadBalancerId) -> HealthReport | None:

@@ -58,8 +58,8 @@ def _refuse_listener(listener: Listener) -> None:
 def _refuse_pool(pool: Pool, ctx: HaproxyContext) -> None:
     if pool.protocol in _UNSUPPORTED_POOL_PROTOCOLS:
         raise refusal(f"{pool.protocol} pools are not supported by this provider yet.")
-    if pool.lb_algorithm is LbAlgorithm.SOURCE_IP_PORT:
-        raise refusal("The SOURCE_IP_PORT algorithm is not supported by this provider.")
+    if pool.lb_algorithm in (LbAlgorithm.SOURCE_IP_PORT, LbAlgorithm.MAGLEV):
+        raise refusal(f"The {pool.lb_algorithm} algorithm is not supported by this provider.")
     monitor = pool.health_monitor
     if monitor is None or not monitor.admin_state_up:
         return

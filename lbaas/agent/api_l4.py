@@ -1,0 +1,35 @@
+"""The agent's ``/v1/l4`` routes, a thin layer over ``L4NodeManager`` (see ``wire_l4``).
+
+Plain functions, so FastAPI runs them in its thread pool (they run ``nft``). Errors are
+answered by the handlers ``api`` installs for the whole app.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Path, Response
+
+from lbaas.agent.l4_node import L4NodeManager
+from lbaas.agent.wire_l4 import L4_ID_PATTERN, L4_PREFIX, L4ServiceSpec, L4ServiceStatus
+from lbaas.errors import NotFound
+
+LoadBalancerIdPath = Path(pattern=L4_ID_PATTERN)
+
+
+def serve_l4(app: FastAPI, manager: L4NodeManager) -> None:
+    @app.put(f"{L4_PREFIX}/{{loadbalancer_id}}", response_model=L4ServiceStatus)
+    def put_service(
+        spec: L4ServiceSpec, loadbalancer_id: str = LoadBalancerIdPath
+    ) -> L4ServiceStatus:
+        return manager.put(loadbalancer_id, spec)
+
+    @app.get(f"{L4_PREFIX}/{{loadbalancer_id}}", response_model=L4ServiceStatus)
+    def get_service(loadbalancer_id: str = LoadBalancerIdPath) -> L4ServiceStatus:
+        status = manager.get(loadbalancer_id)
+        if status is None:
+            raise NotFound.of("L4 service", loadbalancer_id)
+        return status
+
+    @app.delete(f"{L4_PREFIX}/{{loadbalancer_id}}", status_code=204)
+    def delete_service(loadbalancer_id: str = LoadBalancerIdPath) -> Response:
+        manager.delete(loadbalancer_id)
+        return Response(status_code=204)

@@ -1,0 +1,29 @@
+"""The controller's side of the agent's ``/v1/l4`` routes (``wire_l4``).
+
+An ``AgentClient`` with three more calls; errors are translated exactly as for amphorae
+(unreachable, refused, failed), and it imports only the wire schemas.
+"""
+
+from __future__ import annotations
+
+from lbaas.agent.client import AgentClient
+from lbaas.agent.wire_l4 import L4_PREFIX, L4ServiceSpec, L4ServiceStatus
+
+
+class L4AgentClient(AgentClient):
+    def put_l4(self, spec: L4ServiceSpec) -> L4ServiceStatus:
+        """Send a load balancer's whole L4 service; the node converges to it."""
+        path = f"{L4_PREFIX}/{spec.loadbalancer_id}"
+        response = self._request("PUT", path, content=spec.model_dump_json())
+        return L4ServiceStatus.model_validate_json(response.content)
+
+    def get_l4(self, loadbalancer_id: str) -> L4ServiceStatus | None:
+        """What the node sees of the load balancer, or None if it does not carry it."""
+        response = self._request("GET", f"{L4_PREFIX}/{loadbalancer_id}", allow_404=True)
+        if response.status_code == 404:
+            return None
+        return L4ServiceStatus.model_validate_json(response.content)
+
+    def delete_l4(self, loadbalancer_id: str) -> None:
+        """Remove the load balancer's table from the node (succeeds if it is gone)."""
+        self._request("DELETE", f"{L4_PREFIX}/{loadbalancer_id}")

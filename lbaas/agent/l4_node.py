@@ -1,0 +1,186 @@
+"""The kernel load balancers of this node: the L4 engine and the per-node health checker.
+
+For the ``distributed`` provider every node's agent runs every distributed load balancer
+in its own network namespace, so a client's connection is balanced on the client's node.
+A PUT stores the spec (``<root>/<lb>.json``, so an agent that restarts programs the same
+tables again), hands the members with a monitor to the health checker (one group per load
+balancer, member ids as keys) and applies the service with the health this node sees. The
+checker's batches of changes come back through ``on_health_changes``, which re-applies the
+load balancers they touch: the engine then rewrites only the moved slots. Members without
+a monitor are always healthy (``NO_CHECK``); members of weight 0 get no new flows.
+
+One lock serialises specs and health batches: both end in one nft transaction per load
+balancer, and two must not interleave.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from lbaas.agent.wire_l4 import (
+    L4ListenerSpec,
+    L4MemberHealth,
+    L4MonitorSpec,
+    L4ServiceSpec,
+    L4ServiceStatus,
+)
+from lbaas.errors import Conflict, InvalidInput, LbaasError
+from lbaas.l4.engine import L4Engine
+from lbaas.l4.health.checker import HealthChecker
+from lbaas.l4.health.monitor import HealthChange, MonitorSpec, ProbeType, Target
+from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
+from lbaas.private_files import make_private_directory, write_private
+
+log = logging.getLogger(__name__)
+
+
+def monitor_spec(monitor: L4MonitorSpec) -> MonitorSpec:
+    return MonitorSpec(
+        ProbeType(monitor.type),
+        delay=monitor.delay,
+        timeout=monitor.timeout,
+        rise=monitor.max_retries,
+        fall=monitor.max_retries_down,
+        http_method=monitor.http_method,
+        url_path=monitor.url_path,
+        expected_codes=monitor.expected_codes,
+        http_version=monitor.http_version,
+        domain_name=monitor.domain_name,
+    )
+
+
+def health_targets(spec: L4ServiceSpec) -> list[Target]:
+    """What the checker probes for ``spec``: the members of monitored listeners, at their
+    monitor address and port where they have one (Octavia's ``monitor_address``)."""
+    return [
+        Target(
+            member.id,
+            member.monitor_address or member.address,
+            member.monitor_port or member.port,
+            monitor_spec(listener.monitor),
+        )
+        for listener in spec.listeners
+        if listener.monitor is not None
+        for member in listener.members
+    ]
+
+
+def l4_service(spec: L4ServiceSpec, healthy: dict[str, bool]) -> L4Service:
+    """The engine's input: members that may get new flows, marked with this node's health."""
+    return L4Service(
+        lb_id=spec.loadbalancer_id,
+        vip=spec.vip,
+        listeners=tuple(_listener(listener, healthy) for listener in spec.listeners),
+    )
+
+
+def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
+    return L4Listener(
+        protocol=L4Protocol(listener.protocol),
+        port=listener.port,
+        hash_key=HashKey(listener.hash_key),
+        table_size=listener.table_size,
+        members=tuple(
+            L4Member(m.id, m.address, m.port, m.weight, healthy.get(m.id, True))
+            for m in listener.members
+            if m.weight > 0
+        ),
+    )
+
+
+class L4NodeManager:
+    def __init__(self, root: Path, engine: L4Engine, checker: HealthChecker) -> None:
+        self.root = root
+        self._engine = engine
+        self._checker = checker
+        self._specs: dict[str, L4ServiceSpec] = {}
+        self._errors: dict[str, str] = {}
+        self._lock = threading.RLock()
+
+    def restore(self) -> list[str]:
+        """Program again the load balancers an earlier agent left specs for."""
+        if not self.root.is_dir():
+            return []
+        for path in sorted(self.root.glob("*.json")):
+            try:
+                spec = L4ServiceSpec.model_validate_json(path.read_bytes())
+                self.put(spec.loadbalancer_id, spec)
+            except (ValueError, LbaasError) as exc:
+                log.error("L4 service %s not restored: %s", path.name, exc)
+        return sorted(self._specs)
+
+    def put(self, lb_id: str, spec: L4ServiceSpec) -> L4ServiceStatus:
+        if spec.loadbalancer_id != lb_id:
+            raise InvalidInput(f"spec of {spec.loadbalancer_id} sent to {lb_id}")
+        with self._lock:
+            known = self._specs.get(lb_id)
+            if known is not None and spec.version < known.version:
+                raise Conflict(f"version {spec.version} is older than {known.version}")
+            make_private_directory(self.root)
+            write_private(self.root / f"{lb_id}.json", spec.model_dump_json().encode())
+            self._specs[lb_id] = spec
+            self._checker.set_targets(lb_id, health_targets(spec))
+            self._apply(lb_id)
+            return self._status(lb_id)
+
+    def get(self, lb_id: str) -> L4ServiceStatus | None:
+        with self._lock:
+            return self._status(lb_id) if lb_id in self._specs else None
+
+    def delete(self, lb_id: str) -> None:
+        with self._lock:
+            self._checker.set_targets(lb_id, [])
+            self._engine.remove(lb_id)
+            self._specs.pop(lb_id, None)
+            self._errors.pop(lb_id, None)
+            (self.root / f"{lb_id}.json").unlink(missing_ok=True)
+
+    def ids(self) -> list[str]:
+        with self._lock:
+            return sorted(self._specs)
+
+    def on_health_changes(self, changes: list[HealthChange]) -> None:
+        """Re-apply every load balancer one of ``changes`` belongs to (checker's sink)."""
+        keys = {change.key for change in changes}
+        with self._lock:
+            touched = [
+                lb_id
+                for lb_id, spec in self._specs.items()
+                if any(m.id in keys for listener in spec.listeners for m in listener.members)
+            ]
+            for lb_id in touched:
+                try:
+                    self._apply(lb_id)
+                except LbaasError as exc:  # kept as last_error; the next change retries
+                    log.error("L4 service %s not updated from health: %s", lb_id, exc)
+        log.info("health changes %s applied to %s", [(c.key, c.healthy) for c in changes], touched)
+
+    def _apply(self, lb_id: str) -> None:
+        spec = self._specs[lb_id]
+        try:
+            report = self._engine.apply(l4_service(spec, self._checker.states(lb_id)))
+        except LbaasError as exc:
+            self._errors[lb_id] = str(exc)
+            raise
+        self._errors.pop(lb_id, None)
+        log.debug("L4 service %s applied: %s", lb_id, report)
+
+    def _status(self, lb_id: str) -> L4ServiceStatus:
+        spec = self._specs[lb_id]
+        states = self._checker.states(lb_id)
+        members: dict[str, L4MemberHealth] = {}
+        for listener in spec.listeners:
+            for member in listener.members:
+                seen = states.get(member.id) if listener.monitor is not None else None
+                members[member.id] = "NO_CHECK" if seen is None else ("UP" if seen else "DOWN")
+        by_name = {f"{li.protocol}_{li.port}": li.id for li in spec.listeners}
+        flows = self._engine.new_flows(lb_id)
+        return L4ServiceStatus(
+            loadbalancer_id=lb_id,
+            applied_version=spec.version,
+            members=members,
+            new_flows={by_name[name]: count for name, count in flows.items() if name in by_name},
+            last_error=self._errors.get(lb_id),
+        )

@@ -1,0 +1,103 @@
+"""The agent's wire format for kernel (L4) services, beside ``wire`` (amphorae).
+
+A node's agent balances the load balancers of the ``distributed`` provider in its own
+network namespace with ``lbaas.l4``'s engine and checks their members' health itself.
+The controller sends the whole desired service of one load balancer; the agent converges
+to it and answers with what it sees. Routes (same errors as ``wire``'s ``ErrorBody``):
+
+    PUT    /v1/l4/{loadbalancer_id}   L4ServiceSpec -> 200 L4ServiceStatus
+    GET    /v1/l4/{loadbalancer_id}   -> 200 L4ServiceStatus | 404
+    DELETE /v1/l4/{loadbalancer_id}   -> 204 (also when it did not exist)
+
+Like ``wire``, this module imports nothing else from the agent, so providers use it alone.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+L4_PREFIX = "/v1/l4"
+L4_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+MAX_TABLE_SIZE = 1_310_723
+
+L4MemberHealth = Literal["UP", "DOWN", "NO_CHECK"]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _ipv4(value: str) -> str:
+    if ipaddress.ip_address(value).version != 4:
+        raise ValueError("the L4 engine balances IPv4 only")
+    return value
+
+
+class L4MemberSpec(_Wire):
+    id: str = Field(min_length=1, max_length=64)
+    address: str
+    port: int = Field(ge=1, le=65535)
+    weight: int = Field(ge=0, le=256, description="0: no new flows (draining).")
+    monitor_address: str | None = Field(None, description="Where to probe, if not address.")
+    monitor_port: int | None = Field(None, ge=1, le=65535, description="Likewise the port.")
+
+    @field_validator("address", "monitor_address")
+    @classmethod
+    def _address_is_ipv4(cls, value: str | None) -> str | None:
+        return None if value is None else _ipv4(value)
+
+
+class L4MonitorSpec(_Wire):
+    """A health monitor in Octavia's terms (times in seconds)."""
+
+    type: Literal["TCP", "UDP-CONNECT", "HTTP", "PING"]
+    delay: float = Field(gt=0)
+    timeout: float = Field(gt=0)
+    max_retries: int = Field(ge=1, le=10, description="Successes in a row to go up (rise).")
+    max_retries_down: int = Field(ge=1, le=10, description="Failures in a row to go down.")
+    http_method: str = "GET"
+    url_path: str = "/"
+    expected_codes: str = "200"
+    http_version: float = 1.0
+    domain_name: str | None = None
+
+
+class L4ListenerSpec(_Wire):
+    id: str = Field(min_length=1, max_length=64)
+    protocol: Literal["tcp", "udp"]
+    port: int = Field(ge=1, le=65535)
+    hash_key: Literal["five_tuple", "source_address"]
+    table_size: int = Field(ge=3, le=MAX_TABLE_SIZE, description="Maglev table size (prime).")
+    members: tuple[L4MemberSpec, ...] = ()
+    monitor: L4MonitorSpec | None = None
+
+
+class L4ServiceSpec(_Wire):
+    """The whole desired L4 service of one load balancer on one node."""
+
+    version: int = Field(ge=0, description="Grows with every change the controller makes.")
+    loadbalancer_id: str = Field(min_length=1)
+    vip: str
+    listeners: tuple[L4ListenerSpec, ...] = ()
+
+    @field_validator("vip")
+    @classmethod
+    def _vip_is_ipv4(cls, value: str) -> str:
+        return _ipv4(value)
+
+
+class L4ServiceStatus(_Wire):
+    """What this node sees of one load balancer."""
+
+    loadbalancer_id: str
+    applied_version: int | None = None
+    members: dict[str, L4MemberHealth] = Field(
+        default_factory=dict, description="Per member id, as this node's checker sees it."
+    )
+    new_flows: dict[str, int] = Field(
+        default_factory=dict, description="Flows balanced on this node, per listener id."
+    )
+    last_error: str | None = None

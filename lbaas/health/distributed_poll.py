@@ -1,0 +1,60 @@
+"""Operating statuses of distributed load balancers, from polling their nodes.
+
+Amphorae push heartbeats; the nodes of the ``distributed`` provider are asked instead
+(``DistributedProvider.report``: every node's view, combined by majority), every
+``interval`` seconds, for every ACTIVE distributed load balancer. The report is rolled up
+and written through the same ``HealthStore.apply_operating_statuses`` as a heartbeat's,
+which refuses to write during a converge (the converge settles statuses itself) and skips
+what is already stored. The poll runs in the health manager, in a thread of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from lbaas.health.rollup import roll_up
+from lbaas.health.store import HealthStore
+from lbaas.model.graph import LoadBalancer, LoadBalancerId
+from lbaas.model.health import HealthReport
+
+log = logging.getLogger(__name__)
+
+Reporter = Callable[[LoadBalancer], HealthReport | None]
+
+
+class DistributedStatusPoller:
+    def __init__(
+        self,
+        store: HealthStore,
+        loadbalancers: Callable[[], list[str]],
+        report: Reporter,
+    ) -> None:
+        self._store = store
+        self._loadbalancers = loadbalancers
+        self._report = report
+        self.written = 0
+
+    def poll_once(self) -> int:
+        """Ask about every distributed load balancer once; how many had statuses written."""
+        written = 0
+        for lb_id in self._loadbalancers():
+            graph = self._store.load_graph(LoadBalancerId(lb_id))
+            if graph is None:
+                continue
+            report = self._report(graph)
+            if report is None:  # no node answered: keep what is stored
+                continue
+            if self._store.apply_operating_statuses(graph.id, roll_up(graph, report)):
+                written += 1
+        self.written += written
+        return written
+
+    def run(self, stop: threading.Event, interval: float) -> None:
+        while not stop.wait(interval):
+            # Top of the poll loop: one failed round must not end the polling.
+            try:
+                self.poll_once()
+            except Exception:  # noqa: BLE001 - logged; the next round tries again
+                log.exception("distributed status poll failed")

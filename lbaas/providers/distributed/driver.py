@@ -1,0 +1,140 @@
+"""The distributed provider: every node balances every distributed load balancer itself.
+
+No amphora. ``apply`` turns the graph into one ``L4ServiceSpec`` (``translate``) and sends
+it to the agents of every node of the ``NodeDirectory`` at once; each agent programs ``lbaas.l4``'s
+engine in its node's own network namespace and runs the node's health checker, so a
+client's flow is balanced on the client's node and goes straight to a member. A node that
+cannot be reached fails the converge (temporary, so it is retried) after every other node
+got the spec: the reachable nodes are never held back by one that is down.
+
+Member health comes back by polling: ``report`` asks every node what its checker sees and
+``combine`` takes the majority. The converge uses it through ``status`` right after
+``apply``; the health manager polls it every ``providers.distributed_status_interval``
+(``lbaas.health.distributed_poll``) so that later changes reach the API.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lbaas.agent.client_l4 import L4AgentClient
+from lbaas.agent.wire_l4 import L4ServiceStatus
+from lbaas.certs.authority import CertificateAuthority
+from lbaas.errors import AgentUnreachable, LbaasError
+from lbaas.model.graph import LoadBalancer, LoadBalancerId
+from lbaas.model.health import HealthReport
+from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
+from lbaas.providers.distributed.base import Node, NodeDirectory
+from lbaas.providers.distributed.capabilities import DISTRIBUTED_CAPABILITIES
+from lbaas.providers.distributed.combine import combine
+from lbaas.providers.distributed.nodes import SettingsNodeDirectory
+from lbaas.providers.distributed.translate import service_spec
+
+if TYPE_CHECKING:
+    from lbaas.db.job_queue import Claim
+
+LOG = logging.getLogger(__name__)
+
+ClientFactory = Callable[[Node], L4AgentClient]
+#: Nodes programmed at once by one converge.
+_MAX_PARALLEL = 16
+
+
+class DistributedProvider(ProviderDriver):
+    description = "L4 (TCP/UDP) balanced in the kernel of every node, on the client's node."
+
+    def __init__(
+        self,
+        context: ProviderContext,
+        *,
+        directory: NodeDirectory | None = None,
+        clients: ClientFactory | None = None,
+    ) -> None:
+        """Build from settings; ``directory`` and ``clients`` replace the node list and agents."""
+        super().__init__(context)
+        self._directory = directory or SettingsNodeDirectory(context.settings)
+        self._new_client = clients or self._tls_client
+        self._clients: dict[str, L4AgentClient] = {}
+        self._graphs: dict[str, LoadBalancer] = {}
+        self._lock = threading.Lock()
+
+    def _tls_client(self, node: Node) -> L4AgentClient:
+        pki = Path(self.context.settings.state_dir).absolute() / "pki"
+        ca = CertificateAuthority.load_or_create(pki)
+        tls = ca.ensure_identity(pki / "controller", "controller", "client")
+        return L4AgentClient(node.agent_url, tls=tls, timeout=30)
+
+    def _client(self, node: Node) -> L4AgentClient:
+        with self._lock:
+            client = self._clients.get(node.agent_url)
+            if client is None:
+                client = self._clients[node.agent_url] = self._new_client(node)
+            return client
+
+    def capabilities(self) -> ProviderCapabilities:
+        return DISTRIBUTED_CAPABILITIES
+
+    def close(self) -> None:
+        with self._lock:
+            for client in self._clients.values():
+                client.close()
+            self._clients.clear()
+
+    def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
+        """Send the service to every node; nothing is written to the database, so no fence."""
+        spec = service_spec(graph, time.time_ns())
+        self._each_node(lambda client: client.put_l4(spec), f"apply {graph.id}")
+        with self._lock:
+            self._graphs[graph.id] = graph
+        return ApplyResult(serving=True, detail="distributed")
+
+    def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:
+        self._each_node(
+            lambda client: client.delete_l4(loadbalancer_id), f"delete {loadbalancer_id}"
+        )
+        with self._lock:
+            self._graphs.pop(loadbalancer_id, None)
+
+    def status(self, loadbalancer_id: LoadBalancerId) -> HealthReport | None:
+        with self._lock:
+            graph = self._graphs.get(loadbalancer_id)
+        return None if graph is None else self.report(graph)
+
+    def report(self, graph: LoadBalancer) -> HealthReport | None:
+        """Every node's view of ``graph``, combined by majority (None: no node answered)."""
+        views: list[L4ServiceStatus | None] = []
+        for node in self._directory.nodes():
+            try:
+                views.append(self._client(node).get_l4(graph.id))
+            except LbaasError as exc:
+                LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
+        return combine(graph, views, answered=len(views))
+
+    def _try(self, node: Node, call: Callable[[L4AgentClient], object], what: str) -> bool:
+        """Whether ``call`` reached ``node``; other errors (a refused spec) are raised."""
+        try:
+            call(self._client(node))
+        except AgentUnreachable as exc:
+            LOG.warning("%s on node %s failed: %s", what, node.name, exc)
+            return False
+        return True
+
+    def _each_node(self, call: Callable[[L4AgentClient], object], what: str) -> None:
+        nodes = self._directory.nodes()
+        if not nodes:
+            raise AgentUnreachable("No node can carry distributed load balancers.", 5.0, what)
+        # All nodes at once: each loads its own tables (a full load takes a second or more),
+        # so a converge takes as long as the slowest node, not the sum of them all.
+        with ThreadPoolExecutor(max_workers=min(len(nodes), _MAX_PARALLEL)) as pool:
+            outcomes = list(pool.map(lambda node: self._try(node, call, what), nodes))
+        failed = [node.name for node, reached in zip(nodes, outcomes, strict=True) if not reached]
+        if failed:
+            raise AgentUnreachable(
+                "Some nodes could not be reached.", 2.0, f"{what}: unreachable {failed}"
+            )

@@ -1,0 +1,261 @@
+"""The distributed provider without a network: graphs in, specs to every node, views combined.
+
+Each fake node is a real ``L4NodeManager`` over a ``RecordingNftOps`` (so the nft text the
+node would load is checked), reached through a fake client; one node can be made
+unreachable. The majority rule is tested on hand-made node views.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lbaas.agent.l4_node import L4NodeManager, health_targets
+from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
+from lbaas.config import load_settings
+from lbaas.db.job_queue import Claim
+from lbaas.errors import AgentUnreachable, Conflict, InvalidInput
+from lbaas.health.distributed_poll import DistributedStatusPoller
+from lbaas.health.memory_store import InMemoryHealthStore
+from lbaas.health.rollup import roll_up
+from lbaas.l4.engine import L4Engine
+from lbaas.l4.health.base import Prober
+from lbaas.l4.health.checker import HealthChecker
+from lbaas.l4.health.monitor import Target
+from lbaas.l4.host.recording import RecordingNftOps
+from lbaas.model.enums import (
+    HealthMonitorType,
+    LbAlgorithm,
+    ListenerProtocol,
+    OperatingStatus,
+    PersistenceType,
+    PoolProtocol,
+)
+from lbaas.model.graph import LoadBalancer
+from lbaas.model.health import HealthReport, MemberState
+from lbaas.providers.base import ProviderContext
+from lbaas.providers.distributed.base import Node, NodeDirectory
+from lbaas.providers.distributed.combine import combine, member_state
+from lbaas.providers.distributed.driver import DistributedProvider
+from lbaas.providers.distributed.nodes import SettingsNodeDirectory
+from lbaas.providers.distributed.translate import service_spec, table_size_for
+from tests.support.graphs import listener, load_balancer, member, monitor, persistence, pool
+
+MEMBERS = [
+    member("a", "10.9.0.1", 8000, weight=2),
+    member("b", "10.9.0.2", 8000, monitor_address="10.9.1.2", monitor_port=9000),
+]
+GRAPH = load_balancer(
+    [
+        listener("tcp", ListenerProtocol.TCP, 80, default_pool="tcp"),
+        listener("udp", ListenerProtocol.UDP, 53, default_pool="udp"),
+    ],
+    [
+        pool(
+            "tcp",
+            MEMBERS,
+            protocol=PoolProtocol.TCP,
+            algorithm=LbAlgorithm.MAGLEV,
+            hm=monitor("tcp", HealthMonitorType.TCP, delay=2, timeout=1),
+        ),
+        pool(
+            "udp",
+            [member("c", "10.9.0.3", 5353), member("d", "10.9.0.4", 5353, admin=False)],
+            protocol=PoolProtocol.UDP,
+            algorithm=LbAlgorithm.SOURCE_IP_PORT,
+            sticky=persistence(PersistenceType.SOURCE_IP),
+        ),
+    ],  # fmt: skip
+    vip_address="10.9.9.9",
+)
+CLAIM = Claim(GRAPH.id, generation=1, owner="worker-a", attempts=0, rebuild=False)
+
+
+class NeverProbes(Prober):
+    async def probe(self, target: Target) -> bool:
+        raise AssertionError("the checker is not started in these tests")
+
+
+class FakeNode:
+    """A node's agent in-process: the real manager, with nft recorded."""
+
+    def __init__(self, root: Path) -> None:
+        self.ops = RecordingNftOps()
+        checker = HealthChecker(NeverProbes(), lambda changes: None)
+        self.manager = L4NodeManager(root, L4Engine(self.ops), checker)
+        self.reachable = True
+
+    def _check(self) -> None:
+        if not self.reachable:
+            raise AgentUnreachable("node down", 0.1, "fake")
+
+    def put_l4(self, spec: L4ServiceSpec) -> L4ServiceStatus:
+        self._check()
+        return self.manager.put(spec.loadbalancer_id, spec)
+
+    def get_l4(self, lb_id: str) -> L4ServiceStatus | None:
+        self._check()
+        return self.manager.get(lb_id)
+
+    def delete_l4(self, lb_id: str) -> None:
+        self._check()
+        self.manager.delete(lb_id)
+
+    def close(self) -> None:
+        pass
+
+
+class Fleet(NodeDirectory):
+    def __init__(self, tmp_path: Path, count: int) -> None:
+        self.fakes = {f"n{i}": FakeNode(tmp_path / f"n{i}") for i in range(count)}
+
+    def nodes(self) -> list[Node]:
+        return [Node(name, f"https://{name}:9443") for name in self.fakes]
+
+    def client(self, node: Node) -> Any:
+        return self.fakes[node.name]
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Fleet:
+    return Fleet(tmp_path, 3)
+
+
+@pytest.fixture
+def provider(tmp_path: Path, fleet: Fleet) -> DistributedProvider:
+    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+    return DistributedProvider(ProviderContext(settings), directory=fleet, clients=fleet.client)
+
+
+def test_the_spec_carries_listeners_members_hash_and_monitor() -> None:
+    spec = service_spec(GRAPH, version=7)
+    tcp, udp = spec.listeners
+    assert (spec.vip, spec.version) == ("10.9.9.9", 7)
+    assert (tcp.protocol, tcp.port, tcp.hash_key) == ("tcp", 80, "five_tuple")
+    assert [(m.address, m.weight) for m in tcp.members] == [("10.9.0.1", 2), ("10.9.0.2", 1)]
+    assert tcp.monitor is not None and tcp.monitor.type == "TCP"
+    assert (tcp.monitor.delay, tcp.monitor.max_retries, tcp.monitor.max_retries_down) == (2, 2, 3)
+    assert (udp.protocol, udp.hash_key, udp.monitor) == ("udp", "source_address", None)
+    probed = [(t.key, t.address, t.port) for t in health_targets(spec)]
+    assert probed == [(MEMBERS[0].id, "10.9.0.1", 8000), (MEMBERS[1].id, "10.9.1.2", 9000)]
+    assert [m.address for m in udp.members] == ["10.9.0.3"]  # d is admin down
+
+
+def test_tables_are_sized_over_100_slots_per_member_in_a_few_steps() -> None:
+    assert [table_size_for(n) for n in (0, 1, 10, 11, 40, 41, 164, 165, 700)] == [
+        1021, 1021, 1021, 4099, 4099, 16411, 16411, 65537, 65537,
+    ]  # fmt: skip
+    assert [listener.table_size for listener in service_spec(GRAPH, 1).listeners] == [1021] * 2
+
+
+def test_an_algorithm_the_engine_lacks_is_a_400() -> None:
+    graph = load_balancer(
+        [listener("t", ListenerProtocol.TCP, 80, default_pool="t")],
+        [pool("t", MEMBERS, protocol=PoolProtocol.TCP, algorithm=LbAlgorithm.ROUND_ROBIN)],
+    )
+    with pytest.raises(InvalidInput, match="ROUND_ROBIN"):
+        service_spec(graph, 1)
+
+
+def test_apply_programs_every_node_and_status_rolls_up_online(
+    provider: DistributedProvider, fleet: Fleet
+) -> None:
+    provider.apply(GRAPH, CLAIM)
+    for fake in fleet.fakes.values():
+        (text,) = fake.ops.loaded
+        assert "ip daddr 10.9.9.9 meta l4proto tcp th dport 80" in text
+        assert "jhash ip saddr mod" in text  # SOURCE_IP persistence on the UDP listener
+        assert "10.9.0.3 . 5353" in text and "10.9.0.4" not in text
+    report = provider.status(GRAPH.id)
+    assert report is not None
+    statuses = roll_up(GRAPH, report)
+    assert statuses[MEMBERS[0].id] is OperatingStatus.ONLINE
+    assert statuses[GRAPH.pools[1].members[0].id] is OperatingStatus.NO_MONITOR
+    provider.delete(GRAPH.id, CLAIM)
+    assert all(f.manager.ids() == [] for f in fleet.fakes.values())
+
+
+def test_an_unreachable_node_fails_the_converge_after_the_others_got_the_spec(
+    provider: DistributedProvider, fleet: Fleet
+) -> None:
+    fleet.fakes["n1"].reachable = False
+    with pytest.raises(AgentUnreachable, match="could not be reached") as refused:
+        provider.apply(GRAPH, CLAIM)
+    assert "['n1']" in (refused.value.operator_message or "")
+    assert fleet.fakes["n0"].manager.ids() == [GRAPH.id] == fleet.fakes["n2"].manager.ids()
+    report = provider.report(GRAPH)  # the two that answer still report
+    assert report is not None and report.pools[GRAPH.pools[0].id].members
+
+
+def view(**members: str) -> L4ServiceStatus:
+    return L4ServiceStatus(loadbalancer_id=GRAPH.id, members=members)  # type: ignore[arg-type]
+
+
+def test_a_member_is_up_when_a_strict_majority_of_answering_nodes_sees_it_up() -> None:
+    assert member_state([view(m="UP"), view(m="UP"), view(m="DOWN")], "m") is MemberState.UP
+    assert member_state([view(m="UP"), view(m="DOWN"), view(m="DOWN")], "m") is MemberState.DOWN
+    assert member_state([view(m="UP"), view(m="DOWN")], "m") is MemberState.DOWN  # a tie
+    assert member_state([view(m="NO_CHECK")] * 2, "m") is MemberState.NO_CHECK
+    assert member_state([view(x="UP")], "m") is None
+
+
+def test_combined_views_roll_up_to_error_and_degraded() -> None:
+    a, b = (str(m.id) for m in MEMBERS)
+    views = [view(**{a: "DOWN", b: "UP"}), view(**{a: "DOWN", b: "UP"}), view(**{a: "UP", b: "UP"})]
+    report = combine(GRAPH, views, answered=3)
+    assert report is not None
+    statuses = roll_up(GRAPH, report)
+    assert statuses[MEMBERS[0].id] is OperatingStatus.ERROR
+    assert statuses[MEMBERS[1].id] is OperatingStatus.ONLINE
+    assert statuses[GRAPH.pools[0].id] is OperatingStatus.DEGRADED
+    assert combine(GRAPH, [], answered=0) is None
+
+
+def test_nodes_come_from_settings_or_the_local_agent(tmp_path: Path) -> None:
+    settings = load_settings(environ={}, overrides={"agent": {"host": "10.1.0.5", "port": 9555}})
+    assert SettingsNodeDirectory(settings).nodes() == [
+        Node("10.1.0.5:9555", "https://10.1.0.5:9555")
+    ]
+    listed = load_settings(
+        environ={},
+        overrides={"providers": {"distributed_nodes": ["https://10.1.0.6:9443/", "https://h2:1"]}},
+    )
+    assert [n.agent_url for n in SettingsNodeDirectory(listed).nodes()] == [
+        "https://10.1.0.6:9443",
+        "https://h2:1",
+    ]
+
+
+def test_the_health_manager_poll_writes_the_majority_and_skips_silence() -> None:
+    store = InMemoryHealthStore()
+    store.put_graph(GRAPH)
+    a = str(MEMBERS[0].id)
+    views: list[L4ServiceStatus | None] = [view(**{a: "DOWN"}), view(**{a: "DOWN"}), None]
+    reports = {"answered": 3}
+
+    def report(graph: LoadBalancer) -> HealthReport | None:
+        return combine(graph, views, answered=reports["answered"])
+
+    poller = DistributedStatusPoller(store, lambda: [GRAPH.id, "gone"], report)
+    assert poller.poll_once() == 1
+    written = store.statuses(GRAPH.id)
+    assert written is not None and written[MEMBERS[0].id] is OperatingStatus.ERROR
+    store.set_pending(GRAPH.id)  # a converge in flight: it settles statuses itself
+    assert poller.poll_once() == 0
+    store.set_pending(GRAPH.id, False)
+    reports["answered"] = 0  # no node answered: what is stored stays
+    assert poller.poll_once() == 0 and store.statuses(GRAPH.id) is written
+
+
+def test_a_restarted_node_agent_programs_its_stored_services_again(tmp_path: Path) -> None:
+    first = FakeNode(tmp_path / "node")
+    first.put_l4(service_spec(GRAPH, version=5))
+    restarted = FakeNode(tmp_path / "node")
+    assert restarted.manager.restore() == [GRAPH.id]
+    assert restarted.ops.loaded == first.ops.loaded  # the same full table
+    status = restarted.get_l4(GRAPH.id)
+    assert status is not None and status.applied_version == 5
+    with pytest.raises(Conflict, match="older"):
+        restarted.put_l4(service_spec(GRAPH, version=4))

@@ -1,7 +1,7 @@
 """key manager: sealed secrets, containers and their consumers
 
-Revision ID: 0003_tls
-Revises: 0002
+Revision ID: 0005_tls
+Revises: 0004_fleet
 Create Date: 2026-11-25 18:50:00
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_tls"
-down_revision = "0002"
+revision = "0005_tls"
+down_revision = "0004_fleet"
 branch_labels = None
 depends_on = None
 

@@ -534,6 +534,30 @@ class KubernetesSettings(_Section):
     )
 
 
+class KeyManagerSettings(_Section):
+    """The Barbican-compatible key manager served under ``/key-manager`` of the API."""
+
+    enabled: bool = Field(
+        True, description="Serve the key manager's v1 API under /key-manager on the API port."
+    )
+    kek_file: Path | None = Field(
+        None,
+        description=(
+            "File holding the key-encryption keys that seal stored secrets (mode 0600); "
+            "<state_dir>/keymanager.kek when unset. Created at first start while no secret "
+            "is stored; keep it out of database backups. Every API process needs the same file."
+        ),
+    )
+    host_href: str | None = Field(
+        None,
+        description=(
+            "Base URL written into secret and container references (e.g. "
+            "https://lb.example.com:9876/key-manager); by default the URL the request came to."
+        ),
+    )
+    max_payload_bytes: int = Field(65536, description="Largest secret payload accepted.")
+
+
 class Settings(_Section):
     """Everything lbaas reads from its environment."""
 
@@ -550,6 +574,11 @@ class Settings(_Section):
     health: HealthSettings = HealthSettings()
     agent: AgentSettings = AgentSettings()
     kubernetes: KubernetesSettings = KubernetesSettings()
+    keymanager: KeyManagerSettings = KeyManagerSettings()
+
+    @property
+    def kek_path(self) -> Path:
+        return self.keymanager.kek_file or self.state_dir / "keymanager.kek"
 
     @property
     def database_url(self) -> str:

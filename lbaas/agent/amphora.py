@@ -46,6 +46,7 @@ from lbaas.agent.plumbing import (
 from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
 from lbaas.agent.source_routing import apply_routing, plan_routing
 from lbaas.agent.stats import StatsCollector
+from lbaas.agent.tls_files import prune_tls_files, write_tls_files
 from lbaas.agent.vrrp import KeepalivedInstance, allow_nonlocal_bind, vrrp_config
 from lbaas.agent.wire import AMPHORA_ID_PATTERN, AmphoraSpec, AmphoraStatus
 from lbaas.errors import Conflict, InvalidInput
@@ -182,10 +183,12 @@ class AmphoraManager:
                         allow_nonlocal_bind(self._host, self._namespace(amphora_id))
                 # A reload replaces the worker: the statistics hold it to read it to its end.
                 guard = None if amp.stats is None else amp.stats.across_reload
+                write_tls_files(amp.instance.directory, spec.tls_files)
                 amp.last_outcome = amp.instance.apply(
                     spec.haproxy_config, spec.haproxy_facts, guard
                 )
                 self._apply_vrrp(amp, spec)
+                prune_tls_files(amp.instance.directory, spec.tls_files)
                 if amp.datapath is not None and kernel_rules is not None:
                     amp.datapath.apply(spec, kernel_rules)
             except Exception as exc:

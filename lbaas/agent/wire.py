@@ -181,8 +181,33 @@ class VrrpSpec(_Wire):
         return self
 
 
+#: TLS file names: content-addressed (a digest), so a new certificate is a new file and
+#: the running configuration's files stay as they are until the new one is applied.
+TLS_FILE_PATTERN = r"^[A-Za-z0-9_-]{1,80}\.(pem|crt-list)$"
+MAX_TLS_BYTES = 2 * 1024 * 1024
+
+
+class TlsFile(_Wire):
+    """One file of certificate material, written mode 0600 under the amphora's ``tls``
+    directory before the configuration that names it is validated."""
+
+    # A refused file must not put the start of a private key into an error or a log line.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    name: str = Field(pattern=TLS_FILE_PATTERN)
+    content: str = Field(max_length=MAX_TLS_BYTES)
+
+    def __repr__(self) -> str:  # the content is key material: never in a log line
+        return f"TlsFile(name={self.name!r}, content=<{len(self.content)} characters>)"
+
+    __str__ = __repr__
+
+
 class AmphoraSpec(_Wire):
     """The whole desired state of one amphora (body of PUT /v1/amphorae/{id})."""
+
+    # It carries private keys (``tls_files``): a validation error names fields, not values.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     spec_format: Literal[2] = Field(description="The shape of this spec; see SPEC_FORMAT.")
     version: int = Field(ge=0, description="Grows with every change the controller makes.")
@@ -192,6 +217,9 @@ class AmphoraSpec(_Wire):
     vip: VipSpec
     network: NetworkSpec = NetworkSpec()
     vrrp: VrrpSpec | None = Field(None, description="ACTIVE_STANDBY only; None: SINGLE.")
+    tls_files: tuple[TlsFile, ...] = Field(
+        (), description="Certificate material the configuration names (under AmphoraPaths.tls_dir)."
+    )
     vip_filter: VipFilter | None = Field(
         None, description="netns: what the VIP leg accepts (None: no filter, as before)."
     )
@@ -289,6 +317,7 @@ class AmphoraPaths(_Wire):
     directory: str
     runtime_socket: str
     state_dir: str
+    tls_dir: str
 
 
 def amphora_paths(amphora_root: str, amphora_id: str) -> AmphoraPaths:
@@ -298,4 +327,5 @@ def amphora_paths(amphora_root: str, amphora_id: str) -> AmphoraPaths:
         directory=str(directory),
         runtime_socket=str(directory / "stats.sock"),
         state_dir=str(directory),
+        tls_dir=str(directory / "tls"),
     )

@@ -1,8 +1,8 @@
 """What the amphora provider supports today; the API refuses everything else with a 400.
 
-TERMINATED_HTTPS (no key manager yet), SCTP (this kernel has no SCTP sockets to show it
-with), SOURCE_IP_PORT, pool re-encryption and the SSL_* L7 rules (they need TLS
-termination) are absent on purpose. UDP listeners and pools are balanced by the L4 engine
+SCTP (this kernel has no SCTP sockets to show it with) and SOURCE_IP_PORT are absent on
+purpose; TERMINATED_HTTPS, pool re-encryption and the SSL_* L7 rules take their
+certificates from the key manager. UDP listeners and pools are balanced by the L4 engine
 inside the amphora's namespace, so only agents in netns mode offer them
 (``amphora_capabilities``); their pools take ROUND_ROBIN (a Maglev hash of the 5-tuple:
 per flow, not per packet) and SOURCE_IP, as Octavia's LVS takes rr and sh; least
@@ -25,6 +25,7 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.ListenerProtocol.HTTPS,
             E.ListenerProtocol.TCP,
             E.ListenerProtocol.PROMETHEUS,
+            E.ListenerProtocol.TERMINATED_HTTPS,
         }
     ),
     pool_protocols=frozenset(
@@ -59,6 +60,9 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.L7RuleType.FILE_TYPE,
             E.L7RuleType.HEADER,
             E.L7RuleType.COOKIE,
+            E.L7RuleType.SSL_CONN_HAS_CERT,
+            E.L7RuleType.SSL_VERIFY_RESULT,
+            E.L7RuleType.SSL_DN_FIELD,
         }
     ),
     # The keys Octavia's amphora driver lists, so clients find the names they know; all

@@ -46,6 +46,8 @@ from lbaas.agent.wire import (
     amphora_paths,
 )
 from lbaas.certs.authority import CertificateAuthority
+from lbaas.certs.kek import load_key_ring
+from lbaas.db.secret_vault import SecretVault
 from lbaas.errors import AgentUnreachable, ConfigError, PermanentError
 from lbaas.model.enums import HostStatus, Topology
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
@@ -54,6 +56,7 @@ from lbaas.providers.amphora.capabilities import amphora_capabilities
 from lbaas.providers.amphora.kernel_spec import split_udp, vip_filter
 from lbaas.providers.amphora.store.base import AmphoraStore, PairStore
 from lbaas.providers.amphora.store.database import DatabaseAmphoraStore
+from lbaas.providers.amphora.tls_material import tls_bundle
 from lbaas.providers.amphora.topology import OneHost, PairConverger, VrrpTimers, pair_filter
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 from lbaas.render.haproxy import HaproxyContext, RenderedHaproxy, render_haproxy
@@ -120,6 +123,7 @@ class AmphoraProvider(ProviderDriver):
             advert_interval_ms=settings.providers.amphora_vrrp_advert_interval_ms,
             realtime_priority=settings.providers.amphora_vrrp_realtime_priority or None,
         )
+        self._secret_vault: SecretVault | None = None
 
     def _agent_pool(self) -> AgentPool:
         settings = self.context.settings
@@ -130,6 +134,16 @@ class AmphoraProvider(ProviderDriver):
         url_host = f"[{host}]" if ":" in host else host
         legacy = AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
         return AgentPool(tls_client_factory(tls), legacy)
+
+    def _vault(self) -> SecretVault | None:
+        """The key manager's vault, opened at the first TLS listener (its key file is made
+        by the API process that stored the secrets)."""
+        if self._secret_vault is None and self.context.database is not None:
+            path = self.context.settings.kek_path
+            ring = load_key_ring(path)
+            if ring is not None:
+                self._secret_vault = SecretVault(self.context.database, ring, path)
+        return self._secret_vault
 
     def capabilities(self) -> ProviderCapabilities:
         return amphora_capabilities(self.context.settings.agent.mode == "netns")
@@ -211,6 +225,7 @@ class AmphoraProvider(ProviderDriver):
         """The whole spec of one amphora; ``pair``: its peers and VRRP (ACTIVE_STANDBY)."""
         netns = info.mode == "netns"
         paths = amphora_paths(info.amphora_root, amphora_id)
+        tls = tls_bundle(graph, self._vault(), paths.tls_dir)
         context = HaproxyContext(
             bind_address=graph.vip.address,
             runtime_socket=paths.runtime_socket,
@@ -219,6 +234,8 @@ class AmphoraProvider(ProviderDriver):
             hard_stop_after=self._hard_stop_after,
             external_check_script=ping_script(),
             peers=None if pair is None else pair[0],
+            listener_tls=tls.by_listener,
+            pool_tls=tls.by_pool,
         )
         haproxy_graph, udp_listeners = split_udp(graph)
         rendered = render_haproxy(haproxy_graph, context)
@@ -238,6 +255,7 @@ class AmphoraProvider(ProviderDriver):
                 mtu=vip_subnet.mtu if vip_subnet and netns else None,
             ),
             network=self._network_spec(graph, fence, amphora_id, netns),
+            tls_files=tuple(tls.files.values()),
             vip_filter=filtered if pair is None else pair_filter(filtered, pair[1]),
             udp_listeners=udp_listeners,
             vrrp=None if pair is None else pair[1],

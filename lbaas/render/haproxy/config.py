@@ -38,7 +38,7 @@ from lbaas.render.haproxy.view import GlobalSection, HaproxyConfig, Peer, PeersS
 def render_haproxy_config(lb: LoadBalancer, ctx: HaproxyContext) -> str:
     """The HAProxy configuration text serving every listener of ``lb``.
 
-    Raises ``PermanentError`` for what this provider cannot serve (TERMINATED_HTTPS, UDP and
+    Raises ``PermanentError`` for what this provider cannot serve (TERMINATED_HTTPS without certificate files, UDP and
     SCTP listeners, among others: see ``unsupported``) and for malformed graph data.
     """
     return emit_config(build_haproxy_view(lb, ctx))

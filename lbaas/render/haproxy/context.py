@@ -9,7 +9,10 @@ the same text on the controller and on the agent, and tests can render with fixe
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
 
 #: The one ``peers`` section of a configuration (stick tables name it).
 PEERS_SECTION = "lbaas_peers"
@@ -75,6 +78,13 @@ class HaproxyContext:
     """ACTIVE_STANDBY: the pair whose stick tables (SOURCE_IP, APP_COOKIE persistence) are
     kept in step, so the BACKUP already knows every client's member when it takes over;
     None for SINGLE."""
+
+    listener_tls: Mapping[str, ListenerTlsFiles] = field(default_factory=dict)
+    """Per TERMINATED_HTTPS listener id, the TLS files its agent writes (certificates,
+    client CA, CRL). A terminating listener missing here is refused."""
+
+    pool_tls: Mapping[str, PoolTlsFiles] = field(default_factory=dict)
+    """Per ``tls_enabled`` pool id, the client certificate, CA and CRL files (all optional)."""
 
     @property
     def server_state_file(self) -> str:

@@ -23,6 +23,7 @@ from typing import assert_never
 
 from lbaas.render.haproxy.addresses import address_port_word, address_word
 from lbaas.render.haproxy.quoting import log_format_literal, quoted
+from lbaas.render.haproxy.tls import bind_words
 from lbaas.render.haproxy.view import (
     AclTerm,
     AppCookieStickiness,
@@ -121,7 +122,8 @@ def _peer_lines(section: PeersSection) -> Iterator[str]:
 def _frontend_lines(fe: Frontend) -> Iterator[str]:
     yield from (f"# {note}" for note in fe.notes)
     yield f"mode {fe.mode}"
-    yield f"bind {address_port_word(fe.bind_address, fe.port)}"
+    tls_words = [] if fe.tls is None else bind_words(fe.tls)
+    yield " ".join(["bind", address_port_word(fe.bind_address, fe.port), *tls_words])
     if not fe.enabled:
         yield "disabled"
     yield f"maxconn {fe.maxconn}"
@@ -150,6 +152,8 @@ def _frontend_lines(fe: Frontend) -> Iterator[str]:
         yield f"http-request deny deny_status {deny.status}{_if(deny.condition)}"
     for header in fe.header_insertions:
         yield f"http-request set-header {header.name} {header.value_format}"
+    for header in fe.response_headers:
+        yield f"http-response set-header {header.name} {header.value_format}"
     if fe.prometheus_exporter:
         yield "http-request use-service prometheus-exporter if { path /metrics }"
         yield "http-request return status 404"
@@ -185,7 +189,7 @@ def _backend_lines(be: Backend) -> Iterator[str]:
     if be.health_check is not None:
         yield from _check_lines(be.health_check)
     for server in be.servers:
-        yield _server_line(server, be.health_check)
+        yield _server_line(server, be.health_check, be.server_tls)
 
 
 def _persistence_lines(persistence: Persistence) -> Iterator[str]:
@@ -229,7 +233,7 @@ def _check_lines(check: HealthCheck) -> Iterator[str]:
         yield f"external-check command {quoted(check.external_command)}"
 
 
-def _server_line(server: Server, check: HealthCheck | None) -> str:
+def _server_line(server: Server, check: HealthCheck | None, tls: tuple[str, ...] = ()) -> str:
     words = [
         f"server {server.name} {address_port_word(server.address, server.port)}",
         f"weight {server.weight}",
@@ -242,11 +246,13 @@ def _server_line(server: Server, check: HealthCheck | None) -> str:
         words.append(f"cookie {server.cookie}")
     if server.proxy_protocol is not None:
         words.append(str(server.proxy_protocol))
+    # Health checks of an ``ssl`` server use its TLS settings (and verification).
+    words += tls
     if server.checked and check is not None:
         words.append(
             f"check inter {duration(check.interval_ms)} fall {check.fall} rise {check.rise}"
         )
-        if check.tls:
+        if check.tls and not tls:
             words.append("check-ssl verify none")
             if check.sni is not None:
                 words.append(f"check-sni {quoted(check.sni)}")

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from lbaas.render.haproxy.tls import BindTls
+
 
 class Mode(StrEnum):
     HTTP = "http"
@@ -135,6 +137,8 @@ class Frontend:
     switches: tuple[BackendSwitch, ...] = ()
     default_backend: str | None = None
     notes: tuple[str, ...] = ()
+    tls: BindTls | None = None
+    response_headers: tuple[HeaderInsertion, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,8 @@ class Backend:
     health_check: HealthCheck | None = None
     servers: tuple[Server, ...] = ()
     notes: tuple[str, ...] = ()
+    #: The ``ssl …`` words of every server line (re-encryption to members), if any.
+    server_tls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -491,6 +491,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fleet_commands(sub, add("agent", cmd_agent, "the per-host agent"))
     diagnose = add("diagnose", cmd_diagnose, "why a load balancer is not well, hop by hop")
     diagnose.add_argument("loadbalancer", help="load balancer id")
+    _add_maintenance_commands(sub)
+    ref = sub.add_parser("config-reference", help="print the configuration reference")
+    ref.set_defaults(func=cmd_config_reference)
+    from lbaas.lab.command import add_arguments as add_lab_arguments
+
+    lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
+    add_lab_arguments(lab)
+    lab.set_defaults(func=cmd_lab)
+    kube = sub.add_parser("kubernetes", help="turn Kubernetes Services into load balancers")
+    kube.add_argument("--state-dir", help=argparse.SUPPRESS)
+    kube.set_defaults(func=cmd_kubernetes)
+    return parser
+
+
+def _add_maintenance_commands(sub: Any) -> None:
+    """``db upgrade``, ``network create-subnet`` and ``keymanager rotate-kek``."""
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")
@@ -517,17 +533,6 @@ def build_parser() -> argparse.ArgumentParser:
     rot.add_argument("--state-dir")
     rot.add_argument("--database-url")
     rot.set_defaults(func=cmd_rotate_kek)
-    ref = sub.add_parser("config-reference", help="print the configuration reference")
-    ref.set_defaults(func=cmd_config_reference)
-    from lbaas.lab.command import add_arguments as add_lab_arguments
-
-    lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
-    add_lab_arguments(lab)
-    lab.set_defaults(func=cmd_lab)
-    kube = sub.add_parser("kubernetes", help="turn Kubernetes Services into load balancers")
-    kube.add_argument("--state-dir", help=argparse.SUPPRESS)
-    kube.set_defaults(func=cmd_kubernetes)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

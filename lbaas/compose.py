@@ -7,21 +7,37 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
+from starlette.types import ASGIApp
+
+from lbaas.agent.enrolment import Enrolment, write_bundle
+from lbaas.api.app import create_asgi_app
 from lbaas.api.services import ApiServices
+from lbaas.certs.authority import CertificateAuthority
+from lbaas.certs.kek import KeyRing, load_key_ring, save_key_ring
 from lbaas.config import Settings
 from lbaas.converge.converge import Converger
-from lbaas.db import job_queue
+from lbaas.db import host_repo, job_queue
 from lbaas.db.engine import Database
 from lbaas.db.job_notify import PostgresJobListener
 from lbaas.db.migrate import upgrade_database
+from lbaas.db.secret_vault import SecretVault, count_sealed
+from lbaas.errors import ConfigError
 from lbaas.health.rollup import roll_up
+from lbaas.heartbeat.key import heartbeat_key
 from lbaas.jobs.base import WakeupSource
 from lbaas.jobs.runner import JobRunner
 from lbaas.jobs.slot import WorkerSlot
 from lbaas.jobs.wakeup import WakeupListener, WakeupSender, wakeup_directory
 from lbaas.jobs.worker import Worker, owner_prefix
+from lbaas.keymanager.app import with_key_manager
+from lbaas.metrics.endpoint import MetricsEndpoint
+from lbaas.metrics.process import ProcessMetrics
+from lbaas.model.fleet import HostAddress, HostView
 from lbaas.network.registry import seed_subnets
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.registry import ProviderRegistry, build_registry
@@ -36,6 +52,37 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> Database:
         upgrade_database(database)
     seed_subnets(database, settings.network)
     return database
+
+
+def open_vault(settings: Settings, database: Database) -> SecretVault | None:
+    """The key manager's vault with its key ring, checked against what is stored.
+
+    A missing key file is created only while no sealed secret exists; otherwise (and when
+    the file holds the wrong keys) start-up stops with an error naming the file, and
+    nothing is changed.
+    """
+    if not settings.keymanager.enabled:
+        return None
+    path = settings.kek_path
+    ring = load_key_ring(path)
+    if ring is None:
+        stored = count_sealed(database)
+        if stored:
+            raise ConfigError(
+                f"the key-encryption key file {path} is missing but {stored} sealed secret(s) "
+                "are stored; restore the file (nothing was changed)"
+            )
+        ring = KeyRing.generate()
+        save_key_ring(path, ring)
+        LOG.info("created key-encryption key file %s", path)
+    vault = SecretVault(database, ring, path)
+    vault.verify()
+    return vault
+
+
+def http_app(services: ApiServices) -> ASGIApp:
+    """What the API port serves: the Octavia API, and the key manager under /key-manager."""
+    return with_key_manager(services, create_asgi_app(services))
 
 
 def open_providers(settings: Settings, database: Database) -> ProviderRegistry:
@@ -57,8 +104,14 @@ class WorkerProcess:
     listeners: list[WakeupSource]
     slot: WorkerSlot
     database: Database
+    metrics: ProcessMetrics
+    metrics_address: tuple[str, int] | None = None
+    """Where this process's own /metrics is served (``worker.metrics_port``), if at all."""
+    _endpoint: MetricsEndpoint | None = None
 
     def start(self) -> None:
+        if self.metrics_address is not None:
+            self._endpoint = MetricsEndpoint(self.metrics, *self.metrics_address)
         released = self.slot.release_earlier_claims(self.database)
         if released:
             LOG.warning(
@@ -74,6 +127,8 @@ class WorkerProcess:
             listener.stop()
         self.worker.stop()
         self.slot.close()
+        if self._endpoint is not None:
+            self._endpoint.stop()
 
 
 def release_dead_worker(database: Database, pid: int) -> None:
@@ -84,10 +139,14 @@ def release_dead_worker(database: Database, pid: int) -> None:
 
 
 def build_worker(
-    settings: Settings, database: Database, providers: ProviderRegistry, slot_tag: str = ""
+    settings: Settings,
+    database: Database,
+    providers: ProviderRegistry,
+    slot_tag: str = "",
+    metrics: ProcessMetrics | None = None,
 ) -> Worker:
     converger = Converger(database, providers, roll_up)
-    runner = JobRunner(database, converger, settings.worker)
+    runner = JobRunner(database, converger, settings.worker, metrics=metrics)
     return Worker(database, runner, settings.worker, slot_tag=slot_tag)
 
 
@@ -95,13 +154,18 @@ def build_worker_process(
     settings: Settings, database: Database, providers: ProviderRegistry
 ) -> WorkerProcess:
     slot = WorkerSlot(settings.state_dir)
-    worker = build_worker(settings, database, providers, slot.tag)
+    metrics = ProcessMetrics()
+    worker = build_worker(settings, database, providers, slot.tag, metrics)
+    address = None
+    if settings.worker.metrics_port:
+        # One port per worker slot, so workers sharing a host never compete for one.
+        address = (settings.worker.metrics_host, settings.worker.metrics_port + (slot.number or 0))
     listeners: list[WakeupSource] = [
         WakeupListener(wakeup_directory(settings.state_dir), worker.notify)
     ]
     if not database.is_sqlite:
         listeners.append(PostgresJobListener(database.url, worker.notify))
-    return WorkerProcess(worker, listeners, slot, database)
+    return WorkerProcess(worker, listeners, slot, database, metrics, address)
 
 
 @dataclass
@@ -132,12 +196,59 @@ class ControlPlane:
 def build_control_plane(settings: Settings, *, upgrade: bool = True) -> ControlPlane:
     database = open_database(settings, upgrade=upgrade)
     providers = open_providers(settings, database)
-    worker = build_worker(settings, database, providers)
+    metrics = ProcessMetrics()
+    worker = build_worker(settings, database, providers, metrics=metrics)
     sender = wakeup_sender(settings)
 
     def notify() -> None:
         worker.notify()  # this process's worker at once, without a socket
         sender.notify()  # and any other worker process sharing the state directory
 
-    services = ApiServices(settings, database, providers, notify=notify)
+    services = ApiServices(settings, database, providers, notify=notify, metrics=metrics)
+    services.vault = open_vault(settings, database)
     return ControlPlane(settings, database, providers, worker, services, sender)
+
+
+def _agent_address(settings: Settings) -> str:
+    host = settings.agent.host
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    return "::1" if host == "::" else host
+
+
+def enrol_local_agent(settings: Settings, database: Database) -> None:
+    """``lbaas serve``'s own agent joins the fleet as host ``agent.host_id``, UP now."""
+    agent = settings.agent
+    where = HostAddress(agent.host_id, _agent_address(settings), agent.port)
+    with database.write() as session:
+        host_repo.enrol(
+            session,
+            where,
+            zone=agent.zone,
+            capacity=agent.capacity,
+            now=datetime.now(UTC).replace(tzinfo=None),
+            up_at=time.time(),
+        )
+
+
+def enrol_agent(settings: Settings, database: Database, enrolment: Enrolment, out: Path) -> Path:
+    """Issue a host's bundle from the CA and record the host (DOWN until it heartbeats)."""
+    state_dir = settings.state_dir.absolute()
+    ca = CertificateAuthority.load_or_create(state_dir / "pki")
+    key = heartbeat_key(settings.health.heartbeat_key, state_dir)
+    written = write_bundle(ca, enrolment, key, out)
+    where = HostAddress(enrolment.host_id, enrolment.address, enrolment.port)
+    with database.write() as session:
+        host_repo.enrol(
+            session,
+            where,
+            zone=enrolment.zone,
+            capacity=enrolment.capacity,
+            now=datetime.now(UTC).replace(tzinfo=None),
+        )
+    return written
+
+
+def list_hosts(database: Database) -> list[HostView]:
+    with database.read() as session:
+        return host_repo.list_hosts(session)

@@ -129,3 +129,8 @@ class InvalidRenderedConfig(PermanentError):
 
 class HeartbeatRejected(LbaasError):
     """A heartbeat that is unsigned, carries a bad signature, or was seen before."""
+
+
+class HeartbeatLate(HeartbeatRejected):
+    """A genuine heartbeat sent longer ago (or further ahead) than the freshness window:
+    counted apart from replays, since it points at a slow path or clock skew."""

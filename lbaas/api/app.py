@@ -8,7 +8,7 @@ from starlette.types import ASGIApp
 from lbaas import __version__
 from lbaas.api.edge import EdgeMiddleware
 from lbaas.api.errors import install_error_handlers
-from lbaas.api.metrics import RequestCounter
+from lbaas.api.metrics import MetricsPage
 from lbaas.api.openapi import describe_errors
 from lbaas.api.request_guard import RequestGuard
 from lbaas.api.routers import (
@@ -59,8 +59,8 @@ def create_app(services: ApiServices) -> FastAPI:
     if services.settings.api.healthcheck_enabled:
         app.include_router(healthcheck.router)
     describe_errors(app)
-    app.state.request_counter = RequestCounter()
     if services.settings.api.metrics_enabled:
+        app.state.metrics_page = MetricsPage(services)
         app.include_router(metrics.router)
     return app
 
@@ -68,6 +68,6 @@ def create_app(services: ApiServices) -> FastAPI:
 def create_asgi_app(services: ApiServices) -> ASGIApp:
     """The app wrapped in the edge middleware: what servers and tests run."""
     app = create_app(services)
-    counter = app.state.request_counter if services.settings.api.metrics_enabled else None
+    metrics = services.metrics if services.settings.api.metrics_enabled else None
     guarded = RequestGuard(app, services.settings.api.max_body_bytes)
-    return EdgeMiddleware(guarded, counter)
+    return EdgeMiddleware(guarded, metrics)

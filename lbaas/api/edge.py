@@ -3,20 +3,22 @@
 Done once here instead of in every handler: ``/v2.0/...`` served as ``/v2/...``, a ``.json``
 suffix ignored, an ``Accept`` that excludes JSON refused with 406, an
 ``x-openstack-request-id`` on every response (bodies over the limit are refused inside it,
-by ``request_guard.py``), and (with metrics on)
-a count of every response. It is a plain ASGI
+by ``request_guard.py``), and (with metrics on) every response's duration by method,
+route template and status. It is a plain ASGI
 middleware (not Starlette's BaseHTTPMiddleware) so it adds no task or copy per request.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lbaas.api.metrics import RequestCounter
+from lbaas.api.metrics import route_template
+from lbaas.metrics.process import ProcessMetrics
 
 _ALIASES = (("/v2.0/lbaas", "/v2/lbaas"), ("/v2.0/octavia", "/v2/octavia"))
 
@@ -48,29 +50,43 @@ async def _send_json(send: Send, status: int, body: dict[str, Any], request_id: 
     await send({"type": "http.response.body", "body": payload})
 
 
-def _counting(send: Send, counter: RequestCounter, method: str) -> Send:
-    async def counted(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            counter.count(method, int(message["status"]))
-        await send(message)
-
-    return counted
-
-
 class EdgeMiddleware:
-    def __init__(self, app: ASGIApp, counter: RequestCounter | None = None) -> None:
+    def __init__(self, app: ASGIApp, metrics: ProcessMetrics | None = None) -> None:
         self.app = app
-        # Counts every response (406 from here, 400 and 413 from the guard included).
-        self.counter = counter
+        # Times every response (406 from here, 400 and 413 from the guard included).
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.metrics is None:
+            await self._serve(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client gets if the app raises before answering
+
+        async def timed(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        # The router records the matched route in the scope it is given, a copy when the
+        # path was rewritten; ``_serve`` hands that copy back through ``routed``.
+        routed: list[Scope] = [scope]
+        try:
+            await self._serve(scope, receive, timed, routed)
+        finally:
+            self.metrics.observe_request(
+                scope["method"], route_template(routed[-1]), status, time.perf_counter() - started
+            )
+
+    async def _serve(
+        self, scope: Scope, receive: Receive, send: Send, routed: list[Scope] | None = None
+    ) -> None:
         request_id = f"req-{uuid.uuid4()}"
         scope.setdefault("state", {})["request_id"] = request_id
-        if self.counter is not None:
-            send = _counting(send, self.counter, scope["method"])
         path: str = scope["path"]
         if path.endswith(".json") and path.startswith("/v2"):
             path = path[: -len(".json")]
@@ -79,6 +95,8 @@ class EdgeMiddleware:
                 path = new + path[len(old) :]
         if path != scope["path"]:
             scope = {**scope, "path": path, "raw_path": path.encode()}
+            if routed is not None:
+                routed.append(scope)
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if "accept" in headers and not _accepts_json(headers["accept"]):
             await _send_json(

@@ -1,84 +1,56 @@
-"""``/metrics`` in Prometheus' text format: the control plane's state and this process's
-request counts.
+"""``/metrics``: what one scrape of an API process shows, and the route label of a request.
 
-Written out by hand: a dozen lines of an open format do not need a client library, and
-the database figures (``lbaas.db.metrics_queries``) are read at scrape time, never cached,
-so every API process reports the same state.
+A scrape is this process's own instruments (API latency and responses; in ``lbaas serve``
+also the health manager's counts, and in tests the in-process worker's converges) followed
+by what the database holds, read at that moment (``lbaas.metrics.database``). Route labels
+are templates, never raw paths, so the label set is fixed by the routes the app declares.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator
+from typing import Any
 
-from lbaas.db.metrics_queries import ControlPlaneCounts
+from prometheus_client import generate_latest
+from starlette.types import Scope
+
+from lbaas.api.services import ApiServices
+from lbaas.metrics.database import ControlPlaneCollector, read_objects
+from lbaas.metrics.object_text import object_text
+from lbaas.metrics.process import UNMATCHED_ROUTE, Scrape
 
 
-class RequestCounter:
-    """Responses of this process by method and status code.
+def route_template(scope: Scope) -> str:
+    """The path template of the route that served ``scope``, or ``UNMATCHED_ROUTE``.
 
-    Counted by the edge middleware on the event loop's one thread, so a plain counter
-    needs no lock.
+    FastAPI records the matched route in the scope, but an included router's route knows
+    its path without the prefix it was included under (``/lbaas/loadbalancers/{lb_id}``
+    under ``/v2``). No route takes a ``{name:path}`` parameter, so the template has one
+    segment per segment of the path it matched, and the leading segments the route does
+    not cover are the include prefix: literal by construction (``/v2``, ``/v2.0``).
     """
-
-    def __init__(self) -> None:
-        self.counts: Counter[tuple[str, int]] = Counter()
-
-    def count(self, method: str, status: int) -> None:
-        self.counts[(method, status)] += 1
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    route: Any = scope.get("route")
+    template = getattr(route, "path", None)
+    if not isinstance(template, str):
+        return UNMATCHED_ROUTE
+    path: str = scope["path"]
+    covered = template.count("/")
+    prefix = path.split("/")[: path.count("/") - covered + 1]
+    return "/".join(prefix) + template
 
 
-def _family(
-    name: str, kind: str, help_text: str, samples: dict[str, float] | float, label: str = ""
-) -> Iterator[str]:
-    yield f"# HELP {name} {help_text}"
-    yield f"# TYPE {name} {kind}"
-    if isinstance(samples, dict):
-        for value, number in sorted(samples.items()):
-            yield f'{name}{{{label}="{_escape(value)}"}} {number:g}'
-    else:
-        yield f"{name} {samples:g}"
+class MetricsPage:
+    """Everything ``/metrics`` shows for this process: its own instruments and the control
+    plane's state through ``prometheus_client``, then every object (``object_text``)."""
 
-
-def render_metrics(state: ControlPlaneCounts, requests: RequestCounter) -> str:
-    lines = [
-        *_family(
-            "lbaas_loadbalancers",
-            "gauge",
-            "Load balancers by provisioning status (DELETED ones until housekeeping).",
-            {k: float(v) for k, v in state.loadbalancers.items()},
-            "provisioning_status",
-        ),
-        *_family(
-            "lbaas_amphorae",
-            "gauge",
-            "Amphorae by status.",
-            {k: float(v) for k, v in state.amphorae.items()},
-            "status",
-        ),
-        *_family(
-            "lbaas_converge_jobs",
-            "gauge",
-            "Converge jobs with work to do: queued (runnable, unclaimed), running (leased), "
-            "backing_off (waiting to retry).",
-            {k: float(v) for k, v in state.jobs.items()},
-            "state",
-        ),
-        *_family(
-            "lbaas_converge_oldest_queued_seconds",
-            "gauge",
-            "How long the oldest runnable job has waited for a worker (0 when none waits).",
-            state.oldest_queued_seconds,
-        ),
-        "# HELP lbaas_api_responses_total Responses of this API process.",
-        "# TYPE lbaas_api_responses_total counter",
-    ]
-    for (method, status), number in sorted(requests.counts.items()):
-        lines.append(
-            f'lbaas_api_responses_total{{method="{_escape(method)}",code="{status}"}} {number}'
+    def __init__(self, services: ApiServices) -> None:
+        self._database = services.database
+        self._collectors = Scrape(
+            (
+                services.metrics.registry,
+                ControlPlaneCollector(services.database, services.settings.health.stale_after),
+            )
         )
-    return "\n".join(lines) + "\n"
+
+    def render(self) -> bytes:
+        head = generate_latest(self._collectors)
+        return head + object_text(read_objects(self._database)).encode()

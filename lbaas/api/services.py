@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from lbaas.config import Settings
 from lbaas.db.engine import Database
+from lbaas.db.secret_vault import SecretVault
+from lbaas.metrics.process import ProcessMetrics
 from lbaas.providers.registry import ProviderRegistry
 
 
@@ -17,3 +19,8 @@ class ApiServices:
     providers: ProviderRegistry
     #: Called after a write committed a converge job (wakes an in-process worker).
     notify: Callable[[], None] = field(default=lambda: None)
+    #: This process's instruments; /metrics shows them (with the health manager's, when
+    #: it runs in this process) beside what the database holds.
+    metrics: ProcessMetrics = field(default_factory=ProcessMetrics)
+    #: The key manager's storage (None: no key manager; certificate references fail).
+    vault: SecretVault | None = None

@@ -74,10 +74,20 @@ def ports_on(session: Session, subnet_id: str, address: str) -> PortRow | None:
     ).first()
 
 
-def ensure_network(session: Session, network_id: str, name: str, now: datetime) -> None:
-    """Register the network unless it exists (several processes seed at start-up at once)."""
-    values = {"id": network_id, "name": name, "project_id": None, "created_at": now}
+def ensure_network(
+    session: Session, network_id: str, name: str, now: datetime, mtu: int | None = None
+) -> None:
+    """Register the network unless it exists (several processes seed at start-up at once).
+
+    A declared ``mtu`` is set on the network even when it exists already (the operator
+    changed it); None leaves what is stored.
+    """
+    values = {"id": network_id, "name": name, "project_id": None, "created_at": now, "mtu": mtu}
     insert_if_absent(session.connection(), NetworkRow, values)
+    if mtu is not None:
+        row = session.get(NetworkRow, network_id)
+        if row is not None and row.mtu != mtu:
+            row.mtu = mtu
 
 
 def ensure_subnet(

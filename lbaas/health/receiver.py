@@ -3,7 +3,8 @@
 Agents push one signed datagram per amphora per interval; nothing is acknowledged, so the
 receiver must take every datagram on its own merits. It runs three gates in order, each
 refusing: the envelope's size and HMAC (a forged, unsigned or garbled datagram), the
-replay guard (a datagram this process saw before, out of order, or sent too long ago),
+replay guard (a datagram this process saw before or out of order; one sent too long ago
+is counted apart, as late),
 and the payload codec (a genuine, fresh datagram whose payload makes no sense). Only then
 does the ``HeartbeatProcessor`` touch the store, so a refused datagram never does; the
 store refuses what another health manager already saw newer (``lbaas.health.freshness``).
@@ -25,15 +26,20 @@ import logging
 import queue
 import socket
 import threading
+import time
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from lbaas.errors import HeartbeatRejected
+from lbaas.errors import HeartbeatLate, HeartbeatRejected
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.health.refusals import RefusalLog
 from lbaas.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
+from lbaas.heartbeat.host_codec import from_host_payload, is_host_payload
 from lbaas.heartbeat.report_codec import from_payload
 from lbaas.model.graph import AmphoraId
+
+if TYPE_CHECKING:
+    from lbaas.health.fleet import HostRegistry
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +53,7 @@ CountName = Literal[
     "accepted",
     "rejected_signature",
     "rejected_replay",
+    "rejected_late",
     "malformed",
     "ignored",
     "failed",
@@ -61,6 +68,8 @@ class ReceiverCounts:
     accepted: int = 0
     rejected_signature: int = 0
     rejected_replay: int = 0
+    rejected_late: int = 0
+    """Sent longer ago (or further ahead) than the replay guard's freshness window."""
     malformed: int = 0
     ignored: int = 0
     """Genuine heartbeats of an amphora the store does not know."""
@@ -71,7 +80,7 @@ class ReceiverCounts:
 
     @property
     def rejected(self) -> int:
-        return self.rejected_signature + self.rejected_replay + self.malformed
+        return self.rejected_signature + self.rejected_replay + self.rejected_late + self.malformed
 
 
 class ReceiverCounters:
@@ -106,8 +115,10 @@ class HeartbeatReceiver:
         port: int = 0,
         poll_interval: float = 0.2,
         refusals: RefusalLog | None = None,
+        hosts: HostRegistry | None = None,
     ) -> None:
         self._processor = processor
+        self._hosts = hosts
         self._key = key
         self._guard = replay_guard
         self._bind = (host, port)
@@ -186,6 +197,9 @@ class HeartbeatReceiver:
             return None
         try:
             self._guard.check(envelope)
+        except HeartbeatLate as exc:
+            self._refuse("rejected_late", sender, exc)
+            return None
         except HeartbeatRejected as exc:
             self._refuse("rejected_replay", sender, exc)
             return None
@@ -193,6 +207,9 @@ class HeartbeatReceiver:
 
     def process(self, envelope: Envelope, sender: str) -> None:
         """The processing loop's part: decode the payload and apply it."""
+        if is_host_payload(envelope.payload):
+            self._process_host(envelope, sender)
+            return
         try:
             amphora_id, report = from_payload(envelope.payload)
         except HeartbeatRejected as exc:
@@ -205,6 +222,20 @@ class HeartbeatReceiver:
             self.counters.bump("ignored")
         else:
             self.counters.bump("accepted")
+
+    def _process_host(self, envelope: Envelope, sender: str) -> None:
+        """A host heartbeat: the agent itself announcing its address, zone and load."""
+        try:
+            seen = from_host_payload(envelope.payload, envelope.sender)
+        except HeartbeatRejected as exc:
+            self._refuse("malformed", sender, exc)
+            return
+        if self._hosts is not None and self._hosts.record(
+            seen, envelope.epoch, envelope.sequence, time.time()
+        ):
+            self.counters.bump("accepted")
+        else:
+            self.counters.bump("ignored")
 
     def _receive(self, sock: socket.socket) -> None:
         while not self._stopping.is_set():

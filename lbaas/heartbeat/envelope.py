@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lbaas.errors import HeartbeatRejected
+from lbaas.errors import HeartbeatLate, HeartbeatRejected
 
 MAGIC = b"LBHB"
 VERSION = 1
@@ -115,7 +115,7 @@ class ReplayGuard:
         """Raise HeartbeatRejected for a replayed, reordered or stale envelope."""
         now = self._clock()
         if abs(now - envelope.sent_at) > self._max_age:
-            raise HeartbeatRejected(f"heartbeat from {envelope.sender} is stale")
+            raise HeartbeatLate(f"heartbeat from {envelope.sender} is stale")
         seen = self._last.get(envelope.sender)
         if seen is not None and (envelope.epoch, envelope.sequence) <= seen:
             raise HeartbeatRejected(

@@ -28,6 +28,7 @@ from lbaas.db.engine import Database
 from lbaas.db.job_queue import Claim, Fence
 from lbaas.db.session import Session
 from lbaas.errors import PermanentError, TemporaryError
+from lbaas.metrics.process import ProcessMetrics
 from lbaas.providers.base import LeaseLost
 
 LOG = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ class Outcome(Enum):
     DONE = "done"
     RETRY = "retry"
     FAILED = "failed"
+    LEASE_LOST = "lease_lost"
 
 
 def backoff_delay(attempts: int, base: float, maximum: float) -> float:
@@ -51,11 +53,13 @@ class JobRunner:
         converger: Converger,
         settings: WorkerSettings,
         clock: Callable[[], float] = time.time,
+        metrics: ProcessMetrics | None = None,
     ) -> None:
         self._db = database
         self._converger = converger
         self._settings = settings
         self._clock = clock
+        self._metrics = metrics
 
     def _settle_for(self, claim: Claim) -> Callable[..., Fence]:
         def settle(session: Session, error: str | None = None) -> Fence:
@@ -68,6 +72,13 @@ class JobRunner:
 
     def run(self, claim: Claim) -> Outcome:
         """Converge the claimed load balancer and settle the claim, whatever happens."""
+        started = time.perf_counter()
+        outcome = self._run(claim)
+        if self._metrics is not None:
+            self._metrics.observe_converge(outcome.value, time.perf_counter() - started)
+        return outcome
+
+    def _run(self, claim: Claim) -> Outcome:
         request = ConvergeRequest(claim.loadbalancer_id, rebuild=claim.rebuild, fence=claim)
         settle = self._settle_for(claim)
         try:
@@ -77,7 +88,7 @@ class JobRunner:
             # Not the load balancer's failure: its new owner converges it now, with no
             # backoff and no attempt counted against it.
             LOG.info("%s", exc.operator_message)
-            return Outcome.RETRY
+            return Outcome.LEASE_LOST
         except PermanentError as exc:
             return self._fail(claim, request, exc.user_message, exc.operator_message)
         except TemporaryError as exc:

@@ -57,6 +57,7 @@ def _network(row: NetworkRow, subnet_ids: list[str]) -> dict[str, Any]:
         "subnets": subnet_ids,
         "admin_state_up": True,
         "status": NetworkResourceStatus.ACTIVE.value,
+        "mtu": row.mtu,
         "shared": True,
         "project_id": row.project_id or "",
         "tenant_id": row.project_id or "",

@@ -42,8 +42,9 @@ class BackendFleet:
             proxy.close()
 
 
-SHARED_SETTINGS = {"health": {"stale_after": 10.0}}
-"""Nothing in the shared service is meant to fail over: a busy machine must not make it."""
+SHARED_SETTINGS = {"health": {"stale_after": 10.0}, "api": {"metrics_enabled": True}}
+"""Nothing in the shared service is meant to fail over: a busy machine must not make it.
+``/metrics`` is on so ``test_metrics_traffic.py`` can scrape the shared service."""
 
 
 @pytest.fixture(scope="session")

@@ -166,8 +166,8 @@ def test_valid_heartbeat_is_processed(
         (heartbeat()[:-32], "rejected_signature"),  # signature cut off
         (b"hello, health manager", "rejected_signature"),
         (b"", "rejected_signature"),
-        (heartbeat(sent_at=NOW - 300), "rejected_replay"),  # stale
-        (heartbeat(sent_at=NOW + 300), "rejected_replay"),  # from the future
+        (heartbeat(sent_at=NOW - 300), "rejected_late"),  # stale
+        (heartbeat(sent_at=NOW + 300), "rejected_late"),  # from the future
         (heartbeat(body={"amphora_id": 7}), "malformed"),
         (heartbeat(body={**payload(), "pools": {"p": {"state": "SIDEWAYS"}}}), "malformed"),
     ],

@@ -1,7 +1,7 @@
 """ports: name, project, DNS name and host binding (instances' ports for the metadata proxy)
 
-Revision ID: 0003_meta
-Revises: 0002
+Revision ID: 0006_meta
+Revises: 0005_tls
 Create Date: 2026-11-25 19:45:00
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_meta"
-down_revision = "0002"
+revision = "0006_meta"
+down_revision = "0005_tls"
 branch_labels = None
 depends_on = None
 

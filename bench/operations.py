@@ -1,0 +1,152 @@
+"""Operations benchmark: what one ``/metrics`` scrape costs with many objects.
+
+    python bench/operations.py [--quick] [--database-url URL] [--loadbalancers N]
+                               [--members-per-lb M] [--scrapes K]
+
+Builds N load balancers (default 1000), each with one HTTP listener and a pool of M
+members (default 10: 10,000 members), through the API's graph create on a fresh database,
+with no worker running (the scrape reads statuses whatever they are), and one stored
+counter record per listener (as the health manager writes them). Then scrapes ``/metrics``
+K times through the whole ASGI app and prints JSON: the median and slowest wall time of a
+scrape, the CPU of the API process per scrape, the answer's size and its sample count.
+The target (issue 17) is a scrape under 200 ms at 1000 load balancers and 10,000 members.
+Nothing here asserts on time. ``--database-url`` must name a throw-away database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+from starlette.testclient import TestClient
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lbaas.api.app import create_asgi_app  # noqa: E402
+from lbaas.compose import build_control_plane  # noqa: E402
+from lbaas.config import load_settings  # noqa: E402
+from lbaas.db.tables import ListenerStatsRow, table_of  # noqa: E402
+
+SUBNET = "7f000a00-0000-4000-8000-000000000001"
+LB = "/v2/lbaas/loadbalancers"
+
+
+def _tree(i: int, members: int) -> dict[str, Any]:
+    pool = {
+        "name": "p",
+        "protocol": "HTTP",
+        "lb_algorithm": "ROUND_ROBIN",
+        "members": [
+            {"address": f"10.{i // 250}.{i % 250}.{m + 1}", "protocol_port": 80}
+            for m in range(members)
+        ],
+    }
+    listener = {"protocol": "HTTP", "protocol_port": 80, "default_pool": pool}
+    return {"loadbalancer": {"name": f"ops-{i}", "vip_subnet_id": SUBNET, "listeners": [listener]}}
+
+
+def _counters(seed: int) -> dict[str, int]:
+    return {
+        "bytes_in": 1000 * seed,
+        "bytes_out": 5000 * seed,
+        "active_connections": seed % 7,
+        "total_connections": 10 * seed,
+        "request_errors": seed % 3,
+    }
+
+
+def _store_counters(plane: Any, created: list[dict[str, Any]]) -> None:
+    rows = []
+    for n, lb in enumerate(created):
+        for listener in lb["listeners"]:
+            rows.append(
+                {
+                    "amphora_id": str(uuid.uuid4()),
+                    "listener_id": listener["id"],
+                    "loadbalancer_id": lb["id"],
+                    "epoch": 1,
+                    "base": _counters(n),
+                    "last": _counters(n + 1),
+                }
+            )
+    with plane.database.write_connection() as conn:
+        conn.execute(insert(table_of(ListenerStatsRow)), rows)
+
+
+def _scrape(client: TestClient) -> tuple[float, float, str]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    answer = client.get("/metrics")
+    assert answer.status_code == 200, answer.text[:500]
+    return time.perf_counter() - wall, time.process_time() - cpu, answer.text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
+    parser.add_argument("--database-url", default="")
+    parser.add_argument("--loadbalancers", type=int, default=1000)
+    parser.add_argument("--members-per-lb", type=int, default=10)
+    parser.add_argument("--scrapes", type=int, default=10)
+    args = parser.parse_args()
+    count, members, scrapes = (
+        (3, 2, 2)
+        if args.quick
+        else (
+            args.loadbalancers,
+            args.members_per_lb,
+            args.scrapes,
+        )
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(
+            environ={},
+            overrides={
+                "state_dir": tmp,
+                "database": {"url": args.database_url},
+                "providers": {"enabled": ["noop"], "default": "noop"},
+                "api": {"metrics_enabled": True},
+                "network": {"loopback_subnet_cidr": "127.16.0.0/16"},
+            },
+        )
+        plane = build_control_plane(settings)  # the worker is not started
+        try:
+            with TestClient(create_asgi_app(plane.services)) as client:
+                started = time.perf_counter()
+                created = []
+                for i in range(count):
+                    answer = client.post(LB, json=_tree(i, members))
+                    assert answer.status_code == 201, answer.text[:500]
+                    created.append(answer.json()["loadbalancer"])
+                seeding = time.perf_counter() - started
+                _store_counters(plane, created)
+                runs = [_scrape(client) for _ in range(scrapes)]
+        finally:
+            plane.stop()
+    walls = [wall * 1000 for wall, _, _ in runs]
+    text = runs[-1][2]
+    figures = {
+        "database": args.database_url or "sqlite",
+        "loadbalancers": count,
+        "members": count * members,
+        "seed_seconds": round(seeding, 1),
+        "scrapes": scrapes,
+        "scrape_ms_median": round(statistics.median(walls), 1),
+        "scrape_ms_max": round(max(walls), 1),
+        "scrape_cpu_ms_median": round(statistics.median(c * 1000 for _, c, _ in runs), 1),
+        "bytes": len(text.encode()),
+        "samples": sum(1 for line in text.splitlines() if line and not line.startswith("#")),
+    }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""``lbaas diagnose <load balancer id>``: print a verdict per hop; exit 0 when every hop
+is well, 1 when one fails, 2 when there is no such load balancer."""
+
+from __future__ import annotations
+
+import sys
+
+from lbaas.config import Settings
+from lbaas.db.engine import Database
+from lbaas.diagnose.agent_view import TlsAgentView
+from lbaas.diagnose.base import VipProbe
+from lbaas.diagnose.diagnosis import Diagnosis, first_failure, render
+from lbaas.health.probe import ListenerProbe
+from lbaas.model.graph import Listener
+
+
+class ListenerVipProbe(VipProbe):
+    """The health manager's own probe (``HEAD /`` or a bare TCP exchange)."""
+
+    def __init__(self, timeout: float) -> None:
+        self._probe = ListenerProbe(timeout=timeout)
+
+    def answers(self, address: str, listener: Listener) -> bool:
+        return self._probe.answers(address, listener)
+
+
+def build_diagnosis(settings: Settings, database: Database) -> Diagnosis:
+    timeout = settings.health.probe_timeout or 1.0
+    return Diagnosis(
+        database,
+        TlsAgentView(settings),
+        ListenerVipProbe(timeout),
+        stale_after=settings.health.stale_after,
+    )
+
+
+def run(settings: Settings, database: Database, loadbalancer_id: str) -> int:
+    verdicts = build_diagnosis(settings, database).run(loadbalancer_id)
+    if verdicts is None:
+        sys.stderr.write(f"no load balancer {loadbalancer_id}\n")
+        return 2
+    sys.stdout.write(render(loadbalancer_id, verdicts) + "\n")
+    return 0 if first_failure(verdicts) is None else 1

@@ -1,0 +1,189 @@
+"""``lbaas diagnose`` names the broken hop: each case breaks one for real (a converge the
+provider refuses, an amphora gone silent with its agent stopped, nothing serving the VIP,
+a member failing its health check) and checks the verdicts. The agent view and the VIP
+probe are the real ones: TLS to an agent port nothing listens on, TCP to the VIP."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from lbaas.cli import main
+from lbaas.diagnose.command import build_diagnosis
+from lbaas.diagnose.diagnosis import Diagnosis, first_failure, render
+from lbaas.diagnose.hops import Level, Verdict
+from lbaas.health.processor import HeartbeatProcessor
+from lbaas.health.sql_store import SqlHealthStore
+from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancerId, MemberId, PoolId
+from lbaas.model.health import (
+    HealthReport,
+    ListenerHealth,
+    ListenerState,
+    MemberState,
+    PoolHealth,
+    PoolState,
+)
+from tests.api.test_amphorae import add_amphora
+from tests.support.api_client import LOOPBACK_SUBNET, Api
+
+
+def _unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+AGENT_PORT = _unused_port()  # nothing listens there: the agent is "stopped"
+
+
+class _Ok(BaseHTTPRequestHandler):
+    def do_HEAD(self) -> None:  # noqa: N802 - the http.server protocol
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serving(address: str, port: int) -> Iterator[None]:
+    """A real HTTP server on the VIP: what HAProxy would be on a working data plane."""
+    server = ThreadingHTTPServer((address, port), _Ok)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def diagnosis(plane: Any) -> Diagnosis:
+    return build_diagnosis(plane.settings, plane.database)
+
+
+def by_hop(verdicts: list[Verdict], hop: str) -> list[Verdict]:
+    return [v for v in verdicts if v.hop == hop]
+
+
+def service(api: Api, port: int, monitor: bool = False) -> dict[str, Any]:
+    lb = api.create_lb()
+    listener = api.create_listener(lb["id"], protocol_port=port)
+    pool = api.create_pool(lb["id"], listener_id=listener["id"])
+    if monitor:
+        api.create_healthmonitor(lb["id"], pool["id"])
+    member = api.create_member(lb["id"], pool["id"])
+    return {"lb": lb, "listener": listener, "pool": pool, "member": member}
+
+
+@pytest.fixture
+def settings_overrides() -> dict[str, Any]:
+    return {"agent": {"port": AGENT_PORT, "host": "127.0.0.1"}}
+
+
+def test_a_well_load_balancer_passes_every_hop(api: Api, plane: Any) -> None:
+    port = _unused_port()
+    tree = service(api, port)
+    with serving(tree["lb"]["vip_address"], port):
+        verdicts = diagnosis(plane).run(tree["lb"]["id"])
+    assert verdicts is not None
+    assert first_failure(verdicts) is None, render(tree["lb"]["id"], verdicts)
+    assert [v.level for v in by_hop(verdicts, "vip")] == [Level.OK]
+    assert by_hop(verdicts, "amphora")[0].level is Level.SKIP  # the noop provider has none
+    assert "every hop is well" in render(tree["lb"]["id"], verdicts)
+
+
+def test_nothing_on_the_vip_is_named(api: Api, plane: Any) -> None:
+    port = _unused_port()
+    tree = service(api, port)
+    verdicts = diagnosis(plane).run(tree["lb"]["id"])
+    assert verdicts is not None
+    failed = first_failure(verdicts)
+    assert failed is not None and failed.hop == "vip", verdicts
+    assert f":{port}: does not answer" in failed.detail
+    assert tree["listener"]["id"] in failed.detail
+
+
+def test_a_member_failing_its_health_check_is_named(api: Api, plane: Any) -> None:
+    port = _unused_port()
+    tree = service(api, port, monitor=True)
+    amphora = AmphoraId(add_amphora(plane, tree["lb"]["id"], host="127.0.0.1"))
+    report = HealthReport(
+        LoadBalancerId(tree["lb"]["id"]),
+        {ListenerId(tree["listener"]["id"]): ListenerHealth(ListenerState.OPEN)},
+        {
+            PoolId(tree["pool"]["id"]): PoolHealth(
+                PoolState.DOWN, {MemberId(tree["member"]["id"]): MemberState.DOWN}
+            )
+        },
+    )
+    store = SqlHealthStore(plane.database)
+    HeartbeatProcessor(store).process(amphora, 1, report, 1)
+    store.flush()
+    with serving(tree["lb"]["vip_address"], port):
+        verdicts = diagnosis(plane).run(tree["lb"]["id"])
+    assert verdicts is not None
+    (member,) = by_hop(verdicts, "members")
+    assert member.level is Level.FAIL
+    assert tree["member"]["id"] in member.detail and "failing its health check" in member.detail
+    # The amphora was heard just now, but its agent (nothing on AGENT_PORT) is not there.
+    assert by_hop(verdicts, "amphora")[0].level is Level.OK
+    assert by_hop(verdicts, "agent")[0].level is Level.FAIL
+
+
+def test_a_silent_amphora_and_its_stopped_agent_are_named(api: Api, plane: Any) -> None:
+    port = _unused_port()
+    tree = service(api, port)
+    amphora = add_amphora(
+        plane, tree["lb"]["id"], host="127.0.0.1", last_heartbeat_at=time.time() - 120
+    )
+    with serving(tree["lb"]["vip_address"], port):
+        verdicts = diagnosis(plane).run(tree["lb"]["id"])
+    assert verdicts is not None
+    failed = first_failure(verdicts)
+    assert failed is not None and failed.hop == "amphora", verdicts
+    assert amphora in failed.detail and "silent for" in failed.detail
+    (agent,) = by_hop(verdicts, "agent")
+    assert agent.level is Level.FAIL and "unreachable" in agent.detail
+    assert f":{AGENT_PORT}" in agent.detail
+    assert by_hop(verdicts, "haproxy")[0].level is Level.SKIP
+
+
+class TestRefusedConverge:
+    @pytest.fixture
+    def settings_overrides(self) -> dict[str, Any]:
+        return {"providers": {"noop_fail": "permanent"}}
+
+    def test_the_converge_error_is_named(self, api: Api, plane: Any) -> None:
+        created = api.post(
+            "/v2/lbaas/loadbalancers", {"loadbalancer": {"vip_subnet_id": LOOPBACK_SUBNET}}
+        )
+        lb_id = created.json()["loadbalancer"]["id"]
+        api.wait_lb(lb_id, "ERROR")
+        verdicts = diagnosis(plane).run(lb_id)
+        assert verdicts is not None
+        failed = first_failure(verdicts)
+        assert failed is not None and failed.hop == "converge", verdicts
+        assert "noop provider told to fail" in failed.detail
+
+
+def test_the_command_exits_by_verdict(
+    api: Api, plane: Any, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = service(api, _unused_port())
+    common = ["--state-dir", str(plane.settings.state_dir)]
+    if database_url:
+        common += ["--database-url", database_url]
+    assert main(["diagnose", *common, "no-such-lb"]) == 2
+    assert main(["diagnose", *common, tree["lb"]["id"]]) == 1
+    out = capsys.readouterr().out
+    assert f"load balancer {tree['lb']['id']}" in out
+    assert "verdict: broken at the vip hop" in out

@@ -1,0 +1,73 @@
+"""``lbaas diagnose`` against a real ``lbaas serve``: with a real agent and HAProxy every
+hop passes; a member whose backend is stopped is named, with why.
+
+A killed HAProxy is not driven here: the agent's supervisor restarts it faster than the
+command starts (killing it again and again for 20 s never caught it down); ``tests/unit/diagnose`` checks the
+verdict on the agent's answer for a stopped HAProxy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.amphora.conftest import BackendFleet
+from tests.e2e.amphora.octavia_api import OctaviaApi
+from tests.e2e.amphora.serve_process import ServeInstance
+from tests.e2e.amphora.topology import http_service, loadbalancer
+from tests.e2e.amphora.traffic import wait_serving
+from tests.support.processes import lbaas_env
+from tests.support.waiting import wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
+
+MONITOR = {
+    "type": "HTTP",
+    "delay": 2,
+    "timeout": 2,
+    "max_retries": 1,
+    "max_retries_down": 2,
+    "url_path": "/",
+    "expected_codes": "200",
+}
+
+
+def diagnose(serve: ServeInstance, lb_id: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lbaas.cli", "diagnose", lb_id],
+        env=lbaas_env(serve.settings),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_diagnose_a_real_data_plane(
+    serve: ServeInstance, api: OctaviaApi, backends: BackendFleet
+) -> None:
+    up, flaky = backends.http("up", "flaky")
+    with loadbalancer(api, "diagnose") as lb:
+        service = http_service(lb, [up, flaky])
+        api.create_healthmonitor(lb.id, service.pool["id"], **MONITOR)
+        for name in ("up", "flaky"):
+            wait_until(
+                lambda name=name: service.member_status(name) == "ONLINE",  # type: ignore[misc]
+                30.0,
+                f"member {name} ONLINE",
+            )
+        wait_serving(service.vip, service.port)
+        well = diagnose(serve, lb.id)
+        assert well.returncode == 0, well.stdout + well.stderr
+        assert "[  ok] haproxy" in well.stdout and "running, pid" in well.stdout
+        assert "[  ok] agent" in well.stdout
+        assert f"{service.vip}:{service.port}: answers" in well.stdout
+
+        flaky.stop()
+        wait_until(lambda: service.member_status("flaky") == "ERROR", 30.0, "member ERROR")
+        sick = diagnose(serve, lb.id)
+        assert sick.returncode == 1, sick.stdout + sick.stderr
+        flaky_id = service.members["flaky"]["id"]
+        assert "verdict: broken at the members hop" in sick.stdout, sick.stdout
+        assert flaky_id in sick.stdout and "failing its health check" in sick.stdout

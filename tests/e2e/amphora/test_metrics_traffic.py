@@ -1,0 +1,60 @@
+"""``/metrics`` of a real ``lbaas serve`` after real traffic through HAProxy: the listener's
+and the load balancer's counters equal what was sent, heartbeats are counted by the
+embedded health manager, and the exposition parses with prometheus_client's parser."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.e2e.amphora.conftest import BackendFleet
+from tests.e2e.amphora.octavia_api import OctaviaApi
+from tests.e2e.amphora.serve_process import ServeInstance
+from tests.e2e.amphora.topology import http_service, loadbalancer
+from tests.e2e.amphora.traffic import spread
+from tests.support.prometheus import Exposition
+from tests.support.waiting import wait_for_value
+
+pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
+
+SENT = 60
+
+
+def scrape(serve: ServeInstance) -> Exposition:
+    answer = httpx.get(f"{serve.url}/metrics", timeout=30)
+    assert answer.status_code == 200
+    return Exposition(answer.text)
+
+
+def test_counters_match_the_traffic_sent(
+    serve: ServeInstance, api: OctaviaApi, backends: BackendFleet
+) -> None:
+    one, two = backends.http("one", "two")
+    with loadbalancer(api, "metrics") as lb:
+        service = http_service(lb, [one, two])
+        listener_id = service.listener["id"]
+        assert sum(spread(service.vip, service.port, SENT).values()) == SENT
+
+        def counted() -> Exposition | None:
+            seen = scrape(serve)
+            found = seen.matching("lbaas_listener_connections_total", listener_id=listener_id)
+            return seen if found and found[0][1] >= SENT else None
+
+        seen = wait_for_value(counted, 30.0, f"/metrics to count {SENT} connections")
+        ids = {"listener_id": listener_id, "loadbalancer_id": lb.id}
+        assert seen.value("lbaas_listener_connections_total", **ids) == SENT
+        assert seen.value("lbaas_listener_bytes_in_total", **ids) > 0
+        assert seen.value("lbaas_listener_bytes_out_total", **ids) > 0
+        assert seen.value("lbaas_loadbalancer_connections_total", loadbalancer_id=lb.id) == SENT
+        # The same figures as the API's /stats, from the same records.
+        stats = api.listener_stats(listener_id)
+        assert stats["total_connections"] == SENT
+        assert len(service.members) == 2
+        for member in service.members.values():
+            assert seen.value("lbaas_member_status", member_id=member["id"]) == 1
+        assert seen.value("lbaas_heartbeats_total", outcome="accepted") > 0
+        assert seen.value("lbaas_failover_circuit_open", scope="all") == 0
+        latency = "lbaas_api_request_duration_seconds_count"
+        assert seen.value(latency, method="POST", route="/v2/lbaas/loadbalancers", code="201")
+        assert seen.value("lbaas_agent_hosts_up") >= 1
+        assert seen.value("lbaas_amphorae_heard") >= 1

@@ -1,0 +1,48 @@
+"""The per-object exposition is written by hand for speed: prometheus_client's parser must
+read it back exactly, odd characters in a project id included."""
+
+from __future__ import annotations
+
+from lbaas.db.object_metrics import ObjectFigures, ObjectStatus
+from lbaas.metrics.object_text import object_text
+from tests.support.prometheus import Exposition
+
+ODD = 'p"roject\\with\nnewline'
+
+
+def test_every_object_and_its_traffic_read_back() -> None:
+    figures = ObjectFigures(
+        loadbalancers=[ObjectStatus("lb1", "", ODD, "ACTIVE", "ONLINE")],
+        listeners=[
+            ObjectStatus("l1", "lb1", ODD, "ACTIVE", "ONLINE"),
+            ObjectStatus("l2", "lb1", ODD, "ACTIVE", "OFFLINE"),
+        ],
+        pools=[ObjectStatus("p1", "lb1", ODD, "ACTIVE", "DEGRADED")],
+        members=[ObjectStatus("m1", "p1", ODD, "ACTIVE", "ERROR")],
+        listener_counters={
+            "l1": {
+                "bytes_in": 10,
+                "bytes_out": 20,
+                "active_connections": 1,
+                "total_connections": 3,
+                "request_errors": 0,
+            },
+            "l2": {
+                "bytes_in": 5,
+                "bytes_out": 7,
+                "active_connections": 2,
+                "total_connections": 4,
+                "request_errors": 1,
+            },
+        },
+    )
+    seen = Exposition(object_text(figures))
+    assert seen.value("lbaas_member_status", member_id="m1", pool_id="p1", project_id=ODD) == 1
+    assert seen.matching("lbaas_member_status")[0][0]["operating_status"] == "ERROR"
+    assert seen.value("lbaas_loadbalancer_status", loadbalancer_id="lb1") == 1
+    assert seen.value("lbaas_listener_bytes_in_total", listener_id="l2") == 5
+    assert seen.value("lbaas_loadbalancer_bytes_in_total", loadbalancer_id="lb1") == 15
+    assert seen.value("lbaas_loadbalancer_active_connections", loadbalancer_id="lb1") == 3
+    assert seen.value("lbaas_loadbalancer_request_errors_total", project_id=ODD) == 1
+    assert seen.families["lbaas_listener_connections"] == "counter"
+    assert seen.families["lbaas_pool_status"] == "gauge"

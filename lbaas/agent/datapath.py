@@ -119,6 +119,9 @@ class AmphoraDatapath:
         # What this object last loaded: the same again (a resync, a repeated PUT) is skipped.
         self._loaded: tuple[str, L4Service] | None = None
         self._spec: AmphoraSpec | None = None  # the last applied, for health batches
+        # The health the engine's table was last built with: what the heartbeat reports,
+        # so a member shows ERROR only once it gets no new flows.
+        self._applied_health: dict[str, bool] = {}
         self._health = UdpMemberHealth(
             make_checker or namespace_checker(namespace), self._on_health_changes
         )
@@ -140,9 +143,11 @@ class AmphoraDatapath:
         # Outside the lock: stopping a checker waits for a batch that may need the lock.
         self._health.update(spec.udp_listeners)
         with self._lock:
-            service = l4_service(spec, self._health.healthy())
+            healthy = self._health.healthy()
+            service = l4_service(spec, healthy)
             self._spec = spec
             if self._loaded == (checked_text, service):
+                self._applied_health = healthy  # the table loaded is already this one
                 return
             self._growth.observe(self._read(spec))
             self._host.set_forwarding(self._namespace, bool(spec.udp_listeners))
@@ -155,13 +160,15 @@ class AmphoraDatapath:
                 self._engine_clean = True
             self._growth.observe(self._read(spec))
             self._loaded = (checked_text, service)
+            self._applied_health = healthy
 
     def resume(self, spec: AmphoraSpec) -> None:
         """Check ``spec``'s UDP members again after an agent restart; the tables stay as
         the old agent left them until the first change (a health batch or a PUT)."""
+        self._health.update(spec.udp_listeners)
         with self._lock:
             self._spec = spec
-        self._health.update(spec.udp_listeners)
+            self._applied_health = self._health.healthy()
 
     def close(self) -> None:
         """Stop the UDP members' health checks (the amphora or its namespace is gone)."""
@@ -173,12 +180,15 @@ class AmphoraDatapath:
             spec, loaded = self._spec, self._loaded
             if spec is None or not spec.udp_listeners:
                 return
-            service = l4_service(spec, self._health.healthy())
+            healthy = self._health.healthy()
+            service = l4_service(spec, healthy)
             if loaded is not None and service == loaded[1]:
+                self._applied_health = healthy
                 return
             self._growth.observe(self._read(spec))
             self._engine.apply(service)
             self._engine_clean = False
+            self._applied_health = healthy
             self._growth.observe(self._read(spec))
             if loaded is not None:
                 self._loaded = (loaded[0], service)
@@ -197,12 +207,14 @@ class AmphoraDatapath:
         still alive (a UDP entry lives 30 s after its last packet, 120 s once answered
         both ways).
 
-        Members of a pool with a monitor are UP or DOWN as the checker sees them (ONLINE
-        or ERROR in the API), the others NO_CHECK (NO_MONITOR).
+        Members of a pool with a monitor are UP or DOWN as the engine's table was last
+        built (ONLINE or ERROR in the API: ERROR once the member gets no new flows, not
+        before), the others NO_CHECK (NO_MONITOR).
         """
         with self._lock:
             self._growth.observe(self._read(spec))
             totals = dict(self._growth.total)
+            applied_health = dict(self._applied_health)
         listeners: dict[ListenerId, ListenerHealth] = {}
         pools: dict[PoolId, PoolHealth] = {}
         for listener in spec.udp_listeners:
@@ -218,7 +230,7 @@ class AmphoraDatapath:
                 ListenerState.OPEN, counters
             )
             if listener.pool_id is not None:
-                checked = self._health.member_states(listener)
+                checked = self._health.member_states(listener, applied_health)
                 members = {MemberId(key): state for key, state in checked.items()}
                 alive = any(state is not MemberState.DOWN for state in members.values())
                 state = PoolState.UP if alive else PoolState.DOWN

@@ -92,16 +92,16 @@ class UdpMemberHealth:
         """Each checked member: healthy or not, as the checker sees it now."""
         return {} if self._checker is None else self._checker.states(_GROUP)
 
-    def member_states(self, listener: UdpListener) -> dict[str, MemberState]:
-        """What the heartbeat reports for ``listener``'s members (NO_CHECK: no monitor)."""
-        healthy = self.healthy() if listener.monitor is not None else {}
+    @staticmethod
+    def member_states(listener: UdpListener, healthy: dict[str, bool]) -> dict[str, MemberState]:
+        """What the heartbeat reports for ``listener``'s members, from ``healthy``: the
+        health the engine's table was last built with (NO_CHECK: no monitor)."""
+        seen = healthy if listener.monitor is not None else {}
         states = {}
         for member in listener.members:
-            seen = healthy.get(member.key)
+            up = seen.get(member.key)
             states[member.key] = (
-                MemberState.NO_CHECK
-                if seen is None
-                else (MemberState.UP if seen else MemberState.DOWN)
+                MemberState.NO_CHECK if up is None else (MemberState.UP if up else MemberState.DOWN)
             )
         return states
 

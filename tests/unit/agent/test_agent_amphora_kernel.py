@@ -260,9 +260,13 @@ def test_a_udp_member_found_down_gets_no_new_flows_and_is_reported_down() -> Non
     def members() -> dict[MemberId, MemberState]:
         return dict(datapath.health(spec)[1][PoolId("p-dns")].members)
 
+    unchecked = CHECKED.model_copy(update={"monitor": None})
     try:
+        datapath.apply(_spec(udp=(unchecked,)), datapath.check(_spec(udp=(unchecked,)), "x"))
+        assert started == [] and "10.2.0.12 . 5353" in ops.loaded[-1]  # no monitor, no checker
+        # The monitor added: the same table (everyone starts healthy), now reported UP.
         datapath.apply(spec, datapath.check(spec, "lbvleg"))
-        assert len(started) == 1 and "10.2.0.12 . 5353" in ops.loaded[-1]
+        assert len(started) == 1
         _wait(lambda: ("10.2.0.12", 8053) in prober.probed, "m2 probed at its monitor port")
         assert members() == {MemberId("m1"): MemberState.UP, MemberId("m2"): MemberState.UP}
         loads = len(ops.loaded)
@@ -280,9 +284,7 @@ def test_a_udp_member_found_down_gets_no_new_flows_and_is_reported_down() -> Non
         prober.up["m2"] = True
         _wait(lambda: members()[MemberId("m2")] is MemberState.UP, "m2 UP again")
         _wait(lambda: "10.2.0.12 . 5353" in ops.loaded[-1], "m2's slots back in the table")
-        unchecked = CHECKED.model_copy(
-            update={"monitor": None}
-        )  # monitor deleted: the checker stops
+        # The monitor deleted: the checker stops, the members are unchecked again.
         datapath.apply(_spec(udp=(unchecked,)), datapath.check(_spec(udp=(unchecked,)), "x"))
         assert not started[0]._thread.is_alive()
         assert set(dict(datapath.health(_spec(udp=(unchecked,)))[1][PoolId("p-dns")].members)

@@ -431,7 +431,7 @@ def _udp_members_checked(
         f"UDP member {stopped} ONLINE again",
     )
     seen: collections.Counter[str] = collections.Counter()
-    rounds = iter(range(21000, 30000, 20))
+    rounds = iter(range(21000, 32700, 20))
 
     def both_answer() -> bool:
         seen.update(udp_echo.ask(run, client, vip, UDP_PORT, 20, next(rounds)))

@@ -13,6 +13,7 @@ bind address means this host) every ``heartbeat_interval`` seconds.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import signal
@@ -31,6 +32,7 @@ from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.l4_node import L4NodeManager
 from lbaas.agent.server import AgentHttpsServer
+from lbaas.agent.udp_health import namespace_checker
 from lbaas.agent.wire import AgentInfo
 from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.config import AgentSettings, Settings
@@ -120,6 +122,11 @@ class AgentService:
             mode=self.mode,
             namespace_prefix=settings.agent.namespace_prefix,
             bridge_mappings=settings.agent.bridge_mappings,
+            udp_checker=functools.partial(
+                namespace_checker,
+                batch_count=settings.agent.l4_health_batch_size,
+                batch_delay=settings.agent.l4_health_batch_delay,
+            ),
         )
         adopted = self.manager.restore()
         if adopted:

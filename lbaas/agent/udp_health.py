@@ -39,12 +39,21 @@ CheckerFactory = Callable[[ChangeSink], HealthChecker]
 _GROUP = "udp"
 
 
-def namespace_checker(namespace: str) -> CheckerFactory:
-    """Real probes from a checker whose loop runs inside network namespace ``namespace``."""
+def namespace_checker(
+    namespace: str, *, batch_count: int = 64, batch_delay: float = 0.2
+) -> CheckerFactory:
+    """Real probes from a checker whose loop runs inside network namespace ``namespace``
+    (batches as the node's checker: ``agent.l4_health_batch_size``/``_delay``)."""
 
     def make(sink: ChangeSink) -> HealthChecker:
         enter = functools.partial(enter_network_namespace, namespace)
-        return HealthChecker(NetworkProber(), sink, thread_setup=enter)
+        return HealthChecker(
+            NetworkProber(),
+            sink,
+            batch_count=batch_count,
+            batch_delay=batch_delay,
+            thread_setup=enter,
+        )
 
     return make
 

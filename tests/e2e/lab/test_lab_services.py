@@ -79,7 +79,7 @@ def lbaas_processes(directory: Path) -> list[str]:
 
 HOSTS = ("h1", "h2", "h3")
 #: Load balancers made besides the served one, so that placement has something to spread.
-OTHERS = 5
+OTHERS = 3
 
 
 def create_lb(api: LabApi, name: str, subnet: str) -> str:

@@ -10,6 +10,7 @@ lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
 lbaas config-reference      print the configuration reference (Markdown)
 lbaas lab up|down|status    a multi-host lab of network namespaces on this machine
+lbaas kubernetes            turn Kubernetes Services into load balancers (any Octavia API)
 """
 
 from __future__ import annotations
@@ -135,16 +136,23 @@ def _serve_api(settings: Settings, app: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from lbaas.api.app import create_asgi_app
     from lbaas.api.services import ApiServices
     from lbaas.child_worker import ChildWorker
-    from lbaas.compose import open_database, open_providers, release_dead_worker, wakeup_sender
+    from lbaas.compose import (
+        http_app,
+        open_database,
+        open_providers,
+        open_vault,
+        release_dead_worker,
+        wakeup_sender,
+    )
     from lbaas.metrics.process import ProcessMetrics
 
     settings = _settings(args)
     _setup_logging(settings)
     stopping = _hold_stop_signals()
     database = open_database(settings)  # creates or upgrades the schema before the child starts
+    vault = open_vault(settings, database)  # a wrong key-encryption key stops here
     providers = open_providers(settings, database)
     child = ChildWorker(
         _child_worker_command(args),
@@ -161,7 +169,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"lbaas database: {settings.database_url}", flush=True)
         if not stopping.is_set():
             services = ApiServices(settings, database, providers, sender.notify, metrics)
-            _serve_api(settings, create_asgi_app(services))
+            services.vault = vault
+            _serve_api(settings, http_app(services))
     finally:
         # In order: the API has stopped accepting; the worker finishes or frees its jobs
         # (it may still need the agent for them); then the health manager (before the
@@ -218,19 +227,19 @@ def _start_agent(settings: Settings) -> Callable[[], None]:
 
 
 def cmd_api(args: argparse.Namespace) -> int:
-    from lbaas.api.app import create_asgi_app
     from lbaas.api.services import ApiServices
-    from lbaas.compose import open_database, open_providers, wakeup_sender
+    from lbaas.compose import http_app, open_database, open_providers, open_vault, wakeup_sender
 
     settings = _settings(args)
     _setup_logging(settings)
     stopping = _hold_stop_signals()
     database = open_database(settings, upgrade=False)
+    vault = open_vault(settings, database)
     providers = open_providers(settings, database)
     sender = wakeup_sender(settings)
     try:
         if not stopping.is_set():
-            app = create_asgi_app(ApiServices(settings, database, providers, sender.notify))
+            app = http_app(ApiServices(settings, database, providers, sender.notify, vault=vault))
             _serve_api(settings, app)
     finally:
         sender.close()
@@ -376,6 +385,25 @@ def cmd_create_subnet(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rotate_kek(args: argparse.Namespace) -> int:
+    from lbaas.compose import open_database, open_vault
+
+    settings = _settings(args)
+    database = open_database(settings)
+    try:
+        vault = open_vault(settings, database)
+        if vault is None:
+            raise ConfigError("the key manager is disabled (keymanager.enabled)")
+        count = vault.rotate()
+    finally:
+        database.dispose()
+    print(
+        f"new key-encryption key {vault.ring.primary} in {settings.kek_path}; "
+        f"{count} secret(s) re-sealed, older keys removed"
+    )
+    return 0
+
+
 def cmd_config_reference(_args: argparse.Namespace) -> int:
     from lbaas.config_reference import render_reference
 
@@ -399,6 +427,14 @@ def cmd_lab(args: argparse.Namespace) -> int:
     from lbaas.lab.command import run
 
     return run(args, _settings(args).state_dir)
+
+
+def cmd_kubernetes(args: argparse.Namespace) -> int:
+    from lbaas.integrations.kubernetes.command import run
+
+    settings = _settings(args)
+    _setup_logging(settings)
+    return run(settings.kubernetes)
 
 
 def _add_fleet_commands(sub: Any, agent: argparse.ArgumentParser) -> None:
@@ -455,6 +491,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fleet_commands(sub, add("agent", cmd_agent, "the per-host agent"))
     diagnose = add("diagnose", cmd_diagnose, "why a load balancer is not well, hop by hop")
     diagnose.add_argument("loadbalancer", help="load balancer id")
+    _add_maintenance_commands(sub)
+    ref = sub.add_parser("config-reference", help="print the configuration reference")
+    ref.set_defaults(func=cmd_config_reference)
+    from lbaas.lab.command import add_arguments as add_lab_arguments
+
+    lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
+    add_lab_arguments(lab)
+    lab.set_defaults(func=cmd_lab)
+    kube = sub.add_parser("kubernetes", help="turn Kubernetes Services into load balancers")
+    kube.add_argument("--state-dir", help=argparse.SUPPRESS)
+    kube.set_defaults(func=cmd_kubernetes)
+    return parser
+
+
+def _add_maintenance_commands(sub: Any) -> None:
+    """``db upgrade``, ``network create-subnet`` and ``keymanager rotate-kek``."""
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")
@@ -473,14 +525,14 @@ def build_parser() -> argparse.ArgumentParser:
     cs.add_argument("--state-dir")
     cs.add_argument("--database-url")
     cs.set_defaults(func=cmd_create_subnet)
-    ref = sub.add_parser("config-reference", help="print the configuration reference")
-    ref.set_defaults(func=cmd_config_reference)
-    from lbaas.lab.command import add_arguments as add_lab_arguments
-
-    lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
-    add_lab_arguments(lab)
-    lab.set_defaults(func=cmd_lab)
-    return parser
+    km = sub.add_parser("keymanager", help="the key manager's key-encryption key")
+    km_sub = km.add_subparsers(dest="keymanager_command", required=True)
+    rot = km_sub.add_parser(
+        "rotate-kek", help="a new key-encryption key; every stored secret re-sealed under it"
+    )
+    rot.add_argument("--state-dir")
+    rot.add_argument("--database-url")
+    rot.set_defaults(func=cmd_rotate_kek)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,7 +31,7 @@ from typing import Literal
 
 from lbaas.agent.datapath import AmphoraDatapath
 from lbaas.agent.haproxy_process import ApplyOutcome, HaproxyInstance, RuntimeApiFactory
-from lbaas.agent.host.base import HostOps
+from lbaas.agent.host.base import HostOps, KeepalivedOps
 from lbaas.agent.host.loopback import is_loopback_address
 from lbaas.agent.ledger_store import LEDGER_FILE
 from lbaas.agent.plumbing import (
@@ -41,10 +41,13 @@ from lbaas.agent.plumbing import (
     namespace_name,
     plan_plumbing,
     remove_plumbing,
+    vip_leg,
 )
 from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
 from lbaas.agent.source_routing import apply_routing, plan_routing
 from lbaas.agent.stats import StatsCollector
+from lbaas.agent.tls_files import prune_tls_files, write_tls_files
+from lbaas.agent.vrrp import KeepalivedInstance, allow_nonlocal_bind, vrrp_config
 from lbaas.agent.wire import AMPHORA_ID_PATTERN, AmphoraSpec, AmphoraStatus
 from lbaas.errors import Conflict, InvalidInput
 from lbaas.l4.host.base import NftOps
@@ -73,6 +76,8 @@ class _Amphora:
     stats: StatsCollector | None = None
     last_outcome: ApplyOutcome | None = None
     last_error: str | None = None
+    keepalived: KeepalivedInstance | None = None
+    vrrp_interface: str | None = None
     datapath: AmphoraDatapath | None = None
     held: bool = False
     """Adopted with HAProxy dead, and not restarted until the controller sends it again."""
@@ -91,6 +96,7 @@ class AmphoraManager:
         stats_threads: int = 16,
         namespace_prefix: str = DEFAULT_NAMESPACE_PREFIX,
         bridge_mappings: Mapping[str, str] | None = None,
+        keepalived: KeepalivedOps | None = None,
         nft_ops: NftOpsFactory = RealNftOps,
     ) -> None:
         self.root = root.absolute()
@@ -99,6 +105,8 @@ class AmphoraManager:
         self._nft_ops = nft_ops
         self.mode = mode
         self._host = host
+        # ACTIVE_STANDBY amphorae (netns mode only) run keepalived through this.
+        self._keepalived_ops = keepalived
         self._runtime_api = runtime_api
         self._lock = threading.Lock()
         self._stats_pool = ThreadPoolExecutor(
@@ -126,6 +134,9 @@ class AmphoraManager:
             amp = self._entry(amphora_id)
             amp.applied = spec
             amp.stats = self._collector(amp, spec)
+            if spec.vrrp is not None and self._keepalived_ops is not None:
+                amp.keepalived = self._keepalived_of(amp)
+                amp.vrrp_interface = vip_leg(self._plan(amphora_id, spec), spec).amphora_end
             if hold_dead and amp.instance.master_pid() is None:
                 amp.held = True
                 log.warning("amphora %s adopted with HAProxy stopped: held", amphora_id)
@@ -147,6 +158,11 @@ class AmphoraManager:
             raise InvalidInput(
                 f"this agent runs in loopback mode; VIP {spec.vip.address} is not in 127.0.0.0/8"
             )
+        if spec.vrrp is not None and (self.mode != "netns" or self._keepalived_ops is None):
+            raise InvalidInput(
+                "ACTIVE_STANDBY (VRRP) needs an agent in netns mode with keepalived; "
+                f"this agent runs in {self.mode} mode"
+            )
         if self.mode == "loopback" and spec.udp_listeners:
             raise InvalidInput(
                 "UDP listeners are balanced in the kernel inside an amphora namespace; "
@@ -163,11 +179,16 @@ class AmphoraManager:
                 if self.mode == "netns":
                     previous = None if amp.applied is None else self._plan(amphora_id, amp.applied)
                     kernel_rules = self._plumb(amp, spec, previous)
+                    if spec.vrrp is not None:
+                        allow_nonlocal_bind(self._host, self._namespace(amphora_id))
                 # A reload replaces the worker: the statistics hold it to read it to its end.
                 guard = None if amp.stats is None else amp.stats.across_reload
+                write_tls_files(amp.instance.directory, spec.tls_files)
                 amp.last_outcome = amp.instance.apply(
                     spec.haproxy_config, spec.haproxy_facts, guard
                 )
+                self._apply_vrrp(amp, spec)
+                prune_tls_files(amp.instance.directory, spec.tls_files)
                 if amp.datapath is not None and kernel_rules is not None:
                     amp.datapath.apply(spec, kernel_rules)
             except Exception as exc:
@@ -186,6 +207,9 @@ class AmphoraManager:
     def delete(self, amphora_id: str) -> None:
         """Stop HAProxy, remove plumbing and files. Idempotent."""
         with self._locked(amphora_id) as amp:
+            # keepalived first: a MASTER that stops hands the VIP over (priority 0) at once.
+            if amp.keepalived is not None:
+                amp.keepalived.stop()
             amp.instance.stop()
             if self.mode == "netns":
                 spec = amp.applied
@@ -223,6 +247,8 @@ class AmphoraManager:
                     if amp.instance.ensure_running():
                         restarted.append(amphora_id)
                         log.warning("restarted haproxy of amphora %s", amphora_id)
+                    if amp.keepalived is not None and amp.keepalived.ensure_running():
+                        log.warning("restarted keepalived of amphora %s", amphora_id)
                 except Exception as exc:  # noqa: BLE001 - logged with the id, kept as last_error
                     amp.last_error = str(exc)
                     log.error("cannot supervise amphora %s: %s", amphora_id, exc)
@@ -288,6 +314,8 @@ class AmphoraManager:
                 amp = self._amphorae.get(amphora_id)
             if amp is not None:
                 with amp.lock:
+                    if amp.keepalived is not None:
+                        amp.keepalived.stop()
                     amp.instance.stop()
 
     @contextmanager
@@ -318,6 +346,26 @@ class AmphoraManager:
                 )
                 amp = self._amphorae[amphora_id] = _Amphora(amphora_id, instance)
             return amp
+
+    def _keepalived_of(self, amp: _Amphora) -> KeepalivedInstance:
+        if self._keepalived_ops is None:
+            raise InvalidInput("this agent runs no keepalived (ACTIVE_STANDBY needs it)")
+        namespace = self._namespace(amp.id)
+        return KeepalivedInstance(amp.instance.directory, self._keepalived_ops, namespace)
+
+    def _apply_vrrp(self, amp: _Amphora, spec: AmphoraSpec) -> None:
+        """Converge keepalived to ``spec``: configure it, or stop it for a SINGLE spec."""
+        if spec.vrrp is None:
+            if amp.keepalived is not None:
+                amp.keepalived.stop()
+                amp.keepalived, amp.vrrp_interface = None, None
+            return
+        if amp.keepalived is None:
+            amp.keepalived = self._keepalived_of(amp)
+        interface = vip_leg(self._plan(amp.id, spec), spec).amphora_end
+        socket = spec.haproxy_facts.runtime_socket
+        amp.keepalived.apply(vrrp_config(amp.id, spec, spec.vrrp, interface, socket))
+        amp.vrrp_interface = interface
 
     def _namespace(self, amphora_id: str) -> str:
         return namespace_name(amphora_id, self._namespace_prefix)
@@ -368,4 +416,6 @@ class AmphoraManager:
             runtime_changes=amp.instance.runtime_changes,
             last_outcome=None if amp.last_outcome is None else amp.last_outcome.value,
             last_error=amp.last_error,
+            vrrp_interface=amp.vrrp_interface,
+            keepalived_pid=None if amp.keepalived is None else amp.keepalived.pid(),
         )

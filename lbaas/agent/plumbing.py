@@ -86,7 +86,10 @@ def plan_plumbing(
     gateways: dict[str, str | None] = {spec.vip.network_id: spec.vip.gateway}
     mtus: dict[str, int | None] = {spec.vip.network_id: spec.vip.mtu}
     vip = spec.vip
-    addresses[vip.network_id] = [_with_prefix(vip.address, vip.subnet_cidr)]
+    # ACTIVE_STANDBY: the leg has the amphora's own VRRP address; keepalived adds the VIP
+    # on whichever amphora of the pair is MASTER, so it must never be plumbed statically.
+    own = vip.address if spec.vrrp is None else spec.vrrp.own_address
+    addresses[vip.network_id] = [_with_prefix(own, vip.subnet_cidr)]
     host = spec.network.vip_host_address
     host_addresses[vip.network_id] = None if host is None else _with_prefix(host, vip.subnet_cidr)
     for net in spec.network.member_networks:
@@ -120,6 +123,11 @@ def plan_plumbing(
         legs=legs,
         default_gateway=host if vip.network_id in mappings else None,
     )
+
+
+def vip_leg(plan: AmphoraPlumbing, spec: AmphoraSpec) -> Leg:
+    """The leg of ``plan`` on the VIP network (the link VRRP runs on)."""
+    return next(leg for leg in plan.legs if leg.network_id == spec.vip.network_id)
 
 
 def apply_plumbing(

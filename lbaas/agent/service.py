@@ -39,6 +39,7 @@ from lbaas.agent.haproxy_process import max_connections_for
 from lbaas.agent.heartbeat import HeartbeatSender
 from lbaas.agent.host.base import HostOps
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher
+from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
 from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.l4_node import L4NodeManager
@@ -133,12 +134,15 @@ class AgentService:
         self.ca, self.tls, key = _identity(settings, state_dir)
         self.host = host if host is not None else host_ops_for(settings.agent)
         self.mode = settings.agent.mode
+        # ACTIVE_STANDBY needs namespaces: a loopback agent runs no keepalived.
+        keepalived = KeepalivedLauncher() if self.mode == "netns" else None
         self.manager = AmphoraManager(
             state_dir / "amphorae",
             self.host,
             mode=self.mode,
             namespace_prefix=settings.agent.namespace_prefix,
             bridge_mappings=settings.agent.bridge_mappings,
+            keepalived=keepalived,
         )
         adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
         if adopted:

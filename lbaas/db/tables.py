@@ -22,6 +22,8 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
+    PrimaryKeyConstraint,
     String,
     Table,
     UniqueConstraint,
@@ -372,6 +374,87 @@ def table_of(mapped: type[Base]) -> Table:
     table = mapped.__table__
     assert isinstance(table, Table)
     return table
+
+
+# The key manager (lbaas/keymanager): Barbican's secrets, containers and consumers.
+# Payloads are stored only sealed (``lbaas.certs.kek``): ``ciphertext`` is AES-GCM under
+# the key-encryption key ``kek_id``, which lives in a file, never in this database.
+
+
+class SecretRow(Base):
+    __tablename__ = "km_secrets"
+
+    id: Mapped[str] = _id()
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    creator_id: Mapped[str | None] = mapped_column(String(255))
+    name: Mapped[str | None] = mapped_column(String(255))
+    secret_type: Mapped[str] = mapped_column(String(16), nullable=False)
+    algorithm: Mapped[str | None] = mapped_column(String(255))
+    bit_length: Mapped[int | None] = mapped_column(Integer)
+    mode: Mapped[str | None] = mapped_column(String(255))
+    expiration: Mapped[datetime | None] = mapped_column(DateTime)
+    #: None until a payload is stored (Barbican's two-step create).
+    content_type: Mapped[str | None] = mapped_column(String(255))
+    kek_id: Mapped[str | None] = mapped_column(String(32))
+    ciphertext: Mapped[bytes | None] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class SecretContainerRow(Base):
+    __tablename__ = "km_containers"
+
+    id: Mapped[str] = _id()
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    creator_id: Mapped[str | None] = mapped_column(String(255))
+    name: Mapped[str | None] = mapped_column(String(255))
+    type: Mapped[str] = mapped_column(String(16), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class ContainerSecretRow(Base):
+    """One named secret of a container; a secret in a container cannot be deleted."""
+
+    __tablename__ = "km_container_secrets"
+    __table_args__ = (PrimaryKeyConstraint("container_id", "name"),)
+
+    container_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("km_containers.id", ondelete="CASCADE"), nullable=False
+    )
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    secret_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("km_secrets.id"), nullable=False, index=True
+    )
+
+
+class ContainerConsumerRow(Base):
+    """A service using a container (Octavia registers its listeners here)."""
+
+    __tablename__ = "km_container_consumers"
+    __table_args__ = (PrimaryKeyConstraint("container_id", "name", "url"),)
+
+    container_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("km_containers.id", ondelete="CASCADE"), nullable=False
+    )
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    url: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class SecretConsumerRow(Base):
+    """A service using a secret (key-manager microversion 1.1)."""
+
+    __tablename__ = "km_secret_consumers"
+    __table_args__ = (PrimaryKeyConstraint("secret_id", "service", "resource_type", "resource_id"),)
+
+    secret_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("km_secrets.id", ondelete="CASCADE"), nullable=False
+    )
+    service: Mapped[str] = mapped_column(String(255), nullable=False)
+    resource_type: Mapped[str] = mapped_column(String(255), nullable=False)
+    resource_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
 
 
 class HostRow(Base):

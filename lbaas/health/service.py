@@ -89,6 +89,29 @@ def start_health_manager(
     if metrics is not None:
         metrics.register(HealthManagerCollector(receiver, sweeper))
     stop = threading.Event()
+    threads = _start_sweepers(stop, sweeper, host_sweeper, settings)
+    stop_polling = _start_distributed_poll(settings, database, store, stop)
+
+    def stop_all() -> None:
+        stop.set()
+        for thread in threads:
+            thread.join(5)
+        stop_polling()
+        receiver.stop()
+        flusher.stop()
+        agents.close()
+
+    return stop_all
+
+
+def _start_sweepers(
+    stop: threading.Event,
+    sweeper: StaleAmphoraSweeper,
+    host_sweeper: HostSweeper,
+    settings: Settings,
+) -> list[threading.Thread]:
+    """The amphora and host sweepers, each on its own thread, until ``stop`` is set."""
+    health = settings.health
     threads = [
         threading.Thread(
             target=sweeper.run,
@@ -105,19 +128,7 @@ def start_health_manager(
     ]
     for thread in threads:
         thread.start()
-
-    stop_polling = _start_distributed_poll(settings, database, store, stop)
-
-    def stop_all() -> None:
-        stop.set()
-        for thread in threads:
-            thread.join(5)
-        stop_polling()
-        receiver.stop()
-        flusher.stop()
-        agents.close()
-
-    return stop_all
+    return threads
 
 
 def _start_distributed_poll(

@@ -251,3 +251,14 @@ POOL_HEALTH_MONITOR_TYPES: dict[PoolProtocol, frozenset[HealthMonitorType]] = {
     PoolProtocol.UDP: _DATAGRAM_HM_TYPES,
     PoolProtocol.SCTP: _DATAGRAM_HM_TYPES,
 }
+
+
+class WatchEventType(StrEnum):
+    """Kubernetes watch event types (``lbaas kubernetes``); two share a status's spelling,
+    which is why they live here."""
+
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+    BOOKMARK = "BOOKMARK"
+    ERROR = "ERROR"

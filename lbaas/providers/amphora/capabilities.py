@@ -1,8 +1,8 @@
 """What the amphora provider supports today; the API refuses everything else with a 400.
 
-TERMINATED_HTTPS (no key manager yet), SCTP (this kernel has no SCTP sockets to show it
-with), SOURCE_IP_PORT, pool re-encryption and the SSL_* L7 rules (they need TLS
-termination) are absent on purpose. UDP listeners and pools are balanced by the L4 engine
+SCTP (this kernel has no SCTP sockets to show it with) and SOURCE_IP_PORT are absent on
+purpose; TERMINATED_HTTPS, pool re-encryption and the SSL_* L7 rules take their
+certificates from the key manager. UDP listeners and pools are balanced by the L4 engine
 inside the amphora's namespace, so only agents in netns mode offer them
 (``amphora_capabilities``); their pools take ROUND_ROBIN (a Maglev hash of the 5-tuple:
 per flow, not per packet) and SOURCE_IP, as Octavia's LVS takes rr and sh; least
@@ -25,6 +25,7 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.ListenerProtocol.HTTPS,
             E.ListenerProtocol.TCP,
             E.ListenerProtocol.PROMETHEUS,
+            E.ListenerProtocol.TERMINATED_HTTPS,
         }
     ),
     pool_protocols=frozenset(
@@ -59,13 +60,16 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.L7RuleType.FILE_TYPE,
             E.L7RuleType.HEADER,
             E.L7RuleType.COOKIE,
+            E.L7RuleType.SSL_CONN_HAS_CERT,
+            E.L7RuleType.SSL_VERIFY_RESULT,
+            E.L7RuleType.SSL_DN_FIELD,
         }
     ),
     # The keys Octavia's amphora driver lists, so clients find the names they know; all
     # but the topology are not honoured yet and say so.
     flavor_keys={
-        "loadbalancer_topology": "The load balancer topology. One of: SINGLE "
-        "(ACTIVE_STANDBY is not available yet)",
+        "loadbalancer_topology": "The load balancer topology. One of: SINGLE, ACTIVE_STANDBY "
+        "(ACTIVE_STANDBY needs agents in netns mode)",
         "compute_flavor": f"The compute driver flavor ID. {_NOT_YET}",
         "amp_image_tag": f"The amphora image tag. {_NOT_YET}",
         "sriov_vip": f"When true, the VIP port uses SR-IOV (a VF). {_NOT_YET}",
@@ -89,8 +93,17 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             "valid_vip_networks",
         }
     ),
-    # ACTIVE_STANDBY needs keepalived pairs on two hosts (not built yet).
+    profile_values={"loadbalancer_topology": frozenset(E.Topology)},
+)
+
+#: Loopback agents (no root, no namespaces) have no link to move a VIP on: SINGLE only.
+LOOPBACK_CAPABILITIES = dataclasses.replace(
+    AMPHORA_CAPABILITIES,
     profile_values={"loadbalancer_topology": frozenset({E.Topology.SINGLE})},
+    profile_value_notes={
+        "loadbalancer_topology": "ACTIVE_STANDBY needs agents in netns mode; this "
+        "deployment runs them in loopback mode"
+    },
 )
 
 #: What UDP pools of the amphora provider take (the kernel's Maglev table, lbaas.l4).
@@ -107,7 +120,7 @@ def amphora_capabilities(netns: bool) -> ProviderCapabilities:
     if not netns:
         notes = {E.ListenerProtocol.UDP.value: _LOOPBACK_UDP}
         notes[E.HealthMonitorType.UDP_CONNECT.value] = _LOOPBACK_UDP
-        return dataclasses.replace(caps, refusal_notes=notes)
+        return dataclasses.replace(LOOPBACK_CAPABILITIES, refusal_notes=notes)
     return dataclasses.replace(
         caps,
         listener_protocols=caps.listener_protocols | {E.ListenerProtocol.UDP},

@@ -19,7 +19,7 @@ from lbaas.model.enums import AmphoraStatus as Status
 from lbaas.model.enums import HostStatus
 from lbaas.model.fleet import HostAddress, HostLoad
 from lbaas.providers.amphora.placement import place_one
-from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice
+from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice, PairMember
 from lbaas.providers.base import LeaseLost
 
 
@@ -28,6 +28,8 @@ class StoredAmphora:
     loadbalancer_id: str
     host: str
     status: Status
+    pair: PairMember | None = None
+    vrrp_interface: str | None = None
 
 
 GONE = (Status.DELETED, Status.PENDING_DELETE)
@@ -127,6 +129,57 @@ class MemoryAmphoraStore:
         self.amphorae[amphora_id].status = Status.ALLOCATED
 
 
+class MemoryPairStore(MemoryAmphoraStore):
+    """Also a ``PairStore``: pair members with VRRP addresses 10.0.0.<n>."""
+
+    def pair_members(self, loadbalancer_id: str) -> list[PairMember]:
+        found = []
+        for amphora_id in self.live_amphorae(loadbalancer_id):
+            pair = self.amphorae[amphora_id].pair
+            assert pair is not None
+            found.append(pair)
+        return found
+
+    def add_pair_member(
+        self,
+        fence: Claim,
+        *,
+        host: str,
+        vip_subnet_id: str,
+        vip_address: str,
+        ha_port_id: str | None,
+        role: str,
+        priority: int,
+        vrrp_id: int,
+    ) -> PairMember:
+        self._check(fence)
+        amphora_id = f"amp-{next(self._ids)}"
+        member = PairMember(
+            amphora_id, role, priority, vrrp_id, f"10.0.0.{len(self.amphorae) + 20}"
+        )
+        self.amphorae[amphora_id] = StoredAmphora(
+            fence.loadbalancer_id, host, Status.PENDING_CREATE, member
+        )
+        return member
+
+    def set_role(self, fence: Claim, amphora_id: str, role: str, priority: int) -> None:
+        self._check(fence)
+        amp = self.amphorae[amphora_id]
+        assert amp.pair is not None
+        amp.pair = PairMember(amphora_id, role, priority, amp.pair.vrrp_id, amp.pair.vrrp_address)
+
+    def record_vrrp_interface(self, fence: Claim, amphora_id: str, interface: str) -> None:
+        self._check(fence)
+        self.amphorae[amphora_id].vrrp_interface = interface
+
+    def fail(self, amphora_id: str) -> None:
+        """What the health manager or the amphora failover API marks."""
+        amp = self.amphorae[amphora_id]
+        assert amp.pair is not None
+        p = amp.pair
+        amp.pair = PairMember(p.amphora_id, p.role, p.priority, p.vrrp_id, p.vrrp_address, True)
+
+
 @dataclass
 class RecordingAgent:
     """Stands in for ``AgentClient``: records specs and deletes, answers as a loopback agent."""
@@ -135,6 +188,7 @@ class RecordingAgent:
     mode: Literal["loopback", "netns"] = "loopback"
     specs: dict[str, AmphoraSpec] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
+    log: list[tuple[str, str]] = field(default_factory=list)
     calls: int = 0
     unreachable: bool = False
     """Every call fails as a lost host's agent does."""
@@ -152,12 +206,17 @@ class RecordingAgent:
         self._reach()
         self.calls += 1
         self.specs[amphora_id] = spec
-        return AmphoraStatus(amphora_id=amphora_id, running=True, last_outcome="STARTED")
+        self.log.append(("put", amphora_id))
+        link = None if spec.vrrp is None else f"vip-{amphora_id}"
+        return AmphoraStatus(
+            amphora_id=amphora_id, running=True, last_outcome="STARTED", vrrp_interface=link
+        )
 
     def delete_amphora(self, amphora_id: str) -> None:
         self._reach()
         self.calls += 1
         self.deleted.append(amphora_id)
+        self.log.append(("delete", amphora_id))
 
     def close(self) -> None:
         return None

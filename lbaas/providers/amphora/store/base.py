@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from lbaas.model.enums import HostStatus
 from lbaas.model.fleet import HostAddress
@@ -88,4 +88,55 @@ class AmphoraStore(Protocol):
 
     def mark_serving(self, fence: Claim, amphora_id: str) -> None:
         """Record that the amphora's agent accepted its spec. Raises ``LeaseLost``."""
+        ...
+
+
+@dataclass(frozen=True)
+class PairMember:
+    """One amphora of an ACTIVE_STANDBY pair as the provider needs it."""
+
+    amphora_id: str
+    role: str  # AmphoraRole: MASTER or BACKUP
+    priority: int
+    vrrp_id: int
+    vrrp_address: str
+    failover_pending: bool = False
+
+
+@runtime_checkable
+class PairStore(Protocol):
+    """The ACTIVE_STANDBY allocations: pair members with their VRRP ports and roles.
+
+    Apart from ``AmphoraStore`` so that SINGLE needs none of it; the database form
+    implements both. Writing methods are fenced like ``AmphoraStore``'s.
+    """
+
+    def pair_members(self, loadbalancer_id: str) -> list[PairMember]:
+        """The load balancer's live amphorae with their VRRP facts, oldest first."""
+        ...
+
+    def add_pair_member(
+        self,
+        fence: Claim,
+        *,
+        host: str,
+        vip_subnet_id: str,
+        vip_address: str,
+        ha_port_id: str | None,
+        role: str,
+        priority: int,
+        vrrp_id: int,
+    ) -> PairMember:
+        """A new PENDING_CREATE amphora with a VRRP port on the VIP subnet.
+
+        Raises ``LeaseLost`` before writing anything.
+        """
+        ...
+
+    def set_role(self, fence: Claim, amphora_id: str, role: str, priority: int) -> None:
+        """Record the amphora's role and VRRP priority. Raises ``LeaseLost``."""
+        ...
+
+    def record_vrrp_interface(self, fence: Claim, amphora_id: str, interface: str) -> None:
+        """Record the link the agent runs VRRP on. Raises ``LeaseLost``."""
         ...

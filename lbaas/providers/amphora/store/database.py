@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from lbaas.db import amphora_repo, host_repo, job_queue
 from lbaas.db.engine import Database
 from lbaas.db.tables import AmphoraRow, AvailabilityZoneProfileRow, AvailabilityZoneRow
-from lbaas.model.enums import AmphoraStatus, HostStatus
+from lbaas.model.enums import AmphoraRole, AmphoraStatus, HostStatus
 from lbaas.network.allocation import VipRequest, allocate_vip
 from lbaas.providers.amphora.placement import place_one
-from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice
+from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice, PairMember
 from lbaas.providers.base import LeaseLost
 
 if TYPE_CHECKING:
@@ -148,3 +148,55 @@ class DatabaseAmphoraStore:
     def mark_serving(self, fence: Claim, amphora_id: str) -> None:
         with self._fenced(fence) as session:
             amphora_repo.mark_serving(session, amphora_id, _now())
+
+    # --- ACTIVE_STANDBY (PairStore) ------------------------------------------------------
+
+    def pair_members(self, loadbalancer_id: str) -> list[PairMember]:
+        with self._db.read() as session:
+            return [
+                PairMember(
+                    amphora_id=a.id,
+                    role=a.role or AmphoraRole.BACKUP,
+                    priority=a.vrrp_priority or 0,
+                    vrrp_id=a.vrrp_id or 0,
+                    vrrp_address=a.vrrp_ip or "",
+                    failover_pending=a.failover_pending,
+                )
+                for a in amphora_repo.amphorae_of(session, loadbalancer_id)
+            ]
+
+    def add_pair_member(
+        self,
+        fence: Claim,
+        *,
+        host: str,
+        vip_subnet_id: str,
+        vip_address: str,
+        ha_port_id: str | None,
+        role: str,
+        priority: int,
+        vrrp_id: int,
+    ) -> PairMember:
+        with self._fenced(fence) as session:
+            now = _now()
+            amp = amphora_repo.create_pair_member(
+                session,
+                fence.loadbalancer_id,
+                host,
+                vip_address,
+                ha_port_id,
+                role,
+                (vrrp_id, priority),
+                now,
+            )
+            port = allocate_vip(session, VipRequest(subnet_id=vip_subnet_id), amp.id, now)
+            amphora_repo.set_vrrp_port(session, amp.id, port.port_id, port.address)
+            return PairMember(amp.id, role, priority, vrrp_id, port.address)
+
+    def set_role(self, fence: Claim, amphora_id: str, role: str, priority: int) -> None:
+        with self._fenced(fence) as session:
+            amphora_repo.set_role(session, amphora_id, role, priority, _now())
+
+    def record_vrrp_interface(self, fence: Claim, amphora_id: str, interface: str) -> None:
+        with self._fenced(fence) as session:
+            amphora_repo.set_vrrp_interface(session, amphora_id, interface)

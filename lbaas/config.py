@@ -442,6 +442,26 @@ class AgentSettings(_Section):
     )
 
 
+class MetadataSettings(_Section):
+    """The instance metadata service and the agents' metadata proxies (issue 16)."""
+
+    enabled: bool = Field(
+        True,
+        description=(
+            "Serve the OpenStack metadata layout (/openstack/latest/meta_data.json, "
+            "/latest/meta-data/...) on the API listener, to signed requests only."
+        ),
+    )
+    shared_secret: str = Field(
+        "",
+        description=(
+            "HMAC-SHA256 key the metadata proxies sign instance ids with (Nova's "
+            "metadata_proxy_shared_secret). Empty: a random one is generated at first start "
+            "as <state_dir>/metadata_proxy.key (mode 0600); set it for agents on other hosts."
+        ),
+    )
+
+
 class KubernetesSettings(_Section):
     """``lbaas kubernetes``: the controller that turns Services into load balancers."""
 
@@ -573,6 +593,7 @@ class Settings(_Section):
     providers: ProviderSettings = ProviderSettings()
     health: HealthSettings = HealthSettings()
     agent: AgentSettings = AgentSettings()
+    metadata: MetadataSettings = MetadataSettings()
     kubernetes: KubernetesSettings = KubernetesSettings()
     keymanager: KeyManagerSettings = KeyManagerSettings()
 

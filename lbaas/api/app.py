@@ -11,8 +11,18 @@ from lbaas.api.errors import install_error_handlers
 from lbaas.api.metrics import MetricsPage
 from lbaas.api.openapi import describe_errors
 from lbaas.api.request_guard import RequestGuard
-from lbaas.api.routers import ROUTERS, healthcheck, identity, metrics, networking, versions
+from lbaas.api.routers import (
+    ROUTERS,
+    healthcheck,
+    identity,
+    metadata,
+    metrics,
+    networking,
+    networking_ports,
+    versions,
+)
 from lbaas.api.services import ApiServices
+from lbaas.metadata.signing import shared_secret
 
 
 def create_app(services: ApiServices) -> FastAPI:
@@ -38,7 +48,14 @@ def create_app(services: ApiServices) -> FastAPI:
     # there too, so the registry is served under both /v2.0 (Neutron's) and /v2.
     app.include_router(networking.router, prefix="/v2.0")
     app.include_router(networking.router, prefix="/v2")
+    for prefix in ("/v2.0", "/v2"):
+        app.include_router(networking_ports.router, prefix=prefix)
     app.include_router(identity.router)
+    if services.settings.metadata.enabled:
+        app.state.metadata_secret = shared_secret(
+            services.settings.metadata.shared_secret, services.settings.state_dir.absolute()
+        )
+        app.include_router(metadata.router)
     if services.settings.api.healthcheck_enabled:
         app.include_router(healthcheck.router)
     describe_errors(app)

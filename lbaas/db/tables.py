@@ -303,6 +303,13 @@ class PortRow(Base):
     device_owner: Mapped[str] = mapped_column(String(64), nullable=False, default="")
     device_id: Mapped[str] = mapped_column(String(64), nullable=False, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    # Ports created through the Networking API (an instance's, for the metadata proxy):
+    # their owner, name and DNS name (the instance's hostname), and the host they are
+    # bound to (``binding:host_id``), which decides where a metadata proxy must run.
+    name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    project_id: Mapped[str | None] = mapped_column(String(36))
+    host_id: Mapped[str] = mapped_column(String(255), nullable=False, default="", index=True)
+    dns_name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
 
 
 class AmphoraRow(TimestampMixin, Base):

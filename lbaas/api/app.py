@@ -11,7 +11,15 @@ from lbaas.api.errors import install_error_handlers
 from lbaas.api.metrics import MetricsPage
 from lbaas.api.openapi import describe_errors
 from lbaas.api.request_guard import RequestGuard
-from lbaas.api.routers import ROUTERS, healthcheck, identity, metrics, networking, versions
+from lbaas.api.routers import (
+    ROUTERS,
+    dashboard,
+    healthcheck,
+    identity,
+    metrics,
+    networking,
+    versions,
+)
 from lbaas.api.services import ApiServices
 
 
@@ -41,6 +49,8 @@ def create_app(services: ApiServices) -> FastAPI:
     app.include_router(identity.router)
     if services.settings.api.healthcheck_enabled:
         app.include_router(healthcheck.router)
+    if services.settings.api.dashboard_enabled:
+        app.include_router(dashboard.router)
     describe_errors(app)
     if services.settings.api.metrics_enabled:
         app.state.metrics_page = MetricsPage(services)

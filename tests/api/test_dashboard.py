@@ -65,7 +65,7 @@ def test_the_converge_error_and_member_status_come_from_the_database(api: Api, p
 
 
 def test_the_page_and_its_files_are_served(api: Api) -> None:
-    page = api.get("/dashboard")
+    page = api.get("/dashboard", headers={"Accept": "text/html"})  # as a browser asks
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert "/dashboard/static/dashboard.js" in page.text
     script = api.get("/dashboard/static/dashboard.js")
@@ -73,6 +73,8 @@ def test_the_page_and_its_files_are_served(api: Api) -> None:
     assert "EventSource" in script.text
     assert api.get("/dashboard/static/missing.js").status_code == 404
     assert api.get("/dashboard/static/__init__.py").status_code == 404
+    # The API's own routes still answer 406 to a client that refuses JSON.
+    assert api.get("/v2/lbaas/loadbalancers", headers={"Accept": "text/html"}).status_code == 406
 
 
 def _collect(snapshots: list[Snapshot]) -> list[str]:

@@ -162,6 +162,7 @@ function draw(canvas) {
     if (dt > 0) rates.push({ at: series[i].at, rate: Math.max(0, (series[i].connections - series[i - 1].connections) / dt) });
   }
   const peak = Math.max(1, ...rates.map((r) => r.rate));
+  canvas.dataset.peak = String(Math.max(0, ...rates.map((r) => r.rate))); // read by the tests
   ctx.strokeStyle = "#2a6fdb";
   ctx.beginPath();
   rates.forEach((r, i) => {

@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from lbaas.db.tables import AmphoraRow, ConvergeJobRow, LoadBalancerRow, MemberRow
+from lbaas.db.tables import (
+    AmphoraRow,
+    ConvergeJobRow,
+    ListenerStatsRow,
+    LoadBalancerRow,
+    MemberRow,
+)
 from lbaas.model.enums import AmphoraRole, AmphoraStatus, OperatingStatus, ProvisioningStatus
 from tests.e2e.dashboard.conftest import Pages
 from tests.support.api_client import Api
@@ -46,7 +52,13 @@ def tree(api: Api, plane: Any) -> dict[str, Any]:
                 created_at=datetime.now(UTC).replace(tzinfo=None),
             )
         )
-    return {"lb": lb, "pool": pool, "members": [first, second], "amphora": amphora_id}
+    return {
+        "lb": lb,
+        "listener": listener,
+        "pool": pool,
+        "members": [first, second],
+        "amphora": amphora_id,
+    }
 
 
 def _member_weight(api: Api, tree: dict[str, Any], member: dict[str, Any]) -> int:
@@ -54,7 +66,27 @@ def _member_weight(api: Api, tree: dict[str, Any], member: dict[str, Any]) -> in
     return int(r.json()["member"]["weight"])
 
 
-def test_the_page_shows_the_callers_tree(pages: Pages, tree: dict[str, Any]) -> None:
+def _count_connections(plane: Any, tree: dict[str, Any], total: int) -> None:
+    """The listener's counters as the health manager folds them from heartbeats."""
+    with plane.database.write() as session:
+        key = (tree["amphora"], tree["listener"]["id"])
+        row = session.get(ListenerStatsRow, key)
+        if row is None:
+            row = ListenerStatsRow(
+                amphora_id=key[0], listener_id=key[1], loadbalancer_id=tree["lb"]["id"]
+            )
+            row.epoch, row.base = 1, {}
+            session.add(row)
+        row.last = {"total_connections": total, "active_connections": 1}
+
+
+def _graph_peak(page: Any, listener_id: str) -> float:
+    """The highest rate (connections/s) the listener's graph drew."""
+    peak = page.get_attribute(f"canvas[data-listener='{listener_id}']", "data-peak")
+    return float(peak or 0)
+
+
+def test_the_page_shows_the_callers_tree(pages: Pages, tree: dict[str, Any], plane: Any) -> None:
     page = pages.open("p-alpha", "member")
     section = page.locator(f"section.lb[data-id='{tree['lb']['id']}']")
     section.wait_for()
@@ -65,6 +97,12 @@ def test_the_page_shows_the_callers_tree(pages: Pages, tree: dict[str, Any]) -> 
     amphora = section.locator(f"tr.amphora[data-id='{tree['amphora']}']")
     assert "host-a" in amphora.inner_text() and "netns:amp-1" in amphora.inner_text()
     page.locator("#live[data-state='live']").wait_for()
+    # Connections counted over a few ticks of the stream draw the listener's graph.
+    for total in (10, 40, 55, 120, 150):
+        _count_connections(plane, tree, total)
+        time.sleep(0.3)
+    # 140 connections in about 1.5 s: whatever the ticks, some interval ran above 20/s.
+    wait_until(lambda: _graph_peak(page, tree["listener"]["id"]) > 20, 10, "the traffic graph")
     assert pages.shot(page, "dashboard").stat().st_size > 0
 
 

@@ -2,12 +2,11 @@
 
 One control plane (SQLite, noop provider) and one browser per module: starting Chromium
 costs a second or two on this machine, a browser context (one caller's headers) almost
-nothing. Playwright's own browser download is not used; ``/usr/bin/chromium`` is.
+nothing (``tests/support/browser.py`` launches Debian's ``/usr/bin/chromium``).
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,22 +15,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.support.api_client import Api
+from tests.support.browser import chromium
 from tests.support.control_plane import asgi_app, make_settings, running_control_plane
 from tests.support.served_app import served
-
-CHROMIUM = "/usr/bin/chromium"
-# The flags known to work for headless Chromium on these machines: no sandbox (root, no
-# user namespaces), and nothing that reaches the network on its own.
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
@@ -57,16 +43,8 @@ def api(plane: Any) -> Iterator[Api]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if shutil.which(CHROMIUM) is None:
-        pytest.skip("Debian's chromium is not installed (quickstart installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 class Pages:

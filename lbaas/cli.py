@@ -4,10 +4,13 @@ lbaas serve                 everything in one process (embedded SQLite by defaul
 lbaas api | worker          the parts, for scale-out against PostgreSQL
 lbaas health                the heartbeat receiver and stale-amphora sweeper
 lbaas agent                 the per-host agent that runs HAProxy for amphorae
+lbaas agent enrol HOST_ID   issue a new agent host's bundle (certificate, key, settings)
+lbaas host list             the agent hosts of the fleet: zone, capacity, status, load
 lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
 lbaas config-reference      print the configuration reference (Markdown)
 lbaas lab up|down|status    a multi-host lab of network namespaces on this machine
+lbaas kubernetes            turn Kubernetes Services into load balancers (any Octavia API)
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -132,16 +136,23 @@ def _serve_api(settings: Settings, app: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from lbaas.api.app import create_asgi_app
     from lbaas.api.services import ApiServices
     from lbaas.child_worker import ChildWorker
-    from lbaas.compose import open_database, open_providers, release_dead_worker, wakeup_sender
+    from lbaas.compose import (
+        http_app,
+        open_database,
+        open_providers,
+        open_vault,
+        release_dead_worker,
+        wakeup_sender,
+    )
     from lbaas.metrics.process import ProcessMetrics
 
     settings = _settings(args)
     _setup_logging(settings)
     stopping = _hold_stop_signals()
     database = open_database(settings)  # creates or upgrades the schema before the child starts
+    vault = open_vault(settings, database)  # a wrong key-encryption key stops here
     providers = open_providers(settings, database)
     child = ChildWorker(
         _child_worker_command(args),
@@ -158,7 +169,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"lbaas database: {settings.database_url}", flush=True)
         if not stopping.is_set():
             services = ApiServices(settings, database, providers, sender.notify, metrics)
-            _serve_api(settings, create_asgi_app(services))
+            services.vault = vault
+            _serve_api(settings, http_app(services))
     finally:
         # In order: the API has stopped accepting; the worker finishes or frees its jobs
         # (it may still need the agent for them); then the health manager (before the
@@ -196,8 +208,10 @@ def _start_embedded_extras(
     enabled = settings.providers.enabled
     if "amphora" not in enabled and "distributed" not in enabled:
         return stops
+    from lbaas.compose import enrol_local_agent
     from lbaas.health.service import start_health_manager
 
+    enrol_local_agent(settings, database)
     stops.append(start_health_manager(settings, database, notify, metrics))
     if "amphora" in enabled:
         stops.append(_start_agent(settings))
@@ -213,19 +227,19 @@ def _start_agent(settings: Settings) -> Callable[[], None]:
 
 
 def cmd_api(args: argparse.Namespace) -> int:
-    from lbaas.api.app import create_asgi_app
     from lbaas.api.services import ApiServices
-    from lbaas.compose import open_database, open_providers, wakeup_sender
+    from lbaas.compose import http_app, open_database, open_providers, open_vault, wakeup_sender
 
     settings = _settings(args)
     _setup_logging(settings)
     stopping = _hold_stop_signals()
     database = open_database(settings, upgrade=False)
+    vault = open_vault(settings, database)
     providers = open_providers(settings, database)
     sender = wakeup_sender(settings)
     try:
         if not stopping.is_set():
-            app = create_asgi_app(ApiServices(settings, database, providers, sender.notify))
+            app = http_app(ApiServices(settings, database, providers, sender.notify, vault=vault))
             _serve_api(settings, app)
     finally:
         sender.close()
@@ -289,6 +303,56 @@ def cmd_agent(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_agent_enrol(args: argparse.Namespace) -> int:
+    from lbaas.agent.enrolment import Enrolment, parse_managers
+    from lbaas.compose import enrol_agent, open_database
+
+    settings = _settings(args)
+    managers = parse_managers(args.health_manager or [])
+    if not managers:
+        bind = settings.health.bind_host
+        if bind in ("0.0.0.0", "::", ""):
+            raise ConfigError("health.bind_host is a wildcard: name --health-manager HOST:PORT")
+        managers = (f"{bind}:{settings.health.bind_port}",)
+    enrolment = Enrolment(
+        host_id=args.host_id,
+        address=args.address,
+        port=args.agent_port,
+        zone=args.zone,
+        capacity=args.capacity,
+        health_managers=managers,
+        mode=args.mode,
+    )
+    out = Path(args.out)
+    enrol_agent(settings, open_database(settings), enrolment, out)
+    print(f"host {args.host_id} enrolled; start it with: lbaas --config {out / 'agent.toml'} agent")
+    return 0
+
+
+def cmd_host_list(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from lbaas.compose import list_hosts, open_database
+
+    hosts = list_hosts(open_database(_settings(args), upgrade=False))
+    if args.json:
+        print(json.dumps([asdict(h) for h in hosts], indent=2))
+        return 0
+    print(f"{'host':20} {'address':24} {'zone':12} {'status':6} amphorae/capacity  heard")
+    for h in hosts:
+        heard = (
+            "never"
+            if h.last_heartbeat_at is None
+            else f"{time.time() - h.last_heartbeat_at:.1f}s ago"
+        )
+        where = f"{h.address}:{h.port}"
+        print(
+            f"{h.host_id:20} {where:24} {h.zone:12} {h.status:6} {h.amphorae:>8}/{h.capacity:<8}  {heard}"
+        )
+    return 0
+
+
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from lbaas.db.engine import Database
     from lbaas.db.migrate import current_revision, upgrade_database
@@ -313,10 +377,30 @@ def cmd_create_subnet(args: argparse.Namespace) -> int:
         cidr=str(network),
         name=args.name,
         gateway_ip=args.gateway,
+        mtu=args.mtu,
     )
     database = open_database(settings)
     seed_subnets(database, settings.network.model_copy(update={"subnets": (subnet,)}))
     print(f"subnet {subnet.id} ({subnet.cidr}) on network {subnet.network_id}")
+    return 0
+
+
+def cmd_rotate_kek(args: argparse.Namespace) -> int:
+    from lbaas.compose import open_database, open_vault
+
+    settings = _settings(args)
+    database = open_database(settings)
+    try:
+        vault = open_vault(settings, database)
+        if vault is None:
+            raise ConfigError("the key manager is disabled (keymanager.enabled)")
+        count = vault.rotate()
+    finally:
+        database.dispose()
+    print(
+        f"new key-encryption key {vault.ring.primary} in {settings.kek_path}; "
+        f"{count} secret(s) re-sealed, older keys removed"
+    )
     return 0
 
 
@@ -345,6 +429,43 @@ def cmd_lab(args: argparse.Namespace) -> int:
     return run(args, _settings(args).state_dir)
 
 
+def cmd_kubernetes(args: argparse.Namespace) -> int:
+    from lbaas.integrations.kubernetes.command import run
+
+    settings = _settings(args)
+    _setup_logging(settings)
+    return run(settings.kubernetes)
+
+
+def _add_fleet_commands(sub: Any, agent: argparse.ArgumentParser) -> None:
+    """``lbaas agent enrol`` and ``lbaas host list``."""
+    agent_sub = agent.add_subparsers(dest="agent_command")
+    enrol = agent_sub.add_parser("enrol", help="issue a new agent host's bundle and record it")
+    enrol.add_argument("host_id", help="the host's id: one lower-case DNS label")
+    enrol.add_argument("--address", required=True, help="address of the agent's HTTPS API")
+    enrol.add_argument("--agent-port", type=int, default=9443, help="its port (9443)")
+    enrol.add_argument("--zone", default="nova", help="availability zone it declares (nova)")
+    enrol.add_argument("--capacity", type=int, default=100, help="most amphorae (100)")
+    enrol.add_argument("--mode", choices=("loopback", "netns"), default="loopback")
+    enrol.add_argument(
+        "--health-manager",
+        action="append",
+        help="HOST:PORT of a health manager (repeat or comma-separate); "
+        "default: health.bind_host:bind_port",
+    )
+    enrol.add_argument("--out", required=True, help="directory to write the bundle into")
+    enrol.add_argument("--state-dir")
+    enrol.add_argument("--database-url")
+    enrol.set_defaults(func=cmd_agent_enrol)
+    host = sub.add_parser("host", help="the agent hosts of the fleet")
+    host_sub = host.add_subparsers(dest="host_command", required=True)
+    host_list = host_sub.add_parser("list", help="list the hosts")
+    host_list.add_argument("--json", action="store_true", help="JSON instead of a table")
+    host_list.add_argument("--state-dir")
+    host_list.add_argument("--database-url")
+    host_list.set_defaults(func=cmd_host_list)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lbaas", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", help="TOML settings file (or LBAAS_CONFIG)")
@@ -367,9 +488,25 @@ def build_parser() -> argparse.ArgumentParser:
     # serve's child worker: exit when this process is no longer the parent.
     worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
     add("health", cmd_health, "the health manager only")
-    add("agent", cmd_agent, "the per-host agent")
+    _add_fleet_commands(sub, add("agent", cmd_agent, "the per-host agent"))
     diagnose = add("diagnose", cmd_diagnose, "why a load balancer is not well, hop by hop")
     diagnose.add_argument("loadbalancer", help="load balancer id")
+    _add_maintenance_commands(sub)
+    ref = sub.add_parser("config-reference", help="print the configuration reference")
+    ref.set_defaults(func=cmd_config_reference)
+    from lbaas.lab.command import add_arguments as add_lab_arguments
+
+    lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
+    add_lab_arguments(lab)
+    lab.set_defaults(func=cmd_lab)
+    kube = sub.add_parser("kubernetes", help="turn Kubernetes Services into load balancers")
+    kube.add_argument("--state-dir", help=argparse.SUPPRESS)
+    kube.set_defaults(func=cmd_kubernetes)
+    return parser
+
+
+def _add_maintenance_commands(sub: Any) -> None:
+    """``db upgrade``, ``network create-subnet`` and ``keymanager rotate-kek``."""
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")
@@ -384,17 +521,18 @@ def build_parser() -> argparse.ArgumentParser:
     cs.add_argument("--id")
     cs.add_argument("--network-id")
     cs.add_argument("--gateway")
+    cs.add_argument("--mtu", type=int, help="the network's MTU (amphora legs take it)")
     cs.add_argument("--state-dir")
     cs.add_argument("--database-url")
     cs.set_defaults(func=cmd_create_subnet)
-    ref = sub.add_parser("config-reference", help="print the configuration reference")
-    ref.set_defaults(func=cmd_config_reference)
-    from lbaas.lab.command import add_arguments as add_lab_arguments
-
-    lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
-    add_lab_arguments(lab)
-    lab.set_defaults(func=cmd_lab)
-    return parser
+    km = sub.add_parser("keymanager", help="the key manager's key-encryption key")
+    km_sub = km.add_subparsers(dest="keymanager_command", required=True)
+    rot = km_sub.add_parser(
+        "rotate-kek", help="a new key-encryption key; every stored secret re-sealed under it"
+    )
+    rot.add_argument("--state-dir")
+    rot.add_argument("--database-url")
+    rot.set_defaults(func=cmd_rotate_kek)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

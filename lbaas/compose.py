@@ -7,23 +7,37 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
+from starlette.types import ASGIApp
+
+from lbaas.agent.enrolment import Enrolment, write_bundle
+from lbaas.api.app import create_asgi_app
 from lbaas.api.services import ApiServices
+from lbaas.certs.authority import CertificateAuthority
+from lbaas.certs.kek import KeyRing, load_key_ring, save_key_ring
 from lbaas.config import Settings
 from lbaas.converge.converge import Converger
-from lbaas.db import job_queue
+from lbaas.db import host_repo, job_queue
 from lbaas.db.engine import Database
 from lbaas.db.job_notify import PostgresJobListener
 from lbaas.db.migrate import upgrade_database
+from lbaas.db.secret_vault import SecretVault, count_sealed
+from lbaas.errors import ConfigError
 from lbaas.health.rollup import roll_up
+from lbaas.heartbeat.key import heartbeat_key
 from lbaas.jobs.base import WakeupSource
 from lbaas.jobs.runner import JobRunner
 from lbaas.jobs.slot import WorkerSlot
 from lbaas.jobs.wakeup import WakeupListener, WakeupSender, wakeup_directory
 from lbaas.jobs.worker import Worker, owner_prefix
+from lbaas.keymanager.app import with_key_manager
 from lbaas.metrics.endpoint import MetricsEndpoint
 from lbaas.metrics.process import ProcessMetrics
+from lbaas.model.fleet import HostAddress, HostView
 from lbaas.network.registry import seed_subnets
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.registry import ProviderRegistry, build_registry
@@ -38,6 +52,37 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> Database:
         upgrade_database(database)
     seed_subnets(database, settings.network)
     return database
+
+
+def open_vault(settings: Settings, database: Database) -> SecretVault | None:
+    """The key manager's vault with its key ring, checked against what is stored.
+
+    A missing key file is created only while no sealed secret exists; otherwise (and when
+    the file holds the wrong keys) start-up stops with an error naming the file, and
+    nothing is changed.
+    """
+    if not settings.keymanager.enabled:
+        return None
+    path = settings.kek_path
+    ring = load_key_ring(path)
+    if ring is None:
+        stored = count_sealed(database)
+        if stored:
+            raise ConfigError(
+                f"the key-encryption key file {path} is missing but {stored} sealed secret(s) "
+                "are stored; restore the file (nothing was changed)"
+            )
+        ring = KeyRing.generate()
+        save_key_ring(path, ring)
+        LOG.info("created key-encryption key file %s", path)
+    vault = SecretVault(database, ring, path)
+    vault.verify()
+    return vault
+
+
+def http_app(services: ApiServices) -> ASGIApp:
+    """What the API port serves: the Octavia API, and the key manager under /key-manager."""
+    return with_key_manager(services, create_asgi_app(services))
 
 
 def open_providers(settings: Settings, database: Database) -> ProviderRegistry:
@@ -160,4 +205,50 @@ def build_control_plane(settings: Settings, *, upgrade: bool = True) -> ControlP
         sender.notify()  # and any other worker process sharing the state directory
 
     services = ApiServices(settings, database, providers, notify=notify, metrics=metrics)
+    services.vault = open_vault(settings, database)
     return ControlPlane(settings, database, providers, worker, services, sender)
+
+
+def _agent_address(settings: Settings) -> str:
+    host = settings.agent.host
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    return "::1" if host == "::" else host
+
+
+def enrol_local_agent(settings: Settings, database: Database) -> None:
+    """``lbaas serve``'s own agent joins the fleet as host ``agent.host_id``, UP now."""
+    agent = settings.agent
+    where = HostAddress(agent.host_id, _agent_address(settings), agent.port)
+    with database.write() as session:
+        host_repo.enrol(
+            session,
+            where,
+            zone=agent.zone,
+            capacity=agent.capacity,
+            now=datetime.now(UTC).replace(tzinfo=None),
+            up_at=time.time(),
+        )
+
+
+def enrol_agent(settings: Settings, database: Database, enrolment: Enrolment, out: Path) -> Path:
+    """Issue a host's bundle from the CA and record the host (DOWN until it heartbeats)."""
+    state_dir = settings.state_dir.absolute()
+    ca = CertificateAuthority.load_or_create(state_dir / "pki")
+    key = heartbeat_key(settings.health.heartbeat_key, state_dir)
+    written = write_bundle(ca, enrolment, key, out)
+    where = HostAddress(enrolment.host_id, enrolment.address, enrolment.port)
+    with database.write() as session:
+        host_repo.enrol(
+            session,
+            where,
+            zone=enrolment.zone,
+            capacity=enrolment.capacity,
+            now=datetime.now(UTC).replace(tzinfo=None),
+        )
+    return written
+
+
+def list_hosts(database: Database) -> list[HostView]:
+    with database.read() as session:
+        return host_repo.list_hosts(session)

@@ -1,3 +1,6 @@
+# size: one schema whose every field carries its own description (docs/configuration.md is
+# generated from it); the sections are small classes, and splitting them over modules
+# would only scatter the one place an operator reads to learn a setting's rules.
 """One typed settings object, made of small documented sections.
 
 Settings are read once by ``lbaas.cli`` — from an optional TOML file, then from the
@@ -213,6 +216,9 @@ class SubnetDeclaration(_Section):
     cidr: str
     name: str = ""
     gateway_ip: str | None = None
+    mtu: int | None = Field(
+        None, ge=68, le=65535, description="The network's MTU (amphora legs take it)."
+    )
     # Addresses others on the network hold (hosts, routers): never given to a VIP or amphora.
     reserved_addresses: tuple[str, ...] = ()
 
@@ -271,6 +277,36 @@ class ProviderSettings(_Section):
     noop_record_path: str = Field(
         "", description="If set, the noop provider appends one JSON line per call here."
     )
+    loadbalancer_topology: Literal["SINGLE", "ACTIVE_STANDBY"] = Field(
+        "SINGLE",
+        description=(
+            "Topology of load balancers whose flavor does not set loadbalancer_topology "
+            "(Octavia's [controller_worker] loadbalancer_topology). ACTIVE_STANDBY needs "
+            "agents in netns mode."
+        ),
+    )
+    amphora_vrrp_advert_interval_ms: int = Field(
+        100,
+        ge=10,
+        le=40950,
+        multiple_of=10,
+        description=(
+            "ACTIVE_STANDBY: VRRPv3 advertisement interval in milliseconds. The BACKUP takes "
+            "over about 3.5 intervals after the MASTER falls silent (see docs/architecture.md "
+            "for the measurements behind the default)."
+        ),
+    )
+    amphora_vrrp_realtime_priority: int = Field(
+        0,
+        ge=0,
+        le=99,
+        description=(
+            "ACTIVE_STANDBY: real-time (SCHED_RR) priority of keepalived's VRRP process; "
+            "0: normal scheduling. Off by default: keepalived 2.2.7 restarts its VRRP "
+            "process on a reload when it runs real-time, dropping the VIP for a moment, and "
+            "normal scheduling measured as fast with no spurious takeover under full load."
+        ),
+    )
     distributed_nodes: tuple[str, ...] = Field(
         (),
         description=(
@@ -311,6 +347,26 @@ class HealthSettings(_Section):
             "up to this many seconds each; if the data plane answers, only the agent is "
             "degraded and nothing is rebuilt. 0: no probe, silence alone fails over."
         ),
+    )
+    host_stale_after: float = Field(
+        3.0,
+        gt=0,
+        description=(
+            "An agent host whose host heartbeats stop for this long is marked DOWN and "
+            "takes no new amphorae (its amphorae fail over by their own silence)."
+        ),
+    )
+    lb_failover_limit: int = Field(
+        3,
+        ge=0,
+        description=(
+            "Automatic failovers of one load balancer within lb_failover_window seconds "
+            "before its circuit breaker opens: more silent amphorae of it are logged and "
+            "left alone until the window has passed. 0: no per-load-balancer limit."
+        ),
+    )
+    lb_failover_window: float = Field(
+        300.0, gt=0, description="The window of lb_failover_limit, in seconds."
     )
     failover_threshold: float = Field(
         0.5,
@@ -355,6 +411,38 @@ class AgentSettings(_Section):
         ge=0,
         description="Seconds a member health change may wait to be applied with others.",
     )
+    host_id: str = Field(
+        "local",
+        description=(
+            "This agent's host id in the fleet (one DNS label); its certificate names "
+            "<host_id>.agents.lbaas and the controller checks it. lbaas serve enrols its "
+            "own agent under this id; other hosts get theirs from lbaas agent enrol."
+        ),
+    )
+    zone: str = Field(
+        "nova",
+        description=(
+            "The availability zone this host declares: load balancers whose availability "
+            "zone profile has this compute_zone are placed on hosts declaring it."
+        ),
+    )
+    capacity: int = Field(100, gt=0, description="Most amphorae placement puts on this host.")
+    bundle: str = Field(
+        "",
+        description=(
+            "Directory written by lbaas agent enrol (CA, this host's certificate and key, "
+            "heartbeat key). Empty: the identity is issued from <state_dir>/pki (the "
+            "embedded mode, where controller and agent share the state directory)."
+        ),
+    )
+    health_managers: tuple[str, ...] = Field(
+        (),
+        description=(
+            "host:port of every health manager heartbeats go to (Octavia's "
+            "controller_ip_port_list); each heartbeat is sent to all. Empty: "
+            "health.bind_host:bind_port."
+        ),
+    )
     namespace_prefix: str = Field(
         "lbaas-",
         pattern=r"^[a-z0-9][a-z0-9-]{0,39}$",
@@ -377,6 +465,142 @@ class AgentSettings(_Section):
     )
 
 
+class MetadataSettings(_Section):
+    """The instance metadata service and the agents' metadata proxies (issue 16)."""
+
+    enabled: bool = Field(
+        True,
+        description=(
+            "Serve the OpenStack metadata layout (/openstack/latest/meta_data.json, "
+            "/latest/meta-data/...) on the API listener, to signed requests only."
+        ),
+    )
+    shared_secret: str = Field(
+        "",
+        description=(
+            "HMAC-SHA256 key the metadata proxies sign instance ids with (Nova's "
+            "metadata_proxy_shared_secret). Empty: a random one is generated at first start "
+            "as <state_dir>/metadata_proxy.key (mode 0600); set it for agents on other hosts."
+        ),
+    )
+
+
+class KubernetesSettings(_Section):
+    """``lbaas kubernetes``: the controller that turns Services into load balancers."""
+
+    kubeconfig: Path | None = Field(
+        None,
+        description=(
+            "A kubeconfig file (its current context, or `context`). When neither this nor "
+            "`api_url` is set, the in-cluster service account is used."
+        ),
+    )
+    context: str | None = Field(None, description="The kubeconfig context to use.")
+    api_url: str | None = Field(
+        None, description="The Kubernetes API's URL, instead of a kubeconfig."
+    )
+    token_file: Path | None = Field(
+        None, description="A file holding the bearer token sent with `api_url`."
+    )
+    ca_file: Path | None = Field(None, description="CA bundle for `api_url` (HTTPS).")
+    cluster_name: str = Field(
+        "kubernetes",
+        description=(
+            "Tagged on every Octavia object (kube-cluster=NAME); orphans are looked for "
+            "among this cluster's load balancers only."
+        ),
+    )
+    namespaces: tuple[str, ...] = Field(
+        (), description="Watch only these namespaces (empty: the whole cluster)."
+    )
+    exclude_namespaces: tuple[str, ...] = Field(
+        (), description="Services in these namespaces are left alone."
+    )
+    mode: Literal["loadbalancer", "clusterip"] = Field(
+        "loadbalancer",
+        description=(
+            "loadbalancer: Services of type LoadBalancer, VIP allocated (or "
+            "spec.loadBalancerIP) and written to status.loadBalancer.ingress. clusterip: as "
+            "Kuryr did, also Services of type ClusterIP, their VIP being the cluster IP."
+        ),
+    )
+    require_annotation: bool = Field(
+        False,
+        description='Select only Services annotated lbaas.openstack.org/enabled: "true".',
+    )
+    class_prefix: str = Field(
+        "lbaas.openstack.org",
+        description=(
+            "spec.loadBalancerClass values PREFIX/PROVIDER are ours (PROVIDER `default`: the "
+            "cloud's default provider); other classes are left alone."
+        ),
+    )
+    claim_unclassed: bool = Field(
+        True, description="Also handle Services with no spec.loadBalancerClass."
+    )
+    endpoints_source: Literal["auto", "slices", "endpoints"] = Field(
+        "auto",
+        description=(
+            "Where members come from: EndpointSlices, legacy Endpoints, or auto (slices, "
+            "and Endpoints for a Service that has no slice)."
+        ),
+    )
+    octavia_cloud: str | None = Field(
+        None, description="The clouds.yaml entry to reach Octavia (Keystone auth)."
+    )
+    octavia_endpoint: str | None = Field(
+        None,
+        description="An Octavia-compatible endpoint used without Keystone (auth_type none).",
+    )
+    vip_subnet_id: str | None = Field(
+        None, description="Subnet VIPs are allocated on (an annotation may override it)."
+    )
+    member_subnet_id: str | None = Field(None, description="Subnet of members, if needed.")
+    workers: int = Field(8, ge=1, description="Services converged at the same time.")
+    endpoint_batch_delay: float = Field(
+        0.05,
+        ge=0,
+        description=(
+            "Seconds an endpoint change waits before its Service is converged, so that a "
+            "burst of endpoint updates becomes one member write (0: at once)."
+        ),
+    )
+    backoff_base: float = Field(0.5, gt=0, description="First retry delay (seconds).")
+    backoff_cap: float = Field(60.0, gt=0, description="Longest retry delay (seconds).")
+    wait_active_timeout: float = Field(
+        60.0, gt=0, description="How long one write waits for its load balancer's ACTIVE."
+    )
+    resync_interval: float = Field(
+        600.0,
+        ge=0,
+        description="Seconds between full resyncs against Octavia (0: only at start and 410).",
+    )
+
+
+class KeyManagerSettings(_Section):
+    """The Barbican-compatible key manager served under ``/key-manager`` of the API."""
+
+    enabled: bool = Field(
+        True, description="Serve the key manager's v1 API under /key-manager on the API port."
+    )
+    kek_file: Path | None = Field(
+        None,
+        description=(
+            "File holding the key-encryption keys that seal stored secrets (mode 0600); "
+            "<state_dir>/keymanager.kek when unset. Created at first start while no secret "
+            "is stored; keep it out of database backups. Every API process needs the same file."
+        ),
+    )
+    host_href: str | None = Field(
+        None,
+        description=(
+            "Base URL written into secret and container references (e.g. "
+            "https://lb.example.com:9876/key-manager); by default the URL the request came to."
+        ),
+    )
+    max_payload_bytes: int = Field(65536, description="Largest secret payload accepted.")
+
+
 class Settings(_Section):
     """Everything lbaas reads from its environment."""
 
@@ -392,6 +616,13 @@ class Settings(_Section):
     providers: ProviderSettings = ProviderSettings()
     health: HealthSettings = HealthSettings()
     agent: AgentSettings = AgentSettings()
+    metadata: MetadataSettings = MetadataSettings()
+    kubernetes: KubernetesSettings = KubernetesSettings()
+    keymanager: KeyManagerSettings = KeyManagerSettings()
+
+    @property
+    def kek_path(self) -> Path:
+        return self.keymanager.kek_file or self.state_dir / "keymanager.kek"
 
     @property
     def database_url(self) -> str:

@@ -16,20 +16,22 @@ as the amphora's ``last_error`` and raised for the API to answer with.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
 import shutil
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from lbaas.agent.datapath import AmphoraDatapath
 from lbaas.agent.haproxy_process import ApplyOutcome, HaproxyInstance, RuntimeApiFactory
-from lbaas.agent.host.base import HostOps
+from lbaas.agent.host.base import HostOps, KeepalivedOps
 from lbaas.agent.host.loopback import is_loopback_address
 from lbaas.agent.ledger_store import LEDGER_FILE
 from lbaas.agent.plumbing import (
@@ -39,11 +41,17 @@ from lbaas.agent.plumbing import (
     namespace_name,
     plan_plumbing,
     remove_plumbing,
+    vip_leg,
 )
 from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
+from lbaas.agent.source_routing import apply_routing, plan_routing
 from lbaas.agent.stats import StatsCollector
+from lbaas.agent.tls_files import prune_tls_files, write_tls_files
+from lbaas.agent.vrrp import KeepalivedInstance, allow_nonlocal_bind, vrrp_config
 from lbaas.agent.wire import AMPHORA_ID_PATTERN, AmphoraSpec, AmphoraStatus
 from lbaas.errors import Conflict, InvalidInput
+from lbaas.l4.host.base import NftOps
+from lbaas.l4.host.real import RealNftOps
 from lbaas.model.graph import LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.private_files import make_private_directory, write_private
@@ -55,6 +63,8 @@ APPLIED_FILE = "applied.json"
 STATS_DEADLINE = 0.8
 _UNIX_PATH_MAX = 107
 AgentMode = Literal["loopback", "netns"]
+#: Makes the nftables runner of one amphora namespace (tests pass a recording one).
+NftOpsFactory = Callable[[str], NftOps]
 
 
 @dataclass
@@ -66,6 +76,11 @@ class _Amphora:
     stats: StatsCollector | None = None
     last_outcome: ApplyOutcome | None = None
     last_error: str | None = None
+    keepalived: KeepalivedInstance | None = None
+    vrrp_interface: str | None = None
+    datapath: AmphoraDatapath | None = None
+    held: bool = False
+    """Adopted with HAProxy dead, and not restarted until the controller sends it again."""
 
 
 class AmphoraManager:
@@ -81,12 +96,17 @@ class AmphoraManager:
         stats_threads: int = 16,
         namespace_prefix: str = DEFAULT_NAMESPACE_PREFIX,
         bridge_mappings: Mapping[str, str] | None = None,
+        keepalived: KeepalivedOps | None = None,
+        nft_ops: NftOpsFactory = RealNftOps,
     ) -> None:
         self.root = root.absolute()
         self._namespace_prefix = namespace_prefix
         self._bridge_mappings = dict(bridge_mappings or {})
+        self._nft_ops = nft_ops
         self.mode = mode
         self._host = host
+        # ACTIVE_STANDBY amphorae (netns mode only) run keepalived through this.
+        self._keepalived_ops = keepalived
         self._runtime_api = runtime_api
         self._lock = threading.Lock()
         self._stats_pool = ThreadPoolExecutor(
@@ -96,8 +116,12 @@ class AmphoraManager:
         self._stats_lock = threading.Lock()
         self._amphorae: dict[str, _Amphora] = {}
 
-    def restore(self) -> list[str]:
-        """Load the amphorae an earlier agent left in ``root``; the supervisor restarts them."""
+    def restore(self, *, hold_dead: bool = False) -> list[str]:
+        """Load the amphorae an earlier agent left in ``root``; the supervisor restarts them.
+
+        With ``hold_dead`` (an enrolled fleet host), one whose HAProxy is not running is
+        held instead: the controller may have moved its VIP elsewhere meanwhile.
+        """
         make_private_directory(self.root)
         found = []
         for applied in sorted(self.root.glob(f"*/{APPLIED_FILE}")):
@@ -110,6 +134,17 @@ class AmphoraManager:
             amp = self._entry(amphora_id)
             amp.applied = spec
             amp.stats = self._collector(amp, spec)
+            if spec.vrrp is not None and self._keepalived_ops is not None:
+                amp.keepalived = self._keepalived_of(amp)
+                amp.vrrp_interface = vip_leg(self._plan(amphora_id, spec), spec).amphora_end
+            if hold_dead and amp.instance.master_pid() is None:
+                amp.held = True
+                log.warning("amphora %s adopted with HAProxy stopped: held", amphora_id)
+            if self.mode == "netns":
+                # Its kernel tables outlived the old agent: read them for heartbeats now,
+                # not only after the controller's next PUT.
+                namespace = self._namespace(amphora_id)
+                amp.datapath = AmphoraDatapath(self._host, self._nft_ops(namespace), namespace)
             found.append(amphora_id)
         return found
 
@@ -123,6 +158,16 @@ class AmphoraManager:
             raise InvalidInput(
                 f"this agent runs in loopback mode; VIP {spec.vip.address} is not in 127.0.0.0/8"
             )
+        if spec.vrrp is not None and (self.mode != "netns" or self._keepalived_ops is None):
+            raise InvalidInput(
+                "ACTIVE_STANDBY (VRRP) needs an agent in netns mode with keepalived; "
+                f"this agent runs in {self.mode} mode"
+            )
+        if self.mode == "loopback" and spec.udp_listeners:
+            raise InvalidInput(
+                "UDP listeners are balanced in the kernel inside an amphora namespace; "
+                "this agent runs in loopback mode (no namespaces)"
+            )
         with self._locked(amphora_id) as amp:
             if amp.applied is not None and spec.version < amp.applied.version:
                 raise Conflict(
@@ -130,19 +175,28 @@ class AmphoraManager:
                     f"refusing older version {spec.version}"
                 )
             try:
+                kernel_rules = None
                 if self.mode == "netns":
                     previous = None if amp.applied is None else self._plan(amphora_id, amp.applied)
-                    apply_plumbing(self._host, self._plan(amphora_id, spec), previous)
+                    kernel_rules = self._plumb(amp, spec, previous)
+                    if spec.vrrp is not None:
+                        allow_nonlocal_bind(self._host, self._namespace(amphora_id))
                 # A reload replaces the worker: the statistics hold it to read it to its end.
                 guard = None if amp.stats is None else amp.stats.across_reload
+                write_tls_files(amp.instance.directory, spec.tls_files)
                 amp.last_outcome = amp.instance.apply(
                     spec.haproxy_config, spec.haproxy_facts, guard
                 )
+                self._apply_vrrp(amp, spec)
+                prune_tls_files(amp.instance.directory, spec.tls_files)
+                if amp.datapath is not None and kernel_rules is not None:
+                    amp.datapath.apply(spec, kernel_rules)
             except Exception as exc:
                 amp.last_error = str(getattr(exc, "operator_message", None) or exc)
                 raise
             self._save(amp, spec)
             amp.last_error = None
+            amp.held = False
             return self._status(amp)
 
     def get(self, amphora_id: str) -> AmphoraStatus | None:
@@ -153,6 +207,9 @@ class AmphoraManager:
     def delete(self, amphora_id: str) -> None:
         """Stop HAProxy, remove plumbing and files. Idempotent."""
         with self._locked(amphora_id) as amp:
+            # keepalived first: a MASTER that stops hands the VIP over (priority 0) at once.
+            if amp.keepalived is not None:
+                amp.keepalived.stop()
             amp.instance.stop()
             if self.mode == "netns":
                 spec = amp.applied
@@ -172,7 +229,7 @@ class AmphoraManager:
         for amphora_id in self.amphora_ids():
             with self._lock:
                 amp = self._amphorae.get(amphora_id)
-            if amp is None or amp.applied is None:
+            if amp is None or amp.applied is None or amp.held:
                 continue
             with amp.lock:
                 with self._lock:
@@ -183,10 +240,15 @@ class AmphoraManager:
                     if self.mode == "netns" and not self._host.namespace_exists(
                         self._namespace(amphora_id)
                     ):
-                        apply_plumbing(self._host, self._plan(amphora_id, amp.applied), None)
+                        amp.datapath = None  # its tables went with the namespace
+                        rules = self._plumb(amp, amp.applied, None)
+                        if amp.datapath is not None:
+                            amp.datapath.apply(amp.applied, rules)
                     if amp.instance.ensure_running():
                         restarted.append(amphora_id)
                         log.warning("restarted haproxy of amphora %s", amphora_id)
+                    if amp.keepalived is not None and amp.keepalived.ensure_running():
+                        log.warning("restarted keepalived of amphora %s", amphora_id)
                 except Exception as exc:  # noqa: BLE001 - logged with the id, kept as last_error
                     amp.last_error = str(exc)
                     log.error("cannot supervise amphora %s: %s", amphora_id, exc)
@@ -231,7 +293,16 @@ class AmphoraManager:
         if api is None or amp.instance.master_pid() is None:
             return None
         try:
-            return stats.collect(api, amp.instance.master_cli())
+            report = stats.collect(api, amp.instance.master_cli())
+            datapath, spec = amp.datapath, amp.applied
+            if datapath is None or spec is None or not spec.udp_listeners:
+                return report
+            listeners, pools = datapath.health(spec)
+            return dataclasses.replace(
+                report,
+                listeners={**report.listeners, **listeners},
+                pools={**report.pools, **pools},
+            )
         except RuntimeApiError as exc:
             log.info("no statistics from amphora %s: %s", amphora_id, exc)
             return None
@@ -243,6 +314,8 @@ class AmphoraManager:
                 amp = self._amphorae.get(amphora_id)
             if amp is not None:
                 with amp.lock:
+                    if amp.keepalived is not None:
+                        amp.keepalived.stop()
                     amp.instance.stop()
 
     @contextmanager
@@ -274,6 +347,26 @@ class AmphoraManager:
                 amp = self._amphorae[amphora_id] = _Amphora(amphora_id, instance)
             return amp
 
+    def _keepalived_of(self, amp: _Amphora) -> KeepalivedInstance:
+        if self._keepalived_ops is None:
+            raise InvalidInput("this agent runs no keepalived (ACTIVE_STANDBY needs it)")
+        namespace = self._namespace(amp.id)
+        return KeepalivedInstance(amp.instance.directory, self._keepalived_ops, namespace)
+
+    def _apply_vrrp(self, amp: _Amphora, spec: AmphoraSpec) -> None:
+        """Converge keepalived to ``spec``: configure it, or stop it for a SINGLE spec."""
+        if spec.vrrp is None:
+            if amp.keepalived is not None:
+                amp.keepalived.stop()
+                amp.keepalived, amp.vrrp_interface = None, None
+            return
+        if amp.keepalived is None:
+            amp.keepalived = self._keepalived_of(amp)
+        interface = vip_leg(self._plan(amp.id, spec), spec).amphora_end
+        socket = spec.haproxy_facts.runtime_socket
+        amp.keepalived.apply(vrrp_config(amp.id, spec, spec.vrrp, interface, socket))
+        amp.vrrp_interface = interface
+
     def _namespace(self, amphora_id: str) -> str:
         return namespace_name(amphora_id, self._namespace_prefix)
 
@@ -284,6 +377,18 @@ class AmphoraManager:
             namespace_prefix=self._namespace_prefix,
             bridge_mappings=self._bridge_mappings,
         )
+
+    def _plumb(self, amp: _Amphora, spec: AmphoraSpec, previous: AmphoraPlumbing | None) -> str:
+        """Legs, routing and the checked nftables rules (returned, loaded after HAProxy)."""
+        plan = self._plan(amp.id, spec)
+        apply_plumbing(self._host, plan, previous)
+        apply_routing(self._host, plan_routing(plan, spec.vip.address, spec.vip.network_id))
+        if amp.datapath is None:
+            amp.datapath = AmphoraDatapath(
+                self._host, self._nft_ops(plan.namespace), plan.namespace
+            )
+        vip_leg = next(leg for leg in plan.legs if leg.network_id == spec.vip.network_id)
+        return amp.datapath.check(spec, vip_leg.amphora_end)
 
     def _save(self, amp: _Amphora, spec: AmphoraSpec) -> None:
         if amp.applied is None or amp.applied.loadbalancer_id != spec.loadbalancer_id:
@@ -311,4 +416,6 @@ class AmphoraManager:
             runtime_changes=amp.instance.runtime_changes,
             last_outcome=None if amp.last_outcome is None else amp.last_outcome.value,
             last_error=amp.last_error,
+            vrrp_interface=amp.vrrp_interface,
+            keepalived_pid=None if amp.keepalived is None else amp.keepalived.pid(),
         )

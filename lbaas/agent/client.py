@@ -11,6 +11,11 @@ translated here, at the boundary, into lbaas's tree:
 * any other 5xx -> ``TemporaryError``.
 
 A transport can be passed in (``httpx.MockTransport`` in tests) instead of patching.
+
+``server_name`` makes the client check *which* agent answers, not only that the project's
+CA issued its certificate: TLS is told that name (SNI and host-name check) instead of the
+URL's address, so an agent whose certificate does not name that host is refused at the
+handshake — another enrolled agent on the same address included.
 """
 
 from __future__ import annotations
@@ -43,8 +48,9 @@ class AgentClient:
         *,
         tls: TlsFiles | None = None,
         ssl_context: ssl.SSLContext | None = None,
-        timeout: float = 60.0,
+        timeout: float | httpx.Timeout = 60.0,
         transport: httpx.BaseTransport | None = None,
+        server_name: str | None = None,
     ) -> None:
         verify: ssl.SSLContext | bool
         if ssl_context is not None:
@@ -54,6 +60,8 @@ class AgentClient:
         else:
             verify = True
         self.base_url = base_url.rstrip("/")
+        self.server_name = server_name
+        self._extensions = {} if server_name is None else {"sni_hostname": server_name}
         self._http = httpx.Client(
             base_url=self.base_url, verify=verify, timeout=timeout, transport=transport
         )
@@ -101,7 +109,9 @@ class AgentClient:
         where = f"{method} {self.base_url}{path}"
         headers = {"Content-Type": "application/json"} if content is not None else None
         try:
-            response = self._http.request(method, path, content=content, headers=headers)
+            response = self._http.request(
+                method, path, content=content, headers=headers, extensions=self._extensions
+            )
         except httpx.HTTPError as exc:
             raise AgentUnreachable(
                 "The load balancer's agent could not be reached.",

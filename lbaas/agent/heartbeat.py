@@ -7,6 +7,11 @@ it with ``lbaas.heartbeat.envelope`` under the amphora's id, this agent's start 
 epoch and a sequence number that only grows. An amphora whose HAProxy cannot answer sends
 nothing: silence is what makes the health manager fail it over, and the supervisor restarts
 a dead HAProxy well within the stale timeout.
+
+Every datagram goes to each health manager of a list (Octavia's
+``controller_ip_port_list``), so any of them may die. Each round also sends one host
+heartbeat (``lbaas.heartbeat.host_codec``) when a ``host_report`` is given: the agent
+announcing its address, zone, capacity and the amphorae it runs.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from lbaas.heartbeat.envelope import seal
 from lbaas.heartbeat.report_codec import to_payload
@@ -25,60 +31,81 @@ from lbaas.model.health import HealthReport
 log = logging.getLogger(__name__)
 
 ReportSource = Callable[[], Iterable[tuple[str, HealthReport]]]
+HostReport = Callable[[], tuple[str, Mapping[str, Any]]]
+"""(envelope sender, payload) of this round's host heartbeat."""
+Address = tuple[str, int]
+
+
+def _addresses(address: Address | Sequence[Address]) -> tuple[Address, ...]:
+    """One (host, port) or several, as a tuple of them."""
+    if len(address) == 2 and isinstance(address[0], str) and isinstance(address[1], int):
+        return ((address[0], address[1]),)
+    return tuple((str(a[0]), int(a[1])) for a in address if not isinstance(a, (str, int)))
 
 
 class HeartbeatSender:
-    """Sends the reports of ``source`` to ``address`` every ``interval`` seconds."""
+    """Sends the reports of ``source`` to every address every ``interval`` seconds."""
 
     def __init__(
         self,
         source: ReportSource,
         key: bytes,
-        address: tuple[str, int],
+        address: Address | Sequence[Address],
         *,
         interval: float = 1.0,
         epoch: int | None = None,
+        host_report: HostReport | None = None,
     ) -> None:
         self._source = source
         self._key = key
-        self._address = address
+        self._addresses = _addresses(address)
+        self._host_report = host_report
         self._interval = interval
         self.epoch = time.time_ns() if epoch is None else epoch
         self._sequence = itertools.count(1)
-        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self._socket = socket.socket(family, socket.SOCK_DGRAM)
+        self._sockets = {
+            family: socket.socket(family, socket.SOCK_DGRAM)
+            for family in {self._family(a) for a in self._addresses}
+        }
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.sent = 0
         self.failures = 0
 
+    @staticmethod
+    def _family(address: Address) -> socket.AddressFamily:
+        return socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+
     def send_once(self) -> int:
-        """Send one heartbeat per readable amphora now; how many were sent."""
+        """Send one heartbeat per readable amphora (and the host's) now; how many."""
         sent = 0
+        if self._host_report is not None:
+            sender, payload = self._host_report()
+            sent += self._send(sender, payload)
         for amphora_id, report in self._source():
-            try:
-                datagram = seal(
-                    to_payload(report, amphora_id),
-                    self._key,
-                    sender=amphora_id,
-                    epoch=self.epoch,
-                    sequence=next(self._sequence),
-                )
-            except ValueError as exc:  # too large for a datagram: only this amphora misses
-                self.failures += 1
-                log.error("no heartbeat for amphora %s: %s", amphora_id, exc)
-                continue
-            try:
-                self._socket.sendto(datagram, self._address)
-            except OSError as exc:
-                self.failures += 1
-                log.warning(
-                    "heartbeat of amphora %s to %s failed: %s", amphora_id, self._address, exc
-                )
-                continue
-            sent += 1
+            sent += self._send(amphora_id, to_payload(report, amphora_id))
         self.sent += sent
         return sent
+
+    def _send(self, sender: str, payload: Mapping[str, Any]) -> int:
+        """Seal one payload and send it to every health manager; 1 if any got it."""
+        try:
+            datagram = seal(
+                payload, self._key, sender=sender, epoch=self.epoch, sequence=next(self._sequence)
+            )
+        except ValueError as exc:  # too large for a datagram: only this sender misses
+            self.failures += 1
+            log.error("no heartbeat for %s: %s", sender, exc)
+            return 0
+        delivered = 0
+        for address in self._addresses:
+            try:
+                self._sockets[self._family(address)].sendto(datagram, address)
+                delivered = 1
+            except OSError as exc:  # one unreachable health manager must not stop the rest
+                self.failures += 1
+                log.warning("heartbeat of %s to %s failed: %s", sender, address, exc)
+        return delivered
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="agent-heartbeat", daemon=True)
@@ -88,7 +115,8 @@ class HeartbeatSender:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
-        self._socket.close()
+        for sock in self._sockets.values():
+            sock.close()
 
     def _run(self) -> None:
         while not self._stop.is_set():

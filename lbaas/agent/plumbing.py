@@ -42,6 +42,8 @@ class Leg:
     addresses: tuple[str, ...]  # CIDR form, on the amphora end
     host_address: str | None  # CIDR form, on the bridge
     mapped: bool = False  # an existing bridge (bridge_mappings): never created or deleted
+    gateway: str | None = None  # the subnet's gateway: the leg's own default route
+    mtu: int | None = None  # the network's MTU, set on both ends of the veth
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,13 @@ def plan_plumbing(
     mappings = bridge_mappings or {}
     addresses: dict[str, list[str]] = {}
     host_addresses: dict[str, str | None] = {}
+    gateways: dict[str, str | None] = {spec.vip.network_id: spec.vip.gateway}
+    mtus: dict[str, int | None] = {spec.vip.network_id: spec.vip.mtu}
     vip = spec.vip
-    addresses[vip.network_id] = [_with_prefix(vip.address, vip.subnet_cidr)]
+    # ACTIVE_STANDBY: the leg has the amphora's own VRRP address; keepalived adds the VIP
+    # on whichever amphora of the pair is MASTER, so it must never be plumbed statically.
+    own = vip.address if spec.vrrp is None else spec.vrrp.own_address
+    addresses[vip.network_id] = [_with_prefix(own, vip.subnet_cidr)]
     host = spec.network.vip_host_address
     host_addresses[vip.network_id] = None if host is None else _with_prefix(host, vip.subnet_cidr)
     for net in spec.network.member_networks:
@@ -91,6 +98,10 @@ def plan_plumbing(
             host_addresses[net.network_id] = _with_prefix(net.host_address, net.subnet_cidr)
         else:
             host_addresses.setdefault(net.network_id, None)
+        if gateways.get(net.network_id) is None:
+            gateways[net.network_id] = net.gateway
+        if mtus.get(net.network_id) is None:
+            mtus[net.network_id] = net.mtu
     amp = _short(amphora_id, 6)
     legs = tuple(
         Leg(
@@ -102,6 +113,8 @@ def plan_plumbing(
             # On a mapped network the gateway address belongs to the router, not this host.
             host_address=None if net_id in mappings else host_addresses[net_id],
             mapped=net_id in mappings,
+            gateway=gateways.get(net_id),
+            mtu=mtus.get(net_id),
         )
         for net_id, addrs in sorted(addresses.items())
     )
@@ -110,6 +123,11 @@ def plan_plumbing(
         legs=legs,
         default_gateway=host if vip.network_id in mappings else None,
     )
+
+
+def vip_leg(plan: AmphoraPlumbing, spec: AmphoraSpec) -> Leg:
+    """The leg of ``plan`` on the VIP network (the link VRRP runs on)."""
+    return next(leg for leg in plan.legs if leg.network_id == spec.vip.network_id)
 
 
 def apply_plumbing(
@@ -126,6 +144,9 @@ def apply_plumbing(
             host.create_veth_pair(leg.host_end, leg.amphora_end)
             host.move_to_namespace(leg.amphora_end, desired.namespace)
         host.attach_to_bridge(leg.host_end, leg.bridge)
+        if leg.mtu is not None:
+            host.set_link_mtu(leg.host_end, leg.mtu)
+            host.set_link_mtu(leg.amphora_end, leg.mtu, desired.namespace)
         host.set_link_up(leg.host_end)
         host.set_link_up(leg.amphora_end, desired.namespace)
         old = old_legs.pop(leg.network_id, None)

@@ -7,8 +7,19 @@ under ``<state_dir>/amphorae``. ``settings.agent.mode`` picks the host operation
 (no root) or netns (``RealHostOps``). Amphorae an earlier agent left behind are adopted:
 their HAProxy keeps running through an agent restart and is restarted if it died.
 
-Heartbeats go to the health manager at ``settings.health.bind_host:bind_port`` (a wildcard
-bind address means this host) every ``heartbeat_interval`` seconds.
+Heartbeats go every ``heartbeat_interval`` seconds to each of ``settings.agent.
+health_managers``, or to ``settings.health.bind_host:bind_port`` (a wildcard bind address
+means this host) when that list is empty; each round also carries one host heartbeat
+announcing this host (``agent.host_id``, address, zone, capacity, amphorae).
+
+Identity: an agent started with an enrolment bundle (``agent.bundle``, written by ``lbaas
+agent enrol``) presents the certificate in it and signs heartbeats with its key; without
+one (``lbaas serve``), the certificate is issued from the CA under ``<state_dir>/pki``.
+Either way it names ``<host_id>.agents.lbaas``, which the controller checks. An enrolled
+agent does not restart an adopted amphora whose HAProxy is dead: while it was away the
+controller may have moved that VIP to another host, and the same VIP must never be served
+twice; the controller either sends the amphora again (it is still placed here) or has
+the host's stale amphorae removed when it hears the host again.
 """
 
 from __future__ import annotations
@@ -23,10 +34,12 @@ from pathlib import Path
 
 from lbaas.agent.amphora import AmphoraManager
 from lbaas.agent.api import create_agent_app
+from lbaas.agent.enrolment import HEARTBEAT_KEY_FILE, bundle_tls
 from lbaas.agent.haproxy_process import max_connections_for
 from lbaas.agent.heartbeat import HeartbeatSender
 from lbaas.agent.host.base import HostOps
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher
+from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
 from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.l4_node import L4NodeManager
@@ -34,11 +47,14 @@ from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.wire import AgentInfo
 from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.config import AgentSettings, Settings
-from lbaas.heartbeat.key import heartbeat_key
+from lbaas.errors import ConfigError
+from lbaas.heartbeat.host_codec import host_sender, to_host_payload
+from lbaas.heartbeat.key import heartbeat_key, load_or_create_key
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.probes import NetworkProber
 from lbaas.l4.host.real import RealNftOps
+from lbaas.model.fleet import HostAnnouncement, agent_server_name
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +67,14 @@ def host_ops_for(agent: AgentSettings) -> HostOps:
     return RealHostOps(launcher) if agent.mode == "netns" else LoopbackHostOps(launcher)
 
 
-def agent_identity(ca: CertificateAuthority, pki: Path, host: str) -> TlsFiles:
-    """The agent's server certificate, naming ``host`` (or this host's loopback if wildcard)."""
+def agent_identity(
+    ca: CertificateAuthority, pki: Path, host: str, host_id: str | None = None
+) -> TlsFiles:
+    """The agent's server certificate, naming ``host`` (or this host's loopback if wildcard)
+    and, with ``host_id``, its fleet name."""
     dns = ["localhost", socket.gethostname()]
+    if host_id is not None:
+        dns.append(agent_server_name(host_id))
     try:
         address = ipaddress.ip_address(host)
     except ValueError:  # a host name
@@ -109,19 +130,21 @@ class AgentService:
 
     def __init__(self, settings: Settings, host: HostOps | None = None) -> None:
         state_dir = settings.state_dir.absolute()
-        pki = state_dir / "pki"
-        self.ca = CertificateAuthority.load_or_create(pki)
-        self.tls = agent_identity(self.ca, pki, settings.agent.host)
+        self.settings = settings.agent
+        self.ca, self.tls, key = _identity(settings, state_dir)
         self.host = host if host is not None else host_ops_for(settings.agent)
         self.mode = settings.agent.mode
+        # ACTIVE_STANDBY needs namespaces: a loopback agent runs no keepalived.
+        keepalived = KeepalivedLauncher() if self.mode == "netns" else None
         self.manager = AmphoraManager(
             state_dir / "amphorae",
             self.host,
             mode=self.mode,
             namespace_prefix=settings.agent.namespace_prefix,
             bridge_mappings=settings.agent.bridge_mappings,
+            keepalived=keepalived,
         )
-        adopted = self.manager.restore()
+        adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
         if adopted:
             log.info("adopted amphorae %s", ", ".join(adopted))
         self._haproxy_version: str | None = None
@@ -129,16 +152,27 @@ class AgentService:
         app = create_agent_app(self.manager, self.info, self.l4)
         self.server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, self.tls)
         self.supervisor = Supervisor(self.manager.supervise)
-        health = settings.health
-        target = health.bind_host
-        if target in ("0.0.0.0", "::", ""):
-            target = "::1" if ":" in target else "127.0.0.1"
         self.heartbeat = HeartbeatSender(
             self.manager.health_reports,
-            heartbeat_key(health.heartbeat_key, state_dir),
-            (target, health.bind_port),
-            interval=health.heartbeat_interval,
+            key,
+            health_manager_addresses(settings),
+            interval=settings.health.heartbeat_interval,
+            host_report=self.host_report,
         )
+
+    def host_report(self) -> tuple[str, dict[str, object]]:
+        """This round's host heartbeat: who this host is and what it runs."""
+        agent = self.settings
+        address = "" if agent.host in ("0.0.0.0", "::", "") else agent.host
+        seen = HostAnnouncement(
+            host_id=agent.host_id,
+            address=address,
+            port=self.server.port,
+            zone=agent.zone,
+            capacity=agent.capacity,
+            amphorae=tuple(self.manager.amphora_ids()),
+        )
+        return host_sender(agent.host_id), to_host_payload(seen)
 
     @property
     def base_url(self) -> str:
@@ -176,6 +210,40 @@ class AgentService:
         self.l4_checker.stop()
         if stop_haproxy:
             self.manager.stop_all()
+
+
+def _identity(
+    settings: Settings, state_dir: Path
+) -> tuple[CertificateAuthority | None, TlsFiles, bytes]:
+    """The local CA (None with a bundle: the agent's host holds no CA key), the agent's
+    TLS files and the heartbeat key: from its bundle, or from the state directory."""
+    agent = settings.agent
+    if agent.bundle:
+        bundle = Path(agent.bundle)
+        tls = bundle_tls(bundle)
+        needed = (tls.cert, tls.key, tls.ca, bundle / HEARTBEAT_KEY_FILE)
+        missing = [path for path in needed if not path.exists()]
+        if missing:
+            raise ConfigError(f"agent bundle {bundle} lacks {', '.join(map(str, missing))}")
+        return None, tls, load_or_create_key(bundle / HEARTBEAT_KEY_FILE)
+    pki = state_dir / "pki"
+    ca = CertificateAuthority.load_or_create(pki)
+    tls = agent_identity(ca, pki, agent.host, agent.host_id)
+    return ca, tls, heartbeat_key(settings.health.heartbeat_key, state_dir)
+
+
+def health_manager_addresses(settings: Settings) -> list[tuple[str, int]]:
+    """Where heartbeats go: ``agent.health_managers``, else the local health manager."""
+    if settings.agent.health_managers:
+        addresses = []
+        for item in settings.agent.health_managers:
+            host, _, port = item.rpartition(":")
+            addresses.append((host.strip("[]"), int(port)))
+        return addresses
+    target = settings.health.bind_host
+    if target in ("0.0.0.0", "::", ""):
+        target = "::1" if ":" in target else "127.0.0.1"
+    return [(target, settings.health.bind_port)]
 
 
 def run_agent(settings: Settings, stop: threading.Event | None = None) -> None:

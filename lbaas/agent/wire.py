@@ -33,6 +33,9 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lbaas.agent.wire_datapath import UdpListener, VipFilter, check_unique_ports
+from lbaas.model.enums import AmphoraRole
+
 API_VERSION = 1
 #: The shape of ``AmphoraSpec`` this code reads and writes (1: text only; 2: text and facts).
 SPEC_FORMAT: Final = 2
@@ -65,10 +68,14 @@ class VipSpec(_Wire):
     address: str = Field(description="The VIP address HAProxy binds, e.g. 127.0.10.5.")
     subnet_cidr: str = Field(description="The VIP's subnet; gives the prefix length.")
     network_id: str = Field(min_length=1, description="The VIP network (netns: its bridge).")
+    gateway: str | None = Field(None, description="The VIP subnet's gateway (netns routing).")
+    mtu: int | None = Field(None, ge=68, le=65535, description="The VIP network's MTU.")
 
     @model_validator(mode="after")
     def _check(self) -> VipSpec:
         _in_subnet(self.address, self.subnet_cidr, "vip")
+        if self.gateway is not None:
+            _in_subnet(self.gateway, self.subnet_cidr, "vip gateway")
         return self
 
 
@@ -81,10 +88,14 @@ class MemberNetwork(_Wire):
     host_address: str | None = Field(
         None, description="An address the host puts on this network's bridge, if any."
     )
+    gateway: str | None = Field(None, description="The subnet's gateway (netns routing).")
+    mtu: int | None = Field(None, ge=68, le=65535, description="The network's MTU.")
 
     @model_validator(mode="after")
     def _check(self) -> MemberNetwork:
         _in_subnet(self.address, self.subnet_cidr, f"network {self.network_id}")
+        if self.gateway is not None:
+            _in_subnet(self.gateway, self.subnet_cidr, f"network {self.network_id} gateway")
         if self.host_address is not None:
             _in_subnet(self.host_address, self.subnet_cidr, f"network {self.network_id} host")
         return self
@@ -141,8 +152,62 @@ class HaproxyFacts(_Wire):
     )
 
 
+class VrrpSpec(_Wire):
+    """ACTIVE_STANDBY: this amphora's half of the pair's VRRP (netns mode only).
+
+    With it the VIP is not plumbed: the amphora's leg on the VIP network carries
+    ``own_address`` and keepalived adds the VIP on whichever amphora is MASTER. The agent
+    names the link itself and reports it (``AmphoraStatus.vrrp_interface``).
+    """
+
+    role: AmphoraRole = Field(
+        description="MASTER or BACKUP, as the controller chose; MASTER has the higher priority."
+    )
+    priority: int = Field(ge=1, le=254)
+    vrrp_id: int = Field(ge=1, le=255, description="Virtual router id, the same on both.")
+    own_address: str = Field(description="This amphora's VRRP address on the VIP subnet.")
+    peer_address: str = Field(description="The other amphora's VRRP address.")
+    advert_interval_ms: int = Field(
+        100, ge=10, le=40950, multiple_of=10, description="VRRPv3 advertisement interval."
+    )
+    realtime_priority: int | None = Field(
+        None, ge=1, le=99, description="SCHED_RR priority of keepalived's VRRP process."
+    )
+
+    @model_validator(mode="after")
+    def _paired_role(self) -> VrrpSpec:
+        if self.role is AmphoraRole.STANDALONE:
+            raise ValueError(f"a VRRP amphora is {AmphoraRole.MASTER} or {AmphoraRole.BACKUP}")
+        return self
+
+
+#: TLS file names: content-addressed (a digest), so a new certificate is a new file and
+#: the running configuration's files stay as they are until the new one is applied.
+TLS_FILE_PATTERN = r"^[A-Za-z0-9_-]{1,80}\.(pem|crt-list)$"
+MAX_TLS_BYTES = 2 * 1024 * 1024
+
+
+class TlsFile(_Wire):
+    """One file of certificate material, written mode 0600 under the amphora's ``tls``
+    directory before the configuration that names it is validated."""
+
+    # A refused file must not put the start of a private key into an error or a log line.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    name: str = Field(pattern=TLS_FILE_PATTERN)
+    content: str = Field(max_length=MAX_TLS_BYTES)
+
+    def __repr__(self) -> str:  # the content is key material: never in a log line
+        return f"TlsFile(name={self.name!r}, content=<{len(self.content)} characters>)"
+
+    __str__ = __repr__
+
+
 class AmphoraSpec(_Wire):
     """The whole desired state of one amphora (body of PUT /v1/amphorae/{id})."""
+
+    # It carries private keys (``tls_files``): a validation error names fields, not values.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     spec_format: Literal[2] = Field(description="The shape of this spec; see SPEC_FORMAT.")
     version: int = Field(ge=0, description="Grows with every change the controller makes.")
@@ -151,6 +216,16 @@ class AmphoraSpec(_Wire):
     haproxy_facts: HaproxyFacts
     vip: VipSpec
     network: NetworkSpec = NetworkSpec()
+    vrrp: VrrpSpec | None = Field(None, description="ACTIVE_STANDBY only; None: SINGLE.")
+    tls_files: tuple[TlsFile, ...] = Field(
+        (), description="Certificate material the configuration names (under AmphoraPaths.tls_dir)."
+    )
+    vip_filter: VipFilter | None = Field(
+        None, description="netns: what the VIP leg accepts (None: no filter, as before)."
+    )
+    udp_listeners: tuple[UdpListener, ...] = Field(
+        (), description="netns: UDP listeners the L4 engine balances in the namespace."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -172,6 +247,15 @@ class AmphoraSpec(_Wire):
             _in_subnet(host, self.vip.subnet_cidr, "vip_host_address")
             if ipaddress.ip_address(host) == ipaddress.ip_address(self.vip.address):
                 raise ValueError("vip_host_address must differ from the VIP")
+        if self.vrrp is not None:
+            vrrp = self.vrrp
+            _in_subnet(vrrp.own_address, self.vip.subnet_cidr, "vrrp own_address")
+            _in_subnet(vrrp.peer_address, self.vip.subnet_cidr, "vrrp peer_address")
+            addresses = [vrrp.own_address, vrrp.peer_address, self.vip.address]
+            addresses += [] if host is None else [host]
+            if len({ipaddress.ip_address(a) for a in addresses}) != len(addresses):
+                raise ValueError("the VIP, the host's and both VRRP addresses must differ")
+        check_unique_ports(self.udp_listeners)
         return self
 
 
@@ -192,6 +276,10 @@ class AmphoraStatus(_Wire):
     runtime_changes: int = Field(0, description="Changes applied through the runtime API.")
     last_outcome: ApplyOutcomeName | None = None
     last_error: str | None = None
+    vrrp_interface: str | None = Field(
+        None, description="ACTIVE_STANDBY: the link keepalived runs VRRP on (in the namespace)."
+    )
+    keepalived_pid: int | None = None
 
 
 class AgentInfo(_Wire):
@@ -229,6 +317,7 @@ class AmphoraPaths(_Wire):
     directory: str
     runtime_socket: str
     state_dir: str
+    tls_dir: str
 
 
 def amphora_paths(amphora_root: str, amphora_id: str) -> AmphoraPaths:
@@ -238,4 +327,5 @@ def amphora_paths(amphora_root: str, amphora_id: str) -> AmphoraPaths:
         directory=str(directory),
         runtime_socket=str(directory / "stats.sock"),
         state_dir=str(directory),
+        tls_dir=str(directory / "tls"),
     )

@@ -16,11 +16,14 @@ from lbaas.api.routers import (
     dashboard,
     healthcheck,
     identity,
+    metadata,
     metrics,
     networking,
+    networking_ports,
     versions,
 )
 from lbaas.api.services import ApiServices
+from lbaas.metadata.signing import shared_secret
 
 
 def create_app(services: ApiServices) -> FastAPI:
@@ -46,7 +49,14 @@ def create_app(services: ApiServices) -> FastAPI:
     # there too, so the registry is served under both /v2.0 (Neutron's) and /v2.
     app.include_router(networking.router, prefix="/v2.0")
     app.include_router(networking.router, prefix="/v2")
+    for prefix in ("/v2.0", "/v2"):
+        app.include_router(networking_ports.router, prefix=prefix)
     app.include_router(identity.router)
+    if services.settings.metadata.enabled:
+        app.state.metadata_secret = shared_secret(
+            services.settings.metadata.shared_secret, services.settings.state_dir.absolute()
+        )
+        app.include_router(metadata.router)
     if services.settings.api.healthcheck_enabled:
         app.include_router(healthcheck.router)
     if services.settings.api.dashboard_enabled:

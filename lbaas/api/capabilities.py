@@ -7,11 +7,13 @@ clients treat 4xx as "fix your input" (the issue brief asks for 400).
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Collection
 from enum import StrEnum
 
 from lbaas.api.services import ApiServices
 from lbaas.errors import InvalidInput
+from lbaas.model.enums import PoolProtocol
 
 
 def require_capability(
@@ -20,6 +22,38 @@ def require_capability(
     caps = services.providers.capabilities(provider)
     supported: Collection[object] = getattr(caps, supported_attr)
     if value not in supported:
+        note = caps.refusal_notes.get(str(value))
         raise InvalidInput(
             f"Provider '{provider}' does not support a requested option: {what} {value}"
+            + (f". {note}" if note else "")
+        )
+
+
+def require_datagram_ip_version(
+    services: ApiServices, provider: str, protocol: str, address: str | None, what: str
+) -> None:
+    """400 if the provider balances ``protocol`` (UDP) without ``address``'s IP version."""
+    versions = services.providers.capabilities(provider).datagram_ip_versions
+    if versions is None or address is None or protocol != PoolProtocol.UDP.value:
+        return
+    version = ipaddress.ip_address(address).version
+    if version not in versions:
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: IPv{version} "
+            f"{what} for {protocol} (it balances UDP over IPv"
+            f"{', IPv'.join(str(v) for v in sorted(versions))} only)"
+        )
+
+
+def require_algorithm_for_protocol(
+    services: ApiServices, provider: str, pool_protocol: str, algorithm: str
+) -> None:
+    """400 if the provider balances pools of ``pool_protocol`` without ``algorithm``."""
+    caps = services.providers.capabilities(provider)
+    allowed = caps.lb_algorithms_by_pool_protocol.get(PoolProtocol(pool_protocol))
+    if allowed is not None and algorithm not in allowed:
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: lb_algorithm "
+            f"{algorithm} for {pool_protocol} pools (it offers "
+            f"{', '.join(sorted(allowed))})"
         )

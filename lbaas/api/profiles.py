@@ -100,15 +100,18 @@ def _validate(kind: ProfileKind, services: ApiServices, provider_name: str, raw:
     check_profile_data(raw, kind.data_field, kind.keys(capabilities))
     data = json.loads(raw)
     unhonoured = sorted(set(data) & capabilities.unhonoured_keys)
-    unhonoured += [
-        f"{key}={data[key]!r}"
+    refused_values = [
+        key
         for key, allowed in sorted(capabilities.profile_values.items())
         if key in data and (not isinstance(data[key], str) or data[key] not in allowed)
     ]
+    unhonoured += [f"{key}={data[key]!r}" for key in refused_values]
     if unhonoured:
+        notes = [capabilities.profile_value_notes.get(key) for key in refused_values]
+        why = "; ".join(note for note in notes if note) or "not honoured yet"
         raise InvalidInput(
             f"Provider '{provider_name}' does not support a requested option: "
-            f"{', '.join(unhonoured)} (not honoured yet)"
+            f"{', '.join(unhonoured)} ({why})"
         )
 
 

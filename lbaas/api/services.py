@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from lbaas.config import Settings
 from lbaas.db.engine import Database
+from lbaas.db.secret_vault import SecretVault
 from lbaas.metrics.process import ProcessMetrics
 from lbaas.providers.registry import ProviderRegistry
 
@@ -21,3 +22,5 @@ class ApiServices:
     #: This process's instruments; /metrics shows them (with the health manager's, when
     #: it runs in this process) beside what the database holds.
     metrics: ProcessMetrics = field(default_factory=ProcessMetrics)
+    #: The key manager's storage (None: no key manager; certificate references fail).
+    vault: SecretVault | None = None

@@ -29,7 +29,13 @@ def amphorae_of(session: Session, loadbalancer_id: str) -> list[AmphoraRow]:
 
 
 def create_amphora(
-    session: Session, loadbalancer_id: str, host: str, vip_address: str, now: datetime
+    session: Session,
+    loadbalancer_id: str,
+    host: str,
+    vip_address: str,
+    now: datetime,
+    *,
+    compute_id: str | None = None,
 ) -> AmphoraRow:
     row = AmphoraRow(
         id=str(uuid.uuid4()),
@@ -39,7 +45,7 @@ def create_amphora(
         host=host,
         lb_network_ip=host,
         ha_ip=vip_address,
-        compute_id=None,
+        compute_id=compute_id,
         failover_pending=False,
         created_at=now,
     )
@@ -74,3 +80,41 @@ def port_address(session: Session, amphora_id: str, subnet_id: str) -> str | Non
         select(PortRow).where(PortRow.device_id == amphora_id, PortRow.subnet_id == subnet_id)
     ).first()
     return None if port is None else port.ip_address
+
+
+def create_pair_member(
+    session: Session,
+    loadbalancer_id: str,
+    host: str,
+    vip_address: str,
+    ha_port_id: str | None,
+    role: str,
+    vrrp: tuple[int, int],
+    now: datetime,
+) -> AmphoraRow:
+    """A PENDING_CREATE amphora of an ACTIVE_STANDBY pair; ``vrrp`` is (id, priority)."""
+    row = create_amphora(session, loadbalancer_id, host, vip_address, now)
+    row.role = role
+    row.compute_id = host
+    row.ha_port_id = ha_port_id
+    row.vrrp_id, row.vrrp_priority = vrrp
+    session.flush()
+    return row
+
+
+def set_vrrp_port(session: Session, amphora_id: str, port_id: str, address: str) -> None:
+    row = session.get(AmphoraRow, amphora_id)
+    if row is not None:
+        row.vrrp_port_id, row.vrrp_ip = port_id, address
+
+
+def set_role(session: Session, amphora_id: str, role: str, priority: int, now: datetime) -> None:
+    row = session.get(AmphoraRow, amphora_id)
+    if row is not None:
+        row.role, row.vrrp_priority, row.updated_at = role, priority, now
+
+
+def set_vrrp_interface(session: Session, amphora_id: str, interface: str) -> None:
+    row = session.get(AmphoraRow, amphora_id)
+    if row is not None:
+        row.vrrp_interface = interface

@@ -27,6 +27,7 @@ from lbaas.db import stored_tree as S
 from lbaas.db.tables import (
     FlavorProfileRow,
     FlavorRow,
+    NetworkRow,
     SubnetRow,
     table_of,
 )
@@ -233,7 +234,12 @@ _FLAVORS, _PROFILES = table_of(FlavorRow).c, table_of(FlavorProfileRow).c
 _FLAVOR_DATA = select(_PROFILES.flavor_data).where(
     _FLAVORS.id == bindparam("flavor_id"), _PROFILES.id == _FLAVORS.flavor_profile_id
 )
-_SUBNETS_BY_ID = select(_SUBNETS).where(_SUBNETS.c.id.in_(bindparam("ids", expanding=True)))
+_NETWORKS = table_of(NetworkRow)
+_SUBNETS_BY_ID = (
+    select(_SUBNETS, _NETWORKS.c.mtu)
+    .join(_NETWORKS, _NETWORKS.c.id == _SUBNETS.c.network_id)
+    .where(_SUBNETS.c.id.in_(bindparam("ids", expanding=True)))
+)
 
 
 def _flavor_data(conn: Connection, flavor_id: str | None) -> dict[str, object]:
@@ -266,6 +272,7 @@ def graph_from_tree(conn: Connection, lb: S.StoredLoadBalancer) -> G.LoadBalance
             network_id=G.NetworkId(s.network_id),
             cidr=s.cidr,
             gateway_ip=s.gateway_ip,
+            mtu=s.mtu,
         )
         for s in conn.execute(_SUBNETS_BY_ID, {"ids": sorted(subnet_ids)})
     )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Column, bindparam, select
 from sqlalchemy.orm import Session
 
 from lbaas.db.insert_absent import insert_if_absent
@@ -24,8 +25,10 @@ def get_port(session: Session, port_id: str) -> PortRow | None:
 
 
 def port_project(session: Session, port: PortRow) -> str | None:
-    """The project a port belongs to: that of the load balancer it is the VIP of (other
-    ports, such as amphorae's, belong to the service and have none)."""
+    """The project a port belongs to: its own (a port created through the API), else that
+    of the load balancer it is the VIP of (others, such as amphorae's, have none)."""
+    if port.project_id:
+        return port.project_id
     if not port.device_id:
         return None
     project: str | None = session.scalar(
@@ -71,10 +74,20 @@ def ports_on(session: Session, subnet_id: str, address: str) -> PortRow | None:
     ).first()
 
 
-def ensure_network(session: Session, network_id: str, name: str, now: datetime) -> None:
-    """Register the network unless it exists (several processes seed at start-up at once)."""
-    values = {"id": network_id, "name": name, "project_id": None, "created_at": now}
+def ensure_network(
+    session: Session, network_id: str, name: str, now: datetime, mtu: int | None = None
+) -> None:
+    """Register the network unless it exists (several processes seed at start-up at once).
+
+    A declared ``mtu`` is set on the network even when it exists already (the operator
+    changed it); None leaves what is stored.
+    """
+    values = {"id": network_id, "name": name, "project_id": None, "created_at": now, "mtu": mtu}
     insert_if_absent(session.connection(), NetworkRow, values)
+    if mtu is not None:
+        row = session.get(NetworkRow, network_id)
+        if row is not None and row.mtu != mtu:
+            row.mtu = mtu
 
 
 def ensure_subnet(
@@ -108,5 +121,38 @@ def try_reserve_port(session: Session, port: PortRow) -> bool:
     ``INSERT … ON CONFLICT DO NOTHING`` on the unique (subnet, address) pair instead of a
     savepoint around an ORM insert: one statement, and the outcome is its row count.
     """
-    values = {col.key: getattr(port, col.key) for col in table_of(PortRow).columns}
+    values = {col.key: _value_or_default(port, col) for col in table_of(PortRow).columns}
     return insert_if_absent(session.connection(), PortRow, values)
+
+
+def _value_or_default(port: PortRow, column: Column[Any]) -> Any:
+    """The attribute, or the column's scalar default when it was never set (an unflushed
+    row has ``None`` there, which a NOT NULL column refuses)."""
+    value = getattr(port, column.key)
+    if value is None and column.default is not None and column.default.is_scalar:
+        return column.default.arg  # type: ignore[attr-defined]
+    return value
+
+
+def ports_of_device(session: Session, device_id: str) -> list[PortRow]:
+    """The ports of one device (an instance), oldest first."""
+    return list(
+        session.scalars(
+            select(PortRow).where(PortRow.device_id == device_id).order_by(PortRow.created_at)
+        )
+    )
+
+
+def port_at(session: Session, network_id: str, address: str) -> PortRow | None:
+    """The port holding ``address`` on the network (what a metadata request's source is)."""
+    return session.scalars(
+        select(PortRow).where(PortRow.network_id == network_id, PortRow.ip_address == address)
+    ).first()
+
+
+def all_ports(session: Session) -> list[PortRow]:
+    return list(session.scalars(select(PortRow).order_by(PortRow.created_at)))
+
+
+def delete_port(session: Session, port: PortRow) -> None:
+    session.delete(port)

@@ -22,6 +22,8 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
+    PrimaryKeyConstraint,
     String,
     Table,
     UniqueConstraint,
@@ -270,6 +272,9 @@ class NetworkRow(Base):
     name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
     project_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    # The network's MTU, as Neutron's networks carry it; None: not declared (the links'
+    # own default applies). Amphora legs on the network take it (netns mode).
+    mtu: Mapped[int | None] = mapped_column(Integer)
 
 
 class SubnetRow(Base):
@@ -298,6 +303,13 @@ class PortRow(Base):
     device_owner: Mapped[str] = mapped_column(String(64), nullable=False, default="")
     device_id: Mapped[str] = mapped_column(String(64), nullable=False, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    # Ports created through the Networking API (an instance's, for the metadata proxy):
+    # their owner, name and DNS name (the instance's hostname), and the host they are
+    # bound to (``binding:host_id``), which decides where a metadata proxy must run.
+    name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    project_id: Mapped[str | None] = mapped_column(String(36))
+    host_id: Mapped[str] = mapped_column(String(255), nullable=False, default="", index=True)
+    dns_name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
 
 
 class AmphoraRow(TimestampMixin, Base):
@@ -369,3 +381,109 @@ def table_of(mapped: type[Base]) -> Table:
     table = mapped.__table__
     assert isinstance(table, Table)
     return table
+
+
+# The key manager (lbaas/keymanager): Barbican's secrets, containers and consumers.
+# Payloads are stored only sealed (``lbaas.certs.kek``): ``ciphertext`` is AES-GCM under
+# the key-encryption key ``kek_id``, which lives in a file, never in this database.
+
+
+class SecretRow(Base):
+    __tablename__ = "km_secrets"
+
+    id: Mapped[str] = _id()
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    creator_id: Mapped[str | None] = mapped_column(String(255))
+    name: Mapped[str | None] = mapped_column(String(255))
+    secret_type: Mapped[str] = mapped_column(String(16), nullable=False)
+    algorithm: Mapped[str | None] = mapped_column(String(255))
+    bit_length: Mapped[int | None] = mapped_column(Integer)
+    mode: Mapped[str | None] = mapped_column(String(255))
+    expiration: Mapped[datetime | None] = mapped_column(DateTime)
+    #: None until a payload is stored (Barbican's two-step create).
+    content_type: Mapped[str | None] = mapped_column(String(255))
+    kek_id: Mapped[str | None] = mapped_column(String(32))
+    ciphertext: Mapped[bytes | None] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class SecretContainerRow(Base):
+    __tablename__ = "km_containers"
+
+    id: Mapped[str] = _id()
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    creator_id: Mapped[str | None] = mapped_column(String(255))
+    name: Mapped[str | None] = mapped_column(String(255))
+    type: Mapped[str] = mapped_column(String(16), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class ContainerSecretRow(Base):
+    """One named secret of a container; a secret in a container cannot be deleted."""
+
+    __tablename__ = "km_container_secrets"
+    __table_args__ = (PrimaryKeyConstraint("container_id", "name"),)
+
+    container_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("km_containers.id", ondelete="CASCADE"), nullable=False
+    )
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    secret_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("km_secrets.id"), nullable=False, index=True
+    )
+
+
+class ContainerConsumerRow(Base):
+    """A service using a container (Octavia registers its listeners here)."""
+
+    __tablename__ = "km_container_consumers"
+    __table_args__ = (PrimaryKeyConstraint("container_id", "name", "url"),)
+
+    container_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("km_containers.id", ondelete="CASCADE"), nullable=False
+    )
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    url: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class SecretConsumerRow(Base):
+    """A service using a secret (key-manager microversion 1.1)."""
+
+    __tablename__ = "km_secret_consumers"
+    __table_args__ = (PrimaryKeyConstraint("secret_id", "service", "resource_type", "resource_id"),)
+
+    secret_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("km_secrets.id", ondelete="CASCADE"), nullable=False
+    )
+    service: Mapped[str] = mapped_column(String(255), nullable=False)
+    resource_type: Mapped[str] = mapped_column(String(255), nullable=False)
+    resource_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
+class HostRow(Base):
+    """One agent host of the fleet: where its HTTPS API is, its zone, capacity, liveness.
+
+    Enrolment (``lbaas agent enrol``, or ``lbaas serve`` for its own agent) writes the row;
+    host heartbeats keep it UP and carry its address, zone, capacity and what it runs.
+    """
+
+    __tablename__ = "hosts"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    address: Mapped[str] = mapped_column(String(255), nullable=False)
+    port: Mapped[int] = mapped_column(Integer, nullable=False)
+    zone: Mapped[str] = mapped_column(String(255), nullable=False)
+    capacity: Mapped[int] = mapped_column(Integer, nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    enrolled_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+    last_heartbeat_at: Mapped[float | None] = mapped_column(Float)
+    # The newest host heartbeat any health manager accepted: (epoch, sequence), shared so
+    # a captured host heartbeat cannot revive a host at another health manager.
+    heartbeat_epoch: Mapped[int | None] = mapped_column(BigInteger)
+    heartbeat_sequence: Mapped[int | None] = mapped_column(BigInteger)
+    # The amphora ids the host said it runs in its latest heartbeat.
+    reported_amphorae: Mapped[list[str]] = mapped_column(JSON, nullable=False)

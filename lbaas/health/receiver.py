@@ -26,15 +26,20 @@ import logging
 import queue
 import socket
 import threading
+import time
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from lbaas.errors import HeartbeatLate, HeartbeatRejected
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.health.refusals import RefusalLog
 from lbaas.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
+from lbaas.heartbeat.host_codec import from_host_payload, is_host_payload
 from lbaas.heartbeat.report_codec import from_payload
 from lbaas.model.graph import AmphoraId
+
+if TYPE_CHECKING:
+    from lbaas.health.fleet import HostRegistry
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +115,10 @@ class HeartbeatReceiver:
         port: int = 0,
         poll_interval: float = 0.2,
         refusals: RefusalLog | None = None,
+        hosts: HostRegistry | None = None,
     ) -> None:
         self._processor = processor
+        self._hosts = hosts
         self._key = key
         self._guard = replay_guard
         self._bind = (host, port)
@@ -200,6 +207,9 @@ class HeartbeatReceiver:
 
     def process(self, envelope: Envelope, sender: str) -> None:
         """The processing loop's part: decode the payload and apply it."""
+        if is_host_payload(envelope.payload):
+            self._process_host(envelope, sender)
+            return
         try:
             amphora_id, report = from_payload(envelope.payload)
         except HeartbeatRejected as exc:
@@ -212,6 +222,20 @@ class HeartbeatReceiver:
             self.counters.bump("ignored")
         else:
             self.counters.bump("accepted")
+
+    def _process_host(self, envelope: Envelope, sender: str) -> None:
+        """A host heartbeat: the agent itself announcing its address, zone and load."""
+        try:
+            seen = from_host_payload(envelope.payload, envelope.sender)
+        except HeartbeatRejected as exc:
+            self._refuse("malformed", sender, exc)
+            return
+        if self._hosts is not None and self._hosts.record(
+            seen, envelope.epoch, envelope.sequence, time.time()
+        ):
+            self.counters.bump("accepted")
+        else:
+            self.counters.bump("ignored")
 
     def _receive(self, sock: socket.socket) -> None:
         while not self._stopping.is_set():

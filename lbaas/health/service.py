@@ -9,11 +9,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from lbaas.agent.client import AgentClient
+from lbaas.agent.client_pool import AgentPool, tls_client_factory
+from lbaas.certs.authority import CertificateAuthority
 from lbaas.config import Settings
 from lbaas.db.engine import Database
 from lbaas.db.provider_queries import active_loadbalancers_of
 from lbaas.health.distributed_poll import DistributedStatusPoller
+from lbaas.health.fleet import HostSweeper, SqlHostRegistry, StaleAmphoraCleaner
 from lbaas.health.flusher import Flusher, flush_interval
+from lbaas.health.lb_breaker import LoadBalancerBreaker, SqlRetirementHistory
 from lbaas.health.metrics import HealthManagerCollector
 from lbaas.health.probe import ListenerProbe
 from lbaas.health.processor import HeartbeatProcessor
@@ -28,6 +33,26 @@ from lbaas.providers.distributed.driver import DistributedProvider
 from lbaas.providers.registry import load_providers
 
 
+def _controller_agents(settings: Settings) -> AgentPool:
+    """Clients of the fleet's agents with the controller's identity (stale cleanup)."""
+    pki = settings.state_dir.absolute() / "pki"
+    ca = CertificateAuthority.load_or_create(pki)
+    tls = ca.ensure_identity(pki / "controller", "controller", "client")
+    agent = settings.agent
+    host = f"[{agent.host}]" if ":" in agent.host else agent.host
+    legacy = AgentClient(f"https://{host}:{agent.port}", tls=tls, timeout=10)
+    return AgentPool(tls_client_factory(tls, timeout=10), legacy)
+
+
+def _breaker(settings: Settings, database: Database) -> LoadBalancerBreaker:
+    health = settings.health
+    return LoadBalancerBreaker(
+        SqlRetirementHistory(database),
+        limit=health.lb_failover_limit,
+        window=health.lb_failover_window,
+    )
+
+
 def start_health_manager(
     settings: Settings,
     database: Database,
@@ -38,12 +63,14 @@ def start_health_manager(
     given, is the registry the manager's counts are shown in (the API's, in ``serve``)."""
     health = settings.health
     store = SqlHealthStore(database, notify)
+    hosts = SqlHostRegistry(database)
     receiver = HeartbeatReceiver(
         HeartbeatProcessor(store),
         heartbeat_key(health.heartbeat_key, settings.state_dir.absolute()),
         ReplayGuard(max_age=max(30.0, health.stale_after * 3)),
         host=health.bind_host,
         port=health.bind_port,
+        hosts=hosts,
     )
     flusher = Flusher(store, flush_interval(health.stale_after))
     flusher.start()
@@ -53,28 +80,55 @@ def start_health_manager(
         stale_after=health.stale_after,
         failover_threshold=health.failover_threshold,
         probe=ListenerProbe(timeout=health.probe_timeout) if health.probe_timeout else None,
+        breaker=_breaker(settings, database),
+    )
+    agents = _controller_agents(settings)
+    host_sweeper = HostSweeper(
+        hosts, stale_after=health.host_stale_after, cleaner=StaleAmphoraCleaner(hosts, agents)
     )
     if metrics is not None:
         metrics.register(HealthManagerCollector(receiver, sweeper))
     stop = threading.Event()
-    thread = threading.Thread(
-        target=sweeper.run,
-        args=(stop, max(0.2, health.stale_after / 3)),
-        name="stale-sweeper",
-        daemon=True,
-    )
-    thread.start()
-
+    threads = _start_sweepers(stop, sweeper, host_sweeper, settings)
     stop_polling = _start_distributed_poll(settings, database, store, stop)
 
     def stop_all() -> None:
         stop.set()
-        thread.join(5)
+        for thread in threads:
+            thread.join(5)
         stop_polling()
         receiver.stop()
         flusher.stop()
+        agents.close()
 
     return stop_all
+
+
+def _start_sweepers(
+    stop: threading.Event,
+    sweeper: StaleAmphoraSweeper,
+    host_sweeper: HostSweeper,
+    settings: Settings,
+) -> list[threading.Thread]:
+    """The amphora and host sweepers, each on its own thread, until ``stop`` is set."""
+    health = settings.health
+    threads = [
+        threading.Thread(
+            target=sweeper.run,
+            args=(stop, max(0.2, health.stale_after / 3)),
+            name="stale-sweeper",
+            daemon=True,
+        ),
+        threading.Thread(
+            target=host_sweeper.run,
+            args=(stop, max(0.2, health.host_stale_after / 3)),
+            name="host-sweeper",
+            daemon=True,
+        ),
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def _start_distributed_poll(

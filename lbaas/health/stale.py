@@ -13,6 +13,9 @@ amphorae (so a deployment of one amphora can still fail it over), and silence on
 from the moment this sweeper started, so restarting the health manager after an outage of
 its own does not make every amphora look stale at once.
 
+Per load balancer, a ``LoadBalancerBreaker`` (if given) limits how often it is failed over
+automatically within a window.
+
 Requesting a failover is idempotent in the store (False while one is pending), so a stale
 amphora seen again on the next sweep is not failed over twice.
 
@@ -32,6 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lbaas.health.lb_breaker import LoadBalancerBreaker
 from lbaas.health.probe import DataPlaneProbe, NoProbe
 from lbaas.health.store import AmphoraHeartbeat, HealthStore
 from lbaas.model.graph import AmphoraId
@@ -63,6 +67,7 @@ class StaleAmphoraSweeper:
         clock: Callable[[], float] = time.time,
         min_storm_size: int = 2,
         probe: DataPlaneProbe | None = None,
+        breaker: LoadBalancerBreaker | None = None,
     ) -> None:
         if stale_after <= 0:
             raise ValueError("stale_after must be positive")
@@ -74,6 +79,7 @@ class StaleAmphoraSweeper:
         self._clock = clock
         self._min_storm_size = min_storm_size
         self._probe = probe if probe is not None else NoProbe()
+        self._breaker = breaker
         self._agent_silent: set[AmphoraId] = set()
         self._listening_since = clock()
         self._alarm: str | None = None
@@ -103,8 +109,15 @@ class StaleAmphoraSweeper:
             )
             return SweepResult(len(heard), stale, (), self._alarm)
         self._clear_alarm(len(stale), len(heard))
-        serving = self._data_plane_serving([hb for hb in heard if hb.amphora_id in stale])
-        requested = tuple(a for a in stale if a not in serving and self._store.request_failover(a))
+        silent = [hb for hb in heard if hb.amphora_id in stale]
+        serving = self._data_plane_serving(silent)
+        requested = tuple(
+            hb.amphora_id
+            for hb in silent
+            if hb.amphora_id not in serving
+            and (self._breaker is None or self._breaker.allows(hb.loadbalancer_id))
+            and self._store.request_failover(hb.amphora_id)
+        )
         self.failovers_requested += len(requested)
         for amphora_id in requested:
             log.warning(

@@ -31,7 +31,7 @@ def heartbeat_key(configured: str, state_dir: Path) -> bytes:
     return load_or_create_key(state_dir / KEY_FILE)
 
 
-def load_or_create_key(path: Path) -> bytes:
+def load_or_create_key(path: Path, setting: str = "health.heartbeat_key") -> bytes:
     """Read the key at ``path``, creating it (0600, atomically) if there is none yet."""
     if not path.exists():
         make_private_directory(path.parent)
@@ -43,12 +43,12 @@ def load_or_create_key(path: Path) -> bytes:
             try:
                 # link, not rename: it fails if another process created the key meanwhile.
                 os.link(draft, path)
-                log.warning("no health.heartbeat_key configured: generated %s", path)
+                log.warning("no %s configured: generated %s", setting, path)
             except FileExistsError:
                 pass
         finally:
             draft.unlink()
     key = path.read_text().strip()
     if len(key) < _KEY_BYTES:
-        raise ConfigError(f"heartbeat key file {path} holds fewer than {_KEY_BYTES} characters")
+        raise ConfigError(f"key file {path} holds fewer than {_KEY_BYTES} characters")
     return key.encode()

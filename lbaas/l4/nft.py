@@ -21,6 +21,7 @@ the moved elements, also in one transaction, so no packet sees a half-written ma
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -87,10 +88,18 @@ def _map_lines(listener: L4Listener, table: MaglevTable) -> list[str]:
     return lines
 
 
+def _hash_input(listener: L4Listener) -> str:
+    prefix = listener.source_prefix
+    if listener.hash_key is not HashKey.SOURCE_ADDRESS or prefix is None or prefix == 32:
+        return _HASH_INPUT[listener.hash_key]
+    mask = ipaddress.IPv4Network(f"0.0.0.0/{prefix}").netmask
+    return f"ip saddr & {mask}"
+
+
 def _rule(service: L4Service, listener: L4Listener) -> str:
     return (
         f"ip daddr {service.vip} meta l4proto {listener.protocol.value} "
-        f"th dport {listener.port} counter dnat ip to jhash {_HASH_INPUT[listener.hash_key]} "
+        f"th dport {listener.port} counter dnat ip to jhash {_hash_input(listener)} "
         f"mod {listener.table_size} seed {hash_seed(service.lb_id, listener):#010x} "
         f'map @{listener.name} comment "{listener.name}"'
     )

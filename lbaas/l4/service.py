@@ -66,15 +66,19 @@ class L4Listener:
     members: tuple[L4Member, ...]
     hash_key: HashKey = HashKey.FIVE_TUPLE
     table_size: int = DEFAULT_TABLE_SIZE
+    # SOURCE_ADDRESS only: hash the source's first N bits (Octavia's persistence_granularity
+    # as a prefix length), so a whole client subnet sticks to one member. None: all 32.
+    source_prefix: int | None = None
 
     @property
     def name(self) -> str:
         """The listener's name inside its load balancer's nftables table (``tcp_80``)."""
         return f"{self.protocol.value}_{self.port}"
 
-    def shape(self) -> tuple[str, HashKey, int, bool]:
+    def shape(self) -> tuple[str, HashKey, int, bool, int | None]:
         """What the rules depend on: a change here needs a full reload, not slot updates."""
-        return (self.name, self.hash_key, self.table_size, any(m.healthy for m in self.members))
+        healthy = any(m.healthy for m in self.members)
+        return (self.name, self.hash_key, self.table_size, healthy, self.source_prefix)
 
     def table(self) -> MaglevTable:
         """The listener's Maglev table: every member placed, the unhealthy ones replaced."""

@@ -1,6 +1,6 @@
 """Lab: build, inspect, damage and remove a multi-host lab (see docs/architecture.md).
 
-    client ─ router ─┬─ br-fab ─ control, host 1..N   (the fabric: management, BGP later)
+    client ─ router ─┬─ br-fab ─ control, host 1..N   (the fabric: management, the L4 tier's BGP)
                      ├─ br-vip ─ host 1..N            (the VIP network; router is its gateway)
                      └─ br-mK  ─ host 1..N            (member networks; router is their gateway)
 

@@ -179,6 +179,13 @@ LIVE_AMPHORA_STATUSES = frozenset(
 GONE_AMPHORA_STATUSES = frozenset({AmphoraStatus.PENDING_DELETE, AmphoraStatus.DELETED})
 
 
+class HostStatus(StrEnum):
+    """An agent host of the fleet: heard from recently (UP) or not (DOWN)."""
+
+    UP = "UP"
+    DOWN = "DOWN"
+
+
 class NetworkResourceStatus(StrEnum):
     """The Networking API's status of a network or port (Neutron's vocabulary, not lbaas's).
 
@@ -244,3 +251,14 @@ POOL_HEALTH_MONITOR_TYPES: dict[PoolProtocol, frozenset[HealthMonitorType]] = {
     PoolProtocol.UDP: _DATAGRAM_HM_TYPES,
     PoolProtocol.SCTP: _DATAGRAM_HM_TYPES,
 }
+
+
+class WatchEventType(StrEnum):
+    """Kubernetes watch event types (``lbaas kubernetes``); two share a status's spelling,
+    which is why they live here."""
+
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+    BOOKMARK = "BOOKMARK"
+    ERROR = "ERROR"

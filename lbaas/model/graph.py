@@ -49,6 +49,7 @@ class Subnet:
     network_id: NetworkId
     cidr: str
     gateway_ip: str | None = None
+    mtu: int | None = None  # the network's
 
 
 @dataclass(frozen=True)

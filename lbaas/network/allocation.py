@@ -75,6 +75,15 @@ def _free_address(session: Session, subnet: SubnetRow) -> str | None:
     return None
 
 
+def free_address(session: Session, subnet: SubnetRow) -> str | None:
+    """A free address on the subnet (for ports created through the Networking API)."""
+    return _free_address(session, subnet)
+
+
+def contains(subnet: SubnetRow, address: str) -> bool:
+    return _contains(subnet, address)
+
+
 def _subnet_for_network(session: Session, network_id: str, address: str | None) -> SubnetRow:
     subnets = network_repo.subnets_of_network(session, network_id)
     if address is not None:

@@ -30,13 +30,14 @@ def seed_subnets(database: Database, settings: NetworkSettings) -> None:
             settings.loopback_subnet_cidr,
             "lbaas-loopback",
             None,
+            None,
         ),
-        *[(s.id, s.network_id, s.cidr, s.name, s.gateway_ip) for s in settings.subnets],
+        *[(s.id, s.network_id, s.cidr, s.name, s.gateway_ip, s.mtu) for s in settings.subnets],
     ]
     with database.write() as session:
-        for subnet_id, network_id, cidr, name, gateway in declared:
+        for subnet_id, network_id, cidr, name, gateway, mtu in declared:
             network = ipaddress.ip_network(cidr, strict=False)
-            network_repo.ensure_network(session, network_id, name, now)
+            network_repo.ensure_network(session, network_id, name, now, mtu)
             network_repo.ensure_subnet(
                 session,
                 subnet_id=subnet_id,

@@ -90,6 +90,19 @@ class ProviderCapabilities:
     unhonoured_keys: frozenset[str] = frozenset()
     # Keys whose values the provider can honour only in part: the values it takes.
     profile_values: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # Why a key's other values are refused here (said in the 400), where there is a reason.
+    profile_value_notes: Mapping[str, str] = field(default_factory=dict)
+    # Pool protocols whose pools take fewer algorithms than ``lb_algorithms`` (the amphora's
+    # UDP pools are balanced by the kernel, which has no least-connections): those it takes.
+    lb_algorithms_by_pool_protocol: Mapping[PoolProtocol, frozenset[LbAlgorithm]] = field(
+        default_factory=dict
+    )
+    # IP versions the provider balances UDP in (VIP and members); None: any. The amphora's
+    # L4 engine writes IPv4 tables only.
+    datagram_ip_versions: frozenset[int] | None = None
+    # Why an option absent above is absent, by its value, when a sentence helps the tenant
+    # more than "does not support" (UDP on an amphora agent in loopback mode).
+    refusal_notes: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

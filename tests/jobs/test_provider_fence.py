@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from lbaas.db import job_queue
 from lbaas.db.tables import AmphoraRow
+from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import AmphoraStatus
 from lbaas.model.graph import LoadBalancerId
 from lbaas.providers.amphora.driver import AmphoraProvider
@@ -98,3 +99,25 @@ def test_a_lease_lost_while_the_agent_works_stops_the_next_write(
         provider.apply(_graph(lb_id), first)
     [row] = _amphorae(idle_plane, lb_id)  # created while the lease was held
     assert row.status == AmphoraStatus.PENDING_CREATE  # but not marked serving afterwards
+
+
+def test_a_retried_rebuild_in_the_database_retires_only_the_amphora_it_replaces(
+    idle_plane: Any, idle_api: Api
+) -> None:
+    lb_id = _post_lb(idle_api)
+    claim = job_queue.claim_next(idle_plane.database, "worker-r", time.time(), lease_seconds=30)
+    assert claim is not None and claim.loadbalancer_id == lb_id
+    agent = RecordingAgent()
+    provider = _provider(idle_plane, agent)
+    provider.apply(_graph(lb_id), claim)
+    [original] = _amphorae(idle_plane, lb_id)
+    agent.unreachable = True  # the agent goes away during the rebuild: its job retries
+    for _ in range(3):
+        with pytest.raises(AgentUnreachable):
+            provider.apply(_graph(lb_id), claim, rebuild=True)
+    agent.unreachable = False
+    provider.apply(_graph(lb_id), claim, rebuild=True)
+    rows = {row.id: row.status for row in _amphorae(idle_plane, lb_id)}
+    assert len(rows) == 2, rows  # one replacement, not one per attempt
+    assert rows.pop(original.id) == AmphoraStatus.DELETED
+    assert list(rows.values()) == [AmphoraStatus.ALLOCATED]

@@ -9,8 +9,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from lbaas.api.app import create_asgi_app
-from lbaas.compose import ControlPlane, build_control_plane
+from lbaas.compose import ControlPlane, build_control_plane, http_app
 from lbaas.config import load_settings
 from lbaas.db.tables import Base
 from lbaas.providers.noop import NoopProvider
@@ -56,4 +55,4 @@ def noop_of(plane: ControlPlane) -> NoopProvider:
 
 
 def asgi_app(plane: ControlPlane) -> Any:
-    return create_asgi_app(plane.services)
+    return http_app(plane.services)  # the Octavia API and the key manager, as served

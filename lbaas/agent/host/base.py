@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lbaas.agent.host.routing import RoutingOps
 from lbaas.errors import LbaasError
 
 
@@ -92,8 +93,11 @@ class CommandResult:
     stderr: str
 
 
-class HostOps(abc.ABC):
-    """Changes to the host: namespaces, links, addresses and HAProxy processes."""
+class HostOps(RoutingOps):
+    """Changes to the host: namespaces, links, addresses and HAProxy processes.
+
+    The routing calls (MTU, per-leg tables, source rules, forwarding) are in ``routing``.
+    """
 
     # --- network namespaces -------------------------------------------------------------
 
@@ -268,3 +272,60 @@ class HostOps(abc.ABC):
 
         Raises HostCommandFailed if HAProxy cannot be run.
         """
+
+
+@dataclass(frozen=True)
+class KeepalivedFiles:
+    """The files of one amphora's keepalived; they live in its amphora's directory."""
+
+    config: Path
+    pid_file: Path
+    vrrp_pid_file: Path
+    log_file: Path
+
+    @classmethod
+    def in_directory(cls, directory: Path) -> KeepalivedFiles:
+        return cls(
+            config=directory / "keepalived.conf",
+            pid_file=directory / "keepalived.pid",
+            vrrp_pid_file=directory / "keepalived-vrrp.pid",
+            log_file=directory / "keepalived.log",
+        )
+
+
+class KeepalivedOps(abc.ABC):
+    """keepalived processes, one per ACTIVE_STANDBY amphora, inside its namespace.
+
+    Apart from HostOps because only netns mode has them (loopback has no VIP to move) and
+    so a test can replace this part alone. Errors are those of HostOps: HostOpsError, and
+    lbaas.errors.InvalidRenderedConfig for a configuration keepalived refuses.
+    """
+
+    @abc.abstractmethod
+    def validate(self, files: KeepalivedFiles, namespace: str) -> None:
+        """``keepalived --config-test`` inside ``namespace`` (it checks the links exist).
+
+        Changes nothing. Raises InvalidRenderedConfig with keepalived's output.
+        """
+
+    @abc.abstractmethod
+    def start(self, files: KeepalivedFiles, namespace: str) -> int:
+        """Start keepalived (VRRP only) on ``files.config`` in ``namespace``; its pid.
+
+        Idempotent: a running keepalived of these files is left alone. Raises HostOpsError.
+        """
+
+    @abc.abstractmethod
+    def reload(self, files: KeepalivedFiles) -> None:
+        """Make the running keepalived read its configuration again (SIGHUP).
+
+        VRRP state is kept across the reload. Raises HostOpsError when none runs.
+        """
+
+    @abc.abstractmethod
+    def stop(self, files: KeepalivedFiles) -> None:
+        """Stop keepalived; a MASTER first hands the VIP over (priority 0). Idempotent."""
+
+    @abc.abstractmethod
+    def pid(self, files: KeepalivedFiles) -> int | None:
+        """The pid of the live keepalived parent of ``files``, or None. Changes nothing."""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from lbaas.agent.host.base import CommandResult, UnsupportedInMode
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher, LaunchingHostOps
+from lbaas.agent.host.routing import Route, SourceRule
 
 
 def is_loopback_address(address: str) -> bool:
@@ -81,6 +82,18 @@ class LoopbackHostOps(LaunchingHostOps):
 
     def delete_address(self, link: str, address: str, namespace: str | None = None) -> None:
         return None
+
+    def set_link_mtu(self, name: str, mtu: int, namespace: str | None = None) -> None:
+        raise _refuse(f"set the MTU of {name}")
+
+    def sync_routes(self, namespace: str, table: int | str, routes: Sequence[Route]) -> None:
+        raise _refuse(f"route in namespace {namespace}")
+
+    def sync_source_rules(self, namespace: str, rules: Sequence[SourceRule]) -> None:
+        raise _refuse(f"add routing rules in namespace {namespace}")
+
+    def set_forwarding(self, namespace: str, enabled: bool) -> None:
+        raise _refuse(f"forward in namespace {namespace}")
 
 
 def _refuse(what: str) -> UnsupportedInMode:

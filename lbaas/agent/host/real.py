@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from lbaas.agent.host.base import CommandResult, HostCommandFailed
 from lbaas.agent.host.commands import run_command
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher, LaunchingHostOps
+from lbaas.agent.host.routing_real import IpRouting
 
 
-class RealHostOps(LaunchingHostOps):
+class RealHostOps(IpRouting, LaunchingHostOps):
     """Namespaces, bridges, veths and addresses for real; needs root."""
 
     def __init__(self, launcher: HaproxyLauncher | None = None, ip_binary: str = "ip") -> None:
@@ -105,6 +106,12 @@ class RealHostOps(LaunchingHostOps):
         }
         if address in present:
             self._ip(["addr", "del", address, "dev", link], namespace)
+
+    def _run_sysctl(self, namespace: str, setting: str) -> None:
+        argv = [*self.namespace_prefix(namespace), "sysctl", "-q", "-w", setting]
+        done = run_command(argv)
+        if done.returncode != 0:
+            raise HostCommandFailed(argv, done.returncode, done.stderr)
 
     # --- running ip ---------------------------------------------------------------------
 

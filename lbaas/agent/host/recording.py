@@ -24,6 +24,7 @@ from lbaas.agent.host.base import (
     HostOpsError,
     UnsupportedInMode,
 )
+from lbaas.agent.host.routing import Route, SourceRule
 
 
 @dataclass
@@ -56,6 +57,10 @@ class RecordingHostOps(HostOps):
         self.fd_limit: int | None = None
         self.run_as: tuple[str, str] | None = None
         self.loaded: dict[Path, dict[str, str]] = {}
+        self.mtus: dict[str, int] = {}
+        self.routes: dict[tuple[str, str], tuple[Route, ...]] = {}
+        self.rules: dict[str, tuple[SourceRule, ...]] = {}
+        self.forwarding: dict[str, bool] = {}
 
     def count(self, method: str) -> int:
         return sum(1 for name, _ in self.calls if name == method)
@@ -143,6 +148,26 @@ class RecordingHostOps(HostOps):
         self._record("delete_address", link, address, namespace)
         if link in self.links:
             self.links[link].addresses.discard(address)
+
+    def set_link_mtu(self, name: str, mtu: int, namespace: str | None = None) -> None:
+        self._record("set_link_mtu", name, mtu, namespace)
+        self._check_mode(name)
+        self.mtus[name] = mtu
+
+    def sync_routes(self, namespace: str, table: int | str, routes: Sequence[Route]) -> None:
+        self._record("sync_routes", namespace, table, tuple(routes))
+        self._check_mode(namespace)
+        self.routes[(namespace, str(table))] = tuple(routes)
+
+    def sync_source_rules(self, namespace: str, rules: Sequence[SourceRule]) -> None:
+        self._record("sync_source_rules", namespace, tuple(rules))
+        self._check_mode(namespace)
+        self.rules[namespace] = tuple(rules)
+
+    def set_forwarding(self, namespace: str, enabled: bool) -> None:
+        self._record("set_forwarding", namespace, enabled)
+        self._check_mode(namespace)
+        self.forwarding[namespace] = enabled
 
     def validate_haproxy_config(self, config: Path, workdir: Path) -> None:
         self._record("validate_haproxy_config", config)

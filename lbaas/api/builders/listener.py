@@ -14,7 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from lbaas.api.builders.common import add_new_row, new_object_columns
-from lbaas.api.capabilities import require_capability
+from lbaas.api.capabilities import require_capability, require_datagram_ip_version
+from lbaas.api.certificates import require_certificates
 from lbaas.api.schemas.listener import ListenerCommon, ListenerOptions, ListenerUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import listener as rules
@@ -94,11 +95,13 @@ def _settings(protocol: ListenerProtocol, v: Mapping[str, Any]) -> rules.Listene
     )
 
 
-def _sent_refs(data: ListenerOptions) -> None:
+def _sent_refs(services: ApiServices, lb: LoadBalancerRow, data: ListenerOptions) -> None:
     """Fetch (and fail on) every certificate reference the request carried."""
     sni = list(data.sni_container_refs or [])
     default = data.default_tls_container_ref
-    rules.require_fetchable(
+    require_certificates(
+        services,
+        lb.project_id,
         [*sni, *([default] if default else [])],
         data.client_ca_tls_container_ref,
         data.client_crl_container_ref,
@@ -176,6 +179,7 @@ def build_listener(
     """
     protocol = ListenerProtocol(data.protocol)
     require_capability(services, lb.provider, "protocol", protocol, "listener_protocols")
+    require_datagram_ip_version(services, lb.provider, protocol.value, lb.vip_address, "VIP")
     values = _overlay(data, NULL_MEANS)
     settings = _settings(protocol, values)
     rules.check_settings(settings)
@@ -185,7 +189,7 @@ def build_listener(
         values["default_pool_id"] = default_pool.id
     values["allowed_cidrs"] = rules.normalise_cidrs(values["allowed_cidrs"])
     rules.check_cidrs(values["allowed_cidrs"], _vip_addresses(lb), lb.vip_sg_ids or [])
-    _sent_refs(data)
+    _sent_refs(services, lb, data)
     row = ListenerRow(
         **new_object_columns(lb.project_id, now),
         loadbalancer_id=lb.id,
@@ -199,6 +203,7 @@ def build_listener(
 
 def update_listener(
     session: Session,
+    services: ApiServices,
     lb: LoadBalancerRow,
     row: ListenerRow,
     data: ListenerUpdate,
@@ -215,7 +220,7 @@ def update_listener(
     if data.given("allowed_cidrs"):
         values["allowed_cidrs"] = rules.normalise_cidrs(values["allowed_cidrs"])
         rules.check_cidrs(values["allowed_cidrs"], _vip_addresses(lb), lb.vip_sg_ids or [])
-    _sent_refs(data)
+    _sent_refs(services, lb, data)
     _store(row, values, settings)
     if data.given("admin_state_up"):
         row.admin_state_up = bool(data.admin_state_up)

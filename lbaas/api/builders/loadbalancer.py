@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from lbaas.api import graph_create
@@ -69,6 +70,30 @@ def _resolve_provider(
     return canonical
 
 
+def _topology(session: Session, services: ApiServices, provider: str, flavor_id: str | None) -> str:
+    """The flavor's ``loadbalancer_topology``, else the configured default, as Octavia.
+
+    A topology the provider cannot build here (ACTIVE_STANDBY with loopback agents) is a
+    400, also when it comes from the configured default or an older flavor.
+    """
+    key = "loadbalancer_topology"
+    chosen: str = services.settings.providers.loadbalancer_topology
+    flavor = session.get(FlavorRow, flavor_id) if flavor_id is not None else None
+    profile = session.get(FlavorProfileRow, flavor.flavor_profile_id) if flavor else None
+    if profile is not None:
+        data = json.loads(profile.flavor_data or "{}")
+        if isinstance(data, dict) and isinstance(data.get(key), str):
+            chosen = data[key]
+    capabilities = services.providers.capabilities(provider)
+    allowed = capabilities.profile_values.get(key)
+    if allowed is not None and chosen not in allowed:
+        note = capabilities.profile_value_notes.get(key, "not honoured yet")
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: {key}={chosen!r} ({note})"
+        )
+    return chosen
+
+
 def _check_availability_zone(session: Session, name: str | None) -> None:
     if name is None:
         return
@@ -98,6 +123,7 @@ def build_loadbalancer(
         description=data.description,
         admin_state_up=data.admin_state_up,
         provider=provider,
+        topology=_topology(session, services, provider, data.flavor_id),
         flavor_id=data.flavor_id,
         availability_zone=data.availability_zone,
         vip_sg_ids=[],

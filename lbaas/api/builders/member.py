@@ -12,6 +12,7 @@ import json
 from datetime import datetime
 
 from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
+from lbaas.api.capabilities import require_datagram_ip_version
 from lbaas.api.lookups import has_live_monitor
 from lbaas.api.quota import check_quota
 from lbaas.api.schemas.member import (
@@ -89,6 +90,9 @@ def build_member(
     """
     _check_address(services, data.address)
     check_subnet(session, data.subnet_id)
+    lb = session.get(LoadBalancerRow, pool.loadbalancer_id)
+    if lb is not None:
+        require_datagram_ip_version(services, lb.provider, pool.protocol, data.address, "member")
     vnic_type = _NORMAL
     if data.request_sriov:
         if not _flavor_allows_sriov(session, session.get(LoadBalancerRow, pool.loadbalancer_id)):

@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
-from lbaas.api.capabilities import require_capability
+from lbaas.api.capabilities import require_algorithm_for_protocol, require_capability
+from lbaas.api.certificates import require_pool_certificates
 from lbaas.api.schemas.pool import PoolCreate, PoolSingleCreate, PoolUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import pool as rules
@@ -48,6 +49,7 @@ def _checked_create(
     protocol = data.protocol.value
     require_capability(services, lb.provider, "protocol", data.protocol, "pool_protocols")
     require_capability(services, lb.provider, "lb_algorithm", data.lb_algorithm, "lb_algorithms")
+    require_algorithm_for_protocol(services, lb.provider, protocol, data.lb_algorithm.value)
     persistence = None
     if data.session_persistence is not None:
         sp = data.session_persistence
@@ -57,6 +59,13 @@ def _checked_create(
         persistence = _persistence(services, lb.provider, wanted, protocol)
     rules.check_tls_refs_on_create(
         rules.TlsRefs(data.tls_container_ref, data.ca_tls_container_ref, data.crl_container_ref)
+    )
+    require_pool_certificates(
+        services,
+        lb.project_id,
+        data.tls_container_ref,
+        data.ca_tls_container_ref,
+        data.crl_container_ref,
     )
     rules.check_tls_versions(data.tls_versions)
     rules.check_alpn_protocols(data.alpn_protocols)
@@ -92,9 +101,9 @@ def build_pool(
         lb_algorithm=algorithm,
         session_persistence=persistence,
         tls_enabled=data.tls_enabled,
-        tls_container_ref=None,
-        ca_tls_container_ref=None,
-        crl_container_ref=None,
+        tls_container_ref=data.tls_container_ref,
+        ca_tls_container_ref=data.ca_tls_container_ref,
+        crl_container_ref=data.crl_container_ref,
         tls_ciphers=data.tls_ciphers,
         tls_versions=data.tls_versions,
         alpn_protocols=data.alpn_protocols,
@@ -135,10 +144,11 @@ def _update_persistence(
     row.session_persistence = _persistence(services, provider, wanted, row.protocol)
 
 
-def _update_tls(row: PoolRow, data: PoolUpdate) -> None:
+def _update_tls(services: ApiServices, project_id: str, row: PoolRow, data: PoolUpdate) -> None:
     sent = {name: getattr(data, name) for name in REF_FIELDS if data.given(name)}
     stored = rules.TlsRefs(row.tls_container_ref, row.ca_tls_container_ref, row.crl_container_ref)
     rules.check_tls_refs_on_update(stored, sent)
+    require_pool_certificates(services, project_id, *(sent.get(name) for name in REF_FIELDS))
     for name, value in sent.items():
         setattr(row, name, value)
     if data.given("tls_enabled"):
@@ -173,7 +183,8 @@ def apply_pool_update(
         require_capability(
             services, lb.provider, "lb_algorithm", data.lb_algorithm, "lb_algorithms"
         )
+        require_algorithm_for_protocol(services, lb.provider, row.protocol, data.lb_algorithm.value)
         row.lb_algorithm = data.lb_algorithm.value
     if data.given("session_persistence"):
         _update_persistence(services, lb.provider, row, data)
-    _update_tls(row, data)
+    _update_tls(services, lb.project_id, row, data)

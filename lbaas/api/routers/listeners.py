@@ -78,7 +78,7 @@ def _update(
 ) -> ListenerRow:
     row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
     lb = w.lock_child(row.loadbalancer_id, row)
-    update_listener(w.session, lb, row, data, w.now)
+    update_listener(w.session, w.services, lb, row, data, w.now)
     w.changed(lb, update=[row])
     return row
 

@@ -3,7 +3,7 @@
 python-octaviaclient resolves ``--vip-subnet-id`` and member ``--subnet-id`` through the
 Networking API before it calls the load-balancer API, and with ``--os-auth-type none`` it
 sends those calls to the same endpoint. Serving these few reads lets the stock CLI work
-against lbaas alone. Nothing here writes.
+against lbaas alone. Port writes (instances' ports) are in ``networking_ports``.
 
 Scoped like every other resource: callers need the reader role; networks and subnets
 declared by the operator (no project) are shared and visible to all of them, the others
@@ -57,6 +57,7 @@ def _network(row: NetworkRow, subnet_ids: list[str]) -> dict[str, Any]:
         "subnets": subnet_ids,
         "admin_state_up": True,
         "status": NetworkResourceStatus.ACTIVE.value,
+        "mtu": row.mtu,
         "shared": True,
         "project_id": row.project_id or "",
         "tenant_id": row.project_id or "",
@@ -64,29 +65,34 @@ def _network(row: NetworkRow, subnet_ids: list[str]) -> dict[str, Any]:
     }
 
 
-def _port(row: PortRow) -> dict[str, Any]:
+def port_view(row: PortRow, project_id: str | None) -> dict[str, Any]:
     return {
         "id": row.id,
-        "name": "",
+        "name": row.name,
         "network_id": row.network_id,
         "fixed_ips": [{"subnet_id": row.subnet_id, "ip_address": row.ip_address}],
         "device_owner": row.device_owner,
         "device_id": row.device_id,
+        "binding:host_id": row.host_id,
+        "dns_name": row.dns_name,
+        "project_id": project_id or "",
+        "tenant_id": project_id or "",
         "admin_state_up": True,
         "status": NetworkResourceStatus.ACTIVE.value,
+        "tags": [],
     }
 
 
-def _matches(obj: dict[str, Any], request: Request) -> bool:
+def matches(obj: dict[str, Any], request: Request) -> bool:
     for key, value in request.query_params.items():
-        if key in ("fields", "limit", "marker", "sort_key", "sort_dir"):
+        if key in ("fields", "limit", "marker", "sort_key", "sort_dir", "fixed_ips"):
             continue
         if key in obj and str(obj[key]) != value:
             return False
     return True
 
 
-def _visible(ctx: RequestContext, project_id: str | None) -> bool:
+def visible(ctx: RequestContext, project_id: str | None) -> bool:
     """Shared (no project) objects are visible to every reader; the rest as ``Rule.READ``."""
     return project_id is None or allowed(ctx, Rule.READ, project_id)
 
@@ -97,8 +103,8 @@ def list_subnets(request: Request, call: Call = Depends(get_call)) -> dict[str, 
     require_reader(ctx)
     with services.database.read() as session:
         rows = network_repo.all_subnets(session)
-        subnets = [_subnet(s) for s in rows if _visible(ctx, s.project_id)]
-    return {"subnets": [s for s in subnets if _matches(s, request)]}
+        subnets = [_subnet(s) for s in rows if visible(ctx, s.project_id)]
+    return {"subnets": [s for s in subnets if matches(s, request)]}
 
 
 @router.get("/subnets/{subnet_id}")
@@ -109,7 +115,7 @@ def show_subnet(subnet_id: str, call: Call = Depends(get_call)) -> dict[str, Any
         row = network_repo.get_subnet(session, subnet_id)
         if row is None:
             raise NotFound(f"Subnet {subnet_id} could not be found.")
-        if not _visible(ctx, row.project_id):
+        if not visible(ctx, row.project_id):
             raise Forbidden()
         return {"subnet": _subnet(row)}
 
@@ -123,9 +129,9 @@ def list_networks(request: Request, call: Call = Depends(get_call)) -> dict[str,
         nets = [
             _network(n, [s.id for s in subnets if s.network_id == n.id])
             for n in network_repo.all_networks(session)
-            if _visible(ctx, n.project_id)
+            if visible(ctx, n.project_id)
         ]
-    return {"networks": [n for n in nets if _matches(n, request)]}
+    return {"networks": [n for n in nets if matches(n, request)]}
 
 
 @router.get("/networks/{network_id}")
@@ -136,7 +142,7 @@ def show_network(network_id: str, call: Call = Depends(get_call)) -> dict[str, A
         row = network_repo.get_network(session, network_id)
         if row is None:
             raise NotFound(f"Network {network_id} could not be found.")
-        if not _visible(ctx, row.project_id):
+        if not visible(ctx, row.project_id):
             raise Forbidden()
         subnets = network_repo.subnets_of_network(session, network_id)
         return {"network": _network(row, [s.id for s in subnets])}
@@ -161,5 +167,6 @@ def show_port(port_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
         if row is None:
             raise NotFound(f"Port {port_id} could not be found.")
         # No project (an amphora's port): only admins and global observers pass.
-        authorize(ctx, Rule.READ, network_repo.port_project(session, row))
-        return {"port": _port(row)}
+        project = network_repo.port_project(session, row)
+        authorize(ctx, Rule.READ, project)
+        return {"port": port_view(row, project)}

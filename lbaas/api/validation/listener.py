@@ -5,11 +5,9 @@ checks the stored listener with the request laid over it, so the same function d
 both and an update can never leave a combination a create would have refused.
 
 Certificates. Octavia fetches every certificate reference from a key manager (Barbican)
-before accepting a listener. lbaas has no key manager, so no reference can ever be
-fetched: a TERMINATED_HTTPS listener (which must carry a certificate reference) and any
-request that sends a reference pass every other check and then fail with Octavia's own
-400, ``Could not retrieve certificate: [...]``. That check runs last, after the checks
-that need only the request, the way a real fetch would be the last and costliest step.
+before accepting a listener; lbaas resolves them in its own key manager
+(``lbaas.api.certificates``), after the checks here that need only the request, the way
+a real fetch is the last and costliest step.
 
 Operator switches of the reference (disabling TLS-terminated or PROMETHEUS listeners, a
 minimum TLS version, a cipher prohibit-list) have no setting here; their defaults (all
@@ -207,15 +205,6 @@ def check_hsts(settings: ListenerSettings) -> None:
         raise ValidationFailure(
             "hsts_include_subdomains and hsts_preload require hsts_max_age to be set."
         )
-
-
-def require_fetchable(tls_refs: Sequence[str], ca_ref: str | None, crl_ref: str | None) -> None:
-    """The key-manager step: with no key manager configured, every reference fails."""
-    if tls_refs:
-        raise InvalidInput(f"Could not retrieve certificate: {list(tls_refs)}")
-    client_refs = [r for r in (ca_ref, crl_ref) if r]
-    if client_refs:
-        raise InvalidInput(f"Could not retrieve certificate: {client_refs}")
 
 
 def normalise_cidrs(cidrs: Iterable[str] | None) -> list[str] | None:

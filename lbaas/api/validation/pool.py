@@ -130,18 +130,11 @@ def check_alpn_protocols(protocols: Sequence[str] | None) -> None:
     tls.check_alpn(protocols, empty=_EMPTY_ALPN)
 
 
-def _unretrievable(refs: Sequence[str | None]) -> None:
-    wanted = [r for r in refs if r]
-    if wanted:
-        raise InvalidInput(f"Could not retrieve certificate: {wanted!r}")
-
-
 def check_tls_refs_on_create(refs: TlsRefs) -> None:
     if refs.crl_container_ref and not refs.ca_tls_container_ref:
         raise ValidationFailure(
             "A CA certificate reference is required to specify a revocation list."
         )
-    _unretrievable([refs.tls_container_ref, refs.ca_tls_container_ref, refs.crl_container_ref])
 
 
 def check_tls_refs_on_update(stored: TlsRefs, sent: Mapping[str, str | None]) -> None:
@@ -161,6 +154,3 @@ def check_tls_refs_on_update(stored: TlsRefs, sent: Mapping[str, str | None]) ->
         raise ValidationFailure(
             "A CA reference is required to specify a certificate revocation list."
         )
-    _unretrievable(
-        [sent.get(n) for n in ("tls_container_ref", "ca_tls_container_ref", "crl_container_ref")]
-    )

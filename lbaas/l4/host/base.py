@@ -67,6 +67,13 @@ class NftOps(abc.ABC):
     def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
         """``nft -j list chain ip <table> <chain>`` parsed, or None if it does not exist."""
 
+    def count_flows(self, protocol: L4Protocol, vip: str, port: int) -> int:
+        """How many conntrack entries (live flows) go to ``vip``:``port``. No change.
+
+        Not abstract: an implementation that cannot tell answers 0. Raises NftCommandFailed.
+        """
+        return 0
+
     @abc.abstractmethod
     def delete_flows(self, flows: FlowMatch) -> int:
         """Delete the conntrack entries of ``flows``; how many went. Idempotent.

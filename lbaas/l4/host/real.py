@@ -14,6 +14,7 @@ from typing import Any
 
 from lbaas.errors import InvalidRenderedConfig
 from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
+from lbaas.l4.service import L4Protocol
 
 _TIMEOUT = 60.0
 
@@ -53,6 +54,15 @@ class RealNftOps(NftOps):
             return None
         listing: dict[str, Any] = json.loads(done.stdout)
         return listing
+
+    def count_flows(self, protocol: L4Protocol, vip: str, port: int) -> int:
+        argv = [self._conntrack, "-L", "-p", protocol.value, "--orig-dst", vip]
+        done = self._run([*argv, "--orig-port-dst", str(port)])
+        # Exit 0 with a summary line on stderr, also for none ("0 flow entries ...").
+        summary = done.stderr.strip().splitlines()[-1:] or [""]
+        if done.returncode != 0 or "flow entries have been shown" not in summary[0]:
+            raise NftCommandFailed(done.args, done.returncode, done.stderr)
+        return int(summary[0].split(":")[-1].split()[0])
 
     def delete_flows(self, flows: FlowMatch) -> int:
         argv = [

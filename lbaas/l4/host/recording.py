@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lbaas.l4.host.base import FlowMatch, NftOps
+from lbaas.l4.service import L4Protocol
 
 
 class RecordingNftOps(NftOps):
@@ -14,6 +15,8 @@ class RecordingNftOps(NftOps):
         self.deleted_flows: list[FlowMatch] = []
         # What list_chain_json answers, set by the test.
         self.chains: dict[tuple[str, str], dict[str, Any]] = {}
+        # What count_flows answers, by (protocol, VIP, port), set by the test.
+        self.flow_counts: dict[tuple[L4Protocol, str, int], int] = {}
 
     def check(self, ruleset: str) -> None:
         self.checked.append(ruleset)
@@ -26,6 +29,9 @@ class RecordingNftOps(NftOps):
 
     def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
         return self.chains.get((table, chain))
+
+    def count_flows(self, protocol: L4Protocol, vip: str, port: int) -> int:
+        return self.flow_counts.get((protocol, vip, port), 0)
 
     def delete_flows(self, flows: FlowMatch) -> int:
         self.deleted_flows.append(flows)

@@ -1,11 +1,17 @@
 """What the amphora provider supports today; the API refuses everything else with a 400.
 
-TERMINATED_HTTPS (no key manager yet), UDP and SCTP (no LVS/nftables data path in this
-provider), SOURCE_IP_PORT, pool re-encryption and the SSL_* L7 rules (they need TLS
-termination) are absent on purpose.
+SCTP (this kernel has no SCTP sockets to show it with) and SOURCE_IP_PORT are absent on
+purpose; TERMINATED_HTTPS, pool re-encryption and the SSL_* L7 rules take their
+certificates from the key manager. UDP listeners and pools are balanced by the L4 engine
+inside the amphora's namespace, so only agents in netns mode offer them
+(``amphora_capabilities``); their pools take ROUND_ROBIN (a Maglev hash of the 5-tuple:
+per flow, not per packet) and SOURCE_IP, as Octavia's LVS takes rr and sh; least
+connections has no kernel equivalent here.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from lbaas.model import enums as E
 from lbaas.providers.base import ProviderCapabilities
@@ -19,6 +25,7 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.ListenerProtocol.HTTPS,
             E.ListenerProtocol.TCP,
             E.ListenerProtocol.PROMETHEUS,
+            E.ListenerProtocol.TERMINATED_HTTPS,
         }
     ),
     pool_protocols=frozenset(
@@ -53,20 +60,24 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.L7RuleType.FILE_TYPE,
             E.L7RuleType.HEADER,
             E.L7RuleType.COOKIE,
+            E.L7RuleType.SSL_CONN_HAS_CERT,
+            E.L7RuleType.SSL_VERIFY_RESULT,
+            E.L7RuleType.SSL_DN_FIELD,
         }
     ),
     # The keys Octavia's amphora driver lists, so clients find the names they know; all
     # but the topology are not honoured yet and say so.
     flavor_keys={
-        "loadbalancer_topology": "The load balancer topology. One of: SINGLE "
-        "(ACTIVE_STANDBY is not available yet)",
+        "loadbalancer_topology": "The load balancer topology. One of: SINGLE, ACTIVE_STANDBY "
+        "(ACTIVE_STANDBY needs agents in netns mode)",
         "compute_flavor": f"The compute driver flavor ID. {_NOT_YET}",
         "amp_image_tag": f"The amphora image tag. {_NOT_YET}",
         "sriov_vip": f"When true, the VIP port uses SR-IOV (a VF). {_NOT_YET}",
         "allow_member_sriov": f"When true, members may use SR-IOV (VF) ports. {_NOT_YET}",
     },
     availability_zone_keys={
-        "compute_zone": f"The compute availability zone. {_NOT_YET}",
+        "compute_zone": "The compute availability zone: amphorae go to agent hosts that "
+        "declare this zone (agent.zone)",
         "volume_zone": f"The volume availability zone. {_NOT_YET}",
         "management_network": f"The management network ID for the amphora. {_NOT_YET}",
         "valid_vip_networks": f"The network IDs VIPs of this zone may use. {_NOT_YET}",
@@ -77,12 +88,44 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             "amp_image_tag",
             "sriov_vip",
             "allow_member_sriov",
-            "compute_zone",
             "volume_zone",
             "management_network",
             "valid_vip_networks",
         }
     ),
-    # ACTIVE_STANDBY needs keepalived pairs on two hosts (not built yet).
-    profile_values={"loadbalancer_topology": frozenset({E.Topology.SINGLE})},
+    profile_values={"loadbalancer_topology": frozenset(E.Topology)},
 )
+
+#: Loopback agents (no root, no namespaces) have no link to move a VIP on: SINGLE only.
+LOOPBACK_CAPABILITIES = dataclasses.replace(
+    AMPHORA_CAPABILITIES,
+    profile_values={"loadbalancer_topology": frozenset({E.Topology.SINGLE})},
+    profile_value_notes={
+        "loadbalancer_topology": "ACTIVE_STANDBY needs agents in netns mode; this "
+        "deployment runs them in loopback mode"
+    },
+)
+
+#: What UDP pools of the amphora provider take (the kernel's Maglev table, lbaas.l4).
+UDP_LB_ALGORITHMS = frozenset({E.LbAlgorithm.ROUND_ROBIN, E.LbAlgorithm.SOURCE_IP})
+_LOOPBACK_UDP = (
+    "UDP is balanced in the kernel inside an amphora namespace: it needs the agents in "
+    "netns mode (agent.mode = netns), and this deployment runs them in loopback mode"
+)
+
+
+def amphora_capabilities(netns: bool) -> ProviderCapabilities:
+    """The capabilities with UDP when the agents run in netns mode; a note on it otherwise."""
+    caps = AMPHORA_CAPABILITIES
+    if not netns:
+        notes = {E.ListenerProtocol.UDP.value: _LOOPBACK_UDP}
+        notes[E.HealthMonitorType.UDP_CONNECT.value] = _LOOPBACK_UDP
+        return dataclasses.replace(LOOPBACK_CAPABILITIES, refusal_notes=notes)
+    return dataclasses.replace(
+        caps,
+        listener_protocols=caps.listener_protocols | {E.ListenerProtocol.UDP},
+        pool_protocols=caps.pool_protocols | {E.PoolProtocol.UDP},
+        health_monitor_types=caps.health_monitor_types | {E.HealthMonitorType.UDP_CONNECT},
+        lb_algorithms_by_pool_protocol={E.PoolProtocol.UDP: UDP_LB_ALGORITHMS},
+        datagram_ip_versions=frozenset({4}),
+    )

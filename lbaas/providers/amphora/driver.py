@@ -13,6 +13,11 @@ such write is fenced by the converge job's lease (``store.base``), so a worker t
 lease creates nothing. A converge that fails half-way is simply repeated, since every step
 is idempotent.
 
+Each amphora lives on one agent host of the fleet (``compute_id``): the store places a
+new one on the least-loaded live host of the load balancer's zone (``placement``), and the
+provider talks to that host's agent through a per-host client (``AgentPool``). With no
+host enrolled at all, the one agent of ``settings.agent`` is used, as before fleets.
+
 The agent is sent the rendered text and, beside it, the facts it needs about that text
 (``HaproxyFacts``: sockets, maxconn, server weights, the digest of the rest), taken from the
 same render, so the agent never parses the text.
@@ -27,25 +32,35 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lbaas.agent.client import AgentClient
+from lbaas.agent.client_pool import AgentPool, tls_client_factory
 from lbaas.agent.wire import (
     SPEC_FORMAT,
+    AgentInfo,
     AmphoraSpec,
     HaproxyFacts,
     MemberNetwork,
     NetworkSpec,
     ServerSetting,
     VipSpec,
+    VrrpSpec,
     amphora_paths,
 )
 from lbaas.certs.authority import CertificateAuthority
-from lbaas.errors import ConfigError
+from lbaas.certs.kek import load_key_ring
+from lbaas.db.secret_vault import SecretVault
+from lbaas.errors import AgentUnreachable, ConfigError, PermanentError
+from lbaas.model.enums import HostStatus, Topology
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
-from lbaas.providers.amphora.capabilities import AMPHORA_CAPABILITIES
-from lbaas.providers.amphora.store.base import AmphoraStore
+from lbaas.providers.amphora.capabilities import amphora_capabilities
+from lbaas.providers.amphora.kernel_spec import split_udp, vip_filter
+from lbaas.providers.amphora.store.base import AmphoraStore, PairStore
 from lbaas.providers.amphora.store.database import DatabaseAmphoraStore
+from lbaas.providers.amphora.tls_material import tls_bundle
+from lbaas.providers.amphora.topology import OneHost, PairConverger, VrrpTimers, pair_filter
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 from lbaas.render.haproxy import HaproxyContext, RenderedHaproxy, render_haproxy
+from lbaas.render.haproxy.context import HaproxyPeers
 
 if TYPE_CHECKING:
     from lbaas.db.job_queue import Claim
@@ -81,34 +96,78 @@ class AmphoraProvider(ProviderDriver):
         *,
         store: AmphoraStore | None = None,
         client: AgentClient | None = None,
+        agents: AgentPool | None = None,
     ) -> None:
-        """Build from settings; ``store`` and ``client`` replace the database and agent."""
+        """Build from settings; ``store``, ``client`` (every host's agent) or ``agents``
+        replace the database and the agents."""
         super().__init__(context)
         if store is None:
             if context.database is None:
                 raise ConfigError("the amphora provider needs the database")
             store = DatabaseAmphoraStore(context.database)
         self._store = store
+        # ACTIVE_STANDBY's allocations: the database store has them; a test store may not.
+        self._pairs: PairStore | None = store if isinstance(store, PairStore) else None
         settings = context.settings
         self._agent_host = settings.agent.host
-        self._client = client if client is not None else self._agent_client()
+        if agents is None:
+            agents = (
+                AgentPool(lambda _host: client, client)
+                if client is not None
+                else self._agent_pool()
+            )
+        self._agents = agents
         self._maxconn = settings.providers.amphora_maxconn
         self._hard_stop_after = settings.providers.amphora_hard_stop_after or None
+        self._timers = VrrpTimers(
+            advert_interval_ms=settings.providers.amphora_vrrp_advert_interval_ms,
+            realtime_priority=settings.providers.amphora_vrrp_realtime_priority or None,
+        )
+        self._secret_vault: SecretVault | None = None
 
-    def _agent_client(self) -> AgentClient:
+    def _agent_pool(self) -> AgentPool:
         settings = self.context.settings
         pki = Path(settings.state_dir).absolute() / "pki"
         ca = CertificateAuthority.load_or_create(pki)
         tls = ca.ensure_identity(pki / "controller", "controller", "client")
         host = self._agent_host
         url_host = f"[{host}]" if ":" in host else host
-        return AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
+        legacy = AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
+        return AgentPool(tls_client_factory(tls), legacy)
+
+    def _vault(self) -> SecretVault | None:
+        """The key manager's vault, opened at the first TLS listener (its key file is made
+        by the API process that stored the secrets)."""
+        if self._secret_vault is None and self.context.database is not None:
+            path = self.context.settings.kek_path
+            ring = load_key_ring(path)
+            if ring is not None:
+                self._secret_vault = SecretVault(self.context.database, ring, path)
+        return self._secret_vault
 
     def capabilities(self) -> ProviderCapabilities:
-        return AMPHORA_CAPABILITIES
+        return amphora_capabilities(self.context.settings.agent.mode == "netns")
 
     def close(self) -> None:
-        self._client.close()
+        self._agents.close()
+
+    def _remove(self, amphora_id: str, *, failover: bool) -> None:
+        """Ask the amphora's agent to remove it; an unreachable fleet host is tolerated
+        when it is DOWN or the amphora is being failed over (a lost host is the usual
+        reason): the host's stale amphorae are removed when it is heard from again."""
+        where = self._store.agent_of(amphora_id)
+        try:
+            self._agents.client(None if where is None else where.host).delete_amphora(amphora_id)
+        except AgentUnreachable as exc:
+            if where is None or not (failover or where.status is HostStatus.DOWN):
+                raise
+            LOG.warning(
+                "agent of amphora %s (host %s) unreachable: retired without it; removed "
+                "when the host is back (%s)",
+                amphora_id,
+                where.host.host_id,
+                exc.operator_message,
+            )
 
     def _network_spec(
         self, graph: LoadBalancer, fence: Claim, amphora_id: str, netns: bool
@@ -126,6 +185,8 @@ class AmphoraProvider(ProviderDriver):
                 subnet_cidr=subnet.cidr,
                 address=addresses[subnet.id],
                 host_address=subnet.gateway_ip,
+                gateway=subnet.gateway_ip,
+                mtu=subnet.mtu,
             )
             for subnet in member_subnets
         )
@@ -133,16 +194,38 @@ class AmphoraProvider(ProviderDriver):
         return NetworkSpec(vip_host_address=host_vip, member_networks=legs)
 
     def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
+        if graph.topology is Topology.ACTIVE_STANDBY:
+            return self._apply_pair(graph, fence, rebuild)
         choice = self._store.choose_amphora(
-            fence, host=self._agent_host, vip_address=graph.vip.address, rebuild=rebuild
+            fence,
+            zone=self._store.compute_zone(graph.availability_zone),
+            vip_address=graph.vip.address,
+            rebuild=rebuild,
+            legacy_host=self._agent_host,
         )
         amphora_id = choice.amphora_id
         for old in choice.retiring:
-            self._client.delete_amphora(old)
+            self._remove(old, failover=True)
             self._store.retire(fence, old)
             LOG.info("amphora %s of %s retired for failover", old, graph.id)
-        info = self._client.info()
+        client = self._agents.client(choice.host)
+        spec = self._spec(client.info(), graph, fence, amphora_id)
+        status = client.put_amphora(amphora_id, spec)
+        self._store.mark_serving(fence, amphora_id)
+        return ApplyResult(serving=status.running, detail=status.last_outcome or "")
+
+    def _spec(
+        self,
+        info: AgentInfo,
+        graph: LoadBalancer,
+        fence: Claim,
+        amphora_id: str,
+        pair: tuple[HaproxyPeers, VrrpSpec] | None = None,
+    ) -> AmphoraSpec:
+        """The whole spec of one amphora; ``pair``: its peers and VRRP (ACTIVE_STANDBY)."""
+        netns = info.mode == "netns"
         paths = amphora_paths(info.amphora_root, amphora_id)
+        tls = tls_bundle(graph, self._vault(), paths.tls_dir)
         context = HaproxyContext(
             bind_address=graph.vip.address,
             runtime_socket=paths.runtime_socket,
@@ -150,10 +233,15 @@ class AmphoraProvider(ProviderDriver):
             maxconn_default=min(self._maxconn, info.max_connections or self._maxconn),
             hard_stop_after=self._hard_stop_after,
             external_check_script=ping_script(),
+            peers=None if pair is None else pair[0],
+            listener_tls=tls.by_listener,
+            pool_tls=tls.by_pool,
         )
-        rendered = render_haproxy(graph, context)
+        haproxy_graph, udp_listeners = split_udp(graph)
+        rendered = render_haproxy(haproxy_graph, context)
         vip_subnet = next((s for s in graph.subnets if s.id == graph.vip.subnet_id), None)
-        spec = AmphoraSpec(
+        filtered = vip_filter(graph) if netns else None
+        return AmphoraSpec(
             spec_format=SPEC_FORMAT,
             version=time.time_ns(),
             loadbalancer_id=graph.id,
@@ -163,16 +251,43 @@ class AmphoraProvider(ProviderDriver):
                 address=graph.vip.address,
                 subnet_cidr=vip_subnet.cidr if vip_subnet else f"{graph.vip.address}/32",
                 network_id=graph.vip.network_id or "vip",
+                gateway=vip_subnet.gateway_ip if vip_subnet and netns else None,
+                mtu=vip_subnet.mtu if vip_subnet and netns else None,
             ),
-            network=self._network_spec(graph, fence, amphora_id, info.mode == "netns"),
+            network=self._network_spec(graph, fence, amphora_id, netns),
+            tls_files=tuple(tls.files.values()),
+            vip_filter=filtered if pair is None else pair_filter(filtered, pair[1]),
+            udp_listeners=udp_listeners,
+            vrrp=None if pair is None else pair[1],
         )
-        status = self._client.put_amphora(amphora_id, spec)
-        self._store.mark_serving(fence, amphora_id)
+
+    def _apply_pair(self, graph: LoadBalancer, fence: Claim, rebuild: bool) -> ApplyResult:
+        """ACTIVE_STANDBY: two amphorae sharing the VIP by VRRP (``topology``)."""
+        if self._pairs is None:
+            raise PermanentError("this amphora store keeps no ACTIVE_STANDBY pairs")
+        # Both on the provider's own agent until the pair's placement picks two hosts.
+        client = self._agents.client(None)
+        info = client.info()
+        if info.mode != "netns":
+            raise PermanentError(
+                f"ACTIVE_STANDBY needs agents in netns mode; agent {self._agent_host} runs "
+                f"in {info.mode} mode"
+            )
+
+        def build(
+            graph: LoadBalancer, fence: Claim, amphora_id: str, peers: HaproxyPeers, vrrp: VrrpSpec
+        ) -> AmphoraSpec:
+            return self._spec(info, graph, fence, amphora_id, (peers, vrrp))
+
+        converger = PairConverger(
+            self._store, self._pairs, client, OneHost(self._agent_host), self._timers
+        )
+        status = converger.converge(graph, fence, rebuild, build)
         return ApplyResult(serving=status.running, detail=status.last_outcome or "")
 
     def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:
         for amphora_id in self._store.live_amphorae(loadbalancer_id):
-            self._client.delete_amphora(amphora_id)
+            self._remove(amphora_id, failover=False)
             self._store.retire(fence, amphora_id)
 
     def status(self, loadbalancer_id: LoadBalancerId) -> HealthReport | None:

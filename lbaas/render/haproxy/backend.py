@@ -1,7 +1,8 @@
 """Pools as HAProxy backends: balancing, persistence, checks and one server per member.
 
 A backend serves every listener that uses its pool, so two of its settings are derived from
-those listeners. Its mode is ``http`` when any of them is an HTTP listener (HAProxy refuses
+those listeners. Its mode is ``http`` when any of them is an HTTP (or TERMINATED_HTTPS)
+listener (HAProxy refuses
 to send an HTTP frontend to a TCP backend, while a TCP frontend may use an HTTP backend) and
 ``tcp`` otherwise; its connect and server timeouts are the longest its listeners ask for
 (see ``timeouts``).
@@ -31,11 +32,12 @@ from typing import assert_never
 from lbaas.model.enums import LbAlgorithm, ListenerProtocol, PersistenceType, PoolProtocol
 from lbaas.model.graph import Listener, Member, Pool, SessionPersistence
 from lbaas.render.haproxy.addresses import is_ipv6, normalised_address
-from lbaas.render.haproxy.context import HaproxyContext
+from lbaas.render.haproxy.context import PEERS_SECTION, HaproxyContext
 from lbaas.render.haproxy.healthcheck import health_check_of
 from lbaas.render.haproxy.names import backend_name, server_name
 from lbaas.render.haproxy.quoting import fetch_argument
 from lbaas.render.haproxy.timeouts import backend_timeouts_ms
+from lbaas.render.haproxy.tls import PoolTlsFiles, server_tls_words
 from lbaas.render.haproxy.unsupported import refusal
 from lbaas.render.haproxy.view import (
     AppCookieStickiness,
@@ -91,12 +93,20 @@ def backend_of(pool: Pool, users: tuple[Listener, ...], ctx: HaproxyContext) -> 
         health_check=check,
         servers=tuple(server_of(member, pool, check, cookies) for member in members),
         notes=notes,
+        server_tls=_server_tls(pool, ctx),
     )
+
+
+def _server_tls(pool: Pool, ctx: HaproxyContext) -> tuple[str, ...]:
+    if not pool.tls_enabled:
+        return ()
+    return tuple(server_tls_words(pool, ctx.pool_tls.get(pool.id, PoolTlsFiles())))
 
 
 def backend_mode(users: tuple[Listener, ...]) -> Mode:
     """``http`` if any listener using the pool is an HTTP listener, else ``tcp``."""
-    if any(listener.protocol is ListenerProtocol.HTTP for listener in users):
+    http = (ListenerProtocol.HTTP, ListenerProtocol.TERMINATED_HTTPS)
+    if any(listener.protocol in http for listener in users):
         return Mode.HTTP
     return Mode.TCP
 
@@ -126,10 +136,11 @@ def _persistence(
     if persistence is None:
         return None, ()
     expire_s = persistence.persistence_timeout or DEFAULT_STICKINESS_S
+    peers = None if ctx.peers is None else PEERS_SECTION
     kind = persistence.type
     if kind is PersistenceType.SOURCE_IP:
         table = "ipv6" if is_ipv6(normalised_address(ctx.bind_address)) else "ip"
-        return SourceStickiness(table_type=table, expire_s=expire_s), ()
+        return SourceStickiness(table_type=table, expire_s=expire_s, peers=peers), ()
     if mode is Mode.TCP:
         return None, (f"{kind} session persistence needs HTTP mode: not applied.",)
     if kind is PersistenceType.HTTP_COOKIE:
@@ -138,5 +149,5 @@ def _persistence(
         if not persistence.cookie_name:
             raise refusal("APP_COOKIE session persistence needs a cookie_name.")
         name = fetch_argument(persistence.cookie_name, "cookie name")
-        return AppCookieStickiness(cookie_name=name, expire_s=expire_s), ()
+        return AppCookieStickiness(cookie_name=name, expire_s=expire_s, peers=peers), ()
     assert_never(kind)

@@ -26,19 +26,19 @@ from __future__ import annotations
 from lbaas.model.graph import LoadBalancer
 from lbaas.render.haproxy.addresses import normalised_address
 from lbaas.render.haproxy.backend import backend_of
-from lbaas.render.haproxy.context import HaproxyContext
+from lbaas.render.haproxy.context import PEERS_SECTION, HaproxyContext
 from lbaas.render.haproxy.emit import emit_config
 from lbaas.render.haproxy.frontend import frontend_of
 from lbaas.render.haproxy.names import checked_id
 from lbaas.render.haproxy.selection import ordered_listeners, pools_in_use
 from lbaas.render.haproxy.unsupported import refuse_unsupported
-from lbaas.render.haproxy.view import GlobalSection, HaproxyConfig
+from lbaas.render.haproxy.view import GlobalSection, HaproxyConfig, Peer, PeersSection
 
 
 def render_haproxy_config(lb: LoadBalancer, ctx: HaproxyContext) -> str:
     """The HAProxy configuration text serving every listener of ``lb``.
 
-    Raises ``PermanentError`` for what this provider cannot serve (TERMINATED_HTTPS, UDP and
+    Raises ``PermanentError`` for what this provider cannot serve (TERMINATED_HTTPS without certificate files, UDP and
     SCTP listeners, among others: see ``unsupported``) and for malformed graph data.
     """
     return emit_config(build_haproxy_view(lb, ctx))
@@ -65,7 +65,20 @@ def build_haproxy_view(lb: LoadBalancer, ctx: HaproxyContext) -> HaproxyConfig:
             group=ctx.group,
             external_checks=external_checks,
             hard_stop_after=ctx.hard_stop_after,
+            local_peer=None if ctx.peers is None else checked_id(ctx.peers.local_name),
         ),
         frontends=frontends,
         backends=backends,
+        peers=_peers_section(ctx),
     )
+
+
+def _peers_section(ctx: HaproxyContext) -> PeersSection | None:
+    """The pair's ``peers`` section; its names are ids and its addresses are checked."""
+    if ctx.peers is None:
+        return None
+    peers = tuple(
+        Peer(checked_id(peer.name), normalised_address(peer.address), peer.port)
+        for peer in ctx.peers.members
+    )
+    return PeersSection(name=PEERS_SECTION, peers=peers)

@@ -9,7 +9,34 @@ the same text on the controller and on the agent, and tests can render with fixe
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
+
+#: The one ``peers`` section of a configuration (stick tables name it).
+PEERS_SECTION = "lbaas_peers"
+
+
+@dataclass(frozen=True)
+class HaproxyPeer:
+    """One HAProxy of an ACTIVE_STANDBY pair, as the other one reaches it."""
+
+    name: str
+    """Peer name: the amphora id (HAProxy matches the local one with ``localpeer``)."""
+
+    address: str
+    """The amphora's own (VRRP) address, never the VIP: both must reach each other always."""
+
+    port: int
+
+
+@dataclass(frozen=True)
+class HaproxyPeers:
+    """The pair's HAProxys: stick tables are pushed to the other one as they change."""
+
+    local_name: str
+    members: tuple[HaproxyPeer, ...]
 
 
 @dataclass(frozen=True)
@@ -46,6 +73,18 @@ class HaproxyContext:
     hard_stop_after: int | None = None
     """Seconds a worker replaced by a reload may drain its connections before it is stopped
     (``hard-stop-after``); None leaves it to the connections."""
+
+    peers: HaproxyPeers | None = None
+    """ACTIVE_STANDBY: the pair whose stick tables (SOURCE_IP, APP_COOKIE persistence) are
+    kept in step, so the BACKUP already knows every client's member when it takes over;
+    None for SINGLE."""
+
+    listener_tls: Mapping[str, ListenerTlsFiles] = field(default_factory=dict)
+    """Per TERMINATED_HTTPS listener id, the TLS files its agent writes (certificates,
+    client CA, CRL). A terminating listener missing here is refused."""
+
+    pool_tls: Mapping[str, PoolTlsFiles] = field(default_factory=dict)
+    """Per ``tls_enabled`` pool id, the client certificate, CA and CRL files (all optional)."""
 
     @property
     def server_state_file(self) -> str:

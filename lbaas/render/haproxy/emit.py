@@ -23,6 +23,7 @@ from typing import assert_never
 
 from lbaas.render.haproxy.addresses import address_port_word, address_word
 from lbaas.render.haproxy.quoting import log_format_literal, quoted
+from lbaas.render.haproxy.tls import bind_words
 from lbaas.render.haproxy.view import (
     AclTerm,
     AppCookieStickiness,
@@ -32,6 +33,7 @@ from lbaas.render.haproxy.view import (
     GlobalSection,
     HaproxyConfig,
     HealthCheck,
+    PeersSection,
     Persistence,
     Server,
     SourceStickiness,
@@ -59,6 +61,11 @@ def emit_config(config: HaproxyConfig) -> str:
         _header(config.load_balancer_id),
         _section("global", _global_lines(config.global_section)),
         _section("defaults", DEFAULTS),
+        *(
+            ()
+            if config.peers is None
+            else (_section(f"peers {config.peers.name}", _peer_lines(config.peers)),)
+        ),
         *(_section(f"frontend {fe.name}", _frontend_lines(fe)) for fe in config.frontends),
         *(_section(f"backend {be.name}", _backend_lines(be)) for be in config.backends),
     ]
@@ -96,6 +103,8 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
     yield f"server-state-file {quoted(section.server_state_file)}"
     if section.hard_stop_after is not None:
         yield f"hard-stop-after {section.hard_stop_after}s"
+    if section.local_peer is not None:
+        yield f"localpeer {section.local_peer}"
     if section.user is not None:
         yield f"user {quoted(section.user)}"
     if section.group is not None:
@@ -105,10 +114,16 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
         yield "insecure-fork-wanted"
 
 
+def _peer_lines(section: PeersSection) -> Iterator[str]:
+    for peer in section.peers:
+        yield f"peer {peer.name} {address_port_word(peer.address, peer.port)}"
+
+
 def _frontend_lines(fe: Frontend) -> Iterator[str]:
     yield from (f"# {note}" for note in fe.notes)
     yield f"mode {fe.mode}"
-    yield f"bind {address_port_word(fe.bind_address, fe.port)}"
+    tls_words = [] if fe.tls is None else bind_words(fe.tls)
+    yield " ".join(["bind", address_port_word(fe.bind_address, fe.port), *tls_words])
     if not fe.enabled:
         yield "disabled"
     yield f"maxconn {fe.maxconn}"
@@ -137,6 +152,8 @@ def _frontend_lines(fe: Frontend) -> Iterator[str]:
         yield f"http-request deny deny_status {deny.status}{_if(deny.condition)}"
     for header in fe.header_insertions:
         yield f"http-request set-header {header.name} {header.value_format}"
+    for header in fe.response_headers:
+        yield f"http-response set-header {header.name} {header.value_format}"
     if fe.prometheus_exporter:
         yield "http-request use-service prometheus-exporter if { path /metrics }"
         yield "http-request return status 404"
@@ -172,14 +189,14 @@ def _backend_lines(be: Backend) -> Iterator[str]:
     if be.health_check is not None:
         yield from _check_lines(be.health_check)
     for server in be.servers:
-        yield _server_line(server, be.health_check)
+        yield _server_line(server, be.health_check, be.server_tls)
 
 
 def _persistence_lines(persistence: Persistence) -> Iterator[str]:
     if isinstance(persistence, SourceStickiness):
         yield (
             f"stick-table type {persistence.table_type} size {STICK_TABLE_SIZE}"
-            f" expire {duration(persistence.expire_s * 1000)}"
+            f" expire {duration(persistence.expire_s * 1000)}{_peers_word(persistence.peers)}"
         )
         yield "stick on src"
     elif isinstance(persistence, CookieInsertion):
@@ -187,12 +204,16 @@ def _persistence_lines(persistence: Persistence) -> Iterator[str]:
     elif isinstance(persistence, AppCookieStickiness):
         yield (
             f"stick-table type string len {APP_COOKIE_KEY_LENGTH} size {STICK_TABLE_SIZE}"
-            f" expire {duration(persistence.expire_s * 1000)}"
+            f" expire {duration(persistence.expire_s * 1000)}{_peers_word(persistence.peers)}"
         )
         yield f"stick store-response res.cook({persistence.cookie_name})"
         yield f"stick match req.cook({persistence.cookie_name})"
     else:
         assert_never(persistence)
+
+
+def _peers_word(peers: str | None) -> str:
+    return "" if peers is None else f" peers {peers}"
 
 
 def _check_lines(check: HealthCheck) -> Iterator[str]:
@@ -212,7 +233,7 @@ def _check_lines(check: HealthCheck) -> Iterator[str]:
         yield f"external-check command {quoted(check.external_command)}"
 
 
-def _server_line(server: Server, check: HealthCheck | None) -> str:
+def _server_line(server: Server, check: HealthCheck | None, tls: tuple[str, ...] = ()) -> str:
     words = [
         f"server {server.name} {address_port_word(server.address, server.port)}",
         f"weight {server.weight}",
@@ -225,11 +246,13 @@ def _server_line(server: Server, check: HealthCheck | None) -> str:
         words.append(f"cookie {server.cookie}")
     if server.proxy_protocol is not None:
         words.append(str(server.proxy_protocol))
+    # Health checks of an ``ssl`` server use its TLS settings (and verification).
+    words += tls
     if server.checked and check is not None:
         words.append(
             f"check inter {duration(check.interval_ms)} fall {check.fall} rise {check.rise}"
         )
-        if check.tls:
+        if check.tls and not tls:
             words.append("check-ssl verify none")
             if check.sni is not None:
                 words.append(f"check-sni {quoted(check.sni)}")

@@ -33,6 +33,7 @@ from lbaas.render.haproxy.context import HaproxyContext
 from lbaas.render.haproxy.l7 import L7Routing, l7_routing_of
 from lbaas.render.haproxy.names import backend_name, frontend_name
 from lbaas.render.haproxy.timeouts import client_timeout_ms, inspect_delay_ms
+from lbaas.render.haproxy.tls import CLIENT_CERT_FETCHES, bind_tls_of, hsts_value
 from lbaas.render.haproxy.view import Frontend, HeaderInsertion, Mode
 
 NO_POOL_HTTP_NOTE = "No default pool: requests no L7 policy routes are answered 503."
@@ -49,12 +50,14 @@ _FORWARDED_FOR = "x-forwarded-for"
 
 
 def frontend_of(listener: Listener, lb: LoadBalancer, ctx: HaproxyContext) -> Frontend:
-    """The frontend serving a listener (HTTP, TCP, HTTPS or PROMETHEUS)."""
-    http = listener.protocol is ListenerProtocol.HTTP
+    """The frontend serving a listener (HTTP, TERMINATED_HTTPS, TCP, HTTPS or PROMETHEUS)."""
+    terminated = listener.protocol is ListenerProtocol.TERMINATED_HTTPS
+    http = listener.protocol is ListenerProtocol.HTTP or terminated
     prometheus = listener.protocol is ListenerProtocol.PROMETHEUS
     default_backend = _default_backend(listener, lb) if not prometheus else None
     routing = l7_routing_of(listener, lb) if http else L7Routing()
     headers = listener.insert_headers if http else {}
+    tls_files = ctx.listener_tls.get(listener.id) if terminated else None
     notes: tuple[str, ...] = ()
     if default_backend is None and not prometheus:
         notes = (NO_POOL_HTTP_NOTE if http else NO_POOL_TCP_NOTE,)
@@ -71,14 +74,21 @@ def frontend_of(listener: Listener, lb: LoadBalancer, ctx: HaproxyContext) -> Fr
         reject_all=default_backend is None and not http and not prometheus,
         prometheus_exporter=prometheus,
         forward_for=header_wanted(headers, _FORWARDED_FOR),
-        header_insertions=header_insertions(headers),
+        header_insertions=header_insertions(headers, terminated),
         acls=routing.acls,
         denies=routing.denies,
         redirects=routing.redirects,
         switches=routing.switches,
         default_backend=default_backend,
         notes=notes,
+        tls=None if tls_files is None else bind_tls_of(listener, tls_files),
+        response_headers=_hsts(listener) if terminated else (),
     )
+
+
+def _hsts(listener: Listener) -> tuple[HeaderInsertion, ...]:
+    value = hsts_value(listener)
+    return () if value is None else (HeaderInsertion("Strict-Transport-Security", value),)
 
 
 def frontend_maxconn(listener: Listener, ctx: HaproxyContext) -> int:
@@ -87,11 +97,20 @@ def frontend_maxconn(listener: Listener, ctx: HaproxyContext) -> int:
     return limit if limit > 0 else ctx.maxconn_default
 
 
-def header_insertions(insert_headers: Mapping[str, str]) -> tuple[HeaderInsertion, ...]:
-    """The ``set-header`` rules asked for, in a fixed order."""
-    return tuple(
-        HeaderInsertion(name, value)
+def header_insertions(
+    insert_headers: Mapping[str, str], terminated: bool = False
+) -> tuple[HeaderInsertion, ...]:
+    """The ``set-header`` rules asked for, in a fixed order (X-SSL-* when terminating)."""
+    plain = tuple(
+        HeaderInsertion(name, "https" if terminated and name == "X-Forwarded-Proto" else value)
         for name, value in _SET_HEADERS
+        if header_wanted(insert_headers, name.lower())
+    )
+    if not terminated:
+        return plain
+    return plain + tuple(
+        HeaderInsertion(name, fetch)
+        for name, fetch in CLIENT_CERT_FETCHES.items()
         if header_wanted(insert_headers, name.lower())
     )
 

@@ -18,8 +18,9 @@ matched against the whole path), HEADER ``req.fhdr(<key>)`` (the full value, com
 included; a value wrapped in double quotes is matched without them, as Octavia's API
 documents for header values with spaces), COOKIE ``req.cook(<key>)``, SSL_CONN_HAS_CERT
 ``ssl_c_used``, SSL_VERIFY_RESULT ``ssl_c_verify``, SSL_DN_FIELD ``ssl_c_s_dn(<key>)``. The
-three SSL types only mean something on TLS-terminating listeners, which this renderer
-refuses for now; on an HTTP listener they are valid and never match. Compare types map to
+three SSL types only mean something on TERMINATED_HTTPS listeners (with client
+authentication OPTIONAL or MANDATORY, where HAProxy asks for a client certificate); on an
+HTTP listener they are valid and never match. Compare types map to
 HAProxy's match methods (``reg``, ``beg``, ``end``, ``sub``, ``str``), and the value is
 always one quoted pattern after ``--``, so a value can be neither a flag nor two patterns.
 A policy whose target pool is not in the graph is skipped: there is nothing to send to.

@@ -5,12 +5,11 @@ render something that silently behaves differently, the renderer raises ``Perman
 (the load balancer goes to ERROR with ``user_message`` visible through the API). A provider
 can call ``refuse_unsupported`` on its own to fail before any other work. Refused:
 
-* TERMINATED_HTTPS listeners, and PROMETHEUS listeners with certificates: TLS termination
-  needs certificate files the renderer does not manage yet.
+* TERMINATED_HTTPS listeners whose certificate files the context does not name, and
+  PROMETHEUS listeners with certificates.
 * UDP and SCTP listeners and pools: HAProxy does not proxy them.
-* L7 policies on listeners other than HTTP: HAProxy's HTTP rules need an HTTP frontend
+* L7 policies on listeners other than HTTP and TERMINATED_HTTPS: HAProxy's HTTP rules need an HTTP frontend
   (Octavia's amphora driver answers 501 there too).
-* Pools with ``tls_enabled`` (re-encryption to members): needs certificate files.
 * The SOURCE_IP_PORT algorithm (Octavia's amphora driver does not offer it either).
 * Enabled UDP-CONNECT or SCTP monitors, and enabled PING monitors when the context names
   no external check program.
@@ -26,9 +25,8 @@ from lbaas.model.graph import Listener, LoadBalancer, Pool
 from lbaas.render.haproxy.context import HaproxyContext
 from lbaas.render.haproxy.selection import pools_in_use
 
-_UNSUPPORTED_LISTENER_PROTOCOLS = frozenset(
-    {ListenerProtocol.TERMINATED_HTTPS, ListenerProtocol.UDP, ListenerProtocol.SCTP}
-)
+_UNSUPPORTED_LISTENER_PROTOCOLS = frozenset({ListenerProtocol.UDP, ListenerProtocol.SCTP})
+_HTTP_LISTENERS = frozenset({ListenerProtocol.HTTP, ListenerProtocol.TERMINATED_HTTPS})
 _UNSUPPORTED_POOL_PROTOCOLS = frozenset({PoolProtocol.UDP, PoolProtocol.SCTP})
 _DATAGRAM_MONITORS = frozenset({HealthMonitorType.UDP_CONNECT, HealthMonitorType.SCTP})
 
@@ -37,6 +35,10 @@ def refuse_unsupported(lb: LoadBalancer, ctx: HaproxyContext) -> None:
     """Raise PermanentError if the graph asks for something this renderer cannot do."""
     for listener in lb.listeners:
         _refuse_listener(listener)
+        if listener.protocol is ListenerProtocol.TERMINATED_HTTPS and (
+            listener.id not in ctx.listener_tls
+        ):
+            raise refusal(f"Listener {listener.id} has no certificate files to terminate TLS with.")
     for use in pools_in_use(lb):
         _refuse_pool(use.pool, ctx)
 
@@ -49,7 +51,7 @@ def _refuse_listener(listener: Listener) -> None:
         listener.default_tls_container_ref or listener.sni_container_refs
     ):
         raise refusal("PROMETHEUS listeners with TLS are not supported by this provider yet.")
-    if listener.l7policies and protocol is not ListenerProtocol.HTTP:
+    if listener.l7policies and protocol not in _HTTP_LISTENERS:
         raise refusal(f"L7 policies on {protocol} listeners are not supported by this provider.")
 
 
@@ -58,8 +60,6 @@ def _refuse_pool(pool: Pool, ctx: HaproxyContext) -> None:
         raise refusal(f"{pool.protocol} pools are not supported by this provider yet.")
     if pool.lb_algorithm in (LbAlgorithm.SOURCE_IP_PORT, LbAlgorithm.MAGLEV):
         raise refusal(f"The {pool.lb_algorithm} algorithm is not supported by this provider.")
-    if pool.tls_enabled:
-        raise refusal("Pools with tls_enabled are not supported by this provider yet.")
     monitor = pool.health_monitor
     if monitor is None or not monitor.admin_state_up:
         return

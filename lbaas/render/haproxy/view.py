@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from lbaas.render.haproxy.tls import BindTls
+
 
 class Mode(StrEnum):
     HTTP = "http"
@@ -49,6 +51,22 @@ class GlobalSection:
     group: str | None = None
     external_checks: bool = False
     hard_stop_after: int | None = None
+    local_peer: str | None = None
+
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    address: str
+    port: int
+
+
+@dataclass(frozen=True)
+class PeersSection:
+    """``peers <name>``: HAProxys that push their stick tables to each other."""
+
+    name: str
+    peers: tuple[Peer, ...]
 
 
 @dataclass(frozen=True)
@@ -119,6 +137,8 @@ class Frontend:
     switches: tuple[BackendSwitch, ...] = ()
     default_backend: str | None = None
     notes: tuple[str, ...] = ()
+    tls: BindTls | None = None
+    response_headers: tuple[HeaderInsertion, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,6 +147,7 @@ class SourceStickiness:
 
     table_type: str
     expire_s: int
+    peers: str | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +166,7 @@ class AppCookieStickiness:
 
     cookie_name: str
     expire_s: int
+    peers: str | None = None
 
 
 Persistence = SourceStickiness | CookieInsertion | AppCookieStickiness
@@ -201,6 +223,8 @@ class Backend:
     health_check: HealthCheck | None = None
     servers: tuple[Server, ...] = ()
     notes: tuple[str, ...] = ()
+    #: The ``ssl …`` words of every server line (re-encryption to members), if any.
+    server_tls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -211,3 +235,4 @@ class HaproxyConfig:
     global_section: GlobalSection
     frontends: tuple[Frontend, ...]
     backends: tuple[Backend, ...]
+    peers: PeersSection | None = None

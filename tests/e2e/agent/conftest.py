@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -9,9 +10,11 @@ from pathlib import Path
 
 import pytest
 from agent_e2e_support import Backend
+from scratch_net import ScratchNet
 
 from lbaas.agent.amphora import AmphoraManager
 from lbaas.agent.host.loopback import LoopbackHostOps
+from lbaas.agent.host.real import RealHostOps
 
 
 @pytest.fixture
@@ -49,3 +52,21 @@ def manager(short_dir: Path, host_ops: LoopbackHostOps) -> Iterator[AmphoraManag
     finally:
         for amphora_id in manager.amphora_ids():
             manager.delete(amphora_id)
+
+
+@pytest.fixture
+def host() -> RealHostOps:
+    """Netns mode's host operations; the tests that take it need root."""
+    if os.geteuid() != 0:
+        pytest.skip("netns mode needs root")
+    return RealHostOps()
+
+
+@pytest.fixture
+def testnet(host: RealHostOps) -> Iterator[ScratchNet]:
+    """Client and backend namespaces the test plugs into the agent's bridges."""
+    net = ScratchNet()
+    try:
+        yield net
+    finally:
+        net.remove(host)

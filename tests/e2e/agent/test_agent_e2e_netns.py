@@ -8,16 +8,12 @@ checks that no namespace, link or process of the amphora is left.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from agent_e2e_support import Server, haproxy_config, http_get
+from scratch_net import BACKEND_PORT, ScratchNet
 
 from lbaas.agent.amphora import AmphoraManager
 from lbaas.agent.host.real import RealHostOps
@@ -28,68 +24,10 @@ from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.haproxy, pytest.mark.slow]
 PORT = 8080
-BACKEND_PORT = 8000
 FETCH = (
     "import sys, urllib.request;"
     "print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())"
 )
-
-
-@dataclass
-class ScratchNet:
-    """What the test itself creates, so that it can always remove it."""
-
-    tag: str = field(default_factory=lambda: uuid.uuid4().hex[:5])
-    namespaces: list[str] = field(default_factory=list)
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
-
-    def plug(self, host: RealHostOps, role: str, bridge: str, address: str) -> str:
-        namespace = f"lbt-{self.tag}-{role}"
-        outer, inner = f"lbt{self.tag}{role}h", f"lbt{self.tag}{role}n"
-        host.create_namespace(namespace)
-        self.namespaces.append(namespace)
-        host.create_veth_pair(outer, inner)
-        host.move_to_namespace(inner, namespace)
-        host.attach_to_bridge(outer, bridge)
-        host.set_link_up(outer)
-        host.set_link_up(inner, namespace)
-        host.add_address(inner, address, namespace)
-        return namespace
-
-    def serve(self, namespace: str, address: str, name: str, root: Path) -> None:
-        docroot = root / name
-        docroot.mkdir()
-        (docroot / "index.html").write_text(name)
-        argv = ["ip", "netns", "exec", namespace, sys.executable, "-m", "http.server"]
-        argv += [str(BACKEND_PORT), "--bind", address, "--directory", str(docroot)]
-        self.processes.append(
-            subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        )
-
-    def remove(self, host: RealHostOps) -> None:
-        for process in self.processes:
-            process.kill()
-            process.wait(10)
-        self.processes.clear()
-        for namespace in self.namespaces:
-            host.delete_namespace(namespace)
-        self.namespaces.clear()
-
-
-@pytest.fixture
-def host() -> RealHostOps:
-    if os.geteuid() != 0:
-        pytest.skip("netns mode needs root")
-    return RealHostOps()
-
-
-@pytest.fixture
-def testnet(host: RealHostOps) -> Iterator[ScratchNet]:
-    net = ScratchNet()
-    try:
-        yield net
-    finally:
-        net.remove(host)
 
 
 def _prefixes(count: int) -> list[str]:

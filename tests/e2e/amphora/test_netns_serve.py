@@ -32,14 +32,14 @@ import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lbaas.agent.host.base import HostCommandFailed
+from lbaas.agent.host.base import CommandResult, HostCommandFailed
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.plumbing import AmphoraPlumbing, bridge_name, namespace_name, plan_plumbing
 from lbaas.agent.wire import (
@@ -57,6 +57,7 @@ from tests.e2e.amphora.serve_process import (
     process_alive,
     running_serve,
 )
+from tests.support import udp_echo
 from tests.support.scratch_subnets import pick_subnets
 from tests.support.waiting import wait_until
 
@@ -67,6 +68,8 @@ BACKEND_PORT = 8000
 TRAFFIC_TIMEOUT = 90.0
 STATUS_TIMEOUT = 90.0
 BACKENDS = ("b1", "b2")
+UDP_PORT, UDP_ECHO = 5300, 7000
+MEMBER_MTU = 1450
 
 # Run inside the client namespace: a few GETs on new connections, the bodies as JSON.
 FETCH = """
@@ -103,6 +106,7 @@ class ScratchSubnet:
             "cidr": str(self.network),
             "name": name,
             "gateway_ip": self.gateway,
+            "mtu": MEMBER_MTU if self.gateway is None else None,  # the member subnet's
         }
 
 
@@ -301,11 +305,67 @@ def link_addresses(link: str) -> set[str]:
     }
 
 
+def link_mtu(link: str, namespace: str) -> int:
+    out = subprocess.run(
+        ["ip", "-n", namespace, "-j", "link", "show", "dev", link],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return int(json.loads(out)[0]["mtu"])
+
+
 def namespace_pids(namespace: str) -> list[int]:
     out = subprocess.run(
         ["ip", "netns", "pids", namespace], capture_output=True, text=True, check=True
     ).stdout
     return [int(pid) for pid in out.split()]
+
+
+def _udp_listener_beside_it(
+    world: NetnsWorld, lb_id: str, vip: str, backends: dict[str, str], client: str
+) -> None:
+    """A UDP listener on the same VIP: balanced by the L4 engine in the amphora's namespace.
+
+    Its members answer UDP on the backends' addresses; no health checker runs for UDP
+    members yet, so they show NO_MONITOR; the listener's flows reach its ``/stats``.
+    """
+    api, scratch = world.api, world.scratch
+    for name, address in backends.items():
+        namespace = f"lbt-{scratch.tag}-{name}"
+        argv = ["ip", "netns", "exec", namespace, *udp_echo.echo_argv(name, address, UDP_ECHO)]
+        scratch.processes.append(
+            subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
+    listener = api.create_listener(lb_id, "UDP", UDP_PORT)
+    pool = api.create_pool(lb_id, "UDP", "ROUND_ROBIN", listener_id=listener["id"])
+    members = [
+        api.create_member(lb_id, pool["id"], address, UDP_ECHO, subnet_id=world.member_subnet.id)
+        for address in backends.values()
+    ]
+    client_ns = f"lbt-{scratch.tag}-cl"
+
+    def run(argv: Sequence[str]) -> CommandResult:
+        return scratch.host.run_in_namespace(client_ns, argv, timeout=60)
+
+    answered = udp_echo.ask(run, client, vip, UDP_PORT, 30)
+    assert answered["timeout"] == 0 and set(answered) == set(backends), answered
+
+    def unmonitored() -> bool:
+        statuses = {api.member(pool["id"], m["id"])["operating_status"] for m in members}
+        return statuses == {"NO_MONITOR"}
+
+    wait_until(unmonitored, STATUS_TIMEOUT, "the UDP members NO_MONITOR")
+
+    def counted() -> bool:
+        return api.listener_stats(listener["id"])["total_connections"] >= 30
+
+    wait_until(counted, STATUS_TIMEOUT, "the UDP listener's flows in its /stats")
+    wait_until(
+        lambda: api.status_tree(lb_id)["loadbalancer"]["operating_status"] == "ONLINE",
+        STATUS_TIMEOUT,
+        "the load balancer ONLINE with its UDP listener",
+    )
 
 
 def test_netns_load_balancer_through_serve_and_clean_delete(
@@ -349,6 +409,13 @@ def test_netns_load_balancer_through_serve_and_clean_delete(
     assert any(ipaddress.ip_address(a) in member_subnet.network for a in leg_addresses), (
         leg_addresses
     )
+    # The member network's declared MTU reached the amphora's leg on it.
+    member_leg = next(
+        leg
+        for leg in scratch.plumbing_of(amphora_id).legs
+        if leg.network_id == member_subnet.network_id
+    )
+    assert link_mtu(member_leg.amphora_end, amphora_ns) == MEMBER_MTU
 
     for name, address in backend_addresses.items():
         namespace = scratch.plug(
@@ -400,6 +467,8 @@ def test_netns_load_balancer_through_serve_and_clean_delete(
 
     wait_until(client_saw_both, TRAFFIC_TIMEOUT, "both backends from the client namespace")
     assert {a for a in from_client if not a.startswith("!")} == wanted
+
+    _udp_listener_beside_it(world, lb_id, vip, backend_addresses, vip_subnet.address(250))
 
     # Cascade delete: nothing of the amphora may be left.
     plumbing = scratch.plumbing_of(amphora_id)

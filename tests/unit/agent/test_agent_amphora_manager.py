@@ -11,7 +11,9 @@ from lbaas.agent.amphora import AmphoraManager
 from lbaas.agent.host.recording import RecordingHostOps
 from lbaas.agent.plumbing import namespace_name
 from lbaas.agent.wire import AmphoraSpec, NetworkSpec, VipSpec
+from lbaas.agent.wire_datapath import ListenerPort, UdpListener, UdpMember, VipFilter
 from lbaas.errors import Conflict, InvalidInput, InvalidRenderedConfig
+from lbaas.l4.host.recording import RecordingNftOps
 from lbaas.model.graph import ListenerId
 
 
@@ -115,20 +117,59 @@ def test_health_reports_skip_amphorae_without_statistics(
 
 def test_netns_mode_plumbs_and_unplumbs(tmp_path: Path, runtime: FakeRuntime) -> None:
     host = RecordingHostOps()
-    manager = AmphoraManager(tmp_path, host, mode="netns", runtime_api=runtime.factory())
+    nft: list[RecordingNftOps] = []
+
+    def nft_ops(namespace: str) -> RecordingNftOps:
+        nft.append(RecordingNftOps())
+        return nft[-1]
+
+    manager = AmphoraManager(
+        tmp_path, host, mode="netns", runtime_api=runtime.factory(), nft_ops=nft_ops
+    )
     spec = AmphoraSpec(
         version=1,
         loadbalancer_id="lb-1",
         **spec_fields(make_config(tmp_path / "amp-1")),
-        vip=VipSpec(address="10.1.0.5", subnet_cidr="10.1.0.0/24", network_id="net"),
+        vip=VipSpec(
+            address="10.1.0.5", subnet_cidr="10.1.0.0/24", network_id="net", gateway="10.1.0.1"
+        ),
         network=NetworkSpec(vip_host_address="10.1.0.1"),
+        vip_filter=VipFilter(listener_ports=(ListenerPort(protocol="tcp", port=80),)),
     )
     status = manager.put("amp-1", spec)
+    # The filter was checked before HAProxy's change and loaded after it.
+    assert len(nft) == 1 and nft[0].checked and nft[0].loaded[0] == nft[0].checked[0]
+    assert "tcp dport 80 accept" in nft[0].loaded[0]
+    assert host.forwarding == {namespace_name("amp-1"): False}  # no UDP listener
+    assert [r.source for r in host.rules[namespace_name("amp-1")]] == ["10.1.0.5"]
     assert status.namespace == namespace_name("amp-1")
     assert host.namespaces == {namespace_name("amp-1")}
     assert host.master_namespaces[tmp_path / "amp-1" / "haproxy.cfg"] == namespace_name("amp-1")
     host.namespaces.clear()  # someone deleted it: supervise puts it back
     manager.supervise()
     assert host.namespaces == {namespace_name("amp-1")}
+    assert len(nft) == 2 and nft[1].loaded  # the new namespace got its filter again
+    next_life = AmphoraManager(
+        tmp_path, host, mode="netns", runtime_api=runtime.factory(), nft_ops=nft_ops
+    )
+    assert next_life.restore() == ["amp-1"] and len(nft) == 3  # its tables are read again
     manager.delete("amp-1")
     assert host.namespaces == set() and host.links == {}
+
+
+def test_loopback_mode_refuses_udp_listeners(manager: AmphoraManager, tmp_path: Path) -> None:
+    spec = _spec(tmp_path).model_copy(
+        update={
+            "udp_listeners": (
+                UdpListener(
+                    listener_id="l-udp",
+                    port=53,
+                    table_size=251,
+                    members=(UdpMember(key="m1", address="10.2.0.11", port=5353),),
+                ),
+            )
+        }
+    )
+    with pytest.raises(InvalidInput, match="loopback mode"):
+        manager.put("amp-1", spec)
+    assert manager.get("amp-1") is None  # refused before anything was made

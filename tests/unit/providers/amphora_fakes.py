@@ -14,8 +14,12 @@ from typing import Literal
 
 from lbaas.agent.wire import AgentInfo, AmphoraSpec, AmphoraStatus
 from lbaas.db.job_queue import Claim
+from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import AmphoraStatus as Status
-from lbaas.providers.amphora.store.base import AmphoraChoice
+from lbaas.model.enums import HostStatus
+from lbaas.model.fleet import HostAddress, HostLoad
+from lbaas.providers.amphora.placement import place_one
+from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice, PairMember
 from lbaas.providers.base import LeaseLost
 
 
@@ -24,6 +28,11 @@ class StoredAmphora:
     loadbalancer_id: str
     host: str
     status: Status
+    pair: PairMember | None = None
+    vrrp_interface: str | None = None
+
+
+GONE = (Status.DELETED, Status.PENDING_DELETE)
 
 
 class MemoryAmphoraStore:
@@ -33,6 +42,11 @@ class MemoryAmphoraStore:
         self.amphorae: dict[str, StoredAmphora] = {}
         self.ports: dict[tuple[str, str], str] = {}  # (amphora, subnet) -> address
         self.lost: set[str] = set()
+        # The fleet: host -> (zone, capacity, status); empty means the one configured agent.
+        self.fleet: dict[HostAddress, tuple[str, int, HostStatus]] = {}
+        self.hosts: dict[str, HostAddress] = {}  # amphora -> its host
+        self.zone_of: dict[str, str] = {}  # availability zone name -> compute_zone
+        self.zones_asked: list[str | None] = []
         self._ids = itertools.count(1)
 
     def _check(self, fence: Claim) -> None:
@@ -48,17 +62,53 @@ class MemoryAmphoraStore:
         ]
 
     def choose_amphora(
-        self, fence: Claim, *, host: str, vip_address: str, rebuild: bool
+        self,
+        fence: Claim,
+        *,
+        zone: str | None,
+        vip_address: str,
+        rebuild: bool,
+        legacy_host: str,
     ) -> AmphoraChoice:
         self._check(fence)
+        self.zones_asked.append(zone)
         current = self.live_amphorae(fence.loadbalancer_id)
         if current and not rebuild:
-            return AmphoraChoice(current[0])
+            return AmphoraChoice(current[0], host=self.hosts.get(current[0]))
+        for resumed in reversed(current):  # a retry of this rebuild (see the database store)
+            host = self.hosts.get(resumed)
+            up = host is None or self.fleet[host][2] is HostStatus.UP
+            if self.amphorae[resumed].status is Status.PENDING_CREATE and up:
+                others = tuple(a for a in current if a != resumed)
+                return AmphoraChoice(resumed, retiring=others, host=host)
         amphora_id = f"amp-{next(self._ids)}"
+        host = None
+        if self.fleet:
+            avoid = frozenset(h.host_id for a in current if (h := self.hosts.get(a)) is not None)
+            chosen = place_one(self._loads(zone), zone=zone, avoid=avoid)
+            host = chosen.where
+            self.hosts[amphora_id] = host
         self.amphorae[amphora_id] = StoredAmphora(
-            fence.loadbalancer_id, host, Status.PENDING_CREATE
+            fence.loadbalancer_id,
+            legacy_host if host is None else host.address,
+            Status.PENDING_CREATE,
         )
-        return AmphoraChoice(amphora_id, retiring=tuple(current))
+        return AmphoraChoice(amphora_id, retiring=tuple(current), host=host)
+
+    def _loads(self, zone: str | None) -> list[HostLoad]:
+        live = [a for a, amp in self.amphorae.items() if amp.status not in GONE]
+        return [
+            HostLoad(where, host_zone, capacity, sum(1 for a in live if self.hosts.get(a) == where))
+            for where, (host_zone, capacity, status) in self.fleet.items()
+            if status is HostStatus.UP and zone in (None, host_zone)
+        ]
+
+    def agent_of(self, amphora_id: str) -> AgentLocation | None:
+        host = self.hosts.get(amphora_id)
+        return None if host is None else AgentLocation(host, self.fleet[host][2])
+
+    def compute_zone(self, availability_zone: str | None) -> str | None:
+        return self.zone_of.get(availability_zone or "")
 
     def member_addresses(
         self, fence: Claim, amphora_id: str, subnet_ids: Sequence[str]
@@ -79,6 +129,57 @@ class MemoryAmphoraStore:
         self.amphorae[amphora_id].status = Status.ALLOCATED
 
 
+class MemoryPairStore(MemoryAmphoraStore):
+    """Also a ``PairStore``: pair members with VRRP addresses 10.0.0.<n>."""
+
+    def pair_members(self, loadbalancer_id: str) -> list[PairMember]:
+        found = []
+        for amphora_id in self.live_amphorae(loadbalancer_id):
+            pair = self.amphorae[amphora_id].pair
+            assert pair is not None
+            found.append(pair)
+        return found
+
+    def add_pair_member(
+        self,
+        fence: Claim,
+        *,
+        host: str,
+        vip_subnet_id: str,
+        vip_address: str,
+        ha_port_id: str | None,
+        role: str,
+        priority: int,
+        vrrp_id: int,
+    ) -> PairMember:
+        self._check(fence)
+        amphora_id = f"amp-{next(self._ids)}"
+        member = PairMember(
+            amphora_id, role, priority, vrrp_id, f"10.0.0.{len(self.amphorae) + 20}"
+        )
+        self.amphorae[amphora_id] = StoredAmphora(
+            fence.loadbalancer_id, host, Status.PENDING_CREATE, member
+        )
+        return member
+
+    def set_role(self, fence: Claim, amphora_id: str, role: str, priority: int) -> None:
+        self._check(fence)
+        amp = self.amphorae[amphora_id]
+        assert amp.pair is not None
+        amp.pair = PairMember(amphora_id, role, priority, amp.pair.vrrp_id, amp.pair.vrrp_address)
+
+    def record_vrrp_interface(self, fence: Claim, amphora_id: str, interface: str) -> None:
+        self._check(fence)
+        self.amphorae[amphora_id].vrrp_interface = interface
+
+    def fail(self, amphora_id: str) -> None:
+        """What the health manager or the amphora failover API marks."""
+        amp = self.amphorae[amphora_id]
+        assert amp.pair is not None
+        p = amp.pair
+        amp.pair = PairMember(p.amphora_id, p.role, p.priority, p.vrrp_id, p.vrrp_address, True)
+
+
 @dataclass
 class RecordingAgent:
     """Stands in for ``AgentClient``: records specs and deletes, answers as a loopback agent."""
@@ -87,20 +188,35 @@ class RecordingAgent:
     mode: Literal["loopback", "netns"] = "loopback"
     specs: dict[str, AmphoraSpec] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
+    log: list[tuple[str, str]] = field(default_factory=list)
     calls: int = 0
+    unreachable: bool = False
+    """Every call fails as a lost host's agent does."""
+
+    def _reach(self) -> None:
+        if self.unreachable:
+            raise AgentUnreachable("agent gone", 2.0, "connection refused")
 
     def info(self) -> AgentInfo:
+        self._reach()
         self.calls += 1
         return AgentInfo(mode=self.mode, haproxy_version="test", amphora_root=self.amphora_root)
 
     def put_amphora(self, amphora_id: str, spec: AmphoraSpec) -> AmphoraStatus:
+        self._reach()
         self.calls += 1
         self.specs[amphora_id] = spec
-        return AmphoraStatus(amphora_id=amphora_id, running=True, last_outcome="STARTED")
+        self.log.append(("put", amphora_id))
+        link = None if spec.vrrp is None else f"vip-{amphora_id}"
+        return AmphoraStatus(
+            amphora_id=amphora_id, running=True, last_outcome="STARTED", vrrp_interface=link
+        )
 
     def delete_amphora(self, amphora_id: str) -> None:
+        self._reach()
         self.calls += 1
         self.deleted.append(amphora_id)
+        self.log.append(("delete", amphora_id))
 
     def close(self) -> None:
         return None

@@ -40,7 +40,7 @@ def test_noop_loads_with_capabilities_and_octavia_alias_needs_amphora(tmp_path: 
     assert [name for name, _ in registry.listed()] == ["noop"]
 
 
-def test_amphora_declares_no_tls_termination_udp_or_sctp(tmp_path: Path) -> None:
+def test_amphora_declares_tls_termination_but_no_udp_or_sctp(tmp_path: Path) -> None:
     from lbaas.db.engine import Database
 
     database = Database(f"sqlite:///{tmp_path / 'db.sqlite'}")
@@ -49,7 +49,8 @@ def test_amphora_declares_no_tls_termination_udp_or_sctp(tmp_path: Path) -> None
     try:
         caps = registry.capabilities("octavia")
         assert registry.resolve("octavia") == "amphora"
-        for protocol in ("TERMINATED_HTTPS", "UDP", "SCTP"):
+        assert E.ListenerProtocol.TERMINATED_HTTPS in caps.listener_protocols
+        for protocol in ("UDP", "SCTP"):
             assert E.ListenerProtocol(protocol) not in caps.listener_protocols
     finally:
         registry.close()

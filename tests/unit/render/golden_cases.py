@@ -20,7 +20,7 @@ from lbaas.model.enums import ListenerProtocol as LP
 from lbaas.model.enums import PersistenceType as Sticky
 from lbaas.model.enums import PoolProtocol as PP
 from lbaas.model.graph import ListenerTimeouts, LoadBalancer, Member
-from lbaas.render.haproxy.context import HaproxyContext
+from lbaas.render.haproxy.context import HaproxyContext, HaproxyPeer, HaproxyPeers
 from tests.support.graphs import (
     VIP_ADDRESS,
     listener,
@@ -41,6 +41,12 @@ GOLDEN_CONTEXT = HaproxyContext(
     state_dir=RUN_DIR,
     external_check_script=PING_SCRIPT,
 )
+
+PAIR_PEERS = HaproxyPeers(
+    local_name="amp-a",
+    members=(HaproxyPeer("amp-a", "10.9.0.11", 1025), HaproxyPeer("amp-b", "10.9.0.12", 1025)),
+)
+"""ACTIVE_STANDBY: this HAProxy is amp-a, and its stick tables are shared with amp-b."""
 
 HOSTILE_VALUES = (
     "a value with spaces",
@@ -579,4 +585,8 @@ CASES: tuple[GoldenCase, ...] = (
         http_basic,
         replace(GOLDEN_CONTEXT, user="haproxy", group="haproxy", maxconn_default=20000),
     ),
+    GoldenCase(
+        "pair_source_ip_peers", tcp_leastconn_source_ip, replace(GOLDEN_CONTEXT, peers=PAIR_PEERS)
+    ),
+    GoldenCase("pair_app_cookie_peers", app_cookie, replace(GOLDEN_CONTEXT, peers=PAIR_PEERS)),
 )

@@ -39,7 +39,6 @@ REFUSED = {
     "udp-pool": _with_pool(pool("p", protocol=PP.UDP)),
     "sctp-pool": _with_pool(pool("p", protocol=PP.SCTP)),
     "source-ip-port": _with_pool(pool("p", algorithm=Algo.SOURCE_IP_PORT)),
-    "tls-enabled-pool": _with_pool(pool("p", tls_enabled=True)),
     "udp-connect-monitor": _with_pool(pool("p", hm=monitor("hm", HM.UDP_CONNECT))),
     "sctp-monitor": _with_pool(pool("p", hm=monitor("hm", HM.SCTP))),
 }

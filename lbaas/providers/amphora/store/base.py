@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from lbaas.model.enums import HostStatus
+from lbaas.model.fleet import HostAddress
 
 if TYPE_CHECKING:
     from lbaas.db.job_queue import Claim
@@ -24,6 +27,16 @@ class AmphoraChoice:
 
     amphora_id: str
     retiring: tuple[str, ...] = ()
+    host: HostAddress | None = None
+    """The agent host of ``amphora_id``; None: the single configured agent (no fleet)."""
+
+
+@dataclass(frozen=True)
+class AgentLocation:
+    """Where an existing amphora's agent is, and whether its host is UP."""
+
+    host: HostAddress
+    status: HostStatus
 
 
 class AmphoraStore(Protocol):
@@ -34,13 +47,30 @@ class AmphoraStore(Protocol):
         ...
 
     def choose_amphora(
-        self, fence: Claim, *, host: str, vip_address: str, rebuild: bool
+        self,
+        fence: Claim,
+        *,
+        zone: str | None,
+        vip_address: str,
+        rebuild: bool,
+        legacy_host: str,
     ) -> AmphoraChoice:
         """The amphora of ``fence.loadbalancer_id`` to converge, created if it has none.
 
         With ``rebuild`` every live amphora is retiring and a new one is created. A new
-        amphora is PENDING_CREATE on ``host``. Raises ``LeaseLost`` before writing anything.
+        amphora is PENDING_CREATE on the least-loaded live host of ``zone`` (any zone if
+        None; on a rebuild, off the retiring amphorae's hosts when another can take it),
+        or on ``legacy_host`` when no host is enrolled at all. Raises ``LeaseLost``
+        before writing anything, ``NoHostAvailable`` when no live host has room.
         """
+        ...
+
+    def agent_of(self, amphora_id: str) -> AgentLocation | None:
+        """The host of an amphora; None when it has none (the single configured agent)."""
+        ...
+
+    def compute_zone(self, availability_zone: str | None) -> str | None:
+        """The ``compute_zone`` of the named availability zone's profile, if it has one."""
         ...
 
     def member_addresses(
@@ -58,4 +88,55 @@ class AmphoraStore(Protocol):
 
     def mark_serving(self, fence: Claim, amphora_id: str) -> None:
         """Record that the amphora's agent accepted its spec. Raises ``LeaseLost``."""
+        ...
+
+
+@dataclass(frozen=True)
+class PairMember:
+    """One amphora of an ACTIVE_STANDBY pair as the provider needs it."""
+
+    amphora_id: str
+    role: str  # AmphoraRole: MASTER or BACKUP
+    priority: int
+    vrrp_id: int
+    vrrp_address: str
+    failover_pending: bool = False
+
+
+@runtime_checkable
+class PairStore(Protocol):
+    """The ACTIVE_STANDBY allocations: pair members with their VRRP ports and roles.
+
+    Apart from ``AmphoraStore`` so that SINGLE needs none of it; the database form
+    implements both. Writing methods are fenced like ``AmphoraStore``'s.
+    """
+
+    def pair_members(self, loadbalancer_id: str) -> list[PairMember]:
+        """The load balancer's live amphorae with their VRRP facts, oldest first."""
+        ...
+
+    def add_pair_member(
+        self,
+        fence: Claim,
+        *,
+        host: str,
+        vip_subnet_id: str,
+        vip_address: str,
+        ha_port_id: str | None,
+        role: str,
+        priority: int,
+        vrrp_id: int,
+    ) -> PairMember:
+        """A new PENDING_CREATE amphora with a VRRP port on the VIP subnet.
+
+        Raises ``LeaseLost`` before writing anything.
+        """
+        ...
+
+    def set_role(self, fence: Claim, amphora_id: str, role: str, priority: int) -> None:
+        """Record the amphora's role and VRRP priority. Raises ``LeaseLost``."""
+        ...
+
+    def record_vrrp_interface(self, fence: Claim, amphora_id: str, interface: str) -> None:
+        """Record the link the agent runs VRRP on. Raises ``LeaseLost``."""
         ...

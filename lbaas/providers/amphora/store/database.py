@@ -8,16 +8,19 @@ it waits for the agent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from lbaas.db import amphora_repo, job_queue
+from lbaas.db import amphora_repo, host_repo, job_queue
 from lbaas.db.engine import Database
-from lbaas.model.enums import AmphoraStatus
+from lbaas.db.tables import AmphoraRow, AvailabilityZoneProfileRow, AvailabilityZoneRow
+from lbaas.model.enums import AmphoraRole, AmphoraStatus, HostStatus
 from lbaas.network.allocation import VipRequest, allocate_vip
-from lbaas.providers.amphora.store.base import AmphoraChoice
+from lbaas.providers.amphora.placement import place_one
+from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice, PairMember
 from lbaas.providers.base import LeaseLost
 
 if TYPE_CHECKING:
@@ -26,6 +29,25 @@ if TYPE_CHECKING:
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _unfinished_rebuild(session: Any, current: list[AmphoraRow]) -> AmphoraRow | None:
+    """The amphora an earlier attempt of this rebuild created and never got serving.
+
+    A rebuild job keeps asking for a rebuild until it settles, so without this every
+    retry (an agent down for a while) created one more amphora and retired the one
+    before: six retired in a row for one load balancer during agent kills. The newest
+    never-served amphora is resumed instead (a PUT converges it whatever an earlier
+    attempt left), unless its host is DOWN (placed on a host lost meanwhile): then it
+    is retired and a new one placed.
+    """
+    for row in reversed(current):
+        if row.status != AmphoraStatus.PENDING_CREATE:
+            continue
+        where = None if row.compute_id is None else host_repo.host_of(session, row.compute_id)
+        if where is None or where[1] is HostStatus.UP:
+            return row
+    return None
 
 
 class DatabaseAmphoraStore:
@@ -47,16 +69,64 @@ class DatabaseAmphoraStore:
             return [a.id for a in amphora_repo.amphorae_of(session, loadbalancer_id)]
 
     def choose_amphora(
-        self, fence: Claim, *, host: str, vip_address: str, rebuild: bool
+        self,
+        fence: Claim,
+        *,
+        zone: str | None,
+        vip_address: str,
+        rebuild: bool,
+        legacy_host: str,
     ) -> AmphoraChoice:
         with self._fenced(fence) as session:
-            current = [a.id for a in amphora_repo.amphorae_of(session, fence.loadbalancer_id)]
+            current = amphora_repo.amphorae_of(session, fence.loadbalancer_id)
             if current and not rebuild:
-                return AmphoraChoice(current[0])
+                where = host_repo.host_of(session, current[0].compute_id or "")
+                return AmphoraChoice(current[0].id, host=None if where is None else where[0])
+            resumed = _unfinished_rebuild(session, current)
+            if resumed is not None:  # a retry of this rebuild: no further amphora
+                where = host_repo.host_of(session, resumed.compute_id or "")
+                return AmphoraChoice(
+                    resumed.id,
+                    retiring=tuple(a.id for a in current if a.id != resumed.id),
+                    host=None if where is None else where[0],
+                )
+            retiring = tuple(a.id for a in current)
+            if not host_repo.any_host(session):  # no fleet: the one configured agent
+                amp = amphora_repo.create_amphora(
+                    session, fence.loadbalancer_id, legacy_host, vip_address, _now()
+                )
+                return AmphoraChoice(amp.id, retiring=retiring)
+            avoid = frozenset(a.compute_id for a in current if a.compute_id is not None)
+            chosen = place_one(host_repo.live_host_loads(session, zone), zone=zone, avoid=avoid)
             amp = amphora_repo.create_amphora(
-                session, fence.loadbalancer_id, host, vip_address, _now()
+                session,
+                fence.loadbalancer_id,
+                chosen.where.address,
+                vip_address,
+                _now(),
+                compute_id=chosen.host_id,
             )
-            return AmphoraChoice(amp.id, retiring=tuple(current))
+            return AmphoraChoice(amp.id, retiring=retiring, host=chosen.where)
+
+    def agent_of(self, amphora_id: str) -> AgentLocation | None:
+        with self._db.read() as session:
+            host_id = host_repo.amphora_hosts(session, [amphora_id]).get(amphora_id)
+            where = None if host_id is None else host_repo.host_of(session, host_id)
+            return None if where is None else AgentLocation(*where)
+
+    def compute_zone(self, availability_zone: str | None) -> str | None:
+        if availability_zone is None:
+            return None
+        with self._db.read() as session:
+            zone = session.get(AvailabilityZoneRow, availability_zone)
+            profile = (
+                None
+                if zone is None
+                else session.get(AvailabilityZoneProfileRow, zone.availability_zone_profile_id)
+            )
+            data = {} if profile is None else json.loads(profile.availability_zone_data or "{}")
+        value = data.get("compute_zone") if isinstance(data, dict) else None
+        return value if isinstance(value, str) and value else None
 
     def member_addresses(
         self, fence: Claim, amphora_id: str, subnet_ids: Sequence[str]
@@ -78,3 +148,55 @@ class DatabaseAmphoraStore:
     def mark_serving(self, fence: Claim, amphora_id: str) -> None:
         with self._fenced(fence) as session:
             amphora_repo.mark_serving(session, amphora_id, _now())
+
+    # --- ACTIVE_STANDBY (PairStore) ------------------------------------------------------
+
+    def pair_members(self, loadbalancer_id: str) -> list[PairMember]:
+        with self._db.read() as session:
+            return [
+                PairMember(
+                    amphora_id=a.id,
+                    role=a.role or AmphoraRole.BACKUP,
+                    priority=a.vrrp_priority or 0,
+                    vrrp_id=a.vrrp_id or 0,
+                    vrrp_address=a.vrrp_ip or "",
+                    failover_pending=a.failover_pending,
+                )
+                for a in amphora_repo.amphorae_of(session, loadbalancer_id)
+            ]
+
+    def add_pair_member(
+        self,
+        fence: Claim,
+        *,
+        host: str,
+        vip_subnet_id: str,
+        vip_address: str,
+        ha_port_id: str | None,
+        role: str,
+        priority: int,
+        vrrp_id: int,
+    ) -> PairMember:
+        with self._fenced(fence) as session:
+            now = _now()
+            amp = amphora_repo.create_pair_member(
+                session,
+                fence.loadbalancer_id,
+                host,
+                vip_address,
+                ha_port_id,
+                role,
+                (vrrp_id, priority),
+                now,
+            )
+            port = allocate_vip(session, VipRequest(subnet_id=vip_subnet_id), amp.id, now)
+            amphora_repo.set_vrrp_port(session, amp.id, port.port_id, port.address)
+            return PairMember(amp.id, role, priority, vrrp_id, port.address)
+
+    def set_role(self, fence: Claim, amphora_id: str, role: str, priority: int) -> None:
+        with self._fenced(fence) as session:
+            amphora_repo.set_role(session, amphora_id, role, priority, _now())
+
+    def record_vrrp_interface(self, fence: Claim, amphora_id: str, interface: str) -> None:
+        with self._fenced(fence) as session:
+            amphora_repo.set_vrrp_interface(session, amphora_id, interface)

@@ -1,0 +1,148 @@
+"""L4 tier benchmark: how fast the router stops sending a VIP to a node that died, as JSON.
+
+    python bench/l4_tier.py [--quick] [--trials N] [--no-bfd]
+
+Builds the tier of tests/e2e/tier (a lab: router and three L4 nodes running BIRD, the VIP
+announced by all three, three backends, a client; root only) and, per trial, takes one node
+out (nodes in turn) in one of two ways:
+
+- ``host_down``: ``Lab.host_down`` — the node's BIRD is SIGKILLed, then its links go down;
+- ``link_loss``: ``Lab.partition`` — its links go down while its BIRD runs on, so only BFD
+  (or, with ``--no-bfd``, the BGP hold timer of 3 s) can notice.
+
+It reports the time from the first action to the moment the router's kernel route for the
+VIP no longer lists the node (polled every 20 ms), p50 and max over the trials, and the
+new connections a client opened meanwhile (one after another, 0.5 s timeout each, from the
+moment before the node died until shortly after its withdrawal) that failed. After each
+trial the node comes back (links up, BIRD restarted) and the next trial waits for its route.
+Last, ``survival``: the client holds ``--held`` established connections (200), one node is
+lost (``host_down``), and each connection is asked for an answer: how many survive in NAT
+return mode (the only one built), and how many had gone through the dead node.
+``--quick`` runs one trial of each and holds 30 (the smoke test). Nothing here asserts on
+time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "e2e" / "tier"))
+
+from tier_lab import NODES, PORT, TierLab, tier_lab  # noqa: E402
+
+PROBE = str(ROOT / "tests" / "e2e" / "tier" / "tier_probe.py")
+HOLD = str(ROOT / "tests" / "e2e" / "tier" / "tier_hold.py")
+_PROBE_TIMEOUT = 0.5
+_WAIT = 30.0
+
+
+def _probe(tier: TierLab, seconds: float) -> subprocess.Popen[str]:
+    argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, PROBE]
+    argv += [tier.vip, str(PORT), str(seconds), str(_PROBE_TIMEOUT)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline().strip() == "started"
+    return process
+
+
+def _trial(tier: TierLab, node: int, mode: str, probe_seconds: float) -> dict[str, Any]:
+    probe = _probe(tier, probe_seconds)
+    started = time.monotonic()
+    if mode == "host_down":
+        tier.lab.host_down(f"h{node}")
+    else:
+        tier.lab.partition(f"h{node}")
+    tier.tier.wait_next_hops(tier.vip, set(NODES) - {node}, _WAIT)
+    withdrawn = time.monotonic() - started
+    out, _ = probe.communicate(timeout=probe_seconds + 30)
+    counts = json.loads(out.strip().splitlines()[-1])
+    tier.lab.heal(f"h{node}")
+    if mode == "host_down":
+        tier.tier.start_node(node)
+    tier.tier.wait_next_hops(tier.vip, set(NODES), _WAIT)
+    return {"withdrawal_s": withdrawn, **counts}
+
+
+def _summary(trials: list[dict[str, Any]]) -> dict[str, Any]:
+    times = [row["withdrawal_s"] for row in trials]
+    return {
+        "trials": len(trials),
+        "withdrawal_ms_p50": round(statistics.median(times) * 1000, 1),
+        "withdrawal_ms_max": round(max(times) * 1000, 1),
+        "failed_new_connections": sum(row["failed"] for row in trials),
+        "new_connections": sum(row["ok"] + row["failed"] for row in trials),
+    }
+
+
+def _survival(tier: TierLab, held: int, node: int) -> dict[str, Any]:
+    """Established connections that still answer after ``node`` died (NAT return)."""
+    argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, HOLD]
+    before = tier.flows_per_node()
+    hold = subprocess.Popen(
+        [*argv, tier.vip, str(PORT), str(held)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert hold.stdout is not None and hold.stdout.readline().strip() == "ready"
+    opened = tier.flows_per_node()
+    tier.lab.host_down(f"h{node}")
+    tier.tier.wait_next_hops(tier.vip, set(NODES) - {node}, _WAIT)
+    out, _ = hold.communicate("go\n", timeout=60)
+    result = json.loads(out.strip().splitlines()[-1])
+    return {
+        "return_mode": "nat",
+        "established": held,
+        "through_the_dead_node": opened[node] - before[node],
+        "survived": result["survived"],
+        "survived_share": round(result["survived"] / held, 3),
+    }
+
+
+def run(trials: int, bfd: bool, held: int) -> dict[str, Any]:
+    name = f"b{uuid.uuid4().hex[:7]}"
+    # Without BFD a link loss waits for the 3 s hold timer: the probe must outlast it.
+    probe_seconds = {"host_down": 1.0, "link_loss": 1.5 if bfd else 4.5}
+    with (
+        tempfile.TemporaryDirectory() as state_dir,
+        tier_lab(name, Path(state_dir), bfd=bfd) as tier,
+    ):
+        results: dict[str, Any] = {"bfd": bfd, "nodes": len(NODES)}
+        for mode in ("host_down", "link_loss"):
+            rows = [
+                _trial(tier, NODES[index % len(NODES)], mode, probe_seconds[mode])
+                for index in range(trials)
+            ]
+            results[mode] = _summary(rows)
+        results["survival"] = _survival(tier, held, NODES[0])
+        results["load_average_1m"] = round(os.getloadavg()[0], 1)
+        return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one trial of each (smoke test)")
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--no-bfd", action="store_true", help="BGP hold timer only")
+    parser.add_argument("--held", type=int, default=200, help="established connections")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print(json.dumps({"skipped": "the tier lab needs root (network namespaces)"}))
+        return
+    trials, held = (1, 30) if args.quick else (args.trials, args.held)
+    print(json.dumps(run(trials, bfd=not args.no_bfd, held=held), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""The hosts registry: enrolled agents, their liveness, and the load placement reads.
+
+Enrolment writes a row; host heartbeats (through the health manager) keep it UP and
+carry the agent's address, zone and capacity; a host silent past the health manager's
+``host_stale_after`` is marked DOWN. The load of a host is the number of live amphorae
+whose ``compute_id`` names it, counted inside the placing transaction so that
+concurrent placements see each other (SQLite has one writer; on PostgreSQL the zone's
+host rows are locked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from lbaas.db.tables import AmphoraRow, HostRow
+from lbaas.model.enums import LIVE_AMPHORA_STATUSES, AmphoraStatus, HostStatus
+from lbaas.model.fleet import HostAddress, HostAnnouncement, HostLoad, HostView
+
+_LIVE = [status.value for status in LIVE_AMPHORA_STATUSES]
+
+
+def enrol(
+    session: Session,
+    where: HostAddress,
+    *,
+    zone: str,
+    capacity: int,
+    now: datetime,
+    up_at: float | None = None,
+) -> None:
+    """Create or update the host's row; ``up_at`` (a time) marks it UP as of then."""
+    row = session.get(HostRow, where.host_id, with_for_update=True)
+    if row is None:
+        row = HostRow(id=where.host_id, enrolled_at=now, reported_amphorae=[])
+        row.status = HostStatus.DOWN
+        session.add(row)
+    row.address, row.port, row.zone, row.capacity = where.address, where.port, zone, capacity
+    if up_at is not None:
+        row.status = HostStatus.UP
+        row.last_heartbeat_at = max(row.last_heartbeat_at or 0.0, up_at)
+    session.flush()
+
+
+def any_host(session: Session) -> bool:
+    return session.scalars(select(HostRow.id).limit(1)).first() is not None
+
+
+def _loads(session: Session) -> dict[str, int]:
+    rows = session.execute(
+        select(AmphoraRow.compute_id, func.count())
+        .where(AmphoraRow.compute_id.is_not(None), AmphoraRow.status.in_(_LIVE))
+        .group_by(AmphoraRow.compute_id)
+    )
+    return {str(host_id): int(count) for host_id, count in rows}
+
+
+def _address(row: HostRow) -> HostAddress:
+    return HostAddress(row.id, row.address, row.port)
+
+
+def live_host_loads(session: Session, zone: str | None) -> list[HostLoad]:
+    """The UP hosts (of ``zone`` if given) with their live amphorae; rows locked."""
+    query = select(HostRow).where(HostRow.status == HostStatus.UP.value)
+    if zone is not None:
+        query = query.where(HostRow.zone == zone)
+    rows = list(session.scalars(query.order_by(HostRow.id).with_for_update()))
+    loads = _loads(session)
+    return [HostLoad(_address(r), r.zone, r.capacity, loads.get(r.id, 0)) for r in rows]
+
+
+def host_of(session: Session, host_id: str) -> tuple[HostAddress, HostStatus] | None:
+    row = session.get(HostRow, host_id)
+    return None if row is None else (_address(row), HostStatus(row.status))
+
+
+def list_hosts(session: Session) -> list[HostView]:
+    loads = _loads(session)
+    return [
+        HostView(
+            host_id=r.id,
+            address=r.address,
+            port=r.port,
+            zone=r.zone,
+            capacity=r.capacity,
+            status=HostStatus(r.status),
+            amphorae=loads.get(r.id, 0),
+            last_heartbeat_at=r.last_heartbeat_at,
+            enrolled_at=r.enrolled_at.isoformat(),
+        )
+        for r in session.scalars(select(HostRow).order_by(HostRow.id))
+    ]
+
+
+def record_heartbeat(
+    session: Session, seen: HostAnnouncement, epoch: int, sequence: int, at: float
+) -> bool:
+    """Apply a host heartbeat newer than any accepted before; False if unknown or older."""
+    row = session.get(HostRow, seen.host_id, with_for_update=True)
+    if row is None:
+        return False
+    if row.heartbeat_epoch is not None and (epoch, sequence) <= (
+        row.heartbeat_epoch,
+        row.heartbeat_sequence or 0,
+    ):
+        return False
+    row.heartbeat_epoch, row.heartbeat_sequence = epoch, sequence
+    if seen.address:  # an agent bound to a wildcard announces none: keep the enrolled one
+        row.address = seen.address
+    row.port, row.zone, row.capacity = seen.port, seen.zone, seen.capacity
+    row.reported_amphorae = list(seen.amphorae)
+    row.last_heartbeat_at = max(row.last_heartbeat_at or 0.0, at)
+    row.status = HostStatus.UP
+    return True
+
+
+def mark_silent_down(session: Session, heard_before: float) -> list[str]:
+    """Mark DOWN every UP host last heard before ``heard_before``; their ids."""
+    silent = list(
+        session.scalars(
+            select(HostRow.id).where(
+                HostRow.status == HostStatus.UP.value,
+                func.coalesce(HostRow.last_heartbeat_at, 0.0) < heard_before,
+            )
+        )
+    )
+    if silent:
+        session.execute(
+            update(HostRow).where(HostRow.id.in_(silent)).values(status=HostStatus.DOWN.value)
+        )
+    return silent
+
+
+def reported_by_up_hosts(session: Session) -> list[tuple[HostAddress, list[str]]]:
+    """Each UP host with the amphora ids its latest heartbeat listed."""
+    rows = session.scalars(select(HostRow).where(HostRow.status == HostStatus.UP.value))
+    return [(_address(r), list(r.reported_amphorae)) for r in rows]
+
+
+def misplaced_amphorae(session: Session, host_id: str, reported: Iterable[str]) -> list[str]:
+    """Of the amphorae ``host_id`` runs, those the controller does not place there.
+
+    Missing rows, retired rows, and rows placed on another host. A live row with no
+    ``compute_id`` (made before hosts were recorded) is left alone.
+    """
+    ids = sorted(set(reported))
+    if not ids:
+        return []
+    rows = {r.id: r for r in session.scalars(select(AmphoraRow).where(AmphoraRow.id.in_(ids)))}
+    misplaced = []
+    for amphora_id in ids:
+        row = rows.get(amphora_id)
+        if row is None or row.status not in _LIVE:
+            misplaced.append(amphora_id)
+        elif row.compute_id is not None and row.compute_id != host_id:
+            misplaced.append(amphora_id)
+    return misplaced
+
+
+def recent_retirements(session: Session, loadbalancer_id: str, since: datetime) -> int:
+    """Amphorae of the load balancer retired (DELETED) since ``since``."""
+    return int(
+        session.scalar(
+            select(func.count()).where(
+                AmphoraRow.loadbalancer_id == loadbalancer_id,
+                AmphoraRow.status == AmphoraStatus.DELETED.value,
+                AmphoraRow.updated_at >= since,
+            )
+        )
+        or 0
+    )
+
+
+def amphora_hosts(session: Session, amphora_ids: Sequence[str]) -> dict[str, str | None]:
+    """``compute_id`` of each amphora."""
+    if not amphora_ids:
+        return {}
+    rows = session.execute(
+        select(AmphoraRow.id, AmphoraRow.compute_id).where(AmphoraRow.id.in_(list(amphora_ids)))
+    )
+    return {str(a): (None if c is None else str(c)) for a, c in rows}

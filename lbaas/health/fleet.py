@@ -1,0 +1,151 @@
+"""The health manager's side of the agent fleet: host heartbeats, hosts down, stale amphorae.
+
+* ``HostRegistry.record`` applies a host heartbeat: a host that is enrolled and whose
+  (epoch, sequence) is newer than any accepted by any health manager (stored with the
+  host, as amphora stamps are) is UP, with the address, zone, capacity and amphorae it
+  announced. Unknown hosts are ignored: joining the fleet takes an enrolment.
+* ``HostSweeper`` marks DOWN every host silent for ``host_stale_after`` — an idempotent
+  UPDATE, so any number of health managers may run it — and then has the stale
+  amphorae of UP hosts removed (``StaleAmphoraCleaner``): those a host says it runs but
+  the controller does not place there (retired while the host was away, or moved to
+  another host). That is how a host that comes back never serves a moved VIP again.
+
+A host's amphorae are failed over by their own silence (``lbaas.health.stale``), not by
+the host being DOWN: a host whose agent died while its HAProxies serve is agent-degraded,
+not lost, and the data-plane probe tells the two apart per amphora.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Protocol
+
+from lbaas.agent.client_pool import AgentPool
+from lbaas.db import host_repo
+from lbaas.db.engine import Database
+from lbaas.errors import ConvergeError
+from lbaas.model.fleet import HostAddress, HostAnnouncement
+
+log = logging.getLogger(__name__)
+
+
+class HostRegistry(Protocol):
+    def record(self, seen: HostAnnouncement, epoch: int, sequence: int, at: float) -> bool:
+        """Apply a host heartbeat; False when the host is unknown or the stamp old."""
+        ...
+
+    def mark_silent_down(self, heard_before: float) -> list[str]:
+        """Mark DOWN the UP hosts last heard before ``heard_before``; their ids."""
+        ...
+
+    def misplaced(self) -> list[tuple[HostAddress, list[str]]]:
+        """Each UP host with the amphorae it runs that are not placed on it."""
+        ...
+
+
+class SqlHostRegistry:
+    """``HostRegistry`` over the lbaas database."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def record(self, seen: HostAnnouncement, epoch: int, sequence: int, at: float) -> bool:
+        with self._db.write() as session:
+            return host_repo.record_heartbeat(session, seen, epoch, sequence, at)
+
+    def mark_silent_down(self, heard_before: float) -> list[str]:
+        with self._db.write() as session:
+            return host_repo.mark_silent_down(session, heard_before)
+
+    def misplaced(self) -> list[tuple[HostAddress, list[str]]]:
+        with self._db.read() as session:
+            found = []
+            for host, reported in host_repo.reported_by_up_hosts(session):
+                stale = host_repo.misplaced_amphorae(session, host.host_id, reported)
+                if stale:
+                    found.append((host, stale))
+            return found
+
+
+def utc_datetime(at: float) -> datetime:
+    """A time as the naive UTC datetime the database columns hold."""
+    return datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
+
+
+class StaleAmphoraCleaner:
+    """Removes from UP hosts the amphorae the controller placed elsewhere or retired."""
+
+    def __init__(self, registry: HostRegistry, agents: AgentPool) -> None:
+        self._registry = registry
+        self._agents = agents
+        self.removed: list[tuple[str, str]] = []
+        """(host id, amphora id) of every removal, oldest first."""
+
+    def clean(self) -> list[tuple[str, str]]:
+        done = []
+        for host, amphorae in self._registry.misplaced():
+            client = self._agents.client(host)
+            for amphora_id in amphorae:
+                try:
+                    client.delete_amphora(amphora_id)
+                except ConvergeError as exc:  # the next sweep tries again
+                    log.warning(
+                        "stale amphora %s on host %s not removed yet: %s",
+                        amphora_id,
+                        host.host_id,
+                        exc.operator_message,
+                    )
+                    continue
+                log.warning(
+                    "removed stale amphora %s from host %s (placed elsewhere or retired)",
+                    amphora_id,
+                    host.host_id,
+                )
+                done.append((host.host_id, amphora_id))
+        self.removed.extend(done)
+        return done
+
+
+class HostSweeper:
+    """Marks silent hosts DOWN, then cleans the stale amphorae of live ones."""
+
+    def __init__(
+        self,
+        registry: HostRegistry,
+        *,
+        stale_after: float,
+        cleaner: StaleAmphoraCleaner | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._registry = registry
+        self._stale_after = stale_after
+        self._cleaner = cleaner
+        self._clock = clock
+        self._started = clock()
+        self.errors = 0
+
+    def sweep(self) -> list[str]:
+        """One round; the ids of hosts marked DOWN by it."""
+        now = self._clock()
+        # Silence before this sweeper started is not held against a host: a health
+        # manager back from an outage of its own first listens for one whole period.
+        down: list[str] = []
+        if now - self._started >= self._stale_after:
+            down = self._registry.mark_silent_down(now - self._stale_after)
+        for host_id in down:
+            log.warning("host %s silent for over %.1fs: marked DOWN", host_id, self._stale_after)
+        if self._cleaner is not None:
+            self._cleaner.clean()
+        return down
+
+    def run(self, stop: threading.Event, interval: float) -> None:
+        while not stop.wait(interval):
+            try:  # the top of the host sweep loop: log, count, sweep again later
+                self.sweep()
+            except Exception:
+                self.errors += 1
+                log.exception("host sweep failed")

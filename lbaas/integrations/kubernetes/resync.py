@@ -1,0 +1,175 @@
+"""The controller's watches, relists and resyncs.
+
+A relist (at start, after 410 Gone, after a broken watch) replaces its scope of the cache,
+queues every Service of that scope with ``force`` (a check against Octavia, not only the
+recorded digest) and, for Services, sweeps orphans: load balancers tagged with this
+cluster whose Service UID is not among the Services the controller knows. The snapshot of
+known UIDs is taken after Octavia is listed, so a load balancer made for a Service that
+arrived meanwhile is never taken for an orphan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from lbaas.integrations.kubernetes import names
+from lbaas.integrations.kubernetes.base import Json
+from lbaas.integrations.kubernetes.cache import ObjectCache
+from lbaas.integrations.kubernetes.watching import list_and_watch
+
+if TYPE_CHECKING:
+    from lbaas.integrations.kubernetes.controller import Controller
+
+LOG = logging.getLogger(__name__)
+SLICES = "/apis/discovery.k8s.io/v1"
+CORE = "/api/v1"
+
+
+def collection_paths(
+    api: str, plural: str, namespaces: tuple[str, ...]
+) -> list[tuple[str | None, str]]:
+    if not namespaces:
+        return [(None, f"{api}/{plural}")]
+    return [(ns, f"{api}/namespaces/{ns}/{plural}") for ns in namespaces]
+
+
+class Resyncer:
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+        self.orphans_removed: list[str] = []
+
+    @property
+    def _cache(self) -> ObjectCache:
+        return self._controller.cache
+
+    def _enqueue(self, keys: set[str], force: bool) -> None:
+        for key in sorted(keys):
+            self._controller.queue.enqueue(key, force)
+
+    def start_endpoint_watches(self, group: asyncio.TaskGroup) -> asyncio.Event:
+        """Start the EndpointSlice/Endpoints watches; the event is set once each listed."""
+        controller = self._controller
+        source = controller.settings.endpoints_source
+        scopes = []
+        if source in ("auto", "slices"):
+            scopes += [
+                ("slices", s)
+                for s in collection_paths(SLICES, "endpointslices", controller.settings.namespaces)
+            ]
+        if source in ("auto", "endpoints"):
+            scopes += [
+                ("endpoints", s)
+                for s in collection_paths(CORE, "endpoints", controller.settings.namespaces)
+            ]
+        listed = asyncio.Event()
+        remaining = {path for _, (_, path) in scopes}
+        for kind, (namespace, path) in scopes:
+            group.create_task(self._endpoint_watch(kind, namespace, path, remaining, listed))
+        if not scopes:
+            listed.set()
+        return listed
+
+    async def _endpoint_watch(
+        self,
+        kind: str,
+        namespace: str | None,
+        path: str,
+        remaining: set[str],
+        listed: asyncio.Event,
+    ) -> None:
+        cache = self._cache
+
+        async def on_relist(items: list[Json]) -> None:
+            if kind == "slices":
+                self._enqueue(cache.replace_slices(items, namespace), force=False)
+            else:
+                self._enqueue(cache.replace_endpoints(items, namespace), force=False)
+            remaining.discard(path)
+            if not remaining:
+                listed.set()
+
+        def on_event(event_type: str, obj: Json) -> None:
+            if kind == "slices":
+                key = cache.apply_slice(event_type, obj)
+            else:
+                key = cache.apply_endpoints(event_type, obj)
+            if key is not None:
+                delay = self._controller.settings.endpoint_batch_delay
+                self._controller.queue.enqueue(key, delay=delay)
+
+        await self._list_and_watch(path, on_relist, on_event)
+
+    async def _list_and_watch(
+        self,
+        path: str,
+        on_relist: Callable[[list[Json]], Awaitable[None]],
+        on_event: Callable[[str, Json], None],
+    ) -> None:
+        controller = self._controller
+        await list_and_watch(
+            controller.kube,
+            path,
+            on_relist,
+            on_event,
+            controller.watch_counters,
+            controller.backoff,
+        )
+
+    def start_service_watches(self, group: asyncio.TaskGroup) -> None:
+        for namespace, path in collection_paths(
+            CORE, "services", self._controller.settings.namespaces
+        ):
+            group.create_task(self._service_watch(namespace, path))
+
+    async def _service_watch(self, namespace: str | None, path: str) -> None:
+        cache = self._cache
+
+        async def on_relist(items: list[Json]) -> None:
+            self._enqueue(cache.replace_services(items, namespace), force=True)
+            await self.sweep(namespace)
+
+        def on_event(event_type: str, obj: Json) -> None:
+            self._controller.queue.enqueue(cache.apply_service(event_type, obj))
+
+        await self._list_and_watch(path, on_relist, on_event)
+
+    async def sweep(self, namespace: str | None) -> None:
+        """Remove orphans of this scope; errors are logged (the next resync retries)."""
+        settings = self._controller.settings
+
+        def keep(lb: Json) -> bool:
+            tags = list(lb.get("tags") or ())
+            owner = next(
+                (t[len(names.TAG_SERVICE) :] for t in tags if t.startswith(names.TAG_SERVICE)), ""
+            )
+            lb_namespace = owner.partition(".")[0]
+            if namespace is not None and lb_namespace != namespace:
+                return True
+            if settings.namespaces and lb_namespace not in settings.namespaces:
+                return True
+            uid = next((t[len(names.TAG_UID) :] for t in tags if t.startswith(names.TAG_UID)), None)
+            return uid is not None and (uid in self._cache.live_uids() or self._pending(uid))
+
+        try:
+            removed = await self._controller.octavia(
+                self._controller.converger.sweep_orphans, settings.cluster_name, keep
+            )
+        except Exception:  # noqa: BLE001 - the sweep is repeated at every resync
+            LOG.exception("orphan sweep failed")
+            return
+        self.orphans_removed.extend(removed)
+
+    def _pending(self, uid: str) -> bool:
+        """A Service deleted outright whose release is still queued is not an orphan
+        for the sweep to race with."""
+        return uid in self._cache.gone_uids.values()
+
+    async def periodic(self) -> None:
+        interval = self._controller.settings.resync_interval
+        while True:
+            await asyncio.sleep(interval)
+            self._enqueue(set(self._cache.services), force=True)
+            await self.sweep(None)

@@ -1,0 +1,208 @@
+"""ACTIVE_STANDBY: a load balancer served by a pair of amphorae that share its VIP by VRRP.
+
+Each amphora has its own VRRP port (``vrrp_ip``) on the VIP subnet; keepalived in each
+(agent side, ``lbaas.agent.vrrp``) holds the VIP on the MASTER, and the HAProxys are
+``peers`` so their stick tables are the same on both. The MASTER has the higher
+priority; both start BACKUP with ``nopreempt``, so the first election follows the
+priorities and an amphora that returns never takes the VIP back.
+
+Failover works on one amphora at a time, so the other keeps the VIP serving all along:
+the amphorae marked ``failover_pending`` (the health manager's choice, or the amphora
+failover API's) are replaced, or both when none is marked (load balancer failover), the
+BACKUP first. Replacing one means: the survivor becomes MASTER (with the MASTER's
+priority, which a keepalived reload takes without an election), the old amphora is
+deleted by its agent (a stopping MASTER sends priority 0, so the survivor takes over at
+once), and a new amphora joins as BACKUP. A missing member (a pair left half-built) is
+simply added as BACKUP.
+
+Where the two amphorae run is ``PairPlacement``'s choice; today both go to the provider's
+one agent (netns mode: two namespaces on the same VIP bridge). Choosing two distinct
+hosts, and refusing when only one can take them, is placement's job and plugs in there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from lbaas.agent.client import AgentClient
+from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, VrrpSpec
+from lbaas.agent.wire_datapath import VRRP_PROTOCOL, AllowedPeer, VipFilter
+from lbaas.errors import PermanentError
+from lbaas.model.enums import AmphoraRole
+from lbaas.model.graph import LoadBalancer
+from lbaas.providers.amphora.store.base import AmphoraStore, PairMember, PairStore
+from lbaas.render.haproxy.context import HaproxyPeer, HaproxyPeers
+
+if TYPE_CHECKING:
+    from lbaas.db.job_queue import Claim
+
+MASTER_PRIORITY = 200
+BACKUP_PRIORITY = 100
+#: Port HAProxy's peers listen on, on each amphora's VRRP address (Octavia uses 1025).
+PEER_PORT = 1025
+
+#: Builds one amphora's whole spec: (graph, fence, amphora id, peers, vrrp) -> spec.
+SpecBuilder = Callable[[LoadBalancer, "Claim", str, HaproxyPeers, VrrpSpec], AmphoraSpec]
+
+
+class PairPlacement(Protocol):
+    """Where the two amphorae of a pair run: two hosts (the same one on a one-host setup)."""
+
+    def hosts_for_pair(self, loadbalancer_id: str, count: int) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class OneHost:
+    """Every amphora on the provider's one agent (until placement picks distinct hosts)."""
+
+    host: str
+
+    def hosts_for_pair(self, loadbalancer_id: str, count: int) -> list[str]:
+        return [self.host] * count
+
+
+@dataclass(frozen=True)
+class VrrpTimers:
+    advert_interval_ms: int
+    realtime_priority: int | None
+
+
+#: IP protocol of HAProxy's peers connection (TCP, to ``PEER_PORT``) from the peer.
+_TCP = 6
+
+
+def pair_filter(base: VipFilter | None, vrrp: VrrpSpec) -> VipFilter | None:
+    """The VIP leg's filter opened to the peer: its VRRP adverts and its HAProxy's peers
+    connection (both come from the peer's VRRP address)."""
+    if base is None:
+        return None
+    peers = (
+        AllowedPeer(address=vrrp.peer_address, protocol=VRRP_PROTOCOL),
+        AllowedPeer(address=vrrp.peer_address, protocol=_TCP),
+    )
+    return base.model_copy(update={"peers": (*base.peers, *peers)})
+
+
+def vrrp_id_of(loadbalancer_id: str) -> int:
+    """A virtual router id (1..255) fixed by the load balancer: the same on both."""
+    return int(hashlib.sha256(loadbalancer_id.encode()).hexdigest(), 16) % 255 + 1
+
+
+class PairConverger:
+    """Converges an ACTIVE_STANDBY load balancer's pair."""
+
+    def __init__(
+        self,
+        store: AmphoraStore,
+        pairs: PairStore,
+        client: AgentClient,
+        placement: PairPlacement,
+        timers: VrrpTimers,
+    ) -> None:
+        self._store = store
+        self._pairs = pairs
+        self._client = client
+        self._placement = placement
+        self._timers = timers
+
+    def converge(
+        self, graph: LoadBalancer, fence: Claim, rebuild: bool, build: SpecBuilder
+    ) -> AmphoraStatus:
+        """Make the pair whole, replace what must be replaced, push both specs."""
+        members = self._pairs.pair_members(graph.id)
+        doomed = [m for m in members if m.failover_pending] or (members if rebuild else [])
+        # BACKUP first: while it is rebuilt the MASTER keeps serving, undisturbed.
+        for old in sorted(doomed, key=lambda m: m.role == AmphoraRole.MASTER):
+            members = self._replace(graph, fence, members, old, build)
+        while len(members) < 2:
+            members = self._join(graph, fence, members)
+        return self._push(graph, fence, members, build)
+
+    def _replace(
+        self,
+        graph: LoadBalancer,
+        fence: Claim,
+        members: list[PairMember],
+        old: PairMember,
+        build: SpecBuilder,
+    ) -> list[PairMember]:
+        survivors = [m for m in members if m.amphora_id != old.amphora_id]
+        for survivor in survivors:
+            self._pairs.set_role(fence, survivor.amphora_id, AmphoraRole.MASTER, MASTER_PRIORITY)
+        survivors = [_as_master(m) for m in survivors]
+        # Deleting stops its keepalived first: a stopping MASTER sends priority 0 and the
+        # survivor takes the VIP at once; it gets the MASTER's priority with the next push.
+        self._client.delete_amphora(old.amphora_id)
+        self._store.retire(fence, old.amphora_id)
+        members = survivors
+        while len(members) < 2:
+            members = self._join(graph, fence, members)
+        # The pair is whole and running again before anything else is replaced.
+        self._push(graph, fence, members, build)
+        return members
+
+    def _join(
+        self, graph: LoadBalancer, fence: Claim, members: list[PairMember]
+    ) -> list[PairMember]:
+        """Add one amphora: MASTER when the pair is empty, BACKUP otherwise."""
+        subnet = graph.vip.subnet_id
+        hosts = self._placement.hosts_for_pair(graph.id, 2)
+        role, priority = (
+            (AmphoraRole.BACKUP, BACKUP_PRIORITY)
+            if members
+            else (AmphoraRole.MASTER, MASTER_PRIORITY)
+        )
+        new = self._pairs.add_pair_member(
+            fence,
+            host=hosts[len(members) % len(hosts)],
+            vip_subnet_id=subnet,
+            vip_address=graph.vip.address,
+            ha_port_id=graph.vip.port_id or None,
+            role=role,
+            priority=priority,
+            vrrp_id=vrrp_id_of(graph.id),
+        )
+        return [*members, new]
+
+    def _push(
+        self, graph: LoadBalancer, fence: Claim, members: list[PairMember], build: SpecBuilder
+    ) -> AmphoraStatus:
+        """Send each member its spec (MASTER first); the last status."""
+        if len(members) != 2:
+            raise PermanentError(f"an ACTIVE_STANDBY pair has 2 amphorae, not {len(members)}")
+        peers = tuple(HaproxyPeer(m.amphora_id, m.vrrp_address, PEER_PORT) for m in members)
+        status: AmphoraStatus | None = None
+        for member in sorted(members, key=lambda m: m.role != AmphoraRole.MASTER):
+            (peer,) = [m for m in members if m.amphora_id != member.amphora_id]
+            vrrp = VrrpSpec(
+                role=AmphoraRole(member.role),
+                priority=member.priority,
+                vrrp_id=member.vrrp_id,
+                own_address=member.vrrp_address,
+                peer_address=peer.vrrp_address,
+                advert_interval_ms=self._timers.advert_interval_ms,
+                realtime_priority=self._timers.realtime_priority,
+            )
+            spec = build(
+                graph, fence, member.amphora_id, HaproxyPeers(member.amphora_id, peers), vrrp
+            )
+            status = self._client.put_amphora(member.amphora_id, spec)
+            if status.vrrp_interface is not None:
+                self._pairs.record_vrrp_interface(fence, member.amphora_id, status.vrrp_interface)
+            self._store.mark_serving(fence, member.amphora_id)
+        assert status is not None  # members has two entries
+        return status
+
+
+def _as_master(member: PairMember) -> PairMember:
+    return PairMember(
+        member.amphora_id,
+        AmphoraRole.MASTER,
+        MASTER_PRIORITY,
+        member.vrrp_id,
+        member.vrrp_address,
+        member.failover_pending,
+    )

@@ -1,0 +1,28 @@
+"""Keeps ``bench/l4_tier.py`` from rotting: ``--quick`` exits 0 and prints every figure
+(their values are not judged)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.bench.quick_run import quick_figures
+
+
+@pytest.mark.slow
+def test_quick_run_prints_the_tier_figures() -> None:
+    figures = quick_figures("l4_tier.py")
+    if os.geteuid() != 0:
+        assert "skipped" in figures
+        return
+    assert figures["bfd"] is True and figures["nodes"] == 3
+    for mode in ("host_down", "link_loss"):
+        row = figures[mode]
+        assert row["trials"] == 1
+        assert 0 < row["withdrawal_ms_p50"] <= row["withdrawal_ms_max"]
+        assert row["new_connections"] >= row["failed_new_connections"] >= 0
+        assert row["new_connections"] > 0
+    survival = figures["survival"]
+    assert survival["established"] == 30 and 0 <= survival["survived"] <= 30
+    assert 0 <= survival["through_the_dead_node"] <= 30

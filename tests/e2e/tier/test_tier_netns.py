@@ -1,0 +1,79 @@
+"""The L4 tier in the lab: BGP announcements, ECMP over three nodes, a node lost and back.
+
+One lab (router, nodes h1-h3, backends on h4, client) carries the whole story, since
+building it is most of the cost. Times are not asserted: bench/l4_tier.py measures them;
+the waits here only bound how long a broken tier may take to be found broken.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from tier_lab import BACKEND_PORTS, NODES, TierLab, tier_lab
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+BACKENDS = {f"b{port}" for port in BACKEND_PORTS}
+_WAIT = 20.0
+
+
+def _send(tier: TierLab, count: int) -> dict[int, int]:
+    """Open ``count`` new connections, all answered by a backend; the flows per node."""
+    before = tier.flows_per_node()
+    names = tier.names(count)
+    assert len(names) == count and set(names) <= BACKENDS
+    after = tier.flows_per_node()
+    return {index: after[index] - before[index] for index in NODES}
+
+
+def test_a_vip_spreads_over_three_nodes_and_survives_losing_one(
+    lab_name: str, tmp_path: Path
+) -> None:
+    with tier_lab(lab_name, tmp_path) as tier:
+        assert tier.tier.control("rtr").established() == {"h1", "h2", "h3"}
+        assert tier.tier.next_hops(tier.vip) == {1, 2, 3}
+        # The router hashes the 5-tuple: one client's connections reach every node, and
+        # each node's engine balances them over every backend.
+        assert set(tier.names(30)) == BACKENDS
+        spread = _send(tier, 45)
+        assert sum(spread.values()) == 45 and all(spread[i] > 0 for i in NODES), spread
+
+        # Withdrawn on command: h1 stops announcing, the router stops sending to it.
+        tier.tier.announce(1, [])
+        tier.tier.wait_next_hops(tier.vip, {2, 3}, _WAIT)
+        assert _send(tier, 20)[1] == 0
+        tier.tier.announce(1, [tier.vip])
+        tier.tier.wait_next_hops(tier.vip, {1, 2, 3}, _WAIT)
+
+        # h2 dies (BIRD SIGKILLed, links down): its route goes, new connections succeed.
+        tier.lab.host_down("h2")
+        tier.tier.wait_next_hops(tier.vip, {1, 3}, _WAIT)
+        tier.tier.wait_sessions({1, 3})
+        routes = subprocess.run(
+            ["ip", "-n", tier.lab.names.router, "route", "show", f"{tier.vip}/32"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert routes.count("nexthop via") == 2
+        after_loss = _send(tier, 30)
+        assert after_loss[2] == 0 and after_loss[1] > 0 and after_loss[3] > 0
+
+        # h2 comes back: links up, BIRD started again; it takes new flows again.
+        tier.lab.heal("h2")
+        tier.tier.start_node(2)
+        tier.tier.wait_next_hops(tier.vip, {1, 2, 3}, _WAIT)
+        assert _send(tier, 45)[2] > 0
+
+        # h3 loses its link while its BIRD runs on: BFD (or the hold timer) takes it out.
+        tier.lab.partition("h3")
+        tier.tier.wait_next_hops(tier.vip, {1, 2}, _WAIT)
+        assert _send(tier, 20)[3] == 0
+    assert not [ns for ns in _namespaces() if ns.startswith(f"{lab_name}-")]
+
+
+def _namespaces() -> list[str]:
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in listing.stdout.splitlines() if line]

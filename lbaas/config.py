@@ -402,8 +402,9 @@ class AgentSettings(_Section):
         64,
         ge=1,
         description=(
-            "Member health changes that make the node's L4 health checker update the kernel "
-            "tables at once (else after l4_health_batch_delay)."
+            "Member health changes that make the node's L4 health checker (and each amphora's "
+            "UDP member checker) update the kernel tables at once (else after "
+            "l4_health_batch_delay)."
         ),
     )
     l4_health_batch_delay: float = Field(

@@ -47,6 +47,7 @@ from lbaas.agent.runtime_api import RuntimeApi, RuntimeApiError
 from lbaas.agent.source_routing import apply_routing, plan_routing
 from lbaas.agent.stats import StatsCollector
 from lbaas.agent.tls_files import prune_tls_files, write_tls_files
+from lbaas.agent.udp_health import CheckerFactory
 from lbaas.agent.vrrp import KeepalivedInstance, allow_nonlocal_bind, vrrp_config
 from lbaas.agent.wire import AMPHORA_ID_PATTERN, AmphoraSpec, AmphoraStatus
 from lbaas.errors import Conflict, InvalidInput
@@ -65,6 +66,9 @@ _UNIX_PATH_MAX = 107
 AgentMode = Literal["loopback", "netns"]
 #: Makes the nftables runner of one amphora namespace (tests pass a recording one).
 NftOpsFactory = Callable[[str], NftOps]
+#: Makes the health checker of one amphora's UDP members from its namespace and sink
+#: (tests pass one with fake probes; the default probes from inside the namespace).
+UdpCheckerFactory = Callable[[str], CheckerFactory]
 
 
 @dataclass
@@ -98,11 +102,14 @@ class AmphoraManager:
         bridge_mappings: Mapping[str, str] | None = None,
         keepalived: KeepalivedOps | None = None,
         nft_ops: NftOpsFactory = RealNftOps,
+        udp_checker: UdpCheckerFactory | None = None,
     ) -> None:
         self.root = root.absolute()
         self._namespace_prefix = namespace_prefix
         self._bridge_mappings = dict(bridge_mappings or {})
         self._nft_ops = nft_ops
+        # None: each amphora's UDP members are probed from inside its namespace.
+        self._udp_checker = udp_checker
         self.mode = mode
         self._host = host
         # ACTIVE_STANDBY amphorae (netns mode only) run keepalived through this.
@@ -144,7 +151,12 @@ class AmphoraManager:
                 # Its kernel tables outlived the old agent: read them for heartbeats now,
                 # not only after the controller's next PUT.
                 namespace = self._namespace(amphora_id)
-                amp.datapath = AmphoraDatapath(self._host, self._nft_ops(namespace), namespace)
+                amp.datapath = self._datapath(namespace)
+                try:
+                    if self._host.namespace_exists(namespace):
+                        amp.datapath.resume(spec)  # its UDP members are checked again
+                except OSError as exc:  # the controller's next PUT starts them again
+                    log.error("UDP health checks of amphora %s not resumed: %s", amphora_id, exc)
             found.append(amphora_id)
         return found
 
@@ -219,6 +231,8 @@ class AmphoraManager:
                     else self._plan(amphora_id, spec)
                 )
                 remove_plumbing(self._host, plumbing)
+            if amp.datapath is not None:
+                amp.datapath.close()
             shutil.rmtree(amp.instance.directory, ignore_errors=True)
             with self._lock:
                 self._amphorae.pop(amphora_id, None)
@@ -240,6 +254,8 @@ class AmphoraManager:
                     if self.mode == "netns" and not self._host.namespace_exists(
                         self._namespace(amphora_id)
                     ):
+                        if amp.datapath is not None:
+                            amp.datapath.close()
                         amp.datapath = None  # its tables went with the namespace
                         rules = self._plumb(amp, amp.applied, None)
                         if amp.datapath is not None:
@@ -317,6 +333,8 @@ class AmphoraManager:
                     if amp.keepalived is not None:
                         amp.keepalived.stop()
                     amp.instance.stop()
+                    if amp.datapath is not None:
+                        amp.datapath.close()
 
     @contextmanager
     def _locked(self, amphora_id: str) -> Iterator[_Amphora]:
@@ -384,11 +402,13 @@ class AmphoraManager:
         apply_plumbing(self._host, plan, previous)
         apply_routing(self._host, plan_routing(plan, spec.vip.address, spec.vip.network_id))
         if amp.datapath is None:
-            amp.datapath = AmphoraDatapath(
-                self._host, self._nft_ops(plan.namespace), plan.namespace
-            )
+            amp.datapath = self._datapath(plan.namespace)
         vip_leg = next(leg for leg in plan.legs if leg.network_id == spec.vip.network_id)
         return amp.datapath.check(spec, vip_leg.amphora_end)
+
+    def _datapath(self, namespace: str) -> AmphoraDatapath:
+        checker = None if self._udp_checker is None else self._udp_checker(namespace)
+        return AmphoraDatapath(self._host, self._nft_ops(namespace), namespace, checker)
 
     def _save(self, amp: _Amphora, spec: AmphoraSpec) -> None:
         if amp.applied is None or amp.applied.loadbalancer_id != spec.loadbalancer_id:

@@ -13,18 +13,26 @@ read adds only what grew since the previous one (a counter found lower restarted
 of it is new), starting from the first read of this agent's life: a new agent life
 reports what was counted since, as the HAProxy statistics do. Reads bracket every change,
 so a replacement loses only what arrived between the two.
+
+Health. The UDP pools' monitors run in ``UdpMemberHealth`` (``udp_health``), from inside
+the amphora's namespace; a member it finds down stays in the engine's input with
+``healthy=False`` (its slots go to the others, every other slot stays), and each batch of
+changes re-applies the engine with the last spec under the same lock as ``apply``.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 
 from lbaas.agent.host.base import HostOps
+from lbaas.agent.udp_health import CheckerFactory, UdpMemberHealth, namespace_checker
 from lbaas.agent.vip_filter import FORWARD_CHAIN, TABLE, byte_counters, counter_names, render
 from lbaas.agent.wire import AmphoraSpec
 from lbaas.agent.wire_datapath import UdpListener
 from lbaas.l4.engine import L4Engine
+from lbaas.l4.health.monitor import HealthChange
 from lbaas.l4.host.base import NftOps
 from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
 from lbaas.model.graph import ListenerId, MemberId, PoolId
@@ -37,23 +45,30 @@ from lbaas.model.health import (
     PoolState,
 )
 
+log = logging.getLogger(__name__)
+
 _Reading = tuple[int, int, int]  # new flows, bytes in, bytes out
 
 
-def l4_service(spec: AmphoraSpec) -> L4Service:
-    """The L4 engine's input for the spec's UDP listeners."""
+def l4_service(spec: AmphoraSpec, healthy: dict[str, bool] | None = None) -> L4Service:
+    """The L4 engine's input for the spec's UDP listeners, members marked with ``healthy``
+    (a member it does not name is healthy: unchecked, or not probed yet)."""
+    health = healthy or {}
     return L4Service(
         lb_id=spec.loadbalancer_id,
         vip=spec.vip.address,
-        listeners=tuple(_l4_listener(listener) for listener in spec.udp_listeners),
+        listeners=tuple(_l4_listener(listener, health) for listener in spec.udp_listeners),
     )
 
 
-def _l4_listener(listener: UdpListener) -> L4Listener:
+def _l4_listener(listener: UdpListener, healthy: dict[str, bool]) -> L4Listener:
     return L4Listener(
         protocol=L4Protocol.UDP,
         port=listener.port,
-        members=tuple(L4Member(m.key, m.address, m.port, m.weight) for m in listener.members),
+        members=tuple(
+            L4Member(m.key, m.address, m.port, m.weight, healthy.get(m.key, True))
+            for m in listener.members
+        ),
         hash_key=HashKey(listener.hash_key),
         table_size=listener.table_size,
         source_prefix=listener.source_prefix,
@@ -87,7 +102,13 @@ def _grown(before: _Reading, now: _Reading) -> _Reading:
 class AmphoraDatapath:
     """VIP filter and UDP listeners of one amphora namespace."""
 
-    def __init__(self, host: HostOps, nft: NftOps, namespace: str) -> None:
+    def __init__(
+        self,
+        host: HostOps,
+        nft: NftOps,
+        namespace: str,
+        make_checker: CheckerFactory | None = None,
+    ) -> None:
         self._host = host
         self._nft = nft
         self._namespace = namespace
@@ -97,6 +118,13 @@ class AmphoraDatapath:
         self._engine_clean = False  # True once no UDP table can be left from before
         # What this object last loaded: the same again (a resync, a repeated PUT) is skipped.
         self._loaded: tuple[str, L4Service] | None = None
+        self._spec: AmphoraSpec | None = None  # the last applied, for health batches
+        # The health the engine's table was last built with: what the heartbeat reports,
+        # so a member shows ERROR only once it gets no new flows.
+        self._applied_health: dict[str, bool] = {}
+        self._health = UdpMemberHealth(
+            make_checker or namespace_checker(namespace), self._on_health_changes
+        )
 
     def check(self, spec: AmphoraSpec, vip_device: str) -> str:
         """The filter ruleset for ``spec``, validated with ``nft -c``; changes nothing."""
@@ -112,10 +140,15 @@ class AmphoraDatapath:
         this object (its tables went with the namespace if that was deleted, and then the
         manager makes a new ``AmphoraDatapath``).
         """
-        service = l4_service(spec)
-        if self._loaded == (checked_text, service):
-            return
+        # Outside the lock: stopping a checker waits for a batch that may need the lock.
+        self._health.update(spec.udp_listeners)
         with self._lock:
+            healthy = self._health.healthy()
+            service = l4_service(spec, healthy)
+            self._spec = spec
+            if self._loaded == (checked_text, service):
+                self._applied_health = healthy  # the table loaded is already this one
+                return
             self._growth.observe(self._read(spec))
             self._host.set_forwarding(self._namespace, bool(spec.udp_listeners))
             self._nft.load(checked_text)
@@ -127,22 +160,61 @@ class AmphoraDatapath:
                 self._engine_clean = True
             self._growth.observe(self._read(spec))
             self._loaded = (checked_text, service)
+            self._applied_health = healthy
+
+    def resume(self, spec: AmphoraSpec) -> None:
+        """Check ``spec``'s UDP members again after an agent restart; the tables stay as
+        the old agent left them until the first change (a health batch or a PUT)."""
+        self._health.update(spec.udp_listeners)
+        with self._lock:
+            self._spec = spec
+            self._applied_health = self._health.healthy()
+
+    def close(self) -> None:
+        """Stop the UDP members' health checks (the amphora or its namespace is gone)."""
+        self._health.close()
+
+    def _on_health_changes(self, changes: list[HealthChange]) -> None:
+        """The checker's batch: balance the UDP listeners again with the new health."""
+        with self._lock:
+            spec, loaded = self._spec, self._loaded
+            if spec is None or not spec.udp_listeners:
+                return
+            healthy = self._health.healthy()
+            service = l4_service(spec, healthy)
+            if loaded is not None and service == loaded[1]:
+                self._applied_health = healthy
+                return
+            self._growth.observe(self._read(spec))
+            self._engine.apply(service)
+            self._engine_clean = False
+            self._applied_health = healthy
+            self._growth.observe(self._read(spec))
+            if loaded is not None:
+                self._loaded = (loaded[0], service)
+        log.info(
+            "UDP members of %s: %s",
+            spec.loadbalancer_id,
+            ", ".join(f"{c.key} {'up' if c.healthy else 'down'}" for c in changes),
+        )
 
     def health(
         self, spec: AmphoraSpec
     ) -> tuple[dict[ListenerId, ListenerHealth], dict[PoolId, PoolHealth]]:
-        """Each UDP listener with its counters, each UDP pool with unchecked members.
+        """Each UDP listener with its counters, each UDP pool with its members' health.
 
         ``active_connections`` is the number of the listener's conntrack entries: its flows
         still alive (a UDP entry lives 30 s after its last packet, 120 s once answered
         both ways).
 
-        No health checker runs for UDP members yet: every member the spec lists is
-        balanced and reported NO_CHECK (NO_MONITOR in the API).
+        Members of a pool with a monitor are UP or DOWN as the engine's table was last
+        built (ONLINE or ERROR in the API: ERROR once the member gets no new flows, not
+        before), the others NO_CHECK (NO_MONITOR).
         """
         with self._lock:
             self._growth.observe(self._read(spec))
             totals = dict(self._growth.total)
+            applied_health = dict(self._applied_health)
         listeners: dict[ListenerId, ListenerHealth] = {}
         pools: dict[PoolId, PoolHealth] = {}
         for listener in spec.udp_listeners:
@@ -158,8 +230,10 @@ class AmphoraDatapath:
                 ListenerState.OPEN, counters
             )
             if listener.pool_id is not None:
-                members = {MemberId(m.key): MemberState.NO_CHECK for m in listener.members}
-                state = PoolState.UP if members else PoolState.DOWN
+                checked = self._health.member_states(listener, applied_health)
+                members = {MemberId(key): state for key, state in checked.items()}
+                alive = any(state is not MemberState.DOWN for state in members.values())
+                state = PoolState.UP if alive else PoolState.DOWN
                 pools[PoolId(listener.pool_id)] = PoolHealth(state, members)
         return listeners, pools
 

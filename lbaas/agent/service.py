@@ -24,6 +24,7 @@ the host's stale amphorae removed when it hears the host again.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import signal
@@ -44,6 +45,7 @@ from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.l4_node import L4NodeManager
 from lbaas.agent.server import AgentHttpsServer
+from lbaas.agent.udp_health import namespace_checker
 from lbaas.agent.wire import AgentInfo
 from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.config import AgentSettings, Settings
@@ -143,6 +145,11 @@ class AgentService:
             namespace_prefix=settings.agent.namespace_prefix,
             bridge_mappings=settings.agent.bridge_mappings,
             keepalived=keepalived,
+            udp_checker=functools.partial(
+                namespace_checker,
+                batch_count=settings.agent.l4_health_batch_size,
+                batch_delay=settings.agent.l4_health_batch_delay,
+            ),
         )
         adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
         if adopted:

@@ -4,9 +4,11 @@
 and the extra peers and IP protocols an amphora pair needs (VRRP, protocol 112, between the
 two amphorae of an ACTIVE_STANDBY load balancer); everything else arriving on the VIP leg
 is dropped. ``UdpListener`` is one UDP listener balanced by the L4 engine (``lbaas.l4``)
-inside the amphora's namespace, with its pool's members that may get new flows.
+inside the amphora's namespace, with its pool's members that may get new flows and the
+pool's health monitor, which the agent runs from inside the namespace.
 
-Like ``wire``, this module imports nothing else from the agent: the controller imports it.
+Like ``wire``, this module imports nothing from the agent but the other wire module
+(``wire_l4``, for the monitor): the controller imports it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import ipaddress
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from lbaas.agent.wire_l4 import L4MonitorSpec
 
 VRRP_PROTOCOL = 112
 #: Largest L4 table a spec may ask for (the engine loads 65537 slots in seconds).
@@ -75,11 +79,15 @@ class UdpMember(_Wire):
     address: str
     port: int = Field(ge=1, le=65535)
     weight: int = Field(1, ge=1, le=256)
+    monitor_address: str | None = Field(None, description="Where to probe it, if not address.")
+    monitor_port: int | None = Field(None, ge=1, le=65535)
 
     @model_validator(mode="after")
     def _check(self) -> UdpMember:
         if ipaddress.ip_address(self.address).version != 4:
             raise ValueError(f"member {self.key}: the L4 engine balances IPv4 only")
+        if self.monitor_address is not None:
+            ipaddress.ip_address(self.monitor_address)
         return self
 
 
@@ -95,6 +103,9 @@ class UdpListener(_Wire):
     )
     table_size: int = Field(ge=2, le=MAX_TABLE_SIZE)
     members: tuple[UdpMember, ...] = ()
+    monitor: L4MonitorSpec | None = Field(
+        None, description="The pool's health monitor, if admin up (None: members unchecked)."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> UdpListener:

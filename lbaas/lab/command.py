@@ -10,7 +10,7 @@ from pathlib import Path
 from lbaas.lab import processes
 from lbaas.lab.base import LabError, LabExists
 from lbaas.lab.lab import Lab
-from lbaas.lab.services import API_PORT, services_status, start_services
+from lbaas.lab.services import API_PORT, SETTINGS_FILE, services_status, start_services
 
 DEFAULT_NAME = "lab"
 
@@ -95,5 +95,7 @@ def _exec(lab: Lab, node: str, argv: list[str]) -> int:
     env = {}
     if node == "ctl":
         env = {"OS_AUTH_TYPE": "none", "OS_ENDPOINT": f"http://127.0.0.1:{API_PORT}"}
+        # ``lbaas host list`` (and any lbaas command) reads the control plane's settings.
+        env["LBAAS_CONFIG"] = str(lab.services_dir / "ctl" / SETTINGS_FILE)
     processes.exec_in(namespaces[node], argv, env)
     return 0  # not reached: exec replaced this process

@@ -45,6 +45,10 @@ from lbaas.lab.state import (
 _EXIT_WAIT = 5.0
 
 
+#: How long the router trusts a neighbour entry (Linux's default is 30 s).
+ROUTER_REACHABLE_MS = 2000
+
+
 class Lab:
     def __init__(
         self,
@@ -126,6 +130,18 @@ class Lab:
         self._namespace(state, router)
         self._netns.sysctl(router, "net.ipv4.ip_forward=1")
         self._attach(state, router, n.router_port, ROUTER_HOST)
+        # A rebuilt amphora answers for the same VIP with a new MAC and announces nothing
+        # (no gratuitous ARP yet), so the router must give up an old neighbour entry in a
+        # second or two rather than Linux's 30 s or so: reachable 1-3 s, one probe 1 s after.
+        for net in self._bridged_networks(state):
+            neigh = f"net.ipv4.neigh.{n.inner_interface(net)}"
+            self._netns.sysctl(
+                router,
+                f"{neigh}.base_reachable_time_ms={ROUTER_REACHABLE_MS}",
+                f"{neigh}.delay_first_probe_time=1",
+                f"{neigh}.ucast_solicit=1",
+                f"{neigh}.retrans_time_ms=300",
+            )
 
     def _build_control(self, state: LabState) -> None:
         control = self.names.control

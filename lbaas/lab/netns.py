@@ -43,8 +43,8 @@ class Netns:
     def ip(self, namespace: str, *argv: str) -> str:
         return self.check(["ip", "-n", namespace, *argv])
 
-    def sysctl(self, namespace: str, setting: str) -> None:
-        self.check(["ip", "netns", "exec", namespace, "sysctl", "-qw", setting])
+    def sysctl(self, namespace: str, *settings: str) -> None:
+        self.check(["ip", "netns", "exec", namespace, "sysctl", "-qw", *settings])
 
     def bridge(self, namespace: str, name: str) -> None:
         self.ip(namespace, "link", "add", name, "type", "bridge")

@@ -35,19 +35,40 @@ def _environment(extra: Mapping[str, str]) -> dict[str, str]:
 
 def run_to_end(namespace: str, argv: Sequence[str], *, timeout: float = 120.0) -> None:
     """Run ``argv`` inside ``namespace`` and raise LabError when it fails."""
+    run_all_to_end(namespace, [argv], timeout=timeout)
+
+
+def run_all_to_end(
+    namespace: str, commands: Sequence[Sequence[str]], *, timeout: float = 120.0
+) -> None:
+    """Run ``commands`` side by side inside ``namespace``; LabError when any fails.
+
+    Side by side because each is a Python start-up (a second or more on a busy machine)
+    and the lab runs one per host (``lbaas agent enrol``)."""
+    started: list[tuple[Sequence[str], subprocess.Popen[str]]] = []
     try:
-        done = subprocess.run(
-            in_namespace(namespace, argv),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            env=_environment({}),
-        )
+        for argv in commands:
+            process = subprocess.Popen(
+                in_namespace(namespace, argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=_environment({}),
+            )
+            started.append((argv, process))
+        deadline = time.monotonic() + timeout
+        for argv, process in started:
+            _, stderr = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
+            if process.returncode != 0:
+                raise LabError(f"{' '.join(argv)} failed ({process.returncode}): {stderr.strip()}")
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise LabError(f"cannot run {' '.join(argv)} in {namespace}: {exc}") from exc
-    if done.returncode != 0:
-        raise LabError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
+        raise LabError(f"cannot run {len(commands)} command(s) in {namespace}: {exc}") from exc
+    finally:
+        for _, process in started:  # after a failure, leave none running
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def start(namespace: str, argv: Sequence[str], log: Path, cwd: Path) -> int:

@@ -43,12 +43,17 @@ class HealthChecker:
         batch_delay: float = 0.2,
         max_concurrent: int = 256,
         clock: Callable[[], float] = time.monotonic,
+        thread_setup: Callable[[], None] | None = None,
     ) -> None:
         self._prober = prober
         self._on_changes = on_changes
         self._schedule = CheckSchedule(ChangeBatcher(batch_count, batch_delay))
         self._max_concurrent = max_concurrent
         self._clock = clock
+        # Run first in the loop's thread, before any socket exists: the amphora's UDP
+        # members are probed from inside its network namespace (lbaas.agent.host.netns_thread).
+        self._thread_setup = thread_setup
+        self._setup_error: Exception | None = None
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -59,8 +64,11 @@ class HealthChecker:
         self.probes = 0  # probes finished, for tests and diagnostics
 
     def start(self) -> None:
+        """Start the loop's thread; raises what ``thread_setup`` raised, if it failed."""
         self._thread.start()
         self._started.wait(10)
+        if self._setup_error is not None:
+            raise self._setup_error
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stopping = True
@@ -86,6 +94,13 @@ class HealthChecker:
             loop.call_soon_threadsafe(wake.set)
 
     def _run(self) -> None:
+        if self._thread_setup is not None:
+            try:
+                self._thread_setup()
+            except Exception as exc:  # noqa: BLE001 - handed to start(), which raises it
+                self._setup_error = exc
+                self._started.set()
+                return
         asyncio.run(self._main())
 
     async def _main(self) -> None:

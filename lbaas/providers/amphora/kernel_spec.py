@@ -12,7 +12,9 @@ renderer sees and turns each into the engine's terms:
   persistence, hashes the source address, masked to ``persistence_granularity``;
   ``persistence_timeout`` has nothing to time out: the hash keeps a client on its member
   for as long as the member set stands, longer than LVS's persistence entries do;
-* no health checker runs for UDP members yet: every enabled member is balanced.
+* the pool's admin-up health monitor goes with the listener (``pool_monitor``): the agent
+  checks the members with it from inside the amphora's namespace and gives a member it
+  finds down no new flows; without one every listed member is balanced.
 
 ``vip_filter`` lists the port of every enabled listener (TCP or UDP, with its
 ``allowed_cidrs``): the agent drops the rest of what reaches the VIP.
@@ -26,6 +28,7 @@ import ipaddress
 from lbaas.agent.wire_datapath import ListenerPort, UdpListener, UdpMember, VipFilter
 from lbaas.model.enums import LbAlgorithm, ListenerProtocol, PersistenceType, PoolProtocol
 from lbaas.model.graph import Listener, LoadBalancer, Member, Pool
+from lbaas.providers.l4_monitor import pool_monitor
 
 #: Maglev slots per UDP listener. Amphora UDP pools are small (DNS, syslog, games):
 #: 4099 keeps every member's share within 1 % of its weight's up to 40 members and loads
@@ -66,9 +69,17 @@ def _udp_listener(graph: LoadBalancer, listener: Listener) -> UdpListener:
         source_prefix=_prefix_length(granularity) if by_source and granularity else None,
         table_size=UDP_TABLE_SIZE,
         members=tuple(
-            UdpMember(key=m.id, address=m.address, port=m.protocol_port, weight=m.weight)
+            UdpMember(
+                key=m.id,
+                address=m.address,
+                port=m.protocol_port,
+                weight=m.weight,
+                monitor_address=m.monitor_address,
+                monitor_port=m.monitor_port,
+            )
             for m in members
         ),
+        monitor=pool_monitor(pool) if members else None,
     )
 
 

@@ -10,9 +10,10 @@ members then count as healthy, as with HAProxy.
 
 from __future__ import annotations
 
-from lbaas.agent.wire_l4 import L4ListenerSpec, L4MemberSpec, L4MonitorSpec, L4ServiceSpec
+from lbaas.agent.wire_l4 import L4ListenerSpec, L4MemberSpec, L4ServiceSpec
 from lbaas.l4.service import DEFAULT_TABLE_SIZE, hash_key_for
-from lbaas.model.graph import HealthMonitor, Listener, LoadBalancer, Pool
+from lbaas.model.graph import Listener, LoadBalancer, Pool
+from lbaas.providers.l4_monitor import pool_monitor
 
 #: Maglev table sizes a listener may get (primes); see ``table_size_for``.
 TABLE_SIZES = (1021, 4099, DEFAULT_TABLE_SIZE, 65537)
@@ -48,7 +49,6 @@ def _listener(listener: Listener, pool: Pool | None) -> L4ListenerSpec:
     members = () if pool is None or not live else _members(pool)
     persistence = pool.session_persistence.type if pool and pool.session_persistence else None
     algorithm = pool.lb_algorithm if pool is not None else "SOURCE_IP_PORT"
-    monitor = pool.health_monitor if pool is not None else None
     return L4ListenerSpec(
         id=listener.id,
         protocol="udp" if listener.protocol.value == "UDP" else "tcp",
@@ -56,7 +56,7 @@ def _listener(listener: Listener, pool: Pool | None) -> L4ListenerSpec:
         hash_key=hash_key_for(algorithm, persistence).value,
         table_size=table_size_for(len(members)),
         members=members,
-        monitor=_monitor(monitor) if monitor is not None and monitor.admin_state_up else None,
+        monitor=pool_monitor(pool),
     )
 
 
@@ -72,19 +72,4 @@ def _members(pool: Pool) -> tuple[L4MemberSpec, ...]:
         )
         for member in pool.members
         if member.admin_state_up
-    )
-
-
-def _monitor(monitor: HealthMonitor) -> L4MonitorSpec:
-    return L4MonitorSpec(
-        type=monitor.type.value,
-        delay=monitor.delay,
-        timeout=monitor.timeout,
-        max_retries=monitor.max_retries,
-        max_retries_down=monitor.max_retries_down,
-        http_method=monitor.http_method.value if monitor.http_method else "GET",
-        url_path=monitor.url_path or "/",
-        expected_codes=monitor.expected_codes or "200",
-        http_version=monitor.http_version or 1.0,
-        domain_name=monitor.domain_name,
     )

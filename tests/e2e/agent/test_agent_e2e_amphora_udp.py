@@ -88,6 +88,9 @@ def test_udp_listener_spreads_sticks_and_drains(
     vip = spec.vip.address
     client = f"{nets[0]}.20"
     sent = 0
+    # Every flow from its own source port, below the kernel's ephemeral range: a reused
+    # port would match an earlier flow's conntrack entry and go to that flow's member.
+    source_ports = iter(range(20000, 32700, 50))  # no ask sends more than 50
 
     def ask(count: int, port: int = UDP_PORT) -> collections.Counter[str]:
         nonlocal sent
@@ -98,6 +101,7 @@ def test_udp_listener_spreads_sticks_and_drains(
             vip,
             port,
             count,
+            next(source_ports),
         )
 
     try:

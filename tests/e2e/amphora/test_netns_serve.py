@@ -22,6 +22,7 @@ test's networks and amphorae is still there.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import http.client
@@ -322,27 +323,35 @@ def namespace_pids(namespace: str) -> list[int]:
     return [int(pid) for pid in out.split()]
 
 
+def _start_echo(world: NetnsWorld, name: str, address: str) -> subprocess.Popen[bytes]:
+    namespace = f"lbt-{world.scratch.tag}-{name}"
+    argv = ["ip", "netns", "exec", namespace, *udp_echo.echo_argv(name, address, UDP_ECHO)]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    world.scratch.processes.append(process)
+    return process
+
+
 def _udp_listener_beside_it(
     world: NetnsWorld, lb_id: str, vip: str, backends: dict[str, str], client: str
 ) -> None:
     """A UDP listener on the same VIP: balanced by the L4 engine in the amphora's namespace.
 
-    Its members answer UDP on the backends' addresses; no health checker runs for UDP
-    members yet, so they show NO_MONITOR; the listener's flows reach its ``/stats``.
+    Its members answer UDP on the backends' addresses and show NO_MONITOR while the pool has
+    no monitor; the listener's flows reach its ``/stats``. Then a UDP-CONNECT monitor is
+    added, run by the agent from inside the amphora's namespace: the members go ONLINE, a
+    member whose echo stops gets no new flows and shows ERROR, and once it answers again
+    it is back ONLINE and getting flows.
     """
     api, scratch = world.api, world.scratch
-    for name, address in backends.items():
-        namespace = f"lbt-{scratch.tag}-{name}"
-        argv = ["ip", "netns", "exec", namespace, *udp_echo.echo_argv(name, address, UDP_ECHO)]
-        scratch.processes.append(
-            subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        )
+    echoes = {name: _start_echo(world, name, address) for name, address in backends.items()}
     listener = api.create_listener(lb_id, "UDP", UDP_PORT)
     pool = api.create_pool(lb_id, "UDP", "ROUND_ROBIN", listener_id=listener["id"])
-    members = [
-        api.create_member(lb_id, pool["id"], address, UDP_ECHO, subnet_id=world.member_subnet.id)
-        for address in backends.values()
-    ]
+    members = {
+        name: api.create_member(
+            lb_id, pool["id"], address, UDP_ECHO, subnet_id=world.member_subnet.id
+        )
+        for name, address in backends.items()
+    }
     client_ns = f"lbt-{scratch.tag}-cl"
 
     def run(argv: Sequence[str]) -> CommandResult:
@@ -351,11 +360,20 @@ def _udp_listener_beside_it(
     answered = udp_echo.ask(run, client, vip, UDP_PORT, 30)
     assert answered["timeout"] == 0 and set(answered) == set(backends), answered
 
-    def unmonitored() -> bool:
-        statuses = {api.member(pool["id"], m["id"])["operating_status"] for m in members}
-        return statuses == {"NO_MONITOR"}
+    def statuses_are(wanted: dict[str, str]) -> Callable[[], bool]:
+        def check() -> bool:
+            return all(
+                api.member(pool["id"], members[name]["id"])["operating_status"] == status
+                for name, status in wanted.items()
+            )
 
-    wait_until(unmonitored, STATUS_TIMEOUT, "the UDP members NO_MONITOR")
+        return check
+
+    wait_until(
+        statuses_are({name: "NO_MONITOR" for name in backends}),
+        STATUS_TIMEOUT,
+        "the UDP members NO_MONITOR",
+    )
 
     def counted() -> bool:
         return api.listener_stats(listener["id"])["total_connections"] >= 30
@@ -366,6 +384,61 @@ def _udp_listener_beside_it(
         STATUS_TIMEOUT,
         "the load balancer ONLINE with its UDP listener",
     )
+    _udp_members_checked(world, lb_id, pool["id"], echoes, backends, statuses_are, run, client, vip)
+
+
+def _udp_members_checked(
+    world: NetnsWorld,
+    lb_id: str,
+    pool_id: str,
+    echoes: dict[str, subprocess.Popen[bytes]],
+    backends: dict[str, str],
+    statuses_are: Callable[[dict[str, str]], Callable[[], bool]],
+    run: Callable[[Sequence[str]], CommandResult],
+    client: str,
+    vip: str,
+) -> None:
+    """A UDP-CONNECT monitor on the UDP pool: one member stopped and started again."""
+    # UDP-CONNECT fails on the ICMP port-unreachable of a stopped echo; Octavia's minimum
+    # delay for it is 3 s.
+    world.api.create_healthmonitor(
+        lb_id, pool_id, type="UDP-CONNECT", delay=3, timeout=2, max_retries=1,
+        max_retries_down=1,
+    )  # fmt: skip
+    stopped, kept = sorted(backends)
+    wait_until(
+        statuses_are({name: "ONLINE" for name in backends}),
+        STATUS_TIMEOUT,
+        "the monitored UDP members ONLINE",
+    )
+    echoes[stopped].terminate()
+    echoes[stopped].wait(10)
+    wait_until(
+        statuses_are({stopped: "ERROR", kept: "ONLINE"}),
+        STATUS_TIMEOUT,
+        f"UDP member {stopped} ERROR once its echo stopped",
+    )
+    # Out of the table: every new flow goes to the member left (none times out). Source
+    # ports below the kernel's ephemeral range: no earlier flow's conntrack entry (which
+    # keeps a flow on its member) can match these flows.
+    answered = udp_echo.ask(run, client, vip, UDP_PORT, 20, first_source_port=20000)
+    assert answered == {kept: 20}, answered
+
+    echoes[stopped] = _start_echo(world, stopped, backends[stopped])
+    wait_until(
+        statuses_are({name: "ONLINE" for name in backends}),
+        STATUS_TIMEOUT,
+        f"UDP member {stopped} ONLINE again",
+    )
+    seen: collections.Counter[str] = collections.Counter()
+    rounds = iter(range(21000, 32700, 20))
+
+    def both_answer() -> bool:
+        seen.update(udp_echo.ask(run, client, vip, UDP_PORT, 20, next(rounds)))
+        return set(backends) <= set(seen)
+
+    wait_until(both_answer, TRAFFIC_TIMEOUT, f"new UDP flows reaching {stopped} again")
+    assert set(seen) == set(backends), seen  # and no flow timed out
 
 
 def test_netns_load_balancer_through_serve_and_clean_delete(

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
-from lbaas.model.enums import ProvisioningStatus
+from lbaas.model.enums import LIVE_AMPHORA_STATUSES, ProvisioningStatus
 from tests.support.waiting import wait_until
 
 V2 = "/v2/lbaas"
@@ -50,3 +52,17 @@ class LabApi:
         created = self.call("POST", f"{V2}/{kind}", {key: body})[key]
         self.wait_active(lb_id)
         return str(created["id"])
+
+    def hosts_of(self, lb_id: str) -> list[str]:
+        """The hosts (``compute_id``) of the load balancer's live amphorae."""
+        path = f"/v2/octavia/amphorae?loadbalancer_id={lb_id}"
+        amphorae = self.call("GET", path)["amphorae"]
+        return [str(a["compute_id"]) for a in amphorae if a["status"] in LIVE_AMPHORA_STATUSES]
+
+
+def host_list(namespace: str, settings: str | Path) -> dict[str, dict[str, Any]]:
+    """``lbaas host list --json`` run in the control namespace, as an operator runs it."""
+    lbaas = [sys.executable, "-m", "lbaas.cli", "--config", str(settings), "host", "list", "--json"]
+    argv = ["ip", "netns", "exec", namespace, *lbaas]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    return {host["host_id"]: host for host in json.loads(done.stdout)}

@@ -21,7 +21,9 @@ from lbaas.agent.host.commands import run_command
 from lbaas.lab.base import LabError
 from lbaas.lab.lab import Lab
 from lbaas.lab.state import process_running, process_start_time
+from lbaas.model.enums import HostStatus
 from tests.e2e.amphora.openstack_cli import openstack_executable
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -201,6 +203,23 @@ def test_the_cli_builds_reports_refuses_a_second_up_and_removes(
         )
         assert listed.returncode == 0, listed.stderr
         assert json.loads(listed.stdout) == []
+        # Each host's agent is enrolled in the fleet; lbaas in ctl finds the control plane's
+        # settings by itself, and sees both hosts come UP as their heartbeats arrive.
+        host_list = [sys.executable, "-m", "lbaas.cli", "host", "list", "--json"]
+
+        def hosts_up() -> list[str]:
+            done = subprocess.run(
+                [*lbaas, "exec", *where, "ctl", "--", *host_list],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stderr
+            hosts = json.loads(done.stdout)
+            assert sorted(h["host_id"] for h in hosts) == ["h1", "h2"]
+            return sorted(h["host_id"] for h in hosts if h["status"] == HostStatus.UP)
+
+        wait_until(lambda: hosts_up() == ["h1", "h2"], what="both enrolled hosts UP")
         assert cli("down").returncode == 0
         assert lab_links(f"{lab_name}-") == []
         assert subprocess.run(["pgrep", "-f", str(tmp_path)], check=False).returncode == 1

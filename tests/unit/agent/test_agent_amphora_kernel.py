@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -19,11 +21,15 @@ from lbaas.agent.source_routing import apply_routing, plan_routing
 from lbaas.agent.vip_filter import FORWARD_CHAIN, TABLE, render
 from lbaas.agent.wire import AmphoraSpec, HaproxyFacts, MemberNetwork, NetworkSpec, VipSpec
 from lbaas.agent.wire_datapath import AllowedPeer, ListenerPort, UdpListener, UdpMember, VipFilter
+from lbaas.agent.wire_l4 import L4MonitorSpec
 from lbaas.l4 import nft
+from lbaas.l4.health.base import Prober
+from lbaas.l4.health.checker import ChangeSink, HealthChecker
+from lbaas.l4.health.monitor import Target
 from lbaas.l4.host.recording import RecordingNftOps
 from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
 from lbaas.model.graph import ListenerId, MemberId, PoolId
-from lbaas.model.health import MemberState
+from lbaas.model.health import MemberState, PoolState
 
 UDP = UdpListener(
     listener_id="l-dns",
@@ -202,3 +208,86 @@ def test_ipv6_vips_are_neither_filtered_nor_source_routed() -> None:
     assert plan.rules == () and plan.main == () and dict(plan.tables)[100] == ()
     text = render(spec.vip.address, "lbvleg", spec.vip_filter, ())
     assert "vip_in" not in text and "2001:db8" not in text
+
+
+class _TableProber(Prober):
+    """Answers each member's probe from ``up`` (the network stays out of unit tests)."""
+
+    def __init__(self, up: dict[str, bool]) -> None:
+        self.up = up
+        self.probed: set[tuple[str, int]] = set()
+
+    async def probe(self, target: Target) -> bool:
+        self.probed.add((target.address, target.port))
+        return self.up[target.key]
+
+
+CHECKED = UdpListener(
+    listener_id="l-dns",
+    pool_id="p-dns",
+    port=53,
+    table_size=251,
+    members=(
+        UdpMember(key="m1", address="10.2.0.11", port=5353),
+        UdpMember(key="m2", address="10.2.0.12", port=5353, monitor_port=8053),
+    ),
+    monitor=L4MonitorSpec(
+        type="UDP-CONNECT", delay=0.05, timeout=0.5, max_retries=2, max_retries_down=1
+    ),
+)
+
+
+def _wait(predicate: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 20
+    while not predicate():
+        assert time.monotonic() < deadline, f"not reached: {what}"
+        time.sleep(0.02)
+
+
+def test_a_udp_member_found_down_gets_no_new_flows_and_is_reported_down() -> None:
+    ops, host = RecordingNftOps(), RecordingHostOps()
+    prober = _TableProber({"m1": True, "m2": True})
+    started: list[HealthChecker] = []
+
+    def make_checker(sink: ChangeSink) -> HealthChecker:
+        checker = HealthChecker(prober, sink, batch_count=1, batch_delay=0.0)
+        started.append(checker)
+        return checker
+
+    datapath = AmphoraDatapath(host, ops, "ns", make_checker)
+    spec = _spec(udp=(CHECKED,))
+
+    def members() -> dict[MemberId, MemberState]:
+        return dict(datapath.health(spec)[1][PoolId("p-dns")].members)
+
+    unchecked = CHECKED.model_copy(update={"monitor": None})
+    try:
+        datapath.apply(_spec(udp=(unchecked,)), datapath.check(_spec(udp=(unchecked,)), "x"))
+        assert started == [] and "10.2.0.12 . 5353" in ops.loaded[-1]  # no monitor, no checker
+        # The monitor added: the same table (everyone starts healthy), now reported UP.
+        datapath.apply(spec, datapath.check(spec, "lbvleg"))
+        assert len(started) == 1
+        _wait(lambda: ("10.2.0.12", 8053) in prober.probed, "m2 probed at its monitor port")
+        assert members() == {MemberId("m1"): MemberState.UP, MemberId("m2"): MemberState.UP}
+        loads = len(ops.loaded)
+        prober.up["m2"] = False
+        _wait(lambda: members()[MemberId("m2")] is MemberState.DOWN, "m2 reported DOWN")
+        _wait(lambda: len(ops.loaded) > loads, "the table rewritten")
+        moved = ops.loaded[-1]  # only m2's slots, now m1's
+        assert "add element" in moved and "10.2.0.11 . 5353" in moved, moved
+        assert "10.2.0.12" not in moved
+        assert datapath.health(spec)[1][PoolId("p-dns")].state is PoolState.UP
+        prober.up["m1"] = False  # nobody left: the pool is DOWN
+        _wait(lambda: datapath.health(spec)[1][PoolId("p-dns")].state is PoolState.DOWN, "DOWN")
+        prober.up["m1"] = True  # two successes in a row bring it back
+        _wait(lambda: members()[MemberId("m1")] is MemberState.UP, "m1 UP again")
+        prober.up["m2"] = True
+        _wait(lambda: members()[MemberId("m2")] is MemberState.UP, "m2 UP again")
+        _wait(lambda: "10.2.0.12 . 5353" in ops.loaded[-1], "m2's slots back in the table")
+        # The monitor deleted: the checker stops, the members are unchecked again.
+        datapath.apply(_spec(udp=(unchecked,)), datapath.check(_spec(udp=(unchecked,)), "x"))
+        assert not started[0]._thread.is_alive()
+        assert set(dict(datapath.health(_spec(udp=(unchecked,)))[1][PoolId("p-dns")].members)
+                   .values()) == {MemberState.NO_CHECK}  # fmt: skip
+    finally:
+        datapath.close()

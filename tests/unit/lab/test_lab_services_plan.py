@@ -10,6 +10,7 @@ from lbaas.lab.names import LabNames
 from lbaas.lab.services import (
     agent_settings,
     control_settings,
+    enrol_command,
     network_id,
     subnet_id,
     toml_text,
@@ -43,8 +44,8 @@ def test_the_control_plane_declares_the_labs_subnets_with_router_and_hosts_reser
     assert (vip.id, vip.network_id) == (subnet_id("lab", "vip"), network_id("lab", "vip"))
     assert (vip.cidr, vip.gateway_ip) == ("10.70.1.0/24", "10.70.1.1")
     assert vip.reserved_addresses == ("10.70.1.11", "10.70.1.12", "10.70.1.13")
-    # It talks to host h1's agent on the fabric; heartbeats come to it on the fabric.
-    assert (settings.agent.host, settings.agent.mode) == ("10.70.0.11", "netns")
+    # No agent of its own: the agents are the enrolled hosts. Heartbeats come on the fabric.
+    assert settings.agent.mode == "netns" and settings.agent.host_id == "local"
     assert settings.health.bind_host == "10.70.0.2" and settings.health.heartbeat_key == "k" * 64
     assert settings.state_dir == tmp_path
 
@@ -52,9 +53,7 @@ def test_the_control_plane_declares_the_labs_subnets_with_router_and_hosts_reser
 def test_each_agent_maps_the_labs_networks_onto_its_uplinks_and_names_its_namespaces(
     tmp_path: Path,
 ) -> None:
-    settings = load_settings(
-        _write(agent_settings(STATE, 2, tmp_path, "k" * 64), tmp_path), environ={}
-    )
+    settings = load_settings(_write(agent_settings(STATE, 2, tmp_path), tmp_path), environ={})
     assert settings.agent.host == "10.70.0.12" and settings.agent.mode == "netns"
     assert settings.agent.namespace_prefix == "lab-h2-"
     assert settings.agent.bridge_mappings == {
@@ -62,7 +61,25 @@ def test_each_agent_maps_the_labs_networks_onto_its_uplinks_and_names_its_namesp
         network_id("lab", "m0"): "mem0",
         network_id("lab", "m1"): "mem1",
     }
-    assert settings.health.bind_host == "10.70.0.2"
+    # Enrolled as h2: identity and heartbeat key from its bundle, heartbeats to the ctl.
+    assert settings.agent.host_id == "h2"
+    assert settings.agent.bundle == str(tmp_path / "bundle")
+    assert settings.agent.health_managers == ("10.70.0.2:5555",)
+
+
+def test_each_host_is_enrolled_as_an_operator_would_with_its_fabric_address(
+    tmp_path: Path,
+) -> None:
+    argv = enrol_command(STATE, 3, tmp_path / "ctl.toml", tmp_path / "h3")
+    assert argv[-13:] == [
+        "agent", "enrol", "h3",
+        "--address", "10.70.0.13",
+        "--agent-port", "9443",
+        "--mode", "netns",
+        "--health-manager", "10.70.0.2:5555",
+        "--out", str(tmp_path / "h3" / "bundle"),
+    ]  # fmt: skip
+    assert argv[argv.index("--config") + 1] == str(tmp_path / "ctl.toml")
 
 
 def test_ids_are_stable_per_lab_and_differ_between_labs() -> None:

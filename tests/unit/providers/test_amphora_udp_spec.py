@@ -8,12 +8,18 @@ from typing import Any
 
 from lbaas.config import load_settings
 from lbaas.db.job_queue import Claim
-from lbaas.model.enums import LbAlgorithm, ListenerProtocol, PersistenceType, PoolProtocol
+from lbaas.model.enums import (
+    HealthMonitorType,
+    LbAlgorithm,
+    ListenerProtocol,
+    PersistenceType,
+    PoolProtocol,
+)
 from lbaas.model.graph import NetworkId, SessionPersistence, Subnet, SubnetId
 from lbaas.providers.amphora.driver import AmphoraProvider
 from lbaas.providers.amphora.kernel_spec import UDP_TABLE_SIZE, split_udp, vip_filter
 from lbaas.providers.base import ProviderContext
-from tests.support.graphs import listener, load_balancer, member, pool, uid
+from tests.support.graphs import listener, load_balancer, member, monitor, pool, uid
 
 from .amphora_fakes import MemoryAmphoraStore, RecordingAgent
 
@@ -58,6 +64,25 @@ def test_backup_members_serve_only_when_no_other_is_left() -> None:
     )
     [dns] = split_udp(graph)[1]
     assert [m.address for m in dns.members] == ["10.9.0.15"]
+
+
+def test_the_pools_enabled_monitor_goes_with_the_udp_listener() -> None:
+    [dns] = split_udp(GRAPH)[1]
+    assert dns.monitor is None  # no monitor: the agent balances every listed member
+    checked = replace(
+        GRAPH.pools[1],
+        health_monitor=monitor("dns", HealthMonitorType.UDP_CONNECT, delay=3, timeout=2),
+        members=(replace(DNS_MEMBERS[0], monitor_address="10.9.1.11", monitor_port=5353),),
+    )
+    [dns] = split_udp(replace(GRAPH, pools=(GRAPH.pools[0], checked)))[1]
+    assert dns.monitor is not None
+    assert (dns.monitor.type, dns.monitor.delay, dns.monitor.timeout) == ("UDP-CONNECT", 3, 2)
+    assert (dns.monitor.max_retries, dns.monitor.max_retries_down) == (2, 3)
+    [only] = dns.members
+    assert (only.monitor_address, only.monitor_port) == ("10.9.1.11", 5353)
+    disabled = replace(checked, health_monitor=monitor("dns", admin=False))
+    [dns] = split_udp(replace(GRAPH, pools=(GRAPH.pools[0], disabled)))[1]
+    assert dns.monitor is None  # a disabled monitor is no monitor, as with HAProxy
 
 
 def test_source_ip_hashes_the_source_masked_to_the_granularity() -> None:

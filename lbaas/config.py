@@ -80,6 +80,29 @@ class ApiSettings(_Section):
             "processes. Off by default, as in Octavia (404)."
         ),
     )
+    dashboard_enabled: bool = Field(
+        True,
+        description=(
+            "Serve the web dashboard at /dashboard: the load balancers the caller may list, "
+            "live, with member drain and failover through the API's own routes and RBAC."
+        ),
+    )
+    dashboard_update_interval: float = Field(
+        0.5,
+        gt=0,
+        description=(
+            "Seconds between two database reads of one open dashboard page (its live "
+            "updates); each open page reads its own scope."
+        ),
+    )
+    dashboard_stream_seconds: float = Field(
+        60.0,
+        gt=0,
+        description=(
+            "A dashboard's event stream ends after this long and the browser reconnects, "
+            "which re-checks the caller's identity and roles."
+        ),
+    )
     telemetry: bool = Field(
         False,
         description=(

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lbaas.agent.host.base import HostCommandFailed, HostOps, HostOpsError
 from lbaas.agent.wire import AmphoraSpec
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -154,11 +157,23 @@ def apply_plumbing(
             host.delete_address(leg.amphora_end, address, desired.namespace)
         for address in leg.addresses:
             host.add_address(leg.amphora_end, address, desired.namespace)
+        for address in leg.addresses if old is None else set(leg.addresses) - set(old.addresses):
+            _announce(host, leg.amphora_end, address, desired.namespace)
     for gone in old_legs.values():
         host.delete_link(gone.amphora_end, desired.namespace)
         _remove_unused_bridge(host, gone)
     if desired.default_gateway is not None:
         _default_route(host, desired.namespace, desired.default_gateway)
+
+
+def _announce(host: HostOps, link: str, address: str, namespace: str) -> None:
+    """Gratuitous ARP for an address new on this link: a rebuilt amphora has the old
+    one's VIP behind a new MAC, which neighbours learn at once instead of after their
+    entry goes stale. A failure costs only that speed-up, so it is logged, not raised."""
+    try:
+        host.announce_address(link, address, namespace)
+    except (OSError, HostOpsError) as exc:
+        log.warning("could not announce %s on %s in %s: %s", address, link, namespace, exc)
 
 
 def _ensure_bridge(host: HostOps, leg: Leg) -> None:

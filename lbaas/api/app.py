@@ -13,6 +13,7 @@ from lbaas.api.openapi import describe_errors
 from lbaas.api.request_guard import RequestGuard
 from lbaas.api.routers import (
     ROUTERS,
+    dashboard,
     healthcheck,
     identity,
     metadata,
@@ -58,6 +59,8 @@ def create_app(services: ApiServices) -> FastAPI:
         app.include_router(metadata.router)
     if services.settings.api.healthcheck_enabled:
         app.include_router(healthcheck.router)
+    if services.settings.api.dashboard_enabled:
+        app.include_router(dashboard.router)
     describe_errors(app)
     if services.settings.api.metrics_enabled:
         app.state.metrics_page = MetricsPage(services)

@@ -21,6 +21,9 @@ from lbaas.api.metrics import route_template
 from lbaas.metrics.process import ProcessMetrics
 
 _ALIASES = (("/v2.0/lbaas", "/v2/lbaas"), ("/v2.0/octavia", "/v2/octavia"))
+# The dashboard serves a page, its script and an event stream: a browser asks for those by
+# their own types (text/html, text/event-stream), which the JSON rule would refuse.
+_NOT_JSON_ONLY = ("/dashboard",)
 
 
 def _accepts_json(accept: str) -> bool:
@@ -98,7 +101,8 @@ class EdgeMiddleware:
             if routed is not None:
                 routed.append(scope)
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if "accept" in headers and not _accepts_json(headers["accept"]):
+        json_only = not path.startswith(_NOT_JSON_ONLY)
+        if json_only and "accept" in headers and not _accepts_json(headers["accept"]):
             await _send_json(
                 send,
                 406,

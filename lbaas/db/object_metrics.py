@@ -66,15 +66,22 @@ def _as_dict(value: Any) -> Mapping[str, Any]:
     return parsed
 
 
-def _counter_rows(conn: Connection) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+def _counter_rows(
+    conn: Connection, loadbalancer_ids: Any
+) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
     c = table_of(ListenerStatsRow).c
-    for listener_id, base, last in conn.execute(select(c.listener_id, c.base, c.last)):
+    query = select(c.listener_id, c.base, c.last)
+    if loadbalancer_ids is not None:
+        query = query.where(c.loadbalancer_id.in_(loadbalancer_ids))
+    for listener_id, base, last in conn.execute(query):
         yield str(listener_id), _as_dict(base), _as_dict(last)
 
 
-def listener_counters(conn: Connection) -> dict[str, dict[str, int]]:
+def listener_counters(conn: Connection, loadbalancer_ids: Any = None) -> dict[str, dict[str, int]]:
+    """Per listener: its counters summed over amphorae; of every load balancer, or of those
+    ``loadbalancer_ids`` (a select of ids) names."""
     totals: dict[str, dict[str, int]] = {}
-    for listener_id, base, last in _counter_rows(conn):
+    for listener_id, base, last in _counter_rows(conn, loadbalancer_ids):
         into = totals.setdefault(listener_id, dict.fromkeys(COUNTERS, 0))
         for name in COUNTERS:
             # active_connections is a gauge: only the current value counts, as in stats_repo.

@@ -1,5 +1,5 @@
 """Keeps ``bench/operations.py`` from rotting: ``--quick`` exits 0 and its figures describe
-the scrape it timed (their times are not judged)."""
+the scrape and the dashboard reads it timed (their times are not judged)."""
 
 from __future__ import annotations
 
@@ -13,3 +13,10 @@ def test_quick_run_scrapes_every_object() -> None:
     # series per listener and per load balancer (30), besides the control plane's.
     assert figures["samples"] >= 15 + 30
     assert figures["scrape_ms_median"] > 0 and figures["bytes"] > 0
+    # The dashboard's stream saw each status change (it waits for the event carrying it).
+    assert figures["dashboard_topology_ms_median"] > 0
+    assert (
+        figures["dashboard_change_to_event_ms_max"]
+        >= figures["dashboard_change_to_event_ms_median"]
+        > 0
+    )

@@ -196,6 +196,14 @@ class HostOps(RoutingOps):
         Raises HostCommandFailed.
         """
 
+    def announce_address(self, link: str, address: str, namespace: str | None = None) -> None:
+        """Tell ``link``'s neighbours that ``address`` (CIDR form) is now here (gratuitous
+        ARP for IPv4), so they stop sending to a MAC address it had before.
+
+        Does nothing by default: loopback mode has no neighbours. Raises OSError or
+        HostOpsError where it is done and fails; callers treat that as a warning.
+        """
+
     # --- HAProxy ------------------------------------------------------------------------
 
     @abc.abstractmethod

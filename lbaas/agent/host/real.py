@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from lbaas.agent.host.base import CommandResult, HostCommandFailed
 from lbaas.agent.host.commands import run_command
+from lbaas.agent.host.garp import send_gratuitous_arp
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher, LaunchingHostOps
 from lbaas.agent.host.routing_real import IpRouting
 
@@ -94,6 +95,11 @@ class RealHostOps(IpRouting, LaunchingHostOps):
 
     def add_address(self, link: str, address: str, namespace: str | None = None) -> None:
         self._ip(["addr", "replace", address, "dev", link], namespace)
+
+    def announce_address(self, link: str, address: str, namespace: str | None = None) -> None:
+        bare = address.split("/", 1)[0]
+        if ":" not in bare:  # IPv6 neighbours would need an unsolicited NA; not done yet
+            send_gratuitous_arp(link, bare, namespace)
 
     def delete_address(self, link: str, address: str, namespace: str | None = None) -> None:
         if not self.link_exists(link, namespace):

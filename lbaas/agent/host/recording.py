@@ -144,6 +144,9 @@ class RecordingHostOps(HostOps):
         self._record("add_address", link, address, namespace)
         self.links[link].addresses.add(address)
 
+    def announce_address(self, link: str, address: str, namespace: str | None = None) -> None:
+        self._record("announce_address", link, address, namespace)
+
     def delete_address(self, link: str, address: str, namespace: str | None = None) -> None:
         self._record("delete_address", link, address, namespace)
         if link in self.links:

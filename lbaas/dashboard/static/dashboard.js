@@ -1,0 +1,202 @@
+// The lbaas dashboard: one first read of /dashboard/topology, then live updates from the
+// server-sent events of /dashboard/events. Actions call the API's own routes, so the API's
+// RBAC decides; a refusal is shown as the API words it. Every text goes in through
+// textContent: names and errors come from tenants.
+"use strict";
+
+const WINDOW_SECONDS = 300; // the traffic graphs show the last five minutes
+const samples = new Map(); // listener id -> [{at, connections}], at on the server's clock
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("data-")) node.setAttribute(key, value);
+    else node[key] = value;
+  }
+  for (const child of children) {
+    if (child !== null && child !== undefined) {
+      node.append(child instanceof Node ? child : String(child));
+    }
+  }
+  return node;
+}
+
+function badge(status) {
+  return el("span", { class: "badge s-" + status, title: status }, status);
+}
+
+function notice(text, ok) {
+  const box = document.getElementById("notice");
+  box.textContent = text;
+  box.className = ok ? "ok" : "";
+  box.hidden = false;
+}
+
+async function act(method, path, body, done) {
+  const response = await fetch(path, {
+    method,
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+    body: body === null ? undefined : JSON.stringify(body),
+  });
+  if (response.ok) {
+    notice(done, true);
+    return;
+  }
+  let reason = response.statusText;
+  try {
+    const fault = await response.json();
+    reason = fault.faultstring || fault.detail || reason;
+  } catch (_) { /* not JSON: keep the status text */ }
+  notice(`Refused (${response.status}): ${reason}`, false);
+}
+
+function setWeight(pool, member, weight, done) {
+  const path = `/v2/lbaas/pools/${pool.id}/members/${member.id}`;
+  return act("PUT", path, { member: { weight } }, done);
+}
+
+function memberAction(pool, member) {
+  const key = "lbaas-weight-" + member.id;
+  if (member.weight === 0) {
+    const before = Number(sessionStorage.getItem(key)) || 1;
+    return el("button", {
+      class: "enable",
+      onclick: () => setWeight(pool, member, before, `Member ${member.address} re-enabled (weight ${before}).`),
+    }, "Re-enable");
+  }
+  return el("button", {
+    class: "drain",
+    onclick: () => {
+      sessionStorage.setItem(key, String(member.weight));
+      return setWeight(pool, member, 0, `Member ${member.address} draining (weight 0).`);
+    },
+  }, "Drain");
+}
+
+function memberRow(pool, member) {
+  return el("tr", {
+    class: "member",
+    "data-id": member.id,
+    "data-operating-status": member.operating_status,
+    "data-weight": String(member.weight),
+  },
+  el("td", {}, member.name || member.address),
+  el("td", {}, `${member.address}:${member.protocol_port}`),
+  el("td", { class: "weight" }, member.weight),
+  el("td", {}, badge(member.operating_status), " ", badge(member.provisioning_status)),
+  el("td", {}, memberAction(pool, member)));
+}
+
+function poolBlock(pool) {
+  const rows = pool.members.map((member) => memberRow(pool, member));
+  return el("div", { class: "pool", "data-id": pool.id },
+    el("h3", {}, `Pool ${pool.name || pool.id.slice(0, 8)} · ${pool.protocol} · ${pool.lb_algorithm} `,
+      badge(pool.operating_status)),
+    rows.length ? el("table", {}, el("tbody", {}, ...rows)) : el("p", { class: "empty" }, "no members"));
+}
+
+function listenerBlock(listener) {
+  return el("div", { class: "listener", "data-id": listener.id },
+    el("h3", {}, `Listener ${listener.protocol}:${listener.protocol_port} `,
+      badge(listener.operating_status)),
+    el("canvas", { class: "traffic", "data-listener": listener.id, width: 300, height: 48,
+      title: "new connections per second, last five minutes" }));
+}
+
+function amphoraRow(amphora) {
+  return el("tr", { class: "amphora", "data-id": amphora.id },
+    el("td", { class: "id" }, amphora.id.slice(0, 8)),
+    el("td", {}, amphora.role || ""),
+    el("td", {}, badge(amphora.status)),
+    el("td", {}, `host ${amphora.host || "?"}`),
+    el("td", { class: "id" }, amphora.compute_id || ""));
+}
+
+function loadBalancerBlock(lb) {
+  const failover = el("button", {
+    class: "failover",
+    onclick: () => act("PUT", `/v2/lbaas/loadbalancers/${lb.id}/failover`, null,
+      `Failover of ${lb.name || lb.id} requested.`),
+  }, "Failover");
+  return el("section", { class: "lb", "data-id": lb.id, "data-provisioning-status": lb.provisioning_status },
+    el("h2", {}, lb.name || "(no name)", el("span", { class: "id" }, lb.id),
+      `VIP ${lb.vip_address || "-"}`, badge(lb.provisioning_status), badge(lb.operating_status), failover),
+    lb.error ? el("div", { class: "error" }, `Last converge failed: ${lb.error}`) : null,
+    el("div", { class: "columns" },
+      el("div", {}, ...lb.listeners.map(listenerBlock)),
+      el("div", {}, ...lb.pools.map(poolBlock)),
+      el("div", {}, el("h3", {}, "Amphorae"),
+        lb.amphorae.length ? el("table", {}, el("tbody", {}, ...lb.amphorae.map(amphoraRow)))
+          : el("p", { class: "empty" }, "none"))));
+}
+
+function render(loadbalancers) {
+  const main = document.getElementById("loadbalancers");
+  main.replaceChildren(...loadbalancers.map(loadBalancerBlock));
+  if (!loadbalancers.length) main.append(document.getElementById("empty").content.cloneNode(true));
+  document.getElementById("count").textContent = `${loadbalancers.length} load balancer(s)`;
+  document.querySelectorAll("canvas.traffic").forEach(draw);
+}
+
+function record(at, listeners) {
+  for (const [id, counters] of Object.entries(listeners)) {
+    const series = samples.get(id) || [];
+    series.push({ at, connections: counters.total_connections });
+    while (series.length && series[0].at < at - WINDOW_SECONDS) series.shift();
+    samples.set(id, series);
+  }
+  document.querySelectorAll("canvas.traffic").forEach(draw);
+}
+
+// Rates between consecutive samples, drawn right-aligned at "now".
+function draw(canvas) {
+  const series = samples.get(canvas.dataset.listener) || [];
+  const ctx = canvas.getContext("2d");
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  if (series.length < 2) return;
+  const now = series[series.length - 1].at;
+  const rates = [];
+  for (let i = 1; i < series.length; i++) {
+    const dt = series[i].at - series[i - 1].at;
+    if (dt > 0) rates.push({ at: series[i].at, rate: Math.max(0, (series[i].connections - series[i - 1].connections) / dt) });
+  }
+  const peak = Math.max(1, ...rates.map((r) => r.rate));
+  canvas.dataset.peak = String(Math.max(0, ...rates.map((r) => r.rate))); // read by the tests
+  ctx.strokeStyle = "#2a6fdb";
+  ctx.beginPath();
+  rates.forEach((r, i) => {
+    const x = canvas.width * (1 - (now - r.at) / WINDOW_SECONDS);
+    const y = canvas.height - 2 - (canvas.height - 4) * (r.rate / peak);
+    if (i === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
+  });
+  ctx.stroke();
+  ctx.fillStyle = "#556";
+  ctx.fillText(`${rates[rates.length - 1].rate.toFixed(1)} conn/s (peak ${peak.toFixed(1)})`, 4, 12);
+}
+
+function listen() {
+  const live = document.getElementById("live");
+  const source = new EventSource("/dashboard/events");
+  source.addEventListener("open", () => { live.dataset.state = "live"; live.textContent = "live"; });
+  source.addEventListener("error", () => { live.dataset.state = "lost"; live.textContent = "reconnecting…"; });
+  source.addEventListener("topology", (e) => render(JSON.parse(e.data)));
+  source.addEventListener("traffic", (e) => {
+    const data = JSON.parse(e.data);
+    record(data.at, data.listeners);
+  });
+}
+
+async function start() {
+  const response = await fetch("/dashboard/topology", { headers: { Accept: "application/json" } });
+  if (!response.ok) {
+    const fault = await response.json().catch(() => ({}));
+    notice(`Cannot show load balancers (${response.status}): ${fault.faultstring || response.statusText}`);
+    return;
+  }
+  const data = await response.json();
+  render(data.loadbalancers);
+  listen();
+}
+
+start();

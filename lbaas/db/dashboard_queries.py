@@ -1,0 +1,118 @@
+"""What the web dashboard shows, read for one caller's scope in a few Core selects.
+
+A scope is a project id (the caller's own objects) or ``None`` (every project: an admin
+or a global observer), the same rule the load balancer list applies. Children carry their
+own ``project_id`` column, so every table is filtered directly; amphorae, converge jobs
+and listener counters have none and are filtered through the scoped load balancer ids.
+Rows come back as plain dicts keyed by column name, ready for JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
+
+from lbaas.db.object_metrics import listener_counters
+from lbaas.db.tables import (
+    AmphoraRow,
+    ConvergeJobRow,
+    ListenerRow,
+    LoadBalancerRow,
+    MemberRow,
+    PoolRow,
+    table_of,
+)
+from lbaas.model.enums import ProvisioningStatus
+
+_STATUS: tuple[str, ...] = ("provisioning_status", "operating_status")
+_LB_COLUMNS: tuple[str, ...] = (
+    "id",
+    "name",
+    "project_id",
+    "vip_address",
+    "provider",
+    "admin_state_up",
+    *_STATUS,
+)
+_LISTENER_COLUMNS: tuple[str, ...] = ("id", "loadbalancer_id", "name", "protocol", "protocol_port")
+_LISTENER_COLUMNS += ("default_pool_id", "admin_state_up", *_STATUS)
+_POOL_COLUMNS: tuple[str, ...] = (
+    "id",
+    "loadbalancer_id",
+    "name",
+    "protocol",
+    "lb_algorithm",
+    *_STATUS,
+)
+_MEMBER_COLUMNS: tuple[str, ...] = (
+    "id",
+    "pool_id",
+    "name",
+    "address",
+    "protocol_port",
+    "weight",
+    "backup",
+)
+_MEMBER_COLUMNS += ("admin_state_up", *_STATUS)
+_AMPHORA_COLUMNS: tuple[str, ...] = (
+    "id",
+    "loadbalancer_id",
+    "status",
+    "role",
+    "host",
+    "compute_id",
+)
+_AMPHORA_COLUMNS += ("lb_network_ip",)
+
+
+@dataclass(frozen=True)
+class DashboardRows:
+    loadbalancers: list[dict[str, Any]]
+    listeners: list[dict[str, Any]]
+    pools: list[dict[str, Any]]
+    members: list[dict[str, Any]]
+    amphorae: list[dict[str, Any]]
+    errors: dict[str, str]
+    """Per load balancer id: its converge job's last error, where it has one."""
+    counters: dict[str, dict[str, int]]
+    """Per listener id: ``stats_repo.COUNTERS`` summed over its amphorae."""
+
+
+def _live(conn: Connection, mapped: Any, names: tuple[str, ...], project: str | None) -> Any:
+    table = table_of(mapped)
+    query = select(*(table.c[name] for name in names)).where(
+        table.c.provisioning_status != ProvisioningStatus.DELETED.value
+    )
+    if project is not None:
+        query = query.where(table.c.project_id == project)
+    return [dict(row._mapping) for row in conn.execute(query.order_by(table.c.created_at))]
+
+
+def _lb_ids(project: str | None) -> Any:
+    lbs = table_of(LoadBalancerRow)
+    query = select(lbs.c.id).where(lbs.c.provisioning_status != ProvisioningStatus.DELETED.value)
+    return query if project is None else query.where(lbs.c.project_id == project)
+
+
+def dashboard_rows(conn: Connection, project: str | None) -> DashboardRows:
+    """Everything the dashboard shows for ``project`` (``None``: every project)."""
+    amps = table_of(AmphoraRow)
+    amp_query = select(*(amps.c[name] for name in _AMPHORA_COLUMNS)).where(
+        amps.c.loadbalancer_id.in_(_lb_ids(project))
+    )
+    jobs = table_of(ConvergeJobRow).c
+    job_query = select(jobs.loadbalancer_id, jobs.last_error).where(
+        jobs.loadbalancer_id.in_(_lb_ids(project)), jobs.last_error.is_not(None)
+    )
+    return DashboardRows(
+        loadbalancers=_live(conn, LoadBalancerRow, _LB_COLUMNS, project),
+        listeners=_live(conn, ListenerRow, _LISTENER_COLUMNS, project),
+        pools=_live(conn, PoolRow, _POOL_COLUMNS, project),
+        members=_live(conn, MemberRow, _MEMBER_COLUMNS, project),
+        amphorae=[dict(row._mapping) for row in conn.execute(amp_query.order_by(amps.c.id))],
+        errors={str(lb): str(error) for lb, error in conn.execute(job_query)},
+        counters=listener_counters(conn, _lb_ids(project)),
+    )

@@ -91,11 +91,14 @@ def create_pair_member(
     role: str,
     vrrp: tuple[int, int],
     now: datetime,
+    *,
+    compute_id: str | None = None,
 ) -> AmphoraRow:
-    """A PENDING_CREATE amphora of an ACTIVE_STANDBY pair; ``vrrp`` is (id, priority)."""
+    """A PENDING_CREATE amphora of an ACTIVE_STANDBY pair; ``vrrp`` is (id, priority);
+    ``compute_id`` the fleet host (``host``, the agent's address, when there is no fleet)."""
     row = create_amphora(session, loadbalancer_id, host, vip_address, now)
     row.role = role
-    row.compute_id = host
+    row.compute_id = host if compute_id is None else compute_id
     row.ha_port_id = ha_port_id
     row.vrrp_id, row.vrrp_priority = vrrp
     session.flush()

@@ -50,14 +50,15 @@ from lbaas.certs.kek import load_key_ring
 from lbaas.db.secret_vault import SecretVault
 from lbaas.errors import AgentUnreachable, ConfigError, PermanentError
 from lbaas.model.enums import HostStatus, Topology
+from lbaas.model.fleet import HostAddress
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.providers.amphora.capabilities import amphora_capabilities
 from lbaas.providers.amphora.kernel_spec import split_udp, vip_filter
-from lbaas.providers.amphora.store.base import AmphoraStore, PairStore
+from lbaas.providers.amphora.store.base import AmphoraStore, PairMember, PairSite, PairStore
 from lbaas.providers.amphora.store.database import DatabaseAmphoraStore
 from lbaas.providers.amphora.tls_material import tls_bundle
-from lbaas.providers.amphora.topology import OneHost, PairConverger, VrrpTimers, pair_filter
+from lbaas.providers.amphora.topology import PairConverger, VrrpTimers, pair_filter
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 from lbaas.render.haproxy import HaproxyContext, RenderedHaproxy, render_haproxy
 from lbaas.render.haproxy.context import HaproxyPeers
@@ -262,28 +263,51 @@ class AmphoraProvider(ProviderDriver):
         )
 
     def _apply_pair(self, graph: LoadBalancer, fence: Claim, rebuild: bool) -> ApplyResult:
-        """ACTIVE_STANDBY: two amphorae sharing the VIP by VRRP (``topology``)."""
+        """ACTIVE_STANDBY: two amphorae sharing the VIP by VRRP (``topology``), each on its
+        own host's agent."""
         if self._pairs is None:
             raise PermanentError("this amphora store keeps no ACTIVE_STANDBY pairs")
-        # Both on the provider's own agent until the pair's placement picks two hosts.
-        client = self._agents.client(None)
-        info = client.info()
-        if info.mode != "netns":
-            raise PermanentError(
-                f"ACTIVE_STANDBY needs agents in netns mode; agent {self._agent_host} runs "
-                f"in {info.mode} mode"
-            )
+        if self.context.settings.agent.mode != "netns":  # refused before anything is built
+            raise PermanentError("ACTIVE_STANDBY needs agents in netns mode")
+        infos: dict[str, AgentInfo] = {}
 
         def build(
-            graph: LoadBalancer, fence: Claim, amphora_id: str, peers: HaproxyPeers, vrrp: VrrpSpec
+            graph: LoadBalancer,
+            fence: Claim,
+            member: PairMember,
+            peers: HaproxyPeers,
+            vrrp: VrrpSpec,
         ) -> AmphoraSpec:
-            return self._spec(info, graph, fence, amphora_id, (peers, vrrp))
+            key = "" if member.host is None else member.host.host_id
+            if key not in infos:
+                infos[key] = self._netns_info(member.host)
+            return self._spec(infos[key], graph, fence, member.amphora_id, (peers, vrrp))
 
+        site = PairSite(
+            zone=self._store.compute_zone(graph.availability_zone),
+            legacy_host=self._agent_host,
+            single_host=self.context.settings.agent.host_id,
+        )
         converger = PairConverger(
-            self._store, self._pairs, client, OneHost(self._agent_host), self._timers
+            self._store,
+            self._pairs,
+            self._agents.client,
+            lambda amphora_id: self._remove(amphora_id, failover=True),
+            site,
+            self._timers,
         )
         status = converger.converge(graph, fence, rebuild, build)
         return ApplyResult(serving=status.running, detail=status.last_outcome or "")
+
+    def _netns_info(self, host: HostAddress | None) -> AgentInfo:
+        """The host's agent facts; a pair needs every member's agent in netns mode."""
+        info = self._agents.client(host).info()
+        if info.mode != "netns":
+            name = self._agent_host if host is None else host.host_id
+            raise PermanentError(
+                f"ACTIVE_STANDBY needs agents in netns mode; agent {name} runs in {info.mode} mode"
+            )
+        return info
 
     def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:
         for amphora_id in self._store.live_amphorae(loadbalancer_id):

@@ -9,6 +9,8 @@ transaction that creates the amphora, so concurrent placements see each other):
   (the host of the amphora a failover replaces: it is probably the one that failed).
 * ``place_pair``: two distinct hosts for the two amphorae of an ACTIVE_STANDBY load
   balancer (anti-affinity), or ``PairPlacementImpossible`` naming what is missing.
+* ``place_pair_member``: the host of one amphora joining a pair (a new pair's first, or
+  the replacement of a failed one): never a host the rest of the pair is on.
 """
 
 from __future__ import annotations
@@ -71,3 +73,25 @@ def place_pair(
     first = place_one(ranked, zone=zone, avoid=avoid)
     rest = [h for h in ranked if h.host_id != first.host_id]
     return first, place_one(rest, zone=zone, avoid=avoid)
+
+
+def place_pair_member(
+    hosts: Sequence[HostLoad],
+    *,
+    zone: str | None,
+    pair_hosts: frozenset[str],
+    avoid: frozenset[str] = frozenset(),
+) -> HostLoad:
+    """The host for one amphora joining a pair whose other members are on ``pair_hosts``.
+
+    Never one of ``pair_hosts`` (the pair must survive one host's loss); off ``avoid``
+    when another host can take it (a failed amphora's host). With no other member yet
+    there must be two hosts with room, or the second member could not be placed: the
+    first is refused rather than a half pair built. Raises ``PairPlacementImpossible``.
+    """
+    if not pair_hosts:
+        return place_pair(hosts, zone=zone, avoid=avoid)[0]
+    others = _with_room(h for h in hosts if h.host_id not in pair_hosts)
+    if not others:
+        raise PairPlacementImpossible(zone, _with_room(hosts))
+    return place_one(others, zone=zone, avoid=avoid)

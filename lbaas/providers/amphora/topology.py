@@ -15,9 +15,11 @@ deleted by its agent (a stopping MASTER sends priority 0, so the survivor takes 
 once), and a new amphora joins as BACKUP. A missing member (a pair left half-built) is
 simply added as BACKUP.
 
-Where the two amphorae run is ``PairPlacement``'s choice; today both go to the provider's
-one agent (netns mode: two namespaces on the same VIP bridge). Choosing two distinct
-hosts, and refusing when only one can take them, is placement's job and plugs in there.
+Where each amphora runs is the store's choice, made in the transaction that creates it
+(``PairStore.add_pair_member``, ``placement.place_pair_member``): two distinct live hosts
+of the zone, least-loaded first; a replacement never goes on the survivor's host and
+keeps off the failed one's when it can. Each member's spec goes to its own host's agent
+(``AgentFor``). ``lbaas serve`` alone (its own agent the only host) puts both on it.
 """
 
 from __future__ import annotations
@@ -25,15 +27,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from lbaas.agent.client import AgentClient
 from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, VrrpSpec
 from lbaas.agent.wire_datapath import VRRP_PROTOCOL, AllowedPeer, VipFilter
 from lbaas.errors import PermanentError
 from lbaas.model.enums import AmphoraRole
+from lbaas.model.fleet import HostAddress
 from lbaas.model.graph import LoadBalancer
-from lbaas.providers.amphora.store.base import AmphoraStore, PairMember, PairStore
+from lbaas.providers.amphora.store.base import AmphoraStore, PairMember, PairSite, PairStore
 from lbaas.render.haproxy.context import HaproxyPeer, HaproxyPeers
 
 if TYPE_CHECKING:
@@ -44,24 +47,12 @@ BACKUP_PRIORITY = 100
 #: Port HAProxy's peers listen on, on each amphora's VRRP address (Octavia uses 1025).
 PEER_PORT = 1025
 
-#: Builds one amphora's whole spec: (graph, fence, amphora id, peers, vrrp) -> spec.
-SpecBuilder = Callable[[LoadBalancer, "Claim", str, HaproxyPeers, VrrpSpec], AmphoraSpec]
-
-
-class PairPlacement(Protocol):
-    """Where the two amphorae of a pair run: two hosts (the same one on a one-host setup)."""
-
-    def hosts_for_pair(self, loadbalancer_id: str, count: int) -> list[str]: ...
-
-
-@dataclass(frozen=True)
-class OneHost:
-    """Every amphora on the provider's one agent (until placement picks distinct hosts)."""
-
-    host: str
-
-    def hosts_for_pair(self, loadbalancer_id: str, count: int) -> list[str]:
-        return [self.host] * count
+#: Builds one amphora's whole spec: (graph, fence, member, peers, vrrp) -> spec.
+SpecBuilder = Callable[[LoadBalancer, "Claim", PairMember, HaproxyPeers, VrrpSpec], AmphoraSpec]
+#: The agent of a host (None: the single configured agent).
+AgentFor = Callable[[HostAddress | None], AgentClient]
+#: Removes a failed-over amphora through its agent (tolerating a lost host).
+Remover = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -98,14 +89,16 @@ class PairConverger:
         self,
         store: AmphoraStore,
         pairs: PairStore,
-        client: AgentClient,
-        placement: PairPlacement,
+        agents: AgentFor,
+        remove: Remover,
+        site: PairSite,
         timers: VrrpTimers,
     ) -> None:
         self._store = store
         self._pairs = pairs
-        self._client = client
-        self._placement = placement
+        self._agents = agents
+        self._remove = remove
+        self._site = site
         self._timers = timers
 
     def converge(
@@ -135,21 +128,27 @@ class PairConverger:
         survivors = [_as_master(m) for m in survivors]
         # Deleting stops its keepalived first: a stopping MASTER sends priority 0 and the
         # survivor takes the VIP at once; it gets the MASTER's priority with the next push.
-        self._client.delete_amphora(old.amphora_id)
+        self._remove(old.amphora_id)
         self._store.retire(fence, old.amphora_id)
         members = survivors
+        # Its host is probably the one that failed: the replacement keeps off it if it can.
+        avoid = frozenset() if old.host is None else frozenset({old.host.host_id})
         while len(members) < 2:
-            members = self._join(graph, fence, members)
+            members = self._join(graph, fence, members, avoid)
         # The pair is whole and running again before anything else is replaced.
         self._push(graph, fence, members, build)
         return members
 
     def _join(
-        self, graph: LoadBalancer, fence: Claim, members: list[PairMember]
+        self,
+        graph: LoadBalancer,
+        fence: Claim,
+        members: list[PairMember],
+        avoid: frozenset[str] = frozenset(),
     ) -> list[PairMember]:
-        """Add one amphora: MASTER when the pair is empty, BACKUP otherwise."""
+        """Add one amphora: MASTER when the pair is empty, BACKUP otherwise; on a host
+        none of ``members`` is on."""
         subnet = graph.vip.subnet_id
-        hosts = self._placement.hosts_for_pair(graph.id, 2)
         role, priority = (
             (AmphoraRole.BACKUP, BACKUP_PRIORITY)
             if members
@@ -157,7 +156,9 @@ class PairConverger:
         )
         new = self._pairs.add_pair_member(
             fence,
-            host=hosts[len(members) % len(hosts)],
+            site=self._site,
+            pair_hosts=frozenset(m.host.host_id for m in members if m.host is not None),
+            avoid=avoid,
             vip_subnet_id=subnet,
             vip_address=graph.vip.address,
             ha_port_id=graph.vip.port_id or None,
@@ -186,10 +187,8 @@ class PairConverger:
                 advert_interval_ms=self._timers.advert_interval_ms,
                 realtime_priority=self._timers.realtime_priority,
             )
-            spec = build(
-                graph, fence, member.amphora_id, HaproxyPeers(member.amphora_id, peers), vrrp
-            )
-            status = self._client.put_amphora(member.amphora_id, spec)
+            spec = build(graph, fence, member, HaproxyPeers(member.amphora_id, peers), vrrp)
+            status = self._agents(member.host).put_amphora(member.amphora_id, spec)
             if status.vrrp_interface is not None:
                 self._pairs.record_vrrp_interface(fence, member.amphora_id, status.vrrp_interface)
             self._store.mark_serving(fence, member.amphora_id)
@@ -205,4 +204,5 @@ def _as_master(member: PairMember) -> PairMember:
         member.vrrp_id,
         member.vrrp_address,
         member.failover_pending,
+        member.host,
     )

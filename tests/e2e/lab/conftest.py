@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,17 @@ def lab(lab_name: str, tmp_path: Path) -> Iterator[Lab]:
     with built.running(hosts=3):
         yield built
     assert lab_links(f"{lab_name}-") == []
+
+
+@pytest.fixture
+def lab_dir() -> Iterator[Path]:
+    """A lab's state directory for tests that start its services (not ``lab``'s)."""
+    # Short: the agents' HAProxy sockets live below it, within unix sockets' 107 bytes.
+    directory = Path(tempfile.mkdtemp(prefix="lab", dir="/tmp"))
+    try:
+        yield directory
+    finally:
+        subprocess.run(["rm", "-rf", str(directory)], check=False)
 
 
 @pytest.fixture

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,16 +29,6 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.haproxy]
 
 MEMBER_PORT = 8080
-
-
-@pytest.fixture
-def lab_dir() -> Iterator[Path]:
-    # Short: the agents' HAProxy sockets live below it, within unix sockets' 107 bytes.
-    directory = Path(tempfile.mkdtemp(prefix="lab", dir="/tmp"))
-    try:
-        yield directory
-    finally:
-        subprocess.run(["rm", "-rf", str(directory)], check=False)
 
 
 def serve_member(lab: Lab, host: str, root: Path, started: list[subprocess.Popen[bytes]]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from lbaas.agent.wire import AgentInfo, AmphoraSpec, AmphoraStatus
@@ -18,8 +18,8 @@ from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import AmphoraStatus as Status
 from lbaas.model.enums import HostStatus
 from lbaas.model.fleet import HostAddress, HostLoad
-from lbaas.providers.amphora.placement import place_one
-from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice, PairMember
+from lbaas.providers.amphora.placement import place_one, place_pair_member
+from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice, PairMember, PairSite
 from lbaas.providers.base import LeaseLost
 
 
@@ -144,7 +144,9 @@ class MemoryPairStore(MemoryAmphoraStore):
         self,
         fence: Claim,
         *,
-        host: str,
+        site: PairSite,
+        pair_hosts: frozenset[str],
+        avoid: frozenset[str],
         vip_subnet_id: str,
         vip_address: str,
         ha_port_id: str | None,
@@ -153,12 +155,22 @@ class MemoryPairStore(MemoryAmphoraStore):
         vrrp_id: int,
     ) -> PairMember:
         self._check(fence)
+        host = None  # placed as the database store does
+        if {h.host_id for h in self.fleet} == {site.single_host}:
+            host = place_one(self._loads(site.zone), zone=site.zone).where
+        elif self.fleet:
+            loads = self._loads(site.zone)
+            chosen = place_pair_member(loads, zone=site.zone, pair_hosts=pair_hosts, avoid=avoid)
+            host = chosen.where
         amphora_id = f"amp-{next(self._ids)}"
         member = PairMember(
-            amphora_id, role, priority, vrrp_id, f"10.0.0.{len(self.amphorae) + 20}"
+            amphora_id, role, priority, vrrp_id, f"10.0.0.{len(self.amphorae) + 20}", host=host
         )
+        if host is not None:
+            self.hosts[amphora_id] = host
+        address = site.legacy_host if host is None else host.address
         self.amphorae[amphora_id] = StoredAmphora(
-            fence.loadbalancer_id, host, Status.PENDING_CREATE, member
+            fence.loadbalancer_id, address, Status.PENDING_CREATE, member
         )
         return member
 
@@ -166,7 +178,7 @@ class MemoryPairStore(MemoryAmphoraStore):
         self._check(fence)
         amp = self.amphorae[amphora_id]
         assert amp.pair is not None
-        amp.pair = PairMember(amphora_id, role, priority, amp.pair.vrrp_id, amp.pair.vrrp_address)
+        amp.pair = replace(amp.pair, role=role, priority=priority)
 
     def record_vrrp_interface(self, fence: Claim, amphora_id: str, interface: str) -> None:
         self._check(fence)
@@ -176,8 +188,7 @@ class MemoryPairStore(MemoryAmphoraStore):
         """What the health manager or the amphora failover API marks."""
         amp = self.amphorae[amphora_id]
         assert amp.pair is not None
-        p = amp.pair
-        amp.pair = PairMember(p.amphora_id, p.role, p.priority, p.vrrp_id, p.vrrp_address, True)
+        amp.pair = replace(amp.pair, failover_pending=True)
 
 
 @dataclass

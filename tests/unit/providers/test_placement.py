@@ -10,6 +10,7 @@ from lbaas.providers.amphora.placement import (
     PairPlacementImpossible,
     place_one,
     place_pair,
+    place_pair_member,
 )
 
 
@@ -50,3 +51,33 @@ def test_a_pair_goes_to_two_distinct_hosts_or_is_refused_clearly() -> None:
         place_pair([host("a", 0), host("b", 1, capacity=1)], zone="nova")
     assert "two amphora hosts" in refused.value.user_message
     assert "only 1" in refused.value.user_message
+
+
+def test_a_pair_member_never_joins_a_host_of_its_pair_and_takes_the_least_loaded() -> None:
+    hosts = [host("a", 0), host("b", 3), host("c", 2)]
+    # The first member of a new pair: the least-loaded host, when a second one exists.
+    assert place_pair_member(hosts, zone=None, pair_hosts=frozenset()).host_id == "a"
+    # The second: least-loaded of the rest, although "a" is emptier.
+    joined = place_pair_member(hosts, zone=None, pair_hosts=frozenset({"a"}))
+    assert joined.host_id == "c"
+
+
+def test_a_replacement_avoids_the_survivor_strictly_and_the_failed_host_if_it_can() -> None:
+    hosts = [host("a", 0), host("b", 0), host("c", 5)]
+    survivor, failed = frozenset({"a"}), frozenset({"b"})
+    chosen = place_pair_member(hosts, zone=None, pair_hosts=survivor, avoid=failed)
+    assert chosen.host_id == "c"  # off the failed host although it is emptier
+    only_failed = [host("a", 0), host("b", 0)]
+    chosen = place_pair_member(only_failed, zone=None, pair_hosts=survivor, avoid=failed)
+    assert chosen.host_id == "b"  # back on it rather than beside the survivor
+
+
+def test_a_pair_member_with_no_other_host_is_refused_naming_how_many_could_take_one() -> None:
+    with pytest.raises(PairPlacementImpossible) as alone:
+        place_pair_member([host("a", 0)], zone="nova", pair_hosts=frozenset())
+    assert "only 1 can take one in zone 'nova'" in alone.value.user_message
+    full = [host("a", 1), host("b", 1, capacity=1)]
+    with pytest.raises(PairPlacementImpossible) as beside:
+        place_pair_member(full, zone=None, pair_hosts=frozenset({"a"}))
+    assert "only 1" in beside.value.user_message  # "b" is full, "a" is the survivor's
+    assert "a" in beside.value.operator_message

@@ -101,6 +101,23 @@ class PairMember:
     vrrp_id: int
     vrrp_address: str
     failover_pending: bool = False
+    host: HostAddress | None = None
+    """The member's agent host; None: the single configured agent (no fleet)."""
+
+
+@dataclass(frozen=True)
+class PairSite:
+    """Where a pair's members may go: the zone's live hosts, two distinct ones.
+
+    ``single_host`` is the host id of ``lbaas serve``'s own agent: when it is the only
+    host enrolled (the embedded one-host mode) both members go on it, as a pair in two
+    namespaces of one machine; ``legacy_host`` is the agent used when no host is
+    enrolled at all.
+    """
+
+    zone: str | None
+    legacy_host: str
+    single_host: str
 
 
 @runtime_checkable
@@ -119,7 +136,9 @@ class PairStore(Protocol):
         self,
         fence: Claim,
         *,
-        host: str,
+        site: PairSite,
+        pair_hosts: frozenset[str],
+        avoid: frozenset[str],
         vip_subnet_id: str,
         vip_address: str,
         ha_port_id: str | None,
@@ -129,7 +148,10 @@ class PairStore(Protocol):
     ) -> PairMember:
         """A new PENDING_CREATE amphora with a VRRP port on the VIP subnet.
 
-        Raises ``LeaseLost`` before writing anything.
+        Placed in the same transaction on a live host of ``site`` that is none of
+        ``pair_hosts`` (the other members' hosts) and off ``avoid`` when possible
+        (``placement.place_pair_member``). Raises ``LeaseLost`` before writing anything,
+        ``PairPlacementImpossible`` when no such host has room.
         """
         ...
 

@@ -18,9 +18,15 @@ from lbaas.db import amphora_repo, host_repo, job_queue
 from lbaas.db.engine import Database
 from lbaas.db.tables import AmphoraRow, AvailabilityZoneProfileRow, AvailabilityZoneRow
 from lbaas.model.enums import AmphoraRole, AmphoraStatus, HostStatus
+from lbaas.model.fleet import HostAddress, HostLoad
 from lbaas.network.allocation import VipRequest, allocate_vip
-from lbaas.providers.amphora.placement import place_one
-from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice, PairMember
+from lbaas.providers.amphora.placement import place_one, place_pair_member
+from lbaas.providers.amphora.store.base import (
+    AgentLocation,
+    AmphoraChoice,
+    PairMember,
+    PairSite,
+)
 from lbaas.providers.base import LeaseLost
 
 if TYPE_CHECKING:
@@ -29,6 +35,24 @@ if TYPE_CHECKING:
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _pair_host(
+    session: Any, site: PairSite, pair_hosts: frozenset[str], avoid: frozenset[str]
+) -> HostLoad | None:
+    """The host of a new pair member; None: no fleet, the one configured agent."""
+    enrolled = {h.host_id for h in host_repo.list_hosts(session)}
+    if not enrolled:
+        return None
+    loads = host_repo.live_host_loads(session, site.zone)
+    if enrolled == {site.single_host}:  # lbaas serve alone: both members on its agent
+        return place_one(loads, zone=site.zone)
+    return place_pair_member(loads, zone=site.zone, pair_hosts=pair_hosts, avoid=avoid)
+
+
+def _host_address(session: Any, compute_id: str | None) -> HostAddress | None:
+    where = None if compute_id is None else host_repo.host_of(session, compute_id)
+    return None if where is None else where[0]
 
 
 def _unfinished_rebuild(session: Any, current: list[AmphoraRow]) -> AmphoraRow | None:
@@ -161,6 +185,7 @@ class DatabaseAmphoraStore:
                     vrrp_id=a.vrrp_id or 0,
                     vrrp_address=a.vrrp_ip or "",
                     failover_pending=a.failover_pending,
+                    host=_host_address(session, a.compute_id),
                 )
                 for a in amphora_repo.amphorae_of(session, loadbalancer_id)
             ]
@@ -169,7 +194,9 @@ class DatabaseAmphoraStore:
         self,
         fence: Claim,
         *,
-        host: str,
+        site: PairSite,
+        pair_hosts: frozenset[str],
+        avoid: frozenset[str],
         vip_subnet_id: str,
         vip_address: str,
         ha_port_id: str | None,
@@ -179,19 +206,22 @@ class DatabaseAmphoraStore:
     ) -> PairMember:
         with self._fenced(fence) as session:
             now = _now()
+            chosen = _pair_host(session, site, pair_hosts, avoid)
             amp = amphora_repo.create_pair_member(
                 session,
                 fence.loadbalancer_id,
-                host,
+                site.legacy_host if chosen is None else chosen.where.address,
                 vip_address,
                 ha_port_id,
                 role,
                 (vrrp_id, priority),
                 now,
+                compute_id=None if chosen is None else chosen.host_id,
             )
             port = allocate_vip(session, VipRequest(subnet_id=vip_subnet_id), amp.id, now)
             amphora_repo.set_vrrp_port(session, amp.id, port.port_id, port.address)
-            return PairMember(amp.id, role, priority, vrrp_id, port.address)
+            where = None if chosen is None else chosen.where
+            return PairMember(amp.id, role, priority, vrrp_id, port.address, host=where)
 
     def set_role(self, fence: Claim, amphora_id: str, role: str, priority: int) -> None:
         with self._fenced(fence) as session:

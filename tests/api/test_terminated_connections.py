@@ -34,8 +34,11 @@ def test_terminated_backends_give_no_500(api: Api, admin: Api, database_url: str
         pytest.skip("PostgreSQL only: SQLite has no server sessions to end")
     lb = api.create_lb()
     statuses: list[int] = []
+    ended = 0
     for _round in range(5):
-        assert _terminate_backends(database_url) > 0
+        # Every round ends whatever sessions exist; in the full suite a round now and then
+        # finds the pool holding none, so the check is that sessions were ended at all.
+        ended += _terminate_backends(database_url)
         for path in READS:
             r = admin.get(path)
             assert r.status_code == 200, r.text
@@ -45,4 +48,5 @@ def test_terminated_backends_give_no_500(api: Api, admin: Api, database_url: str
         _terminate_backends(database_url)
         body = {"loadbalancer": {"vip_subnet_id": LOOPBACK_SUBNET}}
         statuses.append(api.post("/v2/lbaas/loadbalancers", body).status_code)
+    assert ended > 0, "no database session was ever ended: the test tested nothing"
     assert set(statuses) <= {201, 503}, statuses

@@ -30,6 +30,7 @@ from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.errors import AgentUnreachable
 from lbaas.health.counters import CounterRecord, fold, total
 from lbaas.heartbeat.envelope import open_envelope
+from lbaas.heartbeat.host_codec import is_host_payload
 from lbaas.heartbeat.report_codec import from_payload
 from tests.support.processes import lbaas_env, lbaas_process
 from tests.support.udp import udp_receiver
@@ -53,6 +54,8 @@ class HealthManagerView:
         heard = 0
         while heard < count:
             envelope = open_envelope(self.sock.recv(65536), KEY.encode())
+            if is_host_payload(envelope.payload):  # the agent's host heartbeat (fleet)
+                continue
             _, report = from_payload(envelope.payload)
             listener = report.listeners.get(LISTENER)
             if listener is None:

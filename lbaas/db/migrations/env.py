@@ -10,8 +10,8 @@ config = context.config
 engine = config.attributes.get("engine")
 # Processes started together on a fresh PostgreSQL database each run the migrations; the
 # first to take this transaction-scoped lock migrates, the others then find the schema
-# current (on SQLite, ``migrate.py`` begins with BEGIN IMMEDIATE instead). Any constant works: it only
-# has to be the same in every lbaas process.
+# current (on SQLite, ``migrate.py`` begins with BEGIN IMMEDIATE instead). Any constant
+# works: it only has to be the same in every lbaas process.
 MIGRATION_LOCK_KEY = 0x1BAA5_0001
 
 
@@ -23,6 +23,11 @@ def run() -> None:
             connection=connection,
             target_metadata=Base.metadata,
             render_as_batch=connection.dialect.name == "sqlite",
+            # Alembic treats SQLite DDL as non-transactional and commits after every
+            # migration, which lets a second starter read a half-way revision between two
+            # of them. lbaas drives SQLite's BEGIN itself (engine.py), so DDL is
+            # transactional there too: the whole upgrade is one transaction everywhere.
+            transactional_ddl=True,
         )
         with context.begin_transaction():
             if connection.dialect.name == "postgresql":

@@ -12,6 +12,7 @@ import collections
 import functools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -106,6 +107,16 @@ def timestamp_filters(spec: ListSpec) -> frozenset[str]:
     """The API names of ``spec``'s timestamp columns (filters parsed as ISO 8601 times)."""
     columns = spec.columns.items()
     return frozenset(k for k, c in columns if isinstance(c.property.columns[0].type, DateTime))
+
+
+def _equals(column: InstrumentedAttribute[Any], value: Any) -> ColumnElement[bool]:
+    """``column == value``, except that a whole-second time matches that whole second: the
+    API shows times to the second while rows keep microseconds, so a time read back from
+    a response must still find its object."""
+    if isinstance(value, datetime) and value.microsecond == 0:
+        return and_(column >= value, column < value + timedelta(seconds=1))
+    equal: ColumnElement[bool] = column == value
+    return equal
 
 
 @dataclass(frozen=True)
@@ -215,7 +226,7 @@ def page_statement(
         if name in spec.constants:
             stmt = stmt if value == spec.constants[name] else stmt.where(false())
         else:
-            stmt = stmt.where(spec.columns[name] == value)
+            stmt = stmt.where(_equals(spec.columns[name], value))
     for cond in [*query.conditions, *_tag_conditions(spec, query)]:
         stmt = stmt.where(cond)
     order = _order_columns(spec, query)

@@ -115,6 +115,12 @@ class ResourceTests:
         assert_fault(api.get(self.collection_path(ctx), params={"sort": "id:up"}), 400, "direction")
         shown = api.get(self._path(ctx, objs[0]["id"]), params={"fields": ["id"]}).json()
         assert shown == {self.wrapper: {"id": objs[0]["id"]}}
+        # A time read back from the API finds its object (shown to the second, stored finer).
+        created = api.get(self._path(ctx, objs[0]["id"])).json()[self.wrapper]["created_at"]
+        same = api.get(self.collection_path(ctx), params={"created_at": created}).json()
+        assert objs[0]["id"] in [o["id"] for o in same[self.collection]]
+        later = api.get(self.collection_path(ctx), params={"created_at": "2001-01-01T00:00:00"})
+        assert later.json()[self.collection] == []
 
     def test_tag_filters(self, api: Api) -> None:
         if not self.tag_capable:

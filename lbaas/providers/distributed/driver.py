@@ -7,6 +7,10 @@ client's flow is balanced on the client's node and goes straight to a member. A 
 cannot be reached fails the converge (temporary, so it is retried) after every other node
 got the spec: the reachable nodes are never held back by one that is down.
 
+Nodes come from settings and the fleet's hosts registry (``registry``). A node that does
+not carry a load balancer when asked about it (a host new to the fleet or back from DOWN)
+is programmed then (``_catch_up``), so every live host balances it.
+
 Member health comes back by polling: ``report`` asks every node what its checker sees and
 ``combine`` takes the majority. The converge uses it through ``status`` right after
 ``apply``; the health manager polls it every ``providers.distributed_status_interval``
@@ -27,6 +31,7 @@ from lbaas.agent.client_l4 import L4AgentClient
 from lbaas.agent.wire_l4 import L4ServiceStatus
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import AgentUnreachable, LbaasError
+from lbaas.model.fleet import agent_server_name
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
@@ -34,6 +39,7 @@ from lbaas.providers.distributed.base import Node, NodeDirectory
 from lbaas.providers.distributed.capabilities import DISTRIBUTED_CAPABILITIES
 from lbaas.providers.distributed.combine import combine
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
+from lbaas.providers.distributed.registry import RegistryNodeDirectory
 from lbaas.providers.distributed.translate import service_spec
 
 if TYPE_CHECKING:
@@ -44,6 +50,15 @@ LOG = logging.getLogger(__name__)
 ClientFactory = Callable[[Node], L4AgentClient]
 #: Nodes programmed at once by one converge.
 _MAX_PARALLEL = 16
+
+
+def _directory(context: ProviderContext) -> NodeDirectory:
+    """The settings' nodes, with the hosts registry's UP hosts when there is a database."""
+    listed = SettingsNodeDirectory(context.settings)
+    providers = context.settings.providers
+    if context.database is None or not providers.distributed_use_hosts:
+        return listed
+    return RegistryNodeDirectory(context.database, listed, bool(providers.distributed_nodes))
 
 
 class DistributedProvider(ProviderDriver):
@@ -58,7 +73,7 @@ class DistributedProvider(ProviderDriver):
     ) -> None:
         """Build from settings; ``directory`` and ``clients`` replace the node list and agents."""
         super().__init__(context)
-        self._directory = directory or SettingsNodeDirectory(context.settings)
+        self._directory = directory or _directory(context)
         self._new_client = clients or self._tls_client
         self._clients: dict[str, L4AgentClient] = {}
         self._graphs: dict[str, LoadBalancer] = {}
@@ -68,7 +83,9 @@ class DistributedProvider(ProviderDriver):
         pki = Path(self.context.settings.state_dir).absolute() / "pki"
         ca = CertificateAuthority.load_or_create(pki)
         tls = ca.ensure_identity(pki / "controller", "controller", "client")
-        return L4AgentClient(node.agent_url, tls=tls, timeout=30)
+        # A fleet host's agent must present its host's name; a listed URL is checked as a URL.
+        name = None if node.host_id is None else agent_server_name(node.host_id)
+        return L4AgentClient(node.agent_url, tls=tls, timeout=30, server_name=name)
 
     def _client(self, node: Node) -> L4AgentClient:
         with self._lock:
@@ -111,10 +128,22 @@ class DistributedProvider(ProviderDriver):
         views: list[L4ServiceStatus | None] = []
         for node in self._directory.nodes():
             try:
-                views.append(self._client(node).get_l4(graph.id))
+                view = self._client(node).get_l4(graph.id)
+                if view is None:  # a host new to the fleet, or back with nothing: give it
+                    view = self._catch_up(node, graph)
+                views.append(view)
             except LbaasError as exc:
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
         return combine(graph, views, answered=len(views))
+
+    def _catch_up(self, node: Node, graph: LoadBalancer) -> L4ServiceStatus:
+        """Program ``graph`` (as the poll loaded it) on a node that lacks it.
+
+        Not fenced: a converge of a newer graph racing this call can be overtaken on that
+        node until the next change of the load balancer; the window is one status call.
+        """
+        LOG.info("node %s lacks distributed load balancer %s: programming it", node.name, graph.id)
+        return self._client(node).put_l4(service_spec(graph, time.time_ns()))
 
     def _try(self, node: Node, call: Callable[[L4AgentClient], object], what: str) -> bool:
         """Whether ``call`` reached ``node``; other errors (a refused spec) are raised."""

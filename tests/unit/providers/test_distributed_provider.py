@@ -7,13 +7,14 @@ unreachable. The majority rule is tested on hand-made node views.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lbaas.agent.l4_node import L4NodeManager, health_targets
-from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
+from lbaas.agent.wire_l4 import L4_SPEC_FORMAT, L4ServiceSpec, L4ServiceStatus
 from lbaas.config import load_settings
 from lbaas.db.job_queue import Claim
 from lbaas.errors import AgentUnreachable, Conflict, InvalidInput
@@ -259,3 +260,28 @@ def test_a_restarted_node_agent_programs_its_stored_services_again(tmp_path: Pat
     assert status is not None and status.applied_version == 5
     with pytest.raises(Conflict, match="older"):
         restarted.put_l4(service_spec(GRAPH, version=4))
+
+
+def test_a_node_new_to_the_fleet_gets_the_load_balancer_at_the_next_status_poll(
+    provider: DistributedProvider, fleet: Fleet, tmp_path: Path
+) -> None:
+    provider.apply(GRAPH, CLAIM)
+    fleet.fakes["n9"] = FakeNode(tmp_path / "n9")  # enrolled (or back from DOWN) since
+    assert fleet.fakes["n9"].manager.ids() == []
+    report = provider.report(GRAPH)
+    assert fleet.fakes["n9"].manager.ids() == [GRAPH.id]
+    (text,) = fleet.fakes["n9"].ops.loaded
+    assert "ip daddr 10.9.9.9 meta l4proto tcp th dport 80" in text
+    assert report is not None and report.pools[GRAPH.pools[0].id].members
+
+
+def test_the_spec_names_its_format_and_an_unknown_format_is_refused_clearly() -> None:
+    spec = service_spec(GRAPH, version=3)
+    assert spec.spec_format == 1 == L4_SPEC_FORMAT
+    body = json.loads(spec.model_dump_json())
+    del body["spec_format"]  # controllers before the field: format 1
+    assert L4ServiceSpec.model_validate(body).spec_format == 1
+    newer = {**body, "spec_format": 2, "listeners": "a shape this agent does not know"}
+    with pytest.raises(ValueError, match="L4 spec format 2 cannot be read by this agent") as e:
+        L4ServiceSpec.model_validate(newer)
+    assert "reads format 1" in str(e.value) and "listeners" not in str(e.value)

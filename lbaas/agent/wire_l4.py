@@ -49,6 +49,7 @@ class L4MemberSpec(_Wire):
     address: str
     port: int = Field(ge=1, le=65535)
     weight: int = Field(ge=0, le=256, description="0: no new flows (draining).")
+    backup: bool = Field(False, description="New flows only while no primary is healthy.")
     monitor_address: str | None = Field(None, description="Where to probe, if not address.")
     monitor_port: int | None = Field(None, ge=1, le=65535, description="Likewise the port.")
 

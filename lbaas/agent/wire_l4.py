@@ -92,6 +92,11 @@ class L4ServiceSpec(_Wire):
     loadbalancer_id: str = Field(min_length=1)
     vip: str
     listeners: tuple[L4ListenerSpec, ...] = ()
+    entry: bool = Field(
+        False,
+        description="This node is where traffic with no source node enters: it holds the VIP "
+        "(answers ARP and ping) and masquerades what it forwards.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -118,6 +123,7 @@ class L4ServiceStatus(_Wire):
 
     loadbalancer_id: str
     applied_version: int | None = None
+    entry: bool = Field(False, description="Whether this node holds the VIP (entry node).")
     members: dict[str, L4MemberHealth] = Field(
         default_factory=dict, description="Per member id, as this node's checker sees it."
     )

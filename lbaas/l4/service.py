@@ -105,9 +105,12 @@ class L4Service:
     lb_id: str
     vip: str
     listeners: tuple[L4Listener, ...]
+    # This namespace is where traffic with no source node enters: what it forwards to a
+    # member is masqueraded, so the member's answer comes back through it.
+    entry: bool = False
 
     def shape(self) -> tuple[object, ...]:
-        return (self.vip, tuple(listener.shape() for listener in self.listeners))
+        return (self.vip, self.entry, tuple(listener.shape() for listener in self.listeners))
 
 
 def hash_key_for(algorithm: str, persistence: PersistenceType | None) -> HashKey:

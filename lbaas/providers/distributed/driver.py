@@ -7,6 +7,10 @@ client's flow is balanced on the client's node and goes straight to a member. A 
 cannot be reached fails the converge (temporary, so it is retried) after every other node
 got the spec: the reachable nodes are never held back by one that is down.
 
+One node, chosen at random per load balancer (``entry``), is also where traffic with no
+source node enters: its spec says ``entry``, and its agent holds the VIP (answering ARP
+and ping) and masquerades what it forwards. The status poll moves it when nodes change.
+
 Nodes come from settings and the fleet's hosts registry (``registry``). A node that does
 not carry a load balancer when asked about it (a host new to the fleet or back from DOWN)
 is programmed then (``_catch_up``), so every live host balances it.
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lbaas.agent.client_l4 import L4AgentClient
-from lbaas.agent.wire_l4 import L4ServiceStatus
+from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import AgentUnreachable, LbaasError
 from lbaas.model.fleet import agent_server_name
@@ -38,6 +42,7 @@ from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderCont
 from lbaas.providers.distributed.base import Node, NodeDirectory
 from lbaas.providers.distributed.capabilities import DISTRIBUTED_CAPABILITIES
 from lbaas.providers.distributed.combine import combine
+from lbaas.providers.distributed.entry import entry_node
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
 from lbaas.providers.distributed.registry import RegistryNodeDirectory
 from lbaas.providers.distributed.translate import service_spec
@@ -48,8 +53,13 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 
 ClientFactory = Callable[[Node], L4AgentClient]
+NodeCall = Callable[[Node, L4AgentClient], object]
 #: Nodes programmed at once by one converge.
 _MAX_PARALLEL = 16
+
+
+def _for_node(spec: L4ServiceSpec, entry: bool) -> L4ServiceSpec:
+    return spec.model_copy(update={"entry": entry}) if entry else spec
 
 
 def _directory(context: ProviderContext) -> NodeDirectory:
@@ -106,14 +116,22 @@ class DistributedProvider(ProviderDriver):
     def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
         """Send the service to every node; nothing is written to the database, so no fence."""
         spec = service_spec(graph, time.time_ns())
-        self._each_node(lambda client: client.put_l4(spec), f"apply {graph.id}")
+        nodes = self._directory.nodes()
+        entry = entry_node(graph.id, nodes)
+        self._each_node(
+            nodes,
+            lambda node, client: client.put_l4(_for_node(spec, node == entry)),
+            f"apply {graph.id}",
+        )
         with self._lock:
             self._graphs[graph.id] = graph
         return ApplyResult(serving=True, detail="distributed")
 
     def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:
         self._each_node(
-            lambda client: client.delete_l4(loadbalancer_id), f"delete {loadbalancer_id}"
+            self._directory.nodes(),
+            lambda node, client: client.delete_l4(loadbalancer_id),
+            f"delete {loadbalancer_id}",
         )
         with self._lock:
             self._graphs.pop(loadbalancer_id, None)
@@ -126,36 +144,40 @@ class DistributedProvider(ProviderDriver):
     def report(self, graph: LoadBalancer) -> HealthReport | None:
         """Every node's view of ``graph``, combined by majority (None: no node answered)."""
         views: list[L4ServiceStatus | None] = []
-        for node in self._directory.nodes():
+        nodes = self._directory.nodes()
+        entry = entry_node(graph.id, nodes)
+        for node in nodes:
             try:
                 view = self._client(node).get_l4(graph.id)
-                if view is None:  # a host new to the fleet, or back with nothing: give it
-                    view = self._catch_up(node, graph)
+                # A host new to the fleet (or back with nothing), or the entry moved.
+                if view is None or view.entry != (node == entry):
+                    view = self._reprogram(node, graph, node == entry)
                 views.append(view)
             except LbaasError as exc:
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
         return combine(graph, views, answered=len(views))
 
-    def _catch_up(self, node: Node, graph: LoadBalancer) -> L4ServiceStatus:
-        """Program ``graph`` (as the poll loaded it) on a node that lacks it.
+    def _reprogram(self, node: Node, graph: LoadBalancer, entry: bool) -> L4ServiceStatus:
+        """Program ``graph`` (as the poll loaded it) on a node that lacks it or whose entry
+        role changed.
 
         Not fenced: a converge of a newer graph racing this call can be overtaken on that
         node until the next change of the load balancer; the window is one status call.
         """
-        LOG.info("node %s lacks distributed load balancer %s: programming it", node.name, graph.id)
-        return self._client(node).put_l4(service_spec(graph, time.time_ns()))
+        LOG.info("programming distributed load balancer %s on node %s (entry: %s)",
+                 graph.id, node.name, entry)  # fmt: skip
+        return self._client(node).put_l4(_for_node(service_spec(graph, time.time_ns()), entry))
 
-    def _try(self, node: Node, call: Callable[[L4AgentClient], object], what: str) -> bool:
+    def _try(self, node: Node, call: NodeCall, what: str) -> bool:
         """Whether ``call`` reached ``node``; other errors (a refused spec) are raised."""
         try:
-            call(self._client(node))
+            call(node, self._client(node))
         except AgentUnreachable as exc:
             LOG.warning("%s on node %s failed: %s", what, node.name, exc)
             return False
         return True
 
-    def _each_node(self, call: Callable[[L4AgentClient], object], what: str) -> None:
-        nodes = self._directory.nodes()
+    def _each_node(self, nodes: list[Node], call: NodeCall, what: str) -> None:
         if not nodes:
             raise AgentUnreachable("No node can carry distributed load balancers.", 5.0, what)
         # All nodes at once: each loads its own tables (a full load takes a second or more),

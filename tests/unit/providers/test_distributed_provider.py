@@ -8,6 +8,7 @@ unreachable. The majority rule is tested on hand-made node views.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.base import Prober
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.monitor import Target
-from lbaas.l4.host.recording import RecordingNftOps
+from lbaas.l4.host.recording import RecordingNftOps, RecordingVipHolder
 from lbaas.model.enums import (
     HealthMonitorType,
     LbAlgorithm,
@@ -40,6 +41,7 @@ from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.base import Node, NodeDirectory
 from lbaas.providers.distributed.combine import combine, member_state
 from lbaas.providers.distributed.driver import DistributedProvider
+from lbaas.providers.distributed.entry import entry_node
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
 from lbaas.providers.distributed.translate import service_spec, table_size_for
 from tests.support.graphs import listener, load_balancer, member, monitor, persistence, pool
@@ -85,7 +87,8 @@ class FakeNode:
     def __init__(self, root: Path) -> None:
         self.ops = RecordingNftOps()
         checker = HealthChecker(NeverProbes(), lambda changes: None)
-        self.manager = L4NodeManager(root, L4Engine(self.ops), checker)
+        self.vips = RecordingVipHolder()
+        self.manager = L4NodeManager(root, L4Engine(self.ops), checker, self.vips)
         self.reachable = True
 
     def _check(self) -> None:
@@ -285,3 +288,39 @@ def test_the_spec_names_its_format_and_an_unknown_format_is_refused_clearly() ->
     with pytest.raises(ValueError, match="L4 spec format 2 cannot be read by this agent") as e:
         L4ServiceSpec.model_validate(newer)
     assert "reads format 1" in str(e.value) and "listeners" not in str(e.value)
+
+
+def holders(fleet: Fleet) -> list[str]:
+    return [name for name, fake in fleet.fakes.items() if fake.vips.held]
+
+
+def test_one_node_chosen_per_load_balancer_holds_the_vip_and_masquerades(
+    provider: DistributedProvider, fleet: Fleet
+) -> None:
+    provider.apply(GRAPH, CLAIM)
+    [entry] = holders(fleet)
+    assert fleet.fakes[entry].vips.held == {"10.9.9.9"}
+    assert entry_node(GRAPH.id, fleet.nodes()) == Node(entry, f"https://{entry}:9443")
+    for name, fake in fleet.fakes.items():
+        masquerades = "fib saddr type != local masquerade" in fake.ops.loaded[-1]
+        assert masquerades == (name == entry)
+        assert (fake.manager.get(GRAPH.id) or view()).entry == (name == entry)
+    del fleet.fakes[entry]  # its host went DOWN: the next poll picks another
+    provider.report(GRAPH)
+    [moved] = holders(fleet)
+    assert moved != entry and fleet.fakes[moved].manager.get(GRAPH.id) is not None
+    provider.delete(GRAPH.id, CLAIM)
+    assert holders(fleet) == []
+
+
+def test_entries_spread_over_the_nodes_and_stay_when_another_node_leaves() -> None:
+    nodes = [Node(f"n{i}", f"https://10.0.0.{i}:9443") for i in range(4)]
+    ids = [f"lb-{i}" for i in range(400)]
+    chosen = {lb: entry_node(lb, nodes) for lb in ids}
+    counts = Counter(node.name for node in chosen.values() if node is not None)
+    assert len(counts) == 4 and min(counts.values()) > 60
+    fewer = nodes[1:]
+    for lb, node in chosen.items():
+        if node != nodes[0]:
+            assert entry_node(lb, fewer) == node
+    assert entry_node("lb-x", []) is None

@@ -315,6 +315,13 @@ class ProviderSettings(_Section):
             "agent.host:agent.port."
         ),
     )
+    distributed_use_hosts: bool = Field(
+        True,
+        description=(
+            "The distributed provider also programs every UP host of the fleet's hosts "
+            "registry (enrolled agents), beside distributed_nodes."
+        ),
+    )
     distributed_status_interval: float = Field(
         2.0,
         gt=0,

@@ -66,7 +66,7 @@ def _l4_listener(listener: UdpListener, healthy: dict[str, bool]) -> L4Listener:
         protocol=L4Protocol.UDP,
         port=listener.port,
         members=tuple(
-            L4Member(m.key, m.address, m.port, m.weight, healthy.get(m.key, True))
+            L4Member(m.key, m.address, m.port, m.weight, healthy.get(m.key, True), m.backup)
             for m in listener.members
         ),
         hash_key=HashKey(listener.hash_key),

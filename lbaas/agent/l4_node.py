@@ -8,6 +8,8 @@ balancer, member ids as keys) and applies the service with the health this node 
 checker's batches of changes come back through ``on_health_changes``, which re-applies the
 load balancers they touch: the engine then rewrites only the moved slots. Members without
 a monitor are always healthy (``NO_CHECK``); members of weight 0 get no new flows.
+On the one node a spec names the entry (``entry``), the VIP is also held as an address of
+the namespace (``VipHolder``) once its rules are in, and released when that ends.
 
 One lock serialises specs and health batches: both end in one nft transaction per load
 balancer, and two must not interleave.
@@ -30,6 +32,7 @@ from lbaas.errors import Conflict, InvalidInput, LbaasError
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.monitor import HealthChange, MonitorSpec, ProbeType, Target
+from lbaas.l4.host.base import VipHolder
 from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
 from lbaas.private_files import make_private_directory, write_private
 
@@ -73,6 +76,7 @@ def l4_service(spec: L4ServiceSpec, healthy: dict[str, bool]) -> L4Service:
         lb_id=spec.loadbalancer_id,
         vip=spec.vip,
         listeners=tuple(_listener(listener, healthy) for listener in spec.listeners),
+        entry=spec.entry,
     )
 
 
@@ -83,7 +87,7 @@ def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
         hash_key=HashKey(listener.hash_key),
         table_size=listener.table_size,
         members=tuple(
-            L4Member(m.id, m.address, m.port, m.weight, healthy.get(m.id, True))
+            L4Member(m.id, m.address, m.port, m.weight, healthy.get(m.id, True), m.backup)
             for m in listener.members
             if m.weight > 0
         ),
@@ -91,9 +95,12 @@ def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
 
 
 class L4NodeManager:
-    def __init__(self, root: Path, engine: L4Engine, checker: HealthChecker) -> None:
+    def __init__(
+        self, root: Path, engine: L4Engine, checker: HealthChecker, vips: VipHolder
+    ) -> None:
         self.root = root
         self._engine = engine
+        self._vips = vips
         self._checker = checker
         self._specs: dict[str, L4ServiceSpec] = {}
         self._errors: dict[str, str] = {}
@@ -123,6 +130,7 @@ class L4NodeManager:
             self._specs[lb_id] = spec
             self._checker.set_targets(lb_id, health_targets(spec))
             self._apply(lb_id)
+            self._hold_vip(known, spec)
             return self._status(lb_id)
 
     def get(self, lb_id: str) -> L4ServiceStatus | None:
@@ -133,7 +141,9 @@ class L4NodeManager:
         with self._lock:
             self._checker.set_targets(lb_id, [])
             self._engine.remove(lb_id)
-            self._specs.pop(lb_id, None)
+            known = self._specs.pop(lb_id, None)
+            if known is not None and known.entry:
+                self._vips.release(known.vip)
             self._errors.pop(lb_id, None)
             (self.root / f"{lb_id}.json").unlink(missing_ok=True)
 
@@ -156,6 +166,13 @@ class L4NodeManager:
                 except LbaasError as exc:  # kept as last_error; the next change retries
                     log.error("L4 service %s not updated from health: %s", lb_id, exc)
         log.info("health changes %s applied to %s", [(c.key, c.healthy) for c in changes], touched)
+
+    def _hold_vip(self, known: L4ServiceSpec | None, spec: L4ServiceSpec) -> None:
+        """Hold the VIP on the entry node (after its rules are in), release it elsewhere."""
+        if known is not None and known.entry and (not spec.entry or known.vip != spec.vip):
+            self._vips.release(known.vip)
+        if spec.entry:
+            self._vips.hold(spec.vip)
 
     def _apply(self, lb_id: str) -> None:
         spec = self._specs[lb_id]
@@ -180,6 +197,7 @@ class L4NodeManager:
         return L4ServiceStatus(
             loadbalancer_id=lb_id,
             applied_version=spec.version,
+            entry=spec.entry,
             members=members,
             new_flows={by_name[name]: count for name, count in flows.items() if name in by_name},
             last_error=self._errors.get(lb_id),

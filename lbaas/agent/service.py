@@ -55,7 +55,7 @@ from lbaas.heartbeat.key import heartbeat_key, load_or_create_key
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.probes import NetworkProber
-from lbaas.l4.host.real import RealNftOps
+from lbaas.l4.host.real import RealNftOps, RealVipHolder
 from lbaas.model.fleet import HostAnnouncement, agent_server_name
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
         batch_count=agent.l4_health_batch_size,
         batch_delay=agent.l4_health_batch_delay,
     )
-    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker)
+    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, RealVipHolder())
     sink.append(manager)
     return manager, checker
 

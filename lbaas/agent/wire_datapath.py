@@ -79,6 +79,7 @@ class UdpMember(_Wire):
     address: str
     port: int = Field(ge=1, le=65535)
     weight: int = Field(1, ge=1, le=256)
+    backup: bool = Field(False, description="New flows only while no primary is healthy.")
     monitor_address: str | None = Field(None, description="Where to probe it, if not address.")
     monitor_port: int | None = Field(None, ge=1, le=65535)
 

@@ -10,18 +10,26 @@ to it and answers with what it sees. Routes (same errors as ``wire``'s ``ErrorBo
     DELETE /v1/l4/{loadbalancer_id}   -> 204 (also when it did not exist)
 
 Like ``wire``, this module imports nothing else from the agent, so providers use it alone.
+
+``L4ServiceSpec.spec_format`` names the shape of the spec (``L4_SPEC_FORMAT``), as
+``AmphoraSpec.spec_format`` does for amphorae. A spec without it is format 1 (controllers
+before the field sent none). An agent refuses a format it does not read, before reading
+anything else, with a 400 that names both formats, so a controller newer than its agents
+fails loudly instead of being half understood (the converge reports a permanent error).
 """
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 L4_PREFIX = "/v1/l4"
 L4_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 MAX_TABLE_SIZE = 1_310_723
+#: The spec format this module writes and reads; bump it when the meaning of a field changes.
+L4_SPEC_FORMAT: Final = 1
 
 L4MemberHealth = Literal["UP", "DOWN", "NO_CHECK"]
 
@@ -41,6 +49,7 @@ class L4MemberSpec(_Wire):
     address: str
     port: int = Field(ge=1, le=65535)
     weight: int = Field(ge=0, le=256, description="0: no new flows (draining).")
+    backup: bool = Field(False, description="New flows only while no primary is healthy.")
     monitor_address: str | None = Field(None, description="Where to probe, if not address.")
     monitor_port: int | None = Field(None, ge=1, le=65535, description="Likewise the port.")
 
@@ -78,10 +87,30 @@ class L4ListenerSpec(_Wire):
 class L4ServiceSpec(_Wire):
     """The whole desired L4 service of one load balancer on one node."""
 
+    spec_format: Literal[1] = Field(1, description="The shape of this spec; L4_SPEC_FORMAT.")
     version: int = Field(ge=0, description="Grows with every change the controller makes.")
     loadbalancer_id: str = Field(min_length=1)
     vip: str
     listeners: tuple[L4ListenerSpec, ...] = ()
+    entry: bool = Field(
+        False,
+        description="This node is where traffic with no source node enters: it holds the VIP "
+        "(answers ARP and ping) and masquerades what it forwards.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_format(cls, data: Any) -> Any:
+        """Refuse, before anything else is read, a spec of a format this code cannot read."""
+        if isinstance(data, dict):
+            found = data.get("spec_format", 1)
+            if found != L4_SPEC_FORMAT:
+                raise ValueError(
+                    f"L4 spec format {found!r} cannot be read by this agent, which reads "
+                    f"format {L4_SPEC_FORMAT}: the controller and the agent run different "
+                    "releases"
+                )
+        return data
 
     @field_validator("vip")
     @classmethod
@@ -94,6 +123,7 @@ class L4ServiceStatus(_Wire):
 
     loadbalancer_id: str
     applied_version: int | None = None
+    entry: bool = Field(False, description="Whether this node holds the VIP (entry node).")
     members: dict[str, L4MemberHealth] = Field(
         default_factory=dict, description="Per member id, as this node's checker sees it."
     )

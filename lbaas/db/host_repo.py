@@ -72,6 +72,14 @@ def live_host_loads(session: Session, zone: str | None) -> list[HostLoad]:
     return [HostLoad(_address(r), r.zone, r.capacity, loads.get(r.id, 0)) for r in rows]
 
 
+def up_hosts(session: Session) -> list[HostAddress]:
+    """Where the agents of the UP hosts are, in host id order."""
+    rows = session.scalars(
+        select(HostRow).where(HostRow.status == HostStatus.UP.value).order_by(HostRow.id)
+    )
+    return [_address(r) for r in rows]
+
+
 def host_of(session: Session, host_id: str) -> tuple[HostAddress, HostStatus] | None:
     row = session.get(HostRow, host_id)
     return None if row is None else (_address(row), HostStatus(row.status))

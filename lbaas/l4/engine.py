@@ -128,8 +128,8 @@ def removed_flows(old: L4Service, new: L4Service) -> Iterable[FlowMatch]:
         current = new_listeners.get(listener.name)
         if current is None:
             continue
-        kept = {(m.address, m.port) for m in current.members if m.healthy}
-        for member in listener.members:
+        kept = {(m.address, m.port) for m in current.active_members() if m.healthy}
+        for member in listener.active_members():
             if member.healthy and (member.address, member.port) not in kept:
                 yield FlowMatch(
                     listener.protocol, old.vip, listener.port, member.address, member.port

@@ -7,6 +7,7 @@ Layout of ``table ip lbaas_<id>``::
                      dnat ip to jhash <key> mod M seed S map @tcp_80 comment "tcp_80" }
     chain prerouting (nat, dstnat)  -> jump balance     traffic arriving from elsewhere
     chain output     (nat, -100)    -> jump balance     traffic from this namespace itself
+    chain entry      (nat, srcnat)  masquerade          entry node only (``L4Service.entry``)
 
 One map lookup per new flow (conntrack handles the rest of the flow), whatever the number
 of members: a data map of slot -> address . port needs no chain per member (a verdict map
@@ -70,6 +71,8 @@ def render_full(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
     lines.append("\t}")
     lines.extend(_hook_chain("prerouting", "prerouting", "dstnat"))
     lines.extend(_hook_chain("output", "output", "-100"))
+    if service.entry:
+        lines.extend(_entry_chain(service.vip))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -110,6 +113,21 @@ def _hook_chain(name: str, hook: str, priority: str) -> list[str]:
         f"\tchain {name} {{",
         f"\t\ttype nat hook {hook} priority {priority}; policy accept;",
         "\t\tjump balance",
+        "\t}",
+    ]
+
+
+def _entry_chain(vip: str) -> list[str]:
+    """Masquerade flows to the VIP that came from elsewhere (not from a local socket).
+
+    A client with no node of its own reaches the VIP here, is DNATed to a member on
+    another host and must get the answer back through this node to be un-NATed: the
+    member sees this node's address. Local clients keep their address (source is local).
+    """
+    return [
+        "\tchain entry {",
+        "\t\ttype nat hook postrouting priority srcnat; policy accept;",
+        f"\t\tct status dnat ct original ip daddr {vip} fib saddr type != local masquerade",
         "\t}",
     ]
 

@@ -3,7 +3,8 @@
 This is the engine's own input, free of the API and the database: a provider (or the
 agent) builds an ``L4Service`` from the load-balancer graph, keeping only the members that
 could get new flows (admin up, weight > 0) and marking those that health checks found
-down (``healthy=False``). ``hash_key_for`` maps Octavia's algorithm
+down (``healthy=False``). Backup members (``backup=True``) are balanced only while no
+primary member is healthy, by a table of their own. ``hash_key_for`` maps Octavia's algorithm
 and session persistence to what the kernel hashes, refusing with a 400 what the engine
 cannot do.
 """
@@ -53,6 +54,7 @@ class L4Member:
     port: int
     weight: int = 1
     healthy: bool = True  # False: keeps its place in the table but gets no new flows
+    backup: bool = False  # used only while no primary (non-backup) member is healthy
 
     @property
     def backend(self) -> Backend:
@@ -80,11 +82,20 @@ class L4Listener:
         healthy = any(m.healthy for m in self.members)
         return (self.name, self.hash_key, self.table_size, healthy, self.source_prefix)
 
+    def active_members(self) -> tuple[L4Member, ...]:
+        """The tier that balances: the primaries while one is healthy, else the backups
+        (Octavia's backup members, as HAProxy's ``backup`` servers)."""
+        primaries = tuple(m for m in self.members if not m.backup)
+        if any(m.healthy for m in primaries):
+            return primaries
+        backups = tuple(m for m in self.members if m.backup)
+        return backups if any(m.healthy for m in backups) else primaries
+
     def table(self) -> MaglevTable:
-        """The listener's Maglev table: every member placed, the unhealthy ones replaced."""
-        down = {member.key for member in self.members if not member.healthy}
-        backends = (member.backend for member in self.members)
-        return build_table_with_down(backends, self.table_size, down)
+        """The active tier's Maglev table: every member placed, the unhealthy ones replaced."""
+        active = self.active_members()
+        down = {member.key for member in active if not member.healthy}
+        return build_table_with_down((m.backend for m in active), self.table_size, down)
 
 
 @dataclass(frozen=True)
@@ -94,9 +105,12 @@ class L4Service:
     lb_id: str
     vip: str
     listeners: tuple[L4Listener, ...]
+    # This namespace is where traffic with no source node enters: what it forwards to a
+    # member is masqueraded, so the member's answer comes back through it.
+    entry: bool = False
 
     def shape(self) -> tuple[object, ...]:
-        return (self.vip, tuple(listener.shape() for listener in self.listeners))
+        return (self.vip, self.entry, tuple(listener.shape() for listener in self.listeners))
 
 
 def hash_key_for(algorithm: str, persistence: PersistenceType | None) -> HashKey:

@@ -42,6 +42,21 @@ class FlowMatch:
     member_port: int
 
 
+class VipHolder(abc.ABC):
+    """The VIP as an address of the namespace, so that it answers ARP and ping there.
+
+    Held on the entry node of a distributed load balancer only (``L4Service.entry``);
+    holding also turns IPv4 forwarding on, which the entry's DNAT to other hosts needs.
+    Both calls are idempotent. Raises NftCommandFailed when ``ip`` or ``sysctl`` fails.
+    """
+
+    @abc.abstractmethod
+    def hold(self, vip: str) -> None: ...
+
+    @abc.abstractmethod
+    def release(self, vip: str) -> None: ...
+
+
 class NftOps(abc.ABC):
     """nftables transactions and conntrack entries, in one network namespace."""
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lbaas.errors import InvalidRenderedConfig
-from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
+from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps, VipHolder
 from lbaas.l4.service import L4Protocol
 
 _TIMEOUT = 60.0
@@ -93,6 +93,39 @@ class RealNftOps(NftOps):
         try:
             return subprocess.run(
                 full, input=stdin, capture_output=True, text=True, timeout=_TIMEOUT, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise NftCommandFailed(full, -1, str(exc)) from exc
+
+
+class RealVipHolder(VipHolder):
+    """The VIP as a /32 on ``lo``: Linux answers ARP for any local address on any of its
+    interfaces (``arp_ignore`` 0, the default) and ping for it, and a /32 on ``lo`` adds
+    no route to anywhere. A namespace with ``arp_ignore`` set would need it on the link."""
+
+    def __init__(self, namespace: str | None = None, *, ip_binary: str = "ip") -> None:
+        self._prefix = [] if namespace is None else [ip_binary, "netns", "exec", namespace]
+        self._ip = ip_binary
+
+    def hold(self, vip: str) -> None:
+        self._must(["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        self._must([self._ip, "addr", "replace", f"{vip}/32", "dev", "lo"])
+
+    def release(self, vip: str) -> None:
+        done = self._run([self._ip, "addr", "del", f"{vip}/32", "dev", "lo"])
+        if done.returncode != 0 and "Address not found" not in done.stderr:
+            raise NftCommandFailed(done.args, done.returncode, done.stderr)
+
+    def _must(self, argv: list[str]) -> None:
+        done = self._run(argv)
+        if done.returncode != 0:
+            raise NftCommandFailed(done.args, done.returncode, done.stderr)
+
+    def _run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        full = [*self._prefix, *argv]
+        try:
+            return subprocess.run(
+                full, capture_output=True, text=True, timeout=_TIMEOUT, check=False
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise NftCommandFailed(full, -1, str(exc)) from exc

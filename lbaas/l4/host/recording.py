@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbaas.l4.host.base import FlowMatch, NftOps
+from lbaas.l4.host.base import FlowMatch, NftOps, VipHolder
 from lbaas.l4.service import L4Protocol
 
 
@@ -36,3 +36,14 @@ class RecordingNftOps(NftOps):
     def delete_flows(self, flows: FlowMatch) -> int:
         self.deleted_flows.append(flows)
         return 0
+
+
+class RecordingVipHolder(VipHolder):
+    def __init__(self) -> None:
+        self.held: set[str] = set()
+
+    def hold(self, vip: str) -> None:
+        self.held.add(vip)
+
+    def release(self, vip: str) -> None:
+        self.held.discard(vip)

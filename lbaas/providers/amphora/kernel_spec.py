@@ -5,8 +5,9 @@ text as ``UdpListener`` data, balanced by the L4 engine inside the amphora's nam
 (Octavia runs LVS for them). ``split_udp`` takes them out of the graph the HAProxy
 renderer sees and turns each into the engine's terms:
 
-* members: admin up with weight > 0 (backup members only when no other is left, as HAProxy
-  does); a member's id is its Maglev key, so the table keeps its slots across changes;
+* members: admin up with weight > 0, backup members marked so: the engine balances them
+  only while no primary member is healthy, as HAProxy does with ``backup`` servers; a
+  member's id is its Maglev key, so the table keeps its slots across changes;
 * ROUND_ROBIN hashes the 5-tuple into the Maglev table (a flow, not a packet, is the unit
   balanced: conntrack keeps each flow on its member); SOURCE_IP, as algorithm or session
   persistence, hashes the source address, masked to ``persistence_granularity``;
@@ -74,6 +75,7 @@ def _udp_listener(graph: LoadBalancer, listener: Listener) -> UdpListener:
                 address=m.address,
                 port=m.protocol_port,
                 weight=m.weight,
+                backup=m.backup,
                 monitor_address=m.monitor_address,
                 monitor_port=m.monitor_port,
             )
@@ -84,9 +86,7 @@ def _udp_listener(graph: LoadBalancer, listener: Listener) -> UdpListener:
 
 
 def _balanced(pool: Pool) -> tuple[Member, ...]:
-    enabled = [m for m in pool.members if m.admin_state_up and m.weight > 0]
-    primary = tuple(m for m in enabled if not m.backup)
-    return primary or tuple(enabled)
+    return tuple(m for m in pool.members if m.admin_state_up and m.weight > 0)
 
 
 def _prefix_length(netmask: str) -> int:

@@ -2,8 +2,8 @@
 
 Every node in the directory gets every distributed load balancer, so a client's flow is
 balanced on whichever node it starts from. ``SettingsNodeDirectory`` (``nodes``) reads the
-list from settings; the hosts registry (issue 11) can implement ``NodeDirectory`` from its
-table of live hosts without the provider changing.
+list from settings; ``RegistryNodeDirectory`` (``registry``) adds the UP hosts of the
+fleet's hosts registry (the enrolled agents), so every live host carries them.
 """
 
 from __future__ import annotations
@@ -14,10 +14,15 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Node:
-    """One node whose agent programs its kernel: a name for logs and its agent's URL."""
+    """One node whose agent programs its kernel: a name for logs and its agent's URL.
+
+    ``host_id``: the fleet host it is (its agent's certificate must name it), or None for
+    a node listed by URL in settings.
+    """
 
     name: str
     agent_url: str
+    host_id: str | None = None
 
 
 class NodeDirectory(abc.ABC):

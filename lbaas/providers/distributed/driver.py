@@ -7,6 +7,14 @@ client's flow is balanced on the client's node and goes straight to a member. A 
 cannot be reached fails the converge (temporary, so it is retried) after every other node
 got the spec: the reachable nodes are never held back by one that is down.
 
+One node, chosen at random per load balancer (``entry``), is also where traffic with no
+source node enters: its spec says ``entry``, and its agent holds the VIP (answering ARP
+and ping) and masquerades what it forwards. The status poll moves it when nodes change.
+
+Nodes come from settings and the fleet's hosts registry (``registry``). A node that does
+not carry a load balancer when asked about it (a host new to the fleet or back from DOWN)
+is programmed then (``_catch_up``), so every live host balances it.
+
 Member health comes back by polling: ``report`` asks every node what its checker sees and
 ``combine`` takes the majority. The converge uses it through ``status`` right after
 ``apply``; the health manager polls it every ``providers.distributed_status_interval``
@@ -24,16 +32,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lbaas.agent.client_l4 import L4AgentClient
-from lbaas.agent.wire_l4 import L4ServiceStatus
+from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import AgentUnreachable, LbaasError
+from lbaas.model.fleet import agent_server_name
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 from lbaas.providers.distributed.base import Node, NodeDirectory
 from lbaas.providers.distributed.capabilities import DISTRIBUTED_CAPABILITIES
 from lbaas.providers.distributed.combine import combine
+from lbaas.providers.distributed.entry import entry_node
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
+from lbaas.providers.distributed.registry import RegistryNodeDirectory
 from lbaas.providers.distributed.translate import service_spec
 
 if TYPE_CHECKING:
@@ -42,8 +53,22 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 
 ClientFactory = Callable[[Node], L4AgentClient]
+NodeCall = Callable[[Node, L4AgentClient], object]
 #: Nodes programmed at once by one converge.
 _MAX_PARALLEL = 16
+
+
+def _for_node(spec: L4ServiceSpec, entry: bool) -> L4ServiceSpec:
+    return spec.model_copy(update={"entry": entry}) if entry else spec
+
+
+def _directory(context: ProviderContext) -> NodeDirectory:
+    """The settings' nodes, with the hosts registry's UP hosts when there is a database."""
+    listed = SettingsNodeDirectory(context.settings)
+    providers = context.settings.providers
+    if context.database is None or not providers.distributed_use_hosts:
+        return listed
+    return RegistryNodeDirectory(context.database, listed, bool(providers.distributed_nodes))
 
 
 class DistributedProvider(ProviderDriver):
@@ -58,7 +83,7 @@ class DistributedProvider(ProviderDriver):
     ) -> None:
         """Build from settings; ``directory`` and ``clients`` replace the node list and agents."""
         super().__init__(context)
-        self._directory = directory or SettingsNodeDirectory(context.settings)
+        self._directory = directory or _directory(context)
         self._new_client = clients or self._tls_client
         self._clients: dict[str, L4AgentClient] = {}
         self._graphs: dict[str, LoadBalancer] = {}
@@ -68,7 +93,9 @@ class DistributedProvider(ProviderDriver):
         pki = Path(self.context.settings.state_dir).absolute() / "pki"
         ca = CertificateAuthority.load_or_create(pki)
         tls = ca.ensure_identity(pki / "controller", "controller", "client")
-        return L4AgentClient(node.agent_url, tls=tls, timeout=30)
+        # A fleet host's agent must present its host's name; a listed URL is checked as a URL.
+        name = None if node.host_id is None else agent_server_name(node.host_id)
+        return L4AgentClient(node.agent_url, tls=tls, timeout=30, server_name=name)
 
     def _client(self, node: Node) -> L4AgentClient:
         with self._lock:
@@ -89,14 +116,22 @@ class DistributedProvider(ProviderDriver):
     def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
         """Send the service to every node; nothing is written to the database, so no fence."""
         spec = service_spec(graph, time.time_ns())
-        self._each_node(lambda client: client.put_l4(spec), f"apply {graph.id}")
+        nodes = self._directory.nodes()
+        entry = entry_node(graph.id, nodes)
+        self._each_node(
+            nodes,
+            lambda node, client: client.put_l4(_for_node(spec, node == entry)),
+            f"apply {graph.id}",
+        )
         with self._lock:
             self._graphs[graph.id] = graph
         return ApplyResult(serving=True, detail="distributed")
 
     def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:
         self._each_node(
-            lambda client: client.delete_l4(loadbalancer_id), f"delete {loadbalancer_id}"
+            self._directory.nodes(),
+            lambda node, client: client.delete_l4(loadbalancer_id),
+            f"delete {loadbalancer_id}",
         )
         with self._lock:
             self._graphs.pop(loadbalancer_id, None)
@@ -109,24 +144,40 @@ class DistributedProvider(ProviderDriver):
     def report(self, graph: LoadBalancer) -> HealthReport | None:
         """Every node's view of ``graph``, combined by majority (None: no node answered)."""
         views: list[L4ServiceStatus | None] = []
-        for node in self._directory.nodes():
+        nodes = self._directory.nodes()
+        entry = entry_node(graph.id, nodes)
+        for node in nodes:
             try:
-                views.append(self._client(node).get_l4(graph.id))
+                view = self._client(node).get_l4(graph.id)
+                # A host new to the fleet (or back with nothing), or the entry moved.
+                if view is None or view.entry != (node == entry):
+                    view = self._reprogram(node, graph, node == entry)
+                views.append(view)
             except LbaasError as exc:
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
         return combine(graph, views, answered=len(views))
 
-    def _try(self, node: Node, call: Callable[[L4AgentClient], object], what: str) -> bool:
+    def _reprogram(self, node: Node, graph: LoadBalancer, entry: bool) -> L4ServiceStatus:
+        """Program ``graph`` (as the poll loaded it) on a node that lacks it or whose entry
+        role changed.
+
+        Not fenced: a converge of a newer graph racing this call can be overtaken on that
+        node until the next change of the load balancer; the window is one status call.
+        """
+        LOG.info("programming distributed load balancer %s on node %s (entry: %s)",
+                 graph.id, node.name, entry)  # fmt: skip
+        return self._client(node).put_l4(_for_node(service_spec(graph, time.time_ns()), entry))
+
+    def _try(self, node: Node, call: NodeCall, what: str) -> bool:
         """Whether ``call`` reached ``node``; other errors (a refused spec) are raised."""
         try:
-            call(self._client(node))
+            call(node, self._client(node))
         except AgentUnreachable as exc:
             LOG.warning("%s on node %s failed: %s", what, node.name, exc)
             return False
         return True
 
-    def _each_node(self, call: Callable[[L4AgentClient], object], what: str) -> None:
-        nodes = self._directory.nodes()
+    def _each_node(self, nodes: list[Node], call: NodeCall, what: str) -> None:
         if not nodes:
             raise AgentUnreachable("No node can carry distributed load balancers.", 5.0, what)
         # All nodes at once: each loads its own tables (a full load takes a second or more),

@@ -2,8 +2,8 @@
 
 What may carry new flows goes in: a listener and its default pool when the load balancer,
 the listener and the pool are admin up; the pool's admin-up members (weight 0 included, so
-the node reports them; it gives them no new flows). Backup members get no flows either
-(the engine has no standby tier yet). The hash comes from the pool's algorithm and session
+the node reports them; it gives them no new flows). Backup members go with ``backup``: the
+engine balances them only while no primary member is healthy on that node. The hash comes from the pool's algorithm and session
 persistence (``lbaas.l4.service.hash_key_for``). A disabled health monitor is no monitor:
 members then count as healthy, as with HAProxy.
 """
@@ -66,7 +66,8 @@ def _members(pool: Pool) -> tuple[L4MemberSpec, ...]:
             id=member.id,
             address=member.address,
             port=member.protocol_port,
-            weight=0 if member.backup else member.weight,
+            weight=member.weight,
+            backup=member.backup,
             monitor_address=member.monitor_address,
             monitor_port=member.monitor_port,
         )

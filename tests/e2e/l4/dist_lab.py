@@ -6,9 +6,10 @@
     <p>-n1  .11   lbaas agent: the node's L4 tables and health checker; also a client
     <p>-n2  .12   the same
     <p>-bI  .2I   backend I (l4_peers.py server: TCP and UDP on BACKEND_PORT)
+    <p>-x1  .50   a client on no node (outside): reaches the VIP through the entry node
 
-The distributed VIP (.100) exists on no interface: clients on the nodes reach it through
-their own node's NAT output chain. All links live inside the test's namespaces and vanish
+The distributed VIP (.100) is on no link: clients on the nodes reach it through their own
+node's NAT output chain; the entry node holds it on ``lo`` for the outside client. All links live inside the test's namespaces and vanish
 with them; ``close`` stops the processes (and any HAProxy the control plane started) and
 deletes the namespaces and state directories even when the test failed.
 """
@@ -59,14 +60,14 @@ class DistLab:
         return f"dl{self.tag}-{role}"
 
     def address(self, role: str) -> str:
-        host = {"ctl": 2, "n1": 11, "n2": 12, "vip": 100}.get(role) or 20 + int(role[1:])
+        host = {"ctl": 2, "n1": 11, "n2": 12, "x1": 50, "vip": 100}.get(role) or 20 + int(role[1:])
         return str(self.subnet[host])
 
     def build(self) -> None:
         self._namespace("br")
         run("ip", "-n", self.ns("br"), "link", "add", "br0", "type", "bridge")
         run("ip", "-n", self.ns("br"), "link", "set", "br0", "up")
-        roles = ["ctl", *NODES, *(f"b{i}" for i in range(1, self.backends + 1))]
+        roles = ["ctl", *NODES, "x1", *(f"b{i}" for i in range(1, self.backends + 1))]
         for role in roles:
             self._namespace(role)
             run("ip", "link", "add", "eth0", "netns", self.ns(role), "type", "veth", "peer",

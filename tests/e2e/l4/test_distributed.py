@@ -8,7 +8,8 @@ backends answering TCP and UDP with their name. Through the Octavia API (and the
 balancer and checks, from clients on both nodes: TCP and UDP spread over the members, each
 flow decided on the client's own node (the nodes' rule counters, ``L4Engine.new_flows``),
 a stopped member out of rotation and ERROR in the API, back and ONLINE when it returns,
-SOURCE_IP sticking, an HTTP listener refused with a 400, and an amphora load balancer of
+SOURCE_IP sticking, an HTTP listener refused with a 400, a client on no node entering
+through the one node chosen for it (ARP, ping, flows balanced there), and an amphora load balancer of
 the same project on the same backends beside it, neither disturbing the other.
 """
 
@@ -220,3 +221,43 @@ def test_distributed_load_balancer_on_two_nodes_beside_an_amphora(lab: DistLab) 
     by_cli = create_with_the_cli(lab)
     wait_active(lab, by_cli)
     assert ok(lab, "GET", f"{LB}/{by_cli}")["loadbalancer"]["provider"] == "distributed"
+
+
+# An ICMP echo with lbaas's own PING probe (raw socket; root), from inside a namespace.
+PING = (
+    "import asyncio, sys\n"
+    "from lbaas.l4.health.monitor import MonitorSpec, ProbeType, Target\n"
+    "from lbaas.l4.health.probes import NetworkProber\n"
+    "spec = MonitorSpec(ProbeType.PING, delay=1, timeout=5, rise=1, fall=1)\n"
+    "target = Target('vip', sys.argv[1], 0, spec)\n"
+    "print(asyncio.run(asyncio.wait_for(NetworkProber().probe(target), 5)))\n"
+)
+
+
+def vip_holders(lab: DistLab, vip: str) -> list[str]:
+    """The namespaces (nodes and control plane) that hold the VIP as an address."""
+    roles = ["ctl", *NODES]
+    return [r for r in roles if f"inet {vip}/32" in lab.in_ns(r, "ip", "addr", "show", "dev", "lo")]
+
+
+def test_a_client_on_no_node_enters_through_the_chosen_node(lab: DistLab) -> None:
+    """ARP and ping answered by one entry node; its flows balanced there and masqueraded."""
+    lb = ok(lab, "POST", LB, {"loadbalancer": {
+        "name": "outside", "provider": "distributed", "vip_subnet_id": lab.subnet_id,
+        "vip_address": lab.address("vip"), "listeners": [{"protocol": "TCP",
+        "protocol_port": 80, "default_pool": pool_body(lab, "MAGLEV", hm=False)}]}})  # fmt: skip
+    lb_id, vip = lb["loadbalancer"]["id"], lab.address("vip")
+    wait_active(lab, lb_id)
+    [entry] = vip_holders(lab, vip)  # exactly one, whichever the hash chose
+    assert lab.in_ns("x1", sys.executable, "-c", PING, vip).strip() == "True"  # no ping(8) here
+    mac = lab.in_ns(entry, "cat", "/sys/class/net/eth0/address").strip()
+    neighbour = lab.in_ns("x1", "ip", "neigh", "show", vip)
+    assert f"lladdr {mac}" in neighbour, (entry, mac, neighbour)
+    names = lab.names("x1", "tcp", vip, 80, FLOWS)
+    assert set(names) == {f"b{i}" for i in range(1, lab.backends + 1)}, Counter(names)
+    assert node_flows(lab, entry, lb_id) == {"tcp_80": FLOWS}  # decided on the entry node
+    others = [n for n in NODES if n != entry]
+    assert all(node_flows(lab, n, lb_id) == {"tcp_80": 0} for n in others)
+    status, _ = lab.call("DELETE", f"{LB}/{lb_id}?cascade=true")
+    assert status == 204
+    wait_for(lambda: vip_holders(lab, vip) == [], "VIP released", lab)

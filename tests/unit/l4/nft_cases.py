@@ -24,6 +24,9 @@ CASES: dict[str, L4Service] = {
         VIP,
         (L4Listener(L4Protocol.UDP, 53, TRIO[:2], HashKey.SOURCE_ADDRESS, table_size=13),),
     ),
+    "entry_node": L4Service(
+        LB_ID, VIP, (L4Listener(L4Protocol.TCP, 80, TRIO, table_size=7),), entry=True
+    ),
     "no_members": L4Service(LB_ID, VIP, (L4Listener(L4Protocol.TCP, 443, (), table_size=7),)),
     "tcp_udp_sctp": L4Service(
         LB_ID,

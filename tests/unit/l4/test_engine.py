@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -224,3 +225,41 @@ def test_new_flows_are_read_from_the_rule_counters() -> None:
     assert engine.new_flows(LB) == {}
     ops.chains[("lbaas_0b6c51c85d51", "balance")] = LISTING
     assert engine.new_flows(LB) == {"tcp_80": 17}
+
+
+def owners(ops: RecordingNftOps) -> set[str]:
+    """The member addresses the last loaded table or slot update maps slots to."""
+    return set(re.findall(r"\d+ : (\d+\.\d+\.\d+\.\d+) \. \d+", ops.loaded[-1]))
+
+
+def test_backup_members_get_flows_only_while_no_primary_is_healthy() -> None:
+    spare = (
+        L4Member("spare-1", "10.30.0.91", 8080, backup=True),
+        L4Member("spare-2", "10.30.0.92", 8080, backup=True),
+    )
+    primaries = MEMBERS[:2]
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(primaries + spare))
+    assert owners(ops) == {"10.30.0.1", "10.30.0.2"}  # backups hold no slot
+    one_down = (replace(primaries[0], healthy=False), primaries[1])
+    engine.apply(service(one_down + spare))
+    assert owners(ops) == {"10.30.0.2"}  # one primary is enough: backups still idle
+    all_down = tuple(replace(m, healthy=False) for m in primaries)
+    report = engine.apply(service(all_down + spare))
+    assert not report.full_reload and report.moved_slots == 101
+    assert owners(ops) == {"10.30.0.91", "10.30.0.92"}  # every slot to the backups
+    tier = service(all_down + spare).listeners[0]
+    assert set(tier.table().shares()) == {"spare-1", "spare-2"}
+    engine.apply(service(primaries + spare))  # a primary back: the backups lose every slot
+    assert owners(ops) == {"10.30.0.1", "10.30.0.2"}
+
+
+def test_cut_moves_backup_flows_back_when_a_primary_returns() -> None:
+    spare = L4Member("spare-1", "10.30.0.91", 8080, backup=True)
+    down = replace(MEMBERS[0], healthy=False)
+    ops = RecordingNftOps()
+    engine = L4Engine(ops, LiveFlowPolicy.CUT)
+    engine.apply(service((down, spare)))
+    engine.apply(service((MEMBERS[0], spare)))
+    assert ops.deleted_flows == [FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.91", 8080)]

@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from lbaas.agent.datapath import _l4_listener
 from lbaas.config import load_settings
 from lbaas.db.job_queue import Claim
 from lbaas.model.enums import (
@@ -54,16 +55,21 @@ def test_udp_listeners_leave_the_haproxy_graph_with_their_enabled_members() -> N
     [dns] = udp  # the admin-down listener is not balanced (and not let in: below)
     assert (dns.port, dns.hash_key, dns.table_size) == (53, "five_tuple", UDP_TABLE_SIZE)
     assert dns.listener_id == uid("listener", "dns") and dns.pool_id == uid("pool", "dns")
-    assert [(m.address, m.weight) for m in dns.members] == [("10.9.0.11", 2), ("10.9.0.12", 1)]
+    assert [(m.address, m.weight, m.backup) for m in dns.members] == [
+        ("10.9.0.11", 2, False),
+        ("10.9.0.12", 1, False),
+        ("10.9.0.15", 1, True),  # the engine balances it only while no primary is healthy
+    ]
 
 
-def test_backup_members_serve_only_when_no_other_is_left() -> None:
-    only_spare = [m for m in DNS_MEMBERS if m.backup or not m.admin_state_up]
-    graph = replace(
-        GRAPH, pools=(GRAPH.pools[0], replace(GRAPH.pools[1], members=tuple(only_spare)))
-    )
-    [dns] = split_udp(graph)[1]
-    assert [m.address for m in dns.members] == ["10.9.0.15"]
+def test_backup_members_serve_only_while_no_primary_is_healthy() -> None:
+    [dns] = split_udp(GRAPH)[1]
+    healthy = {m.key: True for m in dns.members}
+    table = _l4_listener(dns, healthy).table()  # as the agent builds it
+    assert set(table.shares()) == {uid("member", "d1"), uid("member", "d2")}
+    healthy.update({uid("member", "d1"): False, uid("member", "d2"): False})
+    table = _l4_listener(dns, healthy).table()
+    assert set(table.shares()) == {uid("member", "spare")}
 
 
 def test_the_pools_enabled_monitor_goes_with_the_udp_listener() -> None:

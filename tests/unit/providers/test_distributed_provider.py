@@ -7,13 +7,15 @@ unreachable. The majority rule is tested on hand-made node views.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lbaas.agent.l4_node import L4NodeManager, health_targets
-from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
+from lbaas.agent.wire_l4 import L4_SPEC_FORMAT, L4ServiceSpec, L4ServiceStatus
 from lbaas.config import load_settings
 from lbaas.db.job_queue import Claim
 from lbaas.errors import AgentUnreachable, Conflict, InvalidInput
@@ -24,7 +26,7 @@ from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.base import Prober
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.monitor import Target
-from lbaas.l4.host.recording import RecordingNftOps
+from lbaas.l4.host.recording import RecordingNftOps, RecordingVipHolder
 from lbaas.model.enums import (
     HealthMonitorType,
     LbAlgorithm,
@@ -39,6 +41,7 @@ from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.base import Node, NodeDirectory
 from lbaas.providers.distributed.combine import combine, member_state
 from lbaas.providers.distributed.driver import DistributedProvider
+from lbaas.providers.distributed.entry import entry_node
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
 from lbaas.providers.distributed.translate import service_spec, table_size_for
 from tests.support.graphs import listener, load_balancer, member, monitor, persistence, pool
@@ -84,7 +87,8 @@ class FakeNode:
     def __init__(self, root: Path) -> None:
         self.ops = RecordingNftOps()
         checker = HealthChecker(NeverProbes(), lambda changes: None)
-        self.manager = L4NodeManager(root, L4Engine(self.ops), checker)
+        self.vips = RecordingVipHolder()
+        self.manager = L4NodeManager(root, L4Engine(self.ops), checker, self.vips)
         self.reachable = True
 
     def _check(self) -> None:
@@ -259,3 +263,64 @@ def test_a_restarted_node_agent_programs_its_stored_services_again(tmp_path: Pat
     assert status is not None and status.applied_version == 5
     with pytest.raises(Conflict, match="older"):
         restarted.put_l4(service_spec(GRAPH, version=4))
+
+
+def test_a_node_new_to_the_fleet_gets_the_load_balancer_at_the_next_status_poll(
+    provider: DistributedProvider, fleet: Fleet, tmp_path: Path
+) -> None:
+    provider.apply(GRAPH, CLAIM)
+    fleet.fakes["n9"] = FakeNode(tmp_path / "n9")  # enrolled (or back from DOWN) since
+    assert fleet.fakes["n9"].manager.ids() == []
+    report = provider.report(GRAPH)
+    assert fleet.fakes["n9"].manager.ids() == [GRAPH.id]
+    (text,) = fleet.fakes["n9"].ops.loaded
+    assert "ip daddr 10.9.9.9 meta l4proto tcp th dport 80" in text
+    assert report is not None and report.pools[GRAPH.pools[0].id].members
+
+
+def test_the_spec_names_its_format_and_an_unknown_format_is_refused_clearly() -> None:
+    spec = service_spec(GRAPH, version=3)
+    assert spec.spec_format == 1 == L4_SPEC_FORMAT
+    body = json.loads(spec.model_dump_json())
+    del body["spec_format"]  # controllers before the field: format 1
+    assert L4ServiceSpec.model_validate(body).spec_format == 1
+    newer = {**body, "spec_format": 2, "listeners": "a shape this agent does not know"}
+    with pytest.raises(ValueError, match="L4 spec format 2 cannot be read by this agent") as e:
+        L4ServiceSpec.model_validate(newer)
+    assert "reads format 1" in str(e.value) and "listeners" not in str(e.value)
+
+
+def holders(fleet: Fleet) -> list[str]:
+    return [name for name, fake in fleet.fakes.items() if fake.vips.held]
+
+
+def test_one_node_chosen_per_load_balancer_holds_the_vip_and_masquerades(
+    provider: DistributedProvider, fleet: Fleet
+) -> None:
+    provider.apply(GRAPH, CLAIM)
+    [entry] = holders(fleet)
+    assert fleet.fakes[entry].vips.held == {"10.9.9.9"}
+    assert entry_node(GRAPH.id, fleet.nodes()) == Node(entry, f"https://{entry}:9443")
+    for name, fake in fleet.fakes.items():
+        masquerades = "fib saddr type != local masquerade" in fake.ops.loaded[-1]
+        assert masquerades == (name == entry)
+        assert (fake.manager.get(GRAPH.id) or view()).entry == (name == entry)
+    del fleet.fakes[entry]  # its host went DOWN: the next poll picks another
+    provider.report(GRAPH)
+    [moved] = holders(fleet)
+    assert moved != entry and fleet.fakes[moved].manager.get(GRAPH.id) is not None
+    provider.delete(GRAPH.id, CLAIM)
+    assert holders(fleet) == []
+
+
+def test_entries_spread_over_the_nodes_and_stay_when_another_node_leaves() -> None:
+    nodes = [Node(f"n{i}", f"https://10.0.0.{i}:9443") for i in range(4)]
+    ids = [f"lb-{i}" for i in range(400)]
+    chosen = {lb: entry_node(lb, nodes) for lb in ids}
+    counts = Counter(node.name for node in chosen.values() if node is not None)
+    assert len(counts) == 4 and min(counts.values()) > 60
+    fewer = nodes[1:]
+    for lb, node in chosen.items():
+        if node != nodes[0]:
+            assert entry_node(lb, fewer) == node
+    assert entry_node("lb-x", []) is None

@@ -260,8 +260,13 @@ def _start_agent(lab: Lab, index: int) -> None:
 
 def restart_agent(lab: Lab, host: str) -> None:
     """SIGKILL host ``hN``'s agent and start it again (what it ran keeps running)."""
+    lab.kill_registered(host_id(lab.host_index(host)))
+    start_agent(lab, host)
+
+
+def start_agent(lab: Lab, host: str) -> None:
+    """Start host ``hN``'s agent (after ``Lab.kill_registered``) and wait for its API."""
     index = lab.host_index(host)
-    lab.kill_registered(host_id(index))
     _start_agent(lab, index)
     state = lab.state()
     agent_dir = lab.services_dir / host_id(index)

@@ -70,6 +70,14 @@ class MetaLab:
         done = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True)
         return [int(p) for p in done.stdout.split()]
 
+    def diagnostics(self, vm: dict[str, Any]) -> str:
+        """What a failure needs: the host agent's log, namespaces, the last curl's error."""
+        log = (self.lab.services_dir / vm["host"] / "agent.log").read_text()[-3000:]
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        argv = ["ip", "netns", "exec", vm["namespace"], "curl", "-sS", "-m", "3", META]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        return f"agent log:\n{log}\nnamespaces:\n{names}\ncurl: {done.stderr}"
+
     def secret(self) -> bytes:
         settings = self.lab.services_dir / "ctl" / SETTINGS_FILE
         return str(tomllib.loads(settings.read_text())["metadata"]["shared_secret"]).encode()
@@ -110,7 +118,10 @@ def meta() -> Iterator[MetaLab]:
 
 def test_each_instance_gets_its_own_id_and_hostname(meta: MetaLab) -> None:
     for vm in meta.vms.values():
-        wait_until(lambda vm=vm: answers(vm) is not None, WAIT, f"metadata for {vm['name']}")
+        try:
+            wait_until(lambda vm=vm: answers(vm) is not None, WAIT, f"metadata for {vm['name']}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{meta.diagnostics(vm)}") from None
     for vm in meta.vms.values():
         assert answers(vm) == vm["instance_id"]
         assert answers(vm, "/latest/meta-data/hostname") == vm["hostname"]

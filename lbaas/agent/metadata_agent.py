@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 from lbaas.agent.host.base import HostOps
+from lbaas.agent.metadata_haproxy import MAX_SOCKET_PATH
 from lbaas.agent.metadata_host import NetnsProxyHost
 from lbaas.agent.metadata_proxy import (
     HttpPortSource,
@@ -73,5 +74,9 @@ class MetadataProxies:
 
 def metadata_proxies(settings: Settings, host: HostOps, state_dir: Path) -> MetadataProxies | None:
     if not settings.metadata.proxies or settings.agent.mode != "netns":
+        return None
+    socket_path = state_dir / "metadata" / SOCKET_NAME
+    if len(str(socket_path).encode()) > MAX_SOCKET_PATH:
+        log.error("metadata proxies off: %s is too long for a unix socket", socket_path)
         return None
     return MetadataProxies(settings, host, state_dir)

@@ -99,7 +99,8 @@ class NetnsProxyHost:
         shutil.rmtree(files.workdir, ignore_errors=True)
 
     def _files(self, network_id: str) -> HaproxyFiles:
-        return HaproxyFiles.in_directory(self._root / network_id)
+        # Short: HAProxy's master socket path must fit in 97 bytes.
+        return HaproxyFiles.in_directory(self._root / network_id.replace("-", "")[:16])
 
     def _port_ready(self, namespace: str) -> bool:
         done = self._host.run_in_namespace(namespace, ["ip", "-o", "addr", "show", _INNER])

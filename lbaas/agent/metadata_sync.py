@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 
 from lbaas.agent.metadata_base import PortSource, ProxyHost, RegistryUnavailable
 from lbaas.agent.metadata_host import NETWORK_ID
@@ -20,10 +22,18 @@ from lbaas.agent.metadata_proxy import StaticPortView
 
 log = logging.getLogger(__name__)
 
+#: A proxy that failed to start is retried after 1 s, then 2, 4… up to this (not every round).
+MAX_RETRY_DELAY = 30.0
+
 
 class MetadataSync:
     def __init__(
-        self, source: PortSource, proxies: ProxyHost, view: StaticPortView, host_id: str
+        self,
+        source: PortSource,
+        proxies: ProxyHost,
+        view: StaticPortView,
+        host_id: str,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._source = source
         self._proxies = proxies
@@ -32,6 +42,8 @@ class MetadataSync:
         self._connected = False
         self._need_full = False
         self._known: set[str] = set()
+        self._clock = clock
+        self._retry: dict[str, tuple[float, float]] = {}  # network -> (at, delay)
         self.full_syncs = 0
 
     def sync_once(self) -> None:
@@ -67,7 +79,8 @@ class MetadataSync:
         for network in sorted(wanted - self._known):
             self._apply("ensure", network)
         for network in sorted(wanted & self._known):
-            if not self._proxies.alive(network):
+            due = self._retry.get(network, (0.0, 0.0))[0] <= self._clock()
+            if due and not self._proxies.alive(network):
                 log.warning("metadata proxy of network %s died; restarting it", network)
                 self._apply("ensure", network)
 
@@ -79,10 +92,14 @@ class MetadataSync:
                 self._proxies.ensure(network)
         except Exception:  # noqa: BLE001 - one network's failure must not stop the others
             log.exception("metadata proxy of network %s: %s failed", network, action)
-            # An ensure is retried next round (its HAProxy is not alive); a remove by a
-            # full sync, which looks at every namespace.
+            # An ensure is retried later (its HAProxy is not alive); a remove by a full
+            # sync, which looks at every namespace.
             self._need_full = self._need_full or action == "remove"
+            if action == "ensure":
+                delay = min(MAX_RETRY_DELAY, max(1.0, 2 * self._retry.get(network, (0, 0.5))[1]))
+                self._retry[network] = (self._clock() + delay, delay)
         else:
+            self._retry.pop(network, None)
             log.info("metadata proxy of network %s: %s done", network, action)
 
 

@@ -339,6 +339,7 @@ class Lab:
                 for index in range(1, state.hosts + 1)
             },
             "namespaces": {ns: ns in present for ns in state.namespaces},
+            "instances": state.instances,
         }
 
     def _node(

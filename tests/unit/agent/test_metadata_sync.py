@@ -160,3 +160,30 @@ def test_proxy_config_is_valid_haproxy_and_sets_the_identity_headers(tmp_path: P
 def test_a_socket_path_too_long_for_unix_sockets_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="too long"):
         proxy_config(N1, tmp_path / ("d" * 120) / "agent.sock")
+
+
+class FailingProxies(FakeProxies):
+    def ensure(self, network_id: str) -> None:
+        self.calls.append(("ensure", network_id))
+        raise OSError("haproxy will not start")
+
+
+def test_a_proxy_that_will_not_start_is_retried_with_backoff() -> None:
+    now = [0.0]
+    registry, proxies, view = FakeRegistry(), FailingProxies(), StaticPortView()
+    sync = MetadataSync(registry, proxies, view, "h1", clock=lambda: now[0])
+    registry.ports = [port(N1, "10.0.0.5")]
+    sync.sync_once()  # full: fails
+    for _ in range(5):
+        sync.sync_once()  # within the first second: no retry
+    assert proxies.calls == [("ensure", N1)]
+    now[0] = 1.5
+    sync.sync_once()
+    sync.sync_once()
+    assert len(proxies.calls) == 2  # retried once, next after 2 s more
+    now[0] = 3.0
+    sync.sync_once()
+    assert len(proxies.calls) == 2
+    now[0] = 3.6
+    sync.sync_once()
+    assert len(proxies.calls) == 3

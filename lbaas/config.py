@@ -491,6 +491,37 @@ class MetadataSettings(_Section):
             "as <state_dir>/metadata_proxy.key (mode 0600); set it for agents on other hosts."
         ),
     )
+    proxies: bool = Field(
+        True,
+        description=(
+            "netns-mode agents keep one metadata proxy (a namespace and an HAProxy on "
+            "169.254.169.254) per network with an instance port bound to their host "
+            "(agent.host_id), synced from the port registry. false: none is run."
+        ),
+    )
+    registry_url: str = Field(
+        "",
+        description=(
+            "The control plane's API the agents read their host's ports from "
+            "(GET /v2.0/ports?binding:host_id=...). Empty: http://<api.host>:<api.port>."
+        ),
+    )
+    upstream_url: str = Field(
+        "",
+        description=(
+            "Where the agents forward signed metadata requests: lbaas's metadata service or "
+            "a Nova metadata API (http://nova-api:8775, with its "
+            "metadata_proxy_shared_secret as shared_secret). Empty: registry_url."
+        ),
+    )
+    sync_interval: float = Field(
+        1.0,
+        gt=0,
+        description=(
+            "Seconds between two reads of the host's ports by the agent (a port bound, "
+            "moved or removed is acted on within about this long)."
+        ),
+    )
 
 
 class KubernetesSettings(_Section):

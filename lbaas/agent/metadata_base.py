@@ -39,3 +39,33 @@ class Upstream(Protocol):
     def send(self, method: str, path: str, headers: Mapping[str, str]) -> UpstreamReply:
         """Forward one metadata request (no body: metadata requests are GETs)."""
         ...
+
+
+class RegistryUnavailable(Exception):
+    """The control plane's port registry could not be read (down, unreachable, refusing)."""
+
+
+class PortSource(Protocol):
+    def ports_of_host(self, host_id: str) -> list[BoundPort]:
+        """Every instance port bound to ``host_id``; raises RegistryUnavailable."""
+        ...
+
+
+class ProxyHost(Protocol):
+    """The metadata proxies on this host: one namespace and HAProxy per network."""
+
+    def present(self) -> set[str]:
+        """Networks whose proxy namespace exists here (also those a previous agent left)."""
+        ...
+
+    def ensure(self, network_id: str) -> None:
+        """Create the network's proxy, or repair what is missing of it (idempotent)."""
+        ...
+
+    def alive(self, network_id: str) -> bool:
+        """Whether the network's proxy HAProxy runs."""
+        ...
+
+    def remove(self, network_id: str) -> None:
+        """Stop the proxy and delete its namespace (idempotent)."""
+        ...

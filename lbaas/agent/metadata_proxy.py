@@ -16,7 +16,13 @@ from typing import Any
 
 import httpx
 
-from lbaas.agent.metadata_base import BoundPort, PortView, Upstream, UpstreamReply
+from lbaas.agent.metadata_base import (
+    BoundPort,
+    PortView,
+    RegistryUnavailable,
+    Upstream,
+    UpstreamReply,
+)
 from lbaas.metadata import signing
 
 log = logging.getLogger(__name__)
@@ -102,6 +108,25 @@ class HttpUpstream:
         reply = self._client.request(method, path, headers=dict(headers))
         kept = {k: v for k, v in reply.headers.items() if k.lower() not in _DROPPED}
         return UpstreamReply(reply.status_code, kept, reply.content)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class HttpPortSource:
+    """The control plane's port registry: ``GET /v2.0/ports?binding:host_id=<host>``."""
+
+    def __init__(self, base_url: str, timeout: float = 10.0) -> None:
+        self._client = httpx.Client(base_url=base_url, timeout=timeout)
+
+    def ports_of_host(self, host_id: str) -> list[BoundPort]:
+        try:
+            reply = self._client.get("/v2.0/ports", params={"binding:host_id": host_id})
+            reply.raise_for_status()
+            documents = reply.json()["ports"]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            raise RegistryUnavailable(str(exc)) from exc
+        return bound_ports(d for d in documents if d.get("binding:host_id") == host_id)
 
     def close(self) -> None:
         self._client.close()

@@ -44,6 +44,7 @@ from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
 from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.l4_node import L4NodeManager
+from lbaas.agent.metadata_agent import metadata_proxies
 from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.udp_health import namespace_checker
 from lbaas.agent.wire import AgentInfo
@@ -159,6 +160,7 @@ class AgentService:
         app = create_agent_app(self.manager, self.info, self.l4)
         self.server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, self.tls)
         self.supervisor = Supervisor(self.manager.supervise)
+        self.metadata = metadata_proxies(settings, self.host, state_dir)
         self.heartbeat = HeartbeatSender(
             self.manager.health_reports,
             key,
@@ -206,12 +208,16 @@ class AgentService:
             log.info("restored L4 services %s", ", ".join(restored))
         self.server.start()
         self.supervisor.start()
+        if self.metadata is not None:
+            self.metadata.start()
         self.heartbeat.start()
         log.info("agent (%s mode) listening on %s", self.mode, self.base_url)
 
     def stop(self, *, stop_haproxy: bool = False) -> None:
         """Stop the agent; HAProxy keeps serving unless ``stop_haproxy``."""
         self.heartbeat.stop()
+        if self.metadata is not None:
+            self.metadata.stop()
         self.supervisor.stop()
         self.server.stop()
         self.l4_checker.stop()

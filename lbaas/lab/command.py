@@ -7,10 +7,19 @@ import json
 import sys
 from pathlib import Path
 
+from lbaas.agent.host.commands import run_command
 from lbaas.lab import processes
 from lbaas.lab.base import LabError, LabExists
+from lbaas.lab.instances import Instances
 from lbaas.lab.lab import Lab
-from lbaas.lab.services import API_PORT, SETTINGS_FILE, services_status, start_services
+from lbaas.lab.netns import Netns
+from lbaas.lab.services import (
+    API_PORT,
+    SETTINGS_FILE,
+    restart_agent,
+    services_status,
+    start_services,
+)
 
 DEFAULT_NAME = "lab"
 
@@ -27,10 +36,15 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
     )
     run_in = sub.add_parser(
         "exec",
-        help="run a command inside one of the lab's namespaces (ctl: with OS_* set for the API)",
+        help="run a command inside one of the lab's namespaces (ctl: with OS_* set for the "
+        "API; an instance by its name)",
     )
     run_in.add_argument("node", help="ctl, cli, rtr, h1, h2, ...")
     run_in.add_argument("argv", nargs=argparse.REMAINDER, help="-- command and arguments")
+    verbs = _instance_arguments(sub)
+    sub.add_parser("agent-restart", help="SIGKILL a host's agent and start it again").add_argument(
+        "host", help="h1, h2, ..."
+    )
     sub.add_parser("down", help="remove every namespace, link and process of the lab")
     sub.add_parser("status", help="print the lab's hosts, namespaces and addresses as JSON")
     for command, text in (
@@ -39,9 +53,36 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         ("heal", "bring a host's links back up"),
     ):
         sub.add_parser(command, help=text).add_argument("host", help="h1, h2, ...")
-    for parser in (lab, *sub.choices.values()):
+    for parser in (lab, *sub.choices.values(), *verbs):
         parser.add_argument("--name", default=argparse.SUPPRESS, help="lab name (default lab)")
         parser.add_argument("--state-dir", default=argparse.SUPPRESS, help="holds labs/<name>.json")
+
+
+def _instance_arguments(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> list[argparse.ArgumentParser]:
+    instance = sub.add_parser("instance", help="instances: namespaces with a tenant port")
+    verbs = instance.add_subparsers(dest="instance_command", required=True)
+    add = verbs.add_parser("add", help="start an instance on a host, its port bound there")
+    add.add_argument("--host", required=True, help="h1, h2, ...")
+    add.add_argument("--network", required=True, help="tenant network name (made when new)")
+    add.add_argument("--address", required=True, help="the port's IPv4 address")
+    add.add_argument("--cidr", help="a new network's subnet (default: the address's /24)")
+    add.add_argument("--instance", help="instance name (default <network>-<address>)")
+    remove = verbs.add_parser("remove", help="delete an instance's port and namespace")
+    remove.add_argument("instance")
+    return [add, remove]
+
+
+def _instance(lab: Lab, args: argparse.Namespace) -> None:
+    instances = Instances(lab, Netns(run_command))
+    if args.instance_command == "add":
+        record = instances.add(
+            args.host, args.network, args.address, cidr=args.cidr, name=args.instance
+        )
+        print(json.dumps(record, indent=2, sort_keys=True))
+    else:
+        instances.remove(args.instance)
 
 
 def _up(lab: Lab, hosts: int, members: int, *, services: bool) -> None:
@@ -66,6 +107,11 @@ def run(args: argparse.Namespace, state_dir: Path) -> int:
         elif args.lab_command == "down":
             print(json.dumps({"removed": lab.down()}))
             return 0
+        elif args.lab_command == "instance":
+            _instance(lab, args)
+            return 0
+        elif args.lab_command == "agent-restart":
+            restart_agent(lab, args.host)
         elif args.lab_command == "host-down":
             lab.host_down(args.host)
         elif args.lab_command == "partition":
@@ -90,6 +136,7 @@ def _exec(lab: Lab, node: str, argv: list[str]) -> int:
     state = lab.state()
     namespaces = {"ctl": lab.names.control, "cli": lab.names.client, "rtr": lab.names.router}
     namespaces |= {f"h{i}": lab.names.host(i) for i in range(1, state.hosts + 1)}
+    namespaces |= {name: record["namespace"] for name, record in state.instances.items()}
     if node not in namespaces:
         raise LabError(f"no node {node!r} in lab {lab.names.lab}: {', '.join(namespaces)}")
     env = {}

@@ -268,6 +268,31 @@ class Lab:
         state.down_hosts = sorted(set(state.down_hosts) - {index} | ({index} if not up else set()))
         self._file.save(state)
 
+    def save(self, state: LabState) -> None:
+        self._file.save(state)
+
+    def host_index(self, host: str) -> int:
+        """``hN``'s index (LabError when the lab has no such host)."""
+        return self._host(host)[1]
+
+    def add_namespace(self, namespace: str) -> None:
+        """Create a namespace the lab owns (recorded first, so ``down`` removes it)."""
+        self._namespace(self._loaded(), namespace)
+
+    def remove_namespace(self, namespace: str) -> None:
+        """End the processes in one of the lab's namespaces and delete it."""
+        self._kill_pids(self._netns.pids(namespace))
+        self._netns.delete(namespace)
+        state = self._loaded()
+        state.namespaces = [ns for ns in state.namespaces if ns != namespace]
+        self._file.save(state)
+
+    def kill_registered(self, owner: str) -> None:
+        """SIGKILL the processes registered for ``owner`` (an agent, to restart it)."""
+        state = self._loaded()
+        self._kill(state.processes.pop(owner, []))
+        self._file.save(state)
+
     def state(self) -> LabState:
         """The state of a lab that is up (raises LabError otherwise)."""
         return self._loaded()
@@ -314,6 +339,7 @@ class Lab:
                 for index in range(1, state.hosts + 1)
             },
             "namespaces": {ns: ns in present for ns in state.namespaces},
+            "instances": state.instances,
         }
 
     def _node(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 
 from lbaas.lab.base import LabError, Runner
@@ -69,3 +70,13 @@ class Netns:
 
     def set_link(self, namespace: str, name: str, *, up: bool) -> None:
         self.ip(namespace, "link", "set", name, "up" if up else "down")
+
+    def nft(self, namespace: str, ruleset: str, table: str) -> None:
+        """Load ``ruleset`` (which defines bridge table ``table``) in place of the old one."""
+        self._run(["ip", "netns", "exec", namespace, "nft", "delete", "table", "bridge", table])
+        with tempfile.NamedTemporaryFile("w", suffix=".nft") as file:
+            file.write(ruleset)
+            file.flush()
+            done = self._run(["ip", "netns", "exec", namespace, "nft", "-f", file.name])
+        if done.returncode != 0:
+            raise LabError(f"nft in {namespace} failed: {done.stderr.strip()}")

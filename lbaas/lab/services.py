@@ -40,6 +40,8 @@ HEALTH_PORT = 5555
 BUNDLE_DIR = "bundle"
 _START_TIMEOUT = 60.0
 SETTINGS_FILE = "lbaas.toml"
+#: The lab's agents read their ports this often (the default is 1 s).
+METADATA_SYNC_INTERVAL = 0.5
 
 
 def network_id(lab: str, net: str) -> str:
@@ -75,10 +77,15 @@ def _fabric_address(state: LabState, host: int) -> str:
     return bare(address(state.networks["fab"], host))
 
 
-def control_settings(state: LabState, directory: Path, key: str) -> dict[str, Any]:
+def control_settings(
+    state: LabState, directory: Path, key: str, metadata_secret: str = ""
+) -> dict[str, Any]:
     return {
         "state_dir": str(directory),
-        "api": {"host": "127.0.0.1", "port": API_PORT},
+        # On every address: the agents read their ports and forward metadata requests
+        # over the fabric; the CLI in ctl keeps 127.0.0.1.
+        "api": {"host": "0.0.0.0", "port": API_PORT},
+        "metadata": {"shared_secret": metadata_secret},
         "health": {
             "bind_host": _fabric_address(state, CONTROL_HOST),
             "bind_port": HEALTH_PORT,
@@ -100,11 +107,20 @@ def host_id(index: int) -> str:
     return f"h{index}"
 
 
-def agent_settings(state: LabState, index: int, directory: Path) -> dict[str, Any]:
+def agent_settings(
+    state: LabState, index: int, directory: Path, metadata_secret: str = ""
+) -> dict[str, Any]:
     """Host ``hN``'s agent: its bundle (identity, heartbeat key) and the lab's plumbing."""
     names = n.LabNames(state.name)
     return {
         "state_dir": str(directory),
+        # The metadata proxies read this host's ports from, and forward to, the control
+        # plane over the fabric, signing with the lab's secret.
+        "metadata": {
+            "shared_secret": metadata_secret,
+            "registry_url": f"http://{_fabric_address(state, CONTROL_HOST)}:{API_PORT}",
+            "sync_interval": METADATA_SYNC_INTERVAL,
+        },
         "agent": {
             "host_id": host_id(index),
             "bundle": str(directory / BUNDLE_DIR),
@@ -178,6 +194,11 @@ def enrol_command(state: LabState, index: int, control: Path, agent_dir: Path) -
     )
 
 
+def lbaas_command(settings_file: Path, *command: str) -> list[str]:
+    """``lbaas --config settings_file command…`` with this Python."""
+    return _lbaas(settings_file, *command)
+
+
 def _lbaas(settings_file: Path, *command: str) -> list[str]:
     return [sys.executable, "-m", "lbaas.cli", "--config", str(settings_file), *command]
 
@@ -198,26 +219,23 @@ def start_services(lab: Lab) -> dict[str, Any]:
     state = lab.state()
     names = lab.names
     control_dir = lab.services_dir / "ctl"
-    tree = control_settings(state, control_dir, secrets.token_hex(32))
+    metadata_secret = secrets.token_hex(32)
+    tree = control_settings(state, control_dir, secrets.token_hex(32), metadata_secret)
     control = _write_settings(control_dir, tree)
     processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"))
     hosts = range(1, state.hosts + 1)
     agent_files = {}
     for index in hosts:
         agent_dir = lab.services_dir / host_id(index)
-        agent_files[index] = _write_settings(agent_dir, agent_settings(state, index, agent_dir))
+        tree = agent_settings(state, index, agent_dir, metadata_secret)
+        agent_files[index] = _write_settings(agent_dir, tree)
     # Enrolment needs the schema (it records the host) and gives each agent its identity.
     # It runs before the control plane starts: side by side, six Python start-ups on a
     # busy two-core machine made the enrolments three times slower, and nothing sooner.
     enrolments = [enrol_command(state, i, control, agent_files[i].parent) for i in hosts]
     processes.run_all_to_end(names.control, enrolments)
     for index in hosts:
-        agent_dir = agent_files[index].parent
-        log = agent_dir / "agent.log"
-        argv = _lbaas(agent_files[index], "agent")
-        lab.register_process(
-            host_id(index), processes.start(names.host(index), argv, log, agent_dir)
-        )
+        _start_agent(lab, index)
     for part in ("api", "worker", "health"):
         pid = processes.start(
             names.control, _lbaas(control, part), control_dir / f"{part}.log", control_dir
@@ -231,6 +249,31 @@ def start_services(lab: Lab) -> dict[str, Any]:
         agent_address = _fabric_address(state, FIRST_HOST + index)
         processes.wait_listening(names.host(index), agent_address, AGENT_PORT, log, _START_TIMEOUT)
     return services_status(lab)
+
+
+def _start_agent(lab: Lab, index: int) -> None:
+    agent_dir = lab.services_dir / host_id(index)
+    argv = _lbaas(agent_dir / SETTINGS_FILE, "agent")
+    pid = processes.start(lab.names.host(index), argv, agent_dir / "agent.log", agent_dir)
+    lab.register_process(host_id(index), pid)
+
+
+def restart_agent(lab: Lab, host: str) -> None:
+    """SIGKILL host ``hN``'s agent and start it again (what it ran keeps running)."""
+    lab.kill_registered(host_id(lab.host_index(host)))
+    start_agent(lab, host)
+
+
+def start_agent(lab: Lab, host: str) -> None:
+    """Start host ``hN``'s agent (after ``Lab.kill_registered``) and wait for its API."""
+    index = lab.host_index(host)
+    _start_agent(lab, index)
+    state = lab.state()
+    agent_dir = lab.services_dir / host_id(index)
+    agent_address = _fabric_address(state, FIRST_HOST + index)
+    processes.wait_listening(
+        lab.names.host(index), agent_address, AGENT_PORT, agent_dir / "agent.log", _START_TIMEOUT
+    )
 
 
 def services_status(lab: Lab) -> dict[str, Any]:

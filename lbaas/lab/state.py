@@ -31,6 +31,8 @@ class LabState:
     complete: bool = False
     down_hosts: list[int] = field(default_factory=list)  # links down (lost or partitioned)
     processes: dict[str, list[RegisteredProcess]] = field(default_factory=dict)
+    tenant_networks: dict[str, str] = field(default_factory=dict)  # "net1" -> "10.0.0.0/24"
+    instances: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> record
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"

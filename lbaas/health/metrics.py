@@ -40,6 +40,12 @@ class HealthManagerCollector(Collector):
             "Amphora failovers this health manager requested for silence.",
             value=float(self._sweeper.failovers_requested),
         )
+        yield GaugeMetricFamily(
+            "lbaas_amphorae_agent_silent",
+            "Amphorae whose agent stopped heartbeating while their listeners still answer "
+            "on the VIP: not failed over; restart or resume their agent.",
+            value=float(len(self._sweeper.agent_silent)),
+        )
         # scope="all" is the failover-storm guard; a per-load-balancer breaker would add
         # its open count under its own scope value here.
         breaker = GaugeMetricFamily(

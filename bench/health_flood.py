@@ -5,7 +5,8 @@ store listens on 127.0.0.1. Two other processes (so that they do not share the
 receiver's interpreter lock) send for ``seconds``: one forged datagrams signed with the
 wrong key as fast as it can, one the genuine heartbeats of every amphora each
 ``interval``. Afterwards: how many forged datagrams were sent and refused (per second,
-and the receiver process's CPU per refusal), how many genuine heartbeats were sent and
+and the receiver process's CPU per refusal; once the flooding socket is blocked most are
+dropped by the socket's kernel filter, counted apart from buffer overflows), how many genuine heartbeats were sent and
 how many were lost, the longest any amphora looked silent while the flood ran (it must
 stay well under ``stale_after`` or healthy amphorae would be failed over), and how many
 log lines the refusals cost.
@@ -119,6 +120,9 @@ def flood_phase(
         "forged_refused_after_the_hash": counts.rejected_signature,
         "forged_refused_per_s": round(refused / flood_seconds),
         "forged_dropped_in_the_kernel": int(flood[0]) - forged_refused,
+        "forged_dropped_by_the_filter_per_s": round(
+            max(0, int(flood[0]) - forged_refused - overflows) / flood_seconds
+        ),
         "kernel_receive_buffer_overflows": overflows,
         "sources_blocked": receiver.throttle.blocks,
         "receiver_process_cpu_us_per_refusal": round(cpu * 1e6 / max(1, refused), 2),

@@ -41,7 +41,10 @@ class AgentReturnWatch:
         interval: float = 0.25,
         probe: Callable[[Address], bool] = agent_answers,
         clock: Callable[[], float] = time.monotonic,
+        background: bool = True,
     ) -> None:
+        """``background=False``: no thread, the caller runs ``check`` (tests)."""
+        self._background = background
         self._expedite = expedite
         self._interval = interval
         self._probe = probe
@@ -55,7 +58,7 @@ class AgentReturnWatch:
         """Expedite ``job`` if the agent at ``address`` answers within ``for_seconds``."""
         with self._lock:
             self._waiting.setdefault(address, {})[job] = self._clock() + for_seconds
-            if self._thread is None:
+            if self._thread is None and self._background:
                 self._thread = threading.Thread(
                     target=self._run, name="agent-return-watch", daemon=True
                 )

@@ -43,11 +43,14 @@ def test_a_job_is_watched_no_longer_than_its_retry_delay() -> None:
     answers = [False]
     expedited: list[list[tuple[str, int]]] = []
     watch = AgentReturnWatch(
-        expedited.append, probe=lambda _address: answers[0], clock=lambda: now[0]
+        expedited.append, probe=lambda _address: answers[0], clock=lambda: now[0], background=False
     )
-    watch._thread = threading.current_thread()  # no background thread: check() by hand
     watch.watch(("192.0.2.1", 9443), ("lb-1", 1), for_seconds=5)
     assert watch.check() == 0
-    now[0] += 6
+    now[0] += 4
     answers[0] = True
-    assert watch.check() == 0 and expedited == []  # its backoff retried it already
+    assert watch.check() == 1 and expedited == [[("lb-1", 1)]]  # back within the delay
+    watch.watch(("192.0.2.1", 9443), ("lb-1", 2), for_seconds=5)
+    now[0] += 6
+    assert watch.check() == 0  # the agent answers, but its backoff retried the job already
+    assert expedited == [[("lb-1", 1)]]

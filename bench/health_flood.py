@@ -5,7 +5,8 @@ store listens on 127.0.0.1. Two other processes (so that they do not share the
 receiver's interpreter lock) send for ``seconds``: one forged datagrams signed with the
 wrong key as fast as it can, one the genuine heartbeats of every amphora each
 ``interval``. Afterwards: how many forged datagrams were sent and refused (per second,
-and the receiver process's CPU per refusal), how many genuine heartbeats were sent and
+and the receiver process's CPU per refusal; once the flooding socket is blocked most are
+dropped by the socket's kernel filter, counted apart from buffer overflows), how many genuine heartbeats were sent and
 how many were lost, the longest any amphora looked silent while the flood ran (it must
 stay well under ``stale_after`` or healthy amphorae would be failed over), and how many
 log lines the refusals cost.
@@ -13,6 +14,7 @@ log lines the refusals cost.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import socket
 import time
@@ -85,8 +87,11 @@ def flood_phase(
     )
     receiver = HeartbeatReceiver(HeartbeatProcessor(store), KEY, ReplayGuard(max_age=300.0))
     refusal_us = _refusal_cost(store, forged)
+    log_bytes = _LogBytes()
+    logging.getLogger("lbaas").addHandler(log_bytes)
     spawn = multiprocessing.get_context("spawn")
     flood, genuine_sent = spawn.Array("d", 3), spawn.Value("q", 0)
+    overflows = _receive_buffer_errors()
     with receiver:
         flooder = spawn.Process(target=_flood, args=(receiver.address, seconds, forged, flood))
         sender = spawn.Process(
@@ -99,17 +104,27 @@ def flood_phase(
         cpu = time.process_time()
         longest_silence = _watch_silence(store, receiver, [amp for amp, _ in beats], flooder)
         cpu = time.process_time() - cpu
-        refused = receiver.counters.snapshot().rejected_signature
+        now = receiver.counters.snapshot()
+        refused = now.rejected_signature + now.rejected_throttled
         sender.join()
         counts = _settled(receiver, genuine_sent.value)
         lines = receiver.refusals.lines
+        overflows = _receive_buffer_errors() - overflows
+    logging.getLogger("lbaas").removeHandler(log_bytes)
     flood_seconds = flood[2] - flood[1]
+    forged_refused = counts.rejected_signature + counts.rejected_throttled
     return {
         "flood_seconds": round(flood_seconds, 2),
         "forged_sent": int(flood[0]),
-        "forged_refused": counts.rejected_signature,
+        "forged_refused": forged_refused,
+        "forged_refused_after_the_hash": counts.rejected_signature,
         "forged_refused_per_s": round(refused / flood_seconds),
-        "forged_lost_in_the_kernel": int(flood[0]) - counts.rejected_signature,
+        "forged_dropped_in_the_kernel": int(flood[0]) - forged_refused,
+        "forged_dropped_by_the_filter_per_s": round(
+            max(0, int(flood[0]) - forged_refused - overflows) / flood_seconds
+        ),
+        "kernel_receive_buffer_overflows": overflows,
+        "sources_blocked": receiver.throttle.blocks,
         "receiver_process_cpu_us_per_refusal": round(cpu * 1e6 / max(1, refused), 2),
         "refusal_cpu_us_alone": refusal_us,
         "genuine_sent": genuine_sent.value,
@@ -117,7 +132,28 @@ def flood_phase(
         "genuine_lost": genuine_sent.value - counts.accepted,
         "longest_silence_of_an_amphora_s": round(longest_silence, 2),
         "refusal_log_lines": lines,
+        "log_bytes_during_the_flood": log_bytes.written,
     }
+
+
+def _receive_buffer_errors() -> int:
+    """UDP datagrams the kernel dropped for a full socket buffer (host-wide, so other
+    programs' count too); the kernel filter's drops are not among them."""
+    with open("/proc/net/snmp") as snmp:
+        rows = [line.split() for line in snmp if line.startswith("Udp:")]
+    return int(rows[1][rows[0].index("RcvbufErrors")])
+
+
+class _LogBytes(logging.Handler):
+    """Counts the bytes the lbaas loggers write (formatted as a log file would hold them)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        self.written = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.written += len(self.format(record).encode()) + 1
 
 
 def _refusal_cost(store: SqlHealthStore, forged: bytes, n: int = 20_000) -> float:

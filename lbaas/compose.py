@@ -29,6 +29,7 @@ from lbaas.db.secret_vault import SecretVault, count_sealed
 from lbaas.errors import ConfigError
 from lbaas.health.rollup import roll_up
 from lbaas.heartbeat.key import heartbeat_key
+from lbaas.jobs.agent_return import AgentReturnWatch
 from lbaas.jobs.base import WakeupSource
 from lbaas.jobs.runner import JobRunner
 from lbaas.jobs.slot import WorkerSlot
@@ -146,8 +147,16 @@ def build_worker(
     metrics: ProcessMetrics | None = None,
 ) -> Worker:
     converger = Converger(database, providers, roll_up)
-    runner = JobRunner(database, converger, settings.worker, metrics=metrics)
-    return Worker(database, runner, settings.worker, slot_tag=slot_tag)
+    woken: list[Worker] = []
+
+    def expedite(jobs: list[tuple[str, int]]) -> None:
+        if job_queue.expedite(database, jobs, time.time()) and woken:
+            woken[0].notify()
+
+    watch = AgentReturnWatch(expedite)
+    runner = JobRunner(database, converger, settings.worker, metrics=metrics, agent_watch=watch)
+    woken.append(Worker(database, runner, settings.worker, slot_tag=slot_tag))
+    return woken[0]
 
 
 def build_worker_process(

@@ -118,6 +118,9 @@ class TemporaryError(ConvergeError):
 class AgentUnreachable(TemporaryError):
     """The agent on a host could not be reached or did not answer."""
 
+    address: tuple[str, int] | None = None
+    """The agent's (host, port), if known: the worker retries as soon as it answers."""
+
 
 class PermanentError(ConvergeError):
     """Retrying will not help; the load balancer goes to ERROR with this reason."""

@@ -113,11 +113,15 @@ class AgentClient:
                 method, path, content=content, headers=headers, extensions=self._extensions
             )
         except httpx.HTTPError as exc:
-            raise AgentUnreachable(
+            unreachable = AgentUnreachable(
                 "The load balancer's agent could not be reached.",
                 delay=2.0,
                 operator_message=f"{where}: {type(exc).__name__}: {exc}",
-            ) from exc
+            )
+            url = httpx.URL(self.base_url)
+            if url.host and url.port:
+                unreachable.address = (url.host, url.port)
+            raise unreachable from exc
         if response.is_success or (allow_404 and response.status_code == 404):
             return response
         raise _translate(where, response)

@@ -237,6 +237,25 @@ def settle_retry(db: Database, claim: Claim, now: float, delay: float, error: st
         row.updated_at = now
 
 
+def expedite(db: Database, jobs: list[tuple[str, int]], now: float) -> int:
+    """Make runnable at once the jobs still backing off from the given attempt count
+    (their agent answers again); a job retried or changed since is left alone."""
+    done = 0
+    with db.write() as session:
+        for loadbalancer_id, attempts in jobs:
+            row = session.get(ConvergeJobRow, loadbalancer_id, with_for_update=True)
+            if (
+                row is not None
+                and row.lease_owner is None
+                and row.attempts == attempts
+                and row.next_attempt_at is not None
+                and row.next_attempt_at > now
+            ):
+                row.next_attempt_at = now
+                done += 1
+    return done
+
+
 def release_leases_of(db: Database, owner_prefix: str, containing: str = "") -> int:
     """Free at once the leases of a worker process known to be dead (owners beginning with
     ``owner_prefix`` and, if given, ``containing`` a tag); how many there were.

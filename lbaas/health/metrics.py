@@ -27,7 +27,8 @@ class HealthManagerCollector(Collector):
         heartbeats = CounterMetricFamily(
             "lbaas_heartbeats",
             "Heartbeat datagrams this health manager received, by outcome: accepted, "
-            "ignored (unknown amphora), rejected_signature, rejected_replay, rejected_late "
+            "ignored (unknown amphora), rejected_signature, rejected_throttled (from a "
+            "source blocked for forging, refused before the hash), rejected_replay, rejected_late "
             "(outside the freshness window), malformed, dropped (queue full), failed.",
             labels=["outcome"],
         )
@@ -38,6 +39,12 @@ class HealthManagerCollector(Collector):
             "lbaas_failovers_started",
             "Amphora failovers this health manager requested for silence.",
             value=float(self._sweeper.failovers_requested),
+        )
+        yield GaugeMetricFamily(
+            "lbaas_amphorae_agent_silent",
+            "Amphorae whose agent stopped heartbeating while their listeners still answer "
+            "on the VIP: not failed over; restart or resume their agent.",
+            value=float(len(self._sweeper.agent_silent)),
         )
         # scope="all" is the failover-storm guard; a per-load-balancer breaker would add
         # its open count under its own scope value here.

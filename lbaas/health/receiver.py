@@ -14,7 +14,13 @@ unauthenticated flood once made the health manager miss real ones and fail healt
 amphorae over. So receiving and processing are two threads. The receive loop only drains
 the socket (with a large ``SO_RCVBUF``) and runs the first two gates, which need no
 parsing for a forged datagram; what passes goes through a bounded queue to the processing
-loop, which decodes the payload and applies it. Refusals are counted per gate (the
+loop, which decodes the payload and applies it. In front of the hash, a source (address
+and port) that keeps failing it is refused unchecked for a while
+(``lbaas.health.source_throttle``): an agent never fails it, so it is never throttled,
+and a flooding socket costs a dictionary look-up per datagram, so the receive loop drains
+the socket faster than it fills and the kernel does not drop genuine heartbeats with the
+forged ones; blocked IPv4 sources are even dropped by the kernel before they are queued
+(``lbaas.health.kernel_filter``). Refusals are counted per gate (the
 remedies differ: signature rejects mean a wrong key or someone probing the port, replay
 rejects clock skew or a replay, malformed ones an agent bug) and logged as one summary
 line per interval (``lbaas.health.refusals``). The catch-all sits at the top of each loop.
@@ -31,8 +37,10 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
 from lbaas.errors import HeartbeatLate, HeartbeatRejected
+from lbaas.health.kernel_filter import drop_sources
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.health.refusals import RefusalLog
+from lbaas.health.source_throttle import SourceThrottle
 from lbaas.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
 from lbaas.heartbeat.host_codec import from_host_payload, is_host_payload
 from lbaas.heartbeat.report_codec import from_payload
@@ -44,14 +52,19 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _BUFFER = 65535
-RECEIVE_BUFFER = 8 * 1024 * 1024
-"""Bytes asked of the kernel for the socket's receive queue (it may grant less)."""
+RECEIVE_BUFFER = 16 * 1024 * 1024
+"""Bytes asked of the kernel for the socket's receive queue (forced if the process may,
+else capped at ``net.core.rmem_max``)."""
+_SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+_THROTTLED_BATCH = 1024
+"""Throttled refusals are added to the counters in batches of this many (or when idle)."""
 QUEUE_SIZE = 10_000
 """Authenticated heartbeats waiting for the processing loop; beyond it they are dropped."""
 
 CountName = Literal[
     "accepted",
     "rejected_signature",
+    "rejected_throttled",
     "rejected_replay",
     "rejected_late",
     "malformed",
@@ -67,6 +80,8 @@ class ReceiverCounts:
 
     accepted: int = 0
     rejected_signature: int = 0
+    rejected_throttled: int = 0
+    """From a source blocked for sending forged datagrams: refused before the hash."""
     rejected_replay: int = 0
     rejected_late: int = 0
     """Sent longer ago (or further ahead) than the replay guard's freshness window."""
@@ -80,7 +95,13 @@ class ReceiverCounts:
 
     @property
     def rejected(self) -> int:
-        return self.rejected_signature + self.rejected_replay + self.rejected_late + self.malformed
+        return (
+            self.rejected_signature
+            + self.rejected_throttled
+            + self.rejected_replay
+            + self.rejected_late
+            + self.malformed
+        )
 
 
 class ReceiverCounters:
@@ -90,9 +111,9 @@ class ReceiverCounters:
         self._lock = threading.Lock()
         self._counts = ReceiverCounts()
 
-    def bump(self, name: CountName) -> None:
+    def bump(self, name: CountName, count: int = 1) -> None:
         with self._lock:
-            setattr(self._counts, name, getattr(self._counts, name) + 1)
+            setattr(self._counts, name, getattr(self._counts, name) + count)
 
     def snapshot(self) -> ReceiverCounts:
         with self._lock:
@@ -116,6 +137,7 @@ class HeartbeatReceiver:
         poll_interval: float = 0.2,
         refusals: RefusalLog | None = None,
         hosts: HostRegistry | None = None,
+        throttle: SourceThrottle | None = None,
     ) -> None:
         self._processor = processor
         self._hosts = hosts
@@ -128,7 +150,11 @@ class HeartbeatReceiver:
         self._threads: list[threading.Thread] = []
         self._queue: queue.Queue[tuple[Envelope, str]] = queue.Queue(QUEUE_SIZE)
         self.refusals = refusals if refusals is not None else RefusalLog()
+        self.throttle = throttle if throttle is not None else SourceThrottle()
         self.counters = ReceiverCounters()
+        self.kernel_filtered = 0
+        """Sources the socket's kernel filter drops just now."""
+        self._filter_state = (0, float("inf"))
 
     @property
     def address(self) -> tuple[str, int]:
@@ -145,7 +171,7 @@ class HeartbeatReceiver:
         family = socket.AF_INET6 if ":" in self._bind[0] else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_DGRAM)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+            _grow_receive_buffer(sock)
             sock.bind(self._bind)
         except OSError:
             sock.close()
@@ -185,9 +211,15 @@ class HeartbeatReceiver:
         if envelope is not None:
             self.process(envelope, sender)
 
-    def admit(self, datagram: bytes, sender: str) -> Envelope | None:
-        """The receive loop's gates: size and signature, then this process's replay guard."""
+    def admit(
+        self, datagram: bytes, sender: str, source: tuple[str, int] | None = None
+    ) -> Envelope | None:
+        """The receive loop's gates: size and signature, then this process's replay guard.
+
+        ``source``, the peer's (address, port), is charged with a failed signature."""
         if not authentic(datagram, self._key):
+            if source is not None:
+                self.throttle.failed(source)
             self._refuse("rejected_signature", sender, "not a heartbeat signed with our key")
             return None
         try:
@@ -238,20 +270,54 @@ class HeartbeatReceiver:
             self.counters.bump("ignored")
 
     def _receive(self, sock: socket.socket) -> None:
+        blocked, throttled = self.throttle.blocked, 0
         while not self._stopping.is_set():
             try:
                 try:
                     datagram, peer = sock.recvfrom(_BUFFER)
                 except TimeoutError:
+                    throttled = self._count_throttled(throttled, None)
+                    self._refresh_filter(sock, idle=True)
                     continue
-                envelope = self.admit(datagram, peer[0])
+                if blocked(peer):  # the cheap refusal, counted in batches
+                    throttled += 1
+                    if throttled >= _THROTTLED_BATCH:
+                        throttled = self._count_throttled(throttled, peer)
+                    continue
+                envelope = self.admit(datagram, peer[0], peer)
                 if envelope is not None:
                     self._queue.put_nowait((envelope, f"{peer[0]}:{peer[1]}"))
+                else:
+                    self._refresh_filter(sock, idle=False)
             except queue.Full:
                 self.counters.bump("dropped")
             except Exception:  # the top of the receive loop: log, count, serve the next
                 self.counters.bump("failed")
                 log.exception("heartbeat could not be received")
+        self._count_throttled(throttled, None)
+
+    def _refresh_filter(self, sock: socket.socket, *, idle: bool) -> None:
+        """Re-install the kernel filter when a source was blocked or (``idle``) a block
+        ended."""
+        blocks, ends = self._filter_state
+        if self.throttle.blocks == blocks and not (idle and time.monotonic() >= ends):
+            return
+        sources, ends = self.throttle.blocked_sources()
+        try:
+            self.kernel_filtered = drop_sources(sock, sources)
+        except OSError:  # no BPF here: the throttle still refuses them in Python
+            log.warning("could not filter blocked heartbeat sources in the kernel", exc_info=True)
+        self._filter_state = (self.throttle.blocks, ends)
+
+    def _count_throttled(self, throttled: int, peer: tuple[str, int] | None) -> int:
+        """Add ``throttled`` refusals to the counts and the refusal log; returns 0."""
+        if throttled:
+            self.counters.bump("rejected_throttled", throttled)
+            sender = f"{peer[0]}:{peer[1]}" if peer else "a blocked source"
+            self.refusals.note(
+                "rejected_throttled", sender, "kept sending forged datagrams", throttled
+            )
+        return 0
 
     def _work(self) -> None:
         while not self._stopping.is_set():
@@ -268,3 +334,11 @@ class HeartbeatReceiver:
     def _refuse(self, counter: CountName, sender: str, reason: object) -> None:
         self.counters.bump(counter)
         self.refusals.note(counter, sender, reason)
+
+
+def _grow_receive_buffer(sock: socket.socket) -> None:
+    """Ask for RECEIVE_BUFFER bytes, past ``net.core.rmem_max`` if the process may."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_RCVBUFFORCE, RECEIVE_BUFFER)
+    except OSError:  # not CAP_NET_ADMIN: the kernel caps the request at rmem_max
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)

@@ -31,11 +31,11 @@ class RefusalLog:
         self.lines = 0
         """Summary lines written so far."""
 
-    def note(self, kind: str, sender: str, reason: object) -> None:
-        """Count one refusal; ``reason`` is only formatted if this call writes a line."""
+    def note(self, kind: str, sender: str, reason: object, count: int = 1) -> None:
+        """Count ``count`` refusals; ``reason`` is only formatted if this call writes a line."""
         now = self._clock()
         with self._lock:
-            self._counts[kind] += 1
+            self._counts[kind] += count
             self._last = (sender, reason)
             if now < self._next_line:
                 return

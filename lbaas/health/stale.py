@@ -23,7 +23,7 @@ Silence is the agent's, not necessarily the data plane's: before failing a silen
 over, the sweeper asks a ``DataPlaneProbe`` whether its load balancer's listeners still
 answer on the VIP. If they do, the agent is taken to be degraded (paused, wedged,
 restarting): the amphora is left alone, a warning is logged once, and it is reported in
-``SweepResult.agent_silent`` until it heartbeats again. Only when the data plane is silent
+``SweepResult.agent_silent`` and ``lbaas_amphorae_agent_silent`` until it heartbeats again. Only when the data plane is silent
 too is the amphora rebuilt.
 """
 
@@ -87,6 +87,12 @@ class StaleAmphoraSweeper:
         """Sweeps that raised (counted by ``run``)."""
         self.failovers_requested = 0
         """Failovers this sweeper requested since it started (for ``/metrics``)."""
+
+    @property
+    def agent_silent(self) -> frozenset[AmphoraId]:
+        """Amphorae whose agent is silent while their data plane answers (as of the last
+        sweep): left alone, shown in ``/metrics`` so that the agent gets restarted."""
+        return frozenset(self._agent_silent)
 
     @property
     def alarm(self) -> str | None:

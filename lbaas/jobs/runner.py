@@ -10,7 +10,8 @@ do. The state machine, one branch per outcome:
 * fence says LOST / ``LeaseLost`` → someone else owns it now: write nothing, and no
                                    backoff or attempt is charged to the job
 
-Backoff doubles from ``backoff_base`` up to ``backoff_max``; a provider's own suggested
+A job whose agent could not be reached is also handed to an ``AgentReturnWatch``, which
+retries it as soon as that agent accepts connections again. Backoff doubles from ``backoff_base`` up to ``backoff_max``; a provider's own suggested
 delay is honoured if longer.
 """
 
@@ -27,7 +28,8 @@ from lbaas.db import job_queue
 from lbaas.db.engine import Database
 from lbaas.db.job_queue import Claim, Fence
 from lbaas.db.session import Session
-from lbaas.errors import PermanentError, TemporaryError
+from lbaas.errors import AgentUnreachable, PermanentError, TemporaryError
+from lbaas.jobs.agent_return import AgentReturnWatch
 from lbaas.metrics.process import ProcessMetrics
 from lbaas.providers.base import LeaseLost
 
@@ -54,7 +56,9 @@ class JobRunner:
         settings: WorkerSettings,
         clock: Callable[[], float] = time.time,
         metrics: ProcessMetrics | None = None,
+        agent_watch: AgentReturnWatch | None = None,
     ) -> None:
+        self._agent_watch = agent_watch
         self._db = database
         self._converger = converger
         self._settings = settings
@@ -92,7 +96,13 @@ class JobRunner:
         except PermanentError as exc:
             return self._fail(claim, request, exc.user_message, exc.operator_message)
         except TemporaryError as exc:
-            return self._retry(claim, request, exc.user_message, exc.operator_message, exc.delay)
+            outcome = self._retry(claim, request, exc.user_message, exc.operator_message, exc.delay)
+            address = exc.address if isinstance(exc, AgentUnreachable) else None
+            if outcome is Outcome.RETRY and address and self._agent_watch is not None:
+                # Retried as soon as the agent answers, not only after the backoff.
+                delay = max(self._settings.backoff_max, exc.delay)
+                self._agent_watch.watch(address, (claim.loadbalancer_id, claim.attempts + 1), delay)
+            return outcome
         except Exception as exc:  # noqa: BLE001 - top of the job loop: count as temporary
             LOG.exception("converge of %s raised", claim.loadbalancer_id)
             message = f"internal error: {type(exc).__name__}"

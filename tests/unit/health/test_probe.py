@@ -13,14 +13,20 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from lbaas.health.memory_store import InMemoryHealthStore
+from lbaas.health.metrics import HealthManagerCollector
 from lbaas.health.probe import DataPlaneProbe, ListenerProbe
+from lbaas.health.processor import HeartbeatProcessor
+from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.stale import StaleAmphoraSweeper
+from lbaas.heartbeat.envelope import ReplayGuard
 from lbaas.model.enums import ListenerProtocol
 from lbaas.model.graph import AmphoraId, LoadBalancer, LoadBalancerId
 from tests.support import graphs
 from tests.support.clock import FakeClock
+from tests.support.prometheus import Exposition
 
 AMP = AmphoraId("amp-1")
 LB = LoadBalancerId("lb-1")
@@ -123,3 +129,32 @@ def test_a_disabled_listener_is_not_evidence(listening: Callable[[str], int]) ->
     listener = graphs.listener("l", ListenerProtocol.HTTP, listening("http"), admin=False)
     graph = graphs.load_balancer([listener], [], vip_address="127.0.0.1", ident=LB)
     assert not ListenerProbe(timeout=0.5).serving(graph)
+
+
+def test_a_silent_agent_in_front_of_a_serving_data_plane_is_shown_in_metrics() -> None:
+    """Not acted upon, but visible: the gauge counts it until its data plane dies too."""
+    clock = FakeClock(1_000.0)
+    store = InMemoryHealthStore()
+    store.add_amphora(AMP, LB, last_seen=clock())
+    store.put_graph(lb_on(80))
+    probe = SetProbe()
+    sweeper = StaleAmphoraSweeper(
+        store, stale_after=3.0, failover_threshold=0.5, clock=clock, probe=probe
+    )
+    registry = CollectorRegistry(auto_describe=False)
+    receiver = HeartbeatReceiver(HeartbeatProcessor(store), b"k", ReplayGuard())
+    registry.register(HealthManagerCollector(receiver, sweeper))
+
+    def gauge() -> float:
+        seen = Exposition(generate_latest(registry).decode())
+        return seen.value("lbaas_amphorae_agent_silent")
+
+    sweeper.sweep()
+    assert gauge() == 0  # heard from recently
+    clock.advance(30)
+    sweeper.sweep()
+    assert sweeper.agent_silent == {AMP} and gauge() == 1
+    probe.answer = False
+    sweeper.sweep()
+    assert sweeper.agent_silent == set() and gauge() == 0
+    assert store.failover_requests() == [AMP]

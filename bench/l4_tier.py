@@ -15,9 +15,11 @@ VIP no longer lists the node (polled every 20 ms), p50 and max over the trials, 
 new connections a client opened meanwhile (one after another, 0.5 s timeout each, from the
 moment before the node died until shortly after its withdrawal) that failed. After each
 trial the node comes back (links up, BIRD restarted) and the next trial waits for its route.
-Last, ``survival``: the client holds ``--held`` established connections (200), one node is
-lost (``host_down``), and each connection is asked for an answer: how many survive in NAT
-return mode (the only one built), and how many had gone through the dead node.
+Last, ``survival``, once per return mode: the client holds ``--held`` established
+connections (200), one node is lost (``host_down``), and each connection is asked for an
+answer: how many survive, and how many had gone through the dead node. ``nat``: the L4
+engine's DNAT plus masquerade (the node's conntrack holds each flow); ``dsr``: direct server
+return (marks and policy routing, ``notrack``: no per-flow state on any node).
 ``--quick`` runs one trial of each and holds 30 (the smoke test). Nothing here asserts on
 time.
 """
@@ -85,24 +87,29 @@ def _summary(trials: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _survival(tier: TierLab, held: int, node: int) -> dict[str, Any]:
-    """Established connections that still answer after ``node`` died (NAT return)."""
+def _survival(tier: TierLab, held: int, node: int, mode: str) -> dict[str, Any]:
+    """Established connections that still answer after ``node`` died; the node comes back."""
     argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, HOLD]
-    before = tier.flows_per_node()
+    vip, flows = (tier.vip, tier.flows_per_node)
+    if mode == "dsr":
+        vip, flows = (tier.dsr_vip, tier.dsr_flows_per_node)
+    before = flows()
     hold = subprocess.Popen(
-        [*argv, tier.vip, str(PORT), str(held)],
+        [*argv, vip, str(PORT), str(held)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert hold.stdout is not None and hold.stdout.readline().strip() == "ready"
-    opened = tier.flows_per_node()
+    opened = flows()
     tier.lab.host_down(f"h{node}")
-    tier.tier.wait_next_hops(tier.vip, set(NODES) - {node}, _WAIT)
+    tier.tier.wait_next_hops(vip, set(NODES) - {node}, _WAIT)
     out, _ = hold.communicate("go\n", timeout=60)
     result = json.loads(out.strip().splitlines()[-1])
+    tier.lab.heal(f"h{node}")
+    tier.tier.start_node(node)
+    tier.tier.wait_next_hops(vip, set(NODES), _WAIT)
     return {
-        "return_mode": "nat",
         "established": held,
         "through_the_dead_node": opened[node] - before[node],
         "survived": result["survived"],
@@ -125,8 +132,14 @@ def run(trials: int, bfd: bool, held: int) -> dict[str, Any]:
                 for index in range(trials)
             ]
             results[mode] = _summary(rows)
-        results["survival"] = _survival(tier, held, NODES[0])
+        results["survival"] = {
+            mode: _survival(tier, held, NODES[index], mode)
+            for index, mode in enumerate(("nat", "dsr"))
+        }
         results["load_average_1m"] = round(os.getloadavg()[0], 1)
+        results["uptime"] = subprocess.run(
+            ["uptime"], capture_output=True, text=True, check=False
+        ).stdout.strip()
         return results
 
 

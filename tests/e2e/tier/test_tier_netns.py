@@ -7,9 +7,13 @@ the waits here only bound how long a broken tier may take to be found broken.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +21,8 @@ from tier_lab import BACKEND_PORTS, DSR_MEMBER_HOSTS, HOLD, NODES, PORT, TierLab
 
 from lbaas.l4.host.real import RealNftOps
 from lbaas.l4.service import L4Protocol
+from lbaas.l4.tier.lease import LeasePolicy
+from lbaas.lab.tier_leases import LabLeases
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -72,6 +78,43 @@ def test_dsr_spreads_keeps_no_state_and_flows_survive_a_node(tier: TierLab) -> N
     tier.tier.start_node(1)
     tier.tier.wait_next_hops(tier.dsr_vip, set(NODES), _WAIT)
     tier.tier.wait_next_hops(tier.vip, set(NODES), _WAIT)
+
+
+def test_leases_a_store_outage_withdraws_nothing_a_dead_agent_is_withdrawn(
+    tier: TierLab,
+) -> None:
+    leases = LabLeases(tier.tier, LeasePolicy(renew_interval=0.5, missed_renewals=3))
+    for index in NODES:
+        leases.start_agent(index)
+    leases.start()
+    try:
+        # The store is gone for 3 s (six intervals): every lease expires, every health port
+        # answers, nothing is withdrawn.
+        moved = leases.store.path.with_suffix(".away")
+        leases.store.path.rename(moved)
+        time.sleep(3.0)
+        outage = [report for report in leases.reports if not report.store_available]
+        assert outage and not any(report.withdrawn for report in leases.reports)
+        assert any(report.suspect_but_healthy == {"h1", "h2", "h3"} for report in outage)
+        assert tier.tier.next_hops(tier.vip) == {1, 2, 3}
+        moved.rename(leases.store.path)
+
+        # h2's agent dies (BIRD on h2 runs on): lease expired AND health port closed, so
+        # the control plane disables the router's session with h2 and its routes go.
+        os.kill(leases.agents[2], signal.SIGKILL)
+        tier.tier.wait_next_hops(tier.vip, {1, 3}, _WAIT)
+        assert any(report.withdrawn == {"h2"} for report in leases.reports)
+        assert leases.table.is_down("h2")
+
+        # Its agent back: the next renewal restores it.
+        leases.start_agent(2)
+        tier.tier.wait_next_hops(tier.vip, {1, 2, 3}, _WAIT)
+        assert not leases.table.is_down("h2")
+    finally:
+        leases.stop()
+        for pid in leases.agents.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_vip_spreads_over_three_nodes_and_survives_losing_one(tier: TierLab) -> None:

@@ -20,6 +20,8 @@ connections (200), one node is lost (``host_down``), and each connection is aske
 answer: how many survive, and how many had gone through the dead node. ``nat``: the L4
 engine's DNAT plus masquerade (the node's conntrack holds each flow); ``dsr``: direct server
 return (marks and policy routing, ``notrack``: no per-flow state on any node).
+Then ``group_grow_shrink``: the DSR VIP's group grows by a node and shrinks back while a
+client opens new connections and holds ``--held`` others (see ``_group_change``).
 ``--quick`` runs one trial of each and holds 30 (the smoke test). Nothing here asserts on
 time.
 """
@@ -44,15 +46,17 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e" / "tier"))
 
 from tier_lab import NODES, PORT, TierLab, tier_lab  # noqa: E402
 
+from lbaas.l4.tier.groups import TierGroups  # noqa: E402
+
 PROBE = str(ROOT / "tests" / "e2e" / "tier" / "tier_probe.py")
 HOLD = str(ROOT / "tests" / "e2e" / "tier" / "tier_hold.py")
 _PROBE_TIMEOUT = 0.5
 _WAIT = 30.0
 
 
-def _probe(tier: TierLab, seconds: float) -> subprocess.Popen[str]:
+def _probe(tier: TierLab, seconds: float, vip: str | None = None) -> subprocess.Popen[str]:
     argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, PROBE]
-    argv += [tier.vip, str(PORT), str(seconds), str(_PROBE_TIMEOUT)]
+    argv += [vip or tier.vip, str(PORT), str(seconds), str(_PROBE_TIMEOUT)]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None and process.stdout.readline().strip() == "started"
     return process
@@ -117,6 +121,55 @@ def _survival(tier: TierLab, held: int, node: int, mode: str) -> dict[str, Any]:
     }
 
 
+def _group_change(tier: TierLab, held: int) -> dict[str, Any]:
+    """The DSR VIP's group grown from nodes 1-2 to 1-3 and shrunk back, under new
+    connections and with ``held`` established ones: time until the router uses the new node
+    set, new connections failed meanwhile, held connections still answering afterwards."""
+    groups = TierGroups()
+    groups.add_group("all", NODES)
+    groups.add_group("g1", NODES[:2])
+    groups.place(tier.vip, "all")
+    groups.place(tier.dsr_vip, "g1")
+    tier.tier.apply_groups(groups)
+    tier.tier.wait_next_hops(tier.dsr_vip, set(NODES[:2]), _WAIT)
+    argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, HOLD]
+    hold = subprocess.Popen(
+        [*argv, tier.dsr_vip, str(PORT), str(held)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert hold.stdout is not None and hold.stdout.readline().strip() == "ready"
+    probe = _probe(tier, 3.0, tier.dsr_vip)
+    started = time.monotonic()
+    groups.grow("g1", NODES[2])  # h3 holds the DSR table already: it only announces
+    tier.tier.apply_groups(groups)
+    tier.tier.wait_next_hops(tier.dsr_vip, set(NODES), _WAIT)
+    grown = time.monotonic() - started
+    time.sleep(0.5)
+    started = time.monotonic()
+    groups.shrink("g1", NODES[2])
+    tier.tier.apply_groups(groups)
+    tier.tier.wait_next_hops(tier.dsr_vip, set(NODES[:2]), _WAIT)
+    shrunk = time.monotonic() - started
+    out, _ = probe.communicate(timeout=60)
+    counts = json.loads(out.strip().splitlines()[-1])
+    held_out, _ = hold.communicate("go\n", timeout=60)
+    survived = json.loads(held_out.strip().splitlines()[-1])["survived"]
+    groups.grow("g1", NODES[2])
+    tier.tier.apply_groups(groups)
+    tier.tier.wait_next_hops(tier.dsr_vip, set(NODES), _WAIT)
+    return {
+        "return_mode": "dsr",
+        "grow_ms": round(grown * 1000, 1),
+        "shrink_ms": round(shrunk * 1000, 1),
+        "new_connections": counts["ok"] + counts["failed"],
+        "failed_new_connections": counts["failed"],
+        "held": held,
+        "held_survived": survived,
+    }
+
+
 def run(trials: int, bfd: bool, held: int) -> dict[str, Any]:
     name = f"b{uuid.uuid4().hex[:7]}"
     # Without BFD a link loss waits for the 3 s hold timer: the probe must outlast it.
@@ -136,6 +189,7 @@ def run(trials: int, bfd: bool, held: int) -> dict[str, Any]:
             mode: _survival(tier, held, NODES[index], mode)
             for index, mode in enumerate(("nat", "dsr"))
         }
+        results["group_grow_shrink"] = _group_change(tier, held)
         results["load_average_1m"] = round(os.getloadavg()[0], 1)
         results["uptime"] = subprocess.run(
             ["uptime"], capture_output=True, text=True, check=False

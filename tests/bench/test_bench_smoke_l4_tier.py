@@ -27,3 +27,6 @@ def test_quick_run_prints_the_tier_figures() -> None:
         assert survival["established"] == 30 and 0 <= survival["survived"] <= 30
         assert 0 <= survival["through_the_dead_node"] <= 30
     assert "load average" in figures["uptime"]
+    group = figures["group_grow_shrink"]
+    assert group["grow_ms"] > 0 and group["shrink_ms"] > 0 and group["new_connections"] > 0
+    assert 0 <= group["held_survived"] <= group["held"] == 30

@@ -10,11 +10,11 @@ routes whatever the node itself still does; a node renewing again gets its sessi
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import threading
 import time
 
+from lbaas.agent.host.commands import run_command
 from lbaas.l4.tier.lease import LeasePolicy, LeaseTable
 from lbaas.l4.tier.lease_store import SqliteLeaseStore
 from lbaas.l4.tier.watcher import LeaseWatcher, SweepReport
@@ -61,7 +61,7 @@ class LabLeases:
         index = int(node[1:])
         target = f"TCP:{self._fabric(index)}:{HEALTH_PORT},connect-timeout={_CONNECT_TIMEOUT}"
         argv = ["ip", "netns", "exec", self.tier.lab.names.router, "socat", "-u", "/dev/null"]
-        done = subprocess.run([*argv, target], capture_output=True, timeout=10, check=False)
+        done = run_command([*argv, target])
         return done.returncode == 0
 
     def _withdraw(self, node: str) -> None:

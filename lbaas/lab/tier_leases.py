@@ -3,7 +3,7 @@
 Each node runs ``lbaas.l4.tier.node_agent`` (registered with the lab as the node's host, so
 ``host-down`` kills it), renewing its lease in ``<services_dir>/tier/leases.sqlite`` and
 answering on its health port on the fabric. The watcher sweeps in a thread: it checks a
-node's health port from the router's namespace (``socat``, 0.3 s to connect) and withdraws
+node's health port from the router's namespace (a TCP connect, two tries of 1 s) and withdraws
 a node marked down by disabling the router's BGP session with it, which removes the node's
 routes whatever the node itself still does; a node renewing again gets its session enabled.
 """
@@ -23,7 +23,8 @@ from lbaas.lab.addresses import FIRST_HOST, address, bare
 from lbaas.lab.tier import ROUTER, LabTier, node_protocol
 
 HEALTH_PORT = 9180
-_CONNECT_TIMEOUT = 0.3
+_CONNECT_TIMEOUT = 1.0
+_TRIES = 2
 
 
 class LabLeases:
@@ -58,11 +59,16 @@ class LabLeases:
         self.table.join(node)
 
     def _health(self, node: str) -> bool:
+        """Connect to the node's health port from the router: a connection is the answer.
+
+        Two tries, each given a whole second: on a loaded machine a single short try can
+        miss a healthy node, and a false "failed" during a store outage withdraws it.
+        """
         index = int(node[1:])
-        target = f"TCP:{self._fabric(index)}:{HEALTH_PORT},connect-timeout={_CONNECT_TIMEOUT}"
-        argv = ["ip", "netns", "exec", self.tier.lab.names.router, "socat", "-u", "/dev/null"]
-        done = run_command([*argv, target])
-        return done.returncode == 0
+        connect = f"exec 3<>/dev/tcp/{self._fabric(index)}/{HEALTH_PORT}"
+        argv = ["ip", "netns", "exec", self.tier.lab.names.router]
+        argv += ["timeout", str(_CONNECT_TIMEOUT), "bash", "-c", connect]
+        return any(run_command(argv).returncode == 0 for _ in range(_TRIES))
 
     def _withdraw(self, node: str) -> None:
         self.tier.control(ROUTER).command("disable", node)

@@ -115,6 +115,9 @@ def test_leases_a_store_outage_withdraws_nothing_a_dead_agent_is_withdrawn(
         for pid in leases.agents.values():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        for index in NODES:  # whatever a failure left disabled, for the next test
+            tier.tier.control("rtr").command("enable", f"h{index}")
+        tier.tier.wait_sessions(set(NODES))
 
 
 def test_a_vip_spreads_over_three_nodes_and_survives_losing_one(tier: TierLab) -> None:

@@ -5,7 +5,9 @@ Each node runs ``lbaas.l4.tier.node_agent`` (registered with the lab as the node
 answering on its health port on the fabric. The watcher sweeps in a thread: it checks a
 node's health port from the router's namespace (a TCP connect, two tries of 1 s) and withdraws
 a node marked down by disabling the router's BGP session with it, which removes the node's
-routes whatever the node itself still does; a node renewing again gets its session enabled.
+routes whatever the node itself still does, and by rewriting the router's static routes of
+``static_vips`` (the tier without BGP) to the nodes still up; a node renewing again gets its
+session enabled and its static next hops back.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Sequence
 
 from lbaas.agent.host.commands import run_command
 from lbaas.l4.tier.lease import LeasePolicy, LeaseTable
@@ -28,8 +31,11 @@ _TRIES = 2
 
 
 class LabLeases:
-    def __init__(self, tier: LabTier, policy: LeasePolicy | None = None) -> None:
+    def __init__(
+        self, tier: LabTier, policy: LeasePolicy | None = None, static_vips: Sequence[str] = ()
+    ) -> None:
         self.tier = tier
+        self.static_vips = tuple(static_vips)
         self.policy = policy or LeasePolicy()
         self.store = SqliteLeaseStore(tier.lab.services_dir / "tier" / "leases.sqlite")
         self.store.create()
@@ -72,9 +78,17 @@ class LabLeases:
 
     def _withdraw(self, node: str) -> None:
         self.tier.control(ROUTER).command("disable", node)
+        self._route_static()
 
     def _restore(self, node: str) -> None:
         self.tier.control(ROUTER).command("enable", node)
+        self._route_static()
+
+    def _route_static(self) -> None:
+        """The static VIPs' routes to exactly the nodes not marked down."""
+        up = [i for i in self.tier.nodes if not self.table.is_down(node_protocol(i))]
+        for vip in self.static_vips:
+            self.tier.route_statically(vip, up)
 
     def start(self) -> None:
         """Sweep every half renewal interval in a thread until ``stop``."""

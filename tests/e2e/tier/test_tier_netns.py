@@ -83,7 +83,9 @@ def test_dsr_spreads_keeps_no_state_and_flows_survive_a_node(tier: TierLab) -> N
 def test_leases_a_store_outage_withdraws_nothing_a_dead_agent_is_withdrawn(
     tier: TierLab,
 ) -> None:
-    leases = LabLeases(tier.tier, LeasePolicy(renew_interval=0.5, missed_renewals=3))
+    leases = LabLeases(
+        tier.tier, LeasePolicy(renew_interval=0.5, missed_renewals=3), [tier.static_vip]
+    )
     for index in NODES:
         leases.start_agent(index)
     leases.start()
@@ -104,11 +106,13 @@ def test_leases_a_store_outage_withdraws_nothing_a_dead_agent_is_withdrawn(
         os.kill(leases.agents[2], signal.SIGKILL)
         tier.tier.wait_next_hops(tier.vip, {1, 3}, _WAIT)
         assert any(report.withdrawn == {"h2"} for report in leases.reports)
+        assert tier.tier.next_hops(tier.static_vip) == {1, 3}  # the static route too
         assert leases.table.is_down("h2")
 
         # Its agent back: the next renewal restores it.
         leases.start_agent(2)
         tier.tier.wait_next_hops(tier.vip, {1, 2, 3}, _WAIT)
+        tier.tier.wait_next_hops(tier.static_vip, {1, 2, 3}, _WAIT)
         assert not leases.table.is_down("h2")
     finally:
         leases.stop()
@@ -118,6 +122,23 @@ def test_leases_a_store_outage_withdraws_nothing_a_dead_agent_is_withdrawn(
         for index in NODES:  # whatever a failure left disabled, for the next test
             tier.tier.control("rtr").command("enable", f"h{index}")
         tier.tier.wait_sessions(set(NODES))
+        tier.tier.route_statically(tier.static_vip, NODES)
+
+
+def test_static_routes_spread_a_vip_without_bgp(tier: TierLab) -> None:
+    # The router's route to the static VIP is the control plane's, not BIRD's.
+    assert tier.tier.next_hops(tier.static_vip) == {1, 2, 3}
+    assert tier.static_vip not in tier.tier.control("rtr").routes()
+    before = tier.dsr_flows_per_node()
+    assert set(tier.names(45, tier.static_vip)) == {f"d{host}" for host in DSR_MEMBER_HOSTS}
+    after = tier.dsr_flows_per_node()
+    assert all(after[i] > before[i] for i in NODES), (before, after)
+    tier.tier.route_statically(tier.static_vip, [1, 3])
+    assert tier.tier.next_hops(tier.static_vip) == {1, 3}
+    before = tier.dsr_flows_per_node()
+    assert len(tier.names(20, tier.static_vip)) == 20
+    assert tier.dsr_flows_per_node()[2] == before[2]
+    tier.tier.route_statically(tier.static_vip, NODES)
 
 
 def test_a_vip_spreads_over_three_nodes_and_survives_losing_one(tier: TierLab) -> None:

@@ -40,6 +40,7 @@ PORT = 80
 DSR_MEMBER_HOSTS = (4, 5)
 LB_ID = "7a1e4c3b-0d2f-4e55-9a18-5c6b7d8e9f01"
 DSR_LB_ID = "d5e0c1a2-3b4c-4d5e-8f60-718293a4b5c6"
+STATIC_LB_ID = "5a7c0b1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d"
 
 
 @dataclass
@@ -49,6 +50,7 @@ class TierLab:
     vip: str
     dsr_vip: str
     dsr: LabDsr
+    static_vip: str  # DSR too, routed by the router's static route instead of BGP
 
     def service(self) -> L4Service:
         state = self.lab.state()
@@ -56,13 +58,15 @@ class TierLab:
         members = tuple(L4Member(f"b{port}", member, port) for port in BACKEND_PORTS)
         return L4Service(LB_ID, self.vip, (L4Listener(L4Protocol.TCP, PORT, members),))
 
-    def dsr_service(self) -> L4Service:
+    def dsr_service(self, vip: str | None = None) -> L4Service:
         state = self.lab.state()
         members = tuple(
             L4Member(f"d{host}", bare(address(state.networks["m0"], FIRST_HOST + host)), PORT)
             for host in DSR_MEMBER_HOSTS
         )
-        return L4Service(DSR_LB_ID, self.dsr_vip, (L4Listener(L4Protocol.TCP, PORT, members),))
+        lb_id = DSR_LB_ID if vip is None else STATIC_LB_ID
+        listeners = (L4Listener(L4Protocol.TCP, PORT, members),)
+        return L4Service(lb_id, vip or self.dsr_vip, listeners)
 
     def names(self, count: int, vip: str | None = None) -> list[str]:
         """The backends answering ``count`` new TCP connections from the client to a VIP."""
@@ -101,17 +105,20 @@ def _start_backends(lab: Lab) -> None:
 
 
 def _start_dsr(built: TierLab) -> None:
-    lab, service = built.lab, built.dsr_service()
+    lab = built.lab
+    services = [built.dsr_service(), built.dsr_service(built.static_vip)]
     built.dsr.router(lab.names.router)
     for host in DSR_MEMBER_HOSTS:
         namespace = lab.names.host(host)
-        built.dsr.member(namespace, [built.dsr_vip], ["mem0", "vip0"])
+        built.dsr.member(namespace, [built.dsr_vip, built.static_vip], ["mem0", "vip0"])
         log = lab.services_dir / "backends" / f"dsr{host}.log"
-        argv = [sys.executable, PEERS, "server", f"d{host}", built.dsr_vip, str(PORT)]
+        # One backend for both DSR VIPs: it listens on every address of the member.
+        argv = [sys.executable, PEERS, "server", f"d{host}", "0.0.0.0", str(PORT)]
         lab.register_process(f"h{host}", processes.start(namespace, argv, log, log.parent))
         processes.wait_listening(namespace, built.dsr_vip, PORT, log, 20.0)
     for index in NODES:
-        built.dsr.node(lab.names.host(index), [service], "mem0")
+        built.dsr.node(lab.names.host(index), services, "mem0")
+    built.tier.route_statically(built.static_vip, NODES)
 
 
 @contextlib.contextmanager
@@ -121,7 +128,7 @@ def tier_lab(name: str, state_dir: Path, *, bfd: bool = True) -> Iterator[TierLa
     with lab.running(hosts=len(NODES) + len(DSR_MEMBER_HOSTS)):
         tier = LabTier(lab, NODES, bfd=bfd)
         tier.start()
-        built = TierLab(lab, tier, tier.vip(), tier.vip(1), LabDsr(run_command))
+        built = TierLab(lab, tier, tier.vip(), tier.vip(1), LabDsr(run_command), tier.vip(2))
         _start_backends(lab)
         _start_dsr(built)
         for index in NODES:

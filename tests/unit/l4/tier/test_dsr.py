@@ -83,3 +83,15 @@ def test_new_flow_counts_read_the_syn_counters() -> None:
 def test_nft_accepts_it() -> None:
     done = nft_check(dsr.render([_service("10.1.2.3", "10.1.2.4")]))
     assert done.returncode == 0, done.stderr
+
+
+def test_static_routes_one_multipath_route_per_vip() -> None:
+    from lbaas.l4.tier.static_routes import route_command
+
+    assert route_command("10.9.0.200", ["10.8.0.12", "10.8.0.11"]) == [
+        *("route", "replace", "10.9.0.200/32"),
+        *("nexthop", "via", "10.8.0.11", "nexthop", "via", "10.8.0.12"),
+    ]
+    assert route_command("10.9.0.200", []) == ["route", "del", "10.9.0.200/32"]
+    with pytest.raises(ValueError):
+        route_command("10.9.0.200", ["10.8.0.300"])

@@ -22,6 +22,9 @@ engine's DNAT plus masquerade (the node's conntrack holds each flow); ``dsr``: d
 return (marks and policy routing, ``notrack``: no per-flow state on any node).
 Then ``group_grow_shrink``: the DSR VIP's group grows by a node and shrinks back while a
 client opens new connections and holds ``--held`` others (see ``_group_change``).
+Then ``dsr_connections_per_s``: new TCP connections/s to the DSR VIP with its group at 1, 2
+and 3 nodes (two client processes; on this two-core machine the client and the members, not
+the nodes, bound it).
 ``--quick`` runs one trial of each and holds 30 (the smoke test). Nothing here asserts on
 time.
 """
@@ -44,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "e2e" / "tier"))
 
-from tier_lab import NODES, PORT, TierLab, tier_lab  # noqa: E402
+from tier_lab import NODES, PEERS, PORT, TierLab, tier_lab  # noqa: E402
 
 from lbaas.l4.tier.groups import TierGroups  # noqa: E402
 
@@ -170,6 +173,28 @@ def _group_change(tier: TierLab, held: int) -> dict[str, Any]:
     }
 
 
+def _rate(tier: TierLab, seconds: float) -> dict[str, float]:
+    """New TCP connections/s (each one answered) to the DSR VIP with its group at 1, 2, 3
+    nodes: two client processes at once, one connection after another each."""
+    groups = TierGroups()
+    groups.add_group("all", NODES)
+    groups.add_group("g1", NODES[:1])
+    groups.place(tier.vip, "all")
+    groups.place(tier.dsr_vip, "g1")
+    rates: dict[str, float] = {}
+    argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, PEERS, "rate", "tcp"]
+    for count in range(1, len(NODES) + 1):
+        groups.members["g1"] = set(NODES[:count])
+        tier.tier.apply_groups(groups)
+        tier.tier.wait_next_hops(tier.dsr_vip, set(NODES[:count]), _WAIT)
+        clients = [
+            subprocess.Popen([*argv, tier.dsr_vip, str(PORT), str(seconds)], stdout=subprocess.PIPE)
+            for _ in range(2)
+        ]
+        rates[f"nodes_{count}"] = round(sum(float(c.communicate()[0]) for c in clients))
+    return rates
+
+
 def run(trials: int, bfd: bool, held: int) -> dict[str, Any]:
     name = f"b{uuid.uuid4().hex[:7]}"
     # Without BFD a link loss waits for the 3 s hold timer: the probe must outlast it.
@@ -190,6 +215,7 @@ def run(trials: int, bfd: bool, held: int) -> dict[str, Any]:
             for index, mode in enumerate(("nat", "dsr"))
         }
         results["group_grow_shrink"] = _group_change(tier, held)
+        results["dsr_connections_per_s"] = _rate(tier, 1.0 if trials == 1 else 3.0)
         results["load_average_1m"] = round(os.getloadavg()[0], 1)
         results["uptime"] = subprocess.run(
             ["uptime"], capture_output=True, text=True, check=False

@@ -15,9 +15,16 @@ VIP no longer lists the node (polled every 20 ms), p50 and max over the trials, 
 new connections a client opened meanwhile (one after another, 0.5 s timeout each, from the
 moment before the node died until shortly after its withdrawal) that failed. After each
 trial the node comes back (links up, BIRD restarted) and the next trial waits for its route.
-Last, ``survival``: the client holds ``--held`` established connections (200), one node is
-lost (``host_down``), and each connection is asked for an answer: how many survive in NAT
-return mode (the only one built), and how many had gone through the dead node.
+Last, ``survival``, once per return mode: the client holds ``--held`` established
+connections (200), one node is lost (``host_down``), and each connection is asked for an
+answer: how many survive, and how many had gone through the dead node. ``nat``: the L4
+engine's DNAT plus masquerade (the node's conntrack holds each flow); ``dsr``: direct server
+return (marks and policy routing, ``notrack``: no per-flow state on any node).
+Then ``group_grow_shrink``: the DSR VIP's group grows by a node and shrinks back while a
+client opens new connections and holds ``--held`` others (see ``_group_change``).
+Then ``dsr_connections_per_s``: new TCP connections/s to the DSR VIP with its group at 1, 2
+and 3 nodes (two client processes; on this two-core machine the client and the members, not
+the nodes, bound it).
 ``--quick`` runs one trial of each and holds 30 (the smoke test). Nothing here asserts on
 time.
 """
@@ -40,7 +47,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "e2e" / "tier"))
 
-from tier_lab import NODES, PORT, TierLab, tier_lab  # noqa: E402
+from tier_lab import NODES, PEERS, PORT, TierLab, tier_lab  # noqa: E402
+
+from lbaas.l4.tier.groups import TierGroups  # noqa: E402
 
 PROBE = str(ROOT / "tests" / "e2e" / "tier" / "tier_probe.py")
 HOLD = str(ROOT / "tests" / "e2e" / "tier" / "tier_hold.py")
@@ -48,9 +57,9 @@ _PROBE_TIMEOUT = 0.5
 _WAIT = 30.0
 
 
-def _probe(tier: TierLab, seconds: float) -> subprocess.Popen[str]:
+def _probe(tier: TierLab, seconds: float, vip: str | None = None) -> subprocess.Popen[str]:
     argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, PROBE]
-    argv += [tier.vip, str(PORT), str(seconds), str(_PROBE_TIMEOUT)]
+    argv += [vip or tier.vip, str(PORT), str(seconds), str(_PROBE_TIMEOUT)]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None and process.stdout.readline().strip() == "started"
     return process
@@ -85,29 +94,105 @@ def _summary(trials: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _survival(tier: TierLab, held: int, node: int) -> dict[str, Any]:
-    """Established connections that still answer after ``node`` died (NAT return)."""
+def _survival(tier: TierLab, held: int, node: int, mode: str) -> dict[str, Any]:
+    """Established connections that still answer after ``node`` died; the node comes back."""
     argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, HOLD]
-    before = tier.flows_per_node()
+    vip, flows = (tier.vip, tier.flows_per_node)
+    if mode == "dsr":
+        vip, flows = (tier.dsr_vip, tier.dsr_flows_per_node)
+    before = flows()
     hold = subprocess.Popen(
-        [*argv, tier.vip, str(PORT), str(held)],
+        [*argv, vip, str(PORT), str(held)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     assert hold.stdout is not None and hold.stdout.readline().strip() == "ready"
-    opened = tier.flows_per_node()
+    opened = flows()
     tier.lab.host_down(f"h{node}")
-    tier.tier.wait_next_hops(tier.vip, set(NODES) - {node}, _WAIT)
+    tier.tier.wait_next_hops(vip, set(NODES) - {node}, _WAIT)
     out, _ = hold.communicate("go\n", timeout=60)
     result = json.loads(out.strip().splitlines()[-1])
+    tier.lab.heal(f"h{node}")
+    tier.tier.start_node(node)
+    tier.tier.wait_next_hops(vip, set(NODES), _WAIT)
     return {
-        "return_mode": "nat",
         "established": held,
         "through_the_dead_node": opened[node] - before[node],
         "survived": result["survived"],
         "survived_share": round(result["survived"] / held, 3),
     }
+
+
+def _group_change(tier: TierLab, held: int) -> dict[str, Any]:
+    """The DSR VIP's group grown from nodes 1-2 to 1-3 and shrunk back, under new
+    connections and with ``held`` established ones: time until the router uses the new node
+    set, new connections failed meanwhile, held connections still answering afterwards."""
+    groups = TierGroups()
+    groups.add_group("all", NODES)
+    groups.add_group("g1", NODES[:2])
+    groups.place(tier.vip, "all")
+    groups.place(tier.dsr_vip, "g1")
+    tier.tier.apply_groups(groups)
+    tier.tier.wait_next_hops(tier.dsr_vip, set(NODES[:2]), _WAIT)
+    argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, HOLD]
+    hold = subprocess.Popen(
+        [*argv, tier.dsr_vip, str(PORT), str(held)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert hold.stdout is not None and hold.stdout.readline().strip() == "ready"
+    probe = _probe(tier, 3.0, tier.dsr_vip)
+    started = time.monotonic()
+    groups.grow("g1", NODES[2])  # h3 holds the DSR table already: it only announces
+    tier.tier.apply_groups(groups)
+    tier.tier.wait_next_hops(tier.dsr_vip, set(NODES), _WAIT)
+    grown = time.monotonic() - started
+    time.sleep(0.5)
+    started = time.monotonic()
+    groups.shrink("g1", NODES[2])
+    tier.tier.apply_groups(groups)
+    tier.tier.wait_next_hops(tier.dsr_vip, set(NODES[:2]), _WAIT)
+    shrunk = time.monotonic() - started
+    out, _ = probe.communicate(timeout=60)
+    counts = json.loads(out.strip().splitlines()[-1])
+    held_out, _ = hold.communicate("go\n", timeout=60)
+    survived = json.loads(held_out.strip().splitlines()[-1])["survived"]
+    groups.grow("g1", NODES[2])
+    tier.tier.apply_groups(groups)
+    tier.tier.wait_next_hops(tier.dsr_vip, set(NODES), _WAIT)
+    return {
+        "return_mode": "dsr",
+        "grow_ms": round(grown * 1000, 1),
+        "shrink_ms": round(shrunk * 1000, 1),
+        "new_connections": counts["ok"] + counts["failed"],
+        "failed_new_connections": counts["failed"],
+        "held": held,
+        "held_survived": survived,
+    }
+
+
+def _rate(tier: TierLab, seconds: float) -> dict[str, float]:
+    """New TCP connections/s (each one answered) to the DSR VIP with its group at 1, 2, 3
+    nodes: two client processes at once, one connection after another each."""
+    groups = TierGroups()
+    groups.add_group("all", NODES)
+    groups.add_group("g1", NODES[:1])
+    groups.place(tier.vip, "all")
+    groups.place(tier.dsr_vip, "g1")
+    rates: dict[str, float] = {}
+    argv = ["ip", "netns", "exec", tier.lab.names.client, sys.executable, PEERS, "rate", "tcp"]
+    for count in range(1, len(NODES) + 1):
+        groups.members["g1"] = set(NODES[:count])
+        tier.tier.apply_groups(groups)
+        tier.tier.wait_next_hops(tier.dsr_vip, set(NODES[:count]), _WAIT)
+        clients = [
+            subprocess.Popen([*argv, tier.dsr_vip, str(PORT), str(seconds)], stdout=subprocess.PIPE)
+            for _ in range(2)
+        ]
+        rates[f"nodes_{count}"] = round(sum(float(c.communicate()[0]) for c in clients))
+    return rates
 
 
 def run(trials: int, bfd: bool, held: int) -> dict[str, Any]:
@@ -125,8 +210,16 @@ def run(trials: int, bfd: bool, held: int) -> dict[str, Any]:
                 for index in range(trials)
             ]
             results[mode] = _summary(rows)
-        results["survival"] = _survival(tier, held, NODES[0])
+        results["survival"] = {
+            mode: _survival(tier, held, NODES[index], mode)
+            for index, mode in enumerate(("nat", "dsr"))
+        }
+        results["group_grow_shrink"] = _group_change(tier, held)
+        results["dsr_connections_per_s"] = _rate(tier, 1.0 if trials == 1 else 3.0)
         results["load_average_1m"] = round(os.getloadavg()[0], 1)
+        results["uptime"] = subprocess.run(
+            ["uptime"], capture_output=True, text=True, check=False
+        ).stdout.strip()
         return results
 
 

@@ -20,6 +20,9 @@ from lbaas.lab.services import (
     services_status,
     start_services,
 )
+from lbaas.lab.tier import LabTier
+from lbaas.lab.tier_leases import LabLeases
+from lbaas.lab.tier_status import tier_status
 
 DEFAULT_NAME = "lab"
 
@@ -29,6 +32,13 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
     up = sub.add_parser("up", help="build N simulated hosts and their networks")
     up.add_argument("--hosts", type=int, required=True)
     up.add_argument("--members", type=int, default=1, help="member networks (default 1)")
+    up.add_argument(
+        "--tier",
+        type=int,
+        default=0,
+        metavar="K",
+        help="an L4 tier: a BIRD router peered with hosts h1-hK, each with a lease agent",
+    )
     up.add_argument(
         "--network-only",
         action="store_true",
@@ -47,6 +57,7 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
     )
     sub.add_parser("down", help="remove every namespace, link and process of the lab")
     sub.add_parser("status", help="print the lab's hosts, namespaces and addresses as JSON")
+    sub.add_parser("tier", help="the L4 tier's nodes, leases, announced VIPs, BGP sessions")
     for command, text in (
         ("host-down", "lose a host: its processes die, its links go down"),
         ("partition", "cut a host off: its links go down"),
@@ -85,11 +96,15 @@ def _instance(lab: Lab, args: argparse.Namespace) -> None:
         instances.remove(args.instance)
 
 
-def _up(lab: Lab, hosts: int, members: int, *, services: bool) -> None:
+def _up(lab: Lab, hosts: int, members: int, *, services: bool, tier: int = 0) -> None:
+    if not 0 <= tier <= hosts:
+        raise LabError(f"--tier {tier}: the tier's nodes are among the {hosts} hosts")
     try:
         lab.up(hosts, members)
         if services:
             start_services(lab)
+        if tier:
+            start_tier(lab, tier)
     except LabExists:
         raise  # someone else's lab, or this one already up: leave it be
     except BaseException:
@@ -97,11 +112,24 @@ def _up(lab: Lab, hosts: int, members: int, *, services: bool) -> None:
         raise
 
 
+def start_tier(lab: Lab, nodes: int) -> None:
+    """A BIRD router peered with h1-hK (BFD on), and a lease agent on every node; the nodes
+    announce nothing until told to (no watcher runs: ``lbaas lab tier`` shows lease ages)."""
+    tier = LabTier(lab, range(1, nodes + 1))
+    tier.start()
+    leases = LabLeases(tier)
+    for index in tier.nodes:
+        leases.start_agent(index)
+
+
 def run(args: argparse.Namespace, state_dir: Path) -> int:
     lab = Lab(getattr(args, "name", DEFAULT_NAME), state_dir)
     try:
         if args.lab_command == "up":
-            _up(lab, args.hosts, args.members, services=not args.network_only)
+            _up(lab, args.hosts, args.members, services=not args.network_only, tier=args.tier)
+        elif args.lab_command == "tier":
+            print(json.dumps(tier_status(lab), indent=2, sort_keys=True))
+            return 0
         elif args.lab_command == "exec":
             return _exec(lab, args.node, args.argv)
         elif args.lab_command == "down":

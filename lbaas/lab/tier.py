@@ -23,7 +23,8 @@ from lbaas.agent.host.commands import run_command
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.host.bird import BirdCommandFailed, BirdControl, parse_check
 from lbaas.l4.host.real import RealNftOps
-from lbaas.l4.tier import bird
+from lbaas.l4.tier import bird, static_routes
+from lbaas.l4.tier.groups import TierGroups
 from lbaas.l4.tier.nat_return import render_nat_return
 from lbaas.lab import names as n
 from lbaas.lab import processes
@@ -154,6 +155,26 @@ class LabTier:
         write_private(directory / "bird.conf", self._node_config(index))
         parse_check(directory / "bird.conf")
         self.control(f"h{index}").configure()
+
+    def apply_groups(self, groups: TierGroups) -> None:
+        """Every node announces the VIPs of its groups; only changed nodes reconfigure."""
+        for index, vips in groups.announcements(self.nodes).items():
+            if vips != self._vips[index]:
+                self.announce(index, vips)
+
+    def route_statically(self, vip: str, nodes: Iterable[int]) -> None:
+        """The control plane's static route on the router: ``vip`` to exactly ``nodes``."""
+        state = self._state()
+        hops = [self._fabric(state, FIRST_HOST + index) for index in nodes]
+        argv = static_routes.route_command(vip, hops)
+        if argv[1] == "del":
+            self._netns.check(["ip", "-n", self.lab.names.router, "route", "flush", argv[2]])
+        else:
+            self._netns.ip(self.lab.names.router, *argv)
+
+    def announced(self, index: int) -> tuple[str, ...]:
+        """What node ``index`` was last told to announce."""
+        return self._vips[index]
 
     # -- observing ------------------------------------------------------------------------
 

@@ -23,6 +23,12 @@ def test_quick_run_prints_the_tier_figures() -> None:
         assert 0 < row["withdrawal_ms_p50"] <= row["withdrawal_ms_max"]
         assert row["new_connections"] >= row["failed_new_connections"] >= 0
         assert row["new_connections"] > 0
-    survival = figures["survival"]
-    assert survival["established"] == 30 and 0 <= survival["survived"] <= 30
-    assert 0 <= survival["through_the_dead_node"] <= 30
+    for survival in (figures["survival"]["nat"], figures["survival"]["dsr"]):
+        assert survival["established"] == 30 and 0 <= survival["survived"] <= 30
+        assert 0 <= survival["through_the_dead_node"] <= 30
+    assert "load average" in figures["uptime"]
+    group = figures["group_grow_shrink"]
+    assert group["grow_ms"] > 0 and group["shrink_ms"] > 0 and group["new_connections"] > 0
+    assert 0 <= group["held_survived"] <= group["held"] == 30
+    assert set(figures["dsr_connections_per_s"]) == {"nodes_1", "nodes_2", "nodes_3"}
+    assert all(rate > 0 for rate in figures["dsr_connections_per_s"].values())

@@ -70,6 +70,24 @@ class BirdControl:
                 up.add(words[0])
         return up
 
+    def bgp_sessions(self) -> dict[str, str]:
+        """Every BGP protocol's state and info (``up Established``, ``start Active``...)."""
+        sessions = {}
+        for line in self.command("show", "protocols").splitlines():
+            words = line.split()
+            if len(words) >= 5 and words[1] == "BGP":
+                sessions[words[0]] = " ".join([words[3], *words[5:]])
+        return sessions
+
+    def prefixes(self, protocol: str) -> list[str]:
+        """The prefixes of ``protocol``'s routes (``show route protocol NAME``)."""
+        found = []
+        for line in self.command("show", "route", "protocol", protocol).splitlines():
+            first = line.split()[0] if line.split() else ""
+            if "/" in first and first[0].isdigit():
+                found.append(first)
+        return sorted(found)
+
     def routes(self) -> str:
         """``show route all``: the text of BIRD's routing table, for people and logs."""
         return self.command("show", "route", "all")

@@ -47,6 +47,7 @@ from lbaas.dashboard.stream import dashboard_events  # noqa: E402
 from lbaas.dashboard.tracker import TopologyTracker  # noqa: E402
 from lbaas.db.tables import ListenerStatsRow, MemberRow, table_of  # noqa: E402
 from lbaas.model.enums import OperatingStatus  # noqa: E402
+from lbaas.progress import Progress  # noqa: E402
 
 SUBNET = "7f000a00-0000-4000-8000-000000000001"
 LB = "/v2/lbaas/loadbalancers"
@@ -182,14 +183,19 @@ def main() -> None:
             with TestClient(create_asgi_app(plane.services)) as client:
                 started = time.perf_counter()
                 created = []
+                seed = Progress("seeding load balancers", count)  # stderr: stdout is JSON
                 for i in range(count):
                     answer = client.post(LB, json=_tree(i, members))
                     assert answer.status_code == 201, answer.text[:500]
                     created.append(answer.json()["loadbalancer"])
+                    seed.advance()
+                seed.finish()
                 seeding = time.perf_counter() - started
                 _store_counters(plane, created)
+                Progress("scraping /metrics").step(f"{scrapes} scrapes")
                 runs = [_scrape(client) for _ in range(scrapes)]
                 member_id = created[-1]["pools"][0]["members"][0]["id"]
+                Progress("dashboard").step("first renders and live updates")
                 dashboard = _dashboard(plane, client, member_id)
         finally:
             plane.stop()

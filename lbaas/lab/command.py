@@ -11,6 +11,7 @@ from lbaas.lab import processes
 from lbaas.lab.base import LabError, LabExists
 from lbaas.lab.lab import Lab
 from lbaas.lab.services import API_PORT, SETTINGS_FILE, services_status, start_services
+from lbaas.progress import Progress
 
 DEFAULT_NAME = "lab"
 
@@ -25,6 +26,7 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         action="store_true",
         help="build the namespaces and links only: no control plane, no agents",
     )
+    up.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     run_in = sub.add_parser(
         "exec",
         help="run a command inside one of the lab's namespaces (ctl: with OS_* set for the API)",
@@ -44,11 +46,14 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         parser.add_argument("--state-dir", default=argparse.SUPPRESS, help="holds labs/<name>.json")
 
 
-def _up(lab: Lab, hosts: int, members: int, *, services: bool) -> None:
+def _up(lab: Lab, hosts: int, members: int, *, services: bool, quiet: bool) -> None:
+    # Named steps: the network's four plus one per host, then the services' four.
+    progress = Progress("lab up", 4 + hosts + (4 if services else 0), quiet=quiet)
     try:
-        lab.up(hosts, members)
+        lab.up(hosts, members, progress)
         if services:
-            start_services(lab)
+            start_services(lab, progress)
+        progress.finish()
     except LabExists:
         raise  # someone else's lab, or this one already up: leave it be
     except BaseException:
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace, state_dir: Path) -> int:
     lab = Lab(getattr(args, "name", DEFAULT_NAME), state_dir)
     try:
         if args.lab_command == "up":
-            _up(lab, args.hosts, args.members, services=not args.network_only)
+            _up(lab, args.hosts, args.members, services=not args.network_only, quiet=args.quiet)
         elif args.lab_command == "exec":
             return _exec(lab, args.node, args.argv)
         elif args.lab_command == "down":

@@ -78,7 +78,7 @@ class DashboardRows:
     errors: dict[str, str]
     """Per load balancer id: its converge job's last error, where it has one."""
     counters: dict[str, dict[str, int]]
-    """Per listener id: ``stats_repo.COUNTERS`` summed over its amphorae."""
+    """Per listener id: ``object_metrics.METRIC_COUNTERS`` summed over its amphorae."""
 
 
 ENTITY_COLUMNS: dict[str, tuple[Any, tuple[str, ...]]] = {

@@ -83,7 +83,7 @@ def test_counters_are_carried_over_a_new_worker() -> None:
     assert (counters.bytes_in, counters.bytes_out) == (105, 1050)
     assert (counters.total_connections, counters.request_errors) == (11, 1)
     assert counters.requests == 32  # HAProxy's req_tot, carried over like the others
-    later = collector.report("2", _rows(bin=7, bout=70, stot=2, ereq=0))
+    later = collector.report("2", _rows(bin=7, bout=70, stot=2, ereq=0, req_tot=3))
     assert later.listeners[ListenerId("l1")].counters.total_connections == 12
 
 

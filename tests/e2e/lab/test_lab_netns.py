@@ -175,7 +175,9 @@ def test_the_cli_builds_reports_refuses_a_second_up_and_removes(
     where = ["--name", lab_name, "--state-dir", str(tmp_path)]
 
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*lbaas, *argv, *where], capture_output=True, text=True, timeout=120)
+        # up with services took 116 s at load 23 on the shared 2-core machine (its progress
+        # lines: 70 s of it enrolling the agents, Python start-ups): a generous margin.
+        return subprocess.run([*lbaas, *argv, *where], capture_output=True, text=True, timeout=360)
 
     try:
         up = cli("up", "--hosts", "2")

@@ -356,10 +356,14 @@ def cmd_host_list(args: argparse.Namespace) -> int:
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from lbaas.db.engine import Database
     from lbaas.db.migrate import current_revision, upgrade_database
+    from lbaas.progress import Progress
 
     settings = _settings(args)
     database = Database(settings.database_url)
-    upgrade_database(database)
+    progress = Progress("db upgrade", quiet=args.quiet)
+    progress.step(f"from revision {current_revision(database) or '(empty)'}")
+    upgrade_database(database, on_applied=lambda revision: progress.step(f"applied {revision}"))
+    progress.finish()
     print(f"database at revision {current_revision(database)}")
     return 0
 
@@ -512,6 +516,7 @@ def _add_maintenance_commands(sub: Any) -> None:
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")
     up.add_argument("--state-dir")
     up.add_argument("--database-url")
+    up.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     up.set_defaults(func=cmd_db_upgrade)
     net = sub.add_parser("network", help="the subnet registry")
     net_sub = net.add_subparsers(dest="network_command", required=True)

@@ -313,6 +313,7 @@ def _cumulative(rows: Sequence[StatRow]) -> dict[ListenerId, ListenerCounters]:
             bytes_out=_int(row, "bout"),
             total_connections=_int(row, "stot"),
             request_errors=_int(row, "ereq"),
+            requests=_int(row, "req_tot"),
         )
         for lid, row in _tenant_frontends(rows)
     }

@@ -57,7 +57,7 @@ _MEMBER_COLUMNS: tuple[str, ...] = (
     "backup",
 )
 _MEMBER_COLUMNS += ("admin_state_up", *_STATUS)
-_AMPHORA_COLUMNS: tuple[str, ...] = (
+AMPHORA_COLUMNS: tuple[str, ...] = (
     "id",
     "loadbalancer_id",
     "status",
@@ -65,7 +65,7 @@ _AMPHORA_COLUMNS: tuple[str, ...] = (
     "host",
     "compute_id",
 )
-_AMPHORA_COLUMNS += ("lb_network_ip",)
+AMPHORA_COLUMNS += ("lb_network_ip",)
 
 
 @dataclass(frozen=True)
@@ -78,20 +78,33 @@ class DashboardRows:
     errors: dict[str, str]
     """Per load balancer id: its converge job's last error, where it has one."""
     counters: dict[str, dict[str, int]]
-    """Per listener id: ``stats_repo.COUNTERS`` summed over its amphorae."""
+    """Per listener id: ``object_metrics.METRIC_COUNTERS`` summed over its amphorae."""
 
 
-def _live(conn: Connection, mapped: Any, names: tuple[str, ...], project: str | None) -> Any:
+ENTITY_COLUMNS: dict[str, tuple[Any, tuple[str, ...]]] = {
+    "loadbalancers": (LoadBalancerRow, _LB_COLUMNS),
+    "listeners": (ListenerRow, _LISTENER_COLUMNS),
+    "pools": (PoolRow, _POOL_COLUMNS),
+    "members": (MemberRow, _MEMBER_COLUMNS),
+}
+"""The tables with their own ``project_id``, by the dashboard's name of the kind."""
+
+
+def live_query(mapped: Any, columns: Any, project: str | None) -> Any:
+    """``columns`` of ``mapped``'s rows that are not DELETED, in ``project`` (``None``: all)."""
     table = table_of(mapped)
-    query = select(*(table.c[name] for name in names)).where(
-        table.c.provisioning_status != ProvisioningStatus.DELETED.value
-    )
-    if project is not None:
-        query = query.where(table.c.project_id == project)
+    query = select(*columns).where(table.c.provisioning_status != ProvisioningStatus.DELETED.value)
+    return query if project is None else query.where(table.c.project_id == project)
+
+
+def _live(conn: Connection, kind: str, project: str | None) -> Any:
+    mapped, names = ENTITY_COLUMNS[kind]
+    table = table_of(mapped)
+    query = live_query(mapped, [table.c[name] for name in names], project)
     return [dict(row._mapping) for row in conn.execute(query.order_by(table.c.created_at))]
 
 
-def _lb_ids(project: str | None) -> Any:
+def lb_ids(project: str | None) -> Any:
     lbs = table_of(LoadBalancerRow)
     query = select(lbs.c.id).where(lbs.c.provisioning_status != ProvisioningStatus.DELETED.value)
     return query if project is None else query.where(lbs.c.project_id == project)
@@ -100,19 +113,19 @@ def _lb_ids(project: str | None) -> Any:
 def dashboard_rows(conn: Connection, project: str | None) -> DashboardRows:
     """Everything the dashboard shows for ``project`` (``None``: every project)."""
     amps = table_of(AmphoraRow)
-    amp_query = select(*(amps.c[name] for name in _AMPHORA_COLUMNS)).where(
-        amps.c.loadbalancer_id.in_(_lb_ids(project))
+    amp_query = select(*(amps.c[name] for name in AMPHORA_COLUMNS)).where(
+        amps.c.loadbalancer_id.in_(lb_ids(project))
     )
     jobs = table_of(ConvergeJobRow).c
     job_query = select(jobs.loadbalancer_id, jobs.last_error).where(
-        jobs.loadbalancer_id.in_(_lb_ids(project)), jobs.last_error.is_not(None)
+        jobs.loadbalancer_id.in_(lb_ids(project)), jobs.last_error.is_not(None)
     )
     return DashboardRows(
-        loadbalancers=_live(conn, LoadBalancerRow, _LB_COLUMNS, project),
-        listeners=_live(conn, ListenerRow, _LISTENER_COLUMNS, project),
-        pools=_live(conn, PoolRow, _POOL_COLUMNS, project),
-        members=_live(conn, MemberRow, _MEMBER_COLUMNS, project),
+        loadbalancers=_live(conn, "loadbalancers", project),
+        listeners=_live(conn, "listeners", project),
+        pools=_live(conn, "pools", project),
+        members=_live(conn, "members", project),
         amphorae=[dict(row._mapping) for row in conn.execute(amp_query.order_by(amps.c.id))],
         errors={str(lb): str(error) for lb, error in conn.execute(job_query)},
-        counters=listener_counters(conn, _lb_ids(project)),
+        counters=listener_counters(conn, lb_ids(project)),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
@@ -25,9 +26,17 @@ def alembic_config(database: Database) -> Config:
     return config
 
 
-def upgrade_database(database: Database, revision: str = "head") -> None:
-    """Bring the schema to ``revision``; a no-op when it is already there."""
-    command.upgrade(alembic_config(database), revision)
+def upgrade_database(
+    database: Database,
+    revision: str = "head",
+    on_applied: Callable[[str], None] | None = None,
+) -> None:
+    """Bring the schema to ``revision``; a no-op when it is already there.
+    ``on_applied`` is told each migration's revision as it is applied (progress)."""
+    config = alembic_config(database)
+    if on_applied is not None:
+        config.attributes["on_version_apply"] = on_applied
+    command.upgrade(config, revision)
 
 
 def current_revision(database: Database) -> str | None:

@@ -30,6 +30,10 @@ from lbaas.db.tables import (
 )
 from lbaas.model.enums import ProvisioningStatus
 
+#: The API's ``/stats`` counters (Octavia's five) and the request count, which only
+#: ``/metrics`` and the dashboard show: Octavia's stats body has no such field.
+METRIC_COUNTERS = (*COUNTERS, "requests")
+
 
 class ObjectStatus(NamedTuple):
     """One object: its id, the id of its parent (empty for a load balancer), its project
@@ -49,7 +53,7 @@ class ObjectFigures:
     pools: list[ObjectStatus]
     members: list[ObjectStatus]
     listener_counters: dict[str, dict[str, int]]
-    """Per listener id: ``stats_repo.COUNTERS`` summed over its amphorae."""
+    """Per listener id: ``METRIC_COUNTERS`` summed over its amphorae."""
 
 
 def _statuses(conn: Connection, table: Any, parent: Any) -> list[ObjectStatus]:
@@ -82,8 +86,8 @@ def listener_counters(conn: Connection, loadbalancer_ids: Any = None) -> dict[st
     ``loadbalancer_ids`` (a select of ids) names."""
     totals: dict[str, dict[str, int]] = {}
     for listener_id, base, last in _counter_rows(conn, loadbalancer_ids):
-        into = totals.setdefault(listener_id, dict.fromkeys(COUNTERS, 0))
-        for name in COUNTERS:
+        into = totals.setdefault(listener_id, dict.fromkeys(METRIC_COUNTERS, 0))
+        for name in METRIC_COUNTERS:
             # active_connections is a gauge: only the current value counts, as in stats_repo.
             carried = 0 if name == "active_connections" else int(base.get(name, 0))
             into[name] += carried + int(last.get(name, 0))

@@ -14,7 +14,9 @@ Payload shape::
                                  "counters": {"bytes_in": int, "bytes_out": int,
                                               "active_connections": int,
                                               "total_connections": int,
-                                              "request_errors": int}}},
+                                              "request_errors": int,
+                                              "requests": int}}},
+     (a counter an older agent does not send counts as 0)
      "pools": {pool_id: {"state": "UP|DOWN",
                          "members": {member_id: "UP|DOWN|DRAIN|MAINT|NO_CHECK"}}}}
 """

@@ -23,6 +23,7 @@ from lbaas.lab.services import (
 from lbaas.lab.tier import LabTier
 from lbaas.lab.tier_leases import LabLeases
 from lbaas.lab.tier_status import tier_status
+from lbaas.progress import Progress
 
 DEFAULT_NAME = "lab"
 
@@ -44,6 +45,7 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         action="store_true",
         help="build the namespaces and links only: no control plane, no agents",
     )
+    up.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     run_in = sub.add_parser(
         "exec",
         help="run a command inside one of the lab's namespaces (ctl: with OS_* set for the "
@@ -96,15 +98,18 @@ def _instance(lab: Lab, args: argparse.Namespace) -> None:
         instances.remove(args.instance)
 
 
-def _up(lab: Lab, hosts: int, members: int, *, services: bool, tier: int = 0) -> None:
+def _up(lab: Lab, hosts: int, members: int, *, services: bool, quiet: bool, tier: int = 0) -> None:
     if not 0 <= tier <= hosts:
         raise LabError(f"--tier {tier}: the tier's nodes are among the {hosts} hosts")
+    # Named steps: the network's four plus one per host, then the services' four.
+    progress = Progress("lab up", 4 + hosts + (4 if services else 0), quiet=quiet)
     try:
-        lab.up(hosts, members)
+        lab.up(hosts, members, progress)
         if services:
-            start_services(lab)
+            start_services(lab, progress)
         if tier:
             start_tier(lab, tier)
+        progress.finish()
     except LabExists:
         raise  # someone else's lab, or this one already up: leave it be
     except BaseException:
@@ -126,7 +131,14 @@ def run(args: argparse.Namespace, state_dir: Path) -> int:
     lab = Lab(getattr(args, "name", DEFAULT_NAME), state_dir)
     try:
         if args.lab_command == "up":
-            _up(lab, args.hosts, args.members, services=not args.network_only, tier=args.tier)
+            _up(
+                lab,
+                args.hosts,
+                args.members,
+                services=not args.network_only,
+                quiet=args.quiet,
+                tier=args.tier,
+            )
         elif args.lab_command == "tier":
             print(json.dumps(tier_status(lab), indent=2, sort_keys=True))
             return 0

@@ -41,6 +41,7 @@ from lbaas.lab.state import (
     process_running,
     process_start_time,
 )
+from lbaas.progress import Progress
 
 _EXIT_WAIT = 5.0
 
@@ -66,7 +67,7 @@ class Lab:
 
     # -- building -------------------------------------------------------------------------
 
-    def up(self, hosts: int, members: int = 1) -> Lab:
+    def up(self, hosts: int, members: int = 1, progress: Progress | None = None) -> Lab:
         """Build the lab. On an error the state file stays, so ``down`` can remove the rest."""
         if not 1 <= hosts <= n.MAX_HOSTS or not 1 <= members <= n.MAX_MEMBER_NETWORKS:
             raise LabError(
@@ -80,11 +81,17 @@ class Lab:
             self.names.lab, hosts, members, {k: str(v) for k, v in zip(wanted, picked, strict=True)}
         )
         self._file.save(state)
+        step = progress.step if progress is not None else (lambda _: None)
+        step("fabric")
         self._build_fabric(state)
+        step("router")
         self._build_router(state)
+        step("control node")
         self._build_control(state)
         for index in range(1, hosts + 1):
+            step(f"host h{index}")
             self._build_host(state, index)
+        step("client")
         self._build_client(state)
         state.complete = True
         self._file.save(state)

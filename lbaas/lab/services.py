@@ -32,6 +32,7 @@ from lbaas.lab.addresses import CONTROL_HOST, FIRST_HOST, ROUTER_HOST, address, 
 from lbaas.lab.lab import Lab
 from lbaas.lab.state import LabState
 from lbaas.private_files import make_private_directory, write_private
+from lbaas.progress import Progress
 
 API_PORT = 9876
 AGENT_PORT = 9443
@@ -210,14 +211,16 @@ def _write_settings(directory: Path, tree: dict[str, Any]) -> Path:
     return path
 
 
-def start_services(lab: Lab) -> dict[str, Any]:
+def start_services(lab: Lab, progress: Progress | None = None) -> dict[str, Any]:
     """Start the control plane and every host's agent in a lab that is up; what was started.
 
     Every process is registered with the lab before the next starts, so ``down`` (or
     ``host-down``) kills whatever had started when a later step fails.
     """
+    step = progress.step if progress is not None else (lambda _: None)
     state = lab.state()
     names = lab.names
+    step("database schema")
     control_dir = lab.services_dir / "ctl"
     metadata_secret = secrets.token_hex(32)
     tree = control_settings(state, control_dir, secrets.token_hex(32), metadata_secret)
@@ -232,8 +235,10 @@ def start_services(lab: Lab) -> dict[str, Any]:
     # Enrolment needs the schema (it records the host) and gives each agent its identity.
     # It runs before the control plane starts: side by side, six Python start-ups on a
     # busy two-core machine made the enrolments three times slower, and nothing sooner.
+    step("enrolling agents")
     enrolments = [enrol_command(state, i, control, agent_files[i].parent) for i in hosts]
     processes.run_all_to_end(names.control, enrolments)
+    step("starting agents and control plane")
     for index in hosts:
         _start_agent(lab, index)
     for part in ("api", "worker", "health"):
@@ -241,6 +246,7 @@ def start_services(lab: Lab) -> dict[str, Any]:
             names.control, _lbaas(control, part), control_dir / f"{part}.log", control_dir
         )
         lab.register_process("ctl", pid)
+    step("waiting for the API and agents")
     processes.wait_listening(
         names.control, "127.0.0.1", API_PORT, control_dir / "api.log", _START_TIMEOUT
     )

@@ -29,6 +29,7 @@ TRAFFIC = (
     ("connections", "total_connections", "Connections accepted.", "counter"),
     ("active_connections", "active_connections", "Connections open now.", "gauge"),
     ("request_errors", "request_errors", "Requests HAProxy refused as errors.", "counter"),
+    ("requests", "requests", "HTTP requests received (0 for TCP and UDP).", "counter"),
 )
 
 
@@ -90,7 +91,9 @@ def _traffic(figures: ObjectFigures, projects: _Projects) -> Iterator[str]:
     listener_labels = ("listener_id", "loadbalancer_id", "project_id")
     lb_labels = ("loadbalancer_id", "project_id")
     for name, field, help_text, kind in TRAFFIC:
-        rows = (((li.id, li.parent_id, projects[li.project_id]), v[field]) for li, v in counters)
+        rows = (
+            ((li.id, li.parent_id, projects[li.project_id]), v.get(field, 0)) for li, v in counters
+        )
         yield from _family(f"lbaas_listener_{name}", help_text, kind, listener_labels, rows)
         lb_rows = (
             ((lb.id, projects[lb.project_id]), per_lb[lb.id][field]) for lb in figures.loadbalancers

@@ -43,6 +43,8 @@ class ListenerCounters:
     active_connections: int = 0
     total_connections: int = 0
     request_errors: int = 0
+    requests: int = 0
+    """HTTP requests received (HAProxy's ``req_tot``; 0 for TCP and UDP listeners)."""
 
     def __add__(self, other: ListenerCounters) -> ListenerCounters:
         """Field-wise sum: over workers, amphorae or listeners; gauges add up too."""
@@ -52,6 +54,7 @@ class ListenerCounters:
             active_connections=self.active_connections + other.active_connections,
             total_connections=self.total_connections + other.total_connections,
             request_errors=self.request_errors + other.request_errors,
+            requests=self.requests + other.requests,
         )
 
     def __sub__(self, other: ListenerCounters) -> ListenerCounters:
@@ -62,6 +65,7 @@ class ListenerCounters:
             active_connections=self.active_connections - other.active_connections,
             total_connections=self.total_connections - other.total_connections,
             request_errors=self.request_errors - other.request_errors,
+            requests=self.requests - other.requests,
         )
 
     def went_down_from(self, earlier: ListenerCounters) -> bool:
@@ -74,6 +78,7 @@ class ListenerCounters:
             or self.bytes_out < earlier.bytes_out
             or self.total_connections < earlier.total_connections
             or self.request_errors < earlier.request_errors
+            or self.requests < earlier.requests
         )
 
 

@@ -1,16 +1,20 @@
 """The dashboard's data routes follow the load balancer list's scoping, on both databases;
-the page's files are served; the event stream sends the topology only when it changed."""
+the page's files are served; a page's stream sends the whole tree once (and after a create
+or delete), then only the objects that changed."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import update
 
-from lbaas.dashboard.snapshot import Snapshot
 from lbaas.dashboard.stream import dashboard_events
-from lbaas.db.tables import ConvergeJobRow, MemberRow
+from lbaas.dashboard.tracker import TopologyTracker
+from lbaas.db.tables import ConvergeJobRow, MemberRow, table_of
 from tests.support.api_client import Api
 
 
@@ -77,9 +81,9 @@ def test_the_page_and_its_files_are_served(api: Api) -> None:
     assert api.get("/v2/lbaas/loadbalancers", headers={"Accept": "text/html"}).status_code == 406
 
 
-def _collect(snapshots: list[Snapshot]) -> list[str]:
-    reads = iter(snapshots)
-    ticks = len(snapshots)
+def _collect(ticks_messages: list[list[str]]) -> list[str]:
+    reads = iter(ticks_messages)
+    ticks = len(ticks_messages)
 
     async def disconnected() -> bool:
         nonlocal ticks
@@ -93,19 +97,9 @@ def _collect(snapshots: list[Snapshot]) -> list[str]:
     return asyncio.run(run())
 
 
-def test_the_stream_sends_the_topology_when_it_changes_and_traffic_every_tick() -> None:
-    one = [{"id": "a", "operating_status": "ONLINE"}]
-    two = [{"id": "a", "operating_status": "ERROR"}]
-    counters = {"l": {"total_connections": 4}}
-    messages = _collect([Snapshot(one, {}), Snapshot(one, counters), Snapshot(two, counters)])
-    assert messages[0] == "retry: 1000\n\n"
-    names = [m.split("\n", 1)[0] for m in messages[1:]]
-    assert names == ["event: topology", "event: traffic", "event: traffic"] + [
-        "event: topology",
-        "event: traffic",
-    ]
-    assert '"ERROR"' in messages[-2] and messages[-2].endswith("\n\n")
-    assert '"total_connections": 4' in messages[-1]
+def test_the_stream_sends_each_ticks_messages_in_order() -> None:
+    messages = _collect([["a\n\n", "b\n\n"], [], ["c\n\n"]])
+    assert messages == ["retry: 1000\n\n", "a\n\n", "b\n\n", "c\n\n"]
 
 
 def test_the_stream_ends_after_its_lifetime() -> None:
@@ -113,8 +107,55 @@ def test_the_stream_ends_after_its_lifetime() -> None:
         return False
 
     async def run() -> list[str]:
-        stream = dashboard_events(lambda: Snapshot([], {}), never, 0.01, 0.05)
+        stream = dashboard_events(lambda: ["event: traffic\ndata: {}\n\n"], never, 0.01, 0.05)
         return [message async for message in stream]
 
     messages = asyncio.run(run())
     assert messages[0].startswith("retry:") and 2 <= len(messages) < 30
+
+
+def _events(messages: list[str]) -> dict[str, Any]:
+    found = {}
+    for message in messages:
+        head, data = message.split("\n", 1)
+        found[head.removeprefix("event: ")] = json.loads(data.removeprefix("data: "))
+    return found
+
+
+def _set_member(plane: Any, member_id: str, **values: Any) -> None:
+    members = table_of(MemberRow)
+    with plane.database.write_connection() as conn:
+        stamp = {"updated_at": datetime.now(UTC).replace(tzinfo=None)}
+        conn.execute(update(members).where(members.c.id == member_id).values(**values, **stamp))
+
+
+def test_the_tracker_sends_the_tree_once_then_only_what_changed(api: Api, plane: Any) -> None:
+    lb, pool, member = _tree(api)
+    tracker = TopologyTracker(plane.database, "p-alpha")
+    first = _events(tracker.tick())
+    assert [x["id"] for x in first["topology"]] == [lb["id"]] and "traffic" in first
+    assert set(_events(tracker.tick())) == {"traffic"}  # nothing moved: no tree
+    _set_member(plane, member["id"], operating_status="ERROR")
+    changes = _events(tracker.tick())["changes"]
+    assert list(changes) == ["members"]
+    (row,) = changes["members"]
+    assert (row["id"], row["operating_status"], row["weight"]) == (member["id"], "ERROR", 3)
+    assert set(_events(tracker.tick())) == {"traffic"}  # sent once, not again
+    other = TopologyTracker(plane.database, "p-beta")  # another project's page sees none of it
+    assert _events(other.tick())["topology"] == []
+    _set_member(plane, member["id"], operating_status="ONLINE")
+    assert set(_events(other.tick())) == {"traffic"}
+    api.create_member(lb["id"], pool["id"], address="127.0.0.6")  # a create: the whole tree
+    tree = _events(tracker.tick())["topology"]
+    assert len(tree[0]["pools"][0]["members"]) == 2
+
+
+def test_the_tracker_sends_a_converge_error_as_a_change(api: Api, plane: Any) -> None:
+    lb, _, _ = _tree(api)
+    tracker = TopologyTracker(plane.database, None)
+    tracker.tick()
+    with plane.database.write() as session:
+        job = session.get(ConvergeJobRow, lb["id"])
+        assert job is not None
+        job.last_error, job.updated_at = "agent refused", time.time()
+    assert _events(tracker.tick())["changes"] == {"errors": {lb["id"]: "agent refused"}}

@@ -22,6 +22,7 @@ from lbaas.api.deps import Call, get_call
 from lbaas.api.policy import Rule, allowed, authorize
 from lbaas.dashboard.snapshot import read_snapshot
 from lbaas.dashboard.stream import dashboard_events
+from lbaas.dashboard.tracker import TopologyTracker
 from lbaas.errors import Forbidden, NotFound
 
 router = APIRouter(tags=["dashboard"])
@@ -72,7 +73,7 @@ async def dashboard_stream(request: Request, call: Call = Depends(get_call)) -> 
     scope = dashboard_scope(ctx)  # refused (403) before the stream starts
     settings = services.settings.api
     events = dashboard_events(
-        lambda: read_snapshot(services.database, scope),
+        TopologyTracker(services.database, scope).tick,
         request.is_disconnected,
         settings.dashboard_update_interval,
         settings.dashboard_stream_seconds,

@@ -131,7 +131,50 @@ function loadBalancerBlock(lb) {
           : el("p", { class: "empty" }, "none"))));
 }
 
+// What the page drew last, and where each object sits in it, for the stream's "changes".
+const owners = new Map();
+
+function index(loadbalancers) {
+  owners.clear();
+  for (const lb of loadbalancers) {
+    owners.set(lb.id, { lb, object: lb });
+    for (const listener of lb.listeners) owners.set(listener.id, { lb, object: listener });
+    for (const amphora of lb.amphorae) owners.set(amphora.id, { lb, object: amphora });
+    for (const pool of lb.pools) {
+      owners.set(pool.id, { lb, object: pool });
+      for (const member of pool.members) owners.set(member.id, { lb, object: member });
+    }
+  }
+}
+
+// Only the load balancers a change touched are drawn again.
+function applyChanges(changes) {
+  const touched = new Set();
+  for (const kind of ["loadbalancers", "listeners", "pools", "members", "amphorae"]) {
+    for (const row of changes[kind] || []) {
+      const found = owners.get(row.id);
+      if (!found) continue;
+      Object.assign(found.object, row);
+      touched.add(found.lb);
+    }
+  }
+  for (const [id, error] of Object.entries(changes.errors || {})) {
+    const found = owners.get(id);
+    if (!found) continue;
+    found.lb.error = error;
+    touched.add(found.lb);
+  }
+  for (const lb of touched) {
+    const old = document.querySelector(`section.lb[data-id="${lb.id}"]`);
+    if (!old) continue;
+    const block = loadBalancerBlock(lb);
+    old.replaceWith(block);
+    block.querySelectorAll("canvas.traffic").forEach(draw);
+  }
+}
+
 function render(loadbalancers) {
+  index(loadbalancers);
   const main = document.getElementById("loadbalancers");
   main.replaceChildren(...loadbalancers.map(loadBalancerBlock));
   if (!loadbalancers.length) main.append(document.getElementById("empty").content.cloneNode(true));
@@ -181,6 +224,7 @@ function listen() {
   source.addEventListener("open", () => { live.dataset.state = "live"; live.textContent = "live"; });
   source.addEventListener("error", () => { live.dataset.state = "lost"; live.textContent = "reconnecting…"; });
   source.addEventListener("topology", (e) => render(JSON.parse(e.data)));
+  source.addEventListener("changes", (e) => applyChanges(JSON.parse(e.data)));
   source.addEventListener("traffic", (e) => {
     const data = JSON.parse(e.data);
     record(data.at, data.listeners);

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from alembic import context
 
 from lbaas.db.tables import Base
 
 config = context.config
 engine = config.attributes.get("engine")
+# ``lbaas db upgrade`` shows each migration as it is applied (``migrate.upgrade_database``).
+on_applied = config.attributes.get("on_version_apply")
+
+
+def _applied(*, step: Any, **_: Any) -> None:
+    if on_applied is not None:
+        on_applied(f"{step.up_revision_id}")
+
+
 # Processes started together on a fresh PostgreSQL database each run the migrations; the
 # first to take this transaction-scoped lock migrates, the others then find the schema
 # current (on SQLite, ``migrate.py`` begins with BEGIN IMMEDIATE instead). Any constant
@@ -28,6 +39,7 @@ def run() -> None:
             # of them. lbaas drives SQLite's BEGIN itself (engine.py), so DDL is
             # transactional there too: the whole upgrade is one transaction everywhere.
             transactional_ddl=True,
+            on_version_apply=_applied,
         )
         with context.begin_transaction():
             if connection.dialect.name == "postgresql":

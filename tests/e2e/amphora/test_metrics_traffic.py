@@ -1,5 +1,5 @@
 """``/metrics`` of a real ``lbaas serve`` after real traffic through HAProxy: the listener's
-and the load balancer's counters equal what was sent, heartbeats are counted by the
+and the load balancer's counters (connections and requests) equal what was sent, heartbeats are counted by the
 embedded health manager, and the exposition parses with prometheus_client's parser."""
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ def test_counters_match_the_traffic_sent(
         seen = wait_for_value(counted, 30.0, f"/metrics to count {SENT} connections")
         ids = {"listener_id": listener_id, "loadbalancer_id": lb.id}
         assert seen.value("lbaas_listener_connections_total", **ids) == SENT
+        # One HTTP request per connection: HAProxy's req_tot, carried by the heartbeat.
+        assert seen.value("lbaas_listener_requests_total", **ids) == SENT
+        assert seen.value("lbaas_loadbalancer_requests_total", loadbalancer_id=lb.id) == SENT
         assert seen.value("lbaas_listener_bytes_in_total", **ids) > 0
         assert seen.value("lbaas_listener_bytes_out_total", **ids) > 0
         assert seen.value("lbaas_loadbalancer_connections_total", loadbalancer_id=lb.id) == SENT

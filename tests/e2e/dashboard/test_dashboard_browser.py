@@ -114,6 +114,10 @@ def test_another_project_sees_none_of_them(pages: Pages, tree: dict[str, Any]) -
     pages.shot(page, "other-project")
 
 
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
 def test_a_member_turns_red_and_an_error_shows_without_a_reload(
     pages: Pages, tree: dict[str, Any], plane: Any
 ) -> None:
@@ -124,15 +128,17 @@ def test_a_member_turns_red_and_an_error_shows_without_a_reload(
     page.evaluate("window.loadedOnce = true")  # gone if the page were reloaded
     assert row.evaluate("r => getComputedStyle(r).backgroundColor") != RED
     error = "agent on host-a refused the configuration"
+    # Stamped as the health manager and the worker stamp their writes: the stream reads
+    # only rows whose updated_at moved.
     with plane.database.write() as session:
         session.execute(
             update(MemberRow)
             .where(MemberRow.id == member["id"])
-            .values(operating_status=OperatingStatus.ERROR.value)
+            .values(operating_status=OperatingStatus.ERROR.value, updated_at=_now())
         )
         job = session.get(ConvergeJobRow, tree["lb"]["id"])
         assert job is not None
-        job.last_error = error
+        job.last_error, job.updated_at = error, time.time()
     page.locator(f"tr.member[data-id='{member['id']}'][data-operating-status='ERROR']").wait_for()
     assert row.evaluate("r => getComputedStyle(r).backgroundColor") == RED
     assert error in page.locator("section.lb .error").inner_text()
@@ -142,12 +148,12 @@ def test_a_member_turns_red_and_an_error_shows_without_a_reload(
         session.execute(
             update(MemberRow)
             .where(MemberRow.id == member["id"])
-            .values(operating_status=OperatingStatus.ONLINE.value)
+            .values(operating_status=OperatingStatus.ONLINE.value, updated_at=_now())
         )
         session.execute(
             update(ConvergeJobRow)
             .where(ConvergeJobRow.loadbalancer_id == tree["lb"]["id"])
-            .values(last_error=None)
+            .values(last_error=None, updated_at=time.time())
         )
 
 

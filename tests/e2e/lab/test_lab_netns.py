@@ -175,11 +175,20 @@ def test_the_cli_builds_reports_refuses_a_second_up_and_removes(
     where = ["--name", lab_name, "--state-dir", str(tmp_path)]
 
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*lbaas, *argv, *where], capture_output=True, text=True, timeout=120)
+        # up with services took 116 s at load 23 on the shared 2-core machine (its progress
+        # lines: 70 s of it enrolling the agents, Python start-ups): a generous margin.
+        return subprocess.run([*lbaas, *argv, *where], capture_output=True, text=True, timeout=360)
 
     try:
         up = cli("up", "--hosts", "2")
         assert up.returncode == 0, up.stderr
+        # Progress on stderr, one plain line per step (not a terminal); stdout stays JSON.
+        steps = [
+            line.split("] ", 1)[1].split("…")[0] for line in up.stderr.splitlines() if "…" in line
+        ]
+        assert steps[:6] == ["fabric", "router", "control node", "host h1", "host h2", "client"]
+        assert "database schema" in steps and "lab up done in" in up.stderr
+        assert sorted(json.loads(up.stdout)["hosts"]) == ["h1", "h2"]
         status = json.loads(cli("status").stdout)
         assert sorted(status["hosts"]) == ["h1", "h2"] and all(status["namespaces"].values())
         again = cli("up", "--hosts", "2")

@@ -76,13 +76,14 @@ def test_member_states() -> None:
 
 def test_counters_are_carried_over_a_new_worker() -> None:
     collector = StatsCollector(LoadBalancerId("lb"))
-    collector.report("1", _rows(bin=100, bout=1000, stot=10, ereq=1))
+    collector.report("1", _rows(bin=100, bout=1000, stot=10, ereq=1, req_tot=30))
     # A reload: the new worker counts from zero.
-    report = collector.report("2", _rows(bin=5, bout=50, stot=1, ereq=0))
+    report = collector.report("2", _rows(bin=5, bout=50, stot=1, ereq=0, req_tot=2))
     counters = report.listeners[ListenerId("l1")].counters
     assert (counters.bytes_in, counters.bytes_out) == (105, 1050)
     assert (counters.total_connections, counters.request_errors) == (11, 1)
-    later = collector.report("2", _rows(bin=7, bout=70, stot=2, ereq=0))
+    assert counters.requests == 32  # HAProxy's req_tot, carried over like the others
+    later = collector.report("2", _rows(bin=7, bout=70, stot=2, ereq=0, req_tot=3))
     assert later.listeners[ListenerId("l1")].counters.total_connections == 12
 
 

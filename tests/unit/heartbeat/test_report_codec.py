@@ -26,7 +26,12 @@ REPORT = HealthReport(
         ListenerId("l-1"): ListenerHealth(
             ListenerState.FULL,
             ListenerCounters(
-                bytes_in=1, bytes_out=2, active_connections=3, total_connections=4, request_errors=5
+                bytes_in=1,
+                bytes_out=2,
+                active_connections=3,
+                total_connections=4,
+                request_errors=5,
+                requests=6,
             ),
         ),
         ListenerId("l-2"): ListenerHealth(ListenerState.DOWN),
@@ -54,6 +59,7 @@ def test_payload_has_the_documented_shape() -> None:
                     "active_connections": 3,
                     "total_connections": 4,
                     "request_errors": 5,
+                    "requests": 6,
                 },
             },
             "l-2": {
@@ -64,6 +70,7 @@ def test_payload_has_the_documented_shape() -> None:
                     "active_connections": 0,
                     "total_connections": 0,
                     "request_errors": 0,
+                    "requests": 0,
                 },
             },
         },
@@ -72,6 +79,14 @@ def test_payload_has_the_documented_shape() -> None:
             "p-2": {"state": "DOWN", "members": {}},
         },
     }
+
+
+def test_an_older_agents_counters_without_requests_count_zero() -> None:
+    wire = json.loads(json.dumps(to_payload(REPORT, "amp-1")))
+    del wire["listeners"]["l-1"]["counters"]["requests"]
+    _, report = from_payload(wire)
+    counters = report.listeners[ListenerId("l-1")].counters
+    assert (counters.requests, counters.request_errors) == (0, 5)
 
 
 def test_round_trip_through_json() -> None:

@@ -33,6 +33,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from lbaas.agent.access_log import AccessLogs
 from lbaas.agent.amphora import AmphoraManager
 from lbaas.agent.api import create_agent_app
 from lbaas.agent.enrolment import HEARTBEAT_KEY_FILE, bundle_tls
@@ -101,6 +102,18 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
     return manager, checker
 
 
+def access_logs_of(settings: Settings) -> AccessLogs:
+    """The readers writing every amphora's access log on this host (``access_log``)."""
+    conf = settings.access_log
+    return AccessLogs(
+        conf.directory or settings.state_dir.absolute() / "access-logs",
+        max_bytes=conf.max_bytes,
+        backups=conf.backups,
+        syslog_target=conf.syslog_target,
+        socket_queue=conf.socket_queue,
+    )
+
+
 class Supervisor:
     """Calls ``check`` every ``interval`` seconds in a thread until stopped."""
 
@@ -150,6 +163,7 @@ class AgentService:
                 batch_count=settings.agent.l4_health_batch_size,
                 batch_delay=settings.agent.l4_health_batch_delay,
             ),
+            access_logs=access_logs_of(settings),
         )
         adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
         if adopted:

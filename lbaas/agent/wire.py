@@ -318,6 +318,7 @@ class AmphoraPaths(_Wire):
     runtime_socket: str
     state_dir: str
     tls_dir: str
+    access_log_socket: str
 
 
 def amphora_paths(amphora_root: str, amphora_id: str) -> AmphoraPaths:
@@ -328,4 +329,16 @@ def amphora_paths(amphora_root: str, amphora_id: str) -> AmphoraPaths:
         runtime_socket=str(directory / "stats.sock"),
         state_dir=str(directory),
         tls_dir=str(directory / "tls"),
+        access_log_socket=access_log_socket(amphora_root, amphora_id),
     )
+
+
+def access_log_socket(amphora_root: str, amphora_id: str) -> str:
+    """The agent's datagram socket an amphora's HAProxy logs to.
+
+    Not in the amphora's own directory: that one is 0700 root, and HAProxy's workers send
+    their lines after dropping to an unprivileged user, so the sockets live beside it in
+    ``<amphora_root>-logs`` (0710, the workers' group may only reach the sockets in it).
+    """
+    root = PurePosixPath(amphora_root)
+    return str(root.with_name(root.name + "-logs") / f"{amphora_id}.sock")

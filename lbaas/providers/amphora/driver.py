@@ -237,6 +237,11 @@ class AmphoraProvider(ProviderDriver):
             peers=None if pair is None else pair[0],
             listener_tls=tls.by_listener,
             pool_tls=tls.by_pool,
+            access_log_socket=(
+                paths.access_log_socket
+                if self.context.settings.access_log.connection_logging
+                else None
+            ),
         )
         haproxy_graph, udp_listeners = split_udp(graph)
         rendered = render_haproxy(haproxy_graph, context)

@@ -618,6 +618,14 @@ class AccessLogSettings(_Section):
             "Where each agent writes <load balancer id>.log; <state_dir>/access-logs when unset."
         ),
     )
+    socket_directory: Path = Field(
+        Path("/run/lbaas/access-log"),
+        description=(
+            "Agent as root: where it binds each amphora's log socket (<amphora id>.sock), "
+            "0710 to HAProxy's group; HAProxy's workers must reach it after dropping root, "
+            "so not under the 0700 state directory. Not root: <state_dir>/amphorae-logs."
+        ),
+    )
     max_bytes: int = Field(
         64 * 1024 * 1024,
         ge=4096,

@@ -154,6 +154,8 @@ class AccessLogReader:
         self._sock.close()
         self.socket_path.unlink(missing_ok=True)
         self.output.close()
+        if self._forward is not None:
+            self._forward.close()
 
 
 def raise_queue_length(wanted: int, sysctl: Path = QLEN_SYSCTL) -> int:
@@ -185,6 +187,7 @@ class AccessLogs:
     def __init__(
         self,
         directory: Path,
+        socket_directory: Path,
         *,
         max_bytes: int,
         backups: int,
@@ -192,6 +195,7 @@ class AccessLogs:
         socket_queue: int = 4096,
     ) -> None:
         self.directory = directory
+        self.socket_directory = socket_directory
         self._max_bytes = max_bytes
         self._backups = backups
         self._syslog_target = syslog_target

@@ -54,7 +54,6 @@ from lbaas.agent.wire import (
     AMPHORA_ID_PATTERN,
     AmphoraSpec,
     AmphoraStatus,
-    access_log_socket,
 )
 from lbaas.errors import Conflict, InvalidInput
 from lbaas.l4.host.base import NftOps
@@ -359,7 +358,7 @@ class AmphoraManager:
         """
         if self.access_logs is None:
             return
-        sock = Path(access_log_socket(str(self.root), amp.id))
+        sock = self.access_logs.socket_directory / f"{amp.id}.sock"
         if str(sock) in spec.haproxy_config:
             group = self._host.haproxy_run_as()
             self.access_logs.ensure(

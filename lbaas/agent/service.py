@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import threading
@@ -105,8 +106,13 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
 def access_logs_of(settings: Settings) -> AccessLogs:
     """The readers writing every amphora's access log on this host (``access_log``)."""
     conf = settings.access_log
+    state_dir = settings.state_dir.absolute()
+    # As root HAProxy's workers drop to their own user, who cannot cross the 0700 state
+    # directory; otherwise they run as this agent's user and the state directory does.
+    sockets = conf.socket_directory if os.geteuid() == 0 else state_dir / "amphorae-logs"
     return AccessLogs(
-        conf.directory or settings.state_dir.absolute() / "access-logs",
+        conf.directory or state_dir / "access-logs",
+        sockets,
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
@@ -210,6 +216,11 @@ class AgentService:
             amphora_root=str(self.manager.root),
             amphorae=tuple(self.manager.amphora_ids()),
             max_connections=None if fd_limit is None else max_connections_for(fd_limit),
+            access_log_dir=(
+                None
+                if self.manager.access_logs is None
+                else str(self.manager.access_logs.socket_directory)
+            ),
         )
 
     def start(self) -> None:

@@ -225,7 +225,7 @@ class AmphoraProvider(ProviderDriver):
     ) -> AmphoraSpec:
         """The whole spec of one amphora; ``pair``: its peers and VRRP (ACTIVE_STANDBY)."""
         netns = info.mode == "netns"
-        paths = amphora_paths(info.amphora_root, amphora_id)
+        paths = amphora_paths(info.amphora_root, amphora_id, info.access_log_dir)
         tls = tls_bundle(graph, self._vault(), paths.tls_dir)
         context = HaproxyContext(
             bind_address=graph.vip.address,

@@ -175,7 +175,10 @@ def raise_queue_length(wanted: int, sysctl: Path = QLEN_SYSCTL) -> int:
 
 
 def _socket_directory(path: Path, group: str | None) -> None:
+    missing = [p for p in (path, *path.parents) if not p.exists()]
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for made in missing[1:]:  # HAProxy's workers must cross the parents this made
+        made.chmod(0o755)
     if group is not None:
         os.chown(path, -1, grp.getgrnam(group).gr_gid)
         path.chmod(0o710)

@@ -4,8 +4,8 @@ Each amphora's HAProxy sends one raw line per HTTP request or TCP connection to 
 datagram socket in the amphora's directory (``log <socket> ... format raw``). The agent
 binds that socket before HAProxy starts and one thread per amphora reads it, appending the
 lines to ``<directory>/<load balancer id>.log`` (rotated by size) and, when a target is
-set, forwarding each as a UDP syslog message. Measured here against HAProxy's ``ring``
-sections (docs/operations.md, "Access logs"), this costs the least and is simplest.
+set, forwarding each as a UDP syslog message. Chosen over HAProxy's ``ring`` sections after
+measuring both (docs/operations.md, "Access logs"): as fast, and no framing to parse.
 
 HAProxy never blocks on logging: when the socket's queue is full it drops the line. The
 queue is counted in datagrams (``net.unix.max_dgram_qlen``, 10 by default), so the agent

@@ -640,6 +640,54 @@ class KeyManagerSettings(_Section):
     max_payload_bytes: int = Field(65536, description="Largest secret payload accepted.")
 
 
+class AccessLogSettings(_Section):
+    """Access logs of amphora listeners: one line per HTTP request and per TCP connection."""
+
+    connection_logging: bool = Field(
+        True,
+        description=(
+            "Log every HTTP request and TCP connection of every listener (Octavia's "
+            "[haproxy_amphora] connection_logging). Off: HAProxy is rendered without logging."
+        ),
+    )
+    directory: Path | None = Field(
+        None,
+        description=(
+            "Where each agent writes <load balancer id>.log; <state_dir>/access-logs when unset."
+        ),
+    )
+    socket_directory: Path = Field(
+        Path("/run/lbaas/access-log"),
+        description=(
+            "Agent as root: where it binds each amphora's log socket (<amphora id>.sock), "
+            "0710 to HAProxy's group; HAProxy's workers must reach it after dropping root, "
+            "so not under the 0700 state directory. Not root: <state_dir>/amphorae-logs."
+        ),
+    )
+    max_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=4096,
+        description="Size at which a load balancer's log file is rotated (<id>.log.1, ...).",
+    )
+    backups: int = Field(5, ge=0, description="Rotated files kept per load balancer.")
+    syslog_target: str = Field(
+        "",
+        description=(
+            "host:port that every line is also forwarded to as UDP syslog (RFC 5424, "
+            "facility local0); empty: not forwarded."
+        ),
+    )
+    socket_queue: int = Field(
+        4096,
+        ge=16,
+        description=(
+            "Datagrams HAProxy may queue on the agent's log socket (net.unix.max_dgram_qlen, "
+            "raised to this in the agent's network namespace when lower and allowed; the "
+            "kernel default of 10 loses lines in bursts)."
+        ),
+    )
+
+
 class Settings(_Section):
     """Everything lbaas reads from its environment."""
 
@@ -658,6 +706,7 @@ class Settings(_Section):
     metadata: MetadataSettings = MetadataSettings()
     kubernetes: KubernetesSettings = KubernetesSettings()
     keymanager: KeyManagerSettings = KeyManagerSettings()
+    access_log: AccessLogSettings = AccessLogSettings()
 
     @property
     def kek_path(self) -> Path:

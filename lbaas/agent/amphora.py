@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from lbaas.agent.access_log import AccessLogs
 from lbaas.agent.datapath import AmphoraDatapath
 from lbaas.agent.haproxy_process import ApplyOutcome, HaproxyInstance, RuntimeApiFactory
 from lbaas.agent.host.base import HostOps, KeepalivedOps
@@ -49,7 +50,11 @@ from lbaas.agent.stats import StatsCollector
 from lbaas.agent.tls_files import prune_tls_files, write_tls_files
 from lbaas.agent.udp_health import CheckerFactory
 from lbaas.agent.vrrp import KeepalivedInstance, allow_nonlocal_bind, vrrp_config
-from lbaas.agent.wire import AMPHORA_ID_PATTERN, AmphoraSpec, AmphoraStatus
+from lbaas.agent.wire import (
+    AMPHORA_ID_PATTERN,
+    AmphoraSpec,
+    AmphoraStatus,
+)
 from lbaas.errors import Conflict, InvalidInput
 from lbaas.l4.host.base import NftOps
 from lbaas.l4.host.real import RealNftOps
@@ -103,8 +108,11 @@ class AmphoraManager:
         keepalived: KeepalivedOps | None = None,
         nft_ops: NftOpsFactory = RealNftOps,
         udp_checker: UdpCheckerFactory | None = None,
+        access_logs: AccessLogs | None = None,
     ) -> None:
         self.root = root.absolute()
+        # None: HAProxy's log lines have no reader here (configurations that log are dropped).
+        self.access_logs = access_logs
         self._namespace_prefix = namespace_prefix
         self._bridge_mappings = dict(bridge_mappings or {})
         self._nft_ops = nft_ops
@@ -141,6 +149,7 @@ class AmphoraManager:
             amp = self._entry(amphora_id)
             amp.applied = spec
             amp.stats = self._collector(amp, spec)
+            self._read_access_log(amp, spec)
             if spec.vrrp is not None and self._keepalived_ops is not None:
                 amp.keepalived = self._keepalived_of(amp)
                 amp.vrrp_interface = vip_leg(self._plan(amphora_id, spec), spec).amphora_end
@@ -196,6 +205,7 @@ class AmphoraManager:
                 # A reload replaces the worker: the statistics hold it to read it to its end.
                 guard = None if amp.stats is None else amp.stats.across_reload
                 write_tls_files(amp.instance.directory, spec.tls_files)
+                self._read_access_log(amp, spec)
                 amp.last_outcome = amp.instance.apply(
                     spec.haproxy_config, spec.haproxy_facts, guard
                 )
@@ -233,6 +243,8 @@ class AmphoraManager:
                 remove_plumbing(self._host, plumbing)
             if amp.datapath is not None:
                 amp.datapath.close()
+            if self.access_logs is not None:
+                self.access_logs.close(amphora_id)
             shutil.rmtree(amp.instance.directory, ignore_errors=True)
             with self._lock:
                 self._amphorae.pop(amphora_id, None)
@@ -335,6 +347,25 @@ class AmphoraManager:
                     amp.instance.stop()
                     if amp.datapath is not None:
                         amp.datapath.close()
+        if self.access_logs is not None:
+            self.access_logs.close_all()
+
+    def _read_access_log(self, amp: _Amphora, spec: AmphoraSpec) -> None:
+        """Bind the log socket before the HAProxy that sends to it starts (or stop reading).
+
+        The controller renders the ``log`` line only with connection logging on, so the
+        configuration naming this amphora's socket is what asks for a reader.
+        """
+        if self.access_logs is None:
+            return
+        sock = self.access_logs.socket_directory / f"{amp.id}.sock"
+        if str(sock) in spec.haproxy_config:
+            group = self._host.haproxy_run_as()
+            self.access_logs.ensure(
+                amp.id, spec.loadbalancer_id, sock, None if group is None else group[1]
+            )
+        else:
+            self.access_logs.close(amp.id)
 
     @contextmanager
     def _locked(self, amphora_id: str) -> Iterator[_Amphora]:

@@ -27,12 +27,14 @@ from __future__ import annotations
 import functools
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from lbaas.agent.access_log import AccessLogs
 from lbaas.agent.amphora import AmphoraManager
 from lbaas.agent.api import create_agent_app
 from lbaas.agent.enrolment import HEARTBEAT_KEY_FILE, bundle_tls
@@ -102,6 +104,23 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
     return manager, checker
 
 
+def access_logs_of(settings: Settings) -> AccessLogs:
+    """The readers writing every amphora's access log on this host (``access_log``)."""
+    conf = settings.access_log
+    state_dir = settings.state_dir.absolute()
+    # As root HAProxy's workers drop to their own user, who cannot cross the 0700 state
+    # directory; otherwise they run as this agent's user and the state directory does.
+    sockets = conf.socket_directory if os.geteuid() == 0 else state_dir / "amphorae-logs"
+    return AccessLogs(
+        conf.directory or state_dir / "access-logs",
+        sockets,
+        max_bytes=conf.max_bytes,
+        backups=conf.backups,
+        syslog_target=conf.syslog_target,
+        socket_queue=conf.socket_queue,
+    )
+
+
 class Supervisor:
     """Calls ``check`` every ``interval`` seconds in a thread until stopped."""
 
@@ -151,6 +170,7 @@ class AgentService:
                 batch_count=settings.agent.l4_health_batch_size,
                 batch_delay=settings.agent.l4_health_batch_delay,
             ),
+            access_logs=access_logs_of(settings),
         )
         adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
         if adopted:
@@ -198,6 +218,11 @@ class AgentService:
             amphora_root=str(self.manager.root),
             amphorae=tuple(self.manager.amphora_ids()),
             max_connections=None if fd_limit is None else max_connections_for(fd_limit),
+            access_log_dir=(
+                None
+                if self.manager.access_logs is None
+                else str(self.manager.access_logs.socket_directory)
+            ),
         )
 
     def start(self) -> None:

@@ -299,6 +299,13 @@ class AgentInfo(_Wire):
             "limit); render HaproxyContext.maxconn_default at most this. None: no limit known."
         ),
     )
+    access_log_dir: str | None = Field(
+        None,
+        description=(
+            "Directory of the datagram sockets this agent reads access logs from, one "
+            "<amphora id>.sock each; None: <amphora_root>-logs (see amphora_paths)."
+        ),
+    )
 
 
 class ErrorBody(_Wire):
@@ -318,9 +325,12 @@ class AmphoraPaths(_Wire):
     runtime_socket: str
     state_dir: str
     tls_dir: str
+    access_log_socket: str
 
 
-def amphora_paths(amphora_root: str, amphora_id: str) -> AmphoraPaths:
+def amphora_paths(
+    amphora_root: str, amphora_id: str, access_log_dir: str | None = None
+) -> AmphoraPaths:
     """The paths to render into an amphora's HAProxy configuration (``HaproxyContext``)."""
     directory = PurePosixPath(amphora_root) / amphora_id
     return AmphoraPaths(
@@ -328,4 +338,20 @@ def amphora_paths(amphora_root: str, amphora_id: str) -> AmphoraPaths:
         runtime_socket=str(directory / "stats.sock"),
         state_dir=str(directory),
         tls_dir=str(directory / "tls"),
+        access_log_socket=access_log_socket(amphora_root, amphora_id, access_log_dir),
     )
+
+
+def access_log_socket(amphora_root: str, amphora_id: str, directory: str | None = None) -> str:
+    """The agent's datagram socket an amphora's HAProxy logs to.
+
+    Not in the amphora's own directory: that one is 0700 root, and HAProxy's workers send
+    their lines after dropping to an unprivileged user, who must reach the socket through
+    every directory above it. A root agent therefore names a directory outside its private
+    state (``access_log.socket_directory``, 0710 for the workers' group); an agent that is
+    not root runs HAProxy as itself and keeps them in ``<amphora_root>-logs``.
+    """
+    if directory is None:
+        root = PurePosixPath(amphora_root)
+        directory = str(root.with_name(root.name + "-logs"))
+    return str(PurePosixPath(directory) / f"{amphora_id}.sock")

@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from prometheus_client import generate_latest
+from prometheus_client.registry import Collector
 from starlette.types import Scope
 
 from lbaas.api.services import ApiServices
+from lbaas.metrics.certificates import CertificateExpiryCollector
 from lbaas.metrics.database import ControlPlaneCollector, read_objects
 from lbaas.metrics.object_text import object_text
 from lbaas.metrics.process import UNMATCHED_ROUTE, Scrape
@@ -44,12 +46,13 @@ class MetricsPage:
 
     def __init__(self, services: ApiServices) -> None:
         self._database = services.database
-        self._collectors = Scrape(
-            (
-                services.metrics.registry,
-                ControlPlaneCollector(services.database, services.settings.health.stale_after),
-            )
-        )
+        collectors: list[Collector] = [
+            services.metrics.registry,
+            ControlPlaneCollector(services.database, services.settings.health.stale_after),
+        ]
+        if services.vault is not None:
+            collectors.append(CertificateExpiryCollector(services.database, services.vault))
+        self._collectors = Scrape(tuple(collectors))
 
     def render(self) -> bytes:
         head = generate_latest(self._collectors)

@@ -27,6 +27,7 @@ from lbaas.model.health import (
 )
 from tests.api.test_amphorae import add_amphora
 from tests.support.api_client import LOOPBACK_SUBNET, Api
+from tests.support.certificates import issue, make_ca
 from tests.support.control_plane import asgi_app, make_settings
 from tests.support.prometheus import Exposition
 
@@ -168,3 +169,42 @@ def test_a_job_no_worker_takes_is_seen_waiting(state_dir: Path) -> None:
         assert seen.value("lbaas_converge_oldest_queued_seconds") >= 0.29
     finally:
         plane.stop()
+
+
+class TestCertificateExpiry:
+    @pytest.fixture
+    def settings_overrides(self) -> dict[str, Any]:
+        return {"api": {"metrics_enabled": True}}
+
+    def test_each_served_certificate_reports_its_seconds_left(
+        self, api: Api, client: TestClient
+    ) -> None:
+        ca = make_ca()
+        server = issue(ca, "soon.example.com")
+        headers = {"X-Project-Id": api.project, "X-Roles": "member"}
+        refs = []
+        for name, payload in (("certificate", server.cert_pem), ("private_key", server.key_pem())):
+            body = {"payload": payload.decode(), "payload_content_type": "text/plain"}
+            made = client.post("/key-manager/v1/secrets/", json=body, headers=headers)
+            assert made.status_code == 201, made.text
+            refs.append({"name": name, "secret_ref": made.json()["secret_ref"]})
+        container = client.post(
+            "/key-manager/v1/containers/",
+            json={"name": "tls", "type": "certificate", "secret_refs": refs},
+            headers=headers,
+        ).json()["container_ref"]
+        lb = api.create_lb()
+        listener = api.create_listener(
+            lb["id"],
+            protocol="TERMINATED_HTTPS",
+            protocol_port=443,
+            default_tls_container_ref=container,
+        )
+        left = scrape(client).value(
+            "lbaas_listener_certificate_expiry_seconds",
+            listener_id=listener["id"],
+            loadbalancer_id=lb["id"],
+            certificate_ref=container,
+        )
+        expected = server.certificate.not_valid_after_utc.timestamp() - time.time()
+        assert abs(left - expected) < 120

@@ -20,6 +20,7 @@ TOP_KEYS = {
     "lbaas_settings",
     "configs",
     "throughput",
+    "access_log",
     "member_post_to_first_served",
     "full_tree_post_to_first_response",
     "reconfiguration_under_load",
@@ -34,6 +35,7 @@ TARGET_KEYS = {
     "full_tree_serving_within_300ms",
     "zero_errors_during_reconfiguration",
     "crash_recovery_within_5s",
+    "access_log_no_line_lost",
 }
 PER_TARGET = {"requests_per_s", "p50_ms", "p99_ms", "errors", "requests_per_s_samples"}
 
@@ -71,3 +73,6 @@ def test_quick_run_prints_every_figure() -> None:
     assert {"median_s", "samples_s", "runs", "met"} <= figures["amphora_crash_recovery"].keys()
 
     assert TARGET_KEYS <= figures["targets"].keys()
+    logged = figures["access_log"]
+    assert logged["requests_served_by_vip"] > 0
+    assert logged["lines_written"] > 0  # the VIP logs by default, the count is read back

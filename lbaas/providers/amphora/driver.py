@@ -225,7 +225,7 @@ class AmphoraProvider(ProviderDriver):
     ) -> AmphoraSpec:
         """The whole spec of one amphora; ``pair``: its peers and VRRP (ACTIVE_STANDBY)."""
         netns = info.mode == "netns"
-        paths = amphora_paths(info.amphora_root, amphora_id)
+        paths = amphora_paths(info.amphora_root, amphora_id, info.access_log_dir)
         tls = tls_bundle(graph, self._vault(), paths.tls_dir)
         context = HaproxyContext(
             bind_address=graph.vip.address,
@@ -237,6 +237,11 @@ class AmphoraProvider(ProviderDriver):
             peers=None if pair is None else pair[0],
             listener_tls=tls.by_listener,
             pool_tls=tls.by_pool,
+            access_log_socket=(
+                paths.access_log_socket
+                if self.context.settings.access_log.connection_logging
+                else None
+            ),
         )
         haproxy_graph, udp_listeners = split_udp(graph)
         rendered = render_haproxy(haproxy_graph, context)

@@ -17,8 +17,9 @@ run time are carried over through ``server-state-file`` (see
 ``maxconn_default`` and never a tenant's number: HAProxy needs about two file descriptors
 per connection and refuses to start when it cannot raise its descriptor limit to match, so
 the cap is a host decision (see ``HaproxyContext.maxconn_default``). A listener's
-``connection_limit`` above it is rendered as asked and capped by the process. Nothing is
-logged: the agent reads statistics from the runtime socket.
+``connection_limit`` above it is rendered as asked and capped by the process. Access logs
+go to the agent's datagram socket when the context names one (``access_log``); statistics
+are read from the runtime socket.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def build_haproxy_view(lb: LoadBalancer, ctx: HaproxyContext) -> HaproxyConfig:
             external_checks=external_checks,
             hard_stop_after=ctx.hard_stop_after,
             local_peer=None if ctx.peers is None else checked_id(ctx.peers.local_name),
+            access_log_socket=ctx.access_log_socket,
         ),
         frontends=frontends,
         backends=backends,

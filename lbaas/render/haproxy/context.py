@@ -86,6 +86,11 @@ class HaproxyContext:
     pool_tls: Mapping[str, PoolTlsFiles] = field(default_factory=dict)
     """Per ``tls_enabled`` pool id, the client certificate, CA and CRL files (all optional)."""
 
+    access_log_socket: str | None = None
+    """The agent's UNIX datagram socket every listener sends its access-log lines to (one
+    per HTTP request, one per TCP connection: ``access_log``); None logs nothing (Octavia's
+    ``connection_logging = False``)."""
+
     @property
     def server_state_file(self) -> str:
         """Where the agent must write ``show servers state`` before a reload.

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import assert_never
 
+from lbaas.render.haproxy.access_log import global_log_line
 from lbaas.render.haproxy.addresses import address_port_word, address_word
 from lbaas.render.haproxy.quoting import log_format_literal, quoted
 from lbaas.render.haproxy.tls import bind_words
@@ -101,6 +102,8 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
         f"stats socket {quoted(section.runtime_socket)} mode 600 level admin expose-fd listeners"
     )
     yield f"server-state-file {quoted(section.server_state_file)}"
+    if section.access_log_socket is not None:
+        yield global_log_line(quoted(section.access_log_socket))
     if section.hard_stop_after is not None:
         yield f"hard-stop-after {section.hard_stop_after}s"
     if section.local_peer is not None:
@@ -128,6 +131,9 @@ def _frontend_lines(fe: Frontend) -> Iterator[str]:
         yield "disabled"
     yield f"maxconn {fe.maxconn}"
     yield f"timeout client {duration(fe.timeout_client_ms)}"
+    if fe.log_format is not None:
+        yield "log global"
+        yield f"log-format {quoted(fe.log_format)}"
     if fe.inspect_delay_ms is not None:
         yield f"tcp-request inspect-delay {duration(fe.inspect_delay_ms)}"
     if fe.allowed_cidrs:

@@ -15,6 +15,9 @@ A listener without a default pool still gets a frontend: an HTTP one answers 503
 requests no L7 policy routes (HAProxy does this when no backend was chosen), a TCP one
 closes every connection.
 
+With an access-log socket in the context, each frontend but PROMETHEUS writes one line per
+HTTP request or TCP connection (``access_log``).
+
 ``insert_headers`` only applies to HTTP listeners (Octavia's API refuses it elsewhere):
 X-Forwarded-For is ``option forwardfor``; X-Forwarded-Port, X-Forwarded-Proto and the
 client-address headers (X-Forwarded-IP, X-Client-IP, X-Real-IP) are ``http-request
@@ -28,6 +31,7 @@ from collections.abc import Mapping
 
 from lbaas.model.enums import ListenerProtocol
 from lbaas.model.graph import Listener, LoadBalancer
+from lbaas.render.haproxy.access_log import access_log_format
 from lbaas.render.haproxy.addresses import normalised_address, normalised_cidrs
 from lbaas.render.haproxy.context import HaproxyContext
 from lbaas.render.haproxy.l7 import L7Routing, l7_routing_of
@@ -83,7 +87,17 @@ def frontend_of(listener: Listener, lb: LoadBalancer, ctx: HaproxyContext) -> Fr
         notes=notes,
         tls=None if tls_files is None else bind_tls_of(listener, tls_files),
         response_headers=_hsts(listener) if terminated else (),
+        log_format=_log_format(listener, lb, ctx, http),
     )
+
+
+def _log_format(
+    listener: Listener, lb: LoadBalancer, ctx: HaproxyContext, http: bool
+) -> str | None:
+    """Every listener but PROMETHEUS (its scrapes are not tenant traffic) logs when asked."""
+    if ctx.access_log_socket is None or listener.protocol is ListenerProtocol.PROMETHEUS:
+        return None
+    return access_log_format(lb.project_id, lb.id, listener.id, http)
 
 
 def _hsts(listener: Listener) -> tuple[HeaderInsertion, ...]:

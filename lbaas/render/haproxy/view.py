@@ -52,6 +52,7 @@ class GlobalSection:
     external_checks: bool = False
     hard_stop_after: int | None = None
     local_peer: str | None = None
+    access_log_socket: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ class Frontend:
     notes: tuple[str, ...] = ()
     tls: BindTls | None = None
     response_headers: tuple[HeaderInsertion, ...] = ()
+    log_format: str | None = None
 
 
 @dataclass(frozen=True)

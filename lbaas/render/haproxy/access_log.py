@@ -1,0 +1,44 @@
+"""The access-log line of a listener, in Octavia's tenant flow-log format.
+
+Octavia's default ``user_log_format`` is, with its two template fields filled in::
+
+    <project_id> <lb_id> %f %ci %cp %t %{+Q}r %ST %B %U %[ssl_c_verify] %{+Q}[ssl_c_s_dn] %b %s %Tt %tsc
+
+lbaas writes the same fields in the same order with two differences that keep the ids
+exact: the frontend field is the listener id itself (a literal, where HAProxy's ``%f``
+would give the ``fe_`` name), and a TCP listener writes ``"-"`` for the request line and
+``-`` for the status, as HAProxy has neither outside HTTP mode. ``%b`` and ``%s`` are the
+pool and member as HAProxy names them (``be_<pool id>``, ``srv_<member id>``), ``<NOSRV>``
+when no member was chosen; timings: ``%Tt`` total milliseconds, and the flags ``%tsc``
+say how the session ended (``----`` is a normal end). Every request of an HTTP listener
+gives one line (keep-alive included) and every connection of a TCP listener gives one.
+
+The ids come from the database and are checked (``checked_id``) before they are written,
+so a line always has the same number of space-separated fields before the quoted request.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lbaas.render.haproxy.names import checked_id
+
+#: HAProxy truncates longer lines; a long URL is the usual reason for a long line.
+MAX_LINE = 8192
+_TLS_FIELDS = "%[ssl_c_verify] %{+Q}[ssl_c_s_dn]"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
+
+
+def access_log_format(project_id: str, lb_id: str, listener_id: str, http: bool) -> str:
+    """The ``log-format`` argument of one listener's frontend (no quoting needed)."""
+    # A project id is whatever the identity service gave: written with its unsafe
+    # characters replaced, never refused (the load balancer must still be served).
+    project = _UNSAFE.sub("_", project_id) or "-"
+    ids = " ".join((project, checked_id(lb_id), checked_id(listener_id)))
+    request = "%{+Q}r %ST" if http else '"-" -'
+    return f"{ids} %ci %cp %t {request} %B %U {_TLS_FIELDS} %b %s %Tt %tsc"
+
+
+def global_log_line(quoted_socket: str) -> str:
+    """The ``log`` directive sending raw lines to the agent's datagram socket."""
+    return f"log {quoted_socket} len {MAX_LINE} format raw local0 info"

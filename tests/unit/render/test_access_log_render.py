@@ -1,0 +1,58 @@
+"""Access-log rendering: Octavia's fields per listener, nothing without a socket."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from lbaas.model.enums import ListenerProtocol as LP
+from lbaas.model.graph import LoadBalancer
+from lbaas.render.haproxy import render_haproxy_config
+from lbaas.render.haproxy.access_log import access_log_format
+from lbaas.render.haproxy.quoting import quoted
+from tests.support.graphs import listener, load_balancer, pool
+
+from .golden_cases import GOLDEN_CONTEXT
+from .haproxy_runner import check_config
+
+SOCKET = "/var/lib/lbaas/amphorae-logs/a.sock"
+
+
+def _graph() -> LoadBalancer:
+    web = listener("web", LP.HTTP, 80, default_pool="p")
+    raw = listener("raw", LP.TCP, 81, default_pool="p")
+    return load_balancer([web, raw], pools=[pool("p")])
+
+
+def test_every_listener_logs_to_the_agent_socket_in_octavias_field_order(
+    tmp_path: Path,
+) -> None:
+    lb = _graph()
+    text = render_haproxy_config(lb, replace(GOLDEN_CONTEXT, access_log_socket=SOCKET))
+    assert f'log "{SOCKET}" len 8192 format raw local0 info' in text
+    for item in lb.listeners:
+        expected = access_log_format(lb.project_id, lb.id, item.id, item.protocol is LP.HTTP)
+        assert f"log-format {quoted(expected)}" in text
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(text)
+    done = check_config(path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_http_and_tcp_lines_have_the_same_fields() -> None:
+    http = access_log_format("p", "lb", "li", True).split(" ")
+    tcp = access_log_format("p", "lb", "li", False).split(" ")
+    assert http[:3] == tcp[:3] == ["p", "lb", "li"]
+    assert (http[6], http[7]) == ("%{+Q}r", "%ST")
+    assert (tcp[6], tcp[7]) == ('"-"', "-")
+    assert http[-4:] == tcp[-4:] == ["%b", "%s", "%Tt", "%tsc"]
+    assert len(http) == len(tcp)
+
+
+def test_an_unusual_project_id_is_made_safe_not_refused() -> None:
+    assert access_log_format("a b%c", "lb", "li", True).startswith("a_b_c lb li ")
+
+
+def test_without_a_socket_nothing_is_logged() -> None:
+    lines = [line.strip() for line in render_haproxy_config(_graph(), GOLDEN_CONTEXT).splitlines()]
+    assert not [line for line in lines if line.startswith(("log ", "log-format"))]

@@ -47,7 +47,7 @@ from lbaas.agent.l4_node import L4NodeManager
 from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.udp_health import namespace_checker
 from lbaas.agent.wire import AgentInfo
-from lbaas.certs.authority import CertificateAuthority, TlsFiles
+from lbaas.certs.authority import CertificateAuthority, TlsFiles, certificate_expiry
 from lbaas.config import AgentSettings, Settings
 from lbaas.errors import ConfigError
 from lbaas.heartbeat.host_codec import host_sender, to_host_payload
@@ -155,6 +155,8 @@ class AgentService:
         if adopted:
             log.info("adopted amphorae %s", ", ".join(adopted))
         self._haproxy_version: str | None = None
+        # The amphorae's identity is this agent's certificate: its expiry is theirs.
+        self._cert_expiration = certificate_expiry(self.tls.cert)
         self.l4, self.l4_checker = l4_node_manager(settings.agent, state_dir / "l4")
         app = create_agent_app(self.manager, self.info, self.l4)
         self.server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, self.tls)
@@ -178,6 +180,8 @@ class AgentService:
             zone=agent.zone,
             capacity=agent.capacity,
             amphorae=tuple(self.manager.amphora_ids()),
+            vrrp=tuple(sorted(self.manager.vrrp_states().items())),
+            cert_expiration=self._cert_expiration,
         )
         return host_sender(agent.host_id), to_host_payload(seen)
 

@@ -290,6 +290,8 @@ class KeepalivedFiles:
     pid_file: Path
     vrrp_pid_file: Path
     log_file: Path
+    state_file: Path
+    """The VRRP state keepalived last entered (MASTER, BACKUP, FAULT), by its notify."""
 
     @classmethod
     def in_directory(cls, directory: Path) -> KeepalivedFiles:
@@ -298,6 +300,7 @@ class KeepalivedFiles:
             pid_file=directory / "keepalived.pid",
             vrrp_pid_file=directory / "keepalived-vrrp.pid",
             log_file=directory / "keepalived.log",
+            state_file=directory / "keepalived.state",
         )
 
 

@@ -17,6 +17,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from lbaas.db.amphora_reports import apply_host_report
+from lbaas.db.pair_repair import queue_half_pairs
 from lbaas.db.tables import AmphoraRow, HostRow
 from lbaas.model.enums import LIVE_AMPHORA_STATUSES, AmphoraStatus, HostStatus
 from lbaas.model.fleet import HostAddress, HostAnnouncement, HostLoad, HostView
@@ -123,7 +124,11 @@ def record_heartbeat(
     row.port, row.zone, row.capacity = seen.port, seen.zone, seen.capacity
     row.reported_amphorae = list(seen.amphorae)
     row.last_heartbeat_at = max(row.last_heartbeat_at or 0.0, at)
+    came_up = row.status != HostStatus.UP
     row.status = HostStatus.UP
+    if came_up:  # a host that can take amphorae again: complete the pairs left halved
+        session.flush()
+        queue_half_pairs(session, at)
     now = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
     apply_host_report(session, seen.host_id, dict(seen.vrrp), seen.cert_expiration, now)
     return True

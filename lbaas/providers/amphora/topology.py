@@ -25,6 +25,7 @@ keeps off the failed one's when it can. Each member's spec goes to its own host'
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -36,11 +37,17 @@ from lbaas.errors import PermanentError
 from lbaas.model.enums import AmphoraRole
 from lbaas.model.fleet import HostAddress
 from lbaas.model.graph import LoadBalancer
+from lbaas.providers.amphora.placement import PairPlacementImpossible
 from lbaas.providers.amphora.store.base import AmphoraStore, PairMember, PairSite, PairStore
 from lbaas.render.haproxy.context import HaproxyPeer, HaproxyPeers
 
 if TYPE_CHECKING:
     from lbaas.db.job_queue import Claim
+
+#: The amphora id of the missing peer of a degraded pair (never an amphora's: not a UUID).
+_GHOST = "missing-peer"
+
+log = logging.getLogger(__name__)
 
 MASTER_PRIORITY = 200
 BACKUP_PRIORITY = 100
@@ -110,8 +117,7 @@ class PairConverger:
         # BACKUP first: while it is rebuilt the MASTER keeps serving, undisturbed.
         for old in sorted(doomed, key=lambda m: m.role == AmphoraRole.MASTER):
             members = self._replace(graph, fence, members, old, build)
-        while len(members) < 2:
-            members = self._join(graph, fence, members)
+        members = self._complete(graph, fence, members)
         return self._push(graph, fence, members, build)
 
     def _replace(
@@ -133,10 +139,35 @@ class PairConverger:
         members = survivors
         # Its host is probably the one that failed: the replacement keeps off it if it can.
         avoid = frozenset() if old.host is None else frozenset({old.host.host_id})
-        while len(members) < 2:
-            members = self._join(graph, fence, members, avoid)
+        members = self._complete(graph, fence, members, avoid)
         # The pair is whole and running again before anything else is replaced.
         self._push(graph, fence, members, build)
+        return members
+
+    def _complete(
+        self,
+        graph: LoadBalancer,
+        fence: Claim,
+        members: list[PairMember],
+        avoid: frozenset[str] = frozenset(),
+    ) -> list[PairMember]:
+        """Join members until the pair is whole. With a survivor serving and no other
+        host to take its peer (the peer's host is down), the pair is left degraded: the
+        survivor keeps the VIP alone and the next converge, which a host coming UP
+        queues (``lbaas.db.pair_repair``), tries again; a new pair is refused instead."""
+        while len(members) < 2:
+            try:
+                members = self._join(graph, fence, members, avoid)
+            except PairPlacementImpossible as exc:
+                if not members:
+                    raise
+                log.warning(
+                    "load balancer %s: ACTIVE_STANDBY pair degraded to one amphora (%s), "
+                    "its peer is rebuilt when a host can take it",
+                    graph.id,
+                    exc.operator_message,
+                )
+                return members
         return members
 
     def _join(
@@ -172,11 +203,14 @@ class PairConverger:
         self, graph: LoadBalancer, fence: Claim, members: list[PairMember], build: SpecBuilder
     ) -> AmphoraStatus:
         """Send each member its spec (MASTER first); the last status."""
+        if len(members) == 1:
+            members = [*members, self._ghost_peer(graph, members[0])]
         if len(members) != 2:
             raise PermanentError(f"an ACTIVE_STANDBY pair has 2 amphorae, not {len(members)}")
         peers = tuple(HaproxyPeer(m.amphora_id, m.vrrp_address, PEER_PORT) for m in members)
         status: AmphoraStatus | None = None
-        for member in sorted(members, key=lambda m: m.role != AmphoraRole.MASTER):
+        live = [m for m in members if m.amphora_id != _GHOST]
+        for member in sorted(live, key=lambda m: m.role != AmphoraRole.MASTER):
             (peer,) = [m for m in members if m.amphora_id != member.amphora_id]
             vrrp = VrrpSpec(
                 role=AmphoraRole(member.role),
@@ -194,6 +228,14 @@ class PairConverger:
             self._store.mark_serving(fence, member.amphora_id)
         assert status is not None  # members has two entries
         return status
+
+    def _ghost_peer(self, graph: LoadBalancer, survivor: PairMember) -> PairMember:
+        """The peer a lone survivor is configured with: its last peer's address, so its
+        keepalived and HAProxy keep a valid configuration until a new peer joins."""
+        address = self._pairs.last_peer_address(graph.id, survivor.amphora_id)
+        if address is None:
+            raise PermanentError("an ACTIVE_STANDBY pair has 1 amphora and no peer to name")
+        return PairMember(_GHOST, AmphoraRole.BACKUP, BACKUP_PRIORITY, survivor.vrrp_id, address)
 
 
 def _as_master(member: PairMember) -> PairMember:

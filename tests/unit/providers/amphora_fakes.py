@@ -184,6 +184,17 @@ class MemoryPairStore(MemoryAmphoraStore):
         self._check(fence)
         self.amphorae[amphora_id].vrrp_interface = interface
 
+    def last_peer_address(self, loadbalancer_id: str, survivor: str) -> str | None:
+        retired = [
+            a.pair.vrrp_address
+            for amphora_id, a in self.amphorae.items()
+            if a.loadbalancer_id == loadbalancer_id
+            and amphora_id != survivor
+            and a.pair is not None
+            and amphora_id not in self.live_amphorae(loadbalancer_id)
+        ]
+        return retired[-1] if retired else None
+
     def fail(self, amphora_id: str) -> None:
         """What the health manager or the amphora failover API marks."""
         amp = self.amphorae[amphora_id]

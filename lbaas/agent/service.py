@@ -39,6 +39,7 @@ from lbaas.agent.enrolment import HEARTBEAT_KEY_FILE, bundle_tls
 from lbaas.agent.haproxy_process import max_connections_for
 from lbaas.agent.heartbeat import HeartbeatSender
 from lbaas.agent.host.base import HostOps
+from lbaas.agent.host.daemons import become_subreaper
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher
 from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
 from lbaas.agent.host.loopback import LoopbackHostOps
@@ -138,6 +139,10 @@ class AgentService:
         self.mode = settings.agent.mode
         # ACTIVE_STANDBY needs namespaces: a loopback agent runs no keepalived.
         keepalived = KeepalivedLauncher() if self.mode == "netns" else None
+        # Orphans of its daemons (a killed keepalived's VRRP process) come to the agent,
+        # which reaps them (``host.daemons``), whatever this host's PID 1 does.
+        if not become_subreaper():
+            log.warning("not a child subreaper: orphans of HAProxy/keepalived go to PID 1")
         self.manager = AmphoraManager(
             state_dir / "amphorae",
             self.host,

@@ -198,7 +198,8 @@ class HostOps(RoutingOps):
 
     def announce_address(self, link: str, address: str, namespace: str | None = None) -> None:
         """Tell ``link``'s neighbours that ``address`` (CIDR form) is now here (gratuitous
-        ARP for IPv4), so they stop sending to a MAC address it had before.
+        ARP for IPv4, unsolicited NA for IPv6), so they stop sending to a MAC address it
+        had before.
 
         Does nothing by default: loopback mode has no neighbours. Raises OSError or
         HostOpsError where it is done and fails; callers treat that as a warning.

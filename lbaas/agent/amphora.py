@@ -450,4 +450,5 @@ class AmphoraManager:
             last_error=amp.last_error,
             vrrp_interface=amp.vrrp_interface,
             keepalived_pid=None if amp.keepalived is None else amp.keepalived.pid(),
+            vrrp_state=None if amp.keepalived is None else amp.keepalived.state(),
         )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING
 from lbaas.agent.client import AgentClient
 from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, VrrpSpec
 from lbaas.agent.wire_datapath import VRRP_PROTOCOL, AllowedPeer, VipFilter
-from lbaas.errors import PermanentError
+from lbaas.errors import ConvergeError, PermanentError
 from lbaas.model.enums import AmphoraRole
 from lbaas.model.fleet import HostAddress
 from lbaas.model.graph import LoadBalancer
@@ -43,6 +44,11 @@ from lbaas.render.haproxy.context import HaproxyPeer, HaproxyPeers
 
 if TYPE_CHECKING:
     from lbaas.db.job_queue import Claim
+
+#: How long a MASTER's replacement waits for the survivor's keepalived to run the pair.
+READY_TIMEOUT = 10.0
+READY_POLL = 0.1
+_READY = ("BACKUP", "MASTER")
 
 #: The amphora id of the missing peer of a degraded pair (never an amphora's: not a UUID).
 _GHOST = "missing-peer"
@@ -100,6 +106,9 @@ class PairConverger:
         remove: Remover,
         site: PairSite,
         timers: VrrpTimers,
+        *,
+        ready_timeout: float = READY_TIMEOUT,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
         self._pairs = pairs
@@ -107,6 +116,8 @@ class PairConverger:
         self._remove = remove
         self._site = site
         self._timers = timers
+        self._ready_timeout = ready_timeout
+        self._sleep = sleep
 
     def converge(
         self, graph: LoadBalancer, fence: Claim, rebuild: bool, build: SpecBuilder
@@ -132,6 +143,8 @@ class PairConverger:
         for survivor in survivors:
             self._pairs.set_role(fence, survivor.amphora_id, AmphoraRole.MASTER, MASTER_PRIORITY)
         survivors = [_as_master(m) for m in survivors]
+        if old.role == AmphoraRole.MASTER:
+            self._await_ready(graph, survivors)
         # Deleting stops its keepalived first: a stopping MASTER sends priority 0 and the
         # survivor takes the VIP at once; it gets the MASTER's priority with the next push.
         self._remove(old.amphora_id)
@@ -143,6 +156,35 @@ class PairConverger:
         # The pair is whole and running again before anything else is replaced.
         self._push(graph, fence, members, build)
         return members
+
+    def _await_ready(self, graph: LoadBalancer, survivors: list[PairMember]) -> None:
+        """Wait until each survivor's keepalived runs the pair (BACKUP or MASTER) before
+        the MASTER is removed: a new BACKUP still starting (load balancer failover
+        replaces the BACKUP first, then the MASTER at once) could not take the VIP the
+        stopping MASTER hands over. Bounded: past ``ready_timeout`` the failover goes on
+        (a dead survivor is no reason to keep a failed MASTER)."""
+        deadline = time.monotonic() + self._ready_timeout
+        for member in survivors:
+            while True:
+                try:
+                    status = self._agents(member.host).get_amphora(member.amphora_id)
+                except ConvergeError as exc:
+                    log.warning("amphora %s: no state (%s)", member.amphora_id, exc)
+                    break
+                state = None if status is None else status.vrrp_state
+                if state in _READY:
+                    break
+                if time.monotonic() >= deadline:
+                    log.warning(
+                        "load balancer %s: amphora %s not in VRRP BACKUP or MASTER after "
+                        "%.0fs (%s); replacing the MASTER anyway",
+                        graph.id,
+                        member.amphora_id,
+                        self._ready_timeout,
+                        state,
+                    )
+                    return
+                self._sleep(READY_POLL)
 
     def _complete(
         self,

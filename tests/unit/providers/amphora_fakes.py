@@ -212,6 +212,8 @@ class RecordingAgent:
     deleted: list[str] = field(default_factory=list)
     log: list[tuple[str, str]] = field(default_factory=list)
     calls: int = 0
+    gets: list[str] = field(default_factory=list)
+    starting: dict[str, int] = field(default_factory=dict)
     unreachable: bool = False
     """Every call fails as a lost host's agent does."""
 
@@ -233,6 +235,21 @@ class RecordingAgent:
         return AmphoraStatus(
             amphora_id=amphora_id, running=True, last_outcome="STARTED", vrrp_interface=link
         )
+
+    def get_amphora(self, amphora_id: str) -> AmphoraStatus | None:
+        """As the agent answers; an ACTIVE_STANDBY amphora reports BACKUP once
+        ``starting[amphora_id]`` polls (keepalived still starting) have been answered."""
+        self._reach()
+        self.gets.append(amphora_id)
+        spec = self.specs.get(amphora_id)
+        if spec is None:
+            return None
+        state = None
+        if spec.vrrp is not None:
+            left = self.starting.get(amphora_id, 0)
+            self.starting[amphora_id] = max(0, left - 1)
+            state = None if left else "BACKUP"
+        return AmphoraStatus(amphora_id=amphora_id, running=True, vrrp_state=state)
 
     def delete_amphora(self, amphora_id: str) -> None:
         self._reach()

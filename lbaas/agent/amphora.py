@@ -173,6 +173,17 @@ class AmphoraManager:
         with self._lock:
             return sorted(self._amphorae)
 
+    def vrrp_states(self) -> dict[str, str]:
+        """Each ACTIVE_STANDBY amphora's VRRP state as its keepalived last reported it."""
+        with self._lock:
+            instances = [(a.id, a.keepalived) for a in self._amphorae.values()]
+        states = {}
+        for amphora_id, keepalived in instances:
+            state = None if keepalived is None else keepalived.state()
+            if state is not None:
+                states[amphora_id] = state
+        return states
+
     def put(self, amphora_id: str, spec: AmphoraSpec) -> AmphoraStatus:
         """Converge amphora ``amphora_id`` to ``spec``."""
         if self.mode == "loopback" and not is_loopback_address(spec.vip.address):
@@ -413,7 +424,8 @@ class AmphoraManager:
             amp.keepalived = self._keepalived_of(amp)
         interface = vip_leg(self._plan(amp.id, spec), spec).amphora_end
         socket = spec.haproxy_facts.runtime_socket
-        amp.keepalived.apply(vrrp_config(amp.id, spec, spec.vrrp, interface, socket))
+        state_file = amp.keepalived.files.state_file
+        amp.keepalived.apply(vrrp_config(amp.id, spec, spec.vrrp, interface, socket, state_file))
         amp.vrrp_interface = interface
 
     def _namespace(self, amphora_id: str) -> str:
@@ -469,4 +481,5 @@ class AmphoraManager:
             last_error=amp.last_error,
             vrrp_interface=amp.vrrp_interface,
             keepalived_pid=None if amp.keepalived is None else amp.keepalived.pid(),
+            vrrp_state=None if amp.keepalived is None else amp.keepalived.state(),
         )

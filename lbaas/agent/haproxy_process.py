@@ -39,7 +39,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from lbaas.agent.host.base import HaproxyFiles, HaproxyReloadFailed, HostOps
-from lbaas.agent.host.haproxy_exec import log_tail
+from lbaas.agent.host.daemons import log_tail
 from lbaas.agent.runtime_api import MasterCli, RuntimeApi, RuntimeApiError
 from lbaas.agent.runtime_changes import ServerChange, runtime_only_changes
 from lbaas.agent.wire import HaproxyFacts

@@ -41,6 +41,7 @@ from lbaas.agent.enrolment import HEARTBEAT_KEY_FILE, bundle_tls
 from lbaas.agent.haproxy_process import max_connections_for
 from lbaas.agent.heartbeat import HeartbeatSender
 from lbaas.agent.host.base import HostOps
+from lbaas.agent.host.daemons import become_subreaper
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher
 from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
 from lbaas.agent.host.loopback import LoopbackHostOps
@@ -50,7 +51,7 @@ from lbaas.agent.metadata_agent import metadata_proxies
 from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.udp_health import namespace_checker
 from lbaas.agent.wire import AgentInfo
-from lbaas.certs.authority import CertificateAuthority, TlsFiles
+from lbaas.certs.authority import CertificateAuthority, TlsFiles, certificate_expiry
 from lbaas.config import AgentSettings, Settings
 from lbaas.errors import ConfigError
 from lbaas.heartbeat.host_codec import host_sender, to_host_payload
@@ -158,6 +159,10 @@ class AgentService:
         self.mode = settings.agent.mode
         # ACTIVE_STANDBY needs namespaces: a loopback agent runs no keepalived.
         keepalived = KeepalivedLauncher() if self.mode == "netns" else None
+        # Orphans of its daemons (a killed keepalived's VRRP process) come to the agent,
+        # which reaps them (``host.daemons``), whatever this host's PID 1 does.
+        if not become_subreaper():
+            log.warning("not a child subreaper: orphans of HAProxy/keepalived go to PID 1")
         self.manager = AmphoraManager(
             state_dir / "amphorae",
             self.host,
@@ -176,6 +181,8 @@ class AgentService:
         if adopted:
             log.info("adopted amphorae %s", ", ".join(adopted))
         self._haproxy_version: str | None = None
+        # The amphorae's identity is this agent's certificate: its expiry is theirs.
+        self._cert_expiration = certificate_expiry(self.tls.cert)
         self.l4, self.l4_checker = l4_node_manager(settings.agent, state_dir / "l4")
         app = create_agent_app(self.manager, self.info, self.l4)
         self.server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, self.tls)
@@ -200,6 +207,8 @@ class AgentService:
             zone=agent.zone,
             capacity=agent.capacity,
             amphorae=tuple(self.manager.amphora_ids()),
+            vrrp=tuple(sorted(self.manager.vrrp_states().items())),
+            cert_expiration=self._cert_expiration,
         )
         return host_sender(agent.host_id), to_host_payload(seen)
 

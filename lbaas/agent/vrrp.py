@@ -24,6 +24,9 @@ from lbaas.render.keepalived import VrrpConfig, render_keepalived_config
 
 log = logging.getLogger(__name__)
 
+#: The states the agent reports; keepalived's STOP (shutting down) is not one of them.
+VRRP_STATES = frozenset({"MASTER", "BACKUP", "FAULT"})
+
 NONLOCAL_BIND = ("net.ipv4.ip_nonlocal_bind=1", "net.ipv6.ip_nonlocal_bind=1")
 
 
@@ -32,8 +35,18 @@ def check_script() -> str:
     return str(files("lbaas.agent").joinpath("scripts/haproxy-check"))
 
 
+def notify_script() -> str:
+    """The script keepalived runs on each state change (shipped inside the package)."""
+    return str(files("lbaas.agent").joinpath("scripts/vrrp-state"))
+
+
 def vrrp_config(
-    amphora_id: str, spec: AmphoraSpec, vrrp: VrrpSpec, interface: str, runtime_socket: str
+    amphora_id: str,
+    spec: AmphoraSpec,
+    vrrp: VrrpSpec,
+    interface: str,
+    runtime_socket: str,
+    state_file: Path | None = None,
 ) -> VrrpConfig:
     """The keepalived configuration of this amphora of the pair."""
     prefix = ipaddress.ip_network(spec.vip.subnet_cidr, strict=False).prefixlen
@@ -46,6 +59,7 @@ def vrrp_config(
         peer_address=vrrp.peer_address,
         vip=f"{spec.vip.address}/{prefix}",
         check_command=(check_script(), runtime_socket),
+        notify_command=None if state_file is None else (notify_script(), str(state_file)),
         advert_interval_ms=vrrp.advert_interval_ms,
         realtime_priority=vrrp.realtime_priority,
     )
@@ -97,8 +111,21 @@ class KeepalivedInstance:
     def pid(self) -> int | None:
         return self._ops.pid(self.files)
 
+    def state(self) -> str | None:
+        """The VRRP state keepalived last entered (MASTER, BACKUP, FAULT), or None when
+        it is not running or has not said: a dead keepalived holds no VIP for long (its
+        peer takes it) and must not be reported MASTER from an old file."""
+        if self.pid() is None:
+            return None
+        try:
+            word = self.files.state_file.read_text().strip()
+        except OSError:
+            return None
+        return word if word in VRRP_STATES else None
+
     def stop(self) -> None:
         self._ops.stop(self.files)
+        self.files.state_file.unlink(missing_ok=True)
 
     def _installed(self) -> str | None:
         try:

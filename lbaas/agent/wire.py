@@ -280,6 +280,11 @@ class AmphoraStatus(_Wire):
         None, description="ACTIVE_STANDBY: the link keepalived runs VRRP on (in the namespace)."
     )
     keepalived_pid: int | None = None
+    vrrp_state: str | None = Field(
+        None,
+        description="ACTIVE_STANDBY: the state keepalived last entered (MASTER, BACKUP, "
+        "FAULT); None while it has not said or is not running.",
+    )
 
 
 class AgentInfo(_Wire):

@@ -213,6 +213,16 @@ class CertificateAuthority:
         return sorted(map(str, present)) == sorted(map(str, wanted))
 
 
+def certificate_expiry(path: Path) -> float | None:
+    """When the PEM certificate at ``path`` stops being valid (epoch seconds); None if it
+    cannot be read."""
+    try:
+        certificate = x509.load_pem_x509_certificate(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return certificate.not_valid_after_utc.timestamp()
+
+
 def write_private(path: Path, data: bytes) -> None:
     """Write a secret: created 0600 under a temporary name, then renamed into place."""
     _write_atomically(path, data, 0o600)

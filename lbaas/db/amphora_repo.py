@@ -121,3 +121,18 @@ def set_vrrp_interface(session: Session, amphora_id: str, interface: str) -> Non
     row = session.get(AmphoraRow, amphora_id)
     if row is not None:
         row.vrrp_interface = interface
+
+
+def last_retired_vrrp_ip(session: Session, loadbalancer_id: str, other_than: str) -> str | None:
+    """The VRRP address of the load balancer's most recently retired pair member."""
+    return session.scalars(
+        select(AmphoraRow.vrrp_ip)
+        .where(
+            AmphoraRow.loadbalancer_id == loadbalancer_id,
+            AmphoraRow.id != other_than,
+            AmphoraRow.status.in_(GONE),
+            AmphoraRow.vrrp_ip.is_not(None),
+        )
+        .order_by(AmphoraRow.updated_at.desc(), AmphoraRow.created_at.desc())
+        .limit(1)
+    ).first()

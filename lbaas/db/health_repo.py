@@ -130,15 +130,21 @@ def loadbalancer_is_settled(session: Session, loadbalancer_id: str) -> bool:
     return status in _SETTLED
 
 
-def heartbeating_amphorae(session: Session) -> list[tuple[str, str, float]]:
+def heartbeating_amphorae(session: Session) -> list[tuple[str, str, float, str | None]]:
+    """(amphora, load balancer, last heartbeat, host) of each live amphora heard from."""
     rows = session.execute(
-        select(AmphoraRow.id, AmphoraRow.loadbalancer_id, AmphoraRow.last_heartbeat_at).where(
+        select(
+            AmphoraRow.id,
+            AmphoraRow.loadbalancer_id,
+            AmphoraRow.last_heartbeat_at,
+            AmphoraRow.compute_id,
+        ).where(
             AmphoraRow.status.in_(LIVE_AMPHORA),
             AmphoraRow.loadbalancer_id.is_not(None),
             AmphoraRow.last_heartbeat_at.is_not(None),
         )
     )
-    return [(a, str(lb), float(t or 0.0)) for a, lb, t in rows]
+    return [(a, str(lb), float(t or 0.0), host) for a, lb, t, host in rows]
 
 
 def request_failover(session: Session, amphora_id: str, now: Any) -> bool:

@@ -11,11 +11,13 @@ host rows are locked).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from lbaas.db.amphora_reports import apply_host_report
+from lbaas.db.pair_repair import queue_half_pairs
 from lbaas.db.tables import AmphoraRow, HostRow
 from lbaas.model.enums import LIVE_AMPHORA_STATUSES, AmphoraStatus, HostStatus
 from lbaas.model.fleet import HostAddress, HostAnnouncement, HostLoad, HostView
@@ -85,6 +87,15 @@ def host_of(session: Session, host_id: str) -> tuple[HostAddress, HostStatus] | 
     return None if row is None else (_address(row), HostStatus(row.status))
 
 
+def zones(session: Session, host_ids: Iterable[str | None]) -> dict[str, str]:
+    """The availability zone of each named host that is enrolled."""
+    wanted = sorted({h for h in host_ids if h is not None})
+    if not wanted:
+        return {}
+    rows = session.execute(select(HostRow.id, HostRow.zone).where(HostRow.id.in_(wanted)))
+    return {str(host_id): str(zone) for host_id, zone in rows}
+
+
 def list_hosts(session: Session) -> list[HostView]:
     loads = _loads(session)
     return [
@@ -121,7 +132,13 @@ def record_heartbeat(
     row.port, row.zone, row.capacity = seen.port, seen.zone, seen.capacity
     row.reported_amphorae = list(seen.amphorae)
     row.last_heartbeat_at = max(row.last_heartbeat_at or 0.0, at)
+    came_up = row.status != HostStatus.UP
     row.status = HostStatus.UP
+    if came_up:  # a host that can take amphorae again: complete the pairs left halved
+        session.flush()
+        queue_half_pairs(session, at)
+    now = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
+    apply_host_report(session, seen.host_id, dict(seen.vrrp), seen.cert_expiration, now)
     return True
 
 

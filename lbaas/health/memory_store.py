@@ -25,6 +25,7 @@ class InMemoryHealthStore(HealthStore):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._amphora_lb: dict[AmphoraId, LoadBalancerId] = {}
+        self._hosts: dict[AmphoraId, str | None] = {}
         self._last_seen: dict[AmphoraId, float] = {}
         self._graphs: dict[LoadBalancerId, LoadBalancer] = {}
         self._pending: set[LoadBalancerId] = set()
@@ -41,10 +42,12 @@ class InMemoryHealthStore(HealthStore):
         amphora_id: AmphoraId,
         loadbalancer_id: LoadBalancerId,
         last_seen: float | None = None,
+        host: str | None = None,
     ) -> None:
         """Register an amphora serving a load balancer, optionally already heard from."""
         with self._lock:
             self._amphora_lb[amphora_id] = loadbalancer_id
+            self._hosts[amphora_id] = host
             if last_seen is not None:
                 self._last_seen[amphora_id] = last_seen
 
@@ -148,7 +151,7 @@ class InMemoryHealthStore(HealthStore):
     def list_amphora_heartbeats(self) -> list[AmphoraHeartbeat]:
         with self._lock:
             return [
-                AmphoraHeartbeat(amphora_id=aid, loadbalancer_id=lb_id, last_seen=seen)
+                AmphoraHeartbeat(aid, lb_id, seen, self._hosts.get(aid))
                 for aid, lb_id in self._amphora_lb.items()
                 if (seen := self._last_seen.get(aid)) is not None
             ]

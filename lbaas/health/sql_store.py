@@ -235,8 +235,8 @@ class SqlHealthStore(HealthStore):
         with self._db.read() as session:
             rows = health_repo.heartbeating_amphorae(session)
         return [
-            AmphoraHeartbeat(amp, LoadBalancerId(lb), max(seen, pending.get(amp, seen)))
-            for amp, lb, seen in ((AmphoraId(a), lb, seen) for a, lb, seen in rows)
+            AmphoraHeartbeat(amp, LoadBalancerId(lb), max(seen, pending.get(amp, seen)), host)
+            for amp, lb, seen, host in ((AmphoraId(a), lb, seen, h) for a, lb, seen, h in rows)
         ]
 
     def request_failover(self, amphora_id: AmphoraId) -> bool:

@@ -6,7 +6,9 @@ wrong heartbeat key after a rotation, or the database lagging. Failing them all 
 turn our fault into an outage of every load balancer, so above ``failover_threshold`` (a
 share of all amphorae) the sweeper requests nothing, raises an alarm that operators can
 see, and waits for heartbeats to return. This is Octavia's failover-storm guard, kept in
-the health policy rather than in a repository query so it can be tested with a clock.
+the health policy rather than in a repository query so it can be tested with a clock;
+it judges silence per host first (``lbaas.health.storm``): one whole host lost is a host
+loss to rebuild, however many of the amphorae it ran.
 
 Two more guards against our own faults: a storm needs at least ``min_storm_size`` stale
 amphorae (so a deployment of one amphora can still fail it over), and silence only counts
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from lbaas.health.lb_breaker import LoadBalancerBreaker
 from lbaas.health.probe import DataPlaneProbe, NoProbe
 from lbaas.health.store import AmphoraHeartbeat, HealthStore
+from lbaas.health.storm import storm_reason
 from lbaas.model.graph import AmphoraId
 
 log = logging.getLogger(__name__)
@@ -108,11 +111,11 @@ class StaleAmphoraSweeper:
         stale = tuple(
             hb.amphora_id for hb in heard if max(hb.last_seen, self._listening_since) < cutoff
         )
-        if self._is_storm(len(stale), len(heard)):
-            self._raise_alarm(
-                f"failover storm: {len(stale)} of {len(heard)} amphorae stale; "
-                "automatic failover stopped"
-            )
+        storm = storm_reason(
+            heard, set(stale), threshold=self._threshold, min_storm_size=self._min_storm_size
+        )
+        if storm is not None:
+            self._raise_alarm(storm)
             return SweepResult(len(heard), stale, (), self._alarm)
         self._clear_alarm(len(stale), len(heard))
         silent = [hb for hb in heard if hb.amphora_id in stale]
@@ -160,9 +163,6 @@ class StaleAmphoraSweeper:
             except Exception:  # the top of the sweep loop: log, count, sweep again later
                 self.errors += 1
                 log.exception("stale-amphora sweep failed")
-
-    def _is_storm(self, stale: int, total: int) -> bool:
-        return stale >= self._min_storm_size and stale > self._threshold * total
 
     def _raise_alarm(self, reason: str) -> None:
         if self._alarm is None:

@@ -39,6 +39,8 @@ class AmphoraHeartbeat:
     amphora_id: AmphoraId
     loadbalancer_id: LoadBalancerId
     last_seen: float
+    host: str | None = None
+    """The agent host it runs on (``compute_id``); None where no fleet is recorded."""
 
 
 class HealthStore(abc.ABC):

@@ -16,6 +16,7 @@ from lbaas.model.fleet import HostAnnouncement, valid_host_id
 HOST_KIND = "host"
 SENDER_PREFIX = "host:"
 _MAX_AMPHORAE = 1000
+VRRP_STATES = frozenset({"MASTER", "BACKUP", "FAULT"})
 
 
 def host_sender(host_id: str) -> str:
@@ -35,6 +36,8 @@ def to_host_payload(seen: HostAnnouncement) -> dict[str, Any]:
         "zone": seen.zone,
         "capacity": seen.capacity,
         "amphorae": list(seen.amphorae),
+        "vrrp": dict(seen.vrrp),
+        "cert_expiration": seen.cert_expiration,
     }
 
 
@@ -48,11 +51,33 @@ def from_host_payload(payload: Mapping[str, Any], sender: str) -> HostAnnounceme
             zone=str(payload["zone"]),
             capacity=int(payload["capacity"]),
             amphorae=tuple(str(a) for a in payload["amphorae"]),
+            vrrp=_vrrp_states(payload.get("vrrp", {})),
+            cert_expiration=_expiry(payload.get("cert_expiration")),
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise HeartbeatRejected(f"malformed host heartbeat: {exc}") from exc
     if not valid_host_id(seen.host_id) or sender != host_sender(seen.host_id):
         raise HeartbeatRejected(f"host heartbeat from {sender!r} names host {seen.host_id!r}")
-    if not 0 < seen.port < 65536 or seen.capacity < 0 or len(seen.amphorae) > _MAX_AMPHORAE:
+    too_many = max(len(seen.amphorae), len(seen.vrrp)) > _MAX_AMPHORAE
+    if not 0 < seen.port < 65536 or seen.capacity < 0 or too_many:
         raise HeartbeatRejected(f"host heartbeat of {seen.host_id} out of range")
     return seen
+
+
+def _vrrp_states(value: object) -> tuple[tuple[str, str], ...]:
+    """The optional ``vrrp`` object (older agents send none): amphora id -> state."""
+    if not isinstance(value, Mapping):
+        raise TypeError("vrrp must be an object")
+    states = tuple((str(k), str(v)) for k, v in value.items())
+    for _, state in states:
+        if state not in VRRP_STATES:
+            raise ValueError(f"unknown VRRP state {state!r}")
+    return states
+
+
+def _expiry(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError("cert_expiration must be a time in seconds")
+    return float(value)

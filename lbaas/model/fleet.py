@@ -70,6 +70,10 @@ class HostAnnouncement:
     zone: str
     capacity: int
     amphorae: tuple[str, ...]
+    vrrp: tuple[tuple[str, str], ...] = ()
+    """(amphora id, VRRP state) of its ACTIVE_STANDBY amphorae, as keepalived last said."""
+    cert_expiration: float | None = None
+    """When the agent's certificate (the amphorae's identity) expires, epoch seconds."""
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,7 @@ def test_batched_liveness_and_assignments(database: Database) -> None:
     with database.write_connection() as conn:
         health_repo.record_heartbeats(conn, [("amp-a", "lb-1")], 60.0)  # never back
     with database.read() as session:
-        heard = {a: t for a, _, t in health_repo.heartbeating_amphorae(session)}
+        heard = {a: t for a, _, t, _ in health_repo.heartbeating_amphorae(session)}
     assert heard == {"amp-a": 70.0, "amp-b": 50.0}
 
 

@@ -198,7 +198,8 @@ class HostOps(RoutingOps):
 
     def announce_address(self, link: str, address: str, namespace: str | None = None) -> None:
         """Tell ``link``'s neighbours that ``address`` (CIDR form) is now here (gratuitous
-        ARP for IPv4), so they stop sending to a MAC address it had before.
+        ARP for IPv4, unsolicited NA for IPv6), so they stop sending to a MAC address it
+        had before.
 
         Does nothing by default: loopback mode has no neighbours. Raises OSError or
         HostOpsError where it is done and fails; callers treat that as a warning.
@@ -290,6 +291,8 @@ class KeepalivedFiles:
     pid_file: Path
     vrrp_pid_file: Path
     log_file: Path
+    state_file: Path
+    """The VRRP state keepalived last entered (MASTER, BACKUP, FAULT), by its notify."""
 
     @classmethod
     def in_directory(cls, directory: Path) -> KeepalivedFiles:
@@ -298,6 +301,7 @@ class KeepalivedFiles:
             pid_file=directory / "keepalived.pid",
             vrrp_pid_file=directory / "keepalived-vrrp.pid",
             log_file=directory / "keepalived.log",
+            state_file=directory / "keepalived.state",
         )
 
 

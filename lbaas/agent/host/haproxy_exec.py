@@ -2,9 +2,9 @@
 
 Both host implementations run HAProxy the same way; they differ only in whether the command
 is prefixed with ``ip netns exec <ns>``. HAProxy runs in the foreground (``-W``) as a child
-of the agent in its own session, so the agent reaps it (this host's PID 1 may not reap
-orphans, and a zombie must never look alive), and its output goes to a log file whose tail
-explains failures. A master found through its pid file after an agent restart is adopted:
+of the agent in its own session (``daemons``: the agent reaps it and its orphans, since
+this host's PID 1 may not, and a zombie must never look alive), and its output goes to a
+log file whose tail explains failures. A master found through its pid file after an agent restart is adopted:
 it counts as alive while ``/proc`` shows a non-zombie process whose command line names the
 same configuration file.
 
@@ -20,11 +20,9 @@ import os
 import pwd
 import resource
 import signal
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
 
 from lbaas.agent.host.base import (
     HaproxyFiles,
@@ -35,9 +33,9 @@ from lbaas.agent.host.base import (
     HostOpsError,
 )
 from lbaas.agent.host.commands import decode_output, run_command
+from lbaas.agent.host.daemons import DAEMONS, Daemons, log_tail
 from lbaas.agent.runtime_api import MasterCli, ProcTable, RuntimeApiError
 from lbaas.errors import InvalidRenderedConfig
-from lbaas.private_files import FILE_MODE
 
 _POLL = 0.05
 #: The user and group HAProxy's workers run as when the agent is root (Debian's package
@@ -57,12 +55,13 @@ class HaproxyLauncher:
         start_timeout: float = 20.0,
         reload_timeout: float = 20.0,
         stop_timeout: float = 10.0,
+        daemons: Daemons = DAEMONS,
     ) -> None:
         self.binary = binary
         self._start_timeout = start_timeout
         self._reload_timeout = reload_timeout
         self._stop_timeout = stop_timeout
-        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._daemons = daemons
         self._last_pid: dict[Path, int] = {}
         self._run_as: tuple[str, str] | None = None
 
@@ -99,31 +98,20 @@ class HaproxyLauncher:
             "-f",
             str(files.config.absolute()),
         ]
-        with open_private_log(files.log_file) as log:
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    cwd=files.workdir,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                raise HaproxyStartFailed(f"cannot run {argv[0]}: {exc}") from exc
-        self._children[proc.pid] = proc
+        try:
+            pid = self._daemons.spawn(argv, files.log_file, cwd=files.workdir)
+        except OSError as exc:
+            raise HaproxyStartFailed(f"cannot run {argv[0]}: {exc}") from exc
         deadline = time.monotonic() + self._start_timeout
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                self._children.pop(proc.pid, None)
-                raise HaproxyStartFailed(
-                    f"haproxy exited with {proc.returncode}", log_tail(files.log_file)
-                )
+            code = self._daemons.exit_code(pid)
+            if code is not None:
+                raise HaproxyStartFailed(f"haproxy exited with {code}", log_tail(files.log_file))
             table = _try_show_proc(files)
             if table is not None and table.current_workers:
                 return table.master.pid
             time.sleep(_POLL)
-        self._kill(proc.pid)
+        self._kill(pid)
         raise HaproxyStartFailed(
             "haproxy did not answer on its master socket", log_tail(files.log_file)
         )
@@ -203,12 +191,9 @@ class HaproxyLauncher:
         return pid
 
     def _alive(self, pid: int, files: HaproxyFiles | None) -> bool:
-        child = self._children.get(pid)
-        if child is not None:
-            if child.poll() is None:
-                return True
-            self._children.pop(pid, None)
-            return False
+        alive = self._daemons.alive(pid)
+        if alive is not None:
+            return alive
         return _proc_alive(pid, None if files is None else str(files.config.absolute()))
 
     def _wait_dead(self, pids: list[int], timeout: float, files: HaproxyFiles) -> bool:
@@ -221,23 +206,7 @@ class HaproxyLauncher:
 
     def _kill(self, pid: int) -> None:
         _signal(pid, signal.SIGKILL)
-        child = self._children.pop(pid, None)
-        if child is not None:
-            child.wait(timeout=self._stop_timeout)
-
-
-def open_private_log(path: Path) -> BinaryIO:
-    """``path`` opened for appending, readable by its owner only (it quotes tenant config)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-    os.fchmod(fd, FILE_MODE)
-    return os.fdopen(fd, "ab")
-
-
-def log_tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(decode_output(path.read_bytes()).splitlines()[-lines:])
-    except OSError:
-        return ""
+        self._daemons.wait(pid, self._stop_timeout)
 
 
 def ensure_system_user(name: str) -> tuple[str, str]:

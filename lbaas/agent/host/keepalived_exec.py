@@ -1,7 +1,7 @@
 """Running keepalived inside amphora namespaces (``KeepalivedOps`` for real; root).
 
 keepalived runs in the foreground (``--dont-fork``) as a child of the agent in its own
-session, VRRP only (``--vrrp``), logging to a file in the amphora's directory, with pid
+session (``daemons``, which also reaps the VRRP process a killed keepalived orphans), VRRP only (``--vrrp``), logging to a file in the amphora's directory, with pid
 files there too so that any number of them run on one host. A keepalived found through its
 pid file after an agent restart is adopted when ``/proc`` shows a live process whose
 command line names the same configuration file. Reloads are SIGHUP, which keeps the VRRP
@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 from lbaas.agent.host.base import HostOpsError, KeepalivedFiles, KeepalivedOps
 from lbaas.agent.host.commands import decode_output, run_command
-from lbaas.agent.host.haproxy_exec import log_tail, open_private_log
+from lbaas.agent.host.daemons import DAEMONS, Daemons, log_tail
 from lbaas.errors import InvalidRenderedConfig
 
 _POLL = 0.05
@@ -28,12 +27,19 @@ class KeepalivedLauncher(KeepalivedOps):
     """Starts, reloads and stops keepalived processes; remembers its children."""
 
     def __init__(
-        self, binary: str = "keepalived", ip_binary: str = "ip", *, timeout: float = 10.0
+        self,
+        binary: str = "keepalived",
+        ip_binary: str = "ip",
+        *,
+        timeout: float = 10.0,
+        daemons: Daemons = DAEMONS,
     ) -> None:
         self.binary = binary
         self._ip = ip_binary
         self._timeout = timeout
-        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._daemons = daemons
+        self._started: dict[Path, int] = {}
+        """The pid of the keepalived this launcher started for each configuration."""
 
     def _prefix(self, namespace: str) -> list[str]:
         return [self._ip, "netns", "exec", namespace]
@@ -66,27 +72,20 @@ class KeepalivedLauncher(KeepalivedOps):
             "--vrrp_pid",
             str(files.vrrp_pid_file.absolute()),
         ]
-        with open_private_log(files.log_file) as log:
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                raise HostOpsError(f"cannot run {argv[0]}: {exc}") from exc
-        self._children[proc.pid] = proc
+        try:
+            pid = self._daemons.spawn(argv, files.log_file)
+        except OSError as exc:
+            raise HostOpsError(f"cannot run {argv[0]}: {exc}") from exc
+        self._started[files.config.absolute()] = pid
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                self._children.pop(proc.pid, None)
+            code = self._daemons.exit_code(pid)
+            if code is not None:
                 tail = log_tail(files.log_file)
-                raise HostOpsError(f"keepalived exited with {proc.returncode}: {tail}")
+                raise HostOpsError(f"keepalived exited with {code}: {tail}")
             # ``ip netns exec`` execs keepalived in place, so the child is keepalived.
             if _pid_in(files.vrrp_pid_file) is not None:
-                return proc.pid
+                return pid
             time.sleep(_POLL)
         raise HostOpsError(f"keepalived did not start its VRRP process: {log_tail(files.log_file)}")
 
@@ -112,12 +111,9 @@ class KeepalivedLauncher(KeepalivedOps):
 
     def pid(self, files: KeepalivedFiles) -> int | None:
         pid = _pid_in(files.pid_file)
-        for child_pid, child in list(self._children.items()):
-            if child.poll() is not None:
-                self._children.pop(child_pid, None)
-            elif pid is None and _names(child_pid, files.config):
-                pid = child_pid
-        if pid is None or not _names(pid, files.config):
+        if pid is None:  # not written yet: the one we started for it, if it runs
+            pid = self._started.get(files.config.absolute())
+        if pid is None or self._daemons.alive(pid) is False or not _names(pid, files.config):
             return None
         return pid
 
@@ -129,12 +125,8 @@ class KeepalivedLauncher(KeepalivedOps):
         """
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
-            child = self._children.get(pid)
-            if child is not None:
-                if child.poll() is not None:
-                    self._children.pop(pid, None)
-                    return True
-            elif not _names(pid, files.config):
+            alive = self._daemons.alive(pid)
+            if alive is False or (alive is None and not _names(pid, files.config)):
                 return True
             time.sleep(_POLL)
         return False

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from lbaas.agent.host.base import CommandResult, HostCommandFailed
 from lbaas.agent.host.commands import run_command
-from lbaas.agent.host.garp import send_gratuitous_arp
+from lbaas.agent.host.garp import send_gratuitous_arp, send_unsolicited_na
 from lbaas.agent.host.haproxy_exec import HaproxyLauncher, LaunchingHostOps
 from lbaas.agent.host.routing_real import IpRouting
 
@@ -98,7 +98,9 @@ class RealHostOps(IpRouting, LaunchingHostOps):
 
     def announce_address(self, link: str, address: str, namespace: str | None = None) -> None:
         bare = address.split("/", 1)[0]
-        if ":" not in bare:  # IPv6 neighbours would need an unsolicited NA; not done yet
+        if ":" in bare:
+            send_unsolicited_na(link, bare, namespace)
+        else:
             send_gratuitous_arp(link, bare, namespace)
 
     def delete_address(self, link: str, address: str, namespace: str | None = None) -> None:

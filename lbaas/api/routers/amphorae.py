@@ -21,7 +21,7 @@ from lbaas.api.listing import select_fields
 from lbaas.api.policy import require_admin
 from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
-from lbaas.api.views.amphora import amphora_view, listener_stats_view, render_amphorae
+from lbaas.api.views.amphora import listener_stats_view, render_amphorae
 from lbaas.api.writes import tree_write, utcnow
 from lbaas.db import amphora_queries, amphora_repo
 from lbaas.db.listing import derived_spec
@@ -85,7 +85,7 @@ def show_amphora(
     services, ctx = call
     require_admin(ctx)
     with services.database.read() as session:
-        view = amphora_view(get_amphora(session, amphora_id))
+        [view] = render_amphorae(session, [get_amphora(session, amphora_id)])
     return {"amphora": select_fields(view, fields)}
 
 

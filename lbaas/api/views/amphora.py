@@ -1,8 +1,12 @@
 """The amphora object and its per-listener statistics as Octavia renders them.
 
-Fields that describe Nova resources lbaas does not use (image, compute flavor, cached
-zone) are always ``null``, and certificate rotation never holds a lock, so ``cert_busy``
-is always false; they are kept because clients read them. The load balancer key is
+An amphora runs on an agent host rather than in a Nova instance: ``compute_id`` names the
+host, ``cached_zone`` is that host's availability zone (Octavia caches the instance's
+compute zone there), ``cert_expiration`` is when the host agent's certificate, the
+amphora's identity, expires. ``image_id`` and ``compute_flavor`` describe a Glance image
+and a Nova flavor, which an amphora here has not, so they are ``null``, as Octavia's are
+when its compute driver reports none; certificate rotation never holds a lock, so
+``cert_busy`` is always false. The load balancer key is
 ``loadbalancer_id`` as Octavia's code emits it (its api-ref example says otherwise).
 """
 
@@ -11,12 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 from lbaas.api.views.common import timestamp
+from lbaas.db import host_repo
+from lbaas.db.session import Session
 from lbaas.db.tables import AmphoraRow, ListenerStatsRow
 
 COUNTERS = ("active_connections", "bytes_in", "bytes_out", "request_errors", "total_connections")
 
 
-def amphora_view(row: AmphoraRow) -> dict[str, Any]:
+def amphora_view(row: AmphoraRow, zone: str | None = None) -> dict[str, Any]:
     return {
         "id": row.id,
         "loadbalancer_id": row.loadbalancer_id,
@@ -33,7 +39,7 @@ def amphora_view(row: AmphoraRow) -> dict[str, Any]:
         "vrrp_interface": row.vrrp_interface,
         "vrrp_id": row.vrrp_id,
         "vrrp_priority": row.vrrp_priority,
-        "cached_zone": None,
+        "cached_zone": zone,
         "created_at": timestamp(row.created_at),
         "updated_at": timestamp(row.updated_at),
         "image_id": None,
@@ -41,8 +47,9 @@ def amphora_view(row: AmphoraRow) -> dict[str, Any]:
     }
 
 
-def render_amphorae(_session: object, rows: list[AmphoraRow]) -> list[dict[str, Any]]:
-    return [amphora_view(r) for r in rows]
+def render_amphorae(session: Session, rows: list[AmphoraRow]) -> list[dict[str, Any]]:
+    zones = host_repo.zones(session, (r.compute_id for r in rows))
+    return [amphora_view(r, zones.get(r.compute_id or "")) for r in rows]
 
 
 def listener_stats_view(row: ListenerStatsRow) -> dict[str, Any]:

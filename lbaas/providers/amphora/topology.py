@@ -25,6 +25,8 @@ keeps off the failed one's when it can. Each member's spec goes to its own host'
 from __future__ import annotations
 
 import hashlib
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -32,15 +34,26 @@ from typing import TYPE_CHECKING
 from lbaas.agent.client import AgentClient
 from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, VrrpSpec
 from lbaas.agent.wire_datapath import VRRP_PROTOCOL, AllowedPeer, VipFilter
-from lbaas.errors import PermanentError
+from lbaas.errors import ConvergeError, PermanentError
 from lbaas.model.enums import AmphoraRole
 from lbaas.model.fleet import HostAddress
 from lbaas.model.graph import LoadBalancer
+from lbaas.providers.amphora.placement import PairPlacementImpossible
 from lbaas.providers.amphora.store.base import AmphoraStore, PairMember, PairSite, PairStore
 from lbaas.render.haproxy.context import HaproxyPeer, HaproxyPeers
 
 if TYPE_CHECKING:
     from lbaas.db.job_queue import Claim
+
+#: How long a MASTER's replacement waits for the survivor's keepalived to run the pair.
+READY_TIMEOUT = 10.0
+READY_POLL = 0.1
+_READY = ("BACKUP", "MASTER")
+
+#: The amphora id of the missing peer of a degraded pair (never an amphora's: not a UUID).
+_GHOST = "missing-peer"
+
+log = logging.getLogger(__name__)
 
 MASTER_PRIORITY = 200
 BACKUP_PRIORITY = 100
@@ -93,6 +106,9 @@ class PairConverger:
         remove: Remover,
         site: PairSite,
         timers: VrrpTimers,
+        *,
+        ready_timeout: float = READY_TIMEOUT,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
         self._pairs = pairs
@@ -100,6 +116,8 @@ class PairConverger:
         self._remove = remove
         self._site = site
         self._timers = timers
+        self._ready_timeout = ready_timeout
+        self._sleep = sleep
 
     def converge(
         self, graph: LoadBalancer, fence: Claim, rebuild: bool, build: SpecBuilder
@@ -110,8 +128,7 @@ class PairConverger:
         # BACKUP first: while it is rebuilt the MASTER keeps serving, undisturbed.
         for old in sorted(doomed, key=lambda m: m.role == AmphoraRole.MASTER):
             members = self._replace(graph, fence, members, old, build)
-        while len(members) < 2:
-            members = self._join(graph, fence, members)
+        members = self._complete(graph, fence, members)
         return self._push(graph, fence, members, build)
 
     def _replace(
@@ -126,6 +143,8 @@ class PairConverger:
         for survivor in survivors:
             self._pairs.set_role(fence, survivor.amphora_id, AmphoraRole.MASTER, MASTER_PRIORITY)
         survivors = [_as_master(m) for m in survivors]
+        if old.role == AmphoraRole.MASTER:
+            self._await_ready(graph, survivors)
         # Deleting stops its keepalived first: a stopping MASTER sends priority 0 and the
         # survivor takes the VIP at once; it gets the MASTER's priority with the next push.
         self._remove(old.amphora_id)
@@ -133,10 +152,64 @@ class PairConverger:
         members = survivors
         # Its host is probably the one that failed: the replacement keeps off it if it can.
         avoid = frozenset() if old.host is None else frozenset({old.host.host_id})
-        while len(members) < 2:
-            members = self._join(graph, fence, members, avoid)
+        members = self._complete(graph, fence, members, avoid)
         # The pair is whole and running again before anything else is replaced.
         self._push(graph, fence, members, build)
+        return members
+
+    def _await_ready(self, graph: LoadBalancer, survivors: list[PairMember]) -> None:
+        """Wait until each survivor's keepalived runs the pair (BACKUP or MASTER) before
+        the MASTER is removed: a new BACKUP still starting (load balancer failover
+        replaces the BACKUP first, then the MASTER at once) could not take the VIP the
+        stopping MASTER hands over. Bounded: past ``ready_timeout`` the failover goes on
+        (a dead survivor is no reason to keep a failed MASTER)."""
+        deadline = time.monotonic() + self._ready_timeout
+        for member in survivors:
+            while True:
+                try:
+                    status = self._agents(member.host).get_amphora(member.amphora_id)
+                except ConvergeError as exc:
+                    log.warning("amphora %s: no state (%s)", member.amphora_id, exc)
+                    break
+                state = None if status is None else status.vrrp_state
+                if state in _READY:
+                    break
+                if time.monotonic() >= deadline:
+                    log.warning(
+                        "load balancer %s: amphora %s not in VRRP BACKUP or MASTER after "
+                        "%.0fs (%s); replacing the MASTER anyway",
+                        graph.id,
+                        member.amphora_id,
+                        self._ready_timeout,
+                        state,
+                    )
+                    return
+                self._sleep(READY_POLL)
+
+    def _complete(
+        self,
+        graph: LoadBalancer,
+        fence: Claim,
+        members: list[PairMember],
+        avoid: frozenset[str] = frozenset(),
+    ) -> list[PairMember]:
+        """Join members until the pair is whole. With a survivor serving and no other
+        host to take its peer (the peer's host is down), the pair is left degraded: the
+        survivor keeps the VIP alone and the next converge, which a host coming UP
+        queues (``lbaas.db.pair_repair``), tries again; a new pair is refused instead."""
+        while len(members) < 2:
+            try:
+                members = self._join(graph, fence, members, avoid)
+            except PairPlacementImpossible as exc:
+                if not members:
+                    raise
+                log.warning(
+                    "load balancer %s: ACTIVE_STANDBY pair degraded to one amphora (%s), "
+                    "its peer is rebuilt when a host can take it",
+                    graph.id,
+                    exc.operator_message,
+                )
+                return members
         return members
 
     def _join(
@@ -172,11 +245,14 @@ class PairConverger:
         self, graph: LoadBalancer, fence: Claim, members: list[PairMember], build: SpecBuilder
     ) -> AmphoraStatus:
         """Send each member its spec (MASTER first); the last status."""
+        if len(members) == 1:
+            members = [*members, self._ghost_peer(graph, members[0])]
         if len(members) != 2:
             raise PermanentError(f"an ACTIVE_STANDBY pair has 2 amphorae, not {len(members)}")
         peers = tuple(HaproxyPeer(m.amphora_id, m.vrrp_address, PEER_PORT) for m in members)
         status: AmphoraStatus | None = None
-        for member in sorted(members, key=lambda m: m.role != AmphoraRole.MASTER):
+        live = [m for m in members if m.amphora_id != _GHOST]
+        for member in sorted(live, key=lambda m: m.role != AmphoraRole.MASTER):
             (peer,) = [m for m in members if m.amphora_id != member.amphora_id]
             vrrp = VrrpSpec(
                 role=AmphoraRole(member.role),
@@ -194,6 +270,14 @@ class PairConverger:
             self._store.mark_serving(fence, member.amphora_id)
         assert status is not None  # members has two entries
         return status
+
+    def _ghost_peer(self, graph: LoadBalancer, survivor: PairMember) -> PairMember:
+        """The peer a lone survivor is configured with: its last peer's address, so its
+        keepalived and HAProxy keep a valid configuration until a new peer joins."""
+        address = self._pairs.last_peer_address(graph.id, survivor.amphora_id)
+        if address is None:
+            raise PermanentError("an ACTIVE_STANDBY pair has 1 amphora and no peer to name")
+        return PairMember(_GHOST, AmphoraRole.BACKUP, BACKUP_PRIORITY, survivor.vrrp_id, address)
 
 
 def _as_master(member: PairMember) -> PairMember:

@@ -77,6 +77,11 @@ class VrrpConfig:
     garp_master_repeat: int = 3
     """Gratuitous ARPs (or NAs) per burst."""
 
+    notify_command: tuple[str, ...] | None = None
+    """Run on every state change with keepalived's own arguments appended (``INSTANCE``,
+    the instance name, the new state, the priority): the agent's record of whether this
+    amphora holds the VIP, which it announces so the API shows the real MASTER."""
+
     realtime_priority: int | None = None
     """SCHED_RR priority of keepalived's VRRP process (``vrrp_rt_priority``), or None."""
 
@@ -109,11 +114,9 @@ def _check(config: VrrpConfig) -> None:
     for what, word in (("instance name", config.instance_name), ("interface", config.interface)):
         if _WORD.fullmatch(word) is None:
             raise PermanentError(f"keepalived {what} {word!r} is not one plain word")
-    if not config.check_command or _PATH.fullmatch(config.check_command[0]) is None:
-        raise PermanentError("the HAProxy check must start with an absolute path")
-    for argument in config.check_command[1:]:
-        if _PATH.fullmatch(argument) is None and _WORD.fullmatch(argument) is None:
-            raise PermanentError(f"HAProxy check argument {argument!r} is not one plain word")
+    _check_command("HAProxy check", config.check_command)
+    if config.notify_command is not None:
+        _check_command("state notification", config.notify_command)
     if not 1 <= config.virtual_router_id <= 255:
         raise PermanentError(f"virtual router id {config.virtual_router_id} is not in 1..255")
     if not 1 <= config.priority <= 254:
@@ -127,6 +130,14 @@ def _check(config: VrrpConfig) -> None:
         raise PermanentError("the VIP and both VRRP addresses must be of one IP version")
     if len({own, peer, vip.ip}) != 3:
         raise PermanentError("the VIP and both VRRP addresses must differ")
+
+
+def _check_command(what: str, command: tuple[str, ...]) -> None:
+    if not command or _PATH.fullmatch(command[0]) is None:
+        raise PermanentError(f"the {what} must start with an absolute path")
+    for argument in command[1:]:
+        if _PATH.fullmatch(argument) is None and _WORD.fullmatch(argument) is None:
+            raise PermanentError(f"{what} argument {argument!r} is not one plain word")
 
 
 def _header(name: str) -> str:
@@ -188,4 +199,5 @@ def _instance_lines(config: VrrpConfig) -> list[str]:
         "}",
         f"garp_master_delay {config.garp_master_delay_s}",
         f"garp_master_repeat {config.garp_master_repeat}",
+        *([] if config.notify_command is None else [f'notify "{" ".join(config.notify_command)}"']),
     ]

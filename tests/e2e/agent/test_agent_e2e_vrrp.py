@@ -55,6 +55,12 @@ def test_the_pair_elects_the_higher_priority_and_serves_the_vip(pair: VrrpPair) 
         status = pair.manager.get(amphora_id)
         assert status is not None and status.running and status.keepalived_pid is not None
         assert status.vrrp_interface is not None
+    # keepalived's notify script tells the agent who holds the VIP (announced to the API).
+    wait_until(
+        lambda: pair.manager.vrrp_states() == {master: "MASTER", backup: "BACKUP"},
+        timeout=30,
+        what="the VRRP states the agent reports",
+    )
 
 
 def test_master_killed_the_backup_takes_over_and_keeps_the_member(pair: VrrpPair) -> None:
@@ -74,6 +80,8 @@ def test_master_killed_the_backup_takes_over_and_keeps_the_member(pair: VrrpPair
     )
     assert served.body == before.body  # the BACKUP's HAProxy knew the client's member
     assert pair.entered(backup, AmphoraRole.MASTER) == 1
+    # The killed keepalived is not reported; the survivor reports MASTER.
+    assert pair.manager.vrrp_states() == {backup: "MASTER"}
 
     # The agent's supervisor brings the dead processes back; keepalived starts by removing
     # the VIP, and nopreempt keeps the new MASTER in place.
@@ -82,6 +90,11 @@ def test_master_killed_the_backup_takes_over_and_keeps_the_member(pair: VrrpPair
     time.sleep(1)
     assert pair.holders() == [backup]
     assert fetch(pair.vip, 8080, 5) == before.body
+    wait_until(
+        lambda: pair.manager.vrrp_states() == {master: "BACKUP", backup: "MASTER"},
+        timeout=30,
+        what="the restarted keepalived reporting BACKUP",
+    )
 
 
 def test_a_hung_haproxy_gives_the_vip_up(pair: VrrpPair) -> None:

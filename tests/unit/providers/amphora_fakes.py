@@ -184,6 +184,17 @@ class MemoryPairStore(MemoryAmphoraStore):
         self._check(fence)
         self.amphorae[amphora_id].vrrp_interface = interface
 
+    def last_peer_address(self, loadbalancer_id: str, survivor: str) -> str | None:
+        retired = [
+            a.pair.vrrp_address
+            for amphora_id, a in self.amphorae.items()
+            if a.loadbalancer_id == loadbalancer_id
+            and amphora_id != survivor
+            and a.pair is not None
+            and amphora_id not in self.live_amphorae(loadbalancer_id)
+        ]
+        return retired[-1] if retired else None
+
     def fail(self, amphora_id: str) -> None:
         """What the health manager or the amphora failover API marks."""
         amp = self.amphorae[amphora_id]
@@ -201,6 +212,8 @@ class RecordingAgent:
     deleted: list[str] = field(default_factory=list)
     log: list[tuple[str, str]] = field(default_factory=list)
     calls: int = 0
+    gets: list[str] = field(default_factory=list)
+    starting: dict[str, int] = field(default_factory=dict)
     unreachable: bool = False
     """Every call fails as a lost host's agent does."""
 
@@ -222,6 +235,21 @@ class RecordingAgent:
         return AmphoraStatus(
             amphora_id=amphora_id, running=True, last_outcome="STARTED", vrrp_interface=link
         )
+
+    def get_amphora(self, amphora_id: str) -> AmphoraStatus | None:
+        """As the agent answers; an ACTIVE_STANDBY amphora reports BACKUP once
+        ``starting[amphora_id]`` polls (keepalived still starting) have been answered."""
+        self._reach()
+        self.gets.append(amphora_id)
+        spec = self.specs.get(amphora_id)
+        if spec is None:
+            return None
+        state = None
+        if spec.vrrp is not None:
+            left = self.starting.get(amphora_id, 0)
+            self.starting[amphora_id] = max(0, left - 1)
+            state = None if left else "BACKUP"
+        return AmphoraStatus(amphora_id=amphora_id, running=True, vrrp_state=state)
 
     def delete_amphora(self, amphora_id: str) -> None:
         self._reach()

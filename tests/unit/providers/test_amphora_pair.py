@@ -128,3 +128,36 @@ def test_loopback_agents_refuse_active_standby(tmp_path: Path, store: MemoryPair
 def test_netns_capabilities_take_both_topologies(provider: AmphoraProvider) -> None:
     allowed = provider.capabilities().profile_values["loadbalancer_topology"]
     assert allowed == set(Topology)
+
+
+class SlowBackupAgent(RecordingAgent):
+    """A new amphora's keepalived needs three polls before it says BACKUP."""
+
+    def put_amphora(self, amphora_id: str, spec: Any) -> Any:
+        if amphora_id not in self.specs:
+            self.starting[amphora_id] = 3
+        return super().put_amphora(amphora_id, spec)
+
+    def delete_amphora(self, amphora_id: str) -> None:
+        self.log.append(("polled", ",".join(self.gets)))
+        super().delete_amphora(amphora_id)
+
+
+def test_the_master_is_removed_only_once_the_new_backup_runs_the_pair(
+    tmp_path: Path, store: MemoryPairStore
+) -> None:
+    agent = SlowBackupAgent(mode="netns")
+    provider = _provider(tmp_path, store, agent, "netns")
+    provider.apply(GRAPH, CLAIM)
+    old = _roles(store)
+    agent.gets.clear()
+    provider.apply(GRAPH, CLAIM, rebuild=True)  # load balancer failover: both, BACKUP first
+    deletes = [(i, target) for i, (call, target) in enumerate(agent.log) if call == "delete"]
+    assert [target for _, target in deletes] == [old[AmphoraRole.BACKUP], old[AmphoraRole.MASTER]]
+    # Before the MASTER went, the new BACKUP was asked until it said BACKUP (3 + 1 polls).
+    polled = agent.log[deletes[1][0] - 1]
+    assert polled[0] == "polled"
+    (first_new,) = set(polled[1].split(","))
+    assert first_new not in old.values() and polled[1].count(first_new) == 4
+    # The BACKUP went first with nothing asked: the MASTER kept the VIP meanwhile.
+    assert agent.log[deletes[0][0] - 1] == ("polled", "")

@@ -15,6 +15,7 @@ from lbaas.render.keepalived import VrrpConfig
 RUN_DIR = "/run/lbaas-golden"
 GOLDEN_INTERFACE = "lbgold0"
 CHECK = (f"{RUN_DIR}/haproxy-check", f"{RUN_DIR}/stats.sock")
+NOTIFY = (f"{RUN_DIR}/vrrp-state", f"{RUN_DIR}/keepalived.state")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ MASTER_V4 = VrrpConfig(
     peer_address="10.9.0.12",
     vip="10.9.0.5/24",
     check_command=CHECK,
+    notify_command=NOTIFY,
     realtime_priority=50,
 )
 

@@ -64,6 +64,7 @@ def test_advert_interval_is_written_in_centiseconds(ms: int, word: str) -> None:
         {"instance_name": 'x"y'},
         {"check_command": ("relative/script",)},
         {"check_command": ("/bin/check", "a b")},
+        {"notify_command": ("/bin/notify", 'x"; reboot')},
         {"virtual_router_id": 0},
         {"priority": 255},
         {"advert_interval_ms": 105},
@@ -108,9 +109,10 @@ def test_golden_is_accepted_by_keepalived(case: KeepalivedCase, scratch_namespac
     with tempfile.TemporaryDirectory(prefix="lbka-") as tmp:
         run_dir = Path(tmp)
         run_dir.chmod(0o755)
-        script = run_dir / "haproxy-check"
-        shutil.copyfile(str(files("lbaas.agent").joinpath("scripts/haproxy-check")), script)
-        script.chmod(0o755)
+        for name in ("haproxy-check", "vrrp-state"):
+            script = run_dir / name
+            shutil.copyfile(str(files("lbaas.agent").joinpath(f"scripts/{name}")), script)
+            script.chmod(0o755)
         config = run_dir / "keepalived.conf"
         config.write_text(golden_path(case).read_text().replace(RUN_DIR, str(run_dir)))
         argv = ["ip", "netns", "exec", scratch_namespace, _keepalived(), "--config-test"]

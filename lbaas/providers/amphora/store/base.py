@@ -159,6 +159,11 @@ class PairStore(Protocol):
         """Record the amphora's role and VRRP priority. Raises ``LeaseLost``."""
         ...
 
+    def last_peer_address(self, loadbalancer_id: str, survivor: str) -> str | None:
+        """The VRRP address of the pair member retired last (not ``survivor``), if any:
+        the peer a lone survivor keeps in its configuration until a new one joins."""
+        ...
+
     def record_vrrp_interface(self, fence: Claim, amphora_id: str, interface: str) -> None:
         """Record the link the agent runs VRRP on. Raises ``LeaseLost``."""
         ...

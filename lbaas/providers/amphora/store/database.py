@@ -227,6 +227,10 @@ class DatabaseAmphoraStore:
         with self._fenced(fence) as session:
             amphora_repo.set_role(session, amphora_id, role, priority, _now())
 
+    def last_peer_address(self, loadbalancer_id: str, survivor: str) -> str | None:
+        with self._db.read() as session:
+            return amphora_repo.last_retired_vrrp_ip(session, loadbalancer_id, survivor)
+
     def record_vrrp_interface(self, fence: Claim, amphora_id: str, interface: str) -> None:
         with self._fenced(fence) as session:
             amphora_repo.set_vrrp_interface(session, amphora_id, interface)

@@ -8,8 +8,8 @@ on a new connection. Trials, one after the other on the same load balancer:
 - ``partition`` (``--lab-trials`` of them): the MASTER's host is cut off (``lab.partition``:
   its links down, its processes running). The BACKUP takes over; the health manager hears
   the MASTER no more and has a new BACKUP built on the third host; then the partition
-  heals. Recorded: the takeover (from the cut to the end of the first request served after
-  it), the failed requests and the longest gap in service over the whole trial (heal
+  heals. Recorded: the takeover (from the first request that failed after the cut to the
+  end of the first request served after that), the failed requests and the longest gap in service over the whole trial (heal
   included), the time until the new BACKUP's keepalived says BACKUP, and after the heal the
   time until exactly one amphora namespace holds the VIP (the survivor; the old MASTER's is
   removed by the returning host's agent) and until the router's neighbour entry for the VIP
@@ -86,6 +86,12 @@ def _gap(client: LoopingClient, start: float, end: float) -> float:
     return max((b - a for a, b in zip(ends, ends[1:], strict=False)), default=0.0)
 
 
+def _first_failure(client: LoopingClient, after: float) -> float:
+    """When the first request that failed after ``after`` started (``after`` if none)."""
+    failed = (a.started for a in list(client.attempts) if a.started > after and a.body is None)
+    return next(failed, after)
+
+
 def _trial(
     world: LabWorld, lb_id: str, client: LoopingClient, *, partition: bool
 ) -> dict[str, Any]:
@@ -98,10 +104,13 @@ def _trial(
     (world.lab.partition if partition else world.lab.host_down)(lost)
     figures: dict[str, Any] = {"host": lost}
     figures["vip_moved_s"] = _wait(lambda: survivor in vip_holders(world, vip, skip))
-    _wait(lambda: client.served_after(cut) is not None)
-    served = client.served_after(cut)
+    # The outage starts with the first request that fails after the cut: host_down kills
+    # the host's processes one by one, and its MASTER may serve a little while it does.
+    _wait(lambda: client.served_after(_first_failure(client, cut)) is not None)
+    outage = _first_failure(client, cut)
+    served = client.served_after(outage)
     assert served is not None
-    figures["takeover_s"] = served.ended - cut
+    figures["takeover_s"] = served.ended - outage
     figures["failed_in_takeover"] = client.failed_between(cut, served.started)
     known = {master["id"], backup["id"]}
 

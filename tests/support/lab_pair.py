@@ -260,4 +260,6 @@ class NamespaceLoopingClient(LoopingClient):
         if self._process is not None:
             self._process.kill()
             self._process.wait()
-        super().__exit__(*exc)
+        super().__exit__(*exc)  # the reader thread ends at the pipe's end of file
+        if self._process is not None and self._process.stdout is not None:
+            self._process.stdout.close()

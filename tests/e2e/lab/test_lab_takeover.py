@@ -81,6 +81,7 @@ def _ready_pair(world: LabWorld, lb_id: str) -> dict[AmphoraRole, dict[str, obje
 
 def _remove(world: LabWorld, *lb_ids: str) -> None:
     for lb_id in lb_ids:
+        world.api.wait_active(lb_id)  # a failover's or heal's converge may still run
         world.api.call("DELETE", f"{V2}/loadbalancers/{lb_id}?cascade=true")
 
     def gone() -> bool:

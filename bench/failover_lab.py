@@ -102,11 +102,12 @@ def _trial(
     skip = () if partition else (lost,)
     cut = time.monotonic()
     (world.lab.partition if partition else world.lab.host_down)(lost)
-    figures: dict[str, Any] = {"host": lost}
+    done = time.monotonic()  # the host is cut off or dead from here on
+    figures: dict[str, Any] = {"host": lost, "cut_s": done - cut}
     figures["vip_moved_s"] = _wait(lambda: survivor in vip_holders(world, vip, skip))
     # The outage starts with the first request that fails after the cut: host_down kills
     # the host's processes one by one, and its MASTER may serve a little while it does.
-    _wait(lambda: client.served_after(_first_failure(client, cut)) is not None)
+    _wait(lambda: client.served_after(done) is not None)
     outage = _first_failure(client, cut)
     served = client.served_after(outage)
     assert served is not None

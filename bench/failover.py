@@ -1,7 +1,7 @@
 """Failover figures of issue 11, printed as one JSON object (root: netns mode).
 
     python bench/failover.py [--trials 10] [--soak-seconds 600] [--advert-ms 100]
-                             [--lab-trials 3] [--host-loss-trials 5] [--load-balancers 6]
+                             [--lab-trials 1] [--host-loss-trials 5] [--load-balancers 6]
                              [--only takeover,soak,lab,host_loss] [--quick]
 
 Each measurement is one function of ``MEASUREMENTS`` (name -> function of the parsed
@@ -179,7 +179,9 @@ def main() -> int:
     parser.add_argument("--soak-seconds", type=float, default=600.0)
     parser.add_argument("--advert-ms", type=int, default=100)
     parser.add_argument("--rt-priority", type=int, default=0, help="0: no realtime")
-    parser.add_argument("--lab-trials", type=int, default=3, help="partitions in the lab")
+    parser.add_argument(
+        "--lab-trials", type=int, default=1, help="partitions in the lab (<= 2: the breaker)"
+    )
     parser.add_argument("--host-loss-trials", type=int, default=5)
     parser.add_argument("--load-balancers", type=int, default=6, help="host_loss's SINGLE LBs")
     parser.add_argument("--only", default=",".join(MEASUREMENTS))

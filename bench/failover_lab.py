@@ -5,7 +5,7 @@ plane and an enrolled netns agent per host, members on the router) runs one ACTI
 load balancer; a client in the lab's client namespace loops requests through its VIP, each
 on a new connection. Trials, one after the other on the same load balancer:
 
-- ``partition`` (``--lab-trials`` of them): the MASTER's host is cut off (``lab.partition``:
+- ``partition`` (``--lab-trials`` of them, 1 by default): the MASTER's host is cut off (``lab.partition``:
   its links down, its processes running). The BACKUP takes over; the health manager hears
   the MASTER no more and has a new BACKUP built on the third host; then the partition
   heals. Recorded: the takeover (from the first request that failed after the cut to the
@@ -15,6 +15,9 @@ on a new connection. Trials, one after the other on the same load balancer:
   removed by the returning host's agent) and until the router's neighbour entry for the VIP
   is the holder's MAC. ``dual_holder_seen`` says whether two namespaces were seen holding
   the VIP at once after the heal.
+  The lab's control plane keeps the per-load-balancer failover breaker (3 automatic
+  failovers in 300 s), so more than two partitions plus the host loss leave the last
+  replacement undone: ``--lab-trials`` is 1 by default.
 - ``host_down`` (one, last: the host does not come back): the MASTER's host is lost
   (``lab.host_down``: its agent and every process of its amphorae SIGKILLed, links down).
   The same figures, without the heal.

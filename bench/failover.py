@@ -1,7 +1,8 @@
-"""ACTIVE_STANDBY failover figures, printed as one JSON object (root: netns mode).
+"""Failover figures of issue 11, printed as one JSON object (root: netns mode).
 
     python bench/failover.py [--trials 10] [--soak-seconds 600] [--advert-ms 100]
-                             [--only takeover,soak] [--quick]
+                             [--lab-trials 1] [--host-loss-trials 5] [--load-balancers 6]
+                             [--only takeover,soak,lab,host_loss] [--quick]
 
 Each measurement is one function of ``MEASUREMENTS`` (name -> function of the parsed
 arguments returning a JSON-able dict); ``--only`` picks some. Another measurement (such
@@ -19,8 +20,14 @@ or in its own script that imports ``run_measurements`` and its own table.
   source address, SOURCE_IP persistence) reached the same member after the takeover.
 - ``soak``: an idle pair while ``os.cpu_count()`` busy loops keep every core busy;
   ``spurious_takeovers`` counts MASTER elections after the first (zero is the target).
+- ``lab`` (``failover_lab.py``): the same pair across a 3-host lab, its MASTER's host
+  partitioned (then healed: one VIP holder must remain) and lost; takeover, failed
+  requests, longest gap, replacement BACKUP ready.
+- ``host_loss`` (``failover_host_loss.py``, no root needed): SINGLE load balancers of a
+  lost host serving again from other hosts (``bench/host_loss.py`` runs only this one).
 
-Targets (issue 11): takeover p50 <= 0.5 s and max < 1 s; zero spurious takeovers.
+Targets (issue 11): takeover p50 <= 0.5 s and max < 1 s; host-loss recovery <= 5 s; zero
+spurious takeovers.
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from failover_host_loss import host_loss  # noqa: E402
+from failover_lab import lab_takeover  # noqa: E402
 
 from lbaas.model.enums import AmphoraRole  # noqa: E402
 from tests.support.vrrp_pair import LoopingClient, VrrpPair  # noqa: E402
@@ -144,7 +154,14 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-MEASUREMENTS: dict[str, Measurement] = {"takeover": takeover, "soak": soak}
+MEASUREMENTS: dict[str, Measurement] = {
+    "takeover": takeover,
+    "soak": soak,
+    "lab": lab_takeover,
+    "host_loss": host_loss,
+}
+#: Those that need no root (loopback agents).
+UNPRIVILEGED = {"host_loss"}
 
 
 def run_measurements(
@@ -162,19 +179,26 @@ def main() -> int:
     parser.add_argument("--soak-seconds", type=float, default=600.0)
     parser.add_argument("--advert-ms", type=int, default=100)
     parser.add_argument("--rt-priority", type=int, default=0, help="0: no realtime")
+    parser.add_argument(
+        "--lab-trials", type=int, default=1, help="partitions in the lab (<= 2: the breaker)"
+    )
+    parser.add_argument("--host-loss-trials", type=int, default=5)
+    parser.add_argument("--load-balancers", type=int, default=6, help="host_loss's SINGLE LBs")
     parser.add_argument("--only", default=",".join(MEASUREMENTS))
-    parser.add_argument("--quick", action="store_true", help="2 trials, 5 s soak (smoke)")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 takeovers, 5 s soak, 1 lab trial, 1 host loss"
+    )
     args = parser.parse_args()
     if args.quick:
-        args.trials, args.soak_seconds = 2, 5.0
+        args.trials, args.soak_seconds, args.lab_trials = 2, 5.0, 1
     args.rt_priority = args.rt_priority or None
-    if os.geteuid() != 0:
-        print("bench/failover.py needs root (network namespaces)", file=sys.stderr)
-        return 2
     names = [name for name in args.only.split(",") if name]
     unknown = sorted(set(names) - set(MEASUREMENTS))
     if unknown:
         parser.error(f"unknown measurement(s): {', '.join(unknown)}")
+    if os.geteuid() != 0 and set(names) - UNPRIVILEGED:
+        print("bench/failover.py needs root (network namespaces)", file=sys.stderr)
+        return 2
     print(json.dumps(run_measurements(MEASUREMENTS, names, args), indent=2))
     return 0
 

@@ -41,6 +41,7 @@ from lbaas.health.lb_breaker import LoadBalancerBreaker
 from lbaas.health.probe import DataPlaneProbe, NoProbe
 from lbaas.health.store import AmphoraHeartbeat, HealthStore
 from lbaas.health.storm import storm_reason
+from lbaas.model.enums import Topology
 from lbaas.model.graph import AmphoraId
 
 log = logging.getLogger(__name__)
@@ -141,7 +142,11 @@ class StaleAmphoraSweeper:
         serving = set()
         for hb in stale:
             graph = self._store.load_graph(hb.loadbalancer_id)
-            if graph is not None and self._probe.serving(graph):
+            # A pair shares its VIP: the survivor answering says nothing of this amphora
+            # (a lost MASTER's host would never get its BACKUP rebuilt).
+            if graph is None or graph.topology is Topology.ACTIVE_STANDBY:
+                continue
+            if self._probe.serving(graph):
                 serving.add(hb.amphora_id)
         for amphora_id in serving - self._agent_silent:
             log.warning(

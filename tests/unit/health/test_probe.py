@@ -8,6 +8,7 @@ that refuses, and one that is gone.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -22,7 +23,7 @@ from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.heartbeat.envelope import ReplayGuard
-from lbaas.model.enums import ListenerProtocol
+from lbaas.model.enums import ListenerProtocol, Topology
 from lbaas.model.graph import AmphoraId, LoadBalancer, LoadBalancerId
 from tests.support import graphs
 from tests.support.clock import FakeClock
@@ -68,6 +69,24 @@ def test_a_silent_agent_whose_data_plane_answers_is_not_failed_over() -> None:
     result = sweeper.sweep()
     assert result.failovers_requested == (AMP,) and result.agent_silent == ()
     assert store.failover_requests() == [AMP]
+
+
+def test_a_silent_amphora_of_a_pair_is_failed_over_though_its_vip_answers() -> None:
+    """The VIP of an ACTIVE_STANDBY pair answers from the survivor once the silent MASTER's
+    host is lost or cut off: that is no evidence for the silent one, which is rebuilt."""
+    clock = FakeClock(1_000.0)
+    store = InMemoryHealthStore()
+    store.add_amphora(AMP, LB, last_seen=clock())
+    store.put_graph(dataclasses.replace(lb_on(80), topology=Topology.ACTIVE_STANDBY))
+    probe = SetProbe()
+    sweeper = StaleAmphoraSweeper(
+        store, stale_after=3.0, failover_threshold=0.5, clock=clock, probe=probe
+    )
+    clock.advance(30)
+    result = sweeper.sweep()
+    assert result.failovers_requested == (AMP,) and result.agent_silent == ()
+    assert store.failover_requests() == [AMP]
+    assert probe.asked == []
 
 
 @pytest.fixture

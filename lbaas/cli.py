@@ -430,7 +430,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 def cmd_lab(args: argparse.Namespace) -> int:
     from lbaas.lab.command import run
 
-    return run(args, _settings(args).state_dir)
+    settings = _settings(args)
+    return run(args, settings.state_dir, settings.tier)
 
 
 def cmd_kubernetes(args: argparse.Namespace) -> int:

@@ -688,6 +688,53 @@ class AccessLogSettings(_Section):
     )
 
 
+class TierSettings(_Section):
+    """The L4 tier's leases (TLB's double check) and the watcher's Prometheus metrics."""
+
+    lease_renew_interval: float = Field(
+        0.5,
+        gt=0,
+        description=(
+            "Seconds between two lease renewals of a tier node's agent; the watcher sweeps "
+            "twice per interval."
+        ),
+    )
+    lease_missed_renewals: int = Field(
+        3,
+        ge=1,
+        description=(
+            "Renewals a node may miss before its lease expires; an expired node is marked "
+            "down only when its health port fails as well."
+        ),
+    )
+    lease_store_timeout: float = Field(
+        0.2,
+        gt=0,
+        description="Seconds a renewal or read waits for a busy lease store before failing.",
+    )
+    health_check_tries: int = Field(
+        2,
+        ge=1,
+        description="Connections tried to an expired node's health port before it counts as failed.",
+    )
+    health_check_timeout: float = Field(
+        1.0,
+        gt=0,
+        description="Seconds each try to connect to a node's health port is given.",
+    )
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address the lease watcher serves its /metrics on."
+    )
+    metrics_port: int | None = Field(
+        None,
+        ge=0,
+        description=(
+            "Port of the lease watcher's /metrics (lbaas_tier_node_* per node); unset: not "
+            "served, 0: a free port."
+        ),
+    )
+
+
 class Settings(_Section):
     """Everything lbaas reads from its environment."""
 
@@ -707,6 +754,7 @@ class Settings(_Section):
     kubernetes: KubernetesSettings = KubernetesSettings()
     keymanager: KeyManagerSettings = KeyManagerSettings()
     access_log: AccessLogSettings = AccessLogSettings()
+    tier: TierSettings = TierSettings()
 
     @property
     def kek_path(self) -> Path:

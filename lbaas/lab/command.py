@@ -7,7 +7,11 @@ import json
 import sys
 from pathlib import Path
 
+from prometheus_client import generate_latest
+
 from lbaas.agent.host.commands import run_command
+from lbaas.config import TierSettings
+from lbaas.l4.tier.lease import LeasePolicy
 from lbaas.lab import processes
 from lbaas.lab.base import LabError, LabExists
 from lbaas.lab.instances import Instances
@@ -23,6 +27,7 @@ from lbaas.lab.services import (
 from lbaas.lab.tier import LabTier
 from lbaas.lab.tier_leases import LabLeases
 from lbaas.lab.tier_status import tier_status
+from lbaas.metrics.tier import tier_registry
 from lbaas.progress import Progress
 
 DEFAULT_NAME = "lab"
@@ -59,7 +64,10 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
     )
     sub.add_parser("down", help="remove every namespace, link and process of the lab")
     sub.add_parser("status", help="print the lab's hosts, namespaces and addresses as JSON")
-    sub.add_parser("tier", help="the L4 tier's nodes, leases, announced VIPs, BGP sessions")
+    tier = sub.add_parser("tier", help="the L4 tier's nodes, leases, announced VIPs, BGP sessions")
+    tier.add_argument(
+        "--metrics", action="store_true", help="print it as Prometheus' text exposition instead"
+    )
     for command, text in (
         ("host-down", "lose a host: its processes die, its links go down"),
         ("partition", "cut a host off: its links go down"),
@@ -98,7 +106,16 @@ def _instance(lab: Lab, args: argparse.Namespace) -> None:
         instances.remove(args.instance)
 
 
-def _up(lab: Lab, hosts: int, members: int, *, services: bool, quiet: bool, tier: int = 0) -> None:
+def _up(
+    lab: Lab,
+    hosts: int,
+    members: int,
+    *,
+    services: bool,
+    quiet: bool,
+    tier: int = 0,
+    policy: LeasePolicy | None = None,
+) -> None:
     if not 0 <= tier <= hosts:
         raise LabError(f"--tier {tier}: the tier's nodes are among the {hosts} hosts")
     # Named steps: the network's four plus one per host, then the services' four.
@@ -108,7 +125,7 @@ def _up(lab: Lab, hosts: int, members: int, *, services: bool, quiet: bool, tier
         if services:
             start_services(lab, progress)
         if tier:
-            start_tier(lab, tier)
+            start_tier(lab, tier, policy)
         progress.finish()
     except LabExists:
         raise  # someone else's lab, or this one already up: leave it be
@@ -117,18 +134,27 @@ def _up(lab: Lab, hosts: int, members: int, *, services: bool, quiet: bool, tier
         raise
 
 
-def start_tier(lab: Lab, nodes: int) -> None:
+def start_tier(lab: Lab, nodes: int, policy: LeasePolicy | None = None) -> None:
     """A BIRD router peered with h1-hK (BFD on), and a lease agent on every node; the nodes
     announce nothing until told to (no watcher runs: ``lbaas lab tier`` shows lease ages)."""
     tier = LabTier(lab, range(1, nodes + 1))
     tier.start()
-    leases = LabLeases(tier)
+    leases = LabLeases(tier, policy)
     for index in tier.nodes:
         leases.start_agent(index)
 
 
-def run(args: argparse.Namespace, state_dir: Path) -> int:
+def _tier(lab: Lab, policy: LeasePolicy, metrics: bool) -> None:
+    if metrics:
+        text = generate_latest(tier_registry(lambda: tier_status(lab, policy)))
+        sys.stdout.write(text.decode())
+    else:
+        print(json.dumps(tier_status(lab, policy), indent=2, sort_keys=True))
+
+
+def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = None) -> int:
     lab = Lab(getattr(args, "name", DEFAULT_NAME), state_dir)
+    policy = LeasePolicy.from_settings(tier or TierSettings())
     try:
         if args.lab_command == "up":
             _up(
@@ -138,9 +164,10 @@ def run(args: argparse.Namespace, state_dir: Path) -> int:
                 services=not args.network_only,
                 quiet=args.quiet,
                 tier=args.tier,
+                policy=policy,
             )
         elif args.lab_command == "tier":
-            print(json.dumps(tier_status(lab), indent=2, sort_keys=True))
+            _tier(lab, policy, args.metrics)
             return 0
         elif args.lab_command == "exec":
             return _exec(lab, args.node, args.argv)

@@ -3,11 +3,14 @@
 Each node runs ``lbaas.l4.tier.node_agent`` (registered with the lab as the node's host, so
 ``host-down`` kills it), renewing its lease in ``<services_dir>/tier/leases.sqlite`` and
 answering on its health port on the fabric. The watcher sweeps in a thread: it checks a
-node's health port from the router's namespace (a TCP connect, two tries of 1 s) and withdraws
+node's health port from the router's namespace (a TCP connect; ``tier.health_check_tries``
+tries of ``tier.health_check_timeout`` seconds, 2 of 1 s by default) and withdraws
 a node marked down by disabling the router's BGP session with it, which removes the node's
 routes whatever the node itself still does, and by rewriting the router's static routes of
 ``static_vips`` (the tier without BGP) to the nodes still up; a node renewing again gets its
-session enabled and its static next hops back.
+session enabled and its static next hops back. Given a metrics port (``tier.metrics_port``),
+the watcher serves ``lbaas_tier_node_*`` on ``/metrics`` while it sweeps, with its own
+verdict (``down``) beside what ``lbaas lab tier`` shows.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
+
+from prometheus_client import start_http_server
 
 from lbaas.agent.host.commands import run_command
 from lbaas.l4.tier.lease import LeasePolicy, LeaseTable
@@ -24,15 +30,19 @@ from lbaas.l4.tier.watcher import LeaseWatcher, SweepReport
 from lbaas.lab import processes
 from lbaas.lab.addresses import FIRST_HOST, address, bare
 from lbaas.lab.tier import ROUTER, LabTier, node_protocol
+from lbaas.lab.tier_status import tier_status
+from lbaas.metrics.tier import tier_registry
 
 HEALTH_PORT = 9180
-_CONNECT_TIMEOUT = 1.0
-_TRIES = 2
 
 
 class LabLeases:
     def __init__(
-        self, tier: LabTier, policy: LeasePolicy | None = None, static_vips: Sequence[str] = ()
+        self,
+        tier: LabTier,
+        policy: LeasePolicy | None = None,
+        static_vips: Sequence[str] = (),
+        metrics_address: tuple[str, int] | None = None,
     ) -> None:
         self.tier = tier
         self.static_vips = tuple(static_vips)
@@ -47,6 +57,9 @@ class LabLeases:
         self.agents: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.metrics_address = metrics_address
+        self.metrics_port: int | None = None  # the bound port while served
+        self._server: Any = None
 
     def _fabric(self, index: int) -> str:
         return bare(address(self.tier.lab.state().networks["fab"], FIRST_HOST + index))
@@ -67,14 +80,16 @@ class LabLeases:
     def _health(self, node: str) -> bool:
         """Connect to the node's health port from the router: a connection is the answer.
 
-        Two tries, each given a whole second: on a loaded machine a single short try can
-        miss a healthy node, and a false "failed" during a store outage withdraws it.
+        Several tries, each given a whole second by default: on a loaded machine a single
+        short try can miss a healthy node, and a false "failed" during a store outage
+        withdraws it.
         """
         index = int(node[1:])
         connect = f"exec 3<>/dev/tcp/{self._fabric(index)}/{HEALTH_PORT}"
         argv = ["ip", "netns", "exec", self.tier.lab.names.router]
-        argv += ["timeout", str(_CONNECT_TIMEOUT), "bash", "-c", connect]
-        return any(run_command(argv).returncode == 0 for _ in range(_TRIES))
+        argv += ["timeout", str(self.policy.health_timeout), "bash", "-c", connect]
+        tries = range(self.policy.health_tries)
+        return any(run_command(argv).returncode == 0 for _ in tries)
 
     def _withdraw(self, node: str) -> None:
         self.tier.control(ROUTER).command("disable", node)
@@ -90,8 +105,20 @@ class LabLeases:
         for vip in self.static_vips:
             self.tier.route_statically(vip, up)
 
+    def status(self) -> dict[str, Any]:
+        """``lbaas lab tier``'s status with the watcher's verdict per node (``down``)."""
+        shown = tier_status(self.tier.lab, self.policy)
+        for node, row in shown["nodes"].items():
+            row["down"] = self.table.is_down(node)
+        return shown
+
     def start(self) -> None:
-        """Sweep every half renewal interval in a thread until ``stop``."""
+        """Sweep every half renewal interval in a thread until ``stop``; serve metrics."""
+        if self.metrics_address is not None and self._server is None:
+            host, port = self.metrics_address
+            registry = tier_registry(self.status)
+            self._server, _ = start_http_server(port, addr=host, registry=registry)
+            self.metrics_port = int(self._server.server_port)
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="lease-watcher", daemon=True)
         self._thread.start()
@@ -104,3 +131,7 @@ class LabLeases:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None

@@ -17,18 +17,36 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from lbaas.config import TierSettings
+
 Clock = Callable[[], float]  # seconds, monotonic
 HealthCheck = Callable[[str], bool]  # True when the node's health port answers
 
 
+_DEFAULTS = TierSettings()  # one source for the defaults: the documented settings
+
+
 @dataclass(frozen=True)
 class LeasePolicy:
-    renew_interval: float = 0.5
-    missed_renewals: int = 3
+    renew_interval: float = _DEFAULTS.lease_renew_interval
+    missed_renewals: int = _DEFAULTS.lease_missed_renewals
+    health_tries: int = _DEFAULTS.health_check_tries
+    health_timeout: float = _DEFAULTS.health_check_timeout
 
     def __post_init__(self) -> None:
         if self.renew_interval <= 0 or self.missed_renewals < 1:
             raise ValueError(f"bad lease policy: {self}")
+        if self.health_tries < 1 or self.health_timeout <= 0:
+            raise ValueError(f"bad lease policy: {self}")
+
+    @classmethod
+    def from_settings(cls, tier: TierSettings) -> LeasePolicy:
+        return cls(
+            tier.lease_renew_interval,
+            tier.lease_missed_renewals,
+            tier.health_check_tries,
+            tier.health_check_timeout,
+        )
 
     @property
     def lifetime(self) -> float:

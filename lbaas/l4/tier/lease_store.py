@@ -13,7 +13,9 @@ import sqlite3
 import time
 from pathlib import Path
 
-_TIMEOUT = 0.2  # seconds a renewal waits for a busy file before counting as failed
+from lbaas.config import TierSettings
+
+_TIMEOUT = TierSettings().lease_store_timeout  # tier.lease_store_timeout's default
 
 
 class LeaseStoreUnavailable(Exception):
@@ -21,8 +23,9 @@ class LeaseStoreUnavailable(Exception):
 
 
 class SqliteLeaseStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, timeout: float = _TIMEOUT) -> None:
         self.path = path
+        self.timeout = timeout  # seconds a call waits for a busy file before failing
 
     def create(self) -> None:
         """Make the store (the operator's or lab's step, not a node's)."""
@@ -31,7 +34,7 @@ class SqliteLeaseStore:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            return sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, timeout=_TIMEOUT)
+            return sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, timeout=self.timeout)
         except sqlite3.Error as exc:
             raise LeaseStoreUnavailable(f"{self.path}: {exc}") from exc
 

@@ -2,6 +2,10 @@
 
     python -m lbaas.l4.tier.node_agent STORE NODE HEALTH_ADDRESS HEALTH_PORT [INTERVAL]
 
+INTERVAL, when not given, is the setting ``tier.lease_renew_interval`` (read as every lbaas
+process reads its settings: ``LBAAS_CONFIG``, then ``LBAAS_TIER__...`` variables), as is the
+store's busy timeout (``tier.lease_store_timeout``).
+
 Both halves of TLB's double check live in this one process, so a node whose agent died
 fails both (its lease expires *and* its health port refuses), while a lease store that is
 down fails only the first: renewals that fail are logged and retried at the next interval,
@@ -17,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from lbaas.config import load_settings
 from lbaas.l4.tier.lease_store import LeaseStoreUnavailable, SqliteLeaseStore
 
 
@@ -44,10 +49,11 @@ def renew_forever(store: SqliteLeaseStore, node: str, interval: float) -> None:
 
 def main() -> None:
     store, node, address, port = sys.argv[1:5]
-    interval = float(sys.argv[5]) if len(sys.argv) > 5 else 0.5
+    tier = load_settings().tier
+    interval = float(sys.argv[5]) if len(sys.argv) > 5 else tier.lease_renew_interval
     serve_health(address, int(port))
     print("ready", flush=True)
-    renew_forever(SqliteLeaseStore(Path(store)), node, interval)
+    renew_forever(SqliteLeaseStore(Path(store), tier.lease_store_timeout), node, interval)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
 def _lbaas(state_dir: Path, name: str, *argv: str) -> Any:
+    done = _run(state_dir, name, *argv)
+    return json.loads(done.stdout)
+
+
+def _run(state_dir: Path, name: str, *argv: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [
             sys.executable,
@@ -38,7 +44,7 @@ def _lbaas(state_dir: Path, name: str, *argv: str) -> Any:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return done
 
 
 def test_lab_up_tier_then_tier_status(lab_name: str, tmp_path: Path) -> None:
@@ -52,6 +58,17 @@ def test_lab_up_tier_then_tier_status(lab_name: str, tmp_path: Path) -> None:
             row = shown["nodes"][node]
             assert row["announced"] == [] and row["bgp"] == "up Established"
             assert row["lease"]["held"] is True
+        text = _run(tmp_path, lab_name, "tier", "--metrics").stdout
+        samples = {
+            (s.name, s.labels.get("node", "")): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+        for node in ("h1", "h2"):
+            assert samples[("lbaas_tier_node_up", node)] == 1.0
+            assert samples[("lbaas_tier_node_bgp_established", node)] == 1.0
+            assert samples[("lbaas_tier_node_announced_vips", node)] == 0.0
+        assert samples[("lbaas_tier_lease_store_up", "")] == 1.0
         _lbaas(tmp_path, lab_name, "host-down", "h2")
         # BFD takes the router's session down within a second; bounded generously.
         deadline = time.monotonic() + 20

@@ -14,9 +14,11 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from tier_lab import BACKEND_PORTS, DSR_MEMBER_HOSTS, HOLD, NODES, PORT, TierLab, tier_lab
 
 from lbaas.l4.host.real import RealNftOps
@@ -80,11 +82,24 @@ def test_dsr_spreads_keeps_no_state_and_flows_survive_a_node(tier: TierLab) -> N
     tier.tier.wait_next_hops(tier.vip, set(NODES), _WAIT)
 
 
+def _scrape(port: int | None) -> dict[tuple[str, str], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as reply:
+        text = reply.read().decode()
+    return {
+        (sample.name, sample.labels.get("node", "")): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
 def test_leases_a_store_outage_withdraws_nothing_a_dead_agent_is_withdrawn(
     tier: TierLab,
 ) -> None:
     leases = LabLeases(
-        tier.tier, LeasePolicy(renew_interval=0.5, missed_renewals=3), [tier.static_vip]
+        tier.tier,
+        LeasePolicy(renew_interval=0.5, missed_renewals=3),
+        [tier.static_vip],
+        metrics_address=("127.0.0.1", 0),
     )
     for index in NODES:
         leases.start_agent(index)
@@ -108,6 +123,11 @@ def test_leases_a_store_outage_withdraws_nothing_a_dead_agent_is_withdrawn(
         assert any(report.withdrawn == {"h2"} for report in leases.reports)
         assert tier.tier.next_hops(tier.static_vip) == {1, 3}  # the static route too
         assert leases.table.is_down("h2")
+        scraped = _scrape(leases.metrics_port)  # the watcher's own /metrics
+        assert scraped[("lbaas_tier_node_up", "h2")] == 0.0
+        assert scraped[("lbaas_tier_node_up", "h1")] == 1.0
+        assert scraped[("lbaas_tier_node_bgp_established", "h2")] == 0.0
+        assert scraped[("lbaas_tier_node_bgp_established", "h1")] == 1.0
 
         # Its agent back: the next renewal restores it.
         leases.start_agent(2)

@@ -689,7 +689,7 @@ class AccessLogSettings(_Section):
 
 
 class TierSettings(_Section):
-    """The L4 tier's leases (TLB's double check) and the watcher's Prometheus metrics."""
+    """The L4 tier's leases (TLB's double check)."""
 
     lease_renew_interval: float = Field(
         0.5,
@@ -721,17 +721,6 @@ class TierSettings(_Section):
         1.0,
         gt=0,
         description="Seconds each try to connect to a node's health port is given.",
-    )
-    metrics_host: str = Field(
-        "127.0.0.1", description="Address the lease watcher serves its /metrics on."
-    )
-    metrics_port: int | None = Field(
-        None,
-        ge=0,
-        description=(
-            "Port of the lease watcher's /metrics (lbaas_tier_node_* per node); unset: not "
-            "served, 0: a free port."
-        ),
     )
 
 

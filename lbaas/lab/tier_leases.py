@@ -8,8 +8,8 @@ tries of ``tier.health_check_timeout`` seconds, 2 of 1 s by default) and withdra
 a node marked down by disabling the router's BGP session with it, which removes the node's
 routes whatever the node itself still does, and by rewriting the router's static routes of
 ``static_vips`` (the tier without BGP) to the nodes still up; a node renewing again gets its
-session enabled and its static next hops back. Given a metrics port (``tier.metrics_port``),
-the watcher serves ``lbaas_tier_node_*`` on ``/metrics`` while it sweeps, with its own
+session enabled and its static next hops back. Given a metrics address, the
+watcher serves ``lbaas_tier_node_*`` on ``/metrics`` while it sweeps, with its own
 verdict (``down``) beside what ``lbaas lab tier`` shows.
 """
 

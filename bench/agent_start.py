@@ -46,9 +46,7 @@ def _wall(code: str) -> float:
 def heavy_modules() -> list[str]:
     """The modules of ``HEAVY`` that importing the agent loads."""
     probe = f"{AGENT_IMPORTS}; import sys, json; print(json.dumps(sorted(sys.modules)))"
-    done = subprocess.run(
-        [sys.executable, "-c", probe], check=True, capture_output=True, text=True
-    )
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
     loaded = {name.split(".")[0] for name in json.loads(done.stdout)}
     return [name for name in HEAVY if name in loaded]
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from lbaas.agent.metadata_base import (
     BoundPort,
@@ -24,6 +22,9 @@ from lbaas.agent.metadata_base import (
     UpstreamReply,
 )
 from lbaas.metadata import signing
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +99,19 @@ class MetadataForwarder:
         return self._upstream.send(method, path, forwarded)
 
 
+def _http_client(base_url: str, timeout: float) -> httpx.Client:
+    # httpx (which pulls in rich and pygments for its CLI) only when a metadata proxy is
+    # configured: it costs every agent ~1 s of start-up under load.
+    import httpx
+
+    return httpx.Client(base_url=base_url, timeout=timeout)
+
+
 class HttpUpstream:
     """The metadata service over HTTP: lbaas's own, or a Nova metadata API."""
 
     def __init__(self, base_url: str, timeout: float = 10.0) -> None:
-        self._client = httpx.Client(base_url=base_url, timeout=timeout)
+        self._client = _http_client(base_url, timeout)
 
     def send(self, method: str, path: str, headers: Mapping[str, str]) -> UpstreamReply:
         reply = self._client.request(method, path, headers=dict(headers))
@@ -117,9 +126,11 @@ class HttpPortSource:
     """The control plane's port registry: ``GET /v2.0/ports?binding:host_id=<host>``."""
 
     def __init__(self, base_url: str, timeout: float = 10.0) -> None:
-        self._client = httpx.Client(base_url=base_url, timeout=timeout)
+        self._client = _http_client(base_url, timeout)
 
     def ports_of_host(self, host_id: str) -> list[BoundPort]:
+        import httpx  # loaded already by _http_client
+
         try:
             reply = self._client.get("/v2.0/ports", params={"binding:host_id": host_id})
             reply.raise_for_status()

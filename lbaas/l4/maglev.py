@@ -26,11 +26,12 @@ import functools
 import hashlib
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from lbaas.errors import InvalidInput
-from lbaas.l4.maglev_fill import Ints, populate
+
+if TYPE_CHECKING:
+    from lbaas.l4.maglev_fill import Ints
 
 # Rounds of fewer backends cost more in numpy calls than the whole fill in Python: below
 # this many backends the table is filled turn by turn (same table; docs/architecture.md).
@@ -202,6 +203,12 @@ def _populate(backends: Sequence[Backend], size: int) -> list[int]:
 
 
 def _populate_with_numpy(backends: Sequence[Backend], size: int) -> Ints:
+    # numpy only here (tables of 500+ backends): importing it costs the agent ~1 s of
+    # start-up under load, and a restarted agent must answer its controller quickly.
+    import numpy as np
+
+    from lbaas.l4.maglev_fill import populate
+
     rounds = turn_rounds([backend.weight for backend in backends], size)
     # Equal weights repeat one list for every round: convert it once.
     arrays: dict[int, Ints] = {}

@@ -75,8 +75,9 @@ def vip_port_blocked(vip: str, port: int) -> Iterator[None]:
     """Connections to vip:port are reset by the kernel (HAProxy and its members untouched)."""
     table = f"lbvp{secrets.token_hex(3)}"
     rules = (
-        f"table ip {table} {{ chain input {{ type filter hook input priority -10; "
-        f"ip daddr {vip} tcp dport {port} reject with tcp reset; }} }}"
+        f"table ip {table} {{\n chain input {{\n"
+        "  type filter hook input priority -10; policy accept;\n"
+        f"  ip daddr {vip} tcp dport {port} reject with tcp reset\n }}\n}}\n"
     )
     subprocess.run(["nft", "-f", "-"], input=rules, text=True, check=True)
     try:
@@ -91,22 +92,30 @@ def test_a_vip_that_stops_answering_shows_while_its_members_are_healthy(
     one, two = backends.http("vp-one", "vp-two")
     with loadbalancer(api, "vip-probe") as lb:
         service = http_service(lb, [one, two])
+        monitor = {"type": "HTTP", "delay": 1, "timeout": 1, "max_retries": 1}
+        api.create_healthmonitor(lb.id, service.pool["id"], **monitor)
         ids = {"listener_id": service.listener["id"], "loadbalancer_id": lb.id}
+
+        def members_online(seen: Exposition) -> bool:
+            statuses = [
+                [labels["operating_status"] for labels, _ in seen.matching(name, member_id=mid)]
+                for name, mid in (
+                    ("lbaas_member_status", m["id"]) for m in service.members.values()
+                )
+            ]
+            return len(statuses) == 2 and all(found == ["ONLINE"] for found in statuses)
 
         def probe_up(wanted: float) -> Exposition | None:
             seen = scrape(serve)
             found = seen.matching("lbaas_listener_vip_probe_up", **ids)
-            return seen if found and found[0][1] == wanted else None
+            return seen if found and found[0][1] == wanted and members_online(seen) else None
 
         seen = wait_for_value(lambda: probe_up(1), 30.0, "the VIP probe to answer")
         assert seen.value("lbaas_listener_vip_probe_up", **ids) == 1
         assert seen.families["lbaas_listener_vip_probe_up"] == "gauge"
         with vip_port_blocked(lb.vip, service.port):
-            seen = wait_for_value(lambda: probe_up(0), 30.0, "the VIP probe to fail")
-            # The members are still healthy: only the VIP hop is down.
-            for member in service.members.values():
-                status = seen.matching("lbaas_member_status", member_id=member["id"])
-                assert [labels["operating_status"] for labels, _ in status] == ["ONLINE"]
+            # The members stay healthy (checked by HAProxy): only the VIP hop is down.
+            wait_for_value(lambda: probe_up(0), 30.0, "the VIP probe to fail")
         seen = wait_for_value(lambda: probe_up(1), 30.0, "the VIP probe to answer again")
         # Probes come from a source every frontend rejects: none is a tenant connection.
         before = seen.value("lbaas_listener_connections_total", **ids)

@@ -72,6 +72,7 @@ def test_payload_has_the_documented_shape() -> None:
                     "request_errors": 0,
                     "requests": 0,
                 },
+                "vip_up": False,
             },
         },
         "pools": {

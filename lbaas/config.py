@@ -419,6 +419,18 @@ class AgentSettings(_Section):
         ge=0,
         description="Seconds a member health change may wait to be applied with others.",
     )
+    vip_probe_interval: float = Field(
+        5.0,
+        ge=0,
+        description=(
+            "Seconds between the agent's TCP connects to every VIP:port it serves (from inside "
+            "the amphora namespace in netns mode); the result goes into the heartbeat and "
+            "/metrics' lbaas_listener_vip_probe_up. 0 turns probing off."
+        ),
+    )
+    vip_probe_timeout: float = Field(
+        1.0, gt=0, description="Seconds one VIP probe's TCP connect may take before it fails."
+    )
     host_id: str = Field(
         "local",
         description=(

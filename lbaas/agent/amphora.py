@@ -49,6 +49,7 @@ from lbaas.agent.source_routing import apply_routing, plan_routing
 from lbaas.agent.stats import StatsCollector
 from lbaas.agent.tls_files import prune_tls_files, write_tls_files
 from lbaas.agent.udp_health import CheckerFactory
+from lbaas.agent.vip_probe import ProbeSubject
 from lbaas.agent.vrrp import KeepalivedInstance, allow_nonlocal_bind, vrrp_config
 from lbaas.agent.wire import (
     AMPHORA_ID_PATTERN,
@@ -58,7 +59,7 @@ from lbaas.agent.wire import (
 from lbaas.errors import Conflict, InvalidInput
 from lbaas.l4.host.base import NftOps
 from lbaas.l4.host.real import RealNftOps
-from lbaas.model.graph import LoadBalancerId
+from lbaas.model.graph import ListenerId, LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.private_files import make_private_directory, write_private
 
@@ -172,6 +173,21 @@ class AmphoraManager:
     def amphora_ids(self) -> list[str]:
         with self._lock:
             return sorted(self._amphorae)
+
+    def probe_subjects(self) -> list[ProbeSubject]:
+        """What ``VipProber`` connects to: each applied amphora's VIP and TCP listener ports."""
+        with self._lock:
+            applied = [(a.id, a.applied) for a in self._amphorae.values() if not a.held]
+        return [
+            ProbeSubject(
+                amphora_id=amphora_id,
+                address=spec.vip.address,
+                ports={ListenerId(p.listener_id): p.port for p in spec.vip_probes},
+                namespace=self._namespace(amphora_id) if self.mode == "netns" else None,
+            )
+            for amphora_id, spec in applied
+            if spec is not None and spec.vip_probes
+        ]
 
     def vrrp_states(self) -> dict[str, str]:
         """Each ACTIVE_STANDBY amphora's VRRP state as its keepalived last reported it."""

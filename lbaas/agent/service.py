@@ -50,6 +50,7 @@ from lbaas.agent.l4_node import L4NodeManager
 from lbaas.agent.metadata_agent import metadata_proxies
 from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.udp_health import namespace_checker
+from lbaas.agent.vip_probe import VipProber, with_probes
 from lbaas.agent.wire import AgentInfo
 from lbaas.certs.authority import CertificateAuthority, TlsFiles, certificate_expiry
 from lbaas.config import AgentSettings, Settings
@@ -61,6 +62,7 @@ from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.probes import NetworkProber
 from lbaas.l4.host.real import RealNftOps, RealVipHolder
 from lbaas.model.fleet import HostAnnouncement, agent_server_name
+from lbaas.model.health import HealthReport
 
 log = logging.getLogger(__name__)
 
@@ -188,13 +190,25 @@ class AgentService:
         self.server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, self.tls)
         self.supervisor = Supervisor(self.manager.supervise)
         self.metadata = metadata_proxies(settings, self.host, state_dir)
+        self.prober = VipProber(
+            self.manager.probe_subjects,
+            settings.agent.vip_probe_interval,
+            settings.agent.vip_probe_timeout,
+        )
         self.heartbeat = HeartbeatSender(
-            self.manager.health_reports,
+            self.health_reports,
             key,
             health_manager_addresses(settings),
             interval=settings.health.heartbeat_interval,
             host_report=self.host_report,
         )
+
+    def health_reports(self) -> list[tuple[str, HealthReport]]:
+        """Each amphora's statistics with its latest VIP probe results."""
+        return [
+            (amphora_id, with_probes(report, self.prober.results(amphora_id)))
+            for amphora_id, report in self.manager.health_reports()
+        ]
 
     def host_report(self) -> tuple[str, dict[str, object]]:
         """This round's host heartbeat: who this host is and what it runs."""
@@ -244,12 +258,14 @@ class AgentService:
         self.supervisor.start()
         if self.metadata is not None:
             self.metadata.start()
+        self.prober.start()
         self.heartbeat.start()
         log.info("agent (%s mode) listening on %s", self.mode, self.base_url)
 
     def stop(self, *, stop_haproxy: bool = False) -> None:
         """Stop the agent; HAProxy keeps serving unless ``stop_haproxy``."""
         self.heartbeat.stop()
+        self.prober.stop()
         if self.metadata is not None:
             self.metadata.stop()
         self.supervisor.stop()

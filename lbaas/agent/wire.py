@@ -203,6 +203,13 @@ class TlsFile(_Wire):
     __str__ = __repr__
 
 
+class ProbedPort(_Wire):
+    """A TCP listener whose VIP:port the agent connects to every probe interval."""
+
+    listener_id: str = Field(min_length=1)
+    port: int = Field(ge=1, le=65535)
+
+
 class AmphoraSpec(_Wire):
     """The whole desired state of one amphora (body of PUT /v1/amphorae/{id})."""
 
@@ -225,6 +232,9 @@ class AmphoraSpec(_Wire):
     )
     udp_listeners: tuple[UdpListener, ...] = Field(
         (), description="netns: UDP listeners the L4 engine balances in the namespace."
+    )
+    vip_probes: tuple[ProbedPort, ...] = Field(
+        (), description="Enabled TCP listeners whose VIP:port the agent probes (agent.vip_probe_*)."
     )
 
     @model_validator(mode="before")

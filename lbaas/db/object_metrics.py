@@ -32,7 +32,9 @@ from lbaas.model.enums import ProvisioningStatus
 
 #: The API's ``/stats`` counters (Octavia's five) and the request count, which only
 #: ``/metrics`` and the dashboard show: Octavia's stats body has no such field.
-METRIC_COUNTERS = (*COUNTERS, "requests")
+#: The VIP probe's gauges (``lbaas.agent.vip_probe``) ride along, only ever current.
+METRIC_COUNTERS = (*COUNTERS, "requests", "vip_probes", "vip_answered")
+GAUGES = frozenset(("active_connections", "vip_probes", "vip_answered"))
 
 
 class ObjectStatus(NamedTuple):
@@ -88,8 +90,8 @@ def listener_counters(conn: Connection, loadbalancer_ids: Any = None) -> dict[st
     for listener_id, base, last in _counter_rows(conn, loadbalancer_ids):
         into = totals.setdefault(listener_id, dict.fromkeys(METRIC_COUNTERS, 0))
         for name in METRIC_COUNTERS:
-            # active_connections is a gauge: only the current value counts, as in stats_repo.
-            carried = 0 if name == "active_connections" else int(base.get(name, 0))
+            # A gauge: only the current value counts, as in stats_repo.
+            carried = 0 if name in GAUGES else int(base.get(name, 0))
             into[name] += carried + int(last.get(name, 0))
     return totals
 

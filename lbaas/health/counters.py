@@ -9,7 +9,8 @@ belong to, ``last`` (the newest report of the running process) and ``base`` (eve
 earlier processes counted). A report from a new epoch, or one in which any cumulative
 counter went down (a reload inside the same agent life), moves ``last`` into ``base``
 before taking the report as the new ``last``. ``active_connections`` is a gauge, not a
-count, so it is never accumulated: it is whatever the newest report says.
+count, so it is never accumulated: it is whatever the newest report says; so are the VIP
+probe gauges (``vip_probes``, ``vip_answered``).
 
 A report from an older epoch than the record's arrives after its successor took over; it
 is ignored (at most one interval of that old process's traffic goes uncounted). Reordering
@@ -69,8 +70,14 @@ def retire(stored: CounterRecord) -> CounterRecord:
 
 
 def total(stored: CounterRecord) -> ListenerCounters:
-    """Everything one amphora ever counted for one listener, plus its current gauge."""
-    return replace(stored.base + stored.last, active_connections=stored.last.active_connections)
+    """Everything one amphora ever counted for one listener, plus its current gauges."""
+    last = stored.last
+    return replace(
+        stored.base + last,
+        active_connections=last.active_connections,
+        vip_probes=last.vip_probes,
+        vip_answered=last.vip_answered,
+    )
 
 
 def sum_counters(counters: Iterable[ListenerCounters]) -> ListenerCounters:
@@ -85,4 +92,4 @@ def listener_stats(records: Iterable[CounterRecord]) -> ListenerCounters:
 
 def _carry(base: ListenerCounters, last: ListenerCounters) -> ListenerCounters:
     """``base`` with a finished process's counts added; the gauge is not carried."""
-    return replace(base + last, active_connections=0)
+    return replace(base + last, active_connections=0, vip_probes=0, vip_answered=0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import partial
 
@@ -28,7 +28,13 @@ from lbaas.health.freshness import HeartbeatStamp
 from lbaas.health.rollup import OperatingStatuses, roll_up
 from lbaas.health.store import HealthStore
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancer, LoadBalancerId, PoolId
-from lbaas.model.health import HealthReport, ListenerCounters, ListenerState, PoolHealth
+from lbaas.model.health import (
+    HealthReport,
+    ListenerCounters,
+    ListenerHealth,
+    ListenerState,
+    PoolHealth,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +50,14 @@ class HeartbeatOutcome(StrEnum):
     """Recorded; the load balancer no longer exists, so there was nothing else to do."""
     UNKNOWN_AMPHORA = "unknown_amphora"
     """Ignored: the store does not know this amphora as serving that load balancer."""
+
+
+def _with_probe(health: ListenerHealth) -> ListenerCounters:
+    """The counters with the VIP probe's result as gauges: kept like the counters, per
+    (amphora, listener), so ``/metrics`` reads it from the same records."""
+    if health.vip_up is None:
+        return health.counters
+    return replace(health.counters, vip_probes=1, vip_answered=int(health.vip_up))
 
 
 @dataclass(frozen=True)
@@ -89,7 +103,7 @@ class HeartbeatProcessor:
         # of a listener that was just deleted.
         known = {listener.id for listener in graph.listeners}
         reported: dict[ListenerId, ListenerCounters] = {
-            lid: health.counters for lid, health in report.listeners.items() if lid in known
+            lid: _with_probe(health) for lid, health in report.listeners.items() if lid in known
         }
         if reported:
             update = partial(fold_report, epoch=epoch, reported=reported)

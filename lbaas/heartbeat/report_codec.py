@@ -15,8 +15,10 @@ Payload shape::
                                               "active_connections": int,
                                               "total_connections": int,
                                               "request_errors": int,
-                                              "requests": int}}},
-     (a counter an older agent does not send counts as 0)
+                                              "requests": int},
+                                 "vip_up": bool}},
+     (a counter an older agent does not send counts as 0; "vip_up" is optional: absent
+     means the VIP was not probed, as from an agent older than the probe)
      "pools": {pool_id: {"state": "UP|DOWN",
                          "members": {member_id: "UP|DOWN|DRAIN|MAINT|NO_CHECK"}}}}
 """
@@ -40,7 +42,9 @@ from lbaas.model.health import (
     PoolState,
 )
 
-_COUNTER_NAMES = tuple(f.name for f in fields(ListenerCounters))
+# The VIP probe gauges travel as "vip_up" and are made from it by the health manager.
+_PROBE_GAUGES = ("vip_probes", "vip_answered")
+_COUNTER_NAMES = tuple(f.name for f in fields(ListenerCounters) if f.name not in _PROBE_GAUGES)
 _E = TypeVar("_E", bound=StrEnum)
 
 
@@ -49,10 +53,7 @@ def to_payload(report: HealthReport, amphora_id: str) -> dict[str, Any]:
     return {
         "amphora_id": amphora_id,
         "loadbalancer_id": report.loadbalancer_id,
-        "listeners": {
-            lid: {"state": health.state.value, "counters": asdict(health.counters)}
-            for lid, health in report.listeners.items()
-        },
+        "listeners": {lid: _listener_doc(health) for lid, health in report.listeners.items()},
         "pools": {
             pid: {
                 "state": health.state.value,
@@ -61,6 +62,16 @@ def to_payload(report: HealthReport, amphora_id: str) -> dict[str, Any]:
             for pid, health in report.pools.items()
         },
     }
+
+
+def _listener_doc(health: ListenerHealth) -> dict[str, Any]:
+    counters = asdict(health.counters)
+    for name in _PROBE_GAUGES:
+        del counters[name]
+    doc: dict[str, Any] = {"state": health.state.value, "counters": counters}
+    if health.vip_up is not None:
+        doc["vip_up"] = health.vip_up
+    return doc
 
 
 def from_payload(payload: Mapping[str, Any]) -> tuple[str, HealthReport]:
@@ -91,9 +102,13 @@ def _listener(listener_id: str, doc: object) -> ListenerHealth:
         if type(value) is not int or value < 0:
             raise _malformed(f"{where}: counter {name} must be a non-negative integer")
         values[name] = value
+    vip_up = body.get("vip_up")
+    if vip_up is not None and not isinstance(vip_up, bool):
+        raise _malformed(f"{where}: vip_up must be true or false")
     return ListenerHealth(
         state=_state(ListenerState, body.get("state"), where),
         counters=ListenerCounters(**values),
+        vip_up=vip_up,
     )
 
 

@@ -101,6 +101,19 @@ def _traffic(figures: ObjectFigures, projects: _Projects) -> Iterator[str]:
         yield from _family(f"lbaas_loadbalancer_{name}", help_text, kind, lb_labels, lb_rows)
 
 
+def _vip_probes(figures: ObjectFigures, projects: _Projects) -> Iterator[str]:
+    """1 if any amphora's agent reached the listener's VIP:port in its latest probe, else 0;
+    no sample for a listener no agent probes (probing off, or an older agent)."""
+    rows = (
+        ((li.id, li.parent_id, projects[li.project_id]), 1 if values["vip_answered"] else 0)
+        for li in figures.listeners
+        if (values := figures.listener_counters.get(li.id)) and values.get("vip_probes")
+    )
+    labels = ("listener_id", "loadbalancer_id", "project_id")
+    help_text = "Whether the listener's VIP:port accepted the agents' latest TCP probe."
+    return _family("lbaas_listener_vip_probe_up", help_text, "gauge", labels, rows)
+
+
 def object_text(figures: ObjectFigures) -> str:
     projects = _Projects()
     return "".join(
@@ -110,5 +123,6 @@ def object_text(figures: ObjectFigures) -> str:
             *_statuses("pool", "loadbalancer_id", figures.pools, projects),
             *_statuses("member", "pool_id", figures.members, projects),
             *_traffic(figures, projects),
+            *_vip_probes(figures, projects),
         ]
     )

@@ -45,6 +45,10 @@ class ListenerCounters:
     request_errors: int = 0
     requests: int = 0
     """HTTP requests received (HAProxy's ``req_tot``; 0 for TCP and UDP listeners)."""
+    vip_probes: int = 0
+    """Gauge: amphorae whose agent probed the listener's VIP:port in their latest report."""
+    vip_answered: int = 0
+    """Gauge: of those, how many got a TCP connection (see ``lbaas.agent.vip_probe``)."""
 
     def __add__(self, other: ListenerCounters) -> ListenerCounters:
         """Field-wise sum: over workers, amphorae or listeners; gauges add up too."""
@@ -55,6 +59,8 @@ class ListenerCounters:
             total_connections=self.total_connections + other.total_connections,
             request_errors=self.request_errors + other.request_errors,
             requests=self.requests + other.requests,
+            vip_probes=self.vip_probes + other.vip_probes,
+            vip_answered=self.vip_answered + other.vip_answered,
         )
 
     def __sub__(self, other: ListenerCounters) -> ListenerCounters:
@@ -66,12 +72,15 @@ class ListenerCounters:
             total_connections=self.total_connections - other.total_connections,
             request_errors=self.request_errors - other.request_errors,
             requests=self.requests - other.requests,
+            vip_probes=self.vip_probes - other.vip_probes,
+            vip_answered=self.vip_answered - other.vip_answered,
         )
 
     def went_down_from(self, earlier: ListenerCounters) -> bool:
         """Whether a cumulative counter is below ``earlier``'s: its process started again.
 
-        ``active_connections`` is a gauge and may go down at any time, so it is not looked at.
+        ``active_connections`` and the VIP probe gauges may go down at any time, so they are
+        not looked at.
         """
         return (
             self.bytes_in < earlier.bytes_in
@@ -86,6 +95,8 @@ class ListenerCounters:
 class ListenerHealth:
     state: ListenerState
     counters: ListenerCounters = field(default_factory=ListenerCounters)
+    vip_up: bool | None = None
+    """Whether the agent's last TCP connect to the VIP:port succeeded; None: not probed."""
 
 
 @dataclass(frozen=True)

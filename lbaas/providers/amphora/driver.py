@@ -40,6 +40,7 @@ from lbaas.agent.wire import (
     HaproxyFacts,
     MemberNetwork,
     NetworkSpec,
+    ProbedPort,
     ServerSetting,
     VipSpec,
     VrrpSpec,
@@ -264,6 +265,11 @@ class AmphoraProvider(ProviderDriver):
             tls_files=tuple(tls.files.values()),
             vip_filter=filtered if pair is None else pair_filter(filtered, pair[1]),
             udp_listeners=udp_listeners,
+            vip_probes=tuple(
+                ProbedPort(listener_id=li.id, port=li.protocol_port)
+                for li in haproxy_graph.listeners
+                if li.admin_state_up
+            ),
             vrrp=None if pair is None else pair[1],
         )
 

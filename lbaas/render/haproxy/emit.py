@@ -46,6 +46,9 @@ APP_COOKIE_KEY_LENGTH = 64
 EXTERNAL_CHECK_PATH = "/usr/bin:/bin"
 ALLOWED_CIDRS_ACL = "allowed_cidrs"
 CIDRS_PER_LINE = 16
+#: The source port of the agent's VIP probes (``lbaas.agent.vip_probe``), sent from the VIP
+#: itself: no client can come from there, and outside the kernel's ephemeral range.
+VIP_PROBE_SOURCE_PORT = 61999
 DEFAULTS = (
     "load-server-state-from-file global",
     "retries 3",
@@ -136,6 +139,10 @@ def _frontend_lines(fe: Frontend) -> Iterator[str]:
         yield f"log-format {quoted(fe.log_format)}"
     if fe.inspect_delay_ms is not None:
         yield f"tcp-request inspect-delay {duration(fe.inspect_delay_ms)}"
+    # The agent's VIP probe: its handshake proves the VIP answers; rejected before a session
+    # exists, it stays out of the tenant's connection counts (HAProxy's stot).
+    probe = f"{{ src {fe.bind_address} }} {{ src_port {VIP_PROBE_SOURCE_PORT} }}"
+    yield f"tcp-request connection reject if {probe}"
     if fe.allowed_cidrs:
         for start in range(0, len(fe.allowed_cidrs), CIDRS_PER_LINE):
             chunk = fe.allowed_cidrs[start : start + CIDRS_PER_LINE]

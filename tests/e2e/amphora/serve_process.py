@@ -103,7 +103,7 @@ def serve_settings(state_dir: Path, extra: Mapping[str, Any] | None = None) -> d
     base: dict[str, Any] = {
         "state_dir": str(state_dir),
         "api": {"port": api_port},
-        "agent": {"port": agent_port},
+        "agent": {"port": agent_port, "vip_probe_interval": 1.0},
         "health": {
             "bind_port": free_port(kind=socket.SOCK_DGRAM),
             "heartbeat_interval": 0.5,

@@ -1,8 +1,15 @@
 """``/metrics`` of a real ``lbaas serve`` after real traffic through HAProxy: the listener's
 and the load balancer's counters (connections and requests) equal what was sent, heartbeats are counted by the
-embedded health manager, and the exposition parses with prometheus_client's parser."""
+embedded health manager, and the exposition parses with prometheus_client's parser; the
+agent's VIP probe turns 0 when the VIP stops answering while its members are healthy."""
 
 from __future__ import annotations
+
+import secrets
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -61,3 +68,64 @@ def test_counters_match_the_traffic_sent(
         assert seen.value(latency, method="POST", route="/v2/lbaas/loadbalancers", code="201")
         assert seen.value("lbaas_agent_hosts_up") >= 1
         assert seen.value("lbaas_amphorae_heard") >= 1
+
+
+@contextmanager
+def vip_port_blocked(vip: str, port: int) -> Iterator[None]:
+    """Connections to vip:port are reset by the kernel (HAProxy and its members untouched)."""
+    table = f"lbvp{secrets.token_hex(3)}"
+    rules = (
+        f"table ip {table} {{\n chain input {{\n"
+        "  type filter hook input priority -10; policy accept;\n"
+        f"  ip daddr {vip} tcp dport {port} reject with tcp reset\n }}\n}}\n"
+    )
+    subprocess.run(["nft", "-f", "-"], input=rules, text=True, check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["nft", "delete", "table", "ip", table], check=True)
+
+
+def test_a_vip_that_stops_answering_shows_while_its_members_are_healthy(
+    serve: ServeInstance, api: OctaviaApi, backends: BackendFleet
+) -> None:
+    one, two = backends.http("vp-one", "vp-two")
+    with loadbalancer(api, "vip-probe") as lb:
+        service = http_service(lb, [one, two])
+        monitor = {"type": "HTTP", "delay": 1, "timeout": 1, "max_retries": 1}
+        api.create_healthmonitor(lb.id, service.pool["id"], **monitor)
+        ids = {"listener_id": service.listener["id"], "loadbalancer_id": lb.id}
+
+        def members_online(seen: Exposition) -> bool:
+            statuses = [
+                [labels["operating_status"] for labels, _ in seen.matching(name, member_id=mid)]
+                for name, mid in (
+                    ("lbaas_member_status", m["id"]) for m in service.members.values()
+                )
+            ]
+            return len(statuses) == 2 and all(found == ["ONLINE"] for found in statuses)
+
+        def probe_up(wanted: float) -> Exposition | None:
+            seen = scrape(serve)
+            found = seen.matching("lbaas_listener_vip_probe_up", **ids)
+            return seen if found and found[0][1] == wanted and members_online(seen) else None
+
+        seen = wait_for_value(lambda: probe_up(1), 30.0, "the VIP probe to answer")
+        assert seen.value("lbaas_listener_vip_probe_up", **ids) == 1
+        assert seen.families["lbaas_listener_vip_probe_up"] == "gauge"
+        with vip_port_blocked(lb.vip, service.port):
+            # The members stay healthy (checked by HAProxy): only the VIP hop is down.
+            wait_for_value(lambda: probe_up(0), 30.0, "the VIP probe to fail")
+        seen = wait_for_value(lambda: probe_up(1), 30.0, "the VIP probe to answer again")
+        # Probes come from a source every frontend rejects: none is a tenant connection.
+        before = seen.value("lbaas_listener_connections_total", **ids)
+        assert sum(spread(service.vip, service.port, 5).values()) == 5
+
+        def counted() -> Exposition | None:
+            now = scrape(serve)
+            found = now.matching("lbaas_listener_connections_total", **ids)
+            return now if found[0][1] >= before + 5 else None
+
+        wait_for_value(counted, 30.0, "/metrics to count 5 more connections")
+        time.sleep(3)  # three more probe rounds, which must add nothing
+        assert scrape(serve).value("lbaas_listener_connections_total", **ids) == before + 5

@@ -116,3 +116,20 @@ def test_the_roll_up_is_redone_only_when_the_graph_or_the_states_change() -> Non
     )
     processor.process(AMP, EPOCH, down)
     assert (store.statuses(LB_ID) or {})["m"] is OperatingStatus.OFFLINE
+
+
+def test_the_vip_probe_is_kept_as_current_gauges_that_never_accumulate() -> None:
+    store, processor, _ = scene()
+
+    def probed(up: bool | None, bytes_in: int) -> HealthReport:
+        return report({"l": ListenerHealth(ListenerState.OPEN, counters(bytes_in), vip_up=up)})
+
+    processor.process(AMP, EPOCH, probed(True, 100))
+    kept = total(store.counter_records(AMP)[ListenerId("l")])
+    assert (kept.vip_probes, kept.vip_answered) == (1, 1)
+    processor.process(AMP, EPOCH, probed(False, 5))  # a reload moved the counters to base
+    kept = total(store.counter_records(AMP)[ListenerId("l")])
+    assert (kept.bytes_in, kept.vip_probes, kept.vip_answered) == (105, 1, 0)
+    processor.process(AMP, EPOCH + 1, probed(None, 1))  # an agent that does not probe
+    kept = total(store.counter_records(AMP)[ListenerId("l")])
+    assert (kept.vip_probes, kept.vip_answered) == (0, 0)

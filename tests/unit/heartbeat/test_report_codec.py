@@ -34,7 +34,7 @@ REPORT = HealthReport(
                 requests=6,
             ),
         ),
-        ListenerId("l-2"): ListenerHealth(ListenerState.DOWN),
+        ListenerId("l-2"): ListenerHealth(ListenerState.DOWN, vip_up=False),
     },
     pools={
         PoolId("p-1"): PoolHealth(
@@ -72,6 +72,7 @@ def test_payload_has_the_documented_shape() -> None:
                     "request_errors": 0,
                     "requests": 0,
                 },
+                "vip_up": False,
             },
         },
         "pools": {
@@ -87,6 +88,40 @@ def test_an_older_agents_counters_without_requests_count_zero() -> None:
     _, report = from_payload(wire)
     counters = report.listeners[ListenerId("l-1")].counters
     assert (counters.requests, counters.request_errors) == (0, 5)
+
+
+def test_the_vip_probe_travels_as_vip_up_and_only_when_probed() -> None:
+    wire = to_payload(REPORT, "amp-1")
+    assert wire["listeners"]["l-2"]["vip_up"] is False
+    assert "vip_up" not in wire["listeners"]["l-1"]  # not probed: nothing said
+    # The gauges the health manager makes from it never travel in the counters.
+    assert "vip_probes" not in wire["listeners"]["l-2"]["counters"]
+
+
+def test_an_older_agents_heartbeat_without_vip_up_decodes_as_not_probed() -> None:
+    older = {
+        "amphora_id": "amp-1",
+        "loadbalancer_id": "lb-1",
+        "listeners": {
+            "l-1": {
+                "state": "OPEN",
+                "counters": {
+                    "bytes_in": 1,
+                    "bytes_out": 2,
+                    "active_connections": 0,
+                    "total_connections": 4,
+                    "request_errors": 0,
+                    "requests": 3,
+                },
+            }
+        },
+    }
+    _, report = from_payload(older)
+    health = report.listeners[ListenerId("l-1")]
+    assert health.vip_up is None
+    assert health.counters == ListenerCounters(
+        bytes_in=1, bytes_out=2, total_connections=4, requests=3
+    )
 
 
 def test_round_trip_through_json() -> None:
@@ -129,6 +164,8 @@ def _listener(**changes: Any) -> dict[str, Any]:
         (_listener(counters={"bytes_out": 1.5}), "bytes_out"),
         (_listener(counters={"request_errors": True}), "request_errors"),
         (_listener(counters={"total_connections": "9"}), "total_connections"),
+        (_listener(vip_up=1), "listener l: vip_up"),
+        (_listener(vip_up="yes"), "listener l: vip_up"),
         (_with(listeners={"l": "OPEN"}), "listener l must be an object"),
         (_with(pools={"p": {"state": "UP", "members": {"m": "ALIVE"}}}), "member m"),
         (_with(pools={"p": {"state": "UP", "members": {"m": 1}}}), "member m"),

@@ -46,3 +46,24 @@ def test_every_object_and_its_traffic_read_back() -> None:
     assert seen.value("lbaas_loadbalancer_request_errors_total", project_id=ODD) == 1
     assert seen.families["lbaas_listener_connections"] == "counter"
     assert seen.families["lbaas_pool_status"] == "gauge"
+
+
+def test_the_vip_probe_is_up_if_any_amphora_answered_and_absent_if_none_probed() -> None:
+    listeners = [ObjectStatus(lid, "lb1", "p", "ACTIVE", "ONLINE") for lid in ("l1", "l2", "l3")]
+    figures = ObjectFigures(
+        loadbalancers=[ObjectStatus("lb1", "", "p", "ACTIVE", "ONLINE")],
+        listeners=listeners,
+        pools=[],
+        members=[],
+        listener_counters={
+            "l1": {"vip_probes": 2, "vip_answered": 1},  # ACTIVE_STANDBY: one reaches it
+            "l2": {"vip_probes": 1, "vip_answered": 0},
+            "l3": {"bytes_in": 4},  # an agent that does not probe
+        },
+    )
+    seen = Exposition(object_text(figures))
+    assert seen.families["lbaas_listener_vip_probe_up"] == "gauge"
+    up = "lbaas_listener_vip_probe_up"
+    assert seen.value(up, listener_id="l1", loadbalancer_id="lb1", project_id="p") == 1
+    assert seen.value(up, listener_id="l2") == 0
+    assert seen.matching(up, listener_id="l3") == []

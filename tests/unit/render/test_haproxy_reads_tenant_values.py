@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
+from lbaas.render.haproxy.emit import VIP_PROBE_SOURCE_PORT
 
 from .golden_cases import HOSTILE_URL, HOSTILE_VALUES, l7_hostile_values
 from .haproxy_runner import haproxy_binary, prepare_run_dir
@@ -94,7 +95,9 @@ def test_every_acl_holds_exactly_the_tenant_value(running: tuple[Path, Path, int
         entries = _runtime(sock, f"show acl #{acl_id}").removesuffix("\n\n")
         assert entries.startswith("0x") and "\n0x" not in entries, entries
         patterns.append(entries.split(" ", 1)[1])
-    assert sorted(patterns) == sorted([*HOSTILE_VALUES, "^/go\\$"])
+    # Besides the tenant's: the frontend's rule for the agent's VIP probe (its address, port).
+    probe = ["127.0.0.1", str(VIP_PROBE_SOURCE_PORT)]
+    assert sorted(patterns) == sorted([*HOSTILE_VALUES, "^/go\\$", *probe])
 
 
 def _request(port: int, path: str, headers: dict[str, str]) -> tuple[int, str | None]:

@@ -1,0 +1,191 @@
+"""The TLS part of the data-plane benchmark: a TERMINATED_HTTPS VIP vs hand-written HAProxy.
+
+A self-signed certificate (RSA 2048, made with ``cryptography``) is stored in lbaas's key
+manager as a certificate container; a TERMINATED_HTTPS listener using it is added to the
+benchmark's load balancer, in front of the same pool. The same certificate, as one PEM,
+serves a hand-written HAProxy (``bind ... ssl crt <pem>``, nothing else added) in front of
+the same backends. ``wrk`` over https then measures, interleaved: keep-alive requests/s
+(handshakes amortised) and requests/s with ``Connection: close``, where every request is a
+new TCP connection and a full TLS handshake (wrk 4.1 never offers a session to resume), so
+requests/s there is new handshakes/s.
+
+Used by ``bench/dataplane.py``; not a library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import ssl
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+from dataplane_loadgen import Generator
+from dataplane_procs import HaproxyProcess, free_port, handwritten_config
+
+TARGET_RATIO = 0.95
+CN = "bench.example.com"
+ThroughputFn = Callable[[Generator, dict[str, tuple[str, int]], float, int, bool], dict[str, Any]]
+
+
+def self_signed(common_name: str = CN) -> tuple[bytes, bytes]:
+    """(certificate PEM, unencrypted private key PEM), valid for a day."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(common_name)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def store_certificate(url: str, cert_pem: bytes, key_pem: bytes) -> str:
+    """Store both halves as secrets and return the certificate container's reference."""
+    with httpx.Client(base_url=f"{url}/key-manager/v1", timeout=30) as km:
+        refs = []
+        for part, payload in (("certificate", cert_pem), ("private_key", key_pem)):
+            body = {
+                "name": f"bench-{part}",
+                "payload": payload.decode(),
+                "payload_content_type": "text/plain",
+            }
+            got = km.post("/secrets", json=body)
+            if got.status_code != 201:
+                raise RuntimeError(f"storing the {part}: {got.status_code} {got.text}")
+            refs.append({"name": part, "secret_ref": got.json()["secret_ref"]})
+        body_c = {"name": "bench-tls", "type": "certificate", "secret_refs": refs}
+        got = km.post("/containers", json=body_c)
+        if got.status_code != 201:
+            raise RuntimeError(f"storing the container: {got.status_code} {got.text}")
+        return str(got.json()["container_ref"])
+
+
+def tls_answers(host: str, port: int) -> bool:
+    """One GET over TLS (certificate not verified: it is self-signed) answered 200."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with httpx.Client(verify=context, timeout=2) as client:
+            return client.get(f"https://{host}:{port}/").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def handwritten_tls_config(
+    address: str, port: int, pem: Path, servers: Sequence[tuple[str, str, int]], maxconn: int
+) -> str:
+    """The plain hand-written configuration with its bind line terminating TLS."""
+    plain = handwritten_config(address, port, servers, maxconn)
+    bind = f"    bind {address}:{port}"
+    return plain.replace(bind, f"{bind} ssl crt {pem}", 1)
+
+
+def _add_listener(api: Any, lb_id: str, pool_id: str, ref: str, wait: Any) -> int:
+    port = free_port()
+    body = {
+        "listener": {
+            "name": "bench-https",
+            "loadbalancer_id": lb_id,
+            "protocol": "TERMINATED_HTTPS",
+            "protocol_port": port,
+            "default_pool_id": pool_id,
+            "default_tls_container_ref": ref,
+        }
+    }
+    api.request("POST", "/v2/lbaas/listeners", body)
+    wait(lb_id)
+    return port
+
+
+def _wait_tls(host: str, port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not tls_answers(host, port):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{host}:{port} does not answer over TLS")
+        time.sleep(0.05)
+
+
+def _summary(measured: dict[str, Any]) -> dict[str, Any]:
+    keepalive = measured["keepalive"]
+    close = measured["new_connection_per_request"]
+    return {
+        "keepalive_requests_per_s": {
+            "lbaas_vip": keepalive["lbaas_vip"]["requests_per_s"],
+            "handwritten_haproxy": keepalive["handwritten_haproxy"]["requests_per_s"],
+        },
+        "new_handshakes_per_s": {
+            "lbaas_vip": close["lbaas_vip"]["requests_per_s"],
+            "handwritten_haproxy": close["handwritten_haproxy"]["requests_per_s"],
+        },
+        "ratio_keepalive": keepalive["ratio_lbaas_to_handwritten"],
+        "ratio_handshakes": close["ratio_lbaas_to_handwritten"],
+        "target_ratio_min": TARGET_RATIO,
+    }
+
+
+def tls_figures(
+    bench: Any,
+    generator: Generator,
+    workdir: Path,
+    maxconn: int,
+    servers: Sequence[tuple[str, str, int]],
+    measure: ThroughputFn,
+    timing: tuple[float, int, bool],
+) -> tuple[dict[str, Any], HaproxyProcess | None]:
+    """The ``tls`` section, and the hand-written TLS HAProxy for the caller to stop."""
+    if generator.name != "wrk":
+        return {"skipped": "needs wrk (the Python load generator speaks no TLS)"}, None
+    cert_pem, key_pem = self_signed()
+    ref = store_certificate(bench.url, cert_pem, key_pem)
+    vip_port = _add_listener(bench.api, bench.lb_id, bench.pool_id, ref, bench.api.wait_active)
+    pem = workdir / "handwritten-tls.pem"
+    pem.write_bytes(cert_pem + key_pem)
+    pem.chmod(0o600)
+    hand_port = free_port()
+    address = bench.plan.handwritten_address
+    hand = HaproxyProcess(
+        "handwritten-tls",
+        handwritten_tls_config(address, hand_port, pem, servers, maxconn),
+        workdir,
+    )
+    hand.start([(address, hand_port)])
+    _wait_tls(bench.vip, vip_port)
+    _wait_tls(address, hand_port)
+    targets = {"lbaas_vip": (bench.vip, vip_port), "handwritten_haproxy": (address, hand_port)}
+    seconds, reps, warmup = timing
+    https = dataclasses.replace(generator, scheme="https")
+    measured = measure(https, targets, seconds, reps, warmup)
+    return {
+        "certificate": "self-signed RSA 2048, stored in the key manager as a container",
+        "seconds_per_run": seconds,
+        "repetitions": reps,
+        **_summary(measured),
+        "detail": measured,
+        "method": (
+            "wrk over https, interleaved; new handshakes/s is requests/s with "
+            "'Connection: close' (one TCP connection and one full TLS handshake per request, "
+            "no session resumption); the VIP logs every request, the hand-written HAProxy "
+            "does not"
+        ),
+    }, hand

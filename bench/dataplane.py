@@ -54,7 +54,6 @@ from typing import Any
 
 import httpx
 from dataplane_loadgen import ContinuousClient, Generator, choose_generator, wait_until_served
-from dataplane_tls import tls_figures
 from dataplane_procs import (
     HAPROXY,
     AddressPlan,
@@ -66,6 +65,7 @@ from dataplane_procs import (
     handwritten_config,
     haproxy_version,
 )
+from dataplane_tls import tls_figures
 
 LB = "/v2/lbaas/loadbalancers"
 TARGETS = {

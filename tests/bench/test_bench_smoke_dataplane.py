@@ -41,7 +41,9 @@ TARGET_KEYS = {
 TLS_KEYS = {
     "keepalive_requests_per_s",
     "new_handshakes_per_s",
+    "resumed_handshakes_per_s",
     "ratio_keepalive",
+    "ratio_resumed_handshakes",
     "ratio_handshakes",
     "target_ratio_min",
 }
@@ -88,7 +90,7 @@ def test_quick_run_prints_every_figure() -> None:
     if figures["generator"]["name"] == "wrk":  # the TLS part needs wrk
         tls = figures["tls"]
         assert TLS_KEYS <= tls.keys()
-        for key in ("keepalive_requests_per_s", "new_handshakes_per_s"):
+        for key in ("keepalive_requests_per_s", "new_handshakes_per_s", "resumed_handshakes_per_s"):
             assert {"lbaas_vip", "handwritten_haproxy"} <= tls[key].keys(), key
         assert {"tls_ratio_keepalive", "tls_ratio_new_handshakes"} <= figures["targets"].keys()
     else:

@@ -1,3 +1,5 @@
+# size: one driver for seven side-by-side measurements sharing one lbaas serve and one set of
+# backends; each measurement is a function here, helpers live in bench/dataplane_*.py.
 """Data-plane benchmark: prints JSON figures for `lbaas serve` with the amphora provider.
 
     python bench/dataplane.py [--quick] [--generator auto|wrk|python] [--no-install]
@@ -13,6 +15,9 @@ measures, side by side in one run:
   connection per request; repetitions are interleaved so drift hits all three alike; the
   VIP logs every request (access logs are on by default) and the hand-written HAProxy
   does not, and the access-log lines written are counted against the requests served;
+- HTTPS keep-alive requests/s and new TLS handshakes/s through a TERMINATED_HTTPS listener
+  (certificate stored in the key manager) vs the hand-written HAProxy with ``ssl crt``
+  (``bench/dataplane_tls.py``; needs wrk);
 - POST member → first request that member serves through the VIP;
 - POST of a full tree (one fully-populated LB create) → first request answered on the VIP;
 - failed requests of a client looping without pause (keep-alive and new connections)
@@ -60,6 +65,7 @@ from dataplane_procs import (
     handwritten_config,
     haproxy_version,
 )
+from dataplane_tls import tls_figures
 
 LB = "/v2/lbaas/loadbalancers"
 TARGETS = {
@@ -646,6 +652,11 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             **throughput(generator, targets, seconds, reps, warmup=not quick),
         }
         figures["access_log"] = access_log_figures(bench, figures["throughput"], lines_before)
+        figures["tls"], tls_hand = tls_figures(
+            bench, generator, workdir, maxconn, servers, throughput, (seconds, reps, not quick)
+        )
+        if tls_hand is not None:
+            processes.append(tls_hand)
         figures["member_post_to_first_served"] = member_to_first_served(bench, 2 if quick else 7)
         figures["full_tree_post_to_first_response"] = full_tree_to_first_response(
             bench, 2 if quick else 7
@@ -660,6 +671,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "throughput_ratio_keepalive": _verdict(keepalive, TARGETS["throughput_ratio_min"]),
             "throughput_ratio_new_connection": _verdict(close, TARGETS["throughput_ratio_min"]),
             "access_log_no_line_lost": figures["access_log"]["lines_missing"] == 0,
+            **_tls_verdicts(figures["tls"]),
             "member_served_within_200ms": figures["member_post_to_first_served"]["met"],
             "full_tree_serving_within_300ms": figures["full_tree_post_to_first_response"]["met"],
             "zero_errors_during_reconfiguration": figures["reconfiguration_under_load"]["met"],
@@ -684,6 +696,16 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 def _verdict(ratio: float, minimum: float) -> dict[str, Any]:
     return {"ratio": ratio, "min": minimum, "met": ratio >= minimum}
+
+
+def _tls_verdicts(tls: dict[str, Any]) -> dict[str, Any]:
+    if "skipped" in tls:
+        return {}
+    minimum = TARGETS["throughput_ratio_min"]
+    return {
+        "tls_ratio_keepalive": _verdict(tls["ratio_keepalive"], minimum),
+        "tls_ratio_new_handshakes": _verdict(tls["ratio_handshakes"], minimum),
+    }
 
 
 def main() -> None:

@@ -78,6 +78,7 @@ class Generator:
     connections: int
     threads_or_processes: int
     version: str = ""
+    scheme: str = "http"  # "https" with wrk only
 
     def describe(self) -> dict[str, Any]:
         unit = "threads" if self.name == "wrk" else "processes"
@@ -91,7 +92,15 @@ class Generator:
 
     def measure(self, host: str, port: int, seconds: float, keepalive: bool) -> LoadResult:
         if self.name == "wrk":
-            return _wrk(host, port, seconds, keepalive, self.connections, self.threads_or_processes)
+            return _wrk(
+                f"{self.scheme}://{host}:{port}/",
+                seconds,
+                keepalive,
+                self.connections,
+                self.threads_or_processes,
+            )
+        if self.scheme != "http":
+            raise RuntimeError("the Python load generator speaks plain HTTP only")
         return _python_load(
             host, port, seconds, keepalive, self.connections, self.threads_or_processes
         )
@@ -133,9 +142,7 @@ def _wrk_version(path: str) -> str:
     return words[1] if len(words) > 1 else "unknown"
 
 
-def _wrk(
-    host: str, port: int, seconds: float, keepalive: bool, connections: int, threads: int
-) -> LoadResult:
+def _wrk(url: str, seconds: float, keepalive: bool, connections: int, threads: int) -> LoadResult:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(_WRK_SCRIPT)
     try:
@@ -151,7 +158,7 @@ def _wrk(
         ]
         if not keepalive:
             argv += ["-H", "Connection: close"]
-        argv.append(f"http://{host}:{port}/")
+        argv.append(url)
         done = subprocess.run(
             argv, capture_output=True, text=True, timeout=seconds + 60, check=False
         )

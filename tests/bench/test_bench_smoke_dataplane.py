@@ -21,6 +21,7 @@ TOP_KEYS = {
     "configs",
     "throughput",
     "access_log",
+    "tls",
     "member_post_to_first_served",
     "full_tree_post_to_first_response",
     "reconfiguration_under_load",
@@ -36,6 +37,15 @@ TARGET_KEYS = {
     "zero_errors_during_reconfiguration",
     "crash_recovery_within_5s",
     "access_log_no_line_lost",
+}
+TLS_KEYS = {
+    "keepalive_requests_per_s",
+    "new_handshakes_per_s",
+    "resumed_handshakes_per_s",
+    "ratio_keepalive",
+    "ratio_resumed_handshakes",
+    "ratio_handshakes",
+    "target_ratio_min",
 }
 PER_TARGET = {"requests_per_s", "p50_ms", "p99_ms", "errors", "requests_per_s_samples"}
 
@@ -76,3 +86,12 @@ def test_quick_run_prints_every_figure() -> None:
     logged = figures["access_log"]
     assert logged["requests_served_by_vip"] > 0
     assert logged["lines_written"] > 0  # the VIP logs by default, the count is read back
+
+    if figures["generator"]["name"] == "wrk":  # the TLS part needs wrk
+        tls = figures["tls"]
+        assert TLS_KEYS <= tls.keys()
+        for key in ("keepalive_requests_per_s", "new_handshakes_per_s", "resumed_handshakes_per_s"):
+            assert {"lbaas_vip", "handwritten_haproxy"} <= tls[key].keys(), key
+        assert {"tls_ratio_keepalive", "tls_ratio_new_handshakes"} <= figures["targets"].keys()
+    else:
+        assert "skipped" in figures["tls"]

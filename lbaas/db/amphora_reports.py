@@ -6,9 +6,11 @@ the VIP afterwards: a takeover (a killed keepalived or HAProxy, a lost host) mov
 without the controller. The agent reads the state keepalived last entered and announces
 it; here it becomes the amphora's ``role``, so ``openstack loadbalancer amphora list``
 names the amphora that really serves, and a later failover replaces the real BACKUP
-first. A MASTER report also makes its pair's other amphora BACKUP: when the MASTER's host
-is lost, the survivor's report is the only one that still arrives. Only rows that differ
-are written, so the steady state costs one read per host heartbeat.
+first. Only a MASTER report changes roles: it makes its amphora MASTER and the pair's other
+amphora BACKUP (when the MASTER's host is lost, the survivor's report is the only one that
+still arrives); BACKUP and FAULT reports change nothing, since both members report BACKUP
+until their first election. Only rows that differ are written, so the steady state costs
+one read per host heartbeat.
 """
 
 from __future__ import annotations
@@ -23,9 +25,6 @@ from lbaas.db.tables import AmphoraRow
 from lbaas.model.enums import LIVE_AMPHORA_STATUSES, AmphoraRole
 
 _LIVE = [status.value for status in LIVE_AMPHORA_STATUSES]
-_PAIR_ROLES = (AmphoraRole.MASTER.value, AmphoraRole.BACKUP.value)
-# keepalived's FAULT (its HAProxy check failing) holds no VIP: shown as BACKUP.
-_ROLE_OF_STATE = {"MASTER": AmphoraRole.MASTER.value, "BACKUP": AmphoraRole.BACKUP.value}
 
 
 def _naive_utc(at: float) -> datetime:
@@ -49,11 +48,13 @@ def apply_host_report(
     for row in rows:
         if expiry is not None and row.cert_expiration != expiry:
             row.cert_expiration = expiry
-        role = _ROLE_OF_STATE.get(vrrp.get(row.id, ""), AmphoraRole.BACKUP.value)
-        if row.id not in vrrp or row.role not in _PAIR_ROLES or row.role == role:
+        # Only a MASTER report moves roles: both keepalived start in BACKUP and report it
+        # until one wins the election, and a MASTER that lost the VIP is demoted by its
+        # peer's MASTER report (or stays shown as MASTER while nobody holds the VIP).
+        if vrrp.get(row.id) != "MASTER" or row.role != AmphoraRole.BACKUP.value:
             continue
-        row.role, row.updated_at = role, now
-        if role == AmphoraRole.MASTER.value and row.loadbalancer_id is not None:
+        row.role, row.updated_at = AmphoraRole.MASTER.value, now
+        if row.loadbalancer_id is not None:
             _demote_peers(session, row, now)
 
 

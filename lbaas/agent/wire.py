@@ -34,6 +34,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from lbaas.agent.wire_datapath import UdpListener, VipFilter, check_unique_ports
+from lbaas.agent.wire_l4 import refuse_unreadable_format
 from lbaas.model.enums import AmphoraRole
 
 API_VERSION = 1
@@ -240,15 +241,7 @@ class AmphoraSpec(_Wire):
     @model_validator(mode="before")
     @classmethod
     def _readable_format(cls, data: Any) -> Any:
-        """Refuse, before anything else is read, a spec of a format this code cannot read."""
-        if isinstance(data, dict):
-            found = data.get("spec_format", 1)
-            if found != SPEC_FORMAT:
-                raise ValueError(
-                    f"amphora spec format {found!r} cannot be read by this agent, which reads "
-                    f"format {SPEC_FORMAT}: the controller and the agent run different releases"
-                )
-        return data
+        return refuse_unreadable_format(data, "amphora", SPEC_FORMAT)
 
     @model_validator(mode="after")
     def _check(self) -> AmphoraSpec:

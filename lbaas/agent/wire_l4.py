@@ -101,16 +101,7 @@ class L4ServiceSpec(_Wire):
     @model_validator(mode="before")
     @classmethod
     def _known_format(cls, data: Any) -> Any:
-        """Refuse, before anything else is read, a spec of a format this code cannot read."""
-        if isinstance(data, dict):
-            found = data.get("spec_format", 1)
-            if found != L4_SPEC_FORMAT:
-                raise ValueError(
-                    f"L4 spec format {found!r} cannot be read by this agent, which reads "
-                    f"format {L4_SPEC_FORMAT}: the controller and the agent run different "
-                    "releases"
-                )
-        return data
+        return refuse_unreadable_format(data, "L4", L4_SPEC_FORMAT)
 
     @field_validator("vip")
     @classmethod
@@ -131,3 +122,16 @@ class L4ServiceStatus(_Wire):
         default_factory=dict, description="Flows balanced on this node, per listener id."
     )
     last_error: str | None = None
+
+
+def refuse_unreadable_format(data: Any, kind: str, readable: int) -> Any:
+    """Refuse, before anything else is read, a ``kind`` spec of a format this code cannot
+    read (a spec without ``spec_format`` is format 1); ``data`` otherwise, unchanged."""
+    if isinstance(data, dict):
+        found = data.get("spec_format", 1)
+        if found != readable:
+            raise ValueError(
+                f"{kind} spec format {found!r} cannot be read by this agent, which reads "
+                f"format {readable}: the controller and the agent run different releases"
+            )
+    return data

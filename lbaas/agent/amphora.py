@@ -93,6 +93,15 @@ class _Amphora:
     """Adopted with HAProxy dead, and not restarted until the controller sends it again."""
 
 
+def _stats_result(amphora_id: str, future: Future[HealthReport | None]) -> HealthReport | None:
+    """A finished read's report; a read that failed costs only its own amphora's report."""
+    try:
+        return future.result()
+    except Exception as exc:  # noqa: BLE001 - one amphora's failure must not stop the others
+        log.warning("cannot read the statistics of amphora %s: %s", amphora_id, exc)
+        return None
+
+
 class AmphoraManager:
     """Every amphora this agent runs."""
 
@@ -129,6 +138,8 @@ class AmphoraManager:
             max_workers=stats_threads, thread_name_prefix="amphora-stats"
         )
         self._stats_reads: dict[str, Future[HealthReport | None]] = {}
+        # The reads a round sent out in time (the next round must not send them again).
+        self._stats_delivered: set[Future[HealthReport | None]] = set()
         self._stats_lock = threading.Lock()
         self._amphorae: dict[str, _Amphora] = {}
 
@@ -317,8 +328,15 @@ class AmphoraManager:
         its own heartbeat, never every other amphora's on this host. An amphora whose
         read from an earlier round is still stuck is not read again until it ends, so
         a hung HAProxy holds one thread of the pool, not one more every round.
+
+        A read that ended after its round's deadline is still a valid total, at most an
+        interval old: it goes out with the next round when that round's own read is late
+        too. Dropping it would leave an amphora whose reads always take a little longer
+        than the deadline (a busy host, UDP listeners read through nft and conntrack)
+        without statistics at all.
         """
         futures: dict[Future[HealthReport | None], str] = {}
+        finished_late: dict[str, Future[HealthReport | None]] = {}
         with self._stats_lock:
             reads, self._stats_reads = self._stats_reads, {}
             for amphora_id in self.amphora_ids():
@@ -326,15 +344,21 @@ class AmphoraManager:
                 if pending is not None and not pending.done():
                     self._stats_reads[amphora_id] = pending
                     continue
+                if pending is not None and pending not in self._stats_delivered:
+                    finished_late[amphora_id] = pending
                 future = self._stats_pool.submit(self._read_stats, amphora_id)
                 self._stats_reads[amphora_id] = future
                 futures[future] = amphora_id
         done, _late = wait(futures, timeout=STATS_DEADLINE)
         reports = []
-        for future in done:
-            report = future.result()
+        for future, amphora_id in futures.items():
+            chosen = future if future in done else finished_late.get(amphora_id)
+            report = None if chosen is None else _stats_result(amphora_id, chosen)
             if report is not None:
-                reports.append((futures[future], report))
+                reports.append((amphora_id, report))
+        with self._stats_lock:
+            # Remember only this round's delivered reads: the next round looks at no other.
+            self._stats_delivered = {future for future in done}
         return sorted(reports, key=lambda item: item[0])
 
     def _read_stats(self, amphora_id: str) -> HealthReport | None:

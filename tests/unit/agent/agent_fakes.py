@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -22,6 +23,9 @@ class FakeRuntime:
         self.pid = "100"
         self.refuse: set[str] = set()
         self.reachable = True
+        # When set, ``show stat`` waits for it (a slow statistics read); answered ones counted.
+        self.stat_gate: threading.Event | None = None
+        self.stats_answered = 0
 
     def factory(self) -> Callable[[Path], RuntimeApi]:
         def make(path: Path) -> RuntimeApi:
@@ -39,6 +43,10 @@ class FakeRuntime:
         if command == "show info":
             return f"Name: HAProxy\nPid: {self.pid}\n"
         if command == "show stat":
+            gate = self.stat_gate
+            if gate is not None:
+                gate.wait(30)
+            self.stats_answered += 1
             return "\n".join([STAT_HEADER, *self.stat_rows, ""])
         if command == "show servers state":
             return "1\n# be_id be_name srv_id srv_name\n3 be_p 1 srv_m\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from lbaas.agent.wire_datapath import ListenerPort, UdpListener, UdpMember, VipF
 from lbaas.errors import Conflict, InvalidInput, InvalidRenderedConfig
 from lbaas.l4.host.recording import RecordingNftOps
 from lbaas.model.graph import ListenerId
+from tests.support.waiting import wait_until
 
 
 def _spec(root: Path, version: int = 1, vip: str = "127.0.10.5", **kw: object) -> AmphoraSpec:
@@ -113,6 +115,30 @@ def test_health_reports_skip_amphorae_without_statistics(
     assert report.listeners[ListenerId("l1")].counters.total_connections == 5
     runtime.reachable = False
     assert manager.health_reports() == []
+
+
+def test_a_read_that_misses_its_deadline_goes_out_with_the_next_heartbeat(
+    manager: AmphoraManager, runtime: FakeRuntime, tmp_path: Path
+) -> None:
+    # On a busy host every read may take a little longer than the deadline; dropping the
+    # late ones would leave the amphora without statistics for good.
+    manager.put("amp-1", _spec(tmp_path))
+    runtime.stat_rows = ["fe_l1,FRONTEND,1,100,5,10,20,0,OPEN,,"]
+    first, second = threading.Event(), threading.Event()
+    runtime.stat_gate = first
+    try:
+        assert manager.health_reports() == []  # the read is still waiting
+        runtime.stat_gate = second  # the next round's read will be late too
+        first.set()
+        wait_until(lambda: runtime.stats_answered == 1, 10, "the first read to end")
+        [(amphora_id, report)] = manager.health_reports()
+        assert amphora_id == "amp-1"
+        assert report.listeners[ListenerId("l1")].counters.total_connections == 5
+        # Delivered once: the next round has only its own read, still waiting.
+        assert manager.health_reports() == []
+    finally:
+        first.set()
+        second.set()
 
 
 def test_netns_mode_plumbs_and_unplumbs(tmp_path: Path, runtime: FakeRuntime) -> None:

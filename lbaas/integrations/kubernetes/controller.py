@@ -55,6 +55,10 @@ class Controller:
         # (uid, digest) last converged per key in this process: the echoes of our own
         # patches may come before the watch shows our annotations, and must cost nothing.
         self._converged: dict[str, tuple[str, str]] = {}
+        # (uid, what was refused) per key: a permanent refusal is not asked again (nor
+        # reported again) until the Service or its endpoints change, or a forced resync.
+        self._refused: dict[str, tuple[str, str]] = {}
+        self._attempt: dict[str, str] = {}
 
     async def octavia(self, call: Callable[..., T], *args: Any) -> T:
         """Run a blocking Octavia call on the controller's own threads."""
@@ -81,6 +85,7 @@ class Controller:
         obj = self.cache.services.get(key)
         if obj is None:
             uid = self.cache.gone_uids.get(key)
+            self._refused.pop(key, None)
             if uid:
                 await self.octavia(self.converger.release, uid)
                 # Forgotten only once released: a retry after an error needs it again.
@@ -89,11 +94,26 @@ class Controller:
             return
         service = parse_service(obj)
         if service.deleting or not is_selected(service, self.settings):
+            self._refused.pop(key, None)
             await self._release(service)
+            return
+        try:
+            await self._converge(obj, service, force)
+        except PermanentError:
+            self._refused[key] = (service.uid, self._attempt.pop(key, ""))
+            raise
+
+    async def _converge(self, obj: Json, service: Service, force: bool) -> None:
+        key = service.key
+        # An invalid annotation or port is refused for the Service as written; Octavia
+        # refuses the desired load balancer, whichever Service version asked for it.
+        if self._refused_before(service, f"service {service.resource_version}", force):
             return
         endpoints = self.cache.ready_endpoints(key, self.settings.endpoints_source)
         desired = desired_load_balancer(service, endpoints, self.settings)
         digest = desired.digest()
+        if self._refused_before(service, digest, force):
+            return
         if not force and self._already_converged(service, digest):
             return
         if (finalizer := patches.add_finalizer(service)) is not None:
@@ -109,6 +129,15 @@ class Controller:
         ) is not None:
             await self._patch(service, record)
         self._converged[key] = (service.uid, digest)
+        self._refused.pop(key, None)
+
+    def _refused_before(self, service: Service, attempt: str, force: bool) -> bool:
+        """Whether ``attempt`` was refused for good; remembered as the one now made."""
+        if not force and self._refused.get(service.key) == (service.uid, attempt):
+            LOG.debug("%s: refused before as it stands; not asked again", service.key)
+            return True
+        self._attempt[service.key] = attempt
+        return False
 
     def _already_converged(self, service: Service, digest: str) -> bool:
         if patches.recorded_digest(service) == digest:

@@ -217,10 +217,19 @@ async def test_an_octavia_refusal_becomes_a_warning_event(
         assert events[0]["type"] == "Warning"
         assert events[0]["reason"] == "SyncLoadBalancerFailed"
         assert "400" in events[0]["message"]
-        # A refusal is permanent: never retried with backoff. The first list and the watch
-        # after it may both deliver the Service, so it can be handled (and refused) twice.
+        # A refusal is permanent: never retried with backoff, and asked (and reported)
+        # once, though the first list and the watch after it may both deliver the Service.
         await c.queue.wait_idle()
         counters = c.queue.counters
         assert counters.retries == 0
-        assert 1 <= counters.permanent == counters.runs <= 2
+        assert counters.permanent == 1 and counters.runs in (1, 2)
         assert octavia.load_balancers(names.uid_tag(uid_of(body))) == []
+        # A change that leaves the desired load balancer as it was is not asked again...
+        runs = counters.runs
+        await kmock.patch(f"{SVC}/refused", json={"metadata": {"labels": {"seen": "yes"}}})
+        await k8s.eventually(lambda: counters.runs > runs, what="the labelled Service handled")
+        await c.queue.wait_idle()
+        assert counters.permanent == 1 and len(await warned()) == 1
+        # ...one that changes it is.
+        await kmock.patch(f"{SVC}/refused", json={"spec": {"loadBalancerIP": None}})
+        await converged(octavia, body)

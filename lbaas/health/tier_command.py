@@ -11,10 +11,10 @@ from pathlib import Path
 from prometheus_client import generate_latest
 
 from lbaas.config import TierSettings
+from lbaas.health.tier_status import router_status
 from lbaas.l4.host.bird import BirdControl
 from lbaas.l4.tier.lease import LeasePolicy
 from lbaas.l4.tier.lease_store import SqliteLeaseStore
-from lbaas.health.tier_status import router_status
 from lbaas.metrics.tier import tier_registry
 
 

@@ -27,11 +27,11 @@ from typing import Any
 from prometheus_client import start_http_server
 
 from lbaas.config import TierSettings
+from lbaas.health.tier_status import router_status
 from lbaas.l4.host.bird import BirdCommandFailed, BirdControl
 from lbaas.l4.tier.health_port import tcp_health_check
 from lbaas.l4.tier.lease import LeasePolicy, LeaseTable
 from lbaas.l4.tier.lease_store import SqliteLeaseStore
-from lbaas.health.tier_status import router_status
 from lbaas.l4.tier.watcher import LeaseWatcher
 from lbaas.metrics.tier import tier_registry
 

@@ -46,7 +46,7 @@ def watch_settings(lab: Lab, nodes: range, tier: TierSettings) -> dict[str, obje
             "router_bird_socket": str(directory / ROUTER / "bird.ctl"),
             "metrics_host": metrics_host(lab),
             "metrics_port": METRICS_PORT,
-        }
+        },
     }
 
 

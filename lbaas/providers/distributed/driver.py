@@ -154,7 +154,9 @@ class DistributedProvider(ProviderDriver):
         views: list[L4ServiceStatus | None] = []
         nodes = self._directory.nodes()
         entry, announcing = self._roles(graph.id, nodes)
-        for node in nodes:
+        # The announcing nodes first: a VIP moved to another group is announced by its new
+        # group before the old one withdraws it (make before break).
+        for node in sorted(nodes, key=lambda node: node.name not in announcing):
             announce = node.name in announcing
             try:
                 view = self._client(node).get_l4(graph.id)

@@ -69,6 +69,18 @@ class TierFleet(NodeDirectory):
         return self.fakes[node.name]
 
 
+class _Logged(list[frozenset[str]]):
+    """An announcer's record that also logs, across nodes, who announced what in order."""
+
+    def __init__(self, name: str, seen: list[tuple[str, frozenset[str]]]) -> None:
+        super().__init__()
+        self._name, self._seen = name, seen
+
+    def append(self, vips: frozenset[str]) -> None:
+        self._seen.append((self._name, vips))
+        super().append(vips)
+
+
 def provider_for(
     tmp_path: Path, fleet: TierFleet, placement: dict[str, str]
 ) -> DistributedProvider:
@@ -99,8 +111,15 @@ def test_a_vip_moved_to_another_group_is_announced_there_and_withdrawn_here(
     fleet = TierFleet(tmp_path)
     provider_for(tmp_path, fleet, {GRAPH.id: "g0"}).apply(GRAPH, CLAIM)
     moved = provider_for(tmp_path, fleet, {GRAPH.id: "g1"})
+    seen: list[tuple[str, frozenset[str]]] = []
+    for name in ("n0", "n1", "n2"):
+        announcer = fleet.fakes[name].announcer
+        assert announcer is not None
+        announcer.announced = _Logged(name, seen)
     report = moved.report(GRAPH)  # the status poll reprograms nodes whose role changed
     assert report is not None
+    # Make before break: the new group's node announces before the old group's withdraw.
+    assert seen == [("n2", frozenset({VIP})), ("n0", frozenset()), ("n1", frozenset())]
     assert [fleet.fakes[n].announced() for n in ("n0", "n1", "n2")] == [
         frozenset(),
         frozenset(),

@@ -7,7 +7,8 @@ watcher in the router's namespace; their agents own the BIRD include of VIP rout
 A load balancer created through the API with ``provider: distributed`` and a member on h4
 is programmed on every host; only the group's agents announce its VIP, so the router's
 route to it has h1-h3 as next hops, and the client namespace (behind the router, on no
-node) reaches the member through all three (their rule counters). Deleting the load
+node) reaches the member through all three (their rule counters). h2 lost whole
+(``host-down``): the route keeps h1 and h3 and every request is answered. Deleting the load
 balancer withdraws the route. Nothing here is wired by the test: it only calls the API
 and the ``lbaas`` command, and reads what runs.
 """
@@ -113,9 +114,15 @@ def test_a_distributed_vip_is_served_to_the_outside_through_the_tier_group(
         assert sum(flows[i]["tcp_80"] for i in NODES) >= REQUESTS, flows
         assert L4Engine(RealNftOps(lab.names.host(4))).new_flows(lb_id) == {"tcp_80": 0}
 
+        # A tier node lost whole: the router stops using it, every new request is answered.
+        _lab("host-down", "h2", *base)
+        tier.wait_next_hops(vip, {1, 3}, 30)
+        answers = [curl(lab.names.client, f"http://{vip}:80/") for _ in range(REQUESTS)]
+        assert answers == ["served by h4\n"] * REQUESTS
+
         api.call("DELETE", f"{V2}/loadbalancers/{lb_id}?cascade=true")
         tier.wait_next_hops(vip, set(), 60)
         shown = json.loads(_lab("tier", *base))
-        assert all(shown["nodes"][f"h{i}"]["announced"] == [] for i in NODES), shown
+        assert all(shown["nodes"][f"h{i}"]["announced"] == [] for i in (1, 3)), shown
     finally:
         _lab("down", *base)

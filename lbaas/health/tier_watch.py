@@ -30,7 +30,7 @@ from lbaas.config import TierSettings
 from lbaas.health.tier_status import router_status
 from lbaas.l4.host.bird import BirdCommandFailed, BirdControl
 from lbaas.l4.tier.health_port import tcp_health_check
-from lbaas.l4.tier.lease import LeasePolicy, LeaseTable
+from lbaas.l4.tier.lease import Clock, HealthCheck, LeasePolicy, LeaseTable
 from lbaas.l4.tier.lease_store import SqliteLeaseStore
 from lbaas.l4.tier.watcher import LeaseWatcher
 from lbaas.metrics.tier import tier_registry
@@ -39,7 +39,16 @@ log = logging.getLogger(__name__)
 
 
 class TierWatch:
-    def __init__(self, tier: TierSettings) -> None:
+    def __init__(
+        self,
+        tier: TierSettings,
+        *,
+        router: BirdControl | None = None,
+        health: HealthCheck | None = None,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        """From settings; ``router`` and ``health`` replace the router's BIRD and the TCP
+        health check (tests pass fakes)."""
         if not tier.nodes or not tier.lease_store or not tier.router_bird_socket:
             raise ValueError(
                 "lbaas tier watch needs tier.nodes, tier.lease_store and tier.router_bird_socket"
@@ -47,11 +56,12 @@ class TierWatch:
         self.policy = LeasePolicy.from_settings(tier)
         self.nodes = tuple(sorted(tier.nodes))
         self.store = SqliteLeaseStore(Path(tier.lease_store), tier.lease_store_timeout)
-        self.router = BirdControl(Path(tier.router_bird_socket))
-        self.table = LeaseTable(self.policy, time.monotonic)
+        self.router = router or BirdControl(Path(tier.router_bird_socket))
+        self.table = LeaseTable(self.policy, clock)
         for node in self.nodes:
             self.table.join(node)
-        health = tcp_health_check(tier.nodes, self.policy.health_tries, self.policy.health_timeout)
+        policy = self.policy
+        health = health or tcp_health_check(tier.nodes, policy.health_tries, policy.health_timeout)
         self.watcher = LeaseWatcher(self.table, self.store, health, self._noted, self._noted)
         self._applied: dict[str, bool] = {}  # node -> enabled on the router, as last done
         self._tier = tier

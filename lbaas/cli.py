@@ -10,6 +10,7 @@ lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
 lbaas config-reference      print the configuration reference (Markdown)
 lbaas lab up|down|status    a multi-host lab of network namespaces on this machine
+lbaas tier watch|status     the L4 tier's lease watcher; its nodes, leases, VIPs, sessions
 lbaas kubernetes            turn Kubernetes Services into load balancers (any Octavia API)
 """
 
@@ -434,6 +435,12 @@ def cmd_lab(args: argparse.Namespace) -> int:
     return run(args, settings.state_dir, settings.tier)
 
 
+def cmd_tier(args: argparse.Namespace) -> int:
+    from lbaas.health.tier_command import run
+
+    return run(args, _settings(args).tier)
+
+
 def cmd_kubernetes(args: argparse.Namespace) -> int:
     from lbaas.integrations.kubernetes.command import run
 
@@ -504,6 +511,11 @@ def build_parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
     add_lab_arguments(lab)
     lab.set_defaults(func=cmd_lab)
+    from lbaas.health.tier_command import add_arguments as add_tier_arguments
+
+    tier = sub.add_parser("tier", help="the L4 tier: its lease watcher and its status")
+    add_tier_arguments(tier)
+    tier.set_defaults(func=cmd_tier)
     kube = sub.add_parser("kubernetes", help="turn Kubernetes Services into load balancers")
     kube.add_argument("--state-dir", help=argparse.SUPPRESS)
     kube.set_defaults(func=cmd_kubernetes)

@@ -447,6 +447,21 @@ class AgentSettings(_Section):
         ),
     )
     capacity: int = Field(100, gt=0, description="Most amphorae placement puts on this host.")
+    tier_bird_socket: str = Field(
+        "",
+        description=(
+            "L4 tier node: the control socket of this node's BIRD. With tier_vips_file set, "
+            "the agent announces the VIPs of the distributed load balancers placed in this "
+            "node's group (specs with announce) by rewriting that file and reconfiguring BIRD."
+        ),
+    )
+    tier_vips_file: str = Field(
+        "",
+        description=(
+            "L4 tier node: the file of static VIP routes the agent writes, included by the "
+            "node's BIRD configuration (its `protocol static`). Empty: not a tier node."
+        ),
+    )
     bundle: str = Field(
         "",
         description=(
@@ -733,6 +748,45 @@ class TierSettings(_Section):
         1.0,
         gt=0,
         description="Seconds each try to connect to a node's health port is given.",
+    )
+    groups: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description=(
+            "Groups of tier nodes, by name: the node names of each (the distributed "
+            "provider's node names, the fleet's host ids). Every distributed load balancer's "
+            "VIP is placed in one group (rendezvous hash of its id, or tier.placement) and "
+            "announced by that group's nodes; empty: no tier, an entry node instead."
+        ),
+    )
+    placement: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Load balancer id -> group: placements that override the hash (moving a VIP "
+            "to another group is changing this and reloading the control plane)."
+        ),
+    )
+    nodes: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "lbaas tier watch/status: node name (its BGP protocol's name on the router) -> "
+            "host:port of its health port."
+        ),
+    )
+    lease_store: str = Field(
+        "", description="lbaas tier watch/status: the SQLite lease store the nodes renew into."
+    )
+    router_bird_socket: str = Field(
+        "",
+        description=(
+            "lbaas tier watch/status: the router BIRD's control socket; a node marked down is "
+            "withdrawn by disabling the router's BGP session with it."
+        ),
+    )
+    metrics_host: str = Field(
+        "127.0.0.1", description="lbaas tier watch: where it serves /metrics."
+    )
+    metrics_port: int = Field(
+        9181, ge=0, le=65535, description="lbaas tier watch: /metrics port (0: not served)."
     )
 
 

@@ -10,6 +10,11 @@ load balancers they touch: the engine then rewrites only the moved slots. Member
 a monitor are always healthy (``NO_CHECK``); members of weight 0 get no new flows.
 On the one node a spec names the entry (``entry``), the VIP is also held as an address of
 the namespace (``VipHolder``) once its rules are in, and released when that ends.
+On an L4 tier node, the specs that say ``announce`` (the VIP is placed in this node's group)
+have their VIPs announced by the node's BGP speaker (``VipAnnouncer``): after the rules are
+in on a PUT, before they go on a DELETE, so the router never sends a flow to a node without
+the VIP's table. Such a service also masquerades what it forwards (NAT return), as an entry
+node's does.
 
 One lock serialises specs and health batches: both end in one nft transaction per load
 balancer, and two must not interleave.
@@ -32,7 +37,7 @@ from lbaas.errors import Conflict, InvalidInput, LbaasError
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.monitor import HealthChange, MonitorSpec, ProbeType, Target
-from lbaas.l4.host.base import VipHolder
+from lbaas.l4.host.base import VipAnnouncer, VipHolder
 from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
 from lbaas.private_files import make_private_directory, write_private
 
@@ -76,7 +81,9 @@ def l4_service(spec: L4ServiceSpec, healthy: dict[str, bool]) -> L4Service:
         lb_id=spec.loadbalancer_id,
         vip=spec.vip,
         listeners=tuple(_listener(listener, healthy) for listener in spec.listeners),
-        entry=spec.entry,
+        # Traffic from the router (tier) or the outside (entry) must come back through the
+        # node to be un-NATed: both masquerade.
+        entry=spec.entry or spec.announce,
     )
 
 
@@ -96,11 +103,18 @@ def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
 
 class L4NodeManager:
     def __init__(
-        self, root: Path, engine: L4Engine, checker: HealthChecker, vips: VipHolder
+        self,
+        root: Path,
+        engine: L4Engine,
+        checker: HealthChecker,
+        vips: VipHolder,
+        announcer: VipAnnouncer | None = None,
     ) -> None:
         self.root = root
         self._engine = engine
         self._vips = vips
+        self._announcer = announcer  # None: not a tier node
+        self._announced: frozenset[str] = frozenset()
         self._checker = checker
         self._specs: dict[str, L4ServiceSpec] = {}
         self._errors: dict[str, str] = {}
@@ -125,12 +139,18 @@ class L4NodeManager:
             known = self._specs.get(lb_id)
             if known is not None and spec.version < known.version:
                 raise Conflict(f"version {spec.version} is older than {known.version}")
+            if spec.announce and self._announcer is None:
+                raise InvalidInput(
+                    f"{lb_id}: asked to announce {spec.vip}, but this node is no L4 tier node "
+                    "(agent.tier_bird_socket and agent.tier_vips_file are not set)"
+                )
             make_private_directory(self.root)
             write_private(self.root / f"{lb_id}.json", spec.model_dump_json().encode())
             self._specs[lb_id] = spec
             self._checker.set_targets(lb_id, health_targets(spec))
             self._apply(lb_id)
             self._hold_vip(known, spec)
+            self._announce()
             return self._status(lb_id)
 
     def get(self, lb_id: str) -> L4ServiceStatus | None:
@@ -139,9 +159,10 @@ class L4NodeManager:
 
     def delete(self, lb_id: str) -> None:
         with self._lock:
+            known = self._specs.pop(lb_id, None)
+            self._announce()  # withdrawn before its table goes
             self._checker.set_targets(lb_id, [])
             self._engine.remove(lb_id)
-            known = self._specs.pop(lb_id, None)
             if known is not None and known.entry:
                 self._vips.release(known.vip)
             self._errors.pop(lb_id, None)
@@ -174,6 +195,18 @@ class L4NodeManager:
         if spec.entry:
             self._vips.hold(spec.vip)
 
+    def _announce(self) -> None:
+        """Announce exactly the VIPs of the specs that say so, when that set changed."""
+        wanted = frozenset(spec.vip for spec in self._specs.values() if spec.announce)
+        if self._announcer is not None and wanted != self._announced:
+            self._announcer.announce(wanted)
+            self._announced = wanted
+            log.info("tier: announcing %s", sorted(wanted))
+
+    def announced(self) -> frozenset[str]:
+        with self._lock:
+            return self._announced
+
     def _apply(self, lb_id: str) -> None:
         spec = self._specs[lb_id]
         try:
@@ -198,6 +231,7 @@ class L4NodeManager:
             loadbalancer_id=lb_id,
             applied_version=spec.version,
             entry=spec.entry,
+            announce=spec.announce,
             members=members,
             new_flows={by_name[name]: count for name, count in flows.items() if name in by_name},
             last_error=self._errors.get(lb_id),

@@ -60,6 +60,8 @@ from lbaas.heartbeat.key import heartbeat_key, load_or_create_key
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.probes import NetworkProber
+from lbaas.l4.host.bird import BirdControl
+from lbaas.l4.host.bird_announcer import BirdVipAnnouncer
 from lbaas.l4.host.real import RealNftOps, RealVipHolder
 from lbaas.model.fleet import HostAnnouncement, agent_server_name
 from lbaas.model.health import HealthReport
@@ -102,7 +104,11 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
         batch_count=agent.l4_health_batch_size,
         batch_delay=agent.l4_health_batch_delay,
     )
-    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, RealVipHolder())
+    announcer = None
+    if agent.tier_bird_socket and agent.tier_vips_file:
+        control = BirdControl(Path(agent.tier_bird_socket))
+        announcer = BirdVipAnnouncer(Path(agent.tier_vips_file), control)
+    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, RealVipHolder(), announcer)
     sink.append(manager)
     return manager, checker
 

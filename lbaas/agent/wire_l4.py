@@ -97,6 +97,11 @@ class L4ServiceSpec(_Wire):
         description="This node is where traffic with no source node enters: it holds the VIP "
         "(answers ARP and ping) and masquerades what it forwards.",
     )
+    announce: bool = Field(
+        False,
+        description="This node is in the L4 tier group the VIP is placed in: its BGP speaker "
+        "announces the VIP to the router, and it masquerades what it forwards.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -115,6 +120,7 @@ class L4ServiceStatus(_Wire):
     loadbalancer_id: str
     applied_version: int | None = None
     entry: bool = Field(False, description="Whether this node holds the VIP (entry node).")
+    announce: bool = Field(False, description="Whether this node announces the VIP (tier).")
     members: dict[str, L4MemberHealth] = Field(
         default_factory=dict, description="Per member id, as this node's checker sees it."
     )

@@ -27,6 +27,7 @@ from lbaas.lab.services import (
 from lbaas.lab.tier import LabTier
 from lbaas.lab.tier_leases import LabLeases
 from lbaas.lab.tier_status import tier_status
+from lbaas.lab.tier_watch import start_watch
 from lbaas.metrics.tier import tier_registry
 from lbaas.progress import Progress
 
@@ -43,7 +44,9 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="K",
-        help="an L4 tier: a BIRD router peered with hosts h1-hK, each with a lease agent",
+        help="an L4 tier: a BIRD router peered with hosts h1-hK, each with a lease agent, "
+        "and the lease watcher; with services, distributed load balancers are served "
+        "through it",
     )
     up.add_argument(
         "--network-only",
@@ -114,7 +117,7 @@ def _up(
     services: bool,
     quiet: bool,
     tier: int = 0,
-    policy: LeasePolicy | None = None,
+    settings: TierSettings | None = None,
 ) -> None:
     if not 0 <= tier <= hosts:
         raise LabError(f"--tier {tier}: the tier's nodes are among the {hosts} hosts")
@@ -123,9 +126,9 @@ def _up(
     try:
         lab.up(hosts, members, progress)
         if services:
-            start_services(lab, progress)
+            start_services(lab, progress, tier)
         if tier:
-            start_tier(lab, tier, policy)
+            start_tier(lab, tier, settings)
         progress.finish()
     except LabExists:
         raise  # someone else's lab, or this one already up: leave it be
@@ -134,14 +137,17 @@ def _up(
         raise
 
 
-def start_tier(lab: Lab, nodes: int, policy: LeasePolicy | None = None) -> None:
-    """A BIRD router peered with h1-hK (BFD on), and a lease agent on every node; the nodes
-    announce nothing until told to (no watcher runs: ``lbaas lab tier`` shows lease ages)."""
+def start_tier(lab: Lab, nodes: int, settings: TierSettings | None = None) -> None:
+    """A BIRD router peered with h1-hK (BFD on), a lease agent on every node and the lease
+    watcher (``lbaas tier watch``) in the router's namespace; the nodes announce what their
+    lbaas agents are given (the distributed provider's VIPs), nothing without services."""
+    settings = settings or TierSettings()
     tier = LabTier(lab, range(1, nodes + 1))
     tier.start()
-    leases = LabLeases(tier, policy)
+    leases = LabLeases(tier, LeasePolicy.from_settings(settings))
     for index in tier.nodes:
         leases.start_agent(index)
+    start_watch(lab, range(1, nodes + 1), settings)
 
 
 def _tier(lab: Lab, policy: LeasePolicy, metrics: bool) -> None:
@@ -154,7 +160,8 @@ def _tier(lab: Lab, policy: LeasePolicy, metrics: bool) -> None:
 
 def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = None) -> int:
     lab = Lab(getattr(args, "name", DEFAULT_NAME), state_dir)
-    policy = LeasePolicy.from_settings(tier or TierSettings())
+    tier = tier or TierSettings()
+    policy = LeasePolicy.from_settings(tier)
     try:
         if args.lab_command == "up":
             _up(
@@ -164,7 +171,7 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
                 services=not args.network_only,
                 quiet=args.quiet,
                 tier=args.tier,
-                policy=policy,
+                settings=tier,
             )
         elif args.lab_command == "tier":
             _tier(lab, policy, args.metrics)

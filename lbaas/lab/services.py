@@ -79,9 +79,9 @@ def _fabric_address(state: LabState, host: int) -> str:
 
 
 def control_settings(
-    state: LabState, directory: Path, key: str, metadata_secret: str = ""
+    state: LabState, directory: Path, key: str, metadata_secret: str = "", tier: int = 0
 ) -> dict[str, Any]:
-    return {
+    tree = {
         "state_dir": str(directory),
         # On every address: the agents read their ports and forward metadata requests
         # over the fabric; the CLI in ctl keeps 127.0.0.1.
@@ -97,6 +97,25 @@ def control_settings(
         "agent": {"mode": "netns"},
         "network": {"subnets": _subnets(state)},
     }
+    if tier:
+        # An L4 tier on h1-hK: distributed load balancers are offered, and their VIPs placed
+        # in the one group of every tier node, whose agents announce them over BGP.
+        tree["providers"] = {
+            "enabled": ["amphora", "noop", "distributed"],
+            "distributed_status_interval": 0.5,
+        }
+        tree["tier"] = {"groups": {TIER_GROUP: [host_id(i) for i in range(1, tier + 1)]}}
+    return tree
+
+
+#: The lab's one tier group (``tier.groups``).
+TIER_GROUP = "g0"
+
+
+def tier_node_files(services_dir: Path, index: int) -> tuple[Path, Path]:
+    """Tier node ``hN``'s BIRD control socket and the VIP routes file its agent writes."""
+    directory = services_dir / "tier" / f"h{index}"
+    return directory / "bird.ctl", directory / "agent-vips.conf"
 
 
 def _health_manager(state: LabState) -> str:
@@ -109,11 +128,16 @@ def host_id(index: int) -> str:
 
 
 def agent_settings(
-    state: LabState, index: int, directory: Path, metadata_secret: str = ""
+    state: LabState,
+    index: int,
+    directory: Path,
+    metadata_secret: str = "",
+    tier_files: tuple[Path, Path] | None = None,
 ) -> dict[str, Any]:
-    """Host ``hN``'s agent: its bundle (identity, heartbeat key) and the lab's plumbing."""
+    """Host ``hN``'s agent: its bundle (identity, heartbeat key) and the lab's plumbing;
+    on a tier node, its BIRD's control socket and the VIP routes file BIRD includes."""
     names = n.LabNames(state.name)
-    return {
+    tree: dict[str, Any] = {
         "state_dir": str(directory),
         # The metadata proxies read this host's ports from, and forward to, the control
         # plane over the fabric, signing with the lab's secret.
@@ -138,6 +162,10 @@ def agent_settings(
             },
         },
     }
+    if tier_files is not None:
+        tree["agent"]["tier_bird_socket"] = str(tier_files[0])
+        tree["agent"]["tier_vips_file"] = str(tier_files[1])
+    return tree
 
 
 def toml_text(tree: dict[str, Any]) -> str:
@@ -211,8 +239,11 @@ def _write_settings(directory: Path, tree: dict[str, Any]) -> Path:
     return path
 
 
-def start_services(lab: Lab, progress: Progress | None = None) -> dict[str, Any]:
+def start_services(lab: Lab, progress: Progress | None = None, tier: int = 0) -> dict[str, Any]:
     """Start the control plane and every host's agent in a lab that is up; what was started.
+
+    ``tier``: h1-hK will be L4 tier nodes (``lbaas.lab.tier``, started after this): their
+    agents announce the VIPs the distributed provider places in their group.
 
     Every process is registered with the lab before the next starts, so ``down`` (or
     ``host-down``) kills whatever had started when a later step fails.
@@ -223,14 +254,15 @@ def start_services(lab: Lab, progress: Progress | None = None) -> dict[str, Any]
     step("database schema")
     control_dir = lab.services_dir / "ctl"
     metadata_secret = secrets.token_hex(32)
-    tree = control_settings(state, control_dir, secrets.token_hex(32), metadata_secret)
+    tree = control_settings(state, control_dir, secrets.token_hex(32), metadata_secret, tier)
     control = _write_settings(control_dir, tree)
     processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"))
     hosts = range(1, state.hosts + 1)
     agent_files = {}
     for index in hosts:
         agent_dir = lab.services_dir / host_id(index)
-        tree = agent_settings(state, index, agent_dir, metadata_secret)
+        files = tier_node_files(lab.services_dir, index) if index <= tier else None
+        tree = agent_settings(state, index, agent_dir, metadata_secret, files)
         agent_files[index] = _write_settings(agent_dir, tree)
     # Enrolment needs the schema (it records the host) and gives each agent its identity.
     # It runs before the control plane starts: side by side, six Python start-ups on a

@@ -8,8 +8,10 @@ caller's: ``engine(i)`` programs node ``i``'s namespace.
 
 BIRD runs in the foreground under ``nsenter`` (``processes.start``), each registered with the
 lab: the router's as ``rtr``, a node's as its host (``h2``), so ``host-down h2`` kills it and
-``down`` kills them all. Files live in ``<services_dir>/tier/<rtr|hN>/``. What each node
-announces is kept in this object only, not in the lab's state file (a later step).
+``down`` kills them all. Files live in ``<services_dir>/tier/<rtr|hN>/``. A node announces
+what it is told here (kept in this object only) and what its lbaas agent writes into
+``agent-vips.conf`` (the distributed provider's VIPs placed in its group), which its BIRD
+configuration includes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from lbaas.lab.addresses import FIRST_HOST, ROUTER_HOST, address, bare
 from lbaas.lab.base import LabError, Runner
 from lbaas.lab.lab import Lab
 from lbaas.lab.netns import Netns
+from lbaas.lab.services import tier_node_files
 from lbaas.lab.state import LabState
 from lbaas.private_files import make_private_directory, write_private
 
@@ -104,7 +107,11 @@ class LabTier:
 
     def start_node(self, index: int) -> None:
         """Start node ``index``'s BIRD, announcing what it was last told to (again, after
-        ``host-down``)."""
+        ``host-down``), and what its agent's routes file holds."""
+        routes = self._agent_routes(index)
+        make_private_directory(routes.parent)
+        if not routes.exists():
+            write_private(routes, "")
         self._start_bird(self.lab.names.host(index), f"h{index}", self._node_config(index))
 
     def _node_config(self, index: int) -> str:
@@ -115,8 +122,13 @@ class LabTier:
                 router=bird.Peer("uplink", self._fabric(state, ROUTER_HOST), bird.ROUTER_ASN),
                 vips=self._vips[index],
                 bfd=self._bfd,
+                include=str(self._agent_routes(index)),
             )
         )
+
+    def _agent_routes(self, index: int) -> Path:
+        """The VIP routes node ``index``'s lbaas agent writes (``agent.tier_vips_file``)."""
+        return tier_node_files(self.lab.services_dir, index)[1]
 
     def _start_bird(self, namespace: str, owner: str, text: str) -> None:
         directory = self._dir(owner)

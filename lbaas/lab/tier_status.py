@@ -35,7 +35,8 @@ def tier_status(lab: Lab, policy: LeasePolicy | None = None) -> dict[str, Any]:
     policy = policy or LeasePolicy()
     directory = lab.services_dir / "tier"
     owners = sorted(p.name for p in directory.iterdir() if p.is_dir()) if directory.exists() else []
-    nodes = [owner for owner in owners if owner != ROUTER]
+    # Node directories are hN (rtr is the router's; others, such as the watcher's, no node).
+    nodes = [owner for owner in owners if owner[:1] == "h" and owner[1:].isdigit()]
     try:
         sessions: dict[str, str] | str = _control(lab, ROUTER).bgp_sessions()
     except BirdCommandFailed:

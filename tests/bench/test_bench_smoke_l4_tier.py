@@ -30,5 +30,9 @@ def test_quick_run_prints_the_tier_figures() -> None:
     group = figures["group_grow_shrink"]
     assert group["grow_ms"] > 0 and group["shrink_ms"] > 0 and group["new_connections"] > 0
     assert 0 <= group["held_survived"] <= group["held"] == 30
+    for mode in ("dsr", "nat"):
+        move = figures["group_move"][mode]
+        assert move["to_nodes"] == [3] and move["move_ms"] > 0 and move["new_connections"] > 0
+        assert 0 <= move["held_survived"] <= move["held"] == 30
     assert set(figures["dsr_connections_per_s"]) == {"nodes_1", "nodes_2", "nodes_3"}
     assert all(rate > 0 for rate in figures["dsr_connections_per_s"].values())

@@ -57,6 +57,17 @@ class VipHolder(abc.ABC):
     def release(self, vip: str) -> None: ...
 
 
+class VipAnnouncer(abc.ABC):
+    """The VIPs this node's BGP speaker announces to the tier's router (L4 tier nodes only).
+
+    ``announce`` replaces the whole set (an empty set withdraws everything); idempotent.
+    Raises ``lbaas.errors.TemporaryError`` when the speaker cannot be reconfigured.
+    """
+
+    @abc.abstractmethod
+    def announce(self, vips: frozenset[str]) -> None: ...
+
+
 class NftOps(abc.ABC):
     """nftables transactions and conntrack entries, in one network namespace."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbaas.l4.host.base import FlowMatch, NftOps, VipHolder
+from lbaas.l4.host.base import FlowMatch, NftOps, VipAnnouncer, VipHolder
 from lbaas.l4.service import L4Protocol
 
 
@@ -47,3 +47,11 @@ class RecordingVipHolder(VipHolder):
 
     def release(self, vip: str) -> None:
         self.held.discard(vip)
+
+
+class RecordingVipAnnouncer(VipAnnouncer):
+    def __init__(self) -> None:
+        self.announced: list[frozenset[str]] = []  # every set given, in order
+
+    def announce(self, vips: frozenset[str]) -> None:
+        self.announced.append(vips)

@@ -70,6 +70,9 @@ class NodeConfig:
     asn: int = NODE_ASN
     bfd: Bfd | None = None
     timers: BgpTimers = BgpTimers()
+    # A file of ``route X/32 blackhole;`` lines the node's lbaas agent keeps (its VIPs from
+    # the distributed provider: ``lbaas.l4.host.bird_announcer``), read into ``vips`` too.
+    include: str | None = None
 
 
 def _address(value: str) -> str:
@@ -178,6 +181,10 @@ def render_router(config: RouterConfig) -> str:
 def render_node(config: NodeConfig) -> str:
     """A node: its VIPs as static /32 routes, exported to the router and to nothing else."""
     routes = [f"  route {_address(vip)}/32 blackhole;" for vip in sorted(set(config.vips))]
+    if config.include is not None:
+        if not config.include.startswith("/") or '"' in config.include or "\n" in config.include:
+            raise ValueError(f"not an absolute file name: {config.include!r}")
+        routes.append(f'  include "{config.include}";')
     return (
         "\n".join(
             [

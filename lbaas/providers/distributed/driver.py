@@ -10,6 +10,9 @@ got the spec: the reachable nodes are never held back by one that is down.
 One node, chosen at random per load balancer (``entry``), is also where traffic with no
 source node enters: its spec says ``entry``, and its agent holds the VIP (answering ARP
 and ping) and masquerades what it forwards. The status poll moves it when nodes change.
+With an L4 tier (``tier.groups``) there is no entry node: the VIP is placed in a group
+(``placement``) and the specs of that group's nodes say ``announce``, so their agents announce
+it to the tier's router over BGP and the router spreads outside traffic over them (ECMP).
 
 Nodes come from settings and the fleet's hosts registry (``registry``). A node that does
 not carry a load balancer when asked about it (a host new to the fleet or back from DOWN)
@@ -44,6 +47,7 @@ from lbaas.providers.distributed.capabilities import DISTRIBUTED_CAPABILITIES
 from lbaas.providers.distributed.combine import combine
 from lbaas.providers.distributed.entry import entry_node
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
+from lbaas.providers.distributed.placement import announcing_nodes
 from lbaas.providers.distributed.registry import RegistryNodeDirectory
 from lbaas.providers.distributed.translate import service_spec
 
@@ -58,8 +62,10 @@ NodeCall = Callable[[Node, L4AgentClient], object]
 _MAX_PARALLEL = 16
 
 
-def _for_node(spec: L4ServiceSpec, entry: bool) -> L4ServiceSpec:
-    return spec.model_copy(update={"entry": entry}) if entry else spec
+def _for_node(spec: L4ServiceSpec, entry: bool, announce: bool = False) -> L4ServiceSpec:
+    if not entry and not announce:
+        return spec
+    return spec.model_copy(update={"entry": entry, "announce": announce})
 
 
 def _directory(context: ProviderContext) -> NodeDirectory:
@@ -117,10 +123,12 @@ class DistributedProvider(ProviderDriver):
         """Send the service to every node; nothing is written to the database, so no fence."""
         spec = service_spec(graph, time.time_ns())
         nodes = self._directory.nodes()
-        entry = entry_node(graph.id, nodes)
+        entry, announcing = self._roles(graph.id, nodes)
         self._each_node(
             nodes,
-            lambda node, client: client.put_l4(_for_node(spec, node == entry)),
+            lambda node, client: client.put_l4(
+                _for_node(spec, node == entry, node.name in announcing)
+            ),
             f"apply {graph.id}",
         )
         with self._lock:
@@ -145,28 +153,41 @@ class DistributedProvider(ProviderDriver):
         """Every node's view of ``graph``, combined by majority (None: no node answered)."""
         views: list[L4ServiceStatus | None] = []
         nodes = self._directory.nodes()
-        entry = entry_node(graph.id, nodes)
-        for node in nodes:
+        entry, announcing = self._roles(graph.id, nodes)
+        # The announcing nodes first: a VIP moved to another group is announced by its new
+        # group before the old one withdraws it (make before break).
+        for node in sorted(nodes, key=lambda node: node.name not in announcing):
+            announce = node.name in announcing
             try:
                 view = self._client(node).get_l4(graph.id)
-                # A host new to the fleet (or back with nothing), or the entry moved.
-                if view is None or view.entry != (node == entry):
-                    view = self._reprogram(node, graph, node == entry)
+                # A host new to the fleet (or back with nothing), or the entry or group moved.
+                if view is None or (view.entry, view.announce) != (node == entry, announce):
+                    view = self._reprogram(node, graph, node == entry, announce)
                 views.append(view)
             except LbaasError as exc:
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
         return combine(graph, views, answered=len(views))
 
-    def _reprogram(self, node: Node, graph: LoadBalancer, entry: bool) -> L4ServiceStatus:
+    def _roles(self, lb_id: str, nodes: list[Node]) -> tuple[Node | None, frozenset[str]]:
+        """The entry node (none with a tier) and the names of the nodes announcing the VIP."""
+        tier = self.context.settings.tier
+        if tier.groups:
+            return None, announcing_nodes(lb_id, tier.groups, tier.placement)
+        return entry_node(lb_id, nodes), frozenset()
+
+    def _reprogram(
+        self, node: Node, graph: LoadBalancer, entry: bool, announce: bool = False
+    ) -> L4ServiceStatus:
         """Program ``graph`` (as the poll loaded it) on a node that lacks it or whose entry
         role changed.
 
         Not fenced: a converge of a newer graph racing this call can be overtaken on that
         node until the next change of the load balancer; the window is one status call.
         """
-        LOG.info("programming distributed load balancer %s on node %s (entry: %s)",
-                 graph.id, node.name, entry)  # fmt: skip
-        return self._client(node).put_l4(_for_node(service_spec(graph, time.time_ns()), entry))
+        LOG.info("programming distributed load balancer %s on node %s (entry: %s, announce: %s)",
+                 graph.id, node.name, entry, announce)  # fmt: skip
+        spec = _for_node(service_spec(graph, time.time_ns()), entry, announce)
+        return self._client(node).put_l4(spec)
 
     def _try(self, node: Node, call: NodeCall, what: str) -> bool:
         """Whether ``call`` reached ``node``; other errors (a refused spec) are raised."""

@@ -6,7 +6,8 @@ it receives. Dragonflow's seed says "chosen at random"; here it is a random choi
 every controller makes alike: rendezvous hashing, the node whose BLAKE2b of (load balancer
 id, agent URL) is largest. Load balancers spread evenly over the nodes, and a choice moves
 only when its node leaves the directory (or a new node wins the hash for it), never because
-another node came or went. The L4 tier of the next issue replaces this with ECMP.
+another node came or went. With an L4 tier (``tier.groups``) there is no entry node: the
+VIP is announced by the nodes of its group (``placement``) and the router spreads it by ECMP.
 """
 
 from __future__ import annotations

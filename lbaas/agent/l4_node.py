@@ -33,7 +33,14 @@ from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.monitor import HealthChange, MonitorSpec, ProbeType, Target
 from lbaas.l4.host.base import VipHolder
-from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
+from lbaas.l4.service import (
+    HashKey,
+    L4Listener,
+    L4Member,
+    L4Protocol,
+    L4Service,
+    Tombstone,
+)
 from lbaas.private_files import make_private_directory, write_private
 
 log = logging.getLogger(__name__)
@@ -87,10 +94,11 @@ def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
         hash_key=HashKey(listener.hash_key),
         table_size=listener.table_size,
         members=tuple(
-            L4Member(m.id, m.address, m.port, m.weight, healthy.get(m.id, True), m.backup)
+            L4Member(m.id, m.address, m.port, m.weight, healthy.get(m.id, True), m.backup, m.place)
             for m in listener.members
             if m.weight > 0
         ),
+        tombstones=tuple(Tombstone(t.place, t.weight, t.backup) for t in listener.tombstones),
     )
 
 
@@ -199,6 +207,11 @@ class L4NodeManager:
             applied_version=spec.version,
             entry=spec.entry,
             members=members,
+            places={
+                m.id: m.place for li in spec.listeners for m in li.members if m.place is not None
+            },
+            tombstones={li.id: li.tombstones for li in spec.listeners if li.tombstones},
+            table_sizes={li.id: li.table_size for li in spec.listeners},
             new_flows={by_name[name]: count for name, count in flows.items() if name in by_name},
             last_error=self._errors.get(lb_id),
         )

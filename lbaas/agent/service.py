@@ -47,6 +47,7 @@ from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
 from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.l4_node import L4NodeManager
+from lbaas.agent.l4_vip import AnnouncingVipHolder, LinkAnnouncer
 from lbaas.agent.metadata_agent import metadata_proxies
 from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.udp_health import namespace_checker
@@ -102,7 +103,8 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
         batch_count=agent.l4_health_batch_size,
         batch_delay=agent.l4_health_batch_delay,
     )
-    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, RealVipHolder())
+    vips = AnnouncingVipHolder(RealVipHolder(), LinkAnnouncer())
+    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, vips)
     sink.append(manager)
     return manager, checker
 

@@ -52,6 +52,17 @@ class L4MemberSpec(_Wire):
     backup: bool = Field(False, description="New flows only while no primary is healthy.")
     monitor_address: str | None = Field(None, description="Where to probe, if not address.")
     monitor_port: int | None = Field(None, ge=1, le=65535, description="Likewise the port.")
+    place: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="The Maglev place (permutation key) it holds: a removed member's, "
+        "reused; None: its own id.",
+    )
+
+    @property
+    def place_key(self) -> str:
+        return self.id if self.place is None else self.place
 
     @field_validator("address", "monitor_address")
     @classmethod
@@ -74,6 +85,14 @@ class L4MonitorSpec(_Wire):
     domain_name: str | None = None
 
 
+class L4TombstoneSpec(_Wire):
+    """A removed member's place, kept so that its removal moves only its own slots."""
+
+    place: str = Field(min_length=1, max_length=64)
+    weight: int = Field(1, ge=1, le=256)
+    backup: bool = False
+
+
 class L4ListenerSpec(_Wire):
     id: str = Field(min_length=1, max_length=64)
     protocol: Literal["tcp", "udp"]
@@ -82,6 +101,18 @@ class L4ListenerSpec(_Wire):
     table_size: int = Field(ge=3, le=MAX_TABLE_SIZE, description="Maglev table size (prime).")
     members: tuple[L4MemberSpec, ...] = ()
     monitor: L4MonitorSpec | None = None
+    tombstones: tuple[L4TombstoneSpec, ...] = Field(
+        (), description="Places of recently removed members: in the table, owning no slot."
+    )
+
+    @model_validator(mode="after")
+    def _distinct_places(self) -> L4ListenerSpec:
+        # Weight-0 members are not in the table, so their id may be a tombstone's place.
+        live = [m.place_key for m in self.members if m.weight > 0]
+        places = live + [t.place for t in self.tombstones]
+        if len(set(places)) != len(places):
+            raise ValueError("members and tombstones of a listener must hold distinct places")
+        return self
 
 
 class L4ServiceSpec(_Wire):
@@ -120,6 +151,17 @@ class L4ServiceStatus(_Wire):
     )
     new_flows: dict[str, int] = Field(
         default_factory=dict, description="Flows balanced on this node, per listener id."
+    )
+    places: dict[str, str] = Field(
+        default_factory=dict,
+        description="Per member id, the place the applied spec gave it where that is not "
+        "its id; with ``tombstones``, what a restarted controller reads back.",
+    )
+    tombstones: dict[str, tuple[L4TombstoneSpec, ...]] = Field(
+        default_factory=dict, description="Per listener id, the applied spec's tombstones."
+    )
+    table_sizes: dict[str, int] = Field(
+        default_factory=dict, description="Per listener id, the applied Maglev table size."
     )
     last_error: str | None = None
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lbaas.agent.client_l4 import L4AgentClient
-from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
+from lbaas.agent.wire_l4 import L4ListenerSpec, L4ServiceSpec, L4ServiceStatus
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import AgentUnreachable, LbaasError
 from lbaas.model.fleet import agent_server_name
@@ -44,6 +44,7 @@ from lbaas.providers.distributed.capabilities import DISTRIBUTED_CAPABILITIES
 from lbaas.providers.distributed.combine import combine
 from lbaas.providers.distributed.entry import entry_node
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
+from lbaas.providers.distributed.places import Placement, apply_placement, place, recovered
 from lbaas.providers.distributed.registry import RegistryNodeDirectory
 from lbaas.providers.distributed.translate import service_spec
 
@@ -87,6 +88,8 @@ class DistributedProvider(ProviderDriver):
         self._new_client = clients or self._tls_client
         self._clients: dict[str, L4AgentClient] = {}
         self._graphs: dict[str, LoadBalancer] = {}
+        # Per load balancer, per listener id: the places and tombstones last sent (places).
+        self._placements: dict[str, dict[str, Placement]] = {}
         self._lock = threading.Lock()
 
     def _tls_client(self, node: Node) -> L4AgentClient:
@@ -115,8 +118,8 @@ class DistributedProvider(ProviderDriver):
 
     def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
         """Send the service to every node; nothing is written to the database, so no fence."""
-        spec = service_spec(graph, time.time_ns())
         nodes = self._directory.nodes()
+        spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=True)
         entry = entry_node(graph.id, nodes)
         self._each_node(
             nodes,
@@ -135,6 +138,7 @@ class DistributedProvider(ProviderDriver):
         )
         with self._lock:
             self._graphs.pop(loadbalancer_id, None)
+            self._placements.pop(loadbalancer_id, None)
 
     def status(self, loadbalancer_id: LoadBalancerId) -> HealthReport | None:
         with self._lock:
@@ -151,13 +155,15 @@ class DistributedProvider(ProviderDriver):
                 view = self._client(node).get_l4(graph.id)
                 # A host new to the fleet (or back with nothing), or the entry moved.
                 if view is None or view.entry != (node == entry):
-                    view = self._reprogram(node, graph, node == entry)
+                    view = self._reprogram(node, graph, nodes, node == entry)
                 views.append(view)
             except LbaasError as exc:
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
         return combine(graph, views, answered=len(views))
 
-    def _reprogram(self, node: Node, graph: LoadBalancer, entry: bool) -> L4ServiceStatus:
+    def _reprogram(
+        self, node: Node, graph: LoadBalancer, nodes: list[Node], entry: bool
+    ) -> L4ServiceStatus:
         """Program ``graph`` (as the poll loaded it) on a node that lacks it or whose entry
         role changed.
 
@@ -166,7 +172,46 @@ class DistributedProvider(ProviderDriver):
         """
         LOG.info("programming distributed load balancer %s on node %s (entry: %s)",
                  graph.id, node.name, entry)  # fmt: skip
-        return self._client(node).put_l4(_for_node(service_spec(graph, time.time_ns()), entry))
+        spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=False)
+        return self._client(node).put_l4(_for_node(spec, entry))
+
+    def _placed(self, spec: L4ServiceSpec, nodes: list[Node], *, keep: bool) -> L4ServiceSpec:
+        """``spec`` with the Maglev places and tombstones of its listeners (``places``).
+
+        They come from what this controller last sent, or, after a restart, from what a
+        node applied, so every node keeps getting the same tables. ``keep``: remember the
+        result (a converge); a node catching up with the poll's graph leaves it alone.
+        """
+        with self._lock:
+            known = self._placements.get(spec.loadbalancer_id)
+        if known is None:
+            seen = self._applied_status(spec.loadbalancer_id, nodes)
+            known = {} if seen is None else {
+                li.id: recovered(li, seen) for li in spec.listeners
+            }  # fmt: skip
+        placements = {li.id: place(known.get(li.id), li) for li in spec.listeners}
+        if keep:
+            with self._lock:
+                self._placements[spec.loadbalancer_id] = placements
+        listeners: tuple[L4ListenerSpec, ...] = tuple(
+            apply_placement(li, placements[li.id]) for li in spec.listeners
+        )
+        return spec.model_copy(update={"listeners": listeners})
+
+    def _applied_status(self, lb_id: str, nodes: list[Node]) -> L4ServiceStatus | None:
+        """The newest status any node gives of ``lb_id`` (None: none carries it)."""
+        best: L4ServiceStatus | None = None
+        for node in nodes:
+            try:
+                seen = self._client(node).get_l4(lb_id)
+            except LbaasError as exc:
+                LOG.warning("node %s did not report on %s: %s", node.name, lb_id, exc)
+                continue
+            if seen is not None and (
+                best is None or (seen.applied_version or 0) > (best.applied_version or 0)
+            ):
+                best = seen
+        return best
 
     def _try(self, node: Node, call: NodeCall, what: str) -> bool:
         """Whether ``call`` reached ``node``; other errors (a refused spec) are raised."""

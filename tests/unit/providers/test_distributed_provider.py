@@ -324,3 +324,54 @@ def test_entries_spread_over_the_nodes_and_stay_when_another_node_leaves() -> No
         if node != nodes[0]:
             assert entry_node(lb, fewer) == node
     assert entry_node("lb-x", []) is None
+
+
+def _tcp_graph(numbers: list[int]) -> LoadBalancer:
+    return load_balancer(
+        [listener("tcp", ListenerProtocol.TCP, 80, default_pool="tcp")],
+        [
+            pool(
+                "tcp",
+                [member(f"m{n}", f"10.9.0.{n}", 8000) for n in numbers],
+                protocol=PoolProtocol.TCP,
+                algorithm=LbAlgorithm.MAGLEV,
+            )
+        ],  # fmt: skip
+        vip_address="10.9.9.9",
+    )
+
+
+def _slot_lines(fake: FakeNode) -> str:
+    return fake.ops.loaded[-1]
+
+
+def test_a_removed_member_stays_a_tombstone_on_every_node_even_after_a_restart(
+    provider: DistributedProvider, fleet: Fleet, tmp_path: Path
+) -> None:
+    numbers = list(range(100, 112))
+    provider.apply(_tcp_graph(numbers), CLAIM)
+    provider.apply(_tcp_graph(numbers[1:]), CLAIM)  # 10.9.0.100 removed
+    statuses = [fake.get_l4(GRAPH.id) for fake in fleet.fakes.values()]
+    graves = {str(s.tombstones) for s in statuses if s is not None}
+    assert len(graves) == 1 and "place" in graves.pop()  # the same tombstone on every node
+    updates = {_slot_lines(fake) for fake in fleet.fakes.values()}
+    assert len(updates) == 1  # the same slot update everywhere: only m100's slots moved
+    (update,) = updates
+    deleted, added = update.split("add element")
+    assert deleted.startswith("delete element") and "10.9.0.100 " not in added
+    moved = added.count(":")
+    # A controller that restarted knows nothing: it reads the places back from the nodes,
+    # so a new member takes m100's place and the nodes move only those slots again.
+    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+    fresh = DistributedProvider(ProviderContext(settings), directory=fleet, clients=fleet.client)
+    fresh.apply(_tcp_graph([*numbers[1:], 200]), CLAIM)
+    for fake in fleet.fakes.values():
+        seen = fake.get_l4(GRAPH.id)
+        assert seen is not None and seen.tombstones == {} and len(seen.places) == 1
+        again = _slot_lines(fake).split("add element")[1]
+        assert again.count(":") == moved == again.count("10.9.0.200 ")  # m100's slots
+    # A node that joins later gets the same places from the poll's catch-up.
+    fleet.fakes["n9"] = FakeNode(tmp_path / "n9")
+    fresh.report(_tcp_graph([*numbers[1:], 200]))
+    joined, first = fleet.fakes["n9"].get_l4(GRAPH.id), fleet.fakes["n0"].get_l4(GRAPH.id)
+    assert joined is not None and first is not None and joined.places == first.places

@@ -21,7 +21,8 @@ Measures, in one run:
   slots moved beyond its own (should be 0), a new member taking its place, share
   deviations with 1, 10 and the most tombstones kept, and what forgetting them moves;
 - ``kernel``: in a scratch network namespace it creates (root only), the time from a
-  member change (marked down; removed from the pool) to the new table live in the kernel:
+  member change (marked down; removed from the pool, kept as a tombstone; removed and the
+  table rebuilt without it, plain Maglev) to the new table live in the kernel:
   the engine's slot update (table rebuild, diff, one ``nft -f`` transaction) against a full
   reload (``nft -c`` then ``nft -f`` of the whole table);
 - ``distributed`` (root, not with ``--quick``, not with ``--no-distributed``): the
@@ -161,7 +162,7 @@ def maglev_figures(size: int, count: int, repeats: int) -> dict[str, Any]:
         "members": count,
         "build_ms": build_ms,
         "build_cpu_ms": build_cpu_ms,
-        "moved_beyond_removed_share": round(beyond, 5),
+        "moved_beyond_removed_share": round(beyond, 5),  # plain Maglev: rebuilt without it
         "moved_beyond_removed_times_1_over_n": round(beyond * count, 2),
         "removed_member_share": round(1 / count, 5),
         "down_moved_beyond_its_share": round(down_extra / size, 5),
@@ -227,8 +228,12 @@ def share_deviation(size: int, count: int) -> float:
     return round(max(abs(share * count / size - 1) for share in shares.values()), 4)
 
 
-def service(members: list[L4Member], size: int) -> L4Service:
-    listener = L4Listener(L4Protocol.TCP, 80, tuple(members), table_size=size)
+def service(
+    members: list[L4Member], size: int, tombstones: tuple[Tombstone, ...] = ()
+) -> L4Service:
+    listener = L4Listener(
+        L4Protocol.TCP, 80, tuple(members), table_size=size, tombstones=tombstones
+    )
     return L4Service(LB_ID, "10.203.9.1", (listener,))
 
 
@@ -278,20 +283,26 @@ def kernel_figures(size: int, count: int, namespace: str, repeats: int) -> dict[
     """Member change -> new table live: slot updates (down, removed) against a full reload."""
     members = members_of(count)
     ops = RealNftOps(namespace)
-    timings: dict[str, list[float]] = {"down": [], "removed": [], "full": []}
-    moved: dict[str, list[int]] = {"down": [], "removed": []}
+    timings: dict[str, list[float]] = {"down": [], "removed": [], "rebuilt": [], "full": []}
+    moved: dict[str, list[int]] = {"down": [], "removed": [], "rebuilt": []}
     for round_ in range(repeats):
         changed = members[(round_ * 7) % count]
+        rest = [m for m in members if m != changed]
         variants = {
-            "down": [replace(m, healthy=False) if m == changed else m for m in members],
-            "removed": [m for m in members if m != changed],
+            "down": service(
+                [replace(m, healthy=False) if m == changed else m for m in members], size
+            ),  # fmt: skip
+            # As the distributed provider removes: the member stays as a tombstone.
+            "removed": service(rest, size, (Tombstone(changed.key),)),
+            # Plain Maglev: the table rebuilt without it (what compaction pays).
+            "rebuilt": service(rest, size),
         }
         for kind, after in variants.items():
             clear_table_cache()  # only the table applied before is known, as in service
             engine = L4Engine(ops)
             engine.apply(service(members, size))
             start = time.perf_counter()
-            report = engine.apply(service(after, size))
+            report = engine.apply(after)
             timings[kind].append((time.perf_counter() - start) * 1000)
             moved[kind].append(report.moved_slots)
         clear_table_cache()  # as after a restart: nothing known, nothing cached
@@ -306,6 +317,8 @@ def kernel_figures(size: int, count: int, namespace: str, repeats: int) -> dict[
         "member_down_slots_rewritten": int(statistics.median(moved["down"])),
         "member_removed_update_ms": round(statistics.median(timings["removed"]), 1),
         "member_removed_slots_rewritten": int(statistics.median(moved["removed"])),
+        "member_removed_plain_rebuild_update_ms": round(statistics.median(timings["rebuilt"]), 1),
+        "member_removed_plain_rebuild_slots_rewritten": int(statistics.median(moved["rebuilt"])),
         "full_reload_ms": round(statistics.median(timings["full"]), 1),
     }
 

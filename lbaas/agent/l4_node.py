@@ -22,9 +22,11 @@ import threading
 from pathlib import Path
 
 from lbaas.agent.wire_l4 import (
+    L4ListenerPlacement,
     L4ListenerSpec,
     L4MemberHealth,
     L4MonitorSpec,
+    L4PlacedMember,
     L4ServiceSpec,
     L4ServiceStatus,
 )
@@ -75,6 +77,22 @@ def health_targets(spec: L4ServiceSpec) -> list[Target]:
         if listener.monitor is not None
         for member in listener.members
     ]
+
+
+def placement_of(spec: L4ServiceSpec) -> dict[str, L4ListenerPlacement]:
+    """The applied Maglev places of every listener of ``spec`` (weight-0 members have none)."""
+    return {
+        listener.id: L4ListenerPlacement(
+            table_size=listener.table_size,
+            members=tuple(
+                L4PlacedMember(id=m.id, place=m.place_key, weight=m.weight, backup=m.backup)
+                for m in listener.members
+                if m.weight > 0
+            ),
+            tombstones=listener.tombstones,
+        )
+        for listener in spec.listeners
+    }
 
 
 def l4_service(spec: L4ServiceSpec, healthy: dict[str, bool]) -> L4Service:
@@ -141,9 +159,16 @@ class L4NodeManager:
             self._hold_vip(known, spec)
             return self._status(lb_id)
 
-    def get(self, lb_id: str) -> L4ServiceStatus | None:
+    def get(self, lb_id: str, *, placement: bool = False) -> L4ServiceStatus | None:
+        """This node's view of ``lb_id``; ``placement``: with the applied Maglev places."""
         with self._lock:
-            return self._status(lb_id) if lb_id in self._specs else None
+            if lb_id not in self._specs:
+                return None
+            status = self._status(lb_id)
+            if placement:
+                places = placement_of(self._specs[lb_id])
+                status = status.model_copy(update={"placement": places})
+            return status
 
     def delete(self, lb_id: str) -> None:
         with self._lock:
@@ -207,11 +232,6 @@ class L4NodeManager:
             applied_version=spec.version,
             entry=spec.entry,
             members=members,
-            places={
-                m.id: m.place for li in spec.listeners for m in li.members if m.place is not None
-            },
-            tombstones={li.id: li.tombstones for li in spec.listeners if li.tombstones},
-            table_sizes={li.id: li.table_size for li in spec.listeners},
             new_flows={by_name[name]: count for name, count in flows.items() if name in by_name},
             last_error=self._errors.get(lb_id),
         )

@@ -6,7 +6,8 @@ The controller sends the whole desired service of one load balancer; the agent c
 to it and answers with what it sees. Routes (same errors as ``wire``'s ``ErrorBody``):
 
     PUT    /v1/l4/{loadbalancer_id}   L4ServiceSpec -> 200 L4ServiceStatus
-    GET    /v1/l4/{loadbalancer_id}   -> 200 L4ServiceStatus | 404
+    GET    /v1/l4/{loadbalancer_id}   -> 200 L4ServiceStatus | 404  (?placement=true: with
+                                      the applied Maglev places, see ``placement``)
     DELETE /v1/l4/{loadbalancer_id}   -> 204 (also when it did not exist)
 
 Like ``wire``, this module imports nothing else from the agent, so providers use it alone.
@@ -140,6 +141,21 @@ class L4ServiceSpec(_Wire):
         return _ipv4(value)
 
 
+class L4PlacedMember(_Wire):
+    id: str
+    place: str
+    weight: int
+    backup: bool = False
+
+
+class L4ListenerPlacement(_Wire):
+    """One listener's table as applied: its size, its members' places and its tombstones."""
+
+    table_size: int
+    members: tuple[L4PlacedMember, ...] = ()
+    tombstones: tuple[L4TombstoneSpec, ...] = ()
+
+
 class L4ServiceStatus(_Wire):
     """What this node sees of one load balancer."""
 
@@ -152,16 +168,10 @@ class L4ServiceStatus(_Wire):
     new_flows: dict[str, int] = Field(
         default_factory=dict, description="Flows balanced on this node, per listener id."
     )
-    places: dict[str, str] = Field(
-        default_factory=dict,
-        description="Per member id, the place the applied spec gave it where that is not "
-        "its id; with ``tombstones``, what a restarted controller reads back.",
-    )
-    tombstones: dict[str, tuple[L4TombstoneSpec, ...]] = Field(
-        default_factory=dict, description="Per listener id, the applied spec's tombstones."
-    )
-    table_sizes: dict[str, int] = Field(
-        default_factory=dict, description="Per listener id, the applied Maglev table size."
+    placement: dict[str, L4ListenerPlacement] | None = Field(
+        None,
+        description="Per listener id, the applied Maglev places (only when asked with "
+        "?placement=true): what a controller without the last placement reads back.",
     )
     last_error: str | None = None
 

@@ -88,8 +88,9 @@ class DistributedProvider(ProviderDriver):
         self._new_client = clients or self._tls_client
         self._clients: dict[str, L4AgentClient] = {}
         self._graphs: dict[str, LoadBalancer] = {}
-        # Per load balancer, per listener id: the places and tombstones last sent (places).
-        self._placements: dict[str, dict[str, Placement]] = {}
+        # Per load balancer: the version last sent, and per listener id its places and
+        # tombstones (``places``).
+        self._placements: dict[str, tuple[int, dict[str, Placement]]] = {}
         self._lock = threading.Lock()
 
     def _tls_client(self, node: Node) -> L4AgentClient:
@@ -183,27 +184,33 @@ class DistributedProvider(ProviderDriver):
         result (a converge); a node catching up with the poll's graph leaves it alone.
         """
         with self._lock:
-            known = self._placements.get(spec.loadbalancer_id)
-        if known is None:
-            seen = self._applied_status(spec.loadbalancer_id, nodes)
-            known = {} if seen is None else {
-                li.id: recovered(li, seen) for li in spec.listeners
-            }  # fmt: skip
+            remembered = self._placements.get(spec.loadbalancer_id)
+        # Another controller (or worker) may have sent a newer spec since: one node's
+        # view tells, and when nothing is remembered every node's newest one is read.
+        seen = self._applied_status(spec.loadbalancer_id, nodes, first=remembered is not None)
+        known: dict[str, Placement | None] = {}
+        if remembered is not None:
+            known = dict(remembered[1])
+        if seen is not None and (remembered is None or (seen.applied_version or 0) > remembered[0]):
+            known = {li.id: recovered(li, seen) for li in spec.listeners}
         placements = {li.id: place(known.get(li.id), li) for li in spec.listeners}
         if keep:
             with self._lock:
-                self._placements[spec.loadbalancer_id] = placements
+                self._placements[spec.loadbalancer_id] = (spec.version, placements)
         listeners: tuple[L4ListenerSpec, ...] = tuple(
             apply_placement(li, placements[li.id]) for li in spec.listeners
         )
         return spec.model_copy(update={"listeners": listeners})
 
-    def _applied_status(self, lb_id: str, nodes: list[Node]) -> L4ServiceStatus | None:
-        """The newest status any node gives of ``lb_id`` (None: none carries it)."""
+    def _applied_status(
+        self, lb_id: str, nodes: list[Node], *, first: bool
+    ) -> L4ServiceStatus | None:
+        """The newest status any node gives of ``lb_id`` (None: none carries it); with
+        ``first``, the first node's that carries it."""
         best: L4ServiceStatus | None = None
         for node in nodes:
             try:
-                seen = self._client(node).get_l4(lb_id)
+                seen = self._client(node).get_l4(lb_id, placement=True)
             except LbaasError as exc:
                 LOG.warning("node %s did not report on %s: %s", node.name, lb_id, exc)
                 continue
@@ -211,6 +218,8 @@ class DistributedProvider(ProviderDriver):
                 best is None or (seen.applied_version or 0) > (best.applied_version or 0)
             ):
                 best = seen
+                if first:
+                    break
         return best
 
     def _try(self, node: Node, call: NodeCall, what: str) -> bool:

@@ -6,7 +6,9 @@ plane keeps a removed member's *place* (the key its permutation comes from) in t
 a tombstone: every node builds the table with it, as with a member that is down, and only
 its slots move. A member added later takes a tombstone of the same weight and tier, and
 with it that permutation, so a replacement moves only those slots back. The spec carries
-places and tombstones, so every node computes the same table from the same spec.
+places and tombstones, so every node computes the same table from the same spec; a
+controller that does not remember the last placement reads it back from a node
+(``recovered``).
 
 Tombstones are forgotten (the table then becomes the plain one of the live members, and
 the cascade deferred by them is paid at once) when the table grows (every slot may move
@@ -123,18 +125,16 @@ def apply_placement(listener: L4ListenerSpec, placement: Placement) -> L4Listene
     )
 
 
-def recovered(listener: L4ListenerSpec, seen: L4ServiceStatus) -> Placement:
-    """What a node's status shows of ``listener``'s previous placement: a restarted
-    controller's start. Members removed while no controller remembered them are not known
-    there (the status names only ids), so they get no tombstone."""
-    members = {
-        m.id: (seen.places.get(m.id, m.id), m.weight, m.backup)
-        for m in listener.members
-        if m.weight > 0 and m.id in seen.members
-    }
+def recovered(listener: L4ListenerSpec, seen: L4ServiceStatus) -> Placement | None:
+    """The placement a node applied for ``listener`` (``seen`` asked with placement): a
+    controller's start when it does not remember the last one (None: the node has none)."""
+    applied = (seen.placement or {}).get(listener.id)
+    if applied is None:
+        return None
+    members = {m.id: (m.place, m.weight, m.backup) for m in applied.members}
     return Placement(
-        table_size=seen.table_sizes.get(listener.id, listener.table_size),
+        table_size=applied.table_size,
         places={mid: p for mid, (p, _, _) in members.items() if p != mid},
-        tombstones=seen.tombstones.get(listener.id, ()),
+        tombstones=applied.tombstones,
         members=members,
     )

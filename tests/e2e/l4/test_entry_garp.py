@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lbaas.agent.l4_vip import AnnouncingVipHolder, LinkAnnouncer
+from lbaas.agent.host.vip_announce import AnnouncingVipHolder, LinkAnnouncer
 from lbaas.l4.host.real import RealVipHolder
 from tests.support.waiting import wait_for_value
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lbaas.agent.l4_vip import AnnouncingVipHolder, announce_links
+from lbaas.agent.host.vip_announce import AnnouncingVipHolder, announce_links
 from lbaas.l4.host.recording import RecordingVipHolder
 
 

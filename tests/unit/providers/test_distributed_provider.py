@@ -99,9 +99,9 @@ class FakeNode:
         self._check()
         return self.manager.put(spec.loadbalancer_id, spec)
 
-    def get_l4(self, lb_id: str) -> L4ServiceStatus | None:
+    def get_l4(self, lb_id: str, *, placement: bool = False) -> L4ServiceStatus | None:
         self._check()
-        return self.manager.get(lb_id)
+        return self.manager.get(lb_id, placement=placement)
 
     def delete_l4(self, lb_id: str) -> None:
         self._check()
@@ -345,15 +345,23 @@ def _slot_lines(fake: FakeNode) -> str:
     return fake.ops.loaded[-1]
 
 
+def _placement(fake: FakeNode) -> tuple[dict[str, str], list[str]]:
+    """The node's applied places (member id -> place, where not its id) and tombstones."""
+    seen = fake.get_l4(GRAPH.id, placement=True)
+    assert seen is not None and seen.placement is not None
+    ((_, applied),) = seen.placement.items()
+    places = {m.id: m.place for m in applied.members if m.place != m.id}
+    return places, [t.place for t in applied.tombstones]
+
+
 def test_a_removed_member_stays_a_tombstone_on_every_node_even_after_a_restart(
     provider: DistributedProvider, fleet: Fleet, tmp_path: Path
 ) -> None:
     numbers = list(range(100, 112))
     provider.apply(_tcp_graph(numbers), CLAIM)
     provider.apply(_tcp_graph(numbers[1:]), CLAIM)  # 10.9.0.100 removed
-    statuses = [fake.get_l4(GRAPH.id) for fake in fleet.fakes.values()]
-    graves = {str(s.tombstones) for s in statuses if s is not None}
-    assert len(graves) == 1 and "place" in graves.pop()  # the same tombstone on every node
+    graves = [_placement(fake)[1] for fake in fleet.fakes.values()]
+    assert len(graves[0]) == 1 and all(g == graves[0] for g in graves)  # the same everywhere
     updates = {_slot_lines(fake) for fake in fleet.fakes.values()}
     assert len(updates) == 1  # the same slot update everywhere: only m100's slots moved
     (update,) = updates
@@ -366,12 +374,30 @@ def test_a_removed_member_stays_a_tombstone_on_every_node_even_after_a_restart(
     fresh = DistributedProvider(ProviderContext(settings), directory=fleet, clients=fleet.client)
     fresh.apply(_tcp_graph([*numbers[1:], 200]), CLAIM)
     for fake in fleet.fakes.values():
-        seen = fake.get_l4(GRAPH.id)
-        assert seen is not None and seen.tombstones == {} and len(seen.places) == 1
+        places, graves_now = _placement(fake)
+        assert graves_now == [] and len(places) == 1
         again = _slot_lines(fake).split("add element")[1]
         assert again.count(":") == moved == again.count("10.9.0.200 ")  # m100's slots
     # A node that joins later gets the same places from the poll's catch-up.
     fleet.fakes["n9"] = FakeNode(tmp_path / "n9")
     fresh.report(_tcp_graph([*numbers[1:], 200]))
-    joined, first = fleet.fakes["n9"].get_l4(GRAPH.id), fleet.fakes["n0"].get_l4(GRAPH.id)
-    assert joined is not None and first is not None and joined.places == first.places
+    assert _placement(fleet.fakes["n9"]) == _placement(fleet.fakes["n0"])
+
+
+def test_a_worker_whose_memory_is_stale_reads_the_newer_placement_from_a_node(
+    provider: DistributedProvider, fleet: Fleet, tmp_path: Path
+) -> None:
+    numbers = list(range(100, 112))
+    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+    other = DistributedProvider(ProviderContext(settings), directory=fleet, clients=fleet.client)
+    provider.apply(_tcp_graph(numbers), CLAIM)
+    other.apply(_tcp_graph(numbers[1:]), CLAIM)  # the other worker removes m100
+    removal = _slot_lines(fleet.fakes["n0"]).split("add element")[1].count(":")
+    # This worker still remembers 12 members; the nodes' newer spec says m100 is a
+    # tombstone, so the newcomer takes its place and only those slots move again.
+    provider.apply(_tcp_graph([*numbers[1:], 200]), CLAIM)
+    for fake in fleet.fakes.values():
+        places, graves = _placement(fake)
+        assert graves == [] and len(places) == 1
+        again = _slot_lines(fake).split("add element")[1]
+        assert again.count(":") == removal == again.count("10.9.0.200 ")

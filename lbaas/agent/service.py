@@ -46,6 +46,7 @@ from lbaas.agent.host.haproxy_exec import HaproxyLauncher
 from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
 from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
+from lbaas.agent.host.vip_announce import AnnouncingVipHolder, LinkAnnouncer
 from lbaas.agent.l4_node import L4NodeManager
 from lbaas.agent.metadata_agent import metadata_proxies
 from lbaas.agent.server import AgentHttpsServer
@@ -108,7 +109,8 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
     if agent.tier_bird_socket and agent.tier_vips_file:
         control = BirdControl(Path(agent.tier_bird_socket))
         announcer = BirdVipAnnouncer(Path(agent.tier_vips_file), control)
-    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, RealVipHolder(), announcer)
+    vips = AnnouncingVipHolder(RealVipHolder(), LinkAnnouncer())
+    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, vips, announcer)
     sink.append(manager)
     return manager, checker
 

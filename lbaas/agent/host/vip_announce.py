@@ -61,6 +61,8 @@ def announce_links(addresses: list[dict[str, object]], vip: str) -> list[str]:
             continue
         if "LOOPBACK" in flags or "NOARP" in flags or not name:
             continue
+        if link.get("link_type", "ether") != "ether":  # no Ethernet address to announce at
+            continue
         infos = link.get("addr_info") or []
         networks = [
             ipaddress.IPv4Network(f"{info['local']}/{info['prefixlen']}", strict=False)

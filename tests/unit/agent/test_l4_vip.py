@@ -46,3 +46,6 @@ def test_links_whose_network_holds_the_vip_come_first_else_every_arp_link() -> N
     assert announce_links(links, "10.1.0.9") == ["eth0"]
     assert announce_links(links, "192.0.2.1") == ["eth0", "eth1"]
     assert announce_links([links[0]], "10.1.0.9") == []
+    # A link with no Ethernet address (a tunnel, say) has nothing to announce the VIP at.
+    tunnel = {**_link("tun0", ["POINTOPOINT", "UP"], "10.1.0.5/24"), "link_type": "none"}
+    assert announce_links([tunnel, links[1]], "10.1.0.9") == ["eth0"]

@@ -128,7 +128,6 @@ def access_logs_of(settings: Settings) -> AccessLogs:
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
-        socket_queue=conf.socket_queue,
     )
 
 

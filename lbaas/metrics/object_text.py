@@ -114,6 +114,46 @@ def _vip_probes(figures: ObjectFigures, projects: _Projects) -> Iterator[str]:
     return _family("lbaas_listener_vip_probe_up", help_text, "gauge", labels, rows)
 
 
+#: A pool's (HAProxy backend) and a member's (server) traffic: (metric suffix, counter,
+#: help, kind). Their request errors are failed connections to and responses from servers.
+BACKEND_TRAFFIC = (
+    ("bytes_in", "bytes_in", "Bytes sent to the servers.", "counter"),
+    ("bytes_out", "bytes_out", "Bytes received from the servers.", "counter"),
+    ("connections", "total_connections", "Connections made to the servers.", "counter"),
+    ("active_connections", "active_connections", "Connections open now.", "gauge"),
+    (
+        "request_errors",
+        "request_errors",
+        "Failed connections and responses (econ+eresp).",
+        "counter",
+    ),
+    ("requests", "requests", "HTTP requests sent to the servers (0 for TCP).", "counter"),
+    (
+        "check_failures",
+        "check_failures",
+        "Failed health checks (a pool's: its members').",
+        "counter",
+    ),
+)
+
+
+def _backend_traffic(figures: ObjectFigures, projects: _Projects) -> Iterator[str]:
+    """Per pool and member with a counter record (an amphora's agent reported it); none
+    for objects of a provider without a data plane of ours."""
+    counters = figures.listener_counters
+    for kind, parent, objects in (
+        ("pool", "loadbalancer_id", figures.pools),
+        ("member", "pool_id", figures.members),
+    ):
+        counted = [(o, counters[o.id]) for o in objects if o.id in counters]
+        labels = (f"{kind}_id", parent, "project_id")
+        for name, field, help_text, metric_kind in BACKEND_TRAFFIC:
+            rows = (
+                ((o.id, o.parent_id, projects[o.project_id]), v.get(field, 0)) for o, v in counted
+            )
+            yield from _family(f"lbaas_{kind}_{name}", help_text, metric_kind, labels, rows)
+
+
 def object_text(figures: ObjectFigures) -> str:
     projects = _Projects()
     return "".join(
@@ -123,6 +163,7 @@ def object_text(figures: ObjectFigures) -> str:
             *_statuses("pool", "loadbalancer_id", figures.pools, projects),
             *_statuses("member", "pool_id", figures.members, projects),
             *_traffic(figures, projects),
+            *_backend_traffic(figures, projects),
             *_vip_probes(figures, projects),
         ]
     )

@@ -103,7 +103,8 @@ def listener_counters(
     return totals
 
 
-def object_figures(conn: Connection) -> ObjectFigures:
+def object_figures(conn: Connection, *, with_counters: bool = True) -> ObjectFigures:
+    """Every live object's statuses and (unless not ``with_counters``) counters."""
     lbs = table_of(LoadBalancerRow)
     listeners = table_of(ListenerRow)
     pools = table_of(PoolRow)
@@ -113,5 +114,5 @@ def object_figures(conn: Connection) -> ObjectFigures:
         listeners=_statuses(conn, listeners, listeners.c.loadbalancer_id),
         pools=_statuses(conn, pools, pools.c.loadbalancer_id),
         members=_statuses(conn, members, members.c.pool_id),
-        listener_counters=listener_counters(conn, listeners_only=False),
+        listener_counters=listener_counters(conn, listeners_only=False) if with_counters else {},
     )

@@ -52,13 +52,17 @@ _COUNTER_NAMES = tuple(f.name for f in fields(ListenerCounters) if f.name not in
 _E = TypeVar("_E", bound=StrEnum)
 
 
-def to_payload(report: HealthReport, amphora_id: str) -> dict[str, Any]:
-    """The JSON-ready payload an agent seals into a heartbeat for one amphora."""
+def to_payload(
+    report: HealthReport, amphora_id: str, *, member_counters: bool = True
+) -> dict[str, Any]:
+    """The JSON-ready payload an agent seals into a heartbeat for one amphora; without
+    ``member_counters``, the members' counters are left out (a pool of hundreds of
+    members does not fit one datagram with them: its statuses must still get through)."""
     return {
         "amphora_id": amphora_id,
         "loadbalancer_id": report.loadbalancer_id,
         "listeners": {lid: _listener_doc(health) for lid, health in report.listeners.items()},
-        "pools": {pid: _pool_doc(health) for pid, health in report.pools.items()},
+        "pools": {pid: _pool_doc(health, member_counters) for pid, health in report.pools.items()},
     }
 
 
@@ -69,13 +73,14 @@ def _counter_doc(counters: ListenerCounters) -> dict[str, int]:
     return doc
 
 
-def _pool_doc(health: PoolHealth) -> dict[str, Any]:
+def _pool_doc(health: PoolHealth, member_counters: bool) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "state": health.state.value,
         "members": {mid: state.value for mid, state in health.members.items()},
     }
     if health.counters is not None:
         doc["counters"] = _counter_doc(health.counters)
+    if health.counters is not None and member_counters:
         doc["member_counters"] = {
             mid: _counter_doc(counters) for mid, counters in health.member_counters.items()
         }

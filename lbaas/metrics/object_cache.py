@@ -78,14 +78,20 @@ class _Statuses:
         }
 
 
+_CUMULATIVE = frozenset(METRIC_COUNTERS) - GAUGES
+
+
 def _summed(records: Sequence[tuple[str, str]]) -> Totals:
-    """An object's counters over its amphorae's records, as ``listener_counters`` sums."""
+    """An object's counters over its amphorae's records, as ``listener_counters`` sums:
+    every record's ``last``, plus its ``base`` for cumulative counters (not gauges)."""
     into = dict(_ZERO)
     for base_text, last_text in records:
-        base, last = orjson.loads(base_text), orjson.loads(last_text)
-        for name in METRIC_COUNTERS:
-            carried = 0 if name in GAUGES else int(base.get(name, 0))
-            into[name] += carried + int(last.get(name, 0))
+        for name, value in orjson.loads(last_text).items():
+            if name in into:
+                into[name] += int(value)
+        for name, value in orjson.loads(base_text).items():
+            if name in _CUMULATIVE:
+                into[name] += int(value)
     return into
 
 
@@ -107,7 +113,7 @@ class ObjectExposition:
         self._statuses: _Statuses | None = None
         self._read_at = 0.0
         self._records: dict[str, tuple[RawKey, Totals]] = {}
-        self._lines: dict[str, tuple[Totals, str, tuple[str, ...]]] = {}
+        self._lines: dict[str, tuple[Totals, str, list[str]]] = {}
         self._last: tuple[_Statuses, str] | None = None
         self._moved = True
 
@@ -163,15 +169,14 @@ class ObjectExposition:
         return totals
 
     def _object_lines(
-        self, object_id: str, summed: Totals, labels: str, names: list[str], fields: list[str]
-    ) -> tuple[str, ...]:
+        self, object_id: str, summed: Totals, labels: str, pairs: list[tuple[str, str]]
+    ) -> list[str]:
+        """The object's line in each of its kind's traffic families; ``pairs`` are the
+        families' (sample name, counter)."""
         kept = self._lines.get(object_id)
         if kept is not None and kept[0] is summed and kept[1] == labels:
             return kept[2]
-        lines = tuple(
-            f"{name}{{{labels}}} {summed[field]}\n"
-            for name, field in zip(names, fields, strict=True)
-        )
+        lines = [f"{name}{{{labels}}} {summed[field]}\n" for name, field in pairs]
         self._lines[object_id] = (summed, labels, lines)
         return lines
 
@@ -181,14 +186,13 @@ class ObjectExposition:
         lb_names = _sample_names(TRAFFIC, "loadbalancer")
         fields = [field for _, field, _, _ in TRAFFIC]
         listener_labels = statuses.labels["listener"]
+        pairs = list(zip(listener_names, fields, strict=True))
         per_lb: dict[str, list[int]] = {lb.id: [0] * len(fields) for lb in figures.loadbalancers}
         listener_lines = []
         for listener in figures.listeners:
             summed = totals.get(listener.id, _ZERO)
             listener_lines.append(
-                self._object_lines(
-                    listener.id, summed, listener_labels[listener.id], listener_names, fields
-                )
+                self._object_lines(listener.id, summed, listener_labels[listener.id], pairs)
             )
             sums = per_lb.get(listener.parent_id)
             if sums is not None:
@@ -212,10 +216,10 @@ class ObjectExposition:
             ("pool", statuses.figures.pools),
             ("member", statuses.figures.members),
         ):
-            names = _sample_names(BACKEND_TRAFFIC, kind)
+            pairs = list(zip(_sample_names(BACKEND_TRAFFIC, kind), fields, strict=True))
             labels = statuses.labels[kind]
             counted = [
-                self._object_lines(o.id, totals[o.id], labels[o.id], names, fields)
+                self._object_lines(o.id, totals[o.id], labels[o.id], pairs)
                 for o in objects
                 if o.id in totals
             ]

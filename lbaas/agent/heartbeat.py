@@ -56,8 +56,12 @@ class HeartbeatSender:
         interval: float = 1.0,
         epoch: int | None = None,
         host_report: HostReport | None = None,
+        member_counters: bool = True,
     ) -> None:
+        """``member_counters`` false: members' counters are never sent (their states are),
+        which keeps a health manager's work per heartbeat to the listeners and pools."""
         self._source = source
+        self._member_counters = member_counters
         self._key = key
         self._addresses = _addresses(address)
         self._host_report = host_report
@@ -85,6 +89,9 @@ class HeartbeatSender:
             sent += self._send(sender, payload)
         for amphora_id, report in self._source():
             smaller = partial(to_payload, report, amphora_id, member_counters=False)
+            if not self._member_counters:
+                sent += self._send(amphora_id, smaller())
+                continue
             sent += self._send(amphora_id, to_payload(report, amphora_id), smaller)
         self.sent += sent
         return sent

@@ -107,3 +107,25 @@ def test_a_pool_too_large_with_member_counters_is_sent_with_states_only(
     (got,) = decoded.pools.values()
     assert got.members == members and got.counters == counted  # the pool's still travel
     assert got.member_counters == {}
+
+
+def test_member_counters_can_be_left_out_by_setting(receiver: socket.socket) -> None:
+    counted = ListenerCounters(bytes_in=5)
+    pool = PoolHealth(
+        PoolState.UP,
+        {MemberId("m1"): MemberState.UP},
+        counters=counted,
+        member_counters={MemberId("m1"): counted},
+    )
+    report = HealthReport(LoadBalancerId("lb-1"), pools={PoolId("p1"): pool})
+    sender = HeartbeatSender(
+        lambda: [("amp-1", report)], KEY, receiver.getsockname(), member_counters=False
+    )
+    try:
+        assert sender.send_once() == 1
+    finally:
+        sender.stop()
+    _, decoded = from_payload(open_envelope(receiver.recv(65536), KEY).payload)
+    (got,) = decoded.pools.values()
+    assert got.counters == counted and got.member_counters == {}
+    assert got.members == {MemberId("m1"): MemberState.UP}

@@ -14,7 +14,8 @@ two scrapes little moves:
 * counters: the records are read every scrape as raw JSON text (no parsing by the
   driver); an object whose records' text is the one of the last scrape keeps its summed
   figures and formatted lines, so only objects whose traffic moved are parsed and
-  formatted again (an idle member's heartbeat repeats the same numbers). When neither
+  formatted again (an idle member's heartbeat repeats the same numbers); a record's
+  ``base`` (what earlier HAProxy processes counted) is parsed once per distinct text. When neither
   statuses nor any record moved, the last scrape's text is the answer.
 
 Memory is bounded by the objects that exist: every cache is rebuilt from this scrape's
@@ -81,17 +82,21 @@ class _Statuses:
 _CUMULATIVE = frozenset(METRIC_COUNTERS) - GAUGES
 
 
-def _summed(records: Sequence[tuple[str, str]]) -> Totals:
+def _summed(records: Sequence[tuple[str, str]], bases: dict[str, Totals]) -> Totals:
     """An object's counters over its amphorae's records, as ``listener_counters`` sums:
-    every record's ``last``, plus its ``base`` for cumulative counters (not gauges)."""
+    every record's ``last``, plus its ``base`` for cumulative counters (not gauges).
+    ``bases``: a record's ``base`` by its text, parsed once (it moves only on reloads)."""
     into = dict(_ZERO)
     for base_text, last_text in records:
         for name, value in orjson.loads(last_text).items():
             if name in into:
                 into[name] += int(value)
-        for name, value in orjson.loads(base_text).items():
-            if name in _CUMULATIVE:
-                into[name] += int(value)
+        base = bases.get(base_text)
+        if base is None:
+            parsed = orjson.loads(base_text).items()
+            base = bases[base_text] = {n: int(v) for n, v in parsed if n in _CUMULATIVE}
+        for name, value in base.items():
+            into[name] += value
     return into
 
 
@@ -114,6 +119,7 @@ class ObjectExposition:
         self._read_at = 0.0
         self._records: dict[str, tuple[RawKey, Totals]] = {}
         self._lines: dict[str, tuple[Totals, str, list[str]]] = {}
+        self._bases: dict[str, Totals] = {}
         self._last: tuple[_Statuses, str] | None = None
         self._moved = True
 
@@ -162,10 +168,13 @@ class ObjectExposition:
             if kept is not None and kept[0] == key:
                 summed = kept[1]
             else:
-                summed, moved = _summed(pairs), True
+                summed, moved = _summed(pairs, self._bases), True
             records[object_id] = (key, summed)
             totals[object_id] = summed
         self._records, self._moved = records, moved
+        if len(self._bases) > 2 * len(records):  # bounded: drop texts no record has now
+            kept_bases = {base for pairs in grouped.values() for base, _ in pairs}
+            self._bases = {t: v for t, v in self._bases.items() if t in kept_bases}
         return totals
 
     def _object_lines(

@@ -146,8 +146,11 @@ def vip_hops(
     client's connection arrives at the amphora and carried by their heartbeats, and a
     connect from here. The agents' word decides when an amphora heard from recently
     probed: "here" may simply not route to the VIP (netns mode, another host), while the
-    amphora's side is exactly the path clients take. With no fresh agent probe (probing
-    off, an older agent, a silent amphora, the noop provider), the check from here does.
+    amphora's side is exactly the path clients take. Both saying no is a failure; the
+    agents saying no while it answers from here is a warning (their probe may be older
+    than the listener, made up to a probe interval plus a heartbeat ago). With no fresh
+    agent probe (probing off, an older agent, a silent amphora, the noop provider), the
+    check from here decides.
     """
     graph = facts.graph
     listeners = [li for li in graph.listeners if li.admin_state_up]
@@ -173,6 +176,11 @@ def vip_hops(
             level = Level.OK if here else Level.FAIL
             verb = "answers" if here else "does not answer"
             yield Verdict("vip", level, f"{where}: {verb} (no agent probe; checked from here)")
+        elif not any(p.answered for p in fresh) and here:
+            # The witnesses disagree: the probe may predate a change (a listener just
+            # created), or only clients' path is broken. Worth a look, not a verdict.
+            detail = f"{where}: answers from here, but not the agents' latest probe ({agents})"
+            yield Verdict("vip", Level.WARN, detail)
         elif not any(p.answered for p in fresh):
             healthy = _members_fine(facts, listener.default_pool_id)
             why = "; its members are healthy: the break is between clients and the VIP"

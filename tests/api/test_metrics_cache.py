@@ -100,3 +100,6 @@ def test_the_cached_exposition_is_the_plain_one(api: Api, plane: Any) -> None:
     seen = same()
     assert seen.matching("lbaas_member_connections_total", member_id=first["id"]) == []
     assert seen.matching("lbaas_member_status", member_id=first["id"]) == []
+    with plane.database.read() as session:
+        assert session.get(ListenerStatsRow, (one, first["id"])) is None
+        assert session.get(ListenerStatsRow, (one, pool["id"])) is not None

@@ -1,7 +1,8 @@
 """Health-manager benchmark: how many heartbeats one process applies per second.
 
 Builds N load balancers (listener, pool with a health monitor and two members) through the
-API on a fresh database, gives each an amphora, then applies heartbeats to them the way
+API on a fresh database (each heartbeat carries the listener's, the pool's and each
+member's counters, as agents send them: four counter records per amphora), gives each an amphora, then applies heartbeats to them the way
 the health manager does after a datagram is authenticated: ``HeartbeatProcessor`` on the
 SQL store, with the store's ``Flusher`` thread writing buffered liveness and counters
 every interval as in the service, and a last flush at the end of each round counted in
@@ -103,6 +104,9 @@ def _report(lb: dict[str, Any], pools: dict[str, Any], seq: int, member_up: bool
                     MemberId(m["id"]): MemberState.UP if member_up or i else MemberState.DOWN
                     for i, m in enumerate(members)
                 },
+                # As an agent sends them: the backend's and each server's traffic.
+                counters=counters,
+                member_counters={MemberId(m["id"]): counters for m in members},
             )
             for pool_id, members in pools.items()
         },

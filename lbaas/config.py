@@ -419,6 +419,15 @@ class AgentSettings(_Section):
         ge=0,
         description="Seconds a member health change may wait to be applied with others.",
     )
+    heartbeat_member_counters: bool = Field(
+        True,
+        description=(
+            "Whether heartbeats carry each member's traffic counters (the /metrics "
+            "lbaas_member_* traffic series). Off, members' statuses and pools' counters still "
+            "travel, and the health manager folds one counter record per listener and pool "
+            "instead of one per member too."
+        ),
+    )
     vip_probe_interval: float = Field(
         5.0,
         ge=0,

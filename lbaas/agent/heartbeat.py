@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from lbaas.heartbeat.envelope import seal
@@ -55,8 +56,12 @@ class HeartbeatSender:
         interval: float = 1.0,
         epoch: int | None = None,
         host_report: HostReport | None = None,
+        member_counters: bool = True,
     ) -> None:
+        """``member_counters`` false: members' counters are never sent (their states are),
+        which keeps a health manager's work per heartbeat to the listeners and pools."""
         self._source = source
+        self._member_counters = member_counters
         self._key = key
         self._addresses = _addresses(address)
         self._host_report = host_report
@@ -83,16 +88,31 @@ class HeartbeatSender:
             sender, payload = self._host_report()
             sent += self._send(sender, payload)
         for amphora_id, report in self._source():
-            sent += self._send(amphora_id, to_payload(report, amphora_id))
+            smaller = partial(to_payload, report, amphora_id, member_counters=False)
+            if not self._member_counters:
+                sent += self._send(amphora_id, smaller())
+                continue
+            sent += self._send(amphora_id, to_payload(report, amphora_id), smaller)
         self.sent += sent
         return sent
 
-    def _send(self, sender: str, payload: Mapping[str, Any]) -> int:
-        """Seal one payload and send it to every health manager; 1 if any got it."""
+    def _send(
+        self,
+        sender: str,
+        payload: Mapping[str, Any],
+        smaller: Callable[[], Mapping[str, Any]] | None = None,
+    ) -> int:
+        """Seal one payload and send it to every health manager; 1 if any got it. Too
+        large for a datagram, ``smaller`` (hundreds of members without their counters,
+        whose states still count) is sealed instead."""
         try:
-            datagram = seal(
-                payload, self._key, sender=sender, epoch=self.epoch, sequence=next(self._sequence)
-            )
+            try:
+                datagram = self._seal(sender, payload)
+            except ValueError:
+                if smaller is None:
+                    raise
+                log.warning("heartbeat of %s too large: sent without member counters", sender)
+                datagram = self._seal(sender, smaller())
         except ValueError as exc:  # too large for a datagram: only this sender misses
             self.failures += 1
             log.error("no heartbeat for %s: %s", sender, exc)
@@ -106,6 +126,11 @@ class HeartbeatSender:
                 self.failures += 1
                 log.warning("heartbeat of %s to %s failed: %s", sender, address, exc)
         return delivered
+
+    def _seal(self, sender: str, payload: Mapping[str, Any]) -> bytes:
+        return seal(
+            payload, self._key, sender=sender, epoch=self.epoch, sequence=next(self._sequence)
+        )
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="agent-heartbeat", daemon=True)

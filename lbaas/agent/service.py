@@ -208,6 +208,7 @@ class AgentService:
             health_manager_addresses(settings),
             interval=settings.health.heartbeat_interval,
             host_report=self.host_report,
+            member_counters=settings.agent.heartbeat_member_counters,
         )
 
     def health_reports(self) -> list[tuple[str, HealthReport]]:

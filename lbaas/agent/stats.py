@@ -39,6 +39,10 @@ is stopped by HAProxy between two reads, which costs the same — what its conne
 since the last heartbeat's read.
 
 Active connections are a gauge: the sum over the live workers, never carried.
+
+Pools (backends) and members (servers) are counted the same way, in the same ledger under
+their own ids (UUIDs, distinct from every listener's): bytes, sessions, requests, failed
+connections and responses, and failed health checks (a pool's summed over its servers).
 """
 
 from __future__ import annotations
@@ -271,18 +275,24 @@ class StatsCollector:
                 members.setdefault(pool_id, {})[member_id] = member_state(row.get("status", ""))
         for worker_pid, worker_rows in [(pid, rows), *old_workers.items()]:
             self._ledger.observe(worker_pid, _cumulative(worker_rows))
-            for lid, active in _tenant_sessions(worker_rows).items():
+            for lid, active in _sessions(worker_rows).items():
                 gauges[lid] = gauges.get(lid, 0) + active
         totals = self._ledger.totals()
+
+        def counted(object_id: str) -> ListenerCounters:
+            key = ListenerId(object_id)
+            return replace(totals.get(key, ZERO), active_connections=gauges.get(key, 0))
+
         listeners = {
-            lid: ListenerHealth(
-                state=states[lid],
-                counters=replace(totals[lid], active_connections=gauges.get(lid, 0)),
-            )
-            for lid in states
+            lid: ListenerHealth(state=states[lid], counters=counted(lid)) for lid in states
         }
         pools = {
-            pid: PoolHealth(state=state, members=members.get(pid, {}))
+            pid: PoolHealth(
+                state=state,
+                members=members.get(pid, {}),
+                counters=counted(pid),
+                member_counters={mid: counted(mid) for mid in members.get(pid, {})},
+            )
             for pid, state in pool_states.items()
         }
         self._keep_ledger()
@@ -306,8 +316,37 @@ def _tenant_frontends(rows: Sequence[StatRow]) -> Iterator[tuple[ListenerId, Sta
                 yield listener_id, row
 
 
+def _servers(rows: Sequence[StatRow]) -> Iterator[tuple[PoolId, MemberId, StatRow]]:
+    for row in rows:
+        pool_id = parse_backend_name(row.get("pxname", ""))
+        member_id = parse_server_name(row.get("svname", ""))
+        if pool_id is not None and member_id is not None:
+            yield pool_id, member_id, row
+
+
+def _backends(rows: Sequence[StatRow]) -> Iterator[tuple[PoolId, StatRow]]:
+    for row in rows:
+        if row.get("svname") == "BACKEND":
+            pool_id = parse_backend_name(row.get("pxname", ""))
+            if pool_id is not None:
+                yield pool_id, row
+
+
+def _traffic(row: StatRow, check_failures: int) -> ListenerCounters:
+    """A backend's or a server's counters: its errors are failed connections and responses."""
+    return ListenerCounters(
+        bytes_in=_int(row, "bin"),
+        bytes_out=_int(row, "bout"),
+        total_connections=_int(row, "stot"),
+        request_errors=_int(row, "econ") + _int(row, "eresp"),
+        requests=_int(row, "req_tot"),
+        check_failures=check_failures,
+    )
+
+
 def _cumulative(rows: Sequence[StatRow]) -> dict[ListenerId, ListenerCounters]:
-    return {
+    """Per object id (listener, pool, member): what this worker counted since it started."""
+    counted = {
         lid: ListenerCounters(
             bytes_in=_int(row, "bin"),
             bytes_out=_int(row, "bout"),
@@ -317,11 +356,29 @@ def _cumulative(rows: Sequence[StatRow]) -> dict[ListenerId, ListenerCounters]:
         )
         for lid, row in _tenant_frontends(rows)
     }
+    checks: dict[PoolId, int] = {}
+    for pool_id, member_id, row in _servers(rows):
+        failed = _int(row, "chkfail")
+        checks[pool_id] = checks.get(pool_id, 0) + failed
+        counted[ListenerId(member_id)] = _traffic(row, failed)
+    for pool_id, row in _backends(rows):
+        counted[ListenerId(pool_id)] = _traffic(row, checks.get(pool_id, 0))
+    return counted
 
 
 def _tenant_sessions(rows: Sequence[StatRow]) -> dict[ListenerId, int]:
     """Open sessions per listener, only those with any (empty: nothing left to count)."""
     return {lid: n for lid, row in _tenant_frontends(rows) if (n := _int(row, "scur")) > 0}
+
+
+def _sessions(rows: Sequence[StatRow]) -> dict[ListenerId, int]:
+    """Open sessions per listener, pool and member of one worker."""
+    found = _tenant_sessions(rows)
+    for _pool, member_id, row in _servers(rows):
+        found[ListenerId(member_id)] = _int(row, "scur")
+    for pool_id, row in _backends(rows):
+        found[ListenerId(pool_id)] = _int(row, "scur")
+    return found
 
 
 def _pid(text: int | str) -> int:

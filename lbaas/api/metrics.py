@@ -2,7 +2,8 @@
 
 A scrape is this process's own instruments (API latency and responses; in ``lbaas serve``
 also the health manager's counts, and in tests the in-process worker's converges) followed
-by what the database holds, read at that moment (``lbaas.metrics.database``). Route labels
+by what the database holds, read at that moment (``lbaas.metrics.database``; the
+per-object part through ``lbaas.metrics.object_cache``). Route labels
 are templates, never raw paths, so the label set is fixed by the routes the app declares.
 """
 
@@ -16,8 +17,8 @@ from starlette.types import Scope
 
 from lbaas.api.services import ApiServices
 from lbaas.metrics.certificates import CertificateExpiryCollector
-from lbaas.metrics.database import ControlPlaneCollector, read_objects
-from lbaas.metrics.object_text import object_text
+from lbaas.metrics.database import ControlPlaneCollector
+from lbaas.metrics.object_cache import ObjectExposition
 from lbaas.metrics.process import UNMATCHED_ROUTE, Scrape
 
 
@@ -42,10 +43,11 @@ def route_template(scope: Scope) -> str:
 
 class MetricsPage:
     """Everything ``/metrics`` shows for this process: its own instruments and the control
-    plane's state through ``prometheus_client``, then every object (``object_text``)."""
+    plane's state through ``prometheus_client``, then every object (``ObjectExposition``,
+    which keeps what did not move since the last scrape)."""
 
     def __init__(self, services: ApiServices) -> None:
-        self._database = services.database
+        self._objects = ObjectExposition(services.database)
         collectors: list[Collector] = [
             services.metrics.registry,
             ControlPlaneCollector(services.database, services.settings.health.stale_after),
@@ -56,4 +58,4 @@ class MetricsPage:
 
     def render(self) -> bytes:
         head = generate_latest(self._collectors)
-        return head + object_text(read_objects(self._database)).encode()
+        return head + self._objects.text().encode()

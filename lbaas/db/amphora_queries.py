@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
-from lbaas.db.tables import AmphoraRow, ListenerStatsRow, LoadBalancerRow
+from lbaas.db.tables import AmphoraRow, ListenerStatsRow, LoadBalancerRow, MemberRow, PoolRow
 
 
 def owned_by_project(project_id: str) -> ColumnElement[bool]:
@@ -25,6 +25,9 @@ def listener_counters(session: Session, amphora_id: str) -> list[ListenerStatsRo
         session.scalars(
             select(ListenerStatsRow)
             .where(ListenerStatsRow.amphora_id == amphora_id)
+            # Pools' and members' records share the table: only listeners' are shown.
+            .where(ListenerStatsRow.listener_id.not_in(select(PoolRow.id)))
+            .where(ListenerStatsRow.listener_id.not_in(select(MemberRow.id)))
             .order_by(ListenerStatsRow.listener_id)
         )
     )

@@ -1,16 +1,18 @@
 """What ``lbaas diagnose`` reads about one load balancer: its stored tree, its desired
-graph, its converge job and its amphorae, in one read connection."""
+graph, its converge job, its amphorae and their agents' latest VIP probes, in one read
+connection."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from lbaas.db.graph_loader import graph_from_tree
+from lbaas.db.object_metrics import as_dict
 from lbaas.db.stored_tree import StoredLoadBalancer
-from lbaas.db.tables import AmphoraRow, ConvergeJobRow, table_of
+from lbaas.db.tables import AmphoraRow, ConvergeJobRow, ListenerStatsRow, table_of
 from lbaas.db.tree_loader import load_tree
 from lbaas.model.enums import AmphoraStatus
 from lbaas.model.graph import LoadBalancer
@@ -37,11 +39,22 @@ class AmphoraFacts:
 
 
 @dataclass(frozen=True)
+class ProbeFacts:
+    """One amphora's agent's latest probe of a listener's VIP:port, as its last heartbeat
+    carried it (``lbaas.agent.vip_probe``)."""
+
+    amphora_id: str
+    answered: bool
+
+
+@dataclass(frozen=True)
 class LoadBalancerFacts:
     tree: StoredLoadBalancer
     graph: LoadBalancer
     job: JobFacts | None
     amphorae: list[AmphoraFacts]
+    probes: dict[str, list[ProbeFacts]] = field(default_factory=dict)
+    """Per listener id: the agents' probe results; absent where no agent probes it."""
 
 
 def _job(conn: Connection, loadbalancer_id: str) -> JobFacts | None:
@@ -70,6 +83,18 @@ def _amphorae(conn: Connection, loadbalancer_id: str) -> list[AmphoraFacts]:
     return [AmphoraFacts(*row) for row in rows]
 
 
+def _probes(conn: Connection, loadbalancer_id: str) -> dict[str, list[ProbeFacts]]:
+    c = table_of(ListenerStatsRow).c
+    query = select(c.listener_id, c.amphora_id, c.last).where(c.loadbalancer_id == loadbalancer_id)
+    found: dict[str, list[ProbeFacts]] = {}
+    for listener_id, amphora_id, last in conn.execute(query.order_by(c.amphora_id)):
+        values = as_dict(last)
+        if int(values.get("vip_probes", 0)):
+            answered = bool(int(values.get("vip_answered", 0)))
+            found.setdefault(str(listener_id), []).append(ProbeFacts(str(amphora_id), answered))
+    return found
+
+
 def load_balancer_facts(conn: Connection, loadbalancer_id: str) -> LoadBalancerFacts | None:
     """None when no such load balancer exists (or it is DELETED)."""
     tree = load_tree(conn, loadbalancer_id)
@@ -77,5 +102,9 @@ def load_balancer_facts(conn: Connection, loadbalancer_id: str) -> LoadBalancerF
         return None
     graph = graph_from_tree(conn, tree)
     return LoadBalancerFacts(
-        tree, graph, _job(conn, loadbalancer_id), _amphorae(conn, loadbalancer_id)
+        tree,
+        graph,
+        _job(conn, loadbalancer_id),
+        _amphorae(conn, loadbalancer_id),
+        _probes(conn, loadbalancer_id),
     )

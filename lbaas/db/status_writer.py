@@ -70,6 +70,7 @@ def snapshot_tree(lb: StoredLoadBalancer) -> TreeSnapshot:
 _LISTENERS = tree_loader.LISTENERS
 _POOLS = tree_loader.POOLS
 _STATS = table_of(ListenerStatsRow)
+_COUNTED = (_LISTENERS, _POOLS, tree_loader.MEMBERS)
 _TAGS = table_of(TagRow)
 
 
@@ -94,7 +95,7 @@ def finish_applied(
                     .where(_LISTENERS.c.default_pool_id == row.id)
                     .values(default_pool_id=None)
                 )
-            if row.table is _LISTENERS:
+            if row.table in _COUNTED:  # counter records are keyed by the object's id
                 conn.execute(delete(_STATS).where(_STATS.c.listener_id == row.id))
             conn.execute(delete(_TAGS).where(_TAGS.c.resource_id == row.id))
             conn.execute(delete(row.table).where(row.table.c.id == row.id))

@@ -48,7 +48,7 @@ class Diagnosis:
             database_hop(facts),
             converge_hop(facts.job, in_error, now),
             *amphora_hops(facts, self._agent, self._stale_after, now),
-            *vip_hops(facts, self._probe),
+            *vip_hops(facts, self._probe, self._stale_after, now),
             *member_hops(facts),
         ]
 

@@ -3,7 +3,8 @@
 The hops are checked in the order a packet's fate depends on them: the database (is the
 desired state settled?), the converge job (was it applied, or why not?), the amphorae (is
 each heard from?), the agent (does it know the amphora?), HAProxy (running, and with which
-applied version?), the VIP (does each listener answer?), the members (which are down, and
+applied version?), the VIP (does each listener answer the agents' own probes, and a
+connect from here?), the members (which are down, and
 why?). The first hop that fails is usually the answer; later ones are still shown, since
 an operator fixing one wants to know what else is wrong.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lbaas.agent.wire import AmphoraStatus as AgentAmphora
-from lbaas.db.diagnose_queries import JobFacts, LoadBalancerFacts
+from lbaas.db.diagnose_queries import JobFacts, LoadBalancerFacts, ProbeFacts
 from lbaas.diagnose.base import AgentView, VipProbe
 from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import ListenerProtocol, OperatingStatus, ProvisioningStatus
@@ -136,20 +137,77 @@ def haproxy_hop(status: AgentAmphora) -> Verdict:
     return Verdict("haproxy", Level.OK, f"running, pid {status.master_pid} ({facts})")
 
 
-def vip_hops(facts: LoadBalancerFacts, probe: VipProbe) -> Iterator[Verdict]:
+def vip_hops(
+    facts: LoadBalancerFacts, probe: VipProbe, stale_after: float, now: float
+) -> Iterator[Verdict]:
+    """Per enabled listener: does its VIP:port answer?
+
+    Two witnesses: the agents' own probes (``lbaas.agent.vip_probe``), made from where a
+    client's connection arrives at the amphora and carried by their heartbeats, and a
+    connect from here. The agents' word decides when an amphora heard from recently
+    probed: "here" may simply not route to the VIP (netns mode, another host), while the
+    amphora's side is exactly the path clients take. Both saying no is a failure; the
+    agents saying no while it answers from here is a warning (their probe may be older
+    than the listener, made up to a probe interval plus a heartbeat ago). With no fresh
+    agent probe (probing off, an older agent, a silent amphora, the noop provider), the
+    check from here decides.
+    """
     graph = facts.graph
     listeners = [li for li in graph.listeners if li.admin_state_up]
     if not listeners:
         yield Verdict("vip", Level.SKIP, "no enabled listener")
         return
+    heard = {
+        amp.id
+        for amp in facts.amphorae
+        if amp.last_heartbeat_at is not None and now - amp.last_heartbeat_at <= stale_after
+    }
     for listener in listeners:
         where = f"listener {listener.id} {listener.protocol} {graph.vip.address}:{listener.protocol_port}"
-        if listener.protocol not in _PROBED:
+        fresh = [p for p in facts.probes.get(listener.id, []) if p.amphora_id in heard]
+        agents = _agents_saw(fresh)
+        here: bool | None = None
+        if listener.protocol in _PROBED:
+            here = probe.answers(graph.vip.address, listener)
+        said_here = {None: "", True: "; from here: answers", False: "; from here: no answer"}[here]
+        if agents is None and here is None:
             yield Verdict("vip", Level.SKIP, f"{where}: not probed (not a TCP protocol)")
-        elif probe.answers(graph.vip.address, listener):
-            yield Verdict("vip", Level.OK, f"{where}: answers")
+        elif agents is None:
+            level = Level.OK if here else Level.FAIL
+            verb = "answers" if here else "does not answer"
+            yield Verdict("vip", level, f"{where}: {verb} (no agent probe; checked from here)")
+        elif not any(p.answered for p in fresh) and here:
+            # The witnesses disagree: the probe may predate a change (a listener just
+            # created), or only clients' path is broken. Worth a look, not a verdict.
+            detail = f"{where}: answers from here, but not the agents' latest probe ({agents})"
+            yield Verdict("vip", Level.WARN, detail)
+        elif not any(p.answered for p in fresh):
+            healthy = _members_fine(facts, listener.default_pool_id)
+            why = "; its members are healthy: the break is between clients and the VIP"
+            detail = f"{where}: does not answer ({agents}{said_here}){why if healthy else ''}"
+            yield Verdict("vip", Level.FAIL, detail)
+        elif here is False:
+            detail = f"{where}: answers the agents' probe ({agents}) but not from here"
+            yield Verdict("vip", Level.WARN, f"{detail}: this host may not route to the VIP")
         else:
-            yield Verdict("vip", Level.FAIL, f"{where}: does not answer")
+            yield Verdict("vip", Level.OK, f"{where}: answers ({agents}{said_here})")
+
+
+def _agents_saw(fresh: list[ProbeFacts]) -> str | None:
+    """The agents' probe results in words, None when no fresh one exists."""
+    if not fresh:
+        return None
+    said = ", ".join(
+        f"amphora {p.amphora_id}: {'answers' if p.answered else 'no answer'}" for p in fresh
+    )
+    return f"agent probe from {said}"
+
+
+def _members_fine(facts: LoadBalancerFacts, pool_id: str | None) -> bool:
+    """Whether the pool has members and every enabled one is healthy."""
+    pool = next((p for p in facts.tree.pools if p.id == pool_id), None)
+    members = [m for m in pool.members if m.admin_state_up] if pool is not None else []
+    return bool(members) and all(m.operating_status in _FINE_MEMBER for m in members)
 
 
 def member_hops(facts: LoadBalancerFacts) -> Iterator[Verdict]:

@@ -27,13 +27,21 @@ from lbaas.health.counters import fold_report
 from lbaas.health.freshness import HeartbeatStamp
 from lbaas.health.rollup import OperatingStatuses, roll_up
 from lbaas.health.store import HealthStore
-from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancer, LoadBalancerId, PoolId
+from lbaas.model.graph import (
+    AmphoraId,
+    ListenerId,
+    LoadBalancer,
+    LoadBalancerId,
+    MemberId,
+    PoolId,
+)
 from lbaas.model.health import (
     HealthReport,
     ListenerCounters,
     ListenerHealth,
     ListenerState,
-    PoolHealth,
+    MemberState,
+    PoolState,
 )
 
 log = logging.getLogger(__name__)
@@ -60,13 +68,42 @@ def _with_probe(health: ListenerHealth) -> ListenerCounters:
     return replace(health.counters, vip_probes=1, vip_answered=int(health.vip_up))
 
 
+def _reported_counters(
+    graph: LoadBalancer, report: HealthReport
+) -> dict[ListenerId, ListenerCounters]:
+    """The counters to fold, per object id: listeners, and pools and members where the
+    agent sent theirs. Their records share one table keyed by object id (ids are UUIDs,
+    distinct across kinds; every reader selects by the ids of the kind it shows). Only
+    objects the graph knows: a late report must not resurrect the counters of one that
+    was just deleted."""
+    known = {listener.id for listener in graph.listeners}
+    reported: dict[ListenerId, ListenerCounters] = {
+        lid: _with_probe(health) for lid, health in report.listeners.items() if lid in known
+    }
+    for pool in graph.pools:
+        health = report.pools.get(pool.id)
+        if health is None or health.counters is None:
+            continue
+        reported[ListenerId(pool.id)] = health.counters
+        for member in pool.members:
+            counted = health.member_counters.get(member.id)
+            if counted is not None:
+                reported[ListenerId(member.id)] = counted
+    return reported
+
+
+def _states(report: HealthReport) -> dict[PoolId, tuple[PoolState, Mapping[MemberId, MemberState]]]:
+    """What the roll-up reads of the pools: their states, not their moving counters."""
+    return {pid: (health.state, health.members) for pid, health in report.pools.items()}
+
+
 @dataclass(frozen=True)
 class _RolledUp:
     """One roll-up and what it was computed from."""
 
     graph: LoadBalancer
     listeners: Mapping[ListenerId, ListenerState]
-    pools: Mapping[PoolId, PoolHealth]
+    pools: Mapping[PoolId, tuple[PoolState, Mapping[MemberId, MemberState]]]
     statuses: OperatingStatuses
 
 
@@ -99,12 +136,7 @@ class HeartbeatProcessor:
         if graph is None:
             self._rolled_up.pop(lb_id, None)
             return HeartbeatOutcome.LOADBALANCER_GONE
-        # Only listeners the graph knows: a late report must not resurrect the counters
-        # of a listener that was just deleted.
-        known = {listener.id for listener in graph.listeners}
-        reported: dict[ListenerId, ListenerCounters] = {
-            lid: _with_probe(health) for lid, health in report.listeners.items() if lid in known
-        }
+        reported = _reported_counters(graph, report)
         if reported:
             update = partial(fold_report, epoch=epoch, reported=reported)
             self._store.update_listener_counters(amphora_id, lb_id, update, stamp)
@@ -116,14 +148,15 @@ class HeartbeatProcessor:
     def _roll_up(self, graph: LoadBalancer, report: HealthReport) -> OperatingStatuses:
         """``roll_up(graph, report)``, the same object as last time if nothing it reads moved."""
         listeners = {lid: health.state for lid, health in report.listeners.items()}
+        pools = _states(report)
         last = self._rolled_up.get(graph.id)
         if (
             last is not None
             and last.graph is graph
             and last.listeners == listeners
-            and last.pools == report.pools
+            and last.pools == pools
         ):
             return last.statuses
         statuses = roll_up(graph, report)
-        self._rolled_up[graph.id] = _RolledUp(graph, listeners, report.pools, statuses)
+        self._rolled_up[graph.id] = _RolledUp(graph, listeners, pools, statuses)
         return statuses

@@ -20,7 +20,11 @@ Payload shape::
      (a counter an older agent does not send counts as 0; "vip_up" is optional: absent
      means the VIP was not probed, as from an agent older than the probe)
      "pools": {pool_id: {"state": "UP|DOWN",
-                         "members": {member_id: "UP|DOWN|DRAIN|MAINT|NO_CHECK"}}}}
+                         "members": {member_id: "UP|DOWN|DRAIN|MAINT|NO_CHECK"},
+                         "counters": {...},
+                         "member_counters": {member_id: {...}}}}}
+    (a pool's and a member's counters have the listener's names plus "check_failures";
+    both are optional: an older agent sends neither)
 """
 
 from __future__ import annotations
@@ -48,26 +52,44 @@ _COUNTER_NAMES = tuple(f.name for f in fields(ListenerCounters) if f.name not in
 _E = TypeVar("_E", bound=StrEnum)
 
 
-def to_payload(report: HealthReport, amphora_id: str) -> dict[str, Any]:
-    """The JSON-ready payload an agent seals into a heartbeat for one amphora."""
+def to_payload(
+    report: HealthReport, amphora_id: str, *, member_counters: bool = True
+) -> dict[str, Any]:
+    """The JSON-ready payload an agent seals into a heartbeat for one amphora; without
+    ``member_counters``, the members' counters are left out (a pool of hundreds of
+    members does not fit one datagram with them: its statuses must still get through)."""
     return {
         "amphora_id": amphora_id,
         "loadbalancer_id": report.loadbalancer_id,
         "listeners": {lid: _listener_doc(health) for lid, health in report.listeners.items()},
-        "pools": {
-            pid: {
-                "state": health.state.value,
-                "members": {mid: state.value for mid, state in health.members.items()},
-            }
-            for pid, health in report.pools.items()
-        },
+        "pools": {pid: _pool_doc(health, member_counters) for pid, health in report.pools.items()},
     }
 
 
-def _listener_doc(health: ListenerHealth) -> dict[str, Any]:
-    counters = asdict(health.counters)
+def _counter_doc(counters: ListenerCounters) -> dict[str, int]:
+    doc = asdict(counters)
     for name in _PROBE_GAUGES:
-        del counters[name]
+        del doc[name]
+    return doc
+
+
+def _pool_doc(health: PoolHealth, member_counters: bool) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "state": health.state.value,
+        "members": {mid: state.value for mid, state in health.members.items()},
+    }
+    if health.counters is not None:
+        doc["counters"] = _counter_doc(health.counters)
+    if health.counters is not None and member_counters:
+        doc["member_counters"] = {
+            mid: _counter_doc(counters) for mid, counters in health.member_counters.items()
+        }
+    return doc
+
+
+def _listener_doc(health: ListenerHealth) -> dict[str, Any]:
+    counters = _counter_doc(health.counters)
+    del counters["check_failures"]  # a frontend has no health check
     doc: dict[str, Any] = {"state": health.state.value, "counters": counters}
     if health.vip_up is not None:
         doc["vip_up"] = health.vip_up
@@ -94,7 +116,18 @@ def from_payload(payload: Mapping[str, Any]) -> tuple[str, HealthReport]:
 def _listener(listener_id: str, doc: object) -> ListenerHealth:
     where = f"listener {listener_id}"
     body = _object(doc, where)
-    counters = _section(body, "counters", where)
+    counters = _counters(_section(body, "counters", where), where)
+    vip_up = body.get("vip_up")
+    if vip_up is not None and not isinstance(vip_up, bool):
+        raise _malformed(f"{where}: vip_up must be true or false")
+    return ListenerHealth(
+        state=_state(ListenerState, body.get("state"), where),
+        counters=counters,
+        vip_up=vip_up,
+    )
+
+
+def _counters(counters: Mapping[str, Any], where: str) -> ListenerCounters:
     values: dict[str, int] = {}
     for name in _COUNTER_NAMES:
         value = counters.get(name, 0)
@@ -102,14 +135,7 @@ def _listener(listener_id: str, doc: object) -> ListenerHealth:
         if type(value) is not int or value < 0:
             raise _malformed(f"{where}: counter {name} must be a non-negative integer")
         values[name] = value
-    vip_up = body.get("vip_up")
-    if vip_up is not None and not isinstance(vip_up, bool):
-        raise _malformed(f"{where}: vip_up must be true or false")
-    return ListenerHealth(
-        state=_state(ListenerState, body.get("state"), where),
-        counters=ListenerCounters(**values),
-        vip_up=vip_up,
-    )
+    return ListenerCounters(**values)
 
 
 def _pool(pool_id: str, doc: object) -> PoolHealth:
@@ -119,7 +145,19 @@ def _pool(pool_id: str, doc: object) -> PoolHealth:
         MemberId(mid): _state(MemberState, state, f"member {mid}")
         for mid, state in _section(body, "members", where).items()
     }
-    return PoolHealth(state=_state(PoolState, body.get("state"), where), members=members)
+    counters = None
+    if "counters" in body:
+        counters = _counters(_section(body, "counters", where), where)
+    member_counters = {
+        MemberId(mid): _counters(_object(doc, f"member {mid}"), f"member {mid}")
+        for mid, doc in _section(body, "member_counters", where).items()
+    }
+    return PoolHealth(
+        state=_state(PoolState, body.get("state"), where),
+        members=members,
+        counters=counters,
+        member_counters=member_counters,
+    )
 
 
 def _state(kind: type[_E], value: object, where: str) -> _E:

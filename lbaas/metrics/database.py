@@ -1,14 +1,16 @@
 """What the database holds, read at scrape time: the control plane's state (this
 collector) and every load balancer, listener, pool and member (``read_objects``, written
-out by ``lbaas.metrics.object_text``).
+out by ``lbaas.metrics.object_text``; ``/metrics`` serves the same text through
+``lbaas.metrics.object_cache``, which redoes only what moved since the last scrape).
 
 Why at scrape time rather than live instruments: the objects' figures are written by other
 processes (the API writes statuses, workers converge, health managers fold heartbeats), so
 only the database knows them all; and a collector that emits the objects that exist now
 cannot leak label sets of deleted objects, which live ``Gauge(...).labels(id)`` children
 would keep until the process restarts. The label cardinality is therefore bounded by the
-number of objects in the database: one status series per object, five counter series per
-listener and per load balancer, nothing per request. Any API process answers alike.
+number of objects in the database: one status series per object, six traffic series per
+listener and per load balancer (and the listener's VIP probe), seven per pool and member
+with a counter record, nothing per request. Any API process answers alike.
 """
 
 from __future__ import annotations

@@ -36,7 +36,11 @@ class MemberState(StrEnum):
 
 @dataclass(frozen=True)
 class ListenerCounters:
-    """Cumulative counters of one listener since its process started."""
+    """Cumulative counters of one listener since its process started; the same shape
+    carries a pool's (HAProxy backend) and a member's (server) traffic, whose
+    ``request_errors`` are failed connections and responses (``econ`` + ``eresp``) and
+    whose ``check_failures`` are failed health checks (``chkfail``, a pool's summed over
+    its servers). A listener's ``check_failures`` stays 0."""
 
     bytes_in: int = 0
     bytes_out: int = 0
@@ -49,6 +53,7 @@ class ListenerCounters:
     """Gauge: amphorae whose agent probed the listener's VIP:port in their latest report."""
     vip_answered: int = 0
     """Gauge: of those, how many got a TCP connection (see ``lbaas.agent.vip_probe``)."""
+    check_failures: int = 0
 
     def __add__(self, other: ListenerCounters) -> ListenerCounters:
         """Field-wise sum: over workers, amphorae or listeners; gauges add up too."""
@@ -61,6 +66,7 @@ class ListenerCounters:
             requests=self.requests + other.requests,
             vip_probes=self.vip_probes + other.vip_probes,
             vip_answered=self.vip_answered + other.vip_answered,
+            check_failures=self.check_failures + other.check_failures,
         )
 
     def __sub__(self, other: ListenerCounters) -> ListenerCounters:
@@ -74,6 +80,7 @@ class ListenerCounters:
             requests=self.requests - other.requests,
             vip_probes=self.vip_probes - other.vip_probes,
             vip_answered=self.vip_answered - other.vip_answered,
+            check_failures=self.check_failures - other.check_failures,
         )
 
     def went_down_from(self, earlier: ListenerCounters) -> bool:
@@ -88,6 +95,7 @@ class ListenerCounters:
             or self.total_connections < earlier.total_connections
             or self.request_errors < earlier.request_errors
             or self.requests < earlier.requests
+            or self.check_failures < earlier.check_failures
         )
 
 
@@ -103,6 +111,9 @@ class ListenerHealth:
 class PoolHealth:
     state: PoolState
     members: Mapping[MemberId, MemberState] = field(default_factory=dict)
+    counters: ListenerCounters | None = None
+    """The backend's traffic; None from an agent that does not send it."""
+    member_counters: Mapping[MemberId, ListenerCounters] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

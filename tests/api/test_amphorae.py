@@ -246,3 +246,16 @@ def test_the_health_managers_failover_request_wakes_the_workers(api: Api, plane:
     assert not store.request_failover(AmphoraId(amp_id))
     assert wakes.count == 1
     api.wait_lb(lb["id"])
+
+
+def test_stats_leave_out_pools_and_members(api: Api, admin: Api, plane: Any) -> None:
+    lb = api.create_lb()
+    listener = api.create_listener(lb["id"])
+    pool = api.create_pool(lb["id"], listener_id=listener["id"])
+    member = api.create_member(lb["id"], pool["id"])
+    amp_id = add_amphora(plane, lb["id"])
+    for object_id in (listener["id"], pool["id"], member["id"]):
+        add_counters(plane, amp_id, lb["id"], object_id, base={}, last={"bytes_in": 3})
+    r = admin.get(f"{AMPHORAE}/{amp_id}/stats")
+    assert r.status_code == 200, r.text
+    assert [s["listener_id"] for s in r.json()["amphora_stats"]] == [listener["id"]]

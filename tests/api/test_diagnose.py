@@ -14,8 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from lbaas.cli import main
+from lbaas.db.tables import AmphoraRow
 from lbaas.diagnose.command import build_diagnosis
 from lbaas.diagnose.diagnosis import Diagnosis, first_failure, render
 from lbaas.diagnose.hops import Level, Verdict
@@ -137,6 +139,76 @@ def test_a_member_failing_its_health_check_is_named(api: Api, plane: Any) -> Non
     # The amphora was heard just now, but its agent (nothing on AGENT_PORT) is not there.
     assert by_hop(verdicts, "amphora")[0].level is Level.OK
     assert by_hop(verdicts, "agent")[0].level is Level.FAIL
+
+
+def _probed(plane: Any, tree: dict[str, Any], vip_up: bool) -> str:
+    """An amphora whose heartbeat says the listener OPEN, its member UP and what the
+    agent's VIP probe found, applied as the health manager applies one."""
+    amphora = AmphoraId(add_amphora(plane, tree["lb"]["id"], host="127.0.0.1"))
+    report = HealthReport(
+        LoadBalancerId(tree["lb"]["id"]),
+        {ListenerId(tree["listener"]["id"]): ListenerHealth(ListenerState.OPEN, vip_up=vip_up)},
+        {
+            PoolId(tree["pool"]["id"]): PoolHealth(
+                PoolState.UP, {MemberId(tree["member"]["id"]): MemberState.UP}
+            )
+        },
+    )
+    store = SqlHealthStore(plane.database)
+    HeartbeatProcessor(store).process(amphora, 1, report, 1)
+    store.flush()
+    return amphora
+
+
+def test_a_vip_the_agents_probe_cannot_reach_fails_while_its_members_are_healthy(
+    api: Api, plane: Any
+) -> None:
+    port = _unused_port()
+    tree = service(api, port, monitor=True)
+    amphora = _probed(plane, tree, vip_up=False)
+    verdicts = diagnosis(plane).run(tree["lb"]["id"])  # nothing answers from here either
+    assert verdicts is not None
+    (vip,) = by_hop(verdicts, "vip")
+    assert vip.level is Level.FAIL, vip
+    assert f"agent probe from amphora {amphora}: no answer" in vip.detail
+    assert "from here: no answer" in vip.detail and "its members are healthy" in vip.detail
+    assert [v.level for v in by_hop(verdicts, "members")] == [Level.OK]
+    assert "broken at the vip hop" in render(tree["lb"]["id"], [vip, *by_hop(verdicts, "members")])
+    # It answers from here: the agents' probe may be older than a change, so a warning.
+    with serving(tree["lb"]["vip_address"], port):
+        verdicts = diagnosis(plane).run(tree["lb"]["id"])
+    assert verdicts is not None
+    (vip,) = by_hop(verdicts, "vip")
+    assert vip.level is Level.WARN, vip
+    assert "answers from here, but not the agents' latest probe" in vip.detail
+
+
+def test_a_vip_only_the_agents_reach_is_a_warning(api: Api, plane: Any) -> None:
+    port = _unused_port()
+    tree = service(api, port)
+    amphora = _probed(plane, tree, vip_up=True)
+    verdicts = diagnosis(plane).run(tree["lb"]["id"])  # nothing serves here
+    assert verdicts is not None
+    (vip,) = by_hop(verdicts, "vip")
+    assert vip.level is Level.WARN, vip
+    assert f"amphora {amphora}: answers" in vip.detail and "not from here" in vip.detail
+
+
+def test_a_silent_amphoras_probe_is_not_believed(api: Api, plane: Any) -> None:
+    port = _unused_port()
+    tree = service(api, port)
+    amphora = _probed(plane, tree, vip_up=False)
+    with plane.database.write() as session:
+        session.execute(
+            update(AmphoraRow)
+            .where(AmphoraRow.id == amphora)
+            .values(last_heartbeat_at=time.time() - 120)
+        )
+    with serving(tree["lb"]["vip_address"], port):
+        verdicts = diagnosis(plane).run(tree["lb"]["id"])
+    assert verdicts is not None
+    (vip,) = by_hop(verdicts, "vip")
+    assert vip.level is Level.OK and "no agent probe; checked from here" in vip.detail
 
 
 def test_a_silent_amphora_and_its_stopped_agent_are_named(api: Api, plane: Any) -> None:

@@ -6,6 +6,10 @@
 
 const WINDOW_SECONDS = 300; // the traffic graphs show the last five minutes
 const samples = new Map(); // listener id -> [{at, connections}], at on the server's clock
+// listener id -> "up" or "down": the agents' latest probe of its VIP:port, from the
+// traffic events (absent: no agent probes it). A VIP that stops answering while its
+// members stay green is exactly what the member rows alone cannot show.
+const probes = new Map();
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -96,10 +100,18 @@ function poolBlock(pool) {
     rows.length ? el("table", {}, el("tbody", {}, ...rows)) : el("p", { class: "empty" }, "no members"));
 }
 
+const VIP_WORDS = { up: "VIP answers", down: "VIP not answering", unprobed: "" };
+
+function vipMarker(state) {
+  return el("span", { class: "vip-probe", "data-vip": state,
+    title: "the agents' latest TCP probe of this VIP:port" }, VIP_WORDS[state]);
+}
+
 function listenerBlock(listener) {
-  return el("div", { class: "listener", "data-id": listener.id },
+  const state = probes.get(listener.id) || "unprobed";
+  return el("div", { class: "listener", "data-id": listener.id, "data-vip": state },
     el("h3", {}, `Listener ${listener.protocol}:${listener.protocol_port} `,
-      badge(listener.operating_status)),
+      badge(listener.operating_status), " ", vipMarker(state)),
     el("canvas", { class: "traffic", "data-listener": listener.id, width: 300, height: 48,
       title: "new connections per second, last five minutes" }));
 }
@@ -182,8 +194,18 @@ function render(loadbalancers) {
   document.querySelectorAll("canvas.traffic").forEach(draw);
 }
 
+function showProbe(id, counters) {
+  const state = counters.vip_probes ? (counters.vip_answered ? "up" : "down") : "unprobed";
+  if (state === "unprobed") probes.delete(id); else probes.set(id, state);
+  const block = document.querySelector(`div.listener[data-id="${id}"]`);
+  if (!block || block.dataset.vip === state) return;
+  block.dataset.vip = state;
+  block.querySelector(".vip-probe").replaceWith(vipMarker(state));
+}
+
 function record(at, listeners) {
   for (const [id, counters] of Object.entries(listeners)) {
+    showProbe(id, counters);
     const series = samples.get(id) || [];
     series.push({ at, connections: counters.total_connections });
     while (series.length && series[0].at < at - WINDOW_SECONDS) series.shift();

@@ -1,5 +1,7 @@
-"""``/metrics`` of a real ``lbaas serve`` after real traffic through HAProxy: the listener's
-and the load balancer's counters (connections and requests) equal what was sent, heartbeats are counted by the
+"""``/metrics`` of a real ``lbaas serve`` after real traffic through HAProxy: the listener's,
+the load balancer's, the pool's and each member's counters (connections and requests)
+equal what was sent (and what each backend answered); a member whose backend stops shows
+failed health checks; heartbeats are counted by the
 embedded health manager, and the exposition parses with prometheus_client's parser; the
 agent's VIP probe turns 0 when the VIP stops answering while its members are healthy."""
 
@@ -20,7 +22,7 @@ from tests.e2e.amphora.serve_process import ServeInstance
 from tests.e2e.amphora.topology import http_service, loadbalancer
 from tests.e2e.amphora.traffic import spread
 from tests.support.prometheus import Exposition
-from tests.support.waiting import wait_for_value
+from tests.support.waiting import wait_for_value, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
 
@@ -40,12 +42,16 @@ def test_counters_match_the_traffic_sent(
     with loadbalancer(api, "metrics") as lb:
         service = http_service(lb, [one, two])
         listener_id = service.listener["id"]
-        assert sum(spread(service.vip, service.port, SENT).values()) == SENT
+        pool_id = service.pool["id"]
+        served = spread(service.vip, service.port, SENT)
+        assert sum(served.values()) == SENT
 
         def counted() -> Exposition | None:
             seen = scrape(serve)
-            found = seen.matching("lbaas_listener_connections_total", listener_id=listener_id)
-            return seen if found and found[0][1] >= SENT else None
+            listener = seen.total("lbaas_listener_connections_total", listener_id=listener_id)
+            pool = seen.total("lbaas_pool_connections_total", pool_id=pool_id)
+            members = seen.total("lbaas_member_connections_total", pool_id=pool_id)
+            return seen if min(listener, pool, members) >= SENT else None
 
         seen = wait_for_value(counted, 30.0, f"/metrics to count {SENT} connections")
         ids = {"listener_id": listener_id, "loadbalancer_id": lb.id}
@@ -56,6 +62,22 @@ def test_counters_match_the_traffic_sent(
         assert seen.value("lbaas_listener_bytes_in_total", **ids) > 0
         assert seen.value("lbaas_listener_bytes_out_total", **ids) > 0
         assert seen.value("lbaas_loadbalancer_connections_total", loadbalancer_id=lb.id) == SENT
+        # The pool's and each member's, from HAProxy's backend and server rows.
+        pool = {"pool_id": pool_id, "loadbalancer_id": lb.id}
+        assert seen.value("lbaas_pool_connections_total", **pool) == SENT
+        assert seen.value("lbaas_pool_requests_total", **pool) == SENT
+        assert seen.value("lbaas_pool_request_errors_total", **pool) == 0
+        assert seen.value("lbaas_pool_check_failures_total", **pool) == 0
+        assert seen.families["lbaas_pool_active_connections"] == "gauge"
+        member_bytes = 0.0
+        for name, member in service.members.items():
+            ids = {"member_id": member["id"], "pool_id": pool_id}
+            assert served[name] > 0, served
+            assert seen.value("lbaas_member_connections_total", **ids) == served[name]
+            assert seen.value("lbaas_member_requests_total", **ids) == served[name]
+            assert seen.value("lbaas_member_bytes_out_total", **ids) > 0
+            member_bytes += seen.value("lbaas_member_bytes_in_total", **ids)
+        assert member_bytes == seen.value("lbaas_pool_bytes_in_total", **pool) > 0
         # The same figures as the API's /stats, from the same records.
         stats = api.listener_stats(listener_id)
         assert stats["total_connections"] == SENT
@@ -68,6 +90,32 @@ def test_counters_match_the_traffic_sent(
         assert seen.value(latency, method="POST", route="/v2/lbaas/loadbalancers", code="201")
         assert seen.value("lbaas_agent_hosts_up") >= 1
         assert seen.value("lbaas_amphorae_heard") >= 1
+
+
+def test_a_stopped_backend_shows_failed_health_checks(
+    serve: ServeInstance, api: OctaviaApi, backends: BackendFleet
+) -> None:
+    well, stopped = backends.http("hc-well", "hc-stopped")
+    with loadbalancer(api, "checks") as lb:
+        service = http_service(lb, [well, stopped])
+        monitor = {"type": "HTTP", "delay": 1, "timeout": 1, "max_retries": 1}
+        api.create_healthmonitor(lb.id, service.pool["id"], max_retries_down=3, **monitor)
+        wait_until(lambda: service.member_status("hc-stopped") == "ONLINE", 30.0, "ONLINE")
+        stopped.stop()
+        wait_until(lambda: service.member_status("hc-stopped") == "ERROR", 30.0, "ERROR")
+        failed = {"member_id": service.members["hc-stopped"]["id"]}
+        fine = {"member_id": service.members["hc-well"]["id"]}
+
+        def counted() -> Exposition | None:
+            seen = scrape(serve)
+            return seen if seen.total("lbaas_member_check_failures_total", **failed) else None
+
+        seen = wait_for_value(counted, 30.0, "failed checks in /metrics")
+        # HAProxy counts failed checks while the server is up: up to fall (3) of them.
+        assert 1 <= seen.value("lbaas_member_check_failures_total", **failed) <= 3
+        assert seen.value("lbaas_member_check_failures_total", **fine) == 0
+        pool = seen.value("lbaas_pool_check_failures_total", pool_id=service.pool["id"])
+        assert pool == seen.value("lbaas_member_check_failures_total", **failed)
 
 
 @contextmanager

@@ -217,3 +217,36 @@ def test_failover_is_for_admins_as_in_the_api(
     with plane.database.read() as session:
         row = session.get(LoadBalancerRow, lb_id)
         assert row is not None and row.provisioning_status == ProvisioningStatus.ACTIVE.value
+
+
+def _probe_result(plane: Any, tree: dict[str, Any], answered: bool) -> None:
+    """The agent's VIP probe result as the health manager keeps it from a heartbeat."""
+    _count_connections(plane, tree, 150)
+    with plane.database.write() as session:
+        row = session.get(ListenerStatsRow, (tree["amphora"], tree["listener"]["id"]))
+        assert row is not None
+        row.last = {**row.last, "vip_probes": 1, "vip_answered": int(answered)}
+
+
+def test_a_vip_that_stops_answering_is_marked_without_a_reload(
+    pages: Pages, tree: dict[str, Any], plane: Any
+) -> None:
+    listener_id = tree["listener"]["id"]
+    _probe_result(plane, tree, answered=True)
+    page = pages.open("p-alpha", "reader")
+    block = f"div.listener[data-id='{listener_id}']"
+    page.locator(f"{block}[data-vip='up']").wait_for()
+    page.evaluate("window.loadedOnce = true")  # gone if the page were reloaded
+    _probe_result(plane, tree, answered=False)
+    marker = page.locator(f"{block}[data-vip='down'] .vip-probe")
+    marker.wait_for()
+    assert marker.inner_text() == "VIP not answering"
+    # The members are untouched: only the VIP hop is shown broken.
+    for member in tree["members"]:
+        row = page.locator(f"tr.member[data-id='{member['id']}']")
+        assert row.evaluate("r => getComputedStyle(r).backgroundColor") != RED
+    assert page.evaluate("window.loadedOnce") is True
+    pages.shot(page, "vip-not-answering")
+    _probe_result(plane, tree, answered=True)
+    page.locator(f"{block}[data-vip='up']").wait_for()
+    assert page.evaluate("window.loadedOnce") is True

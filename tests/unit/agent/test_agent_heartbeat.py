@@ -87,3 +87,45 @@ def test_a_report_too_large_for_a_datagram_costs_only_its_own_heartbeat(
     finally:
         sender.stop()
     assert [open_envelope(receiver.recv(65536), KEY).sender for _ in range(2)] == ["amp-1", "amp-2"]
+
+
+def test_a_pool_too_large_with_member_counters_is_sent_with_states_only(
+    receiver: socket.socket,
+) -> None:
+    members = {MemberId(f"member-{n:05d}-{'x' * 24}"): MemberState.UP for n in range(500)}
+    counted = ListenerCounters(bytes_in=123456789, bytes_out=987654321, total_connections=4242)
+    pool = PoolHealth(
+        PoolState.UP, members, counters=counted, member_counters=dict.fromkeys(members, counted)
+    )
+    big = HealthReport(LoadBalancerId("lb-big"), pools={PoolId("p1"): pool})
+    sender = HeartbeatSender(lambda: [("amp-big", big)], KEY, receiver.getsockname(), epoch=7)
+    try:
+        assert sender.send_once() == 1 and sender.failures == 0
+    finally:
+        sender.stop()
+    _, decoded = from_payload(open_envelope(receiver.recv(65536), KEY).payload)
+    (got,) = decoded.pools.values()
+    assert got.members == members and got.counters == counted  # the pool's still travel
+    assert got.member_counters == {}
+
+
+def test_member_counters_can_be_left_out_by_setting(receiver: socket.socket) -> None:
+    counted = ListenerCounters(bytes_in=5)
+    pool = PoolHealth(
+        PoolState.UP,
+        {MemberId("m1"): MemberState.UP},
+        counters=counted,
+        member_counters={MemberId("m1"): counted},
+    )
+    report = HealthReport(LoadBalancerId("lb-1"), pools={PoolId("p1"): pool})
+    sender = HeartbeatSender(
+        lambda: [("amp-1", report)], KEY, receiver.getsockname(), member_counters=False
+    )
+    try:
+        assert sender.send_once() == 1
+    finally:
+        sender.stop()
+    _, decoded = from_payload(open_envelope(receiver.recv(65536), KEY).payload)
+    (got,) = decoded.pools.values()
+    assert got.counters == counted and got.member_counters == {}
+    assert got.members == {MemberId("m1"): MemberState.UP}

@@ -288,3 +288,35 @@ def test_a_worker_that_cannot_be_held_does_not_stop_the_reload() -> None:
     with StatsCollector(LoadBalancerId("lb"), refuse).across_reload(Path("/x/stats.sock")):
         reloaded = True
     assert reloaded
+
+
+def _server(name: str, pool: str = "be_p1", **counters: int) -> dict[str, str]:
+    row = {"pxname": pool, "svname": name, "status": "UP"}
+    row.update({key: str(value) for key, value in counters.items()})
+    return row
+
+
+def test_pool_and_member_traffic_is_counted_and_survives_a_reload() -> None:
+    collector = StatsCollector(LoadBalancerId("lb"))
+
+    def worker(**m1: int) -> list[dict[str, str]]:
+        backend = {key: str(value) for key, value in m1.items() if key != "chkfail"}
+        return [
+            _frontend("fe_l1"),
+            _server("srv_m1", **m1),
+            _server("srv_m2", chkfail=1),
+            {"pxname": "be_p1", "svname": "BACKEND", "status": "UP", **backend},
+        ]
+
+    first = worker(bin=10, bout=20, stot=2, scur=1, econ=1, eresp=2, req_tot=2, chkfail=3)
+    report = collector.report("100", first)
+    pool = report.pools[PoolId("p1")]
+    m1 = pool.member_counters[MemberId("m1")]
+    assert (m1.bytes_in, m1.bytes_out, m1.total_connections, m1.requests) == (10, 20, 2, 2)
+    assert (m1.active_connections, m1.request_errors, m1.check_failures) == (1, 3, 3)
+    assert pool.counters is not None
+    assert pool.counters.bytes_in == 10 and pool.counters.check_failures == 4  # 3 + 1
+    # A reload: the new worker counts from zero; the old one's counts are carried.
+    report = collector.report("200", worker(bin=5, stot=1), {100: first})
+    m1 = report.pools[PoolId("p1")].member_counters[MemberId("m1")]
+    assert (m1.bytes_in, m1.total_connections, m1.check_failures) == (15, 3, 3)

@@ -177,3 +177,29 @@ def test_malformed_payloads_are_rejected(payload: dict[str, Any], complaint: str
     with pytest.raises(HeartbeatRejected, match="malformed heartbeat payload") as caught:
         from_payload(payload)
     assert complaint in str(caught.value)
+
+
+def test_pool_and_member_counters_round_trip() -> None:
+    counted = ListenerCounters(bytes_in=7, total_connections=2, requests=2, check_failures=3)
+    report = HealthReport(
+        loadbalancer_id=LoadBalancerId("lb-1"),
+        pools={
+            PoolId("p-1"): PoolHealth(
+                PoolState.UP,
+                {MemberId("m-1"): MemberState.UP},
+                counters=counted,
+                member_counters={MemberId("m-1"): counted},
+            )
+        },
+    )
+    payload = json.loads(json.dumps(to_payload(report, "amp-1")))
+    assert payload["pools"]["p-1"]["counters"]["check_failures"] == 3
+    assert payload["pools"]["p-1"]["member_counters"]["m-1"]["bytes_in"] == 7
+    assert from_payload(payload) == ("amp-1", report)
+
+
+def test_a_negative_member_counter_is_refused() -> None:
+    payload = to_payload(REPORT, "amp-1")
+    payload["pools"]["p-1"]["member_counters"] = {"m-1": {"bytes_in": -1}}
+    with pytest.raises(HeartbeatRejected, match="member m-1: counter bytes_in"):
+        from_payload(payload)

@@ -67,3 +67,31 @@ def test_the_vip_probe_is_up_if_any_amphora_answered_and_absent_if_none_probed()
     assert seen.value(up, listener_id="l1", loadbalancer_id="lb1", project_id="p") == 1
     assert seen.value(up, listener_id="l2") == 0
     assert seen.matching(up, listener_id="l3") == []
+
+
+def test_pools_and_members_with_a_record_have_traffic() -> None:
+    figures = ObjectFigures(
+        loadbalancers=[ObjectStatus("lb1", "", "p", "ACTIVE", "ONLINE")],
+        listeners=[],
+        pools=[
+            ObjectStatus("p1", "lb1", "p", "ACTIVE", "ONLINE"),
+            ObjectStatus("p2", "lb1", "p", "ACTIVE", "ONLINE"),
+        ],
+        members=[ObjectStatus("m1", "p1", "p", "ACTIVE", "ONLINE")],
+        listener_counters={
+            "p1": {"bytes_in": 9, "total_connections": 3, "check_failures": 2, "requests": 3},
+            "m1": {"bytes_out": 11, "request_errors": 1, "check_failures": 2},
+        },
+    )
+    seen = Exposition(object_text(figures))
+    pool = {"pool_id": "p1", "loadbalancer_id": "lb1", "project_id": "p"}
+    assert seen.value("lbaas_pool_bytes_in_total", **pool) == 9
+    assert seen.value("lbaas_pool_connections_total", **pool) == 3
+    assert seen.value("lbaas_pool_requests_total", **pool) == 3
+    assert seen.value("lbaas_pool_check_failures_total", **pool) == 2
+    member = {"member_id": "m1", "pool_id": "p1", "project_id": "p"}
+    assert seen.value("lbaas_member_bytes_out_total", **member) == 11
+    assert seen.value("lbaas_member_request_errors_total", **member) == 1
+    assert seen.value("lbaas_member_check_failures_total", **member) == 2
+    assert seen.families["lbaas_member_active_connections"] == "gauge"
+    assert seen.matching("lbaas_pool_bytes_in_total", pool_id="p2") == []  # no record

@@ -11,6 +11,9 @@ point 13: longest PENDING <= 10 s), so its start-up is measured on its own:
 - ``ready_seconds``: from exec of ``lbaas agent`` (loopback mode, a fresh state directory
   whose PKI the first, unmeasured start creates) until its HTTPS port accepts a
   connection; the agent is then SIGKILLed, as in ``bench/chaos.py``;
+- ``serving_seconds``: the same, until it answers ``GET /v1/info`` over mutual TLS, as
+  a worker's converge would (the port accepts a little earlier: it is bound before the
+  HTTPS server runs);
 - ``heavy_modules``: which of the modules the agent does not need to serve were imported
   anyway (numpy only builds large Maglev tables, httpx only talks to a metadata service).
 
@@ -33,6 +36,10 @@ import time
 from pathlib import Path
 
 from dataplane_procs import accepts, free_port
+
+from lbaas.agent.client import AgentClient
+from lbaas.certs.authority import CertificateAuthority
+from lbaas.errors import AgentUnreachable
 
 AGENT_IMPORTS = "import lbaas.cli, lbaas.agent.service"
 HEAVY = ("numpy", "httpx", "rich", "kubernetes", "sqlalchemy", "alembic", "psycopg")
@@ -62,8 +69,28 @@ def heavy_modules() -> list[str]:
     return [name for name in HEAVY if name in loaded]
 
 
-def ready_once(env: dict[str, str], port: int, log: Path) -> float:
-    """Seconds from exec of ``lbaas agent`` until its port accepts; then SIGKILL it."""
+def controller_client(state_dir: Path, port: int) -> AgentClient:
+    """A client with the controller's certificate from the run's CA (as a worker's)."""
+    pki = state_dir / "pki"
+    tls = CertificateAuthority.load_or_create(pki).ensure_identity(
+        pki / "controller", "controller", "client"
+    )
+    return AgentClient(f"https://127.0.0.1:{port}", tls=tls, timeout=5.0)
+
+
+def answers(client: AgentClient) -> bool:
+    try:
+        client.info()
+    except AgentUnreachable:
+        return False
+    return True
+
+
+def ready_once(
+    env: dict[str, str], port: int, log: Path, client: AgentClient | None = None
+) -> tuple[float, float]:
+    """Seconds from exec of ``lbaas agent`` until its port accepts, and until it answers
+    ``client`` (0.0 without one); then SIGKILL it."""
     started = time.monotonic()
     with log.open("ab") as out:
         proc = subprocess.Popen(
@@ -80,7 +107,12 @@ def ready_once(env: dict[str, str], port: int, log: Path) -> float:
             if time.monotonic() - started > READY_TIMEOUT:
                 raise SystemExit(f"agent not ready in {READY_TIMEOUT} s")
             time.sleep(0.02)
-        return time.monotonic() - started
+        accepted = time.monotonic() - started
+        while client is not None and not answers(client):
+            if proc.poll() is not None or time.monotonic() - started > READY_TIMEOUT:
+                raise SystemExit(f"agent never answered:\n{log.read_text()[-3000:]}")
+            time.sleep(0.02)
+        return accepted, (time.monotonic() - started if client is not None else 0.0)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -103,8 +135,12 @@ def main() -> None:
             "LBAAS_HEALTH__BIND_PORT": str(free_port(kind=socket.SOCK_DGRAM)),
         }
         log = Path(workdir) / "agent.log"
-        first = ready_once(env, port, log)
-        ready = [ready_once(env, port, log) for _ in range(runs)]
+        first, _ = ready_once(env, port, log)
+        client = controller_client(Path(workdir) / "state", port)
+        runs_done = [ready_once(env, port, log, client) for _ in range(runs)]
+        client.close()
+        ready = [accepted for accepted, _ in runs_done]
+        serving = [answered for _, answered in runs_done]
     figures = {
         "runs": runs,
         "python_seconds": round(statistics.median(_wall("pass") for _ in range(runs)), 3),
@@ -113,6 +149,8 @@ def main() -> None:
         "first_start_seconds": round(first, 3),
         "ready_seconds": round(statistics.median(ready), 3),
         "ready_seconds_max": round(max(ready), 3),
+        "serving_seconds": round(statistics.median(serving), 3),
+        "serving_seconds_max": round(max(serving), 3),
         "heavy_modules": heavy_modules(),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }

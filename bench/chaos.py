@@ -14,15 +14,16 @@ processes are started again after ``--restart-delay`` seconds, as a service mana
 would; HAProxy is restarted by its agent. Then the killing stops and, after the
 settle time, the invariants are checked:
 
-* every acknowledged create exists unless its delete was acknowledged; every acknowledged
-  delete is gone;
+* every acknowledged create exists unless a delete of it was sent (a delete whose answer
+  was lost to an API kill may have been done or not); every acknowledged delete is gone;
 * nothing is PENDING_* (nor ERROR);
 * every ACTIVE listener answers on its VIP with its backend's reply;
 * no orphan: no HAProxy and no amphora directory without a live amphora;
 * no 5xx outside an API outage (from a kill of the API until it answers again).
 
 It prints one JSON object: kills per kind, requests, violations (each with its detail),
-the longest PENDING streak of any load balancer, and the machine's load.
+the longest PENDING episode of any load balancer (the five longest with the kills around
+them), and the machine's load.
 
     python bench/chaos.py [--quick] [--duration 180] [--database-url postgresql+psycopg://...]
 """
@@ -102,12 +103,17 @@ class Fleet:
         self.ready_checks = {
             "api": lambda: api_answers(f"http://127.0.0.1:{env['LBAAS_API__PORT']}"),
             "agent": lambda: accepts("127.0.0.1", int(env["LBAAS_AGENT__PORT"])),
+            "worker-0": lambda: self.worker_bound("worker-0"),
+            "worker-1": lambda: self.worker_bound("worker-1"),
         }
         self.starting: dict[str, float] = {}
         self.restart_times: dict[str, list[float]] = {kind: [] for kind in self.ready_checks}
         # From a kill until the process serves again (several kills in a row: one outage).
         self.down_since: dict[str, float] = {}
         self.outages: dict[str, list[float]] = {kind: [] for kind in self.ready_checks}
+        # Every kill (when, what): the longest PENDING streaks are explained by the kills
+        # that fell inside them.
+        self.kill_log: list[tuple[float, str]] = []
 
     def start(self, role: str) -> None:
         self.started_at[role] = time.monotonic()
@@ -134,6 +140,7 @@ class Fleet:
                     return None
                 pid = random.choice(sorted(masters))
                 os.kill(pid, signal.SIGKILL)
+                self.kill_log.append((time.monotonic(), "haproxy"))
                 return f"haproxy:{pid}"
             roles = [r for r in self.roles if r.split("-")[0] == kind]
             alive = [r for r in roles if self.serving(r)]
@@ -141,6 +148,7 @@ class Fleet:
                 return None
             role = random.choice(alive)
             os.kill(self.procs[role].pid, signal.SIGKILL)
+            self.kill_log.append((time.monotonic(), role))
             self.procs[role].wait()
             self.down_since.setdefault(role, time.monotonic())
             self.restart_at[role] = time.monotonic() + self.restart_delay
@@ -153,10 +161,13 @@ class Fleet:
         if proc.poll() is not None or role in self.starting:
             return False
         if role.startswith("worker"):
-            # Its wake-up socket is bound once its claim loops run.
-            sockets = wakeup_directory(Path(self.env["LBAAS_STATE_DIR"])).glob(f"{proc.pid}-*")
-            return any(sockets)
+            return self.worker_bound(role)
         return time.monotonic() - self.started_at[role] >= HEALTH_READY_AFTER
+
+    def worker_bound(self, role: str) -> bool:
+        """A worker's wake-up socket is bound once its claim loops run."""
+        pid = self.procs[role].pid
+        return any(wakeup_directory(Path(self.env["LBAAS_STATE_DIR"])).glob(f"{pid}-*"))
 
     def restart_due(self) -> None:
         with self.lock:
@@ -181,6 +192,7 @@ class Fleet:
                 now = time.monotonic()
                 self.restart_times[role].append(now - started)
                 self.outages[role].append(now - self.down_since.pop(role, started))
+                self.kill_log.append((now, f"{role}-ready"))
                 del self.starting[role]
 
     def stop(self) -> list[str]:
@@ -220,6 +232,9 @@ class Ledger:
     def __init__(self) -> None:
         self.created: dict[str, dict[str, Any]] = {}
         self.deleted: set[str] = set()
+        # Deletes whose answer was lost (the API killed between its commit and its reply):
+        # the load balancer may be gone or not, either is right.
+        self.delete_sent: set[str] = set()
         self.server_errors: list[tuple[float, str]] = []
         self.outages: list[list[float]] = []
         self.requests = Counter[str]()
@@ -249,9 +264,12 @@ class Ledger:
 class Client:
     """The mixed load: create while below the target count, else update or delete."""
 
-    def __init__(self, url: str, ledger: Ledger, backend: Backend, target: int) -> None:
+    def __init__(
+        self, url: str, ledger: Ledger, backend: Backend, target: int, watch: PendingWatch
+    ) -> None:
         self.http = httpx.Client(base_url=url, timeout=15)
         self.ledger = ledger
+        self.watch = watch
         self.backend = backend
         self.target = target
         self.n = 0
@@ -290,9 +308,11 @@ class Client:
         listener = {"protocol": "HTTP", "protocol_port": port, "default_pool": pool}
         body = {"name": f"chaos{self.n}", "listeners": [listener]}
         body["vip_subnet_id"] = "7f000a00-0000-4000-8000-000000000001"
+        sent = time.monotonic()
         r = self.request("POST", LB, {"loadbalancer": body})
         if r is not None and r.status_code == 201:
             lb = r.json()["loadbalancer"]
+            self.watch.created(lb["id"], sent)
             with self.ledger.lock:
                 self.ledger.created[lb["id"]] = {"port": port}
 
@@ -305,23 +325,61 @@ class Client:
             return
         limit = random.choice([-1, 500, 1000, 2000])
         body = {"listener": {"connection_limit": limit}}
-        self.request("PUT", f"/v2/lbaas/listeners/{listeners[0]['id']}", body)
+        sent = time.monotonic()
+        r = self.request("PUT", f"/v2/lbaas/listeners/{listeners[0]['id']}", body)
+        if r is not None and r.is_success:  # accepted only while not PENDING (else 409)
+            self.watch.accepted(lb_id, sent)
 
     def delete(self, lb_id: str) -> None:
+        sent = time.monotonic()
         r = self.request("DELETE", f"{LB}/{lb_id}?cascade=true")
+        if r is None or r.status_code >= 500:  # no answer: done or not, nobody knows
+            with self.ledger.lock:
+                self.ledger.delete_sent.add(lb_id)
         if r is not None and r.status_code == 204:
+            self.watch.accepted(lb_id, sent)
             with self.ledger.lock:
                 self.ledger.deleted.add(lb_id)
 
 
 class PendingWatch:
-    """The longest time any load balancer stayed PENDING_* without a break."""
+    """The longest time any load balancer stayed PENDING_* without a break.
+
+    Polls see PENDING at moments; between two polls seeing PENDING the load balancer may
+    have gone ACTIVE and been changed again (the load changes a load balancer as soon as
+    it is ACTIVE, and on a loaded machine a poll takes a while), which would join two
+    episodes into one. The client's accepted update or delete proves the load balancer
+    was not PENDING then, so it ends the episode there and starts a new one at the
+    request's sending (``accepted``); a create's episode starts when it is sent. An
+    episode lasts from its start to the last poll that saw it PENDING (a lower bound of
+    its length only by up to one poll period). ``longest_merged`` keeps the measure
+    without that split, as earlier campaigns reported it.
+    """
 
     def __init__(self, url: str) -> None:
         self.http = httpx.Client(base_url=url, timeout=5)
+        self.lock = threading.Lock()
         self.since: dict[str, float] = {}
+        self.seen: dict[str, float] = {}
+        """id → the last poll that saw the current episode PENDING"""
+        self.status_of: dict[str, str] = {}
         self.longest = 0.0
         self.longest_id = ""
+        # (start, last seen PENDING, id, status) of every episode that ended.
+        self.streaks: list[tuple[float, float, str, str]] = []
+        self.merged_since: dict[str, float] = {}
+        self.longest_merged = 0.0
+
+    def created(self, lb_id: str, sent: float) -> None:
+        with self.lock:
+            self.since[lb_id] = self.seen[lb_id] = sent
+
+    def accepted(self, lb_id: str, sent: float) -> None:
+        """An update or delete of ``lb_id`` sent at ``sent`` was accepted (2xx)."""
+        with self.lock:
+            if lb_id in self.since:
+                self._ended(lb_id)
+            self.since[lb_id] = self.seen[lb_id] = sent
 
     def poll(self) -> dict[str, str] | None:
         try:
@@ -332,16 +390,50 @@ class PendingWatch:
             return None
         statuses = {lb["id"]: lb["provisioning_status"] for lb in r.json()["loadbalancers"]}
         now = time.monotonic()
-        for lb_id, status in statuses.items():
-            if status in PENDING:
-                start = self.since.setdefault(lb_id, now)
-                if now - start > self.longest:
-                    self.longest, self.longest_id = now - start, lb_id
-            else:
-                self.since.pop(lb_id, None)
-        for lb_id in set(self.since) - set(statuses):
-            del self.since[lb_id]
+        with self.lock:
+            for lb_id, status in statuses.items():
+                if status in PENDING:
+                    start = self.since.setdefault(lb_id, now)
+                    self.seen[lb_id] = now
+                    self.status_of.setdefault(lb_id, status)
+                    if now - start > self.longest:
+                        self.longest, self.longest_id = now - start, lb_id
+                    merged = self.merged_since.setdefault(lb_id, now)
+                    self.longest_merged = max(self.longest_merged, now - merged)
+                else:
+                    self.merged_since.pop(lb_id, None)
+                    if lb_id in self.since:
+                        self._ended(lb_id)
+            for lb_id in set(self.since) - set(statuses):
+                self._ended(lb_id)
+            for lb_id in set(self.merged_since) - set(statuses):
+                del self.merged_since[lb_id]
         return statuses
+
+    def _ended(self, lb_id: str) -> None:
+        start, seen = self.since.pop(lb_id), self.seen.pop(lb_id)
+        status = self.status_of.pop(lb_id, "")
+        if status:  # seen PENDING at least once
+            self.streaks.append((start, seen, lb_id, status))
+
+    def longest_streaks(self, kills: list[tuple[float, str]], count: int = 5) -> list[Any]:
+        """The ``count`` longest episodes, each with the kills from 15 s before it began
+        to its end (seconds relative to its start): what kept it PENDING."""
+        with self.lock:
+            running = [
+                (start, self.seen[i], i, self.status_of[i])
+                for i, start in self.since.items()
+                if i in self.status_of
+            ]
+            episodes = self.streaks + running
+        found = []
+        for start, end, lb_id, status in sorted(episodes, key=lambda s: s[0] - s[1])[:count]:
+            window = [(when, what) for when, what in kills if start - 15 <= when <= end]
+            during = [f"{what}@{when - start:+.1f}" for when, what in window]
+            found.append(
+                {"id": lb_id, "status": status, "seconds": round(end - start, 1), "kills": during}
+            )
+        return found
 
 
 def api_answers(url: str) -> bool:
@@ -368,6 +460,8 @@ def check_invariants(url: str, ledger: Ledger, state_dir: Path) -> list[dict[str
             if r.status_code != 404:
                 violations.append({"kind": "delete_not_gone", "id": lb_id, "status": r.status_code})
             continue
+        if r.status_code == 404 and lb_id in ledger.delete_sent:
+            continue  # a delete was sent, its answer lost: gone is one right outcome
         if r.status_code != 200:
             violations.append({"kind": "create_lost", "id": lb_id, "status": r.status_code})
             continue
@@ -478,6 +572,7 @@ def campaign(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 pass
         backend.stop()
     figures = report(args, ledger, kills, watch, violations, settle_s)
+    figures["longest_streaks"] = watch.longest_streaks(fleet.kill_log)
     figures["restart_to_ready_s"] = spread(fleet.restart_times)
     figures["outage_s"] = spread(fleet.outages)
     return figures
@@ -501,7 +596,7 @@ def run_load(
     backend: Backend,
 ) -> None:
     stop = threading.Event()
-    client = Client(url, ledger, backend, args.load_balancers)
+    client = Client(url, ledger, backend, args.load_balancers, watch)
 
     def load() -> None:
         while not stop.is_set():
@@ -560,11 +655,13 @@ def report(
         "requests": dict(ledger.requests),
         "acknowledged_creates": len(ledger.created),
         "acknowledged_deletes": len(ledger.deleted),
+        "unanswered_deletes": len(ledger.delete_sent - ledger.deleted),
         "refusals": ledger.refusals,
         "api_outages": len(ledger.outages),
         "server_errors": len(ledger.server_errors),
         "settle_s": round(settle_s, 1),
         "longest_pending_s": round(watch.longest, 1),
+        "longest_pending_merged_s": round(watch.longest_merged, 1),
         "longest_pending_id": watch.longest_id,
         "violations": violations,
         "violation_count": len(violations),

@@ -11,12 +11,9 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-from starlette.types import ASGIApp
+from typing import TYPE_CHECKING
 
 from lbaas.agent.enrolment import Enrolment, write_bundle
-from lbaas.api.app import create_asgi_app
-from lbaas.api.services import ApiServices
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.certs.kek import KeyRing, load_key_ring, save_key_ring
 from lbaas.config import Settings
@@ -24,7 +21,6 @@ from lbaas.converge.converge import Converger
 from lbaas.db import host_repo, job_queue
 from lbaas.db.engine import Database
 from lbaas.db.job_notify import PostgresJobListener
-from lbaas.db.migrate import upgrade_database
 from lbaas.db.secret_vault import SecretVault, count_sealed
 from lbaas.errors import ConfigError
 from lbaas.health.rollup import roll_up
@@ -32,16 +28,21 @@ from lbaas.heartbeat.key import heartbeat_key
 from lbaas.jobs.agent_return import AgentReturnWatch
 from lbaas.jobs.base import WakeupSource
 from lbaas.jobs.runner import JobRunner
+from lbaas.jobs.siblings import DeadSiblingWatch
 from lbaas.jobs.slot import WorkerSlot
 from lbaas.jobs.wakeup import WakeupListener, WakeupSender, wakeup_directory
 from lbaas.jobs.worker import Worker, owner_prefix
-from lbaas.keymanager.app import with_key_manager
 from lbaas.metrics.endpoint import MetricsEndpoint
 from lbaas.metrics.process import ProcessMetrics
 from lbaas.model.fleet import HostAddress, HostView
 from lbaas.network.registry import seed_subnets
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.registry import ProviderRegistry, build_registry
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from lbaas.api.services import ApiServices
 
 LOG = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> Database:
     """Connect; in the embedded default also create or upgrade the schema and seed subnets."""
     database = Database(settings.database_url, pool_size=settings.database.pool_size)
     if upgrade:
+        from lbaas.db.migrate import upgrade_database  # alembic: not for every process
+
         upgrade_database(database)
     seed_subnets(database, settings.network)
     return database
@@ -83,6 +86,11 @@ def open_vault(settings: Settings, database: Database) -> SecretVault | None:
 
 def http_app(services: ApiServices) -> ASGIApp:
     """What the API port serves: the Octavia API, and the key manager under /key-manager."""
+    # Imported here: a worker never serves HTTP, and a restarted one must not spend
+    # seconds importing the API before it converges again (issue 10).
+    from lbaas.api.app import create_asgi_app
+    from lbaas.keymanager.app import with_key_manager
+
     return with_key_manager(services, create_asgi_app(services))
 
 
@@ -170,7 +178,9 @@ def build_worker_process(
         # One port per worker slot, so workers sharing a host never compete for one.
         address = (settings.worker.metrics_host, settings.worker.metrics_port + (slot.number or 0))
     listeners: list[WakeupSource] = [
-        WakeupListener(wakeup_directory(settings.state_dir), worker.notify)
+        WakeupListener(wakeup_directory(settings.state_dir), worker.notify),
+        # A sixth of the lease: a dead sibling's jobs wait about a second, not the lease.
+        DeadSiblingWatch(slot, database, worker.notify, settings.worker.lease_seconds / 6),
     ]
     if not database.is_sqlite:
         listeners.append(PostgresJobListener(database.url, worker.notify))
@@ -212,6 +222,8 @@ def build_control_plane(settings: Settings, *, upgrade: bool = True) -> ControlP
     def notify() -> None:
         worker.notify()  # this process's worker at once, without a socket
         sender.notify()  # and any other worker process sharing the state directory
+
+    from lbaas.api.services import ApiServices
 
     services = ApiServices(settings, database, providers, notify=notify, metrics=metrics)
     services.vault = open_vault(settings, database)

@@ -134,9 +134,17 @@ def access_logs_of(settings: Settings) -> AccessLogs:
 class Supervisor:
     """Calls ``check`` every ``interval`` seconds in a thread until stopped."""
 
-    def __init__(self, check: Callable[[], object], interval: float = SUPERVISE_INTERVAL) -> None:
+    def __init__(
+        self,
+        check: Callable[[], object],
+        interval: float = SUPERVISE_INTERVAL,
+        *,
+        first_at_once: bool = False,
+    ) -> None:
+        """``first_at_once``: the first round runs as soon as the thread starts."""
         self._check = check
         self._interval = interval
+        self._first_at_once = first_at_once
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="agent-supervisor", daemon=True)
 
@@ -149,12 +157,17 @@ class Supervisor:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        if self._first_at_once and not self._stop.is_set():
+            self._round()
         while not self._stop.wait(self._interval):
-            # Top of the supervise loop: keep supervising whatever one round raised.
-            try:
-                self._check()
-            except Exception:  # noqa: BLE001 - logged; the next round tries again
-                log.exception("supervise round failed")
+            self._round()
+
+    def _round(self) -> None:
+        # Top of the supervise loop: keep supervising whatever one round raised.
+        try:
+            self._check()
+        except Exception:  # noqa: BLE001 - logged; the next round tries again
+            log.exception("supervise round failed")
 
 
 class AgentService:
@@ -195,7 +208,9 @@ class AgentService:
         self.l4, self.l4_checker = l4_node_manager(settings.agent, state_dir / "l4")
         app = create_agent_app(self.manager, self.info, self.l4)
         self.server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, self.tls)
-        self.supervisor = Supervisor(self.manager.supervise)
+        # Its first round restarts the adopted HAProxies that died with the old agent, in
+        # the background: the converges waiting for this agent need not wait for that.
+        self.supervisor = Supervisor(self.manager.supervise, first_at_once=True)
         self.metadata = metadata_proxies(settings, self.host, state_dir)
         self.prober = VipProber(
             self.manager.probe_subjects,
@@ -257,7 +272,11 @@ class AgentService:
         )
 
     def start(self) -> None:
-        self.manager.supervise()
+        """Serve as early as is safe. The amphorae are adopted (``restore``, in the
+        constructor) and the L4 services restored before the API serves, so no request
+        sees a half-loaded agent; restarting dead HAProxies is left to the supervisor's
+        first round, concurrent with the API: each amphora's lock orders a converge
+        against it, and a converge starts a dead HAProxy itself."""
         self.l4_checker.start()
         restored = self.l4.restore()
         if restored:

@@ -277,6 +277,18 @@ def release_leases_of(db: Database, owner_prefix: str, containing: str = "") -> 
         return int(result.rowcount)
 
 
+def lease_owners(db: Database, owner_prefix: str, containing: str) -> set[str]:
+    """The owners of the leases held now that begin with ``owner_prefix`` and contain
+    ``containing`` (a worker looks for its dead siblings among them)."""
+    owned = and_(
+        _JOBS.lease_owner.startswith(owner_prefix, autoescape=True),
+        _JOBS.lease_owner.contains(containing, autoescape=True),
+    )
+    with db.read_connection() as conn:
+        rows = conn.execute(select(_JOBS.lease_owner).where(owned).distinct())
+        return {str(owner) for (owner,) in rows}
+
+
 def last_error(session: Session, loadbalancer_id: str) -> tuple[str | None, int, int] | None:
     """(last error, requested generation, done generation) of a load balancer's job."""
     row = session.get(ConvergeJobRow, loadbalancer_id)

@@ -87,6 +87,14 @@ class JobRunner:
         settle = self._settle_for(claim)
         try:
             self._converger.converge_load_balancer(request, settle)
+            if claim.attempts:
+                # The end of a retry streak: with the failures logged above, how long a
+                # load balancer stayed PENDING and why.
+                LOG.info(
+                    "converge of %s done after %d failed attempt(s)",
+                    claim.loadbalancer_id,
+                    claim.attempts,
+                )
             return Outcome.DONE
         except LeaseLost as exc:
             # Not the load balancer's failure: its new owner converges it now, with no

@@ -10,6 +10,11 @@ restarted worker resumes its own jobs without waiting for the lease to expire.
 
 The tag carries a digest of the state directory, so two installations that share a
 database and a host name (but not a state directory) never free each other's leases.
+
+The same lock lets a live worker free the leases of a dead *sibling* without waiting for
+its restart (``release_dead_siblings``): a slot that appears in a lease but whose lock can
+be taken has no live holder. Under repeated kills a restarted worker can take seconds to
+start, longer than the job should stay PENDING (issue 10: target 10 s).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -35,6 +41,7 @@ class WorkerSlot:
     def __init__(self, state_dir: Path) -> None:
         self._directory = state_dir.resolve() / "run" / "worker-slots"
         digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:8]
+        self._digest = digest
         self._fd: int | None = None
         self.number: int | None = None
         self._acquire()
@@ -59,6 +66,34 @@ class WorkerSlot:
         return job_queue.release_leases_of(
             database, f"{socket.gethostname()}:", containing=f":{self.tag}:"
         )
+
+    def release_dead_siblings(self, database: Database) -> int:
+        """Free the leases held by other slots of this installation on this host whose
+        lock is free (their holder is dead); how many were freed."""
+        if not self.tag:
+            return 0
+        host = f"{socket.gethostname()}:"
+        slot_of = re.compile(rf":{self._digest}-w(\d+):")
+        slots = set()
+        for owner in job_queue.lease_owners(database, host, f":{self._digest}-w"):
+            found = slot_of.search(owner)
+            if found is not None and int(found.group(1)) != self.number:
+                slots.add(int(found.group(1)))
+        freed = 0
+        for number in sorted(slots):
+            fd = os.open(self._directory / f"{number}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue  # held: its worker is alive and renews its own leases
+            try:
+                # Held while freeing, so no new worker takes the slot meanwhile.
+                tag = f":{self._digest}-w{number}:"
+                freed += job_queue.release_leases_of(database, host, containing=tag)
+            finally:
+                os.close(fd)
+        return freed
 
     def close(self) -> None:
         if self._fd is not None:

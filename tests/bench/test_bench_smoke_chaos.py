@@ -22,6 +22,7 @@ TOP_KEYS = {
     "server_errors",
     "settle_s",
     "longest_pending_s",
+    "longest_streaks",
     "violations",
     "violation_count",
     "targets",
@@ -42,3 +43,8 @@ def test_quick_run_prints_every_figure() -> None:
     assert figures["kills_total"] == sum(figures["kills"].values())
     assert figures["violation_count"] == len(figures["violations"])
     assert figures["acknowledged_creates"] > 0, "the load created nothing"
+    # Each streak names what was killed around it; the first is the longest.
+    streaks = figures["longest_streaks"]
+    assert all(isinstance(s["kills"], list) for s in streaks)
+    lengths = [s["seconds"] for s in streaks]
+    assert lengths == sorted(lengths, reverse=True)

@@ -6,9 +6,12 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
+
 from lbaas.db import job_queue
 from lbaas.db.engine import Database
 from lbaas.db.migrate import upgrade_database
+from lbaas.jobs.siblings import DeadSiblingWatch
 from lbaas.jobs.slot import WorkerSlot
 
 
@@ -67,4 +70,49 @@ def test_a_worker_slot_frees_only_its_own_dead_predecessors_leases(tmp_path: Pat
         successor.close()
     finally:
         second.close()
+        database.dispose()
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def test_a_live_worker_frees_the_leases_of_a_dead_sibling_slot_only(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'siblings.sqlite'}"
+    else:
+        url = request.getfixturevalue("postgres").create("siblings")
+    database = Database(url)
+    upgrade_database(database)
+    now = time.time()
+    survivor = WorkerSlot(tmp_path / "state")
+    dead = WorkerSlot(tmp_path / "state")
+    alive = WorkerSlot(tmp_path / "state")
+    elsewhere = WorkerSlot(tmp_path / "other-state")
+    woken: list[int] = []
+    try:
+        host = socket.gethostname()
+        holders = {"lb-own": survivor, "lb-dead": dead, "lb-alive": alive, "lb-other": elsewhere}
+        for lb, slot in holders.items():
+            with database.write() as session:
+                job_queue.enqueue_converge(session, lb, now, new=True)
+            claim = job_queue.claim_next(database, f"{host}:4:{slot.tag}:x", now, 600)
+            assert claim is not None and claim.loadbalancer_id == lb
+        watch = DeadSiblingWatch(survivor, database, lambda: woken.append(1))
+        # Every holder alive: nothing freed, nobody woken.
+        assert watch.check() == 0 and woken == []
+        dead.close()  # its process "died": the kernel dropped its slot lock
+        elsewhere.close()  # another installation's dead worker is not ours to free
+        assert watch.check() == 1 and woken == [1]
+        freed = job_queue.claim_next(database, "host:3:cccc", now, lease_seconds=600)
+        assert freed is not None and freed.loadbalancer_id == "lb-dead"
+        assert job_queue.claim_next(database, "host:3:cccc", now, lease_seconds=600) is None
+        # The probe let go of the slot: a new worker still gets the dead one's number.
+        successor = WorkerSlot(tmp_path / "state")
+        assert successor.number == dead.number
+        successor.close()
+    finally:
+        for slot in (survivor, alive):
+            slot.close()
         database.dispose()

@@ -63,6 +63,7 @@ from lbaas.l4.health.probes import NetworkProber
 from lbaas.l4.host.bird import BirdControl
 from lbaas.l4.host.bird_announcer import BirdVipAnnouncer
 from lbaas.l4.host.real import RealNftOps, RealVipHolder
+from lbaas.l4.host.real_dsr import RealDsrRouter
 from lbaas.model.fleet import HostAnnouncement, agent_server_name
 from lbaas.model.health import HealthReport
 
@@ -108,7 +109,8 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
     if agent.tier_bird_socket and agent.tier_vips_file:
         control = BirdControl(Path(agent.tier_bird_socket))
         announcer = BirdVipAnnouncer(Path(agent.tier_vips_file), control)
-    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, RealVipHolder(), announcer)
+    dsr = RealDsrRouter() if announcer is not None else None
+    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, RealVipHolder(), announcer, dsr)
     sink.append(manager)
     return manager, checker
 
@@ -270,6 +272,8 @@ class AgentService:
 
     def stop(self, *, stop_haproxy: bool = False) -> None:
         """Stop the agent; HAProxy keeps serving unless ``stop_haproxy``."""
+        # First: the tier's router stops sending this node flows while it can still serve.
+        self.l4.withdraw_all()
         self.heartbeat.stop()
         self.prober.stop()
         if self.metadata is not None:

@@ -3,6 +3,7 @@
 """Data-plane benchmark: prints JSON figures for `lbaas serve` with the amphora provider.
 
     python bench/dataplane.py [--quick] [--generator auto|wrk|python] [--no-install]
+                              [--sections tls,control]
 
 Starts, on free loopback ports and a random 127.A.B.0/24 of its own: fast backends (one
 HAProxy answering ``200 <name>`` on one port per backend), `lbaas serve` (amphora provider,
@@ -15,6 +16,8 @@ measures, side by side in one run:
   connection per request; repetitions are interleaved so drift hits all three alike; the
   VIP logs every request (access logs are on by default) and the hand-written HAProxy
   does not, and the access-log lines written are counted against the requests served;
+  each HAProxy's own CPU per request (master and workers, from ``/proc``) is reported
+  beside requests/s, as it moves far less with the machine's other load;
 - HTTPS keep-alive requests/s and new TLS handshakes/s through a TERMINATED_HTTPS listener
   (certificate stored in the key manager) vs the hand-written HAProxy with ``ssl crt``
   (``bench/dataplane_tls.py``; needs wrk);
@@ -61,6 +64,7 @@ from dataplane_procs import (
     LbaasServe,
     backend_config,
     children_of,
+    cpu_seconds,
     free_port,
     handwritten_config,
     haproxy_version,
@@ -216,6 +220,14 @@ def amphora_dir(state_dir: Path, lb_id: str) -> Path | None:
     return None
 
 
+def amphora_cpu(bench: Bench) -> float:
+    """CPU seconds used so far by the HAProxy serving the benchmark's load balancer."""
+    directory = amphora_dir(bench.state_dir, bench.lb_id)
+    if directory is None:
+        return 0.0
+    return cpu_seconds(int((directory / "haproxy.pid").read_text().split()[0]))
+
+
 def create_main_lb(bench: Bench) -> dict[str, Any]:
     port = free_port()
     lb = bench.api.request("POST", LB, bench.tree_body("bench", port))["loadbalancer"]
@@ -248,8 +260,13 @@ def throughput(
     seconds: float,
     repetitions: int,
     warmup: bool,
+    cpu: dict[str, Callable[[], float]] | None = None,
 ) -> dict[str, Any]:
+    """Interleaved runs; with ``cpu`` (CPU seconds used so far, per target), also the
+    target's CPU microseconds per request: unlike requests/s, it hardly moves with what
+    else the machine runs, so it shows a configuration's own cost under shared load."""
     modes = {"keepalive": True, "new_connection_per_request": False}
+    cpu = cpu or {}
     served = dict.fromkeys(targets, 0)  # every request answered, warm-up included
     if warmup:
         for name, (host, port) in targets.items():
@@ -263,8 +280,13 @@ def throughput(
             order = names[rep % len(names) :] + names[: rep % len(names)]
             for name in order:
                 host, port = targets[name]
-                runs[mode][name].append(generator.measure(host, port, seconds, keepalive).as_dict())
-                served[name] += runs[mode][name][-1]["requests"]
+                before = cpu[name]() if name in cpu else 0.0
+                run = generator.measure(host, port, seconds, keepalive).as_dict()
+                if name in cpu and run["requests"]:
+                    used = cpu[name]() - before
+                    run["cpu_us_per_request"] = round(used * 1e6 / run["requests"], 1)
+                runs[mode][name].append(run)
+                served[name] += run["requests"]
     figures: dict[str, Any] = {"requests_served": served}
     for mode in modes:
         section: dict[str, Any] = {}
@@ -277,6 +299,9 @@ def throughput(
                 "errors": sum(s["errors"] for s in samples),
                 "requests_per_s_samples": [s["requests_per_s"] for s in samples],
             }
+            cpu_samples = [s["cpu_us_per_request"] for s in samples if "cpu_us_per_request" in s]
+            if cpu_samples:
+                section[name]["haproxy_cpu_us_per_request"] = _median(cpu_samples)
         pairs = zip(runs[mode]["lbaas_vip"], runs[mode]["handwritten_haproxy"], strict=True)
         paired = [
             lb["requests_per_s"] / hand["requests_per_s"]
@@ -288,6 +313,12 @@ def throughput(
         section["p99_ratio_lbaas_to_handwritten"] = (
             round(section["lbaas_vip"]["p99_ms"] / hand_p99, 3) if hand_p99 else 0
         )
+        if "lbaas_vip" in cpu and "handwritten_haproxy" in cpu:
+            lb_cpu = section["lbaas_vip"].get("haproxy_cpu_us_per_request", 0)
+            hand_cpu = section["handwritten_haproxy"].get("haproxy_cpu_us_per_request", 0)
+            section["haproxy_cpu_ratio_lbaas_to_handwritten"] = (
+                round(lb_cpu / hand_cpu, 3) if hand_cpu else 0
+            )
         figures[mode] = section
     return figures
 
@@ -643,40 +674,61 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "handwritten_haproxy": (plan.handwritten_address, hand_port),
             "direct_backend": (plan.backend_address, ports[POOL_BACKENDS[0]]),
         }
+        cpu = {
+            "lbaas_vip": lambda: amphora_cpu(bench),
+            "handwritten_haproxy": lambda: cpu_seconds(hand.master_pid()),
+        }
         seconds = args.seconds if args.seconds else (1.0 if quick else 3.0)
         reps = args.repetitions if args.repetitions else (1 if quick else 5)
         lines_before = access_log_lines(bench.state_dir, bench.lb_id)
         figures["throughput"] = {
             "seconds_per_run": seconds,
             "repetitions": reps,
-            **throughput(generator, targets, seconds, reps, warmup=not quick),
+            **throughput(generator, targets, seconds, reps, warmup=not quick, cpu=cpu),
         }
         figures["access_log"] = access_log_figures(bench, figures["throughput"], lines_before)
-        figures["tls"], tls_hand = tls_figures(
-            bench, generator, workdir, maxconn, servers, throughput, (seconds, reps, not quick)
-        )
-        if tls_hand is not None:
-            processes.append(tls_hand)
-        figures["member_post_to_first_served"] = member_to_first_served(bench, 2 if quick else 7)
-        figures["full_tree_post_to_first_response"] = full_tree_to_first_response(
-            bench, 2 if quick else 7
-        )
-        figures["reconfiguration_under_load"] = reconfiguration_under_load(
-            bench, 8 if quick else 100
-        )
-        figures["amphora_crash_recovery"] = crash_recovery(bench, 1 if quick else 3)
+        if "tls" in args.sections:
+            figures["tls"], tls_hand = tls_figures(
+                bench,
+                generator,
+                workdir,
+                maxconn,
+                servers,
+                throughput,
+                (seconds, reps, not quick),
+                vip_cpu=lambda: amphora_cpu(bench),
+            )
+            if tls_hand is not None:
+                processes.append(tls_hand)
         keepalive = figures["throughput"]["keepalive"]["ratio_lbaas_to_handwritten"]
         close = figures["throughput"]["new_connection_per_request"]["ratio_lbaas_to_handwritten"]
-        figures["targets"] = {
+        verdicts: dict[str, Any] = {
             "throughput_ratio_keepalive": _verdict(keepalive, TARGETS["throughput_ratio_min"]),
             "throughput_ratio_new_connection": _verdict(close, TARGETS["throughput_ratio_min"]),
             "access_log_no_line_lost": figures["access_log"]["lines_missing"] == 0,
-            **_tls_verdicts(figures["tls"]),
-            "member_served_within_200ms": figures["member_post_to_first_served"]["met"],
-            "full_tree_serving_within_300ms": figures["full_tree_post_to_first_response"]["met"],
-            "zero_errors_during_reconfiguration": figures["reconfiguration_under_load"]["met"],
-            "crash_recovery_within_5s": figures["amphora_crash_recovery"]["met"],
+            **_tls_verdicts(figures.get("tls", {"skipped": "not asked"})),
         }
+        if "control" in args.sections:
+            figures["member_post_to_first_served"] = member_to_first_served(
+                bench, 2 if quick else 7
+            )
+            figures["full_tree_post_to_first_response"] = full_tree_to_first_response(
+                bench, 2 if quick else 7
+            )
+            figures["reconfiguration_under_load"] = reconfiguration_under_load(
+                bench, 8 if quick else 100
+            )
+            figures["amphora_crash_recovery"] = crash_recovery(bench, 1 if quick else 3)
+            verdicts |= {
+                "member_served_within_200ms": figures["member_post_to_first_served"]["met"],
+                "full_tree_serving_within_300ms": figures["full_tree_post_to_first_response"][
+                    "met"
+                ],
+                "zero_errors_during_reconfiguration": figures["reconfiguration_under_load"]["met"],
+                "crash_recovery_within_5s": figures["amphora_crash_recovery"]["met"],
+            }
+        figures["targets"] = verdicts
+        figures["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
         figures["notes"] = notes
         return figures
     except BaseException:
@@ -717,6 +769,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0, help="seconds per throughput run")
     parser.add_argument("--repetitions", type=int, default=0, help="throughput repetitions")
     parser.add_argument("--keep-workdir", action="store_true", help="keep configs and logs")
+    parser.add_argument(
+        "--sections",
+        type=lambda s: set(s.split(",")),
+        default={"tls", "control"},
+        help="besides plain HTTP throughput: tls, control (member/tree/reconfiguration/crash)",
+    )
     args = parser.parse_args()
     if shutil.which(HAPROXY) is None and not Path(HAPROXY).exists():
         sys.exit(f"{HAPROXY} not found: the data-plane benchmark needs HAProxy")

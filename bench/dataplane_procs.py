@@ -97,6 +97,9 @@ class HaproxyProcess:
                     raise RuntimeError(f"{self.name} haproxy did not start: {_tail(self.log_path)}")
                 time.sleep(0.02)
 
+    def master_pid(self) -> int:
+        return 0 if self.proc is None else self.proc.pid
+
     def stop(self) -> None:
         if self.proc is None:
             return
@@ -244,6 +247,18 @@ def children_of(pid: int) -> list[int]:
         if len(fields) > 1 and fields[1] == str(pid):
             found.append(int(entry.name))
     return found
+
+
+def cpu_seconds(master: int) -> float:
+    """User + system CPU seconds used so far by a HAProxy master and its current workers."""
+    total = 0
+    for pid in (master, *children_of(master)):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def accepts(host: str, port: int) -> bool:

@@ -33,11 +33,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 from dataplane_loadgen import Generator
-from dataplane_procs import HaproxyProcess, free_port, handwritten_config
+from dataplane_procs import HaproxyProcess, cpu_seconds, free_port, handwritten_config
 
 TARGET_RATIO = 0.95
 CN = "bench.example.com"
-ThroughputFn = Callable[[Generator, dict[str, tuple[str, int]], float, int, bool], dict[str, Any]]
+ThroughputFn = Callable[..., dict[str, Any]]
 
 
 def self_signed(common_name: str = CN) -> tuple[bytes, bytes]:
@@ -133,6 +133,11 @@ def _wait_tls(host: str, port: int, timeout: float = 30) -> None:
 
 def full_handshakes_per_s(host: str, port: int, seconds: int, clients: int = 4) -> float:
     """Connections/s of ``clients`` parallel ``openssl s_time -new`` (no resumption)."""
+    return full_handshakes(host, port, seconds, clients)[0]
+
+
+def full_handshakes(host: str, port: int, seconds: int, clients: int = 4) -> tuple[float, int]:
+    """(connections/s, connections) of ``clients`` parallel ``openssl s_time -new``."""
     argv = ["openssl", "s_time", "-connect", f"{host}:{port}", "-new", "-www", "/"]
     procs = [
         subprocess.Popen(
@@ -144,20 +149,33 @@ def full_handshakes_per_s(host: str, port: int, seconds: int, clients: int = 4) 
         for _ in range(clients)
     ]
     rate = 0.0
+    count = 0
     for proc in procs:
         out, _ = proc.communicate(timeout=seconds + 60)
         match = re.search(r"(\d+) connections in (\d+) real seconds", out)
         if match and float(match.group(2)) > 0:
             rate += int(match.group(1)) / float(match.group(2))
-    return round(rate, 1)
+            count += int(match.group(1))
+    return round(rate, 1), count
 
 
-def handshake_runs(targets: dict[str, tuple[str, int]], seconds: int, reps: int) -> dict[str, Any]:
+def handshake_runs(
+    targets: dict[str, tuple[str, int]],
+    seconds: int,
+    reps: int,
+    cpu: dict[str, Callable[[], float]] | None = None,
+) -> dict[str, Any]:
     runs: dict[str, list[float]] = {name: [] for name in targets}
+    cpu_us: dict[str, list[float]] = {name: [] for name in targets}
+    cpu = cpu or {}
     names = list(targets)
     for rep in range(reps):
         for name in names[rep % 2 :] + names[: rep % 2]:
-            runs[name].append(full_handshakes_per_s(*targets[name], seconds))
+            before = cpu[name]() if name in cpu else 0.0
+            rate, count = full_handshakes(*targets[name], seconds)
+            runs[name].append(rate)
+            if name in cpu and count:
+                cpu_us[name].append(round((cpu[name]() - before) * 1e6 / count, 1))
     paired = [
         vip / hand
         for vip, hand in zip(runs["lbaas_vip"], runs["handwritten_haproxy"], strict=True)
@@ -167,6 +185,9 @@ def handshake_runs(targets: dict[str, tuple[str, int]], seconds: int, reps: int)
         "per_s": {name: round(statistics.median(v), 1) for name, v in runs.items()},
         "samples": runs,
         "ratio": round(statistics.median(paired), 3) if paired else 0,
+        "haproxy_cpu_us_per_handshake": {
+            name: round(statistics.median(v), 1) for name, v in cpu_us.items() if v
+        },
     }
 
 
@@ -183,6 +204,10 @@ def _summary(measured: dict[str, Any]) -> dict[str, Any]:
             "handwritten_haproxy": close["handwritten_haproxy"]["requests_per_s"],
         },
         "ratio_keepalive": keepalive["ratio_lbaas_to_handwritten"],
+        "haproxy_cpu_us_per_keepalive_request": {
+            name: keepalive[name].get("haproxy_cpu_us_per_request")
+            for name in ("lbaas_vip", "handwritten_haproxy")
+        },
         "ratio_resumed_handshakes": close["ratio_lbaas_to_handwritten"],
         "target_ratio_min": TARGET_RATIO,
     }
@@ -196,6 +221,7 @@ def tls_figures(
     servers: Sequence[tuple[str, str, int]],
     measure: ThroughputFn,
     timing: tuple[float, int, bool],
+    vip_cpu: Callable[[], float] | None = None,
 ) -> tuple[dict[str, Any], HaproxyProcess | None]:
     """The ``tls`` section, and the hand-written TLS HAProxy for the caller to stop."""
     if generator.name != "wrk":
@@ -219,8 +245,13 @@ def tls_figures(
     targets = {"lbaas_vip": (bench.vip, vip_port), "handwritten_haproxy": (address, hand_port)}
     seconds, reps, warmup = timing
     https = dataclasses.replace(generator, scheme="https")
-    measured = measure(https, targets, seconds, reps, warmup)
-    full = handshake_runs(targets, max(1, round(seconds)), reps)
+    cpu: dict[str, Callable[[], float]] = {
+        "handwritten_haproxy": lambda: cpu_seconds(hand.master_pid())
+    }
+    if vip_cpu is not None:
+        cpu["lbaas_vip"] = vip_cpu
+    measured = measure(https, targets, seconds, reps, warmup, cpu=cpu)
+    full = handshake_runs(targets, max(1, round(seconds)), reps, cpu)
     return {
         "certificate": "self-signed RSA 2048, stored in the key manager as a container",
         "seconds_per_run": seconds,
@@ -229,6 +260,7 @@ def tls_figures(
         "new_handshakes_per_s": full["per_s"],
         "ratio_handshakes": full["ratio"],
         "new_handshakes_samples": full["samples"],
+        "haproxy_cpu_us_per_new_handshake": full["haproxy_cpu_us_per_handshake"],
         "detail": measured,
         "method": (
             "keep-alive and resumed handshakes: wrk over https, interleaved (with "

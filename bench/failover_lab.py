@@ -127,7 +127,7 @@ def _trial(
     _wait(replaced)
     figures["replacement_ready_s"] = time.monotonic() - cut
     if partition:
-        figures.update(_heal(world, lost, vip, survivor))
+        figures.update(_heal(world, lost, vip, survivor, amphora_namespace(world, master)))
     end = time.monotonic() + 1.0
     time.sleep(1.0)  # served on after the last step
     figures["failed"] = client.failed_between(cut, end)
@@ -135,21 +135,27 @@ def _trial(
     return figures
 
 
-def _heal(world: LabWorld, host: str, vip: str, survivor: str) -> dict[str, Any]:
+def _heal(world: LabWorld, host: str, vip: str, survivor: str, old: str) -> dict[str, Any]:
     healed = time.monotonic()
     world.lab.heal(host)
     seen = 1
+    old_gone: float | None = None
 
     def one_holder() -> bool:
-        nonlocal seen
+        nonlocal seen, old_gone
         holders = vip_holders(world, vip)
         seen = max(seen, len(holders))
+        if old_gone is None and old not in holders:
+            old_gone = time.monotonic() - healed
         return holders == [survivor]
 
     single = _wait(one_holder)
     _wait(lambda: router_mac(world, vip) == holder_mac(survivor, vip))
     return {
         "single_holder_after_heal_s": single,
+        # How long the old MASTER kept the VIP once it could be heard again (it held it
+        # all through the partition, cut off): the dual-holder window the fence shortens.
+        "old_master_holds_after_heal_s": single if old_gone is None else old_gone,
         "router_on_holder_after_heal_s": time.monotonic() - healed,
         "dual_holder_seen": seen > 1,
     }
@@ -160,6 +166,10 @@ def _summary(trials: list[dict[str, Any]]) -> dict[str, Any]:
         {k: round(v, 3) if isinstance(v, float) else v for k, v in t.items()} for t in trials
     ]
     takeovers = [t["takeover_s"] for t in trials]
+    healed = [
+        t["old_master_holds_after_heal_s"] for t in trials if "old_master_holds_after_heal_s" in t
+    ]
+    extra = {"old_master_holds_after_heal_max_s": round(max(healed), 3)} if healed else {}
     return {
         "trials": len(trials),
         "takeover_p50_s": round(statistics.median(takeovers), 3),
@@ -167,6 +177,7 @@ def _summary(trials: list[dict[str, Any]]) -> dict[str, Any]:
         "longest_gap_max_s": round(max(t["longest_gap_s"] for t in trials), 3),
         "failed_requests": [t["failed"] for t in trials],
         "replacement_ready_max_s": round(max(t["replacement_ready_s"] for t in trials), 3),
+        **extra,
         "per_trial": rounded,
     }
 

@@ -17,8 +17,12 @@ Measures, in one run:
   and the largest deviation of a member's share from 1/N for 100 members;
 - ``maglev`` also: the same for one member marked down (``build_table_with_down``: only
   its own slots should move) and the largest share deviation of the others meanwhile;
+- ``tombstones``: removal as the engine does it (the removed member kept as a tombstone):
+  slots moved beyond its own (should be 0), a new member taking its place, share
+  deviations with 1, 10 and the most tombstones kept, and what forgetting them moves;
 - ``kernel``: in a scratch network namespace it creates (root only), the time from a
-  member change (marked down; removed from the pool) to the new table live in the kernel:
+  member change (marked down; removed from the pool, kept as a tombstone; removed and the
+  table rebuilt without it, plain Maglev) to the new table live in the kernel:
   the engine's slot update (table rebuild, diff, one ``nft -f`` transaction) against a full
   reload (``nft -c`` then ``nft -f`` of the whole table);
 - ``distributed`` (root, not with ``--quick``, not with ``--no-distributed``): the
@@ -64,7 +68,14 @@ from lbaas.l4.maglev import (  # noqa: E402
     clear_table_cache,
     moved_slots,
 )
-from lbaas.l4.service import L4Listener, L4Member, L4Protocol, L4Service  # noqa: E402
+from lbaas.l4.service import (  # noqa: E402
+    L4Listener,
+    L4Member,
+    L4Protocol,
+    L4Service,
+    Tombstone,
+)
+from lbaas.providers.distributed.places import max_tombstones  # noqa: E402
 
 LB_ID = "b3f1c2d4-0000-4000-8000-00000000l4b0"
 
@@ -151,7 +162,7 @@ def maglev_figures(size: int, count: int, repeats: int) -> dict[str, Any]:
         "members": count,
         "build_ms": build_ms,
         "build_cpu_ms": build_cpu_ms,
-        "moved_beyond_removed_share": round(beyond, 5),
+        "moved_beyond_removed_share": round(beyond, 5),  # plain Maglev: rebuilt without it
         "moved_beyond_removed_times_1_over_n": round(beyond * count, 2),
         "removed_member_share": round(1 / count, 5),
         "down_moved_beyond_its_share": round(down_extra / size, 5),
@@ -161,14 +172,68 @@ def maglev_figures(size: int, count: int, repeats: int) -> dict[str, Any]:
     }
 
 
+def tombstone_figures(size: int, count: int) -> dict[str, Any]:
+    """Removal as the engine does it: the removed member stays as a tombstone.
+
+    Slots moved beyond the removed member's own (3 removals, as ``moved_beyond_removed``),
+    a new member taking the tombstone's place (slots moved: should be the removed one's),
+    the largest share deviation with one tombstone and with as many as are kept
+    (``max_tombstones``), and the cost of forgetting them (compaction: slots moved).
+    """
+    members = members_of(count)
+    full = L4Listener(L4Protocol.TCP, 80, tuple(members), table_size=size).table()
+    extra, replaced = [], []
+    for gone in (members[0], members[count // 2], members[-1]):
+        rest = tuple(m for m in members if m != gone)
+        after = L4Listener(L4Protocol.TCP, 80, rest, table_size=size,
+                           tombstones=(Tombstone(gone.key),)).table()  # fmt: skip
+        owned = full.shares()[gone.key]
+        extra.append((len(moved_slots(full, after)) - owned) / size)
+        newcomer = replace(members[0], key="newcomer", address="10.205.0.1", place=gone.key)
+        back = L4Listener(L4Protocol.TCP, 80, (*rest, newcomer), table_size=size).table()
+        # Keys differ (the newcomer is named by its place in the table): compare owners.
+        before = [after.backends[i].key for i in after.slots]
+        now = [back.backends[i].key for i in back.slots]
+        replaced.append(sum(a != b for a, b in zip(before, now, strict=True)) / owned)
+    kept = max_tombstones(count - max_tombstones(count))
+    rows: dict[str, Any] = {
+        "size": size,
+        "members": count,
+        "moved_beyond_removed_times_1_over_n": round(statistics.mean(extra) * count, 2),
+        "replacement_moved_over_removed_share": round(statistics.mean(replaced), 3),
+    }
+    for graves in (1, 10, kept):
+        live = tuple(members[graves:])
+        dead = tuple(Tombstone(m.key) for m in members[:graves])
+        with_graves = L4Listener(L4Protocol.TCP, 80, live, table_size=size, tombstones=dead)
+        table = with_graves.table()
+        plain = L4Listener(L4Protocol.TCP, 80, live, table_size=size).table()
+        rows[f"tombstones_{graves}"] = {
+            "max_share_deviation": round(
+                max(abs(share * len(live) / size - 1) for share in table.shares().values()), 4
+            ),
+            "plain_table_max_share_deviation": round(
+                max(abs(share * len(live) / size - 1) for share in plain.shares().values()), 4
+            ),
+            "compaction_moved_times_1_over_n": round(
+                len(moved_slots(table, plain)) / size * count, 2
+            ),
+        }
+    return rows
+
+
 def share_deviation(size: int, count: int) -> float:
     """Largest |share - 1/N| / (1/N) over the members of a table."""
     shares = build_table([Backend(f"m{index}") for index in range(count)], size).shares()
     return round(max(abs(share * count / size - 1) for share in shares.values()), 4)
 
 
-def service(members: list[L4Member], size: int) -> L4Service:
-    listener = L4Listener(L4Protocol.TCP, 80, tuple(members), table_size=size)
+def service(
+    members: list[L4Member], size: int, tombstones: tuple[Tombstone, ...] = ()
+) -> L4Service:
+    listener = L4Listener(
+        L4Protocol.TCP, 80, tuple(members), table_size=size, tombstones=tombstones
+    )
     return L4Service(LB_ID, "10.203.9.1", (listener,))
 
 
@@ -218,20 +283,26 @@ def kernel_figures(size: int, count: int, namespace: str, repeats: int) -> dict[
     """Member change -> new table live: slot updates (down, removed) against a full reload."""
     members = members_of(count)
     ops = RealNftOps(namespace)
-    timings: dict[str, list[float]] = {"down": [], "removed": [], "full": []}
-    moved: dict[str, list[int]] = {"down": [], "removed": []}
+    timings: dict[str, list[float]] = {"down": [], "removed": [], "rebuilt": [], "full": []}
+    moved: dict[str, list[int]] = {"down": [], "removed": [], "rebuilt": []}
     for round_ in range(repeats):
         changed = members[(round_ * 7) % count]
+        rest = [m for m in members if m != changed]
         variants = {
-            "down": [replace(m, healthy=False) if m == changed else m for m in members],
-            "removed": [m for m in members if m != changed],
+            "down": service(
+                [replace(m, healthy=False) if m == changed else m for m in members], size
+            ),  # fmt: skip
+            # As the distributed provider removes: the member stays as a tombstone.
+            "removed": service(rest, size, (Tombstone(changed.key),)),
+            # Plain Maglev: the table rebuilt without it (what compaction pays).
+            "rebuilt": service(rest, size),
         }
         for kind, after in variants.items():
             clear_table_cache()  # only the table applied before is known, as in service
             engine = L4Engine(ops)
             engine.apply(service(members, size))
             start = time.perf_counter()
-            report = engine.apply(service(after, size))
+            report = engine.apply(after)
             timings[kind].append((time.perf_counter() - start) * 1000)
             moved[kind].append(report.moved_slots)
         clear_table_cache()  # as after a restart: nothing known, nothing cached
@@ -246,6 +317,8 @@ def kernel_figures(size: int, count: int, namespace: str, repeats: int) -> dict[
         "member_down_slots_rewritten": int(statistics.median(moved["down"])),
         "member_removed_update_ms": round(statistics.median(timings["removed"]), 1),
         "member_removed_slots_rewritten": int(statistics.median(moved["removed"])),
+        "member_removed_plain_rebuild_update_ms": round(statistics.median(timings["rebuilt"]), 1),
+        "member_removed_plain_rebuild_slots_rewritten": int(statistics.median(moved["rebuilt"])),
         "full_reload_ms": round(statistics.median(timings["full"]), 1),
     }
 
@@ -400,6 +473,7 @@ def main() -> None:
         print()
         return
     figures: dict[str, Any] = {"maglev": maglev_figures(size, count, repeats)}
+    figures["tombstones"] = tombstone_figures(size, count)
     build_cases = [(1009, 50), (1009, 600)] if args.quick else [(65537, 1000), (16411, 100)]
     figures["builds"] = build_cpu_figures(build_cases, repeats)
     disruption_sizes = [1009, 2003] if args.quick else [65537, 131071, 262139]

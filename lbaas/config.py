@@ -704,15 +704,6 @@ class AccessLogSettings(_Section):
             "facility local0); empty: not forwarded."
         ),
     )
-    socket_queue: int = Field(
-        4096,
-        ge=16,
-        description=(
-            "Datagrams HAProxy may queue on the agent's log socket (net.unix.max_dgram_qlen, "
-            "raised to this in the agent's network namespace when lower and allowed; the "
-            "kernel default of 10 loses lines in bursts)."
-        ),
-    )
 
 
 class TierSettings(_Section):

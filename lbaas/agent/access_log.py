@@ -1,16 +1,21 @@
-"""Access logs of this host's amphorae: HAProxy → datagram socket → a rotated file.
+"""Access logs of this host's amphorae: HAProxy's ring → a stream socket → a rotated file.
 
-Each amphora's HAProxy sends one raw line per HTTP request or TCP connection to a UNIX
-datagram socket in the amphora's directory (``log <socket> ... format raw``). The agent
-binds that socket before HAProxy starts and one thread per amphora reads it, appending the
-lines to ``<directory>/<load balancer id>.log`` (rotated by size) and, when a target is
-set, forwarding each as a UDP syslog message. Chosen over HAProxy's ``ring`` sections after
-measuring both (docs/operations.md, "Access logs"): as fast, and no framing to parse.
+Each amphora's HAProxy writes one raw line per HTTP request or TCP connection into a
+``ring`` in its own memory (``render.haproxy.access_log``); the ring's forwarder connects
+to a UNIX stream socket the agent listens on in the amphora's socket directory and streams
+the lines, each ended by a newline, many per write. One thread per amphora reads every
+connection (one per HAProxy worker: two during a reload), appends whole lines to
+``<directory>/<load balancer id>.log`` (rotated by size) and, when a target is set,
+forwards each as a UDP syslog message.
 
-HAProxy never blocks on logging: when the socket's queue is full it drops the line. The
-queue is counted in datagrams (``net.unix.max_dgram_qlen``, 10 by default), so the agent
-raises it in its network namespace before binding (the value is taken at bind time), and
-the reader drains a burst in one wake-up and writes it with one system call.
+Why a ring and not a datagram per line (what lbaas did first): a UNIX datagram is charged
+to the *sender's* send buffer until it is read, and HAProxy's log socket has the default
+one (``net.core.wmem_default``, 208 KiB), so only about 170 lines could wait for the
+reader; a reader held up for ~10 ms at 20,000 lines/s (the agent's interpreter lock, a
+loaded machine) lost lines (0.4 % in one benchmark run). A ring holds ``RING_SIZE``
+(16 MiB, ~60,000 lines) per worker, keeps it while the agent restarts, and the reader
+gets kilobytes per system call instead of one line. HAProxy never waits for a log: a line
+that finds the ring full of unread lines overwrites the oldest (counted as dropped).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import contextlib
 import grp
 import logging
 import os
+import selectors
 import socket
 import threading
 import time
@@ -26,11 +32,10 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-QLEN_SYSCTL = Path("/proc/sys/net/unix/max_dgram_qlen")
-#: Largest line HAProxy sends (``access_log.MAX_LINE``) with room to spare.
-_DATAGRAM = 16384
-_BURST = 512
-_RCVBUF = 4 * 1024 * 1024
+#: Bytes read per system call; HAProxy's forwarder writes as much as the socket takes.
+_CHUNK = 1 << 20
+#: A line longer than this without its newline (HAProxy sends at most 8192) is written as is.
+_MAX_TAIL = 65536
 _SYSLOG_PRI = b"<134>1 "  # facility local0, severity info, RFC 5424 version 1
 
 
@@ -97,7 +102,7 @@ class SyslogForwarder:
 
 
 class AccessLogReader:
-    """One amphora's log socket and the thread that writes its lines."""
+    """One amphora's log socket and the thread that writes the lines HAProxy streams to it."""
 
     def __init__(
         self, socket_path: Path, output: RotatingFile, forward: SyslogForwarder | None
@@ -107,10 +112,13 @@ class AccessLogReader:
         self._forward = forward
         self.lines = 0
         socket_path.unlink(missing_ok=True)
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF)
-        self._sock.bind(str(socket_path))
-        self._sock.settimeout(0.5)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(socket_path))
+        self._listener.listen(16)
+        self._listener.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        self._tails: dict[socket.socket, bytes] = {}  # per connection: a line not yet ended
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"access-log-{socket_path.parent.name}", daemon=True
@@ -119,59 +127,68 @@ class AccessLogReader:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            try:
-                first = self._sock.recv(_DATAGRAM)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self._write(self._drain([first]))
-        self._write(self._drain([]))  # what HAProxy sent before the stop
+            for key, _ in self._selector.select(0.5):
+                if key.fileobj is self._listener:
+                    self._accept()
+                else:
+                    self._read(key.fileobj)  # type: ignore[arg-type]
+        for conn in list(self._tails):  # what HAProxy sent before the stop
+            while conn in self._tails and self._read(conn):
+                pass
 
-    def _drain(self, batch: list[bytes]) -> list[bytes]:
-        while len(batch) < _BURST:
-            try:
-                batch.append(self._sock.recv(_DATAGRAM, socket.MSG_DONTWAIT))
-            except OSError:  # BlockingIOError: the queue is empty
-                break
-        return batch
-
-    def _write(self, batch: list[bytes]) -> None:
-        if not batch:
-            return
-        lines = [line.rstrip(b"\n") for line in batch]
+    def _accept(self) -> None:
         try:
-            self.output.write(b"\n".join(lines) + b"\n")
+            conn, _ = self._listener.accept()
+        except OSError:  # BlockingIOError: the forwarder gave up already
+            return
+        conn.setblocking(False)
+        self._tails[conn] = b""
+        self._selector.register(conn, selectors.EVENT_READ)
+
+    def _read(self, conn: socket.socket) -> bool:
+        """Write the whole lines read from ``conn``; False when nothing was there."""
+        try:
+            data = conn.recv(_CHUNK)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        if not data:  # the worker is gone: its unfinished line, if any, is still a line
+            tail = self._tails.pop(conn)
+            self._selector.unregister(conn)
+            conn.close()
+            if tail:
+                self._write(tail + b"\n")
+            return False
+        data = self._tails[conn] + data
+        end = data.rfind(b"\n") + 1
+        if end == 0 and len(data) > _MAX_TAIL:
+            data, end = data + b"\n", len(data) + 1
+        self._tails[conn] = data[end:]
+        if end:
+            self._write(data[:end])
+        return True
+
+    def _write(self, chunk: bytes) -> None:
+        try:
+            self.output.write(chunk)
         except OSError as exc:
             log.error("access log %s not written: %s", self.output.path, exc)
-        self.lines += len(lines)
+        self.lines += chunk.count(b"\n")
         if self._forward is not None:
-            self._forward.send(lines)
+            self._forward.send(chunk.split(b"\n")[:-1])
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(5)
-        self._sock.close()
+        for conn in self._tails:
+            conn.close()
+        self._selector.close()
+        self._listener.close()
         self.socket_path.unlink(missing_ok=True)
         self.output.close()
         if self._forward is not None:
             self._forward.close()
-
-
-def raise_queue_length(wanted: int, sysctl: Path = QLEN_SYSCTL) -> int:
-    """The datagram queue length new sockets get here, raised to ``wanted`` when allowed."""
-    try:
-        current = int(sysctl.read_text())
-    except (OSError, ValueError):
-        return 0
-    if current >= wanted:
-        return current
-    try:
-        sysctl.write_text(f"{wanted}\n")
-    except OSError as exc:  # not root: lines may be lost in bursts, say so once
-        log.warning("cannot raise %s to %d (%s): access-log lines may be lost", sysctl, wanted, exc)
-        return current
-    return wanted
 
 
 def _socket_directory(path: Path, group: str | None) -> None:
@@ -195,15 +212,12 @@ class AccessLogs:
         max_bytes: int,
         backups: int,
         syslog_target: str = "",
-        socket_queue: int = 4096,
     ) -> None:
         self.directory = directory
         self.socket_directory = socket_directory
         self._max_bytes = max_bytes
         self._backups = backups
         self._syslog_target = syslog_target
-        self._socket_queue = socket_queue
-        self._queue_raised = False
         self._readers: dict[str, AccessLogReader] = {}
         self._lock = threading.Lock()
 
@@ -220,9 +234,6 @@ class AccessLogs:
                 return
             if reader is not None:
                 reader.close()
-            if not self._queue_raised:
-                raise_queue_length(self._socket_queue)
-                self._queue_raised = True
             output = RotatingFile(
                 self.directory / f"{loadbalancer_id}.log", self._max_bytes, self._backups
             )

@@ -23,8 +23,10 @@ def serve_l4(app: FastAPI, manager: L4NodeManager) -> None:
         return manager.put(loadbalancer_id, spec)
 
     @app.get(f"{L4_PREFIX}/{{loadbalancer_id}}", response_model=L4ServiceStatus)
-    def get_service(loadbalancer_id: str = LoadBalancerIdPath) -> L4ServiceStatus:
-        status = manager.get(loadbalancer_id)
+    def get_service(
+        loadbalancer_id: str = LoadBalancerIdPath, placement: bool = False
+    ) -> L4ServiceStatus:
+        status = manager.get(loadbalancer_id, placement=placement)
         if status is None:
             raise NotFound.of("L4 service", loadbalancer_id)
         return status

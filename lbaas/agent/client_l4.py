@@ -20,9 +20,12 @@ class L4AgentClient(AgentClient):
         response = self._request("PUT", path, content=spec.model_dump_json(exclude=exclude))
         return L4ServiceStatus.model_validate_json(response.content)
 
-    def get_l4(self, loadbalancer_id: str) -> L4ServiceStatus | None:
-        """What the node sees of the load balancer, or None if it does not carry it."""
-        response = self._request("GET", f"{L4_PREFIX}/{loadbalancer_id}", allow_404=True)
+    def get_l4(self, loadbalancer_id: str, *, placement: bool = False) -> L4ServiceStatus | None:
+        """What the node sees of the load balancer, or None if it does not carry it;
+        ``placement``: with the applied Maglev places."""
+        query = "?placement=true" if placement else ""
+        path = f"{L4_PREFIX}/{loadbalancer_id}{query}"
+        response = self._request("GET", path, allow_404=True)
         if response.status_code == 404:
             return None
         return L4ServiceStatus.model_validate_json(response.content)

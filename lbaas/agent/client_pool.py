@@ -60,6 +60,14 @@ class AgentPool:
             known[1].close()
         return client
 
+    def fresh(self, host: HostAddress) -> AgentClient:
+        """A new client of ``host``'s agent, not kept (the caller closes it): its first
+        request opens a new connection. A connection kept in the pool skips the connect,
+        so to a host that went silent since (a lost or partitioned one) a request waits
+        the whole read timeout (30 s) where a new connection fails its connect within
+        ``CONNECT_TIMEOUT``."""
+        return self._factory(host)
+
     def close(self) -> None:
         with self._lock:
             clients = [client for _, client in self._clients.values()]

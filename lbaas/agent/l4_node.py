@@ -37,9 +37,11 @@ import threading
 from pathlib import Path
 
 from lbaas.agent.wire_l4 import (
+    L4ListenerPlacement,
     L4ListenerSpec,
     L4MemberHealth,
     L4MonitorSpec,
+    L4PlacedMember,
     L4ServiceSpec,
     L4ServiceStatus,
 )
@@ -48,7 +50,14 @@ from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.monitor import HealthChange, MonitorSpec, ProbeType, Target
 from lbaas.l4.host.base import DsrRouter, VipAnnouncer, VipHolder
-from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
+from lbaas.l4.service import (
+    HashKey,
+    L4Listener,
+    L4Member,
+    L4Protocol,
+    L4Service,
+    Tombstone,
+)
 from lbaas.private_files import make_private_directory, write_private
 
 log = logging.getLogger(__name__)
@@ -85,6 +94,22 @@ def health_targets(spec: L4ServiceSpec) -> list[Target]:
     ]
 
 
+def placement_of(spec: L4ServiceSpec) -> dict[str, L4ListenerPlacement]:
+    """The applied Maglev places of every listener of ``spec`` (weight-0 members have none)."""
+    return {
+        listener.id: L4ListenerPlacement(
+            table_size=listener.table_size,
+            members=tuple(
+                L4PlacedMember(id=m.id, place=m.place_key, weight=m.weight, backup=m.backup)
+                for m in listener.members
+                if m.weight > 0
+            ),
+            tombstones=listener.tombstones,
+        )
+        for listener in spec.listeners
+    }
+
+
 def l4_service(spec: L4ServiceSpec, healthy: dict[str, bool]) -> L4Service:
     """The engine's input: members that may get new flows, marked with this node's health."""
     return L4Service(
@@ -104,10 +129,11 @@ def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
         hash_key=HashKey(listener.hash_key),
         table_size=listener.table_size,
         members=tuple(
-            L4Member(m.id, m.address, m.port, m.weight, healthy.get(m.id, True), m.backup)
+            L4Member(m.id, m.address, m.port, m.weight, healthy.get(m.id, True), m.backup, m.place)
             for m in listener.members
             if m.weight > 0
         ),
+        tombstones=tuple(Tombstone(t.place, t.weight, t.backup) for t in listener.tombstones),
     )
 
 
@@ -179,9 +205,16 @@ class L4NodeManager:
             self._announce()
             return self._status(lb_id)
 
-    def get(self, lb_id: str) -> L4ServiceStatus | None:
+    def get(self, lb_id: str, *, placement: bool = False) -> L4ServiceStatus | None:
+        """This node's view of ``lb_id``; ``placement``: with the applied Maglev places."""
         with self._lock:
-            return self._status(lb_id) if lb_id in self._specs else None
+            if lb_id not in self._specs:
+                return None
+            status = self._status(lb_id)
+            if placement:
+                places = placement_of(self._specs[lb_id])
+                status = status.model_copy(update={"placement": places})
+            return status
 
     def delete(self, lb_id: str) -> None:
         with self._lock:

@@ -46,6 +46,7 @@ from lbaas.agent.host.haproxy_exec import HaproxyLauncher
 from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
 from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
+from lbaas.agent.host.vip_announce import AnnouncingVipHolder, LinkAnnouncer
 from lbaas.agent.l4_node import L4NodeManager
 from lbaas.agent.metadata_agent import metadata_proxies
 from lbaas.agent.server import AgentHttpsServer
@@ -109,8 +110,9 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
     if agent.tier_bird_socket and agent.tier_vips_file:
         control = BirdControl(Path(agent.tier_bird_socket))
         announcer = BirdVipAnnouncer(Path(agent.tier_vips_file), control)
+    vips = AnnouncingVipHolder(RealVipHolder(), LinkAnnouncer())
     dsr = RealDsrRouter() if announcer is not None else None
-    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, RealVipHolder(), announcer, dsr)
+    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, vips, announcer, dsr)
     sink.append(manager)
     return manager, checker
 
@@ -128,7 +130,6 @@ def access_logs_of(settings: Settings) -> AccessLogs:
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
-        socket_queue=conf.socket_queue,
     )
 
 

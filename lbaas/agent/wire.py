@@ -310,7 +310,7 @@ class AgentInfo(_Wire):
     access_log_dir: str | None = Field(
         None,
         description=(
-            "Directory of the datagram sockets this agent reads access logs from, one "
+            "Directory of the UNIX stream sockets this agent reads access logs from, one "
             "<amphora id>.sock each; None: <amphora_root>-logs (see amphora_paths)."
         ),
     )
@@ -351,7 +351,7 @@ def amphora_paths(
 
 
 def access_log_socket(amphora_root: str, amphora_id: str, directory: str | None = None) -> str:
-    """The agent's datagram socket an amphora's HAProxy logs to.
+    """The agent's UNIX stream socket an amphora's HAProxy forwards its access-log ring to.
 
     Not in the amphora's own directory: that one is 0700 root, and HAProxy's workers send
     their lines after dropping to an unprivileged user, who must reach the socket through

@@ -6,7 +6,8 @@ The controller sends the whole desired service of one load balancer; the agent c
 to it and answers with what it sees. Routes (same errors as ``wire``'s ``ErrorBody``):
 
     PUT    /v1/l4/{loadbalancer_id}   L4ServiceSpec -> 200 L4ServiceStatus
-    GET    /v1/l4/{loadbalancer_id}   -> 200 L4ServiceStatus | 404
+    GET    /v1/l4/{loadbalancer_id}   -> 200 L4ServiceStatus | 404  (?placement=true: with
+                                      the applied Maglev places, see ``placement``)
     DELETE /v1/l4/{loadbalancer_id}   -> 204 (also when it did not exist)
 
 Like ``wire``, this module imports nothing else from the agent, so providers use it alone.
@@ -52,6 +53,17 @@ class L4MemberSpec(_Wire):
     backup: bool = Field(False, description="New flows only while no primary is healthy.")
     monitor_address: str | None = Field(None, description="Where to probe, if not address.")
     monitor_port: int | None = Field(None, ge=1, le=65535, description="Likewise the port.")
+    place: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="The Maglev place (permutation key) it holds: a removed member's, "
+        "reused; None: its own id.",
+    )
+
+    @property
+    def place_key(self) -> str:
+        return self.id if self.place is None else self.place
 
     @field_validator("address", "monitor_address")
     @classmethod
@@ -74,6 +86,14 @@ class L4MonitorSpec(_Wire):
     domain_name: str | None = None
 
 
+class L4TombstoneSpec(_Wire):
+    """A removed member's place, kept so that its removal moves only its own slots."""
+
+    place: str = Field(min_length=1, max_length=64)
+    weight: int = Field(1, ge=1, le=256)
+    backup: bool = False
+
+
 class L4ListenerSpec(_Wire):
     id: str = Field(min_length=1, max_length=64)
     protocol: Literal["tcp", "udp"]
@@ -82,6 +102,18 @@ class L4ListenerSpec(_Wire):
     table_size: int = Field(ge=3, le=MAX_TABLE_SIZE, description="Maglev table size (prime).")
     members: tuple[L4MemberSpec, ...] = ()
     monitor: L4MonitorSpec | None = None
+    tombstones: tuple[L4TombstoneSpec, ...] = Field(
+        (), description="Places of recently removed members: in the table, owning no slot."
+    )
+
+    @model_validator(mode="after")
+    def _distinct_places(self) -> L4ListenerSpec:
+        # Weight-0 members are not in the table, so their id may be a tombstone's place.
+        live = [m.place_key for m in self.members if m.weight > 0]
+        places = live + [t.place for t in self.tombstones]
+        if len(set(places)) != len(places):
+            raise ValueError("members and tombstones of a listener must hold distinct places")
+        return self
 
 
 class L4ServiceSpec(_Wire):
@@ -120,6 +152,21 @@ class L4ServiceSpec(_Wire):
         return _ipv4(value)
 
 
+class L4PlacedMember(_Wire):
+    id: str
+    place: str
+    weight: int
+    backup: bool = False
+
+
+class L4ListenerPlacement(_Wire):
+    """One listener's table as applied: its size, its members' places and its tombstones."""
+
+    table_size: int
+    members: tuple[L4PlacedMember, ...] = ()
+    tombstones: tuple[L4TombstoneSpec, ...] = ()
+
+
 class L4ServiceStatus(_Wire):
     """What this node sees of one load balancer."""
 
@@ -132,6 +179,11 @@ class L4ServiceStatus(_Wire):
     )
     new_flows: dict[str, int] = Field(
         default_factory=dict, description="Flows balanced on this node, per listener id."
+    )
+    placement: dict[str, L4ListenerPlacement] | None = Field(
+        None,
+        description="Per listener id, the applied Maglev places (only when asked with "
+        "?placement=true): what a controller without the last placement reads back.",
     )
     last_error: str | None = None
 

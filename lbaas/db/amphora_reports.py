@@ -37,8 +37,9 @@ def apply_host_report(
     vrrp: Mapping[str, str],
     cert_expiration: float | None,
     now: datetime,
-) -> None:
-    """Record the roles and certificate expiry the host ``host_id`` announced."""
+) -> frozenset[str]:
+    """Record the roles and certificate expiry the host ``host_id`` announced; the ids
+    of the live amphorae placed on the host."""
     rows = list(
         session.scalars(
             select(AmphoraRow).where(AmphoraRow.compute_id == host_id, AmphoraRow.status.in_(_LIVE))
@@ -56,6 +57,7 @@ def apply_host_report(
         row.role, row.updated_at = AmphoraRole.MASTER.value, now
         if row.loadbalancer_id is not None:
             _demote_peers(session, row, now)
+    return frozenset(row.id for row in rows)
 
 
 def _demote_peers(session: Session, master: AmphoraRow, now: datetime) -> None:

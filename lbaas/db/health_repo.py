@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, case, func, or_, select, tuple_, update
@@ -131,20 +132,40 @@ def loadbalancer_is_settled(session: Session, loadbalancer_id: str) -> bool:
 
 
 def heartbeating_amphorae(session: Session) -> list[tuple[str, str, float, str | None]]:
-    """(amphora, load balancer, last heartbeat, host) of each live amphora heard from."""
+    """(amphora, load balancer, last heard, host) of each amphora expected to heartbeat.
+
+    Every live amphora heard from, and every serving (ALLOCATED) one never heard from,
+    whose silence counts from when it was put into service (its ``updated_at``, which
+    only moves later): a host lost or cut off between a new amphora's start and its first
+    heartbeat reaching a health manager must not leave that amphora out of failover for
+    good. Amphorae still being built are left out.
+    """
     rows = session.execute(
         select(
             AmphoraRow.id,
             AmphoraRow.loadbalancer_id,
             AmphoraRow.last_heartbeat_at,
+            AmphoraRow.updated_at,
+            AmphoraRow.created_at,
             AmphoraRow.compute_id,
         ).where(
             AmphoraRow.status.in_(LIVE_AMPHORA),
             AmphoraRow.loadbalancer_id.is_not(None),
-            AmphoraRow.last_heartbeat_at.is_not(None),
+            or_(
+                AmphoraRow.last_heartbeat_at.is_not(None),
+                AmphoraRow.status == AmphoraStatus.ALLOCATED.value,
+            ),
         )
     )
-    return [(a, str(lb), float(t or 0.0), host) for a, lb, t, host in rows]
+    return [
+        (a, str(lb), float(t) if t is not None else _epoch(updated or created), host)
+        for a, lb, t, updated, created, host in rows
+    ]
+
+
+def _epoch(at: datetime) -> float:
+    """A naive UTC column value as seconds since the epoch."""
+    return at.replace(tzinfo=UTC).timestamp()
 
 
 def request_failover(session: Session, amphora_id: str, now: Any) -> bool:

@@ -116,16 +116,18 @@ def list_hosts(session: Session) -> list[HostView]:
 
 def record_heartbeat(
     session: Session, seen: HostAnnouncement, epoch: int, sequence: int, at: float
-) -> bool:
-    """Apply a host heartbeat newer than any accepted before; False if unknown or older."""
+) -> frozenset[str] | None:
+    """Apply a host heartbeat newer than any accepted before; None if unknown or older,
+    else the amphorae the host runs that are not live on it (retired while it was away,
+    or moved): the cleaner's work (``misplaced_amphorae`` has the exact rule)."""
     row = session.get(HostRow, seen.host_id, with_for_update=True)
     if row is None:
-        return False
+        return None
     if row.heartbeat_epoch is not None and (epoch, sequence) <= (
         row.heartbeat_epoch,
         row.heartbeat_sequence or 0,
     ):
-        return False
+        return None
     row.heartbeat_epoch, row.heartbeat_sequence = epoch, sequence
     if seen.address:  # an agent bound to a wildcard announces none: keep the enrolled one
         row.address = seen.address
@@ -138,8 +140,8 @@ def record_heartbeat(
         session.flush()
         queue_half_pairs(session, at)
     now = datetime.fromtimestamp(at, UTC).replace(tzinfo=None)
-    apply_host_report(session, seen.host_id, dict(seen.vrrp), seen.cert_expiration, now)
-    return True
+    placed = apply_host_report(session, seen.host_id, dict(seen.vrrp), seen.cert_expiration, now)
+    return frozenset(seen.amphorae) - placed
 
 
 def mark_silent_down(session: Session, heard_before: float) -> list[str]:

@@ -9,6 +9,12 @@
   amphorae of UP hosts removed (``StaleAmphoraCleaner``): those a host says it runs but
   the controller does not place there (retired while the host was away, or moved to
   another host). That is how a host that comes back never serves a moved VIP again.
+* Fencing a returning host: a host heartbeat that lists an amphora not live on that host
+  (the old MASTER of a pair, failed over while its host was partitioned, still holds the
+  VIP the survivor took) wakes the host sweeper at once (``SqlHostRegistry(on_stray=)``,
+  ``HostSweeper(wake=)``), so the cleaner deletes it within the heartbeat that announced
+  it instead of at the next sweep: the window in which both hold the VIP is the agent's
+  heartbeat interval plus one DELETE, not that plus a sweep interval.
 
 A host's amphorae are failed over by their own silence (``lbaas.health.stale``), not by
 the host being DOWN: a host whose agent died while its HAProxies serve is agent-degraded,
@@ -48,14 +54,19 @@ class HostRegistry(Protocol):
 
 
 class SqlHostRegistry:
-    """``HostRegistry`` over the lbaas database."""
+    """``HostRegistry`` over the lbaas database; ``on_stray`` is called (after the commit)
+    when an accepted heartbeat lists amphorae that are not live on its host."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, on_stray: Callable[[], None] = lambda: None) -> None:
         self._db = database
+        self._on_stray = on_stray
 
     def record(self, seen: HostAnnouncement, epoch: int, sequence: int, at: float) -> bool:
         with self._db.write() as session:
-            return host_repo.record_heartbeat(session, seen, epoch, sequence, at)
+            strays = host_repo.record_heartbeat(session, seen, epoch, sequence, at)
+        if strays:
+            self._on_stray()
+        return strays is not None
 
     def mark_silent_down(self, heard_before: float) -> list[str]:
         with self._db.write() as session:
@@ -120,8 +131,11 @@ class HostSweeper:
         stale_after: float,
         cleaner: StaleAmphoraCleaner | None = None,
         clock: Callable[[], float] = time.time,
+        wake: threading.Event | None = None,
     ) -> None:
         self._registry = registry
+        # Set by the registry when a heartbeat announces a stray amphora: sweep now.
+        self._wake = wake if wake is not None else threading.Event()
         self._stale_after = stale_after
         self._cleaner = cleaner
         self._clock = clock
@@ -143,7 +157,12 @@ class HostSweeper:
         return down
 
     def run(self, stop: threading.Event, interval: float) -> None:
-        while not stop.wait(interval):
+        """Sweep every ``interval`` seconds, and at once when woken, until ``stop``."""
+        while True:
+            self._wake.wait(interval)
+            self._wake.clear()
+            if stop.is_set():
+                return
             try:  # the top of the host sweep loop: log, count, sweep again later
                 self.sweep()
             except Exception:

@@ -63,7 +63,10 @@ def start_health_manager(
     given, is the registry the manager's counts are shown in (the API's, in ``serve``)."""
     health = settings.health
     store = SqlHealthStore(database, notify)
-    hosts = SqlHostRegistry(database)
+    # A returning host's stray amphorae (a partitioned MASTER still holding its VIP) are
+    # removed at its first heartbeat, not at the next host sweep.
+    stray_heard = threading.Event()
+    hosts = SqlHostRegistry(database, on_stray=stray_heard.set)
     receiver = HeartbeatReceiver(
         HeartbeatProcessor(store),
         heartbeat_key(health.heartbeat_key, settings.state_dir.absolute()),
@@ -84,7 +87,10 @@ def start_health_manager(
     )
     agents = _controller_agents(settings)
     host_sweeper = HostSweeper(
-        hosts, stale_after=health.host_stale_after, cleaner=StaleAmphoraCleaner(hosts, agents)
+        hosts,
+        stale_after=health.host_stale_after,
+        cleaner=StaleAmphoraCleaner(hosts, agents),
+        wake=stray_heard,
     )
     if metrics is not None:
         metrics.register(HealthManagerCollector(receiver, sweeper))
@@ -94,6 +100,7 @@ def start_health_manager(
 
     def stop_all() -> None:
         stop.set()
+        stray_heard.set()  # the host sweeper waits on it
         for thread in threads:
             thread.join(5)
         stop_polling()

@@ -119,7 +119,9 @@ class HealthStore(abc.ABC):
 
         That is every amphora serving a load balancer that has sent at least one
         heartbeat, including those with a failover already pending; amphorae still being
-        built, or already deleted, are left out.
+        built, or already deleted, are left out. A store that knows which amphorae serve
+        (the SQL one) also lists those never heard from, as last seen when they were put
+        into service: silence from the start is silence too.
         """
 
     @abc.abstractmethod

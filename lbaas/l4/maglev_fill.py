@@ -93,7 +93,9 @@ def _round(
     size = len(taken)
     window = min(max(3 * size // (2 * free), 1), 1024)  # 1.5 x the expected walk
     active = np.arange(len(turn.claimed), dtype=np.int64)
-    while active.size > FEW:
+    # Late rounds walk far, and a walk in Python costs a step per slot: finish fewer there.
+    few = FEW if size < 8 * free else FEW // 4
+    while active.size > few:
         proposed = _walk(turn, active, taken, window)
         before = holder.take(proposed)
         np.minimum.at(holder, proposed, active)

@@ -48,8 +48,8 @@ def hash_seed(lb_id: str, listener: L4Listener) -> int:
 
 
 def slot_values(listener: L4Listener, table: MaglevTable) -> list[str]:
-    """``address . port`` for every slot of ``table`` (members looked up by key)."""
-    by_key = {member.key: member for member in listener.members}
+    """``address . port`` for every slot of ``table`` (members looked up by place)."""
+    by_key = {member.place_key: member for member in listener.members}
     targets = [_target(by_key[backend.key]) for backend in table.backends]
     return [targets[index] for index in table.slots]
 

@@ -55,10 +55,35 @@ class L4Member:
     weight: int = 1
     healthy: bool = True  # False: keeps its place in the table but gets no new flows
     backup: bool = False  # used only while no primary (non-backup) member is healthy
+    # The Maglev key this member's permutation comes from: its own key unless the control
+    # plane gave it a removed member's place (``Tombstone``). None: ``key``.
+    place: str | None = None
+
+    @property
+    def place_key(self) -> str:
+        return self.key if self.place is None else self.place
 
     @property
     def backend(self) -> Backend:
-        return Backend(self.key, self.weight)
+        return Backend(self.place_key, self.weight)
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """A removed member's place, kept in the table so that removal moves only its slots.
+
+    It walks its permutation and takes its turns like a member that is down, and its slots
+    go where a down member's go (``build_table_with_down``); the control plane decides,
+    the same for every node, when a tombstone is forgotten or reused by a new member.
+    """
+
+    place: str
+    weight: int = 1
+    backup: bool = False
+
+    @property
+    def backend(self) -> Backend:
+        return Backend(self.place, self.weight)
 
 
 @dataclass(frozen=True)
@@ -71,6 +96,8 @@ class L4Listener:
     # SOURCE_ADDRESS only: hash the source's first N bits (Octavia's persistence_granularity
     # as a prefix length), so a whole client subnet sticks to one member. None: all 32.
     source_prefix: int | None = None
+    # Places of recently removed members (see ``Tombstone``): they own no slot.
+    tombstones: tuple[Tombstone, ...] = ()
 
     @property
     def name(self) -> str:
@@ -94,8 +121,11 @@ class L4Listener:
     def table(self) -> MaglevTable:
         """The active tier's Maglev table: every member placed, the unhealthy ones replaced."""
         active = self.active_members()
-        down = {member.key for member in active if not member.healthy}
-        return build_table_with_down((m.backend for m in active), self.table_size, down)
+        tier = active[0].backup if active else False
+        graves = [t.backend for t in self.tombstones if t.backup == tier]
+        down = {m.place_key for m in active if not m.healthy} | {b.key for b in graves}
+        backends = [*(m.backend for m in active), *graves]
+        return build_table_with_down(backends, self.table_size, down)
 
 
 @dataclass(frozen=True)

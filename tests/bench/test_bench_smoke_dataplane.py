@@ -74,6 +74,9 @@ def test_quick_run_prints_every_figure() -> None:
             assert isinstance(section[target]["requests_per_s"], int | float)
         assert isinstance(section["ratio_lbaas_to_handwritten"], int | float)
         assert isinstance(section["p99_ratio_lbaas_to_handwritten"], int | float)
+        for target in ("lbaas_vip", "handwritten_haproxy"):  # HAProxy's own CPU per request
+            assert section[target]["haproxy_cpu_us_per_request"] > 0, (mode, target)
+        assert section["haproxy_cpu_ratio_lbaas_to_handwritten"] > 0, mode
 
     for name in ("member_post_to_first_served", "full_tree_post_to_first_response"):
         assert {"median_ms", "samples_ms", "target_ms", "met"} <= figures[name].keys(), name

@@ -14,6 +14,11 @@ def test_quick_run_prints_the_l4_figures() -> None:
     assert maglev["build_ms"] > 0 and maglev["size"] == 1009
     assert 0 < maglev["moved_beyond_removed_share"] < 1
     assert maglev["down_moved_beyond_its_share"] == 0
+    # Removal as the engine does it (a tombstone): nothing beyond the member's own slots.
+    tombstones = figures["tombstones"]
+    assert tombstones["moved_beyond_removed_times_1_over_n"] == 0
+    assert tombstones["replacement_moved_over_removed_share"] == 1
+    assert tombstones["tombstones_1"]["compaction_moved_times_1_over_n"] > 0
     assert [row["size"] for row in figures["sizes"]] == [251, 1009]
     # One small pool (the Python fill) and one large enough for the numpy fill.
     assert [row["members"] for row in figures["builds"]] == [50, 600]
@@ -24,4 +29,7 @@ def test_quick_run_prints_the_l4_figures() -> None:
         assert kernel["member_down_update_ms"] > 0 and kernel["member_removed_update_ms"] > 0
         assert 0 < kernel["member_down_slots_rewritten"] < 1009
         assert 0 < kernel["member_removed_slots_rewritten"] < 1009
+        # The tombstone moves fewer slots than the plain rebuild's cascade.
+        rebuilt = kernel["member_removed_plain_rebuild_slots_rewritten"]
+        assert kernel["member_removed_slots_rewritten"] < rebuilt
         assert kernel["full_reload_ms"] > 0

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lbaas.db import health_repo, job_queue
+from lbaas.db import amphora_repo, health_repo, job_queue
 from lbaas.db.engine import Database
 from lbaas.db.tables import AmphoraRow, LoadBalancerRow
 from lbaas.model.enums import AmphoraStatus, OperatingStatus, ProvisioningStatus
@@ -146,3 +146,25 @@ def test_versions_and_the_settled_check_follow_the_converge_generation(
     with database.write() as session:
         assert not health_repo.loadbalancer_is_settled_at(session, "lb-1", 1)
         assert health_repo.loadbalancer_is_settled_at(session, "lb-1", 2)
+
+
+def test_a_serving_amphora_never_heard_from_is_silent_from_when_it_began_to_serve(
+    database: Database,
+) -> None:
+    """A host cut off between a new amphora's start and its first heartbeat: the amphora
+    is still expected to heartbeat (it used to be left out of failover for good), from
+    the time it was put into service; one still being built is not."""
+    built = datetime(2026, 11, 26, 5, 0, 0)
+    with database.write() as session:
+        session.add(AmphoraRow(id="amp-new", loadbalancer_id="lb-1", created_at=built,
+                               status=AmphoraStatus.PENDING_CREATE.value))  # fmt: skip
+        session.add(AmphoraRow(id="amp-building", loadbalancer_id="lb-1", created_at=built,
+                               status=AmphoraStatus.PENDING_CREATE.value))  # fmt: skip
+    with database.read() as session:
+        assert health_repo.heartbeating_amphorae(session) == []
+    with database.write() as session:
+        amphora_repo.mark_serving(session, "amp-new", built + timedelta(seconds=7))
+    with database.read() as session:
+        listed = health_repo.heartbeating_amphorae(session)
+    serving = (built + timedelta(seconds=7)).replace(tzinfo=UTC).timestamp()
+    assert listed == [("amp-new", "lb-1", serving, None)]

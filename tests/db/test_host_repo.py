@@ -29,7 +29,10 @@ def test_a_host_heartbeat_needs_an_enrolled_host_and_a_newer_stamp(database: Dat
     with database.read() as session:
         assert [h.status for h in host_repo.list_hosts(session)] == [HostStatus.DOWN]
     with database.write() as session:
-        assert host_repo.record_heartbeat(session, seen("host-1", ("a-1",)), 5, 2, 100.0)
+        # a-1 is no live amphora of host-1: a stray for the cleaner
+        assert host_repo.record_heartbeat(
+            session, seen("host-1", ("a-1",)), 5, 2, 100.0
+        ) == frozenset({"a-1"})
     with database.write() as session:  # a replay, at this or another health manager
         assert not host_repo.record_heartbeat(session, seen("host-1"), 5, 2, 101.0)
         assert not host_repo.record_heartbeat(session, seen("host-1"), 4, 9, 101.0)
@@ -80,3 +83,30 @@ def test_load_counts_live_amphorae_and_misplaced_ones_are_found(database: Databa
     # host-1 runs its own live amphora and a legacy one (no host recorded): both kept.
     assert sorted(misplaced) == sorted([ids[1], ids[2], "never-heard-of"])
     assert (retired, retired_later) == (1, 0)
+
+
+def test_a_host_heartbeat_names_the_amphorae_it_runs_that_are_not_live_on_it(
+    database: Database,
+) -> None:
+    """A host back from a partition still runs the amphora failed over meanwhile: its
+    heartbeat names it at once (the health manager then wakes the cleaner)."""
+    enrol(database, "host-1", up_at=100.0)
+    enrol(database, "host-2", up_at=100.0)
+    with database.write() as session:
+        kept = amphora_repo.create_amphora(
+            session, "lb-1", "h", "127.0.0.5", NOW, compute_id="host-1"
+        )
+        retired = amphora_repo.create_amphora(
+            session, "lb-2", "h", "127.0.0.6", NOW, compute_id="host-1"
+        )
+        moved = amphora_repo.create_amphora(
+            session, "lb-3", "h", "127.0.0.7", NOW, compute_id="host-2"
+        )
+        ids = (kept.id, retired.id, moved.id)
+    with database.write() as session:
+        amphora_repo.set_status(session, ids[1], AmphoraStatus.DELETED, NOW)
+    with database.write() as session:
+        strays = host_repo.record_heartbeat(session, seen("host-1", (*ids, "unknown")), 1, 1, 200.0)
+        calm = host_repo.record_heartbeat(session, seen("host-1", (ids[0],)), 1, 2, 201.0)
+    assert strays == frozenset({ids[1], ids[2], "unknown"})
+    assert calm == frozenset()

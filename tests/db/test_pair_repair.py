@@ -55,7 +55,9 @@ def queued(database: Database) -> list[str]:
 def heartbeat(database: Database, sequence: int) -> None:
     seen = HostAnnouncement("host-2", "127.0.0.2", 9442, "nova", 10, ())
     with database.write() as session:
-        assert host_repo.record_heartbeat(session, seen, 1, sequence, 1000.0 + sequence)
+        assert (
+            host_repo.record_heartbeat(session, seen, 1, sequence, 1000.0 + sequence) == frozenset()
+        )
 
 
 def test_a_host_coming_up_queues_the_half_pairs(database: Database) -> None:

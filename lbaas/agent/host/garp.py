@@ -66,6 +66,8 @@ def send_gratuitous_arp(
         with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ARP)) as s:
             s.bind((link, ETH_P_ARP))
             mac = s.getsockname()[4]  # the link's own hardware address
+            if len(mac) != 6:  # a link without an Ethernet address cannot announce it
+                raise OSError(f"link {link} has no Ethernet address")
             frame = gratuitous_arp_frame(mac, address)
             for _ in range(count):
                 s.send(frame)

@@ -159,7 +159,18 @@ class AmphoraProvider(ProviderDriver):
         reason): the host's stale amphorae are removed when it is heard from again."""
         where = self._store.agent_of(amphora_id)
         try:
-            self._agents.client(None if where is None else where.host).delete_amphora(amphora_id)
+            if failover and where is not None:
+                # Its host is probably the silent one: a pooled connection to it held a
+                # partitioned host's failover for the 30 s read timeout (measured).
+                client = self._agents.fresh(where.host)
+                try:
+                    client.delete_amphora(amphora_id)
+                finally:
+                    client.close()
+            else:
+                self._agents.client(None if where is None else where.host).delete_amphora(
+                    amphora_id
+                )
         except AgentUnreachable as exc:
             if where is None or not (failover or where.status is HostStatus.DOWN):
                 raise

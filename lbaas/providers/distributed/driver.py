@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lbaas.agent.client_l4 import L4AgentClient
-from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
+from lbaas.agent.wire_l4 import L4ListenerSpec, L4ServiceSpec, L4ServiceStatus
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import AgentUnreachable, LbaasError
 from lbaas.model.fleet import agent_server_name
@@ -48,6 +48,7 @@ from lbaas.providers.distributed.combine import combine
 from lbaas.providers.distributed.entry import entry_node
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
 from lbaas.providers.distributed.placement import announcing_nodes
+from lbaas.providers.distributed.places import Placement, apply_placement, place, recovered
 from lbaas.providers.distributed.registry import RegistryNodeDirectory
 from lbaas.providers.distributed.translate import service_spec
 
@@ -97,6 +98,9 @@ class DistributedProvider(ProviderDriver):
         self._new_client = clients or self._tls_client
         self._clients: dict[str, L4AgentClient] = {}
         self._graphs: dict[str, LoadBalancer] = {}
+        # Per load balancer: the version last sent, and per listener id its places and
+        # tombstones (``places``).
+        self._placements: dict[str, tuple[int, dict[str, Placement]]] = {}
         self._lock = threading.Lock()
 
     def _tls_client(self, node: Node) -> L4AgentClient:
@@ -125,9 +129,9 @@ class DistributedProvider(ProviderDriver):
 
     def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
         """Send the service to every node; nothing is written to the database, so no fence."""
-        spec = service_spec(graph, time.time_ns())
         nodes = self._directory.nodes()
         entry, announcing = self._roles(graph.id, nodes)
+        spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=True)
         mode = self.context.settings.tier.return_mode
         self._each_node(
             nodes,
@@ -148,6 +152,7 @@ class DistributedProvider(ProviderDriver):
         )
         with self._lock:
             self._graphs.pop(loadbalancer_id, None)
+            self._placements.pop(loadbalancer_id, None)
 
     def status(self, loadbalancer_id: LoadBalancerId) -> HealthReport | None:
         with self._lock:
@@ -167,7 +172,7 @@ class DistributedProvider(ProviderDriver):
                 view = self._client(node).get_l4(graph.id)
                 # A host new to the fleet (or back with nothing), or the entry or group moved.
                 if view is None or (view.entry, view.announce) != (node == entry, announce):
-                    view = self._reprogram(node, graph, node == entry, announce)
+                    view = self._reprogram(node, graph, nodes, node == entry, announce)
                 views.append(view)
             except LbaasError as exc:
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
@@ -181,7 +186,12 @@ class DistributedProvider(ProviderDriver):
         return entry_node(lb_id, nodes), frozenset()
 
     def _reprogram(
-        self, node: Node, graph: LoadBalancer, entry: bool, announce: bool = False
+        self,
+        node: Node,
+        graph: LoadBalancer,
+        nodes: list[Node],
+        entry: bool,
+        announce: bool = False,
     ) -> L4ServiceStatus:
         """Program ``graph`` (as the poll loaded it) on a node that lacks it or whose entry
         role changed.
@@ -191,9 +201,55 @@ class DistributedProvider(ProviderDriver):
         """
         LOG.info("programming distributed load balancer %s on node %s (entry: %s, announce: %s)",
                  graph.id, node.name, entry, announce)  # fmt: skip
+        spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=False)
         mode = self.context.settings.tier.return_mode
-        spec = _for_node(service_spec(graph, time.time_ns()), entry, announce, mode)
-        return self._client(node).put_l4(spec)
+        return self._client(node).put_l4(_for_node(spec, entry, announce, mode))
+
+    def _placed(self, spec: L4ServiceSpec, nodes: list[Node], *, keep: bool) -> L4ServiceSpec:
+        """``spec`` with the Maglev places and tombstones of its listeners (``places``).
+
+        They come from what this controller last sent, or, after a restart, from what a
+        node applied, so every node keeps getting the same tables. ``keep``: remember the
+        result (a converge); a node catching up with the poll's graph leaves it alone.
+        """
+        with self._lock:
+            remembered = self._placements.get(spec.loadbalancer_id)
+        # Another controller (or worker) may have sent a newer spec since: one node's
+        # view tells, and when nothing is remembered every node's newest one is read.
+        seen = self._applied_status(spec.loadbalancer_id, nodes, first=remembered is not None)
+        known: dict[str, Placement | None] = {}
+        if remembered is not None:
+            known = dict(remembered[1])
+        if seen is not None and (remembered is None or (seen.applied_version or 0) > remembered[0]):
+            known = {li.id: recovered(li, seen) for li in spec.listeners}
+        placements = {li.id: place(known.get(li.id), li) for li in spec.listeners}
+        if keep:
+            with self._lock:
+                self._placements[spec.loadbalancer_id] = (spec.version, placements)
+        listeners: tuple[L4ListenerSpec, ...] = tuple(
+            apply_placement(li, placements[li.id]) for li in spec.listeners
+        )
+        return spec.model_copy(update={"listeners": listeners})
+
+    def _applied_status(
+        self, lb_id: str, nodes: list[Node], *, first: bool
+    ) -> L4ServiceStatus | None:
+        """The newest status any node gives of ``lb_id`` (None: none carries it); with
+        ``first``, the first node's that carries it."""
+        best: L4ServiceStatus | None = None
+        for node in nodes:
+            try:
+                seen = self._client(node).get_l4(lb_id, placement=True)
+            except LbaasError as exc:
+                LOG.warning("node %s did not report on %s: %s", node.name, lb_id, exc)
+                continue
+            if seen is not None and (
+                best is None or (seen.applied_version or 0) > (best.applied_version or 0)
+            ):
+                best = seen
+                if first:
+                    break
+        return best
 
     def _try(self, node: Node, call: NodeCall, what: str) -> bool:
         """Whether ``call`` reached ``node``; other errors (a refused spec) are raised."""

@@ -25,6 +25,11 @@ from lbaas.render.haproxy.names import checked_id
 
 #: HAProxy truncates longer lines; a long URL is the usual reason for a long line.
 MAX_LINE = 8192
+#: The ring HAProxy logs into (``ring_lines``).
+RING = "access_log"
+#: Bytes of lines a worker holds for the agent: about 60,000 lines of ~270 bytes, three
+#: seconds of the benchmark's rate with the agent reading nothing at all.
+RING_SIZE = 16 * 1024 * 1024
 _TLS_FIELDS = "%[ssl_c_verify] %{+Q}[ssl_c_s_dn]"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 
@@ -39,6 +44,25 @@ def access_log_format(project_id: str, lb_id: str, listener_id: str, http: bool)
     return f"{ids} %ci %cp %t {request} %B %U {_TLS_FIELDS} %b %s %Tt %tsc"
 
 
-def global_log_line(quoted_socket: str) -> str:
-    """The ``log`` directive sending raw lines to the agent's datagram socket."""
-    return f"log {quoted_socket} len {MAX_LINE} format raw local0 info"
+def global_log_line() -> str:
+    """The ``log`` directive writing raw lines into the access-log ring (``ring_lines``)."""
+    return f"log ring@{RING} len {MAX_LINE} format raw local0 info"
+
+
+def ring_lines(quoted_socket: str) -> tuple[str, ...]:
+    """The ``ring`` section: a buffer in HAProxy's memory, forwarded to the agent's socket.
+
+    A worker only copies each line into the ring (no system call, no reader to wake per
+    line); the ring's own forwarder streams what is there to the agent, many lines per
+    write, and keeps whatever the agent has not taken yet, up to ``RING_SIZE``, while
+    the agent is slow or away (it reconnects). ``log-proto legacy`` ends each raw line
+    with a newline and adds nothing else, so the agent parses no framing.
+    """
+    return (
+        "format raw",
+        f"maxlen {MAX_LINE}",
+        f"size {RING_SIZE}",
+        "timeout connect 5s",
+        "timeout server 30s",
+        f"server agent {quoted_socket} log-proto legacy",
+    )

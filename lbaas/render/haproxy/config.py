@@ -18,7 +18,7 @@ run time are carried over through ``server-state-file`` (see
 per connection and refuses to start when it cannot raise its descriptor limit to match, so
 the cap is a host decision (see ``HaproxyContext.maxconn_default``). A listener's
 ``connection_limit`` above it is rendered as asked and capped by the process. Access logs
-go to the agent's datagram socket when the context names one (``access_log``); statistics
+go through a ring to the agent's socket when the context names one (``access_log``); statistics
 are read from the runtime socket.
 """
 

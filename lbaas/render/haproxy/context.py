@@ -87,8 +87,8 @@ class HaproxyContext:
     """Per ``tls_enabled`` pool id, the client certificate, CA and CRL files (all optional)."""
 
     access_log_socket: str | None = None
-    """The agent's UNIX datagram socket every listener sends its access-log lines to (one
-    per HTTP request, one per TCP connection: ``access_log``); None logs nothing (Octavia's
+    """The agent's UNIX stream socket the access-log ring is forwarded to (one line per
+    HTTP request, one per TCP connection: ``access_log``); None logs nothing (Octavia's
     ``connection_logging = False``)."""
 
     @property

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import assert_never
 
-from lbaas.render.haproxy.access_log import global_log_line
+from lbaas.render.haproxy.access_log import RING, global_log_line, ring_lines
 from lbaas.render.haproxy.addresses import address_port_word, address_word
 from lbaas.render.haproxy.quoting import log_format_literal, quoted
 from lbaas.render.haproxy.tls import bind_words
@@ -64,6 +64,11 @@ def emit_config(config: HaproxyConfig) -> str:
     sections = [
         _header(config.load_balancer_id),
         _section("global", _global_lines(config.global_section)),
+        *(
+            ()
+            if config.global_section.access_log_socket is None
+            else (_section(f"ring {RING}", _ring_lines(config.global_section.access_log_socket)),)
+        ),
         _section("defaults", DEFAULTS),
         *(
             ()
@@ -106,7 +111,7 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
     )
     yield f"server-state-file {quoted(section.server_state_file)}"
     if section.access_log_socket is not None:
-        yield global_log_line(quoted(section.access_log_socket))
+        yield global_log_line()
     if section.hard_stop_after is not None:
         yield f"hard-stop-after {section.hard_stop_after}s"
     if section.local_peer is not None:
@@ -118,6 +123,11 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
     if section.external_checks:
         yield "external-check"
         yield "insecure-fork-wanted"
+
+
+def _ring_lines(socket_path: str) -> tuple[str, ...]:
+    # ``unix@`` makes the path a UNIX stream address; quoting keeps it one word.
+    return ring_lines(quoted(f"unix@{socket_path}"))
 
 
 def _peer_lines(section: PeersSection) -> Iterator[str]:

@@ -1,4 +1,4 @@
-"""The agent's access-log reader: datagrams in, lines in a size-rotated file, syslog copy."""
+"""The agent's access-log reader: streamed lines in, lines in a size-rotated file, syslog copy."""
 
 from __future__ import annotations
 
@@ -6,13 +6,17 @@ import socket
 import time
 from pathlib import Path
 
-from lbaas.agent.access_log import AccessLogs, RotatingFile, raise_queue_length
+from lbaas.agent.access_log import AccessLogs, RotatingFile
 
 
 def _send(path: Path, lines: list[bytes]) -> None:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-        for line in lines:
-            sock.sendto(line, str(path))
+    """As HAProxy's ring forwarder does: newline-ended lines, cut anywhere between writes."""
+    stream = b"".join(line + b"\n" for line in lines)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(path))
+        for start in range(0, len(stream), 1000):  # most writes end inside a line
+            sock.sendall(stream[start : start + 1000])
+            time.sleep(0.001)
 
 
 def _wait_for(logs: AccessLogs, amphora_id: str, count: int) -> None:
@@ -21,7 +25,7 @@ def _wait_for(logs: AccessLogs, amphora_id: str, count: int) -> None:
         time.sleep(0.02)
 
 
-def test_every_datagram_becomes_one_line_of_the_load_balancers_file(tmp_path: Path) -> None:
+def test_every_streamed_line_becomes_one_line_of_the_load_balancers_file(tmp_path: Path) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as syslog:
         syslog.bind(("127.0.0.1", 0))
         syslog.settimeout(5)
@@ -59,10 +63,26 @@ def test_the_file_is_rotated_by_size_keeping_the_backups(tmp_path: Path) -> None
     assert (tmp_path / "lb.log.2").read_text().splitlines() == [f"{n:039d}" for n in (4, 5)]
 
 
-def test_the_queue_length_is_raised_only_upwards(tmp_path: Path) -> None:
-    sysctl = tmp_path / "max_dgram_qlen"
-    sysctl.write_text("10\n")
-    assert raise_queue_length(4096, sysctl) == 4096
-    assert sysctl.read_text().strip() == "4096"
-    assert raise_queue_length(100, sysctl) == 4096
-    assert raise_queue_length(10, tmp_path / "missing") == 0
+def test_two_workers_streaming_at_once_and_an_unended_last_line(tmp_path: Path) -> None:
+    """During a reload the old and the new worker are both connected; a worker that goes
+    away in the middle of a line still leaves that line, whole lines never interleave."""
+    logs = AccessLogs(tmp_path / "logs", tmp_path / "sockets", max_bytes=1 << 20, backups=0)
+    sock = logs.socket_directory / "amp.sock"
+    logs.ensure("amp", "lb-2", sock)
+    try:
+        with (
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as old,
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as new,
+        ):
+            old.connect(str(sock))
+            new.connect(str(sock))
+            old.sendall(b"old 1\nold ")
+            new.sendall(b"new 1\n")
+            time.sleep(0.05)
+            old.sendall(b"2\nold 3")  # no newline: the worker exits here
+        _wait_for(logs, "amp", 4)
+    finally:
+        logs.close_all()
+    got = (tmp_path / "logs" / "lb-2.log").read_bytes().splitlines()
+    assert sorted(got) == [b"new 1", b"old 1", b"old 2", b"old 3"]
+    assert got.index(b"old 1") < got.index(b"old 2") < got.index(b"old 3")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from lbaas.agent.client_pool import AgentPool
@@ -11,6 +12,7 @@ from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.model.fleet import HostAddress, HostAnnouncement
 from lbaas.model.graph import AmphoraId, LoadBalancerId
+from tests.support.waiting import wait_until
 from tests.unit.providers.amphora_fakes import RecordingAgent
 
 H1 = HostAddress("host-1", "127.0.0.1", 9441)
@@ -110,3 +112,27 @@ def test_the_stale_sweeper_asks_the_breaker_per_load_balancer() -> None:
     result = sweeper.sweep()
     assert result.stale == (AmphoraId("amp-1"), AmphoraId("amp-2"))
     assert result.failovers_requested == (AmphoraId("amp-2"),)
+
+
+def test_a_woken_host_sweeper_cleans_at_once_rather_than_at_its_next_sweep() -> None:
+    """A returning host's heartbeat that names a stray amphora wakes the sweeper: the
+    old MASTER it still runs is deleted without waiting for the interval (an hour here)."""
+    registry = FakeRegistry()
+    agent = RecordingAgent()
+    legacy: Any = RecordingAgent()
+    pool = AgentPool(lambda h: agent, legacy)  # type: ignore[arg-type,return-value]
+    wake, stop = threading.Event(), threading.Event()
+    sweeper = HostSweeper(
+        registry, stale_after=3.0, cleaner=StaleAmphoraCleaner(registry, pool), wake=wake
+    )
+    thread = threading.Thread(target=sweeper.run, args=(stop, 3600.0), daemon=True)
+    thread.start()
+    try:
+        registry.stale = {H1: ["amp-old-master"]}
+        wake.set()
+        wait_until(lambda: agent.deleted == ["amp-old-master"], 30, "the stray deleted")
+    finally:
+        stop.set()
+        wake.set()
+        thread.join(30)
+    assert not thread.is_alive()

@@ -161,3 +161,38 @@ def test_a_retried_rebuild_placed_on_a_host_now_down_is_placed_again(
     [serving] = store.live_amphorae(lb.id)
     assert serving not in (original, first_try)
     assert store.hosts[serving] != lost
+
+
+class CountedAgent(RecordingAgent):
+    def __init__(self) -> None:
+        super().__init__()
+        self.closes = 0
+
+    def close(self) -> None:
+        self.closes += 1
+
+
+def test_a_failover_removal_reaches_the_old_host_on_a_new_connection(
+    tmp_path: Path, store: MemoryAmphoraStore
+) -> None:
+    """Not on the pooled client: a kept connection to a host partitioned since skips the
+    connect and waits the whole read timeout (30 s held a partitioned MASTER's
+    replacement); a new one fails within the connect timeout."""
+    agents = {h.host_id: CountedAgent() for h in HOSTS}
+    made: list[str] = []
+
+    def factory(host: HostAddress) -> Any:
+        made.append(host.host_id)
+        return agents[host.host_id]
+
+    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+    pool = AgentPool(factory, RecordingAgent(unreachable=True))  # type: ignore[arg-type]
+    provider = AmphoraProvider(ProviderContext(settings), store=store, agents=pool)
+    lb = graph("fresh")
+    provider.apply(lb, claim(lb))
+    [old] = store.amphorae
+    host = store.hosts[old].host_id
+    assert made == [host]  # the pooled client, kept
+    provider.apply(lb, claim(lb, rebuild=True), rebuild=True)
+    assert agents[host].deleted == [old]
+    assert made.count(host) == 2 and agents[host].closes == 1  # a new client, closed

@@ -99,9 +99,9 @@ class FakeNode:
         self._check()
         return self.manager.put(spec.loadbalancer_id, spec)
 
-    def get_l4(self, lb_id: str) -> L4ServiceStatus | None:
+    def get_l4(self, lb_id: str, *, placement: bool = False) -> L4ServiceStatus | None:
         self._check()
-        return self.manager.get(lb_id)
+        return self.manager.get(lb_id, placement=placement)
 
     def delete_l4(self, lb_id: str) -> None:
         self._check()
@@ -324,3 +324,80 @@ def test_entries_spread_over_the_nodes_and_stay_when_another_node_leaves() -> No
         if node != nodes[0]:
             assert entry_node(lb, fewer) == node
     assert entry_node("lb-x", []) is None
+
+
+def _tcp_graph(numbers: list[int]) -> LoadBalancer:
+    return load_balancer(
+        [listener("tcp", ListenerProtocol.TCP, 80, default_pool="tcp")],
+        [
+            pool(
+                "tcp",
+                [member(f"m{n}", f"10.9.0.{n}", 8000) for n in numbers],
+                protocol=PoolProtocol.TCP,
+                algorithm=LbAlgorithm.MAGLEV,
+            )
+        ],  # fmt: skip
+        vip_address="10.9.9.9",
+    )
+
+
+def _slot_lines(fake: FakeNode) -> str:
+    return fake.ops.loaded[-1]
+
+
+def _placement(fake: FakeNode) -> tuple[dict[str, str], list[str]]:
+    """The node's applied places (member id -> place, where not its id) and tombstones."""
+    seen = fake.get_l4(GRAPH.id, placement=True)
+    assert seen is not None and seen.placement is not None
+    ((_, applied),) = seen.placement.items()
+    places = {m.id: m.place for m in applied.members if m.place != m.id}
+    return places, [t.place for t in applied.tombstones]
+
+
+def test_a_removed_member_stays_a_tombstone_on_every_node_even_after_a_restart(
+    provider: DistributedProvider, fleet: Fleet, tmp_path: Path
+) -> None:
+    numbers = list(range(100, 112))
+    provider.apply(_tcp_graph(numbers), CLAIM)
+    provider.apply(_tcp_graph(numbers[1:]), CLAIM)  # 10.9.0.100 removed
+    graves = [_placement(fake)[1] for fake in fleet.fakes.values()]
+    assert len(graves[0]) == 1 and all(g == graves[0] for g in graves)  # the same everywhere
+    updates = {_slot_lines(fake) for fake in fleet.fakes.values()}
+    assert len(updates) == 1  # the same slot update everywhere: only m100's slots moved
+    (update,) = updates
+    deleted, added = update.split("add element")
+    assert deleted.startswith("delete element") and "10.9.0.100 " not in added
+    moved = added.count(":")
+    # A controller that restarted knows nothing: it reads the places back from the nodes,
+    # so a new member takes m100's place and the nodes move only those slots again.
+    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+    fresh = DistributedProvider(ProviderContext(settings), directory=fleet, clients=fleet.client)
+    fresh.apply(_tcp_graph([*numbers[1:], 200]), CLAIM)
+    for fake in fleet.fakes.values():
+        places, graves_now = _placement(fake)
+        assert graves_now == [] and len(places) == 1
+        again = _slot_lines(fake).split("add element")[1]
+        assert again.count(":") == moved == again.count("10.9.0.200 ")  # m100's slots
+    # A node that joins later gets the same places from the poll's catch-up.
+    fleet.fakes["n9"] = FakeNode(tmp_path / "n9")
+    fresh.report(_tcp_graph([*numbers[1:], 200]))
+    assert _placement(fleet.fakes["n9"]) == _placement(fleet.fakes["n0"])
+
+
+def test_a_worker_whose_memory_is_stale_reads_the_newer_placement_from_a_node(
+    provider: DistributedProvider, fleet: Fleet, tmp_path: Path
+) -> None:
+    numbers = list(range(100, 112))
+    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+    other = DistributedProvider(ProviderContext(settings), directory=fleet, clients=fleet.client)
+    provider.apply(_tcp_graph(numbers), CLAIM)
+    other.apply(_tcp_graph(numbers[1:]), CLAIM)  # the other worker removes m100
+    removal = _slot_lines(fleet.fakes["n0"]).split("add element")[1].count(":")
+    # This worker still remembers 12 members; the nodes' newer spec says m100 is a
+    # tombstone, so the newcomer takes its place and only those slots move again.
+    provider.apply(_tcp_graph([*numbers[1:], 200]), CLAIM)
+    for fake in fleet.fakes.values():
+        places, graves = _placement(fake)
+        assert graves == [] and len(places) == 1
+        again = _slot_lines(fake).split("add element")[1]
+        assert again.count(":") == removal == again.count("10.9.0.200 ")

@@ -589,4 +589,9 @@ CASES: tuple[GoldenCase, ...] = (
         "pair_source_ip_peers", tcp_leastconn_source_ip, replace(GOLDEN_CONTEXT, peers=PAIR_PEERS)
     ),
     GoldenCase("pair_app_cookie_peers", app_cookie, replace(GOLDEN_CONTEXT, peers=PAIR_PEERS)),
+    GoldenCase(
+        "access_log",
+        tcp_leastconn_source_ip,
+        replace(GOLDEN_CONTEXT, access_log_socket=f"{RUN_DIR}-logs/amphora.sock"),
+    ),
 )

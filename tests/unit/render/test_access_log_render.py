@@ -29,7 +29,16 @@ def test_every_listener_logs_to_the_agent_socket_in_octavias_field_order(
 ) -> None:
     lb = _graph()
     text = render_haproxy_config(lb, replace(GOLDEN_CONTEXT, access_log_socket=SOCKET))
-    assert f'log "{SOCKET}" len 8192 format raw local0 info' in text
+    assert "    log ring@access_log len 8192 format raw local0 info\n" in text
+    ring = text.split("\nring access_log\n", 1)[1].split("\n\n", 1)[0].split("\n")
+    assert [line.strip() for line in ring] == [
+        "format raw",
+        "maxlen 8192",
+        "size 16777216",
+        "timeout connect 5s",
+        "timeout server 30s",
+        f'server agent "unix@{SOCKET}" log-proto legacy',
+    ]
     for item in lb.listeners:
         expected = access_log_format(lb.project_id, lb.id, item.id, item.protocol is LP.HTTP)
         assert f"log-format {quoted(expected)}" in text
@@ -55,4 +64,4 @@ def test_an_unusual_project_id_is_made_safe_not_refused() -> None:
 
 def test_without_a_socket_nothing_is_logged() -> None:
     lines = [line.strip() for line in render_haproxy_config(_graph(), GOLDEN_CONTEXT).splitlines()]
-    assert not [line for line in lines if line.startswith(("log ", "log-format"))]
+    assert not [line for line in lines if line.startswith(("log ", "log-format", "ring "))]

@@ -765,6 +765,17 @@ class TierSettings(_Section):
             "to another group is changing this and reloading the control plane)."
         ),
     )
+    return_mode: Literal["nat", "dsr"] = Field(
+        "nat",
+        description=(
+            "How members answer the distributed provider's tier VIPs. nat: through the node "
+            "that balanced the flow (masquerade; its conntrack holds the flow, so flows ECMP "
+            "moves to another node are lost). dsr: directly to the client (the node marks "
+            "and routes the packet to the member at L2, no per-flow state; members must be "
+            "on a network the nodes reach at L2, listen on the listener's port and hold the "
+            "VIP on lo with ARP off for it: docs/operations.md)."
+        ),
+    )
     nodes: dict[str, str] = Field(
         default_factory=dict,
         description=(

@@ -14,7 +14,10 @@ class L4AgentClient(AgentClient):
     def put_l4(self, spec: L4ServiceSpec) -> L4ServiceStatus:
         """Send a load balancer's whole L4 service; the node converges to it."""
         path = f"{L4_PREFIX}/{spec.loadbalancer_id}"
-        response = self._request("PUT", path, content=spec.model_dump_json())
+        # return_mode is newer than the agents of the previous release, which refuse unknown
+        # fields: left out where it says what they do anyway (nat), so they keep working.
+        exclude = {"return_mode"} if spec.return_mode == "nat" else None
+        response = self._request("PUT", path, content=spec.model_dump_json(exclude=exclude))
         return L4ServiceStatus.model_validate_json(response.content)
 
     def get_l4(self, loadbalancer_id: str, *, placement: bool = False) -> L4ServiceStatus | None:

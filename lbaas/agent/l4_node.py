@@ -14,7 +14,17 @@ On an L4 tier node, the specs that say ``announce`` (the VIP is placed in this n
 have their VIPs announced by the node's BGP speaker (``VipAnnouncer``): after the rules are
 in on a PUT, before they go on a DELETE, so the router never sends a flow to a node without
 the VIP's table. Such a service also masquerades what it forwards (NAT return), as an entry
-node's does.
+node's does, unless its spec says ``return_mode: dsr``: then the node's ``DsrRouter`` marks
+the VIP's packets from the router and routes them unchanged to their member (direct server
+return, ``lbaas.l4.tier.dsr``), programmed before the VIP is announced and removed after
+it is withdrawn, and re-applied with every health change as the engine's table is. DSR
+cannot change the port, so such a spec's members must listen on their listener's port.
+
+The node withdraws its own announcements where it can (TLB: "by the node itself if it
+can"), so the router stops sending it flows it cannot balance: a VIP whose table (or the
+node's DSR table) could not be programmed is not announced until a later PUT or health
+batch programs it, and ``withdraw_all`` (the agent stopping) withdraws every VIP and
+announces nothing more. A node that dies without stopping is the watcher's to withdraw.
 
 One lock serialises specs and health batches: both end in one nft transaction per load
 balancer, and two must not interleave.
@@ -39,7 +49,7 @@ from lbaas.errors import Conflict, InvalidInput, LbaasError
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.monitor import HealthChange, MonitorSpec, ProbeType, Target
-from lbaas.l4.host.base import VipAnnouncer, VipHolder
+from lbaas.l4.host.base import DsrRouter, VipAnnouncer, VipHolder
 from lbaas.l4.service import (
     HashKey,
     L4Listener,
@@ -106,9 +116,9 @@ def l4_service(spec: L4ServiceSpec, healthy: dict[str, bool]) -> L4Service:
         lb_id=spec.loadbalancer_id,
         vip=spec.vip,
         listeners=tuple(_listener(listener, healthy) for listener in spec.listeners),
-        # Traffic from the router (tier) or the outside (entry) must come back through the
-        # node to be un-NATed: both masquerade.
-        entry=spec.entry or spec.announce,
+        # Traffic from the router (tier, NAT return) or the outside (entry) must come back
+        # through the node to be un-NATed: both masquerade. DSR traffic skips NAT entirely.
+        entry=spec.entry or (spec.announce and spec.return_mode == "nat"),
     )
 
 
@@ -127,6 +137,10 @@ def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
     )
 
 
+def _is_dsr(spec: L4ServiceSpec) -> bool:
+    return spec.announce and spec.return_mode == "dsr"
+
+
 class L4NodeManager:
     def __init__(
         self,
@@ -135,12 +149,17 @@ class L4NodeManager:
         checker: HealthChecker,
         vips: VipHolder,
         announcer: VipAnnouncer | None = None,
+        dsr: DsrRouter | None = None,
     ) -> None:
         self.root = root
         self._engine = engine
         self._vips = vips
         self._announcer = announcer  # None: not a tier node
         self._announced: frozenset[str] = frozenset()
+        self._dsr = dsr  # None: DSR refused
+        self._dsr_applied: tuple[L4Service, ...] = ()
+        self._dsr_error: str | None = None
+        self._stopping = False  # withdraw_all was called: announce nothing any more
         self._checker = checker
         self._specs: dict[str, L4ServiceSpec] = {}
         self._errors: dict[str, str] = {}
@@ -170,11 +189,18 @@ class L4NodeManager:
                     f"{lb_id}: asked to announce {spec.vip}, but this node is no L4 tier node "
                     "(agent.tier_bird_socket and agent.tier_vips_file are not set)"
                 )
+            if _is_dsr(spec):
+                self._check_dsr(spec)
             make_private_directory(self.root)
             write_private(self.root / f"{lb_id}.json", spec.model_dump_json().encode())
             self._specs[lb_id] = spec
             self._checker.set_targets(lb_id, health_targets(spec))
-            self._apply(lb_id)
+            try:
+                self._apply(lb_id)
+                self._apply_dsr()
+            except LbaasError:
+                self._announce_or_log()  # not programmed: not announced
+                raise
             self._hold_vip(known, spec)
             self._announce()
             return self._status(lb_id)
@@ -193,7 +219,8 @@ class L4NodeManager:
     def delete(self, lb_id: str) -> None:
         with self._lock:
             known = self._specs.pop(lb_id, None)
-            self._announce()  # withdrawn before its table goes
+            self._announce()  # withdrawn before its tables go
+            self._apply_dsr()
             self._checker.set_targets(lb_id, [])
             self._engine.remove(lb_id)
             if known is not None and known.entry:
@@ -219,7 +246,40 @@ class L4NodeManager:
                     self._apply(lb_id)
                 except LbaasError as exc:  # kept as last_error; the next change retries
                     log.error("L4 service %s not updated from health: %s", lb_id, exc)
+            try:
+                self._apply_dsr()
+            except LbaasError as exc:
+                log.error("DSR table not updated from health: %s", exc)
+            self._announce_or_log()
         log.info("health changes %s applied to %s", [(c.key, c.healthy) for c in changes], touched)
+
+    def _check_dsr(self, spec: L4ServiceSpec) -> None:
+        if self._dsr is None:
+            raise InvalidInput(f"{spec.loadbalancer_id}: this node cannot return directly (DSR)")
+        for listener in spec.listeners:
+            ports = {member.port for member in listener.members} - {listener.port}
+            if ports:
+                raise InvalidInput(
+                    f"{spec.loadbalancer_id}: direct server return cannot change the port: "
+                    f"the members of listener {listener.id} (port {listener.port}) must listen "
+                    f"on it, not on {sorted(ports)}"
+                )
+
+    def _apply_dsr(self) -> None:
+        """Give the DSR router every DSR service (health as this node sees it), if changed."""
+        services = tuple(
+            l4_service(spec, self._checker.states(lb_id))
+            for lb_id, spec in sorted(self._specs.items())
+            if _is_dsr(spec)
+        )
+        if self._dsr is not None and (services != self._dsr_applied or self._dsr_error):
+            try:
+                self._dsr.apply(services)
+            except LbaasError as exc:
+                self._dsr_error = str(exc)
+                raise
+            self._dsr_error = None
+            self._dsr_applied = services
 
     def _hold_vip(self, known: L4ServiceSpec | None, spec: L4ServiceSpec) -> None:
         """Hold the VIP on the entry node (after its rules are in), release it elsewhere."""
@@ -228,9 +288,29 @@ class L4NodeManager:
         if spec.entry:
             self._vips.hold(spec.vip)
 
+    def withdraw_all(self) -> None:
+        """Withdraw every VIP this node announces, for good (the agent is stopping)."""
+        with self._lock:
+            self._stopping = True
+            self._announce_or_log()
+
+    def _announce_or_log(self) -> None:
+        try:
+            self._announce()
+        except LbaasError as exc:
+            log.error("tier: announcements not updated: %s", exc)
+
     def _announce(self) -> None:
-        """Announce exactly the VIPs of the specs that say so, when that set changed."""
-        wanted = frozenset(spec.vip for spec in self._specs.values() if spec.announce)
+        """Announce exactly the VIPs of the specs that say so and whose tables are in, when
+        that set changed."""
+        wanted = frozenset(
+            spec.vip
+            for lb_id, spec in self._specs.items()
+            if spec.announce
+            and not self._stopping
+            and lb_id not in self._errors
+            and not (_is_dsr(spec) and self._dsr_error is not None)
+        )
         if self._announcer is not None and wanted != self._announced:
             self._announcer.announce(wanted)
             self._announced = wanted
@@ -267,5 +347,5 @@ class L4NodeManager:
             announce=spec.announce,
             members=members,
             new_flows={by_name[name]: count for name, count in flows.items() if name in by_name},
-            last_error=self._errors.get(lb_id),
+            last_error=self._errors.get(lb_id) or (self._dsr_error if _is_dsr(spec) else None),
         )

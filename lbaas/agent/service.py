@@ -64,6 +64,7 @@ from lbaas.l4.health.probes import NetworkProber
 from lbaas.l4.host.bird import BirdControl
 from lbaas.l4.host.bird_announcer import BirdVipAnnouncer
 from lbaas.l4.host.real import RealNftOps, RealVipHolder
+from lbaas.l4.host.real_dsr import RealDsrRouter
 from lbaas.model.fleet import HostAnnouncement, agent_server_name
 from lbaas.model.health import HealthReport
 
@@ -110,7 +111,8 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
         control = BirdControl(Path(agent.tier_bird_socket))
         announcer = BirdVipAnnouncer(Path(agent.tier_vips_file), control)
     vips = AnnouncingVipHolder(RealVipHolder(), LinkAnnouncer())
-    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, vips, announcer)
+    dsr = RealDsrRouter() if announcer is not None else None
+    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, vips, announcer, dsr)
     sink.append(manager)
     return manager, checker
 
@@ -291,6 +293,8 @@ class AgentService:
 
     def stop(self, *, stop_haproxy: bool = False) -> None:
         """Stop the agent; HAProxy keeps serving unless ``stop_haproxy``."""
+        # First: the tier's router stops sending this node flows while it can still serve.
+        self.l4.withdraw_all()
         self.heartbeat.stop()
         self.prober.stop()
         if self.metadata is not None:

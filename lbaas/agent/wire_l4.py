@@ -134,6 +134,12 @@ class L4ServiceSpec(_Wire):
         description="This node is in the L4 tier group the VIP is placed in: its BGP speaker "
         "announces the VIP to the router, and it masquerades what it forwards.",
     )
+    return_mode: Literal["nat", "dsr"] = Field(
+        "nat",
+        description="With announce, how members answer: nat (through this node, which "
+        "masquerades) or dsr (directly: this node marks the VIP's packets and routes them "
+        "unchanged to the member at L2, with no conntrack entry).",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -49,6 +49,13 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         "through it",
     )
     up.add_argument(
+        "--tier-return",
+        choices=("nat", "dsr"),
+        default=None,
+        help="how members answer the tier's distributed VIPs (tier.return_mode; default: "
+        "the setting's); dsr needs members that hold the VIP on lo (lbaas.lab.tier_dsr)",
+    )
+    up.add_argument(
         "--network-only",
         action="store_true",
         help="build the namespaces and links only: no control plane, no agents",
@@ -126,7 +133,8 @@ def _up(
     try:
         lab.up(hosts, members, progress)
         if services:
-            start_services(lab, progress, tier)
+            mode = (settings or TierSettings()).return_mode
+            start_services(lab, progress, tier, mode)
         if tier:
             start_tier(lab, tier, settings)
         progress.finish()
@@ -161,6 +169,8 @@ def _tier(lab: Lab, policy: LeasePolicy, metrics: bool) -> None:
 def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = None) -> int:
     lab = Lab(getattr(args, "name", DEFAULT_NAME), state_dir)
     tier = tier or TierSettings()
+    if getattr(args, "tier_return", None):
+        tier = tier.model_copy(update={"return_mode": args.tier_return})
     policy = LeasePolicy.from_settings(tier)
     try:
         if args.lab_command == "up":

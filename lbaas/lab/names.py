@@ -72,7 +72,7 @@ class LabNames:
         """True for a namespace name this lab would make (used when its state file is lost),
         its hosts' amphorae (``<lab>-h2-amp-…``) included."""
         rest = namespace.removeprefix(self.prefix)
-        pattern = r"fab|rtr|cli|ctl|h[0-9]+(-[a-z0-9-]+)?"
+        pattern = r"fab|rtr|cli|ctl|dsr[0-9]+|h[0-9]+(-[a-z0-9-]+)?"
         return rest != namespace and re.fullmatch(pattern, rest) is not None
 
     def on_host(self, namespace: str, index: int) -> bool:

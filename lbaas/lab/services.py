@@ -79,7 +79,12 @@ def _fabric_address(state: LabState, host: int) -> str:
 
 
 def control_settings(
-    state: LabState, directory: Path, key: str, metadata_secret: str = "", tier: int = 0
+    state: LabState,
+    directory: Path,
+    key: str,
+    metadata_secret: str = "",
+    tier: int = 0,
+    return_mode: str = "nat",
 ) -> dict[str, Any]:
     tree = {
         "state_dir": str(directory),
@@ -104,7 +109,10 @@ def control_settings(
             "enabled": ["amphora", "noop", "distributed"],
             "distributed_status_interval": 0.5,
         }
-        tree["tier"] = {"groups": {TIER_GROUP: [host_id(i) for i in range(1, tier + 1)]}}
+        tree["tier"] = {
+            "groups": {TIER_GROUP: [host_id(i) for i in range(1, tier + 1)]},
+            "return_mode": return_mode,
+        }
     return tree
 
 
@@ -239,11 +247,14 @@ def _write_settings(directory: Path, tree: dict[str, Any]) -> Path:
     return path
 
 
-def start_services(lab: Lab, progress: Progress | None = None, tier: int = 0) -> dict[str, Any]:
+def start_services(
+    lab: Lab, progress: Progress | None = None, tier: int = 0, return_mode: str = "nat"
+) -> dict[str, Any]:
     """Start the control plane and every host's agent in a lab that is up; what was started.
 
     ``tier``: h1-hK will be L4 tier nodes (``lbaas.lab.tier``, started after this): their
-    agents announce the VIPs the distributed provider places in their group.
+    agents announce the VIPs the distributed provider places in their group, whose members
+    answer by ``return_mode`` (``tier.return_mode``).
 
     Every process is registered with the lab before the next starts, so ``down`` (or
     ``host-down``) kills whatever had started when a later step fails.
@@ -254,7 +265,9 @@ def start_services(lab: Lab, progress: Progress | None = None, tier: int = 0) ->
     step("database schema")
     control_dir = lab.services_dir / "ctl"
     metadata_secret = secrets.token_hex(32)
-    tree = control_settings(state, control_dir, secrets.token_hex(32), metadata_secret, tier)
+    tree = control_settings(
+        state, control_dir, secrets.token_hex(32), metadata_secret, tier, return_mode
+    )
     control = _write_settings(control_dir, tree)
     processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"))
     hosts = range(1, state.hosts + 1)

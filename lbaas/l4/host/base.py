@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lbaas.errors import TemporaryError
-from lbaas.l4.service import L4Protocol
+from lbaas.l4.service import L4Protocol, L4Service
 
 
 class NftCommandFailed(TemporaryError):
@@ -66,6 +66,20 @@ class VipAnnouncer(abc.ABC):
 
     @abc.abstractmethod
     def announce(self, vips: frozenset[str]) -> None: ...
+
+
+class DsrRouter(abc.ABC):
+    """Direct server return on an L4 tier node (``lbaas.l4.tier.dsr``'s shape).
+
+    ``apply`` replaces the node's whole DSR state with ``services``: a mark rule and a
+    routing table per member address (the route via the member, which must be on-link),
+    then the one nftables table that marks the VIPs' packets. Members no service names any
+    more lose their rule and table after the table stopped marking for them. An empty
+    sequence removes everything. Raises NftCommandFailed when ``ip`` or ``nft`` fails.
+    """
+
+    @abc.abstractmethod
+    def apply(self, services: Sequence[L4Service]) -> None: ...
 
 
 class NftOps(abc.ABC):

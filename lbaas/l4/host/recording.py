@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from lbaas.l4.host.base import FlowMatch, NftOps, VipAnnouncer, VipHolder
-from lbaas.l4.service import L4Protocol
+from lbaas.l4.host.base import DsrRouter, FlowMatch, NftOps, VipAnnouncer, VipHolder
+from lbaas.l4.service import L4Protocol, L4Service
 
 
 class RecordingNftOps(NftOps):
@@ -55,3 +56,11 @@ class RecordingVipAnnouncer(VipAnnouncer):
 
     def announce(self, vips: frozenset[str]) -> None:
         self.announced.append(vips)
+
+
+class RecordingDsrRouter(DsrRouter):
+    def __init__(self) -> None:
+        self.applied: list[tuple[L4Service, ...]] = []  # every set of services given, in order
+
+    def apply(self, services: Sequence[L4Service]) -> None:
+        self.applied.append(tuple(services))

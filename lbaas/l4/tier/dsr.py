@@ -128,10 +128,20 @@ def member_addresses(services: Iterable[L4Service]) -> list[str]:
     return sorted(found, key=lambda value: int(ipaddress.IPv4Address(value)))
 
 
-def route_command(member_address: str, interface: str) -> list[str]:
-    """``ip`` arguments: the route of ``member_address``'s mark, via it on ``interface``."""
+def route_command(member_address: str, interface: str | None = None) -> list[str]:
+    """``ip`` arguments: the route of ``member_address``'s mark, via it on ``interface``.
+
+    Without ``interface`` the kernel finds it, and refuses the route (``invalid gateway``)
+    unless the member is on-link: a member behind a router cannot be reached at L2.
+    """
     mark = str(member_mark(member_address))
-    return ["route", "replace", "default", "via", member_address, "dev", interface, "table", mark]
+    device = ["dev", interface] if interface is not None else []
+    return ["route", "replace", "default", "via", member_address, *device, "table", mark]
+
+
+def flush_command(member_address: str) -> list[str]:
+    """``ip`` arguments removing every route of ``member_address``'s table."""
+    return ["route", "flush", "table", str(member_mark(member_address))]
 
 
 def rule_command(member_address: str, verb: str) -> list[str]:

@@ -4,7 +4,8 @@ With ECMP a member cannot know which node sent it a flow, so in NAT mode the nod
 rewrites the source of every flow its L4 engine DNATed to its own address on the member
 network (masquerade): the member answers the node, conntrack undoes both rewrites, and the
 node sends the answer to the client from the VIP. Members see the node, not the client.
-Direct server return (members answering the client themselves) is a later step.
+Direct server return (members answering the client themselves) is ``dsr``; the
+distributed provider's tier VIPs use it with ``tier.return_mode = dsr``.
 """
 
 from __future__ import annotations

@@ -63,10 +63,14 @@ NodeCall = Callable[[Node, L4AgentClient], object]
 _MAX_PARALLEL = 16
 
 
-def _for_node(spec: L4ServiceSpec, entry: bool, announce: bool = False) -> L4ServiceSpec:
+def _for_node(
+    spec: L4ServiceSpec, entry: bool, announce: bool = False, return_mode: str = "nat"
+) -> L4ServiceSpec:
+    """The spec as one node gets it: its roles, and the tier's return mode if it announces."""
     if not entry and not announce:
         return spec
-    return spec.model_copy(update={"entry": entry, "announce": announce})
+    mode = return_mode if announce else "nat"
+    return spec.model_copy(update={"entry": entry, "announce": announce, "return_mode": mode})
 
 
 def _directory(context: ProviderContext) -> NodeDirectory:
@@ -128,10 +132,11 @@ class DistributedProvider(ProviderDriver):
         nodes = self._directory.nodes()
         entry, announcing = self._roles(graph.id, nodes)
         spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=True)
+        mode = self.context.settings.tier.return_mode
         self._each_node(
             nodes,
             lambda node, client: client.put_l4(
-                _for_node(spec, node == entry, node.name in announcing)
+                _for_node(spec, node == entry, node.name in announcing, mode)
             ),
             f"apply {graph.id}",
         )
@@ -197,7 +202,8 @@ class DistributedProvider(ProviderDriver):
         LOG.info("programming distributed load balancer %s on node %s (entry: %s, announce: %s)",
                  graph.id, node.name, entry, announce)  # fmt: skip
         spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=False)
-        return self._client(node).put_l4(_for_node(spec, entry, announce))
+        mode = self.context.settings.tier.return_mode
+        return self._client(node).put_l4(_for_node(spec, entry, announce, mode))
 
     def _placed(self, spec: L4ServiceSpec, nodes: list[Node], *, keep: bool) -> L4ServiceSpec:
         """``spec`` with the Maglev places and tombstones of its listeners (``places``).

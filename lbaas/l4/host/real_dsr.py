@@ -1,0 +1,57 @@
+"""DsrRouter with the real ``ip`` and ``nft``, as root, in this (or a named) namespace.
+
+It remembers the members it installed a rule and a table for, so that a member gone from
+every service loses them, and so that a member's rule is added once (``ip rule add`` twice
+makes two rules). An agent that restarts finds rules of its predecessor: the first time it
+sees a member it deletes that member's rule (failure is fine) before adding it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+
+from lbaas.l4.host.base import DsrRouter, NftCommandFailed
+from lbaas.l4.host.real import RealNftOps
+from lbaas.l4.service import L4Service
+from lbaas.l4.tier import dsr
+
+_TIMEOUT = 30.0
+
+
+class RealDsrRouter(DsrRouter):
+    def __init__(self, namespace: str | None = None, *, ip_binary: str = "ip") -> None:
+        self._prefix = [] if namespace is None else [ip_binary, "netns", "exec", namespace]
+        self._ip = ip_binary
+        self._nft = RealNftOps(namespace)
+        self._members: set[str] = set()
+
+    def apply(self, services: Sequence[L4Service]) -> None:
+        wanted = set(dsr.member_addresses(services))
+        if services:
+            # The node forwards what it marks (a tier node forwards already; made sure).
+            self._must(["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        for member in sorted(wanted - self._members):
+            self._must([self._ip, *dsr.route_command(member)])
+            self._run([self._ip, *dsr.rule_command(member, "del")])
+            self._must([self._ip, *dsr.rule_command(member, "add")])
+            self._members.add(member)
+        self._nft.load(dsr.render(services))
+        for member in sorted(self._members - wanted):
+            self._run([self._ip, *dsr.rule_command(member, "del")])
+            self._run([self._ip, *dsr.flush_command(member)])
+            self._members.discard(member)
+
+    def _must(self, argv: list[str]) -> None:
+        done = self._run(argv)
+        if done.returncode != 0:
+            raise NftCommandFailed(done.args, done.returncode, done.stderr)
+
+    def _run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        full = [*self._prefix, *argv]
+        try:
+            return subprocess.run(
+                full, capture_output=True, text=True, timeout=_TIMEOUT, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise NftCommandFailed(full, -1, str(exc)) from exc

@@ -145,12 +145,13 @@ def test_sigterm_on_a_worker_frees_its_unfinished_jobs(
 def test_a_stopping_worker_keeps_renewing_while_its_converges_finish(
     idle_api: Api, state_dir: Path, tmp_path: Path
 ) -> None:
-    """SIGTERM lets a running converge finish (``stop_timeout`` 30 s): its lease (1.5 s)
-    must be renewed meanwhile, or a second worker takes the job and converges the same
-    load balancer at the same time."""
+    """SIGTERM lets a running converge finish (``stop_timeout`` 30 s): its lease (3 s,
+    against a 5-s converge) must be renewed meanwhile, or a second worker takes the job
+    and converges the same load balancer at the same time. (With the 1.5-s lease of the
+    other tests, one renewal late by a second on a loaded machine lost the lease.)"""
     records = tmp_path / "records.jsonl"
     database_url = f"sqlite:///{state_dir / 'lbaas.sqlite'}"
-    worker = {"stop_timeout": 30.0}
+    worker = {"stop_timeout": 30.0, "lease_seconds": 3.0}
     env_a = _worker_env(state_dir, records, 5.0, database_url, worker)
     env_b = _worker_env(tmp_path / "b-state", records, 5.0, database_url, worker)
     with (

@@ -142,11 +142,20 @@ def _wrk_version(path: str) -> str:
     return words[1] if len(words) > 1 else "unknown"
 
 
-def _wrk(url: str, seconds: float, keepalive: bool, connections: int, threads: int) -> LoadResult:
+def _wrk(
+    url: str,
+    seconds: float,
+    keepalive: bool,
+    connections: int,
+    threads: int,
+    prefix: tuple[str, ...] = (),
+) -> LoadResult:
+    """One wrk run; ``prefix`` runs it elsewhere (``ip netns exec NS`` for ``bench/l4.py``)."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(_WRK_SCRIPT)
     try:
         argv = [
+            *prefix,
             "wrk",
             f"-t{threads}",
             f"-c{connections}",
@@ -460,3 +469,15 @@ def wait_until_served(
                 break
         time.sleep(interval)
     return None
+
+
+def wrk_load(
+    url: str, seconds: float, keepalive: bool, connections: int, threads: int,
+    prefix: tuple[str, ...] = (),
+) -> LoadResult:  # fmt: skip
+    """One wrk run (public for ``bench/l4_c.py``): requests, duration, p50/p99, errors."""
+    return _wrk(url, seconds, keepalive, connections, threads, prefix)
+
+
+def wrk_version() -> str:
+    return _wrk_version("wrk")

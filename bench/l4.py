@@ -27,11 +27,16 @@ Measures, in one run:
   reload (``nft -c`` then ``nft -f`` of the whole table);
 - ``distributed`` (root, not with ``--quick``, not with ``--no-distributed``): the
   distributed provider for real (the end-to-end test's lab: ``lbaas serve`` and two node
-  agents in namespaces, two backends): TCP requests/s (a new connection each) and p99 from
-  a client on node n1 through the distributed VIP, directly to one backend, and through an
-  amphora HAProxy (loopback mode, client in the control plane's namespace); UDP
-  request/answer packets/s and p99 through the VIP and directly (medians of three
-  interleaved runs of ``--seconds``);
+  agents in namespaces, two backends): TCP requests/s and p99 from a client on node n1
+  through the distributed VIP, directly to one backend, and through an amphora HAProxy
+  (loopback mode, client in the control plane's namespace). With wrk and HAProxy installed
+  (``bench/l4_c.py``) the client is wrk, keep-alive and ``Connection: close`` (a new flow
+  through the NAT map per request), and the backends are HAProxies answering themselves;
+  else one Python client (``bench/l4_client.py``) against Python backends, said in the
+  JSON (``tcp_client``). UDP request/answer packets/s and p99 through the VIP and
+  directly, with the Python client (no C UDP load tool is installed). ``--repeats``
+  interleaved rounds of ``--seconds`` each (VIP and direct swapping places); medians, the
+  ratio of medians and the median of each round's own VIP/direct ratio;
 - ``traffic`` (root, not with ``--quick``): request/response rates of one Python client
   in a client namespace through the VIP against directly to one backend, TCP with a new
   connection per request and UDP (medians of five interleaved one-second runs); client and servers are Python on the same two cores, so
@@ -77,7 +82,12 @@ from lbaas.l4.service import (  # noqa: E402
 )
 from lbaas.providers.distributed.places import max_tombstones  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+import l4_c  # noqa: E402  (the C tools' half of the distributed run)
+
 LB_ID = "b3f1c2d4-0000-4000-8000-00000000l4b0"
+C_BACKEND_PORT = 8080  # the HAProxy backends' port beside the Python ones' 8000
+ONE_MEMBER_PORT = 81  # a second TCP listener of the VIP whose pool is b1 alone
 
 
 def median_ms(
@@ -367,58 +377,101 @@ def traffic_figures(seconds: float) -> dict[str, Any]:
     return rates
 
 
-def distributed_figures(seconds: float) -> dict[str, Any]:
-    """Rates and p99 through a distributed VIP, directly and through an amphora HAProxy."""
+def distributed_figures(seconds: float, repeats: int) -> dict[str, Any]:
+    """Rates and p99 through a distributed VIP, directly and through an amphora HAProxy.
+
+    TCP with C tools when installed (``bench/l4_c.py``): wrk from node n1 (keep-alive, and
+    ``Connection: close`` so that every request is a new flow through the NAT map) against
+    HAProxy backends answering themselves; else one Python client against the Python
+    backends (``bench/l4_client.py``). UDP: the Python client (no C UDP tool installed).
+    """
     sys.path.insert(0, str(ROOT / "tests" / "e2e" / "l4"))
     from dist_lab import BACKEND_PORT, NODES, DistLab
 
+    c_tools = l4_c.have_c_tools()
     lab = DistLab(backends=2)
+    samples: dict[str, list[dict[str, float]]] = {}
     try:
         lab.build()
+        tcp_port = BACKEND_PORT
+        if c_tools:
+            tcp_port = C_BACKEND_PORT
+            for index in range(1, lab.backends + 1):
+                role = f"b{index}"
+                config = l4_c.write_backend_config(lab.state, role, lab.address(role), tcp_port)
+                lab.start_process(f"h{role}", role, l4_c.backend_argv(config))
+                l4_c.wait_listening(("ip", "netns", "exec", lab.ns(role)), lab.address(role),
+                                    tcp_port)  # fmt: skip
         for node in NODES:
             lab.start_agent(node)
         lab.start_control_plane()
-        vips = _distributed_and_amphora(lab)
+        vips = _distributed_and_amphora(lab, tcp_port)
         direct = lab.address("b1")
-        runs = {
-            "tcp_vip": ("n1", "tcp", vips["distributed"]),
-            "tcp_direct": ("n1", "tcp", direct),
-            "tcp_amphora": ("ctl", "tcp", vips["amphora"]),
-            "udp_vip": ("n1", "udp", vips["distributed"]),
-            "udp_direct": ("n1", "udp", direct),
+        paths = {
+            "vip": ("n1", vips["distributed"], 80),
+            "vip_one_member": ("n1", vips["distributed"], ONE_MEMBER_PORT),
+            "direct": ("n1", direct, tcp_port),
+            "amphora": ("ctl", vips["amphora"], 80),
         }
-        samples: dict[str, list[dict[str, float]]] = {}
         client = str(ROOT / "bench" / "l4_client.py")
-        for _ in range(3):  # interleaved, so drift in the machine's load hits all alike
-            for name, (role, protocol, address) in runs.items():
-                port = str(80 if address != direct else BACKEND_PORT)
-                out = lab.in_ns(role, sys.executable, client, protocol, address, port,
-                                str(seconds))  # fmt: skip
-                samples.setdefault(name, []).append(json.loads(out))
+
+        def python_run(role: str, protocol: str, address: str, port: int) -> dict[str, float]:
+            out = lab.in_ns(role, sys.executable, client, protocol, address, str(port),
+                            str(seconds))  # fmt: skip
+            figures: dict[str, float] = json.loads(out)
+            return figures
+
+        for round_ in range(repeats):  # interleaved: drift in the load hits all paths alike
+            # VIP and direct swap places each round, so neither always runs first.
+            order = ["vip", "direct"] if round_ % 2 == 0 else ["direct", "vip"]
+            tcp_order = ["vip_one_member", *order] if round_ % 2 else [*order, "vip_one_member"]
+            for name in [*tcp_order, "amphora"]:
+                role, address, port = paths[name]
+                if c_tools:
+                    prefix = ("ip", "netns", "exec", lab.ns(role))
+                    for mode, keepalive in (("keepalive", True), ("close", False)):
+                        run = l4_c.wrk_run(prefix, address, port, seconds, keepalive)
+                        samples.setdefault(f"{mode}_{name}", []).append(run)
+                else:
+                    run = python_run(role, "tcp", address, port)
+                    samples.setdefault(f"tcp_{name}", []).append(run)
+            for name in order:
+                role, address, _ = paths[name]
+                port = BACKEND_PORT if name == "direct" else 80
+                samples.setdefault(f"udp_{name}", []).append(python_run(role, "udp", address, port))
     finally:
         lab.close()
-    figures: dict[str, Any] = {}
-    for name, values in samples.items():
-        figures[f"{name}_per_s"] = round(statistics.median(v["per_s"] for v in values))
-        figures[f"{name}_p99_ms"] = round(statistics.median(v["p99_ms"] for v in values), 3)
-    figures["tcp_vip_over_direct"] = round(
-        figures["tcp_vip_per_s"] / figures["tcp_direct_per_s"], 3
+    figures: dict[str, Any] = {"repeats": repeats, "seconds_per_run": seconds}
+    if c_tools:
+        figures |= l4_c.describe()
+    else:
+        figures["tcp_client"] = (
+            "python bench/l4_client.py, one client, a new connection per request (fallback: "
+            "wrk or haproxy not installed)"
+        )
+        figures["tcp_backend"] = "python tests/e2e/l4/l4_peers.py"
+    figures["udp_client"] = (
+        "python bench/l4_client.py, one socket, request/answer (no C UDP load tool installed; "
+        "iperf3 would be one)"
     )
-    figures["udp_vip_over_direct"] = round(
-        figures["udp_vip_per_s"] / figures["udp_direct_per_s"], 3
-    )
+    figures |= l4_c.summarize(samples)
     return figures
 
 
-def _distributed_and_amphora(lab: Any) -> dict[str, str]:
-    """A distributed and an amphora load balancer on the lab's backends; their VIPs."""
-    members = [
-        {"address": lab.address(f"b{i}"), "protocol_port": 8000, "subnet_id": lab.subnet_id}
-        for i in range(1, lab.backends + 1)
-    ]
+def _distributed_and_amphora(lab: Any, tcp_port: int) -> dict[str, str]:
+    """A distributed and an amphora load balancer on the lab's backends; their VIPs.
 
-    def pool(protocol: str, algorithm: str) -> dict[str, Any]:
-        return {"name": f"{protocol}-{algorithm}", "protocol": protocol,
+    TCP pools' members listen on ``tcp_port`` (the C backends when they run), UDP pools'
+    on the Python backends' 8000.
+    """
+
+    def pool(protocol: str, algorithm: str, backends: int = lab.backends) -> dict[str, Any]:
+        port = tcp_port if protocol == "TCP" else 8000
+        members = [
+            {"address": lab.address(f"b{i}"), "protocol_port": port, "subnet_id": lab.subnet_id}
+            for i in range(1, backends + 1)
+        ]
+        return {"name": f"{protocol}-{algorithm}-{backends}", "protocol": protocol,
                 "lb_algorithm": algorithm, "members": members}  # fmt: skip
 
     bodies = {
@@ -426,6 +479,9 @@ def _distributed_and_amphora(lab: Any) -> dict[str, str]:
                         "vip_address": lab.address("vip"), "listeners": [
                             {"protocol": "TCP", "protocol_port": 80,
                              "default_pool": pool("TCP", "SOURCE_IP_PORT")},
+                            # b1 alone: the same backend as "direct", only the path differs.
+                            {"protocol": "TCP", "protocol_port": ONE_MEMBER_PORT,
+                             "default_pool": pool("TCP", "SOURCE_IP_PORT", 1)},
                             {"protocol": "UDP", "protocol_port": 80,
                              "default_pool": pool("UDP", "SOURCE_IP_PORT")}]},
         "amphora": {"provider": "amphora",
@@ -461,6 +517,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=65537)
     parser.add_argument("--members", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=2.0, help="each traffic run")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved provider rounds")
     parser.add_argument("--no-distributed", action="store_true", help="skip the provider run")
     parser.add_argument("--only-distributed", action="store_true", help="only the provider run")
     args = parser.parse_args()
@@ -469,7 +526,9 @@ def main() -> None:
     root = os.geteuid() == 0
     sizes = [251, 1009] if args.quick else [4099, 16411, 65537, 131071]
     if args.only_distributed:
-        json.dump({"distributed": distributed_figures(args.seconds)}, sys.stdout, indent=2)
+        json.dump(
+            {"distributed": distributed_figures(args.seconds, args.repeats)}, sys.stdout, indent=2
+        )
         print()
         return
     figures: dict[str, Any] = {"maglev": maglev_figures(size, count, repeats)}
@@ -488,7 +547,7 @@ def main() -> None:
         if not args.quick:
             figures["traffic"] = traffic_figures(1.0)
             if not args.no_distributed:
-                figures["distributed"] = distributed_figures(args.seconds)
+                figures["distributed"] = distributed_figures(args.seconds, args.repeats)
     json.dump(figures, sys.stdout, indent=2)
     print()
 

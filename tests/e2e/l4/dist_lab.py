@@ -95,6 +95,12 @@ class DistLab:
         )  # fmt: skip
         log.close()
 
+    def start_process(self, name: str, role: str, argv: list[str]) -> None:
+        """Start ``argv`` in ``role``'s namespace, stopped by ``close`` (``bench/l4.py``'s
+        HAProxy backends); ``name`` must not start with "b" (those are read, not logged)."""
+        assert not name.startswith("b"), name
+        self._spawn(name, role, argv, None)
+
     def start_backend(self, index: int) -> None:
         name = f"b{index}"
         self._spawn(name, name, [sys.executable, PEERS, "server", name, self.address(name),

@@ -19,7 +19,30 @@ from lbaas.l4.service import L4Protocol
 _TIMEOUT = 60.0
 
 
-class RealNftOps(NftOps):
+class NamespaceCommands:
+    """Runs commands in ``_prefix``'s namespace (set by the subclass); a command that cannot
+    run, or that ``_must`` succeed and fails, is an ``NftCommandFailed``."""
+
+    _prefix: list[str]
+
+    def _must(self, argv: list[str]) -> None:
+        done = self._run(argv)
+        if done.returncode != 0:
+            raise NftCommandFailed(done.args, done.returncode, done.stderr)
+
+    def _run(
+        self, argv: Sequence[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        full = [*self._prefix, *argv]
+        try:
+            return subprocess.run(
+                full, input=stdin, capture_output=True, text=True, timeout=_TIMEOUT, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise NftCommandFailed(full, -1, str(exc)) from exc
+
+
+class RealNftOps(NamespaceCommands, NftOps):
     def __init__(
         self,
         namespace: str | None = None,
@@ -86,19 +109,8 @@ class RealNftOps(NftOps):
             raise NftCommandFailed(done.args, done.returncode, done.stderr)
         return int(summary[0].split(":")[-1].split()[0])
 
-    def _run(
-        self, argv: Sequence[str], stdin: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        full = [*self._prefix, *argv]
-        try:
-            return subprocess.run(
-                full, input=stdin, capture_output=True, text=True, timeout=_TIMEOUT, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise NftCommandFailed(full, -1, str(exc)) from exc
 
-
-class RealVipHolder(VipHolder):
+class RealVipHolder(NamespaceCommands, VipHolder):
     """The VIP as a /32 on ``lo``: Linux answers ARP for any local address on any of its
     interfaces (``arp_ignore`` 0, the default) and ping for it, and a /32 on ``lo`` adds
     no route to anywhere. A namespace with ``arp_ignore`` set would need it on the link."""
@@ -115,17 +127,3 @@ class RealVipHolder(VipHolder):
         done = self._run([self._ip, "addr", "del", f"{vip}/32", "dev", "lo"])
         if done.returncode != 0 and "Address not found" not in done.stderr:
             raise NftCommandFailed(done.args, done.returncode, done.stderr)
-
-    def _must(self, argv: list[str]) -> None:
-        done = self._run(argv)
-        if done.returncode != 0:
-            raise NftCommandFailed(done.args, done.returncode, done.stderr)
-
-    def _run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
-        full = [*self._prefix, *argv]
-        try:
-            return subprocess.run(
-                full, capture_output=True, text=True, timeout=_TIMEOUT, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise NftCommandFailed(full, -1, str(exc)) from exc

@@ -8,18 +8,15 @@ sees a member it deletes that member's rule (failure is fine) before adding it.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 
-from lbaas.l4.host.base import DsrRouter, NftCommandFailed
-from lbaas.l4.host.real import RealNftOps
+from lbaas.l4.host.base import DsrRouter
+from lbaas.l4.host.real import NamespaceCommands, RealNftOps
 from lbaas.l4.service import L4Service
 from lbaas.l4.tier import dsr
 
-_TIMEOUT = 30.0
 
-
-class RealDsrRouter(DsrRouter):
+class RealDsrRouter(NamespaceCommands, DsrRouter):
     def __init__(self, namespace: str | None = None, *, ip_binary: str = "ip") -> None:
         self._prefix = [] if namespace is None else [ip_binary, "netns", "exec", namespace]
         self._ip = ip_binary
@@ -41,17 +38,3 @@ class RealDsrRouter(DsrRouter):
             self._run([self._ip, *dsr.rule_command(member, "del")])
             self._run([self._ip, *dsr.flush_command(member)])
             self._members.discard(member)
-
-    def _must(self, argv: list[str]) -> None:
-        done = self._run(argv)
-        if done.returncode != 0:
-            raise NftCommandFailed(done.args, done.returncode, done.stderr)
-
-    def _run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
-        full = [*self._prefix, *argv]
-        try:
-            return subprocess.run(
-                full, capture_output=True, text=True, timeout=_TIMEOUT, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise NftCommandFailed(full, -1, str(exc)) from exc

@@ -80,6 +80,18 @@ class ServeInstance:
         return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
+def diagnose(serve: ServeInstance, lb_id: str) -> subprocess.CompletedProcess[str]:
+    """``lbaas diagnose <lb_id>`` run against ``serve``'s settings."""
+    return subprocess.run(
+        [sys.executable, "-m", "lbaas.cli", "diagnose", lb_id],
+        env=lbaas_env(serve.settings),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def _short_state_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
 

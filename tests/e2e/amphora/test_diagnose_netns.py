@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import ipaddress
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from lbaas.agent.plumbing import bridge_name, namespace_name
-from tests.e2e.amphora.serve_process import ServeInstance
+from tests.e2e.amphora.serve_process import diagnose
 from tests.e2e.amphora.test_netns_serve import (  # noqa: F401 - world is a fixture
     BACKEND_PORT,
     LISTENER_PORT,
@@ -24,23 +23,11 @@ from tests.e2e.amphora.test_netns_serve import (  # noqa: F401 - world is a fixt
     get_from_host,
     world,
 )
-from tests.support.processes import lbaas_env
 from tests.support.waiting import wait_for_value, wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.haproxy, pytest.mark.slow]
 
 TIMEOUT = 90.0
-
-
-def diagnose(serve: ServeInstance, lb_id: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lbaas.cli", "diagnose", lb_id],
-        env=lbaas_env(serve.settings),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def vip_device(namespace: str, vip: str) -> tuple[str, str]:

@@ -7,17 +7,13 @@ verdict on the agent's answer for a stopped HAProxy."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from tests.e2e.amphora.conftest import BackendFleet
 from tests.e2e.amphora.octavia_api import OctaviaApi
-from tests.e2e.amphora.serve_process import ServeInstance
+from tests.e2e.amphora.serve_process import ServeInstance, diagnose
 from tests.e2e.amphora.topology import http_service, loadbalancer
 from tests.e2e.amphora.traffic import wait_serving
-from tests.support.processes import lbaas_env
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
@@ -31,17 +27,6 @@ MONITOR = {
     "url_path": "/",
     "expected_codes": "200",
 }
-
-
-def diagnose(serve: ServeInstance, lb_id: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lbaas.cli", "diagnose", lb_id],
-        env=lbaas_env(serve.settings),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_diagnose_a_real_data_plane(

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 from lab_api import V2, LabApi, host_list
+from provider_tier import lab_cli
 from test_lab_services import MEMBER_PORT, curl, serve_member
 
 from lbaas.l4.engine import L4Engine
@@ -39,18 +39,6 @@ NODES = (1, 2, 3)
 REQUESTS = 30
 
 
-def _lab(*argv: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "lbaas.cli", "lab", *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
 def test_a_distributed_vip_is_served_to_the_outside_through_the_tier_group(
     lab_dir: Path, sleepers: list[subprocess.Popen[bytes]]
 ) -> None:
@@ -58,7 +46,7 @@ def test_a_distributed_vip_is_served_to_the_outside_through_the_tier_group(
     base = ["--name", name, "--state-dir", str(lab_dir)]
     lab = Lab(name, lab_dir)
     try:
-        _lab("up", "--hosts", "4", "--tier", "3", "--quiet", *base)
+        lab_cli("up", "--hosts", "4", "--tier", "3", "--quiet", *base)
         services = services_status(lab)
         api = LabApi(services["api_namespace"], services["api"])
         wait_until(
@@ -93,7 +81,7 @@ def test_a_distributed_vip_is_served_to_the_outside_through_the_tier_group(
 
         tier = LabTier(lab, NODES)
         tier.wait_next_hops(vip, set(NODES), 60)
-        shown = json.loads(_lab("tier", *base))
+        shown = json.loads(lab_cli("tier", *base))
         for index in NODES:
             assert shown["nodes"][f"h{index}"]["announced"] == [f"{vip}/32"], shown
         # Every host carries the load balancer (its own clients), but no entry node holds
@@ -115,14 +103,14 @@ def test_a_distributed_vip_is_served_to_the_outside_through_the_tier_group(
         assert L4Engine(RealNftOps(lab.names.host(4))).new_flows(lb_id) == {"tcp_80": 0}
 
         # A tier node lost whole: the router stops using it, every new request is answered.
-        _lab("host-down", "h2", *base)
+        lab_cli("host-down", "h2", *base)
         tier.wait_next_hops(vip, {1, 3}, 30)
         answers = [curl(lab.names.client, f"http://{vip}:80/") for _ in range(REQUESTS)]
         assert answers == ["served by h4\n"] * REQUESTS
 
         api.call("DELETE", f"{V2}/loadbalancers/{lb_id}?cascade=true")
         tier.wait_next_hops(vip, set(), 60)
-        shown = json.loads(_lab("tier", *base))
+        shown = json.loads(lab_cli("tier", *base))
         assert all(shown["nodes"][f"h{i}"]["announced"] == [] for i in (1, 3)), shown
     finally:
-        _lab("down", *base)
+        lab_cli("down", *base)

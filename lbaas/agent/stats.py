@@ -77,6 +77,8 @@ log = logging.getLogger(__name__)
 
 StatRow = Mapping[str, str]
 SessionOpener = Callable[[Path], Session]
+#: Reads a held worker (its runtime API, its pid) once more just before it is let go.
+LastRead = Callable[[RuntimeApi, int], None]
 
 #: Seconds a replaced worker is held after its reload while its connections finish.
 HOLD_LIMIT = 5.0
@@ -192,8 +194,14 @@ class StatsCollector:
             return self._report(_pid(worker_pid), rows, old_workers or {})
 
     @contextmanager
-    def across_reload(self, runtime_socket: Path) -> Iterator[None]:
-        """Hold the worker serving ``runtime_socket`` through a reload, then count it out."""
+    def across_reload(
+        self, runtime_socket: Path, last_read: LastRead | None = None
+    ) -> Iterator[None]:
+        """Hold the worker serving ``runtime_socket`` through a reload, then count it out.
+
+        ``last_read``, if given, reads what else it needs from the held worker (its
+        access-log ring) after the final statistics and before the worker is let go.
+        """
         session: Session | None = None
         try:
             session = self._open_session(runtime_socket)
@@ -207,10 +215,15 @@ class StatsCollector:
         finally:
             # Also after a failed reload: the worker then never stops and the hold just ends.
             threading.Thread(
-                target=self.drain, args=(session,), name="stats-drain", daemon=True
+                target=self.drain,
+                args=(session, HOLD_LIMIT, last_read),
+                name="stats-drain",
+                daemon=True,
             ).start()
 
-    def drain(self, session: Session, limit: float = HOLD_LIMIT) -> None:
+    def drain(
+        self, session: Session, limit: float = HOLD_LIMIT, last_read: LastRead | None = None
+    ) -> None:
         """Read the held worker until it stopped with no tenant session, then let it go."""
         api = RuntimeApi(session)
         deadline = time.monotonic() + limit
@@ -220,12 +233,14 @@ class StatsCollector:
                     info = api.show_info()
                     rows = api.show_stat()
                     self._ledger.observe(_pid(info["Pid"]), _cumulative(rows))
-                if info.get("Stopping") == "1" and not _tenant_sessions(rows):
-                    return
-                if time.monotonic() >= deadline:
+                done = info.get("Stopping") == "1" and not _tenant_sessions(rows)
+                if not done and time.monotonic() >= deadline:
                     log.info(
                         "worker %s still draining; released before its final read", info["Pid"]
                     )
+                if done or time.monotonic() >= deadline:
+                    if last_read is not None:
+                        last_read(api, _pid(info["Pid"]))
                     return
                 time.sleep(HOLD_POLL)
         except RuntimeApiError as exc:

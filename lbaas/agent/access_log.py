@@ -20,9 +20,10 @@ that finds the ring full of unread lines overwrites the oldest (counted as dropp
 A reload soft-stops the old worker, and its forwarder closes at that instant (HAProxy 2.6
 forwards nothing once stopping), so the lines of what the old worker still serves stay in
 its ring. The agent holds that worker through the reload (``StatsCollector.across_reload``)
-and, before letting it go, reads its ring over the held session (``recover``): the lines
-after the last one its forwarder delivered are appended, and lines that are not a request
-of this load balancer (HAProxy's own "Proxy ... stopped") are left out.
+until it has no tenant session left (at most ``LAST_LINES_HOLD``) and, before letting it
+go, reads its ring over the held session (``recover``): the lines after the last one its
+forwarder delivered are appended, and lines that are not a request of this load balancer
+(HAProxy's own "Proxy ... stopped") are left out.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ _SYSLOG_PRI = b"<134>1 "  # facility local0, severity info, RFC 5424 version 1
 _PEERCRED = struct.Struct("3i")  # pid, uid, gid of the worker that connected
 #: Seconds ``recover`` waits for the reader to reach the end of the old worker's stream.
 _RECOVER_WAIT = 2.0
+#: Seconds a replaced worker is held at most for its last lines: the default
+#: ``hard-stop-after`` (``providers.amphora_hard_stop_after``), when HAProxy stops it anyway.
+LAST_LINES_HOLD = 900.0
+#: Workers whose last delivered line is remembered (one per reload; the oldest go first).
+_WORKERS_KEPT = 64
 
 
 class RotatingFile:
@@ -167,6 +173,8 @@ class AccessLogReader:
         self._tails[conn] = b""
         cred = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
         self._pids[conn] = _PEERCRED.unpack(cred)[0]
+        while len(self._last) > _WORKERS_KEPT:  # workers long gone: forget the oldest
+            del self._last[next(iter(self._last))]
         self._selector.register(conn, selectors.EVENT_READ)
 
     def _read(self, conn: socket.socket) -> bool:
@@ -199,16 +207,18 @@ class AccessLogReader:
     def recover(self, pid: int, ring: str) -> int:
         """Append the lines of ``ring`` (worker ``pid``'s) its forwarder did not deliver.
 
-        ``ring`` is the worker's whole ring, oldest first, and the forwarder delivered a
-        prefix of it: what follows the last line it delivered is missing (everything, when
-        it delivered nothing or the ring has since overwritten that line). The number of
-        lines appended.
+        ``ring`` is the worker's whole ring, oldest first, and the forwarder (then earlier
+        calls) delivered a prefix of it: what follows the last line delivered is missing
+        (everything, when nothing was or the ring has since overwritten that line). The
+        number of lines appended.
         """
         deadline = time.monotonic() + _RECOVER_WAIT
         while pid in self._pids.values() and time.monotonic() < deadline:
             time.sleep(0.02)  # the reader is still taking what the forwarder sent
         held = [line for line in ring.encode(errors="replace").split(b"\n") if line]
-        last = self._last.pop(pid, None)
+        last = self._last.get(pid)
+        if held:  # a later read of the same ring starts after this one
+            self._last[pid] = held[-1]
         if last is not None and last in held:
             held = held[len(held) - held[::-1].index(last) :]
         missing = [line for line in held if line.split(b" ", 2)[1:2] == [self._loadbalancer_id]]

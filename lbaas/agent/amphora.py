@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from lbaas.agent.access_log import AccessLogs
+from lbaas.agent.access_log import LAST_LINES_HOLD, AccessLogs
 from lbaas.agent.datapath import AmphoraDatapath
 from lbaas.agent.haproxy_process import (
     ApplyOutcome,
@@ -414,13 +414,13 @@ class AmphoraManager:
         if logs is None:
             return stats.across_reload
 
-        def last_read(api: RuntimeApi, pid: int) -> None:
+        def extra_read(api: RuntimeApi, pid: int) -> None:
             try:
                 logs.recover(amp.id, pid, api.show_events(RING))
             except RuntimeApiError as exc:
                 log.warning("access log of replaced worker %d not read: %s", pid, exc)
 
-        return partial(stats.across_reload, last_read=last_read)
+        return partial(stats.across_reload, extra_read=extra_read, limit=LAST_LINES_HOLD)
 
     def _read_access_log(self, amp: _Amphora, spec: AmphoraSpec) -> None:
         """Bind the log socket before the HAProxy that sends to it starts (or stop reading).

@@ -4,18 +4,22 @@ A reload soft-stops the old HAProxy worker, and its ring forwarder closes at tha
 moment; requests the old worker still serves afterwards (one in flight on a keep-alive
 connection, a TCP connection held open) are logged into its ring only. The agent reads
 that ring through the session it holds the old worker with, so each of them still gives
-exactly one line, and HAProxy's own messages from the stop ("Proxy ... stopped") give none.
+exactly one line, also when it ends longer after the reload than the statistics alone
+would hold the worker, and HAProxy's own messages from the stop ("Proxy ... stopped")
+give none.
 """
 
 from __future__ import annotations
 
 import socket
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from lbaas.agent.runtime_api import MasterCli, unix_socket_transport
+from lbaas.agent.stats import HOLD_LIMIT
 from tests.e2e.amphora.access_log_lines import logged_services, only_request_lines
 from tests.e2e.amphora.conftest import BackendFleet
 from tests.e2e.amphora.octavia_api import OctaviaApi
@@ -83,6 +87,7 @@ def test_requests_the_old_worker_serves_after_a_reload_give_one_line_each(
             # Both are served by the replaced worker, after its forwarder closed.
             kept.sendall(b"\r\n")
             assert _read_reply(kept) == b"HTTP/1.1 200 OK one"
+            time.sleep(HOLD_LIMIT + 1)  # longer than the statistics alone hold the worker
             held_tcp.sendall(b"GET / HTTP/1.0\r\n\r\n")
             answer = b""
             while chunk := held_tcp.recv(4096):

@@ -92,3 +92,15 @@ def test_what_the_ring_adds_to_what_the_forwarder_delivered(
     finally:
         logs.close_all()
     assert lines == [_line(n) for n in expected]
+
+
+def test_a_ring_read_again_adds_only_what_came_since(tmp_path: Path) -> None:
+    logs = _logs(tmp_path)
+    try:
+        _forward(logs, [_line(n) for n in range(3)])
+        logs.recover("amp", os.getpid(), _ring(range(5)))
+        logs.recover("amp", os.getpid(), _ring(range(7)))  # a worker held for long
+        lines = _file_once(tmp_path, 7)
+    finally:
+        logs.close_all()
+    assert lines == [_line(n) for n in range(7)]

@@ -16,6 +16,14 @@ loaded machine) lost lines (0.4 % in one benchmark run). A ring holds ``RING_SIZ
 (16 MiB, ~60,000 lines) per worker, keeps it while the agent restarts, and the reader
 gets kilobytes per system call instead of one line. HAProxy never waits for a log: a line
 that finds the ring full of unread lines overwrites the oldest (counted as dropped).
+
+A reload soft-stops the old worker, and its forwarder closes at that instant (HAProxy 2.6
+forwards nothing once stopping), so the lines of what the old worker still serves stay in
+its ring. The agent holds that worker through the reload (``StatsCollector.across_reload``)
+until it has no tenant session left (at most ``LAST_LINES_HOLD``) and, before letting it
+go, reads its ring over the held session (``recover``): the lines after the last one its
+forwarder delivered are appended, and lines that are not a request of this load balancer
+(HAProxy's own "Proxy ... stopped") are left out.
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ import logging
 import os
 import selectors
 import socket
+import struct
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -37,6 +47,14 @@ _CHUNK = 1 << 20
 #: A line longer than this without its newline (HAProxy sends at most 8192) is written as is.
 _MAX_TAIL = 65536
 _SYSLOG_PRI = b"<134>1 "  # facility local0, severity info, RFC 5424 version 1
+_PEERCRED = struct.Struct("3i")  # pid, uid, gid of the worker that connected
+#: Seconds ``recover`` waits for the reader to reach the end of the old worker's stream.
+_RECOVER_WAIT = 2.0
+#: Seconds a replaced worker is held at most for its last lines: the default
+#: ``hard-stop-after`` (``providers.amphora_hard_stop_after``), when HAProxy stops it anyway.
+LAST_LINES_HOLD = 900.0
+#: Workers whose last delivered line is remembered (one per reload; the oldest go first).
+_WORKERS_KEPT = 64
 
 
 class RotatingFile:
@@ -105,11 +123,16 @@ class AccessLogReader:
     """One amphora's log socket and the thread that writes the lines HAProxy streams to it."""
 
     def __init__(
-        self, socket_path: Path, output: RotatingFile, forward: SyslogForwarder | None
+        self,
+        socket_path: Path,
+        output: RotatingFile,
+        forward: SyslogForwarder | None,
+        loadbalancer_id: str = "",
     ) -> None:
         self.socket_path = socket_path
         self.output = output
         self._forward = forward
+        self._loadbalancer_id = loadbalancer_id.encode()
         self.lines = 0
         socket_path.unlink(missing_ok=True)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -119,6 +142,9 @@ class AccessLogReader:
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener, selectors.EVENT_READ)
         self._tails: dict[socket.socket, bytes] = {}  # per connection: a line not yet ended
+        self._pids: dict[socket.socket, int] = {}  # per connection: the worker sending
+        self._last: dict[int, bytes] = {}  # per worker pid: the last line it delivered
+        self._recovered: deque[bytes] = deque()  # lines from ``recover``, for this thread
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"access-log-{socket_path.parent.name}", daemon=True
@@ -132,6 +158,8 @@ class AccessLogReader:
                     self._accept()
                 else:
                     self._read(key.fileobj)  # type: ignore[arg-type]
+            while self._recovered:
+                self._write(self._recovered.popleft())
         for conn in list(self._tails):  # what HAProxy sent before the stop
             while conn in self._tails and self._read(conn):
                 pass
@@ -143,6 +171,10 @@ class AccessLogReader:
             return
         conn.setblocking(False)
         self._tails[conn] = b""
+        cred = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+        self._pids[conn] = _PEERCRED.unpack(cred)[0]
+        while len(self._last) > _WORKERS_KEPT:  # workers long gone: forget the oldest
+            del self._last[next(iter(self._last))]
         self._selector.register(conn, selectors.EVENT_READ)
 
     def _read(self, conn: socket.socket) -> bool:
@@ -155,9 +187,11 @@ class AccessLogReader:
             data = b""
         if not data:  # the worker is gone: its unfinished line, if any, is still a line
             tail = self._tails.pop(conn)
+            pid = self._pids.pop(conn, 0)
             self._selector.unregister(conn)
             conn.close()
             if tail:
+                self._last[pid] = tail
                 self._write(tail + b"\n")
             return False
         data = self._tails[conn] + data
@@ -166,8 +200,31 @@ class AccessLogReader:
             data, end = data + b"\n", len(data) + 1
         self._tails[conn] = data[end:]
         if end:
+            self._last[self._pids.get(conn, 0)] = data[data.rfind(b"\n", 0, end - 1) + 1 : end - 1]
             self._write(data[:end])
         return True
+
+    def recover(self, pid: int, ring: str) -> int:
+        """Append the lines of ``ring`` (worker ``pid``'s) its forwarder did not deliver.
+
+        ``ring`` is the worker's whole ring, oldest first, and the forwarder (then earlier
+        calls) delivered a prefix of it: what follows the last line delivered is missing
+        (everything, when nothing was or the ring has since overwritten that line). The
+        number of lines appended.
+        """
+        deadline = time.monotonic() + _RECOVER_WAIT
+        while pid in self._pids.values() and time.monotonic() < deadline:
+            time.sleep(0.02)  # the reader is still taking what the forwarder sent
+        held = [line for line in ring.encode(errors="replace").split(b"\n") if line]
+        last = self._last.get(pid)
+        if held:  # a later read of the same ring starts after this one
+            self._last[pid] = held[-1]
+        if last is not None and last in held:
+            held = held[len(held) - held[::-1].index(last) :]
+        missing = [line for line in held if line.split(b" ", 2)[1:2] == [self._loadbalancer_id]]
+        if missing:
+            self._recovered.append(b"\n".join(missing) + b"\n")
+        return len(missing)
 
     def _write(self, chunk: bytes) -> None:
         try:
@@ -243,11 +300,19 @@ class AccessLogs:
                 else None
             )
             _socket_directory(socket_path.parent, group)
-            reader = AccessLogReader(socket_path, output, forward)
+            reader = AccessLogReader(socket_path, output, forward, loadbalancer_id)
             if group is not None:
                 os.chown(socket_path, -1, grp.getgrnam(group).gr_gid)
                 socket_path.chmod(0o660)
             self._readers[amphora_id] = reader
+
+    def recover(self, amphora_id: str, pid: int, ring: str) -> None:
+        """Lines a replaced worker of ``amphora_id`` logged after its forwarder closed."""
+        with self._lock:
+            reader = self._readers.get(amphora_id)
+        if reader is not None:
+            count = reader.recover(pid, ring)
+            log.debug("access log of amphora %s: %d lines from worker %d", amphora_id, count, pid)
 
     def lines(self, amphora_id: str) -> int:
         with self._lock:

@@ -26,12 +26,18 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from lbaas.agent.access_log import AccessLogs
+from lbaas.agent.access_log import LAST_LINES_HOLD, AccessLogs
 from lbaas.agent.datapath import AmphoraDatapath
-from lbaas.agent.haproxy_process import ApplyOutcome, HaproxyInstance, RuntimeApiFactory
+from lbaas.agent.haproxy_process import (
+    ApplyOutcome,
+    HaproxyInstance,
+    ReloadGuard,
+    RuntimeApiFactory,
+)
 from lbaas.agent.host.base import HostOps, KeepalivedOps
 from lbaas.agent.host.loopback import is_loopback_address
 from lbaas.agent.ledger_store import LEDGER_FILE
@@ -62,6 +68,7 @@ from lbaas.l4.host.real import RealNftOps
 from lbaas.model.graph import ListenerId, LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.private_files import make_private_directory, write_private
+from lbaas.render.haproxy.access_log import RING
 
 log = logging.getLogger(__name__)
 
@@ -240,8 +247,9 @@ class AmphoraManager:
                     kernel_rules = self._plumb(amp, spec, previous)
                     if spec.vrrp is not None:
                         allow_nonlocal_bind(self._host, self._namespace(amphora_id))
-                # A reload replaces the worker: the statistics hold it to read it to its end.
-                guard = None if amp.stats is None else amp.stats.across_reload
+                # A reload replaces the worker: the statistics hold it to read it to its end,
+                # and its access-log ring is read last (its forwarder stopped at the reload).
+                guard = None if amp.stats is None else self._reload_guard(amp, amp.stats)
                 write_tls_files(amp.instance.directory, spec.tls_files)
                 self._read_access_log(amp, spec)
                 amp.last_outcome = amp.instance.apply(
@@ -400,6 +408,19 @@ class AmphoraManager:
                         amp.datapath.close()
         if self.access_logs is not None:
             self.access_logs.close_all()
+
+    def _reload_guard(self, amp: _Amphora, stats: StatsCollector) -> ReloadGuard:
+        logs = self.access_logs
+        if logs is None:
+            return stats.across_reload
+
+        def extra_read(api: RuntimeApi, pid: int) -> None:
+            try:
+                logs.recover(amp.id, pid, api.show_events(RING))
+            except RuntimeApiError as exc:
+                log.warning("access log of replaced worker %d not read: %s", pid, exc)
+
+        return partial(stats.across_reload, extra_read=extra_read, limit=LAST_LINES_HOLD)
 
     def _read_access_log(self, amp: _Amphora, spec: AmphoraSpec) -> None:
         """Bind the log socket before the HAProxy that sends to it starts (or stop reading).

@@ -101,7 +101,7 @@ class CliSession:
         self._sock.close()
 
     def _read(self) -> str:
-        chunks = b""
+        chunks = bytearray()  # a ring dump is megabytes: no copy per chunk
         while not chunks.endswith(_PROMPT):
             chunk = self._sock.recv(65536)
             if not chunk:
@@ -139,6 +139,10 @@ class RuntimeApi:
     def show_stat(self) -> list[dict[str, str]]:
         """``show stat`` rows keyed by the CSV header (``pxname``, ``svname``, ``status``...)."""
         return parse_show_stat(self._send("show stat"))
+
+    def show_events(self, ring: str) -> str:
+        """``show events <ring>``: every line the ring still holds, oldest first."""
+        return self._send(f"show events {ring}")
 
     def show_servers_state(self) -> str:
         """``show servers state`` verbatim: the format ``server-state-file`` loads."""

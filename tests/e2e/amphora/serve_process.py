@@ -172,6 +172,20 @@ def _spawn(settings: dict[str, Any], state_dir: Path, log: Path) -> ServeInstanc
     )
 
 
+@contextmanager
+def kill_and_restart(instance: ServeInstance) -> Iterator[None]:
+    """SIGKILL ``lbaas serve`` (its HAProxies serve on), yield, then start it again.
+
+    The new process takes the same settings and state directory, so its agent adopts the
+    running HAProxies; ``instance.process`` becomes the new one (stopped at clean-up).
+    """
+    os.killpg(instance.process.pid, signal.SIGKILL)
+    instance.process.wait(STOP_TIMEOUT)
+    yield
+    instance.process = _spawn(instance.settings, instance.state_dir, instance.log).process
+    wait_until(lambda: _answers(instance), START_TIMEOUT, "lbaas serve to answer again")
+
+
 def _answers(instance: ServeInstance) -> bool:
     if instance.process.poll() is not None:
         raise AssertionError(f"lbaas serve exited early:\n{instance.log_tail()}")

@@ -1,6 +1,7 @@
 """The agent's access-log reader on its own: its CPU per line at a steady line rate.
 
-    python bench/access_log_reader.py [--rate 30000] [--seconds 4] [--waits 0,0.005,0.02]
+    python bench/access_log_reader.py [--quick] [--rate 30000] [--seconds 4] [--rounds 3]
+                                      [--waits 0,0.005,0.02]
 
 A sender process plays HAProxy's ring forwarder: it makes ``--rate`` lines/s of 270 bytes
 (an access-log line's usual length) into a backlog and, every 0.4 ms, writes as much of the
@@ -80,7 +81,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--waits", default="0,0.005,0.02")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     args = parser.parse_args()
+    if args.quick:
+        args.rate, args.seconds, args.rounds = 5000, 0.5, 1
     waits = [float(w) for w in args.waits.split(",")]
     runs: dict[float, list[dict[str, Any]]] = {w: [] for w in waits}
     load_start = os.getloadavg()[0]

@@ -18,7 +18,7 @@ gets kilobytes per system call instead of one line. HAProxy never waits for a lo
 that finds the ring full of unread lines overwrites the oldest (counted as dropped).
 
 Why the reader sleeps: left to itself it wakes for every forwarder write (~11 lines), and
-each wake-up (select, recv, write, the interpreter lock) costs it ~1.5 µs per line, CPU
+each wake-up (select, recv, write, the interpreter lock) costs it 1.5–3 µs per line, CPU
 taken from HAProxy and the clients on a small host. After reading everything there is
 (into one reused buffer) and writing it with one ``write``, it waits ``BATCH_WAIT``; the
 lines logged meanwhile wait in the socket and the ring, so the next wake-up moves hundreds

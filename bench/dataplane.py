@@ -50,12 +50,13 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+from dataplane_cpu import Meter, idle_seconds_per_s, medians, meters_of, per_request, read_all
 from dataplane_loadgen import ContinuousClient, Generator, choose_generator, wait_until_served
 from dataplane_procs import (
     HAPROXY,
@@ -261,12 +262,15 @@ def throughput(
     repetitions: int,
     warmup: bool,
     cpu: dict[str, Callable[[], float]] | None = None,
+    meters: Mapping[str, Meter] | None = None,
 ) -> dict[str, Any]:
     """Interleaved runs; with ``cpu`` (CPU seconds used so far, per target), also the
     target's CPU microseconds per request: unlike requests/s, it hardly moves with what
-    else the machine runs, so it shows a configuration's own cost under shared load."""
+    else the machine runs, so it shows a configuration's own cost under shared load.
+    With ``meters``, the same for every process of the benchmark (``dataplane_cpu``)."""
     modes = {"keepalive": True, "new_connection_per_request": False}
     cpu = cpu or {}
+    meters = meters or {}
     served = dict.fromkeys(targets, 0)  # every request answered, warm-up included
     if warmup:
         for name, (host, port) in targets.items():
@@ -281,10 +285,14 @@ def throughput(
             for name in order:
                 host, port = targets[name]
                 before = cpu[name]() if name in cpu else 0.0
+                every_before = read_all(meters)
                 run = generator.measure(host, port, seconds, keepalive).as_dict()
                 if name in cpu and run["requests"]:
                     used = cpu[name]() - before
                     run["cpu_us_per_request"] = round(used * 1e6 / run["requests"], 1)
+                if meters and run["requests"]:
+                    every_after = read_all(meters)
+                    run["by_process"] = per_request(every_before, every_after, run["requests"])
                 runs[mode][name].append(run)
                 served[name] += run["requests"]
     figures: dict[str, Any] = {"requests_served": served}
@@ -302,6 +310,9 @@ def throughput(
             cpu_samples = [s["cpu_us_per_request"] for s in samples if "cpu_us_per_request" in s]
             if cpu_samples:
                 section[name]["haproxy_cpu_us_per_request"] = _median(cpu_samples)
+            by_process = medians([s["by_process"] for s in samples if "by_process" in s])
+            if by_process:
+                section[name]["cpu_us_per_request_by_process"] = by_process
         pairs = zip(runs[mode]["lbaas_vip"], runs[mode]["handwritten_haproxy"], strict=True)
         paired = [
             lb["requests_per_s"] / hand["requests_per_s"]
@@ -319,8 +330,17 @@ def throughput(
             section["haproxy_cpu_ratio_lbaas_to_handwritten"] = (
                 round(lb_cpu / hand_cpu, 3) if hand_cpu else 0
             )
+        if meters:
+            section["all_processes_cpu_ratio_lbaas_to_handwritten"] = _all_ratio(section)
         figures[mode] = section
     return figures
+
+
+def _all_ratio(section: dict[str, Any]) -> float:
+    """CPU per request of all the benchmark's processes, VIP run vs hand-written run."""
+    lb = section["lbaas_vip"].get("cpu_us_per_request_by_process", {}).get("all_processes", 0)
+    hand = section["handwritten_haproxy"].get("cpu_us_per_request_by_process", {})
+    return round(lb / hand["all_processes"], 3) if hand.get("all_processes") else 0
 
 
 def access_log_lines(state_dir: Path, lb_id: str) -> int:
@@ -680,11 +700,19 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         }
         seconds = args.seconds if args.seconds else (1.0 if quick else 3.0)
         reps = args.repetitions if args.repetitions else (1 if quick else 5)
+        meters = meters_of(
+            served.proc.pid,
+            backends.master_pid(),
+            {"vip_haproxy": cpu["lbaas_vip"], "handwritten_haproxy": cpu["handwritten_haproxy"]},
+        )
+        figures["idle_cpu_ms_per_s"] = idle_seconds_per_s(meters, 1.0 if quick else 3.0)
         lines_before = access_log_lines(bench.state_dir, bench.lb_id)
         figures["throughput"] = {
             "seconds_per_run": seconds,
             "repetitions": reps,
-            **throughput(generator, targets, seconds, reps, warmup=not quick, cpu=cpu),
+            **throughput(
+                generator, targets, seconds, reps, warmup=not quick, cpu=cpu, meters=meters
+            ),
         }
         figures["access_log"] = access_log_figures(bench, figures["throughput"], lines_before)
         if "tls" in args.sections:
@@ -697,6 +725,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 throughput,
                 (seconds, reps, not quick),
                 vip_cpu=lambda: amphora_cpu(bench),
+                meters=meters,
             )
             if tls_hand is not None:
                 processes.append(tls_hand)

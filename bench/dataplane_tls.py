@@ -23,7 +23,7 @@ import ssl
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
+from dataplane_cpu import Meter, medians, per_request, read_all
 from dataplane_loadgen import Generator
 from dataplane_procs import HaproxyProcess, cpu_seconds, free_port, handwritten_config
 
@@ -164,18 +165,24 @@ def handshake_runs(
     seconds: int,
     reps: int,
     cpu: dict[str, Callable[[], float]] | None = None,
+    meters: Mapping[str, Meter] | None = None,
 ) -> dict[str, Any]:
     runs: dict[str, list[float]] = {name: [] for name in targets}
     cpu_us: dict[str, list[float]] = {name: [] for name in targets}
+    by_process: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
     cpu = cpu or {}
+    meters = meters or {}
     names = list(targets)
     for rep in range(reps):
         for name in names[rep % 2 :] + names[: rep % 2]:
             before = cpu[name]() if name in cpu else 0.0
+            every_before = read_all(meters)
             rate, count = full_handshakes(*targets[name], seconds)
             runs[name].append(rate)
             if name in cpu and count:
                 cpu_us[name].append(round((cpu[name]() - before) * 1e6 / count, 1))
+            if meters and count:
+                by_process[name].append(per_request(every_before, read_all(meters), count))
     paired = [
         vip / hand
         for vip, hand in zip(runs["lbaas_vip"], runs["handwritten_haproxy"], strict=True)
@@ -187,6 +194,9 @@ def handshake_runs(
         "ratio": round(statistics.median(paired), 3) if paired else 0,
         "haproxy_cpu_us_per_handshake": {
             name: round(statistics.median(v), 1) for name, v in cpu_us.items() if v
+        },
+        "cpu_us_per_handshake_by_process": {
+            name: medians(v) for name, v in by_process.items() if v
         },
     }
 
@@ -208,6 +218,10 @@ def _summary(measured: dict[str, Any]) -> dict[str, Any]:
             name: keepalive[name].get("haproxy_cpu_us_per_request")
             for name in ("lbaas_vip", "handwritten_haproxy")
         },
+        "all_processes_cpu_us_per_keepalive_request": {
+            name: keepalive[name].get("cpu_us_per_request_by_process", {}).get("all_processes")
+            for name in ("lbaas_vip", "handwritten_haproxy")
+        },
         "ratio_resumed_handshakes": close["ratio_lbaas_to_handwritten"],
         "target_ratio_min": TARGET_RATIO,
     }
@@ -222,6 +236,7 @@ def tls_figures(
     measure: ThroughputFn,
     timing: tuple[float, int, bool],
     vip_cpu: Callable[[], float] | None = None,
+    meters: Mapping[str, Meter] | None = None,
 ) -> tuple[dict[str, Any], HaproxyProcess | None]:
     """The ``tls`` section, and the hand-written TLS HAProxy for the caller to stop."""
     if generator.name != "wrk":
@@ -250,8 +265,9 @@ def tls_figures(
     }
     if vip_cpu is not None:
         cpu["lbaas_vip"] = vip_cpu
-    measured = measure(https, targets, seconds, reps, warmup, cpu=cpu)
-    full = handshake_runs(targets, max(1, round(seconds)), reps, cpu)
+    every = {**(meters or {}), "handwritten_tls_haproxy": cpu["handwritten_haproxy"]}
+    measured = measure(https, targets, seconds, reps, warmup, cpu=cpu, meters=every)
+    full = handshake_runs(targets, max(1, round(seconds)), reps, cpu, every)
     return {
         "certificate": "self-signed RSA 2048, stored in the key manager as a container",
         "seconds_per_run": seconds,
@@ -261,6 +277,7 @@ def tls_figures(
         "ratio_handshakes": full["ratio"],
         "new_handshakes_samples": full["samples"],
         "haproxy_cpu_us_per_new_handshake": full["haproxy_cpu_us_per_handshake"],
+        "cpu_us_per_new_handshake_by_process": full["cpu_us_per_handshake_by_process"],
         "detail": measured,
         "method": (
             "keep-alive and resumed handshakes: wrk over https, interleaved (with "

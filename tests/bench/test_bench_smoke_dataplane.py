@@ -20,6 +20,7 @@ TOP_KEYS = {
     "lbaas_settings",
     "configs",
     "throughput",
+    "idle_cpu_ms_per_s",
     "access_log",
     "tls",
     "member_post_to_first_served",
@@ -46,6 +47,18 @@ TLS_KEYS = {
     "ratio_resumed_handshakes",
     "ratio_handshakes",
     "target_ratio_min",
+    "all_processes_cpu_us_per_keepalive_request",
+    "cpu_us_per_new_handshake_by_process",
+}
+PROCESSES = {
+    "vip_haproxy",
+    "handwritten_haproxy",
+    "backends",
+    "lbaas_serve",
+    "lbaas_serve_access_log_reader",
+    "lbaas_worker",
+    "load_generator",
+    "machine",
 }
 PER_TARGET = {"requests_per_s", "p50_ms", "p99_ms", "errors", "requests_per_s_samples"}
 
@@ -77,6 +90,12 @@ def test_quick_run_prints_every_figure() -> None:
         for target in ("lbaas_vip", "handwritten_haproxy"):  # HAProxy's own CPU per request
             assert section[target]["haproxy_cpu_us_per_request"] > 0, (mode, target)
         assert section["haproxy_cpu_ratio_lbaas_to_handwritten"] > 0, mode
+        for target in ("lbaas_vip", "handwritten_haproxy"):  # every process, per request
+            by_process = section[target]["cpu_us_per_request_by_process"]
+            assert PROCESSES <= by_process.keys(), (mode, target)
+            assert by_process["all_processes"] > 0, (mode, target)
+        assert section["all_processes_cpu_ratio_lbaas_to_handwritten"] > 0, mode
+    assert PROCESSES <= figures["idle_cpu_ms_per_s"].keys()
 
     for name in ("member_post_to_first_served", "full_tree_post_to_first_response"):
         assert {"median_ms", "samples_ms", "target_ms", "met"} <= figures[name].keys(), name

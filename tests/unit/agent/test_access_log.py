@@ -6,7 +6,7 @@ import socket
 import time
 from pathlib import Path
 
-from lbaas.agent.access_log import AccessLogs, RotatingFile
+from lbaas.agent.access_log import AccessLogReader, AccessLogs, RotatingFile
 
 
 def _send(path: Path, lines: list[bytes]) -> None:
@@ -86,3 +86,40 @@ def test_two_workers_streaming_at_once_and_an_unended_last_line(tmp_path: Path) 
     got = (tmp_path / "logs" / "lb-2.log").read_bytes().splitlines()
     assert sorted(got) == [b"new 1", b"old 1", b"old 2", b"old 3"]
     assert got.index(b"old 1") < got.index(b"old 2") < got.index(b"old 3")
+
+
+class _CountingFile(RotatingFile):
+    """The real rotated file, counting the writes the reader makes to it."""
+
+    writes = 0
+
+    def write(self, data: bytes) -> None:
+        self.writes += 1
+        super().write(data)
+
+
+def test_lines_arriving_during_the_batch_wait_are_written_with_one_write(
+    tmp_path: Path,
+) -> None:
+    """The reader wakes, writes what it read, then waits: the forwarder's many small
+    writes made meanwhile reach the file whole, in order, as one write (its CPU per line)."""
+    output = _CountingFile(tmp_path / "lb.log", max_bytes=1 << 20, backups=0)
+    sock = tmp_path / "amp.sock"
+    reader = AccessLogReader(sock, output, None, batch_wait=2.0)
+    lines = [f"line {n}".encode() for n in range(51)]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(str(sock))
+            conn.sendall(lines[0] + b"\n")
+            deadline = time.monotonic() + 10
+            while reader.lines < 1 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            for line in lines[1:]:  # 50 writes, as a forwarder woken per line makes them
+                conn.sendall(line + b"\n")
+                time.sleep(0.001)  # a reader that does not wait would wake for each
+            while reader.lines < len(lines) and time.monotonic() < deadline:
+                time.sleep(0.02)
+    finally:
+        reader.close()
+    assert (tmp_path / "lb.log").read_bytes().splitlines() == lines
+    assert output.writes == 2

@@ -175,7 +175,14 @@ class Supervisor:
 class AgentService:
     """Every part of a running agent; ``start`` and ``stop`` them together."""
 
-    def __init__(self, settings: Settings, host: HostOps | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        host: HostOps | None = None,
+        listening: socket.socket | None = None,
+    ) -> None:
+        """``listening``: the API's socket, already listening (a service manager's);
+        else the agent binds ``agent.host``:``agent.port`` itself."""
         state_dir = settings.state_dir.absolute()
         self.settings = settings.agent
         self.ca, self.tls, key = _identity(settings, state_dir)
@@ -209,7 +216,15 @@ class AgentService:
         self._cert_expiration = certificate_expiry(self.tls.cert)
         self.l4, self.l4_checker = l4_node_manager(settings.agent, state_dir / "l4")
         app = create_agent_app(self.manager, self.info, self.l4)
-        self.server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, self.tls)
+        self.server = AgentHttpsServer(
+            app, settings.agent.host, settings.agent.port, self.tls, listening
+        )
+        if self.server.port != settings.agent.port:
+            log.warning(
+                "the agent serves port %d, not agent.port %d: the controller calls the latter",
+                self.server.port,
+                settings.agent.port,
+            )
         # Its first round restarts the adopted HAProxies that died with the old agent, in
         # the background: the converges waiting for this agent need not wait for that.
         self.supervisor = Supervisor(self.manager.supervise, first_at_once=True)

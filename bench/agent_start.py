@@ -53,6 +53,7 @@ HEAVY = (
     "alembic",
     "psycopg",
     "lbaas.render.haproxy.emit",
+    "lbaas.agent.metadata_agent",
 )
 READY_TIMEOUT = 120.0
 

@@ -33,6 +33,7 @@ import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lbaas.agent.access_log import AccessLogs
 from lbaas.agent.amphora import AmphoraManager
@@ -48,7 +49,6 @@ from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.host.vip_announce import AnnouncingVipHolder, LinkAnnouncer
 from lbaas.agent.l4_node import L4NodeManager
-from lbaas.agent.metadata_agent import metadata_proxies
 from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.udp_health import namespace_checker
 from lbaas.agent.vip_probe import VipProber, with_probes
@@ -67,6 +67,9 @@ from lbaas.l4.host.real import RealNftOps, RealVipHolder
 from lbaas.l4.host.real_dsr import RealDsrRouter
 from lbaas.model.fleet import HostAnnouncement, agent_server_name
 from lbaas.model.health import HealthReport
+
+if TYPE_CHECKING:
+    from lbaas.agent.metadata_agent import MetadataProxies
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +231,11 @@ class AgentService:
         # Its first round restarts the adopted HAProxies that died with the old agent, in
         # the background: the converges waiting for this agent need not wait for that.
         self.supervisor = Supervisor(self.manager.supervise, first_at_once=True)
-        self.metadata = metadata_proxies(settings, self.host, state_dir)
+        self.metadata: MetadataProxies | None = None
+        if settings.metadata.proxies:  # else not even imported: ~10 ms CPU of every start
+            from lbaas.agent.metadata_agent import metadata_proxies
+
+            self.metadata = metadata_proxies(settings, self.host, state_dir)
         self.prober = VipProber(
             self.manager.probe_subjects,
             settings.agent.vip_probe_interval,

@@ -111,7 +111,7 @@ class Fleet:
         # The agent's listening socket when the campaign holds it, as systemd would.
         self.agent_socket: socket.socket | None = None
         if agent_socket == "inherited":
-            self.agent_socket = socket.create_server(agent, backlog=128)
+            self.agent_socket = socket.create_server(agent, backlog=socket.SOMAXCONN)
         # Seconds from a restart until the process serves (API: HTTP; agent: TLS, since
         # with a held socket the port accepts connections while no agent runs).
         self.ready_checks = {

@@ -28,13 +28,16 @@ _VARIABLES = ("LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES")
 
 
 def inherited_socket(
-    environ: MutableMapping[str, str] | None = None, pid: int | None = None
+    environ: MutableMapping[str, str] | None = None,
+    pid: int | None = None,
+    first_fd: int = LISTEN_FDS_START,
 ) -> socket.socket | None:
     """The listening TCP socket passed to this process, or None (bind one yourself).
 
     The variables are removed whatever they said, so that HAProxy and keepalived, started
     by the agent, never take the descriptors for their own. Passing more than one
-    descriptor, or one that is not a listening stream socket, is a configuration error.
+    descriptor, or one that is not a listening TCP socket, is a configuration error.
+    ``environ``, ``pid`` and ``first_fd`` are this process's unless given (tests).
     """
     env = os.environ if environ is None else environ
     count, owner = env.get("LISTEN_FDS"), env.get("LISTEN_PID")
@@ -47,12 +50,17 @@ def inherited_socket(
         return None
     if count != "1":
         raise ConfigError(f"the agent takes one listening socket, not LISTEN_FDS={count}")
-    listening = socket.socket(fileno=LISTEN_FDS_START)
-    if listening.type != socket.SOCK_STREAM or not listening.getsockopt(
-        socket.SOL_SOCKET, socket.SO_ACCEPTCONN
+    listening = socket.socket(fileno=first_fd)
+    tcp = listening.family in (socket.AF_INET, socket.AF_INET6)
+    if (
+        not tcp
+        or listening.type != socket.SOCK_STREAM
+        or not listening.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
     ):
         listening.detach()
-        raise ConfigError("the agent's inherited descriptor 3 is not a listening TCP socket")
+        raise ConfigError(
+            f"the agent's inherited descriptor {first_fd} is not a listening TCP socket"
+        )
     # Nothing the agent starts (HAProxy, keepalived) may hold the API's socket.
     listening.set_inheritable(False)
     return listening

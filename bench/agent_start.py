@@ -15,7 +15,8 @@ point 13: longest PENDING <= 10 s), so its start-up is measured on its own:
   a worker's converge would (the port accepts a little earlier: it is bound before the
   HTTPS server runs);
 - ``heavy_modules``: which of the modules the agent does not need to serve were imported
-  anyway (numpy only builds large Maglev tables, httpx only talks to a metadata service).
+  anyway (numpy only builds large Maglev tables, httpx only talks to a metadata service,
+  the HAProxy renderer is the controller's: the agent only checks what it is sent).
 
 Each figure is the median of ``--runs`` runs. Prints JSON; nothing here asserts on time.
 """
@@ -42,7 +43,18 @@ from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import AgentUnreachable
 
 AGENT_IMPORTS = "import lbaas.cli, lbaas.agent.service"
-HEAVY = ("numpy", "httpx", "rich", "kubernetes", "sqlalchemy", "alembic", "psycopg")
+# Packages, or modules by their full name: the HAProxy renderer is the controller's.
+HEAVY = (
+    "numpy",
+    "httpx",
+    "rich",
+    "kubernetes",
+    "sqlalchemy",
+    "alembic",
+    "psycopg",
+    "lbaas.render.haproxy.emit",
+    "lbaas.agent.metadata_agent",
+)
 READY_TIMEOUT = 120.0
 
 
@@ -65,7 +77,8 @@ def heavy_modules() -> list[str]:
     """The modules of ``HEAVY`` that importing the agent loads."""
     probe = f"{AGENT_IMPORTS}; import sys, json; print(json.dumps(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
-    loaded = {name.split(".")[0] for name in json.loads(done.stdout)}
+    modules = json.loads(done.stdout)
+    loaded = set(modules) | {name.split(".")[0] for name in modules}
     return [name for name in HEAVY if name in loaded]
 
 

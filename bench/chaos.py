@@ -11,8 +11,12 @@ accepts, a worker has bound its wake-up socket, a health manager has run 3 s): o
 loaded machine a restart can take longer than the interval, and killing half-started
 processes would measure a fleet that never came up, not recovery. Killed control-plane
 processes are started again after ``--restart-delay`` seconds, as a service manager
-would; HAProxy is restarted by its agent. Then the killing stops and, after the
-settle time, the invariants are checked:
+would; HAProxy is restarted by its agent. With ``--agent-socket inherited`` the campaign
+also plays systemd's socket activation for the agent: it holds the agent's listening
+socket and passes it to every agent it starts, so converges sent while the agent is down
+wait in the backlog (``own``, the default: each agent binds its own port, and converges
+sent meanwhile are refused). Then the killing stops and, after the settle time, the
+invariants are checked:
 
 * every acknowledged create exists unless a delete of it was sent (a delete whose answer
   was lost to an API kill may have been done or not); every acknowledged delete is gone;
@@ -49,8 +53,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from dataplane_procs import AddressPlan, accepts, free_port, processes_mentioning
+from dataplane_procs import AddressPlan, free_port, processes_mentioning
 
+from lbaas.agent.activation import spawn_activated
+from lbaas.jobs.agent_return import agent_answers
 from lbaas.jobs.wakeup import wakeup_directory
 
 LB = "/v2/lbaas/loadbalancers"
@@ -88,7 +94,9 @@ class Backend:
 class Fleet:
     """The lbaas processes of the run, restarted after each kill."""
 
-    def __init__(self, workdir: Path, env: dict[str, str], restart_delay: float) -> None:
+    def __init__(
+        self, workdir: Path, env: dict[str, str], restart_delay: float, agent_socket: str
+    ) -> None:
         self.workdir = workdir
         self.env = env
         self.restart_delay = restart_delay
@@ -99,10 +107,16 @@ class Fleet:
         self.started_at: dict[str, float] = {}
         self.crashes: list[str] = []
         self.lock = threading.Lock()
-        # Seconds from a restart until the process serves (API: HTTP; agent: TCP).
+        agent = ("127.0.0.1", int(env["LBAAS_AGENT__PORT"]))
+        # The agent's listening socket when the campaign holds it, as systemd would.
+        self.agent_socket: socket.socket | None = None
+        if agent_socket == "inherited":
+            self.agent_socket = socket.create_server(agent, backlog=socket.SOMAXCONN)
+        # Seconds from a restart until the process serves (API: HTTP; agent: TLS, since
+        # with a held socket the port accepts connections while no agent runs).
         self.ready_checks = {
             "api": lambda: api_answers(f"http://127.0.0.1:{env['LBAAS_API__PORT']}"),
-            "agent": lambda: accepts("127.0.0.1", int(env["LBAAS_AGENT__PORT"])),
+            "agent": lambda: agent_answers(agent),
             "worker-0": lambda: self.worker_bound("worker-0"),
             "worker-1": lambda: self.worker_bound("worker-1"),
         }
@@ -118,13 +132,13 @@ class Fleet:
     def start(self, role: str) -> None:
         self.started_at[role] = time.monotonic()
         log = open(self.workdir / f"{role}.log", "ab")  # noqa: SIM115 - owned by the child
-        self.procs[role] = subprocess.Popen(
-            [sys.executable, "-m", "lbaas.cli", *self.roles[role]],
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        argv = [sys.executable, "-m", "lbaas.cli", *self.roles[role]]
+        if role == "agent" and self.agent_socket is not None:
+            self.procs[role] = spawn_activated(self.agent_socket, argv, self.env, output=log)
+        else:
+            self.procs[role] = subprocess.Popen(
+                argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         log.close()
 
     def start_all(self) -> None:
@@ -209,6 +223,8 @@ class Fleet:
                 code = proc.wait()
             if code != 0:
                 unclean.append(f"{role} exited {code}")
+        if self.agent_socket is not None:
+            self.agent_socket.close()
         return unclean
 
 
@@ -544,7 +560,7 @@ def campaign(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         capture_output=True,
     )
     backend = Backend(env["CHAOS_BACKEND_ADDRESS"])
-    fleet = Fleet(workdir, env, args.restart_delay)
+    fleet = Fleet(workdir, env, args.restart_delay, args.agent_socket)
     fleet.start_all()
     ledger = Ledger()
     kills = Counter[str]()
@@ -647,6 +663,7 @@ def report(
     return {
         "quick": args.quick,
         "database": "postgresql" if args.database_url else "sqlite",
+        "agent_socket": args.agent_socket,
         "duration_s": args.duration,
         "kill_interval_s": args.kill_interval,
         "kinds": list(args.kinds),
@@ -684,6 +701,12 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=60.0, help="longest wait at the end")
     parser.add_argument("--load-balancers", type=int, default=6, help="live ones to keep")
     parser.add_argument("--database-url", default="", help="PostgreSQL URL (default SQLite)")
+    parser.add_argument(
+        "--agent-socket",
+        choices=("own", "inherited"),
+        default="own",
+        help="the agent binds its own port, or inherits one the campaign holds (systemd-like)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--log-level", default="WARNING", help="of the lbaas processes")
     parser.add_argument(

@@ -27,11 +27,14 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lbaas.config import Settings, load_settings
 from lbaas.errors import ConfigError
 from lbaas.private_files import make_private_directory
+
+if TYPE_CHECKING:
+    import socket
 
 LOG = logging.getLogger("lbaas")
 
@@ -219,10 +222,10 @@ def _start_embedded_extras(
     return stops
 
 
-def _start_agent(settings: Settings) -> Callable[[], None]:
+def _start_agent(settings: Settings, listening: socket.socket | None = None) -> Callable[[], None]:
     from lbaas.agent.service import AgentService
 
-    service = AgentService(settings)
+    service = AgentService(settings, listening=listening)
     service.start()
     return service.stop
 
@@ -291,14 +294,16 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
+    from lbaas.agent.activation import inherited_socket
+
+    # First, before anything starts a child: the service manager's socket, if it passed one.
+    listening = inherited_socket()
     settings = _settings(args)
     _setup_logging(settings)
     signals = StopSignals()
-    stop = _start_agent(settings)
-    print(
-        f"lbaas agent ({settings.agent.mode} mode) on {settings.agent.host}:{settings.agent.port}",
-        flush=True,
-    )
+    stop = _start_agent(settings, listening)
+    where = "an inherited socket" if listening else f"{settings.agent.host}:{settings.agent.port}"
+    print(f"lbaas agent ({settings.agent.mode} mode) on {where}", flush=True)
     signals.wait()
     stop()
     return 0

@@ -26,6 +26,7 @@ from types import TracebackType
 import httpx
 from pydantic import ValidationError
 
+from lbaas.agent.handshake import patient_transport
 from lbaas.agent.wire import API_PREFIX, AgentInfo, AmphoraSpec, AmphoraStatus, ErrorBody
 from lbaas.certs.authority import TlsFiles
 from lbaas.certs.tlsconfig import client_context
@@ -51,7 +52,10 @@ class AgentClient:
         timeout: float | httpx.Timeout = 60.0,
         transport: httpx.BaseTransport | None = None,
         server_name: str | None = None,
+        handshake_timeout: float | None = None,
     ) -> None:
+        """``handshake_timeout``: seconds the TLS handshake may take, when longer than the
+        connect timeout (an agent restarting behind a held socket, ``handshake``)."""
         verify: ssl.SSLContext | bool
         if ssl_context is not None:
             verify = ssl_context
@@ -59,6 +63,9 @@ class AgentClient:
             verify = client_context(tls)
         else:
             verify = True
+        if handshake_timeout is not None and transport is None:
+            context = verify if isinstance(verify, ssl.SSLContext) else ssl.create_default_context()
+            transport = patient_transport(context, handshake_timeout)
         self.base_url = base_url.rstrip("/")
         self.server_name = server_name
         self._extensions = {} if server_name is None else {"sni_hostname": server_name}

@@ -21,10 +21,16 @@ ClientFactory = Callable[[HostAddress], AgentClient]
 
 CONNECT_TIMEOUT = 3.0
 """Seconds to reach an agent: a lost host must not hold a failover for long."""
+HANDSHAKE_TIMEOUT = 20.0
+"""Seconds for the TLS handshake of a host that accepted the connection: an agent
+restarting behind its service manager's socket answers a waiting converge within it."""
 
 
-def tls_client_factory(tls: TlsFiles, timeout: float = 30.0) -> ClientFactory:
-    """Clients with the controller's certificate, checking the host's name."""
+def tls_client_factory(
+    tls: TlsFiles, timeout: float = 30.0, handshake_timeout: float | None = HANDSHAKE_TIMEOUT
+) -> ClientFactory:
+    """Clients with the controller's certificate, checking the host's name;
+    ``handshake_timeout`` None: the handshake too within ``CONNECT_TIMEOUT``."""
 
     def make(host: HostAddress) -> AgentClient:
         return AgentClient(
@@ -32,6 +38,7 @@ def tls_client_factory(tls: TlsFiles, timeout: float = 30.0) -> ClientFactory:
             tls=tls,
             timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
             server_name=agent_server_name(host.host_id),
+            handshake_timeout=handshake_timeout,
         )
 
     return make
@@ -40,8 +47,12 @@ def tls_client_factory(tls: TlsFiles, timeout: float = 30.0) -> ClientFactory:
 class AgentPool:
     """Cached clients per host, plus the one configured agent for amphorae with no host."""
 
-    def __init__(self, factory: ClientFactory, legacy: AgentClient) -> None:
+    def __init__(
+        self, factory: ClientFactory, legacy: AgentClient, fresh: ClientFactory | None = None
+    ) -> None:
+        """``fresh``: what makes ``fresh``'s clients (default ``factory``)."""
         self._factory = factory
+        self._fresh = fresh or factory
         self._legacy = legacy
         self._clients: dict[str, tuple[HostAddress, AgentClient]] = {}
         self._lock = threading.Lock()
@@ -66,7 +77,7 @@ class AgentPool:
         so to a host that went silent since (a lost or partitioned one) a request waits
         the whole read timeout (30 s) where a new connection fails its connect within
         ``CONNECT_TIMEOUT``."""
-        return self._factory(host)
+        return self._fresh(host)
 
     def close(self) -> None:
         with self._lock:

@@ -5,6 +5,8 @@ uvicorn serves the ASGI app with the context from ``lbaas.certs.tlsconfig.server
 project's CA fails the TLS handshake before any route runs. The listening socket is bound in
 the constructor, which lets callers (and tests) ask for port 0 and read the real port
 before the server thread starts, and makes a port clash fail at once and in the caller.
+Or it is given one already listening (``listening``: a service manager's, see
+``lbaas.agent.activation``), which it serves as it is.
 """
 
 from __future__ import annotations
@@ -25,12 +27,21 @@ from lbaas.certs.tlsconfig import server_context
 class AgentHttpsServer:
     """One uvicorn server in a daemon thread."""
 
-    def __init__(self, app: FastAPI, host: str, port: int, tls: TlsFiles) -> None:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._socket = socket.socket(family, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind((host, port))
-        self._socket.listen(128)
+    def __init__(
+        self,
+        app: FastAPI,
+        host: str,
+        port: int,
+        tls: TlsFiles,
+        listening: socket.socket | None = None,
+    ) -> None:
+        if listening is None:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            listening = socket.socket(family, socket.SOCK_STREAM)
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listening.bind((host, port))
+            listening.listen(128)
+        self._socket = listening
         self.host = host
         self.port: int = self._socket.getsockname()[1]
 

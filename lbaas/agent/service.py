@@ -33,6 +33,7 @@ import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lbaas.agent.access_log import AccessLogs
 from lbaas.agent.amphora import AmphoraManager
@@ -48,7 +49,6 @@ from lbaas.agent.host.loopback import LoopbackHostOps
 from lbaas.agent.host.real import RealHostOps
 from lbaas.agent.host.vip_announce import AnnouncingVipHolder, LinkAnnouncer
 from lbaas.agent.l4_node import L4NodeManager
-from lbaas.agent.metadata_agent import metadata_proxies
 from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.udp_health import namespace_checker
 from lbaas.agent.vip_probe import VipProber, with_probes
@@ -67,6 +67,9 @@ from lbaas.l4.host.real import RealNftOps, RealVipHolder
 from lbaas.l4.host.real_dsr import RealDsrRouter
 from lbaas.model.fleet import HostAnnouncement, agent_server_name
 from lbaas.model.health import HealthReport
+
+if TYPE_CHECKING:
+    from lbaas.agent.metadata_agent import MetadataProxies
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +178,14 @@ class Supervisor:
 class AgentService:
     """Every part of a running agent; ``start`` and ``stop`` them together."""
 
-    def __init__(self, settings: Settings, host: HostOps | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        host: HostOps | None = None,
+        listening: socket.socket | None = None,
+    ) -> None:
+        """``listening``: the API's socket, already listening (a service manager's);
+        else the agent binds ``agent.host``:``agent.port`` itself."""
         state_dir = settings.state_dir.absolute()
         self.settings = settings.agent
         self.ca, self.tls, key = _identity(settings, state_dir)
@@ -209,11 +219,23 @@ class AgentService:
         self._cert_expiration = certificate_expiry(self.tls.cert)
         self.l4, self.l4_checker = l4_node_manager(settings.agent, state_dir / "l4")
         app = create_agent_app(self.manager, self.info, self.l4)
-        self.server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, self.tls)
+        self.server = AgentHttpsServer(
+            app, settings.agent.host, settings.agent.port, self.tls, listening
+        )
+        if self.server.port != settings.agent.port:
+            log.warning(
+                "the agent serves port %d, not agent.port %d: the controller calls the latter",
+                self.server.port,
+                settings.agent.port,
+            )
         # Its first round restarts the adopted HAProxies that died with the old agent, in
         # the background: the converges waiting for this agent need not wait for that.
         self.supervisor = Supervisor(self.manager.supervise, first_at_once=True)
-        self.metadata = metadata_proxies(settings, self.host, state_dir)
+        self.metadata: MetadataProxies | None = None
+        if settings.metadata.proxies:  # else not even imported: ~10 ms CPU of every start
+            from lbaas.agent.metadata_agent import metadata_proxies
+
+            self.metadata = metadata_proxies(settings, self.host, state_dir)
         self.prober = VipProber(
             self.manager.probe_subjects,
             settings.agent.vip_probe_interval,

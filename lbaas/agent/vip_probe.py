@@ -9,7 +9,7 @@ the amphora's namespace (``host.netns_thread``), so the socket leaves by the amp
 routes. A connect that completes within ``agent.vip_probe_timeout`` is "up"; anything else
 (refused, timed out, unreachable) is "down". It comes from the VIP itself and a fixed
 source port that every frontend rejects at ``tcp-request connection`` time (see
-``lbaas.render.haproxy.emit``), so a probe is never one of the tenant's connections.
+``lbaas.render.haproxy.probe_source``), so a probe is never one of the tenant's connections.
 
 The latest result per (amphora, listener) rides in the next heartbeats (``vip_up`` in the
 listener's entry); the health manager keeps it with the listener's counters and
@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from lbaas.agent.host.netns_thread import enter_network_namespace
 from lbaas.model.graph import ListenerId
 from lbaas.model.health import HealthReport
-from lbaas.render.haproxy.emit import VIP_PROBE_SOURCE_PORT
+from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,8 @@ def _controller_agents(settings: Settings) -> AgentPool:
     agent = settings.agent
     host = f"[{agent.host}]" if ":" in agent.host else agent.host
     legacy = AgentClient(f"https://{host}:{agent.port}", tls=tls, timeout=10)
-    return AgentPool(tls_client_factory(tls, timeout=10), legacy)
+    # Its sweeps must not wait for a silent agent's handshake (CONNECT_TIMEOUT is enough).
+    return AgentPool(tls_client_factory(tls, timeout=10, handshake_timeout=None), legacy)
 
 
 def _breaker(settings: Settings, database: Database) -> LoadBalancerBreaker:

@@ -7,12 +7,17 @@ such job to this watch, which tries a TCP connection to the agent every ``interv
 once one succeeds, makes the jobs runnable at once (``expedite``: only jobs still backing
 off from that very attempt, so nothing another worker already retried). A job is watched
 no longer than its own retry delay; the thread runs only while something is watched.
+
+A TCP connection alone is no sign of the agent: when a service manager holds the agent's
+listening socket (socket activation), the kernel completes connections into its backlog
+while no agent runs. So the probe waits for the agent itself to answer a TLS handshake.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -25,10 +30,25 @@ Address = tuple[str, int]
 
 
 def agent_answers(address: Address, timeout: float = 0.5) -> bool:
-    """Whether a TCP connection to the agent's address succeeds."""
+    """Whether the agent process at ``address`` answers a TLS handshake within ``timeout``.
+
+    Nothing is verified (this only asks whether someone is there: the converge checks
+    who); a TLS alert is an answer too. Silence, a reset or an end of the connection
+    without a word (an agent that died holding it) are not.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
     try:
-        with socket.create_connection(address, timeout=timeout):
+        with (
+            socket.create_connection(address, timeout=timeout) as raw,
+            context.wrap_socket(raw),
+        ):
             return True
+    except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+        return False
+    except ssl.SSLError:
+        return True  # the agent's own refusal, e.g. of a client without a certificate
     except OSError:
         return False
 

@@ -13,6 +13,7 @@ from tests.bench.quick_run import quick_figures
 TOP_KEYS = {
     "quick",
     "database",
+    "agent_socket",
     "kills",
     "kills_total",
     "requests",

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from lbaas.agent.activation import spawn_activated
 
 
 def lbaas_env(settings: Mapping[str, Any], base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -32,17 +35,21 @@ def lbaas_env(settings: Mapping[str, Any], base: Mapping[str, str] | None = None
 
 @contextmanager
 def lbaas_process(
-    args: list[str], env: Mapping[str, str], log_path: Path
+    args: list[str],
+    env: Mapping[str, str],
+    log_path: Path,
+    listening: socket.socket | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Start ``python -m lbaas.cli <args>``; kill it (and log where) when the block ends."""
+    """Start ``python -m lbaas.cli <args>``; kill it (and log where) when the block ends.
+    ``listening``: passed to it as systemd's socket activation does."""
     log = open(log_path, "ab")  # noqa: SIM115 - closed in finally
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lbaas.cli", *args],
-        env=dict(env),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    argv = [sys.executable, "-m", "lbaas.cli", *args]
+    if listening is not None:
+        proc = spawn_activated(listening, argv, env, output=log)
+    else:
+        proc = subprocess.Popen(
+            argv, env=dict(env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         yield proc
     finally:

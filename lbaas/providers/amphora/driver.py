@@ -135,7 +135,11 @@ class AmphoraProvider(ProviderDriver):
         host = self._agent_host
         url_host = f"[{host}]" if ":" in host else host
         legacy = AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
-        return AgentPool(tls_client_factory(tls), legacy)
+        # A failover's fresh client does not wait for a silent agent's handshake either: a
+        # paused agent's kernel accepts the connection too.
+        return AgentPool(
+            tls_client_factory(tls), legacy, tls_client_factory(tls, handshake_timeout=None)
+        )
 
     def _vault(self) -> SecretVault | None:
         """The key manager's vault, opened at the first TLS listener (its key file is made

@@ -23,6 +23,7 @@ from typing import assert_never
 
 from lbaas.render.haproxy.access_log import RING, global_log_line, ring_lines
 from lbaas.render.haproxy.addresses import address_port_word, address_word
+from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
 from lbaas.render.haproxy.quoting import log_format_literal, quoted
 from lbaas.render.haproxy.tls import bind_words
 from lbaas.render.haproxy.view import (
@@ -46,9 +47,6 @@ APP_COOKIE_KEY_LENGTH = 64
 EXTERNAL_CHECK_PATH = "/usr/bin:/bin"
 ALLOWED_CIDRS_ACL = "allowed_cidrs"
 CIDRS_PER_LINE = 16
-#: The source port of the agent's VIP probes (``lbaas.agent.vip_probe``), sent from the VIP
-#: itself: no client can come from there, and outside the kernel's ephemeral range.
-VIP_PROBE_SOURCE_PORT = 61999
 DEFAULTS = (
     "load-server-state-from-file global",
     "retries 3",

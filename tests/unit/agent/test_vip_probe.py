@@ -12,7 +12,7 @@ import pytest
 from lbaas.agent.vip_probe import ProbeSubject, VipProber, connects, with_probes
 from lbaas.model.graph import ListenerId, LoadBalancerId
 from lbaas.model.health import HealthReport, ListenerHealth, ListenerState
-from lbaas.render.haproxy.emit import VIP_PROBE_SOURCE_PORT
+from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
 
 
 @pytest.fixture

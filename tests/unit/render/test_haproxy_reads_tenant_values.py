@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
-from lbaas.render.haproxy.emit import VIP_PROBE_SOURCE_PORT
+from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
 
 from .golden_cases import HOSTILE_URL, HOSTILE_VALUES, l7_hostile_values
 from .haproxy_runner import haproxy_binary, prepare_run_dir

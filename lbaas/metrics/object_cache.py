@@ -100,7 +100,8 @@ class ObjectExposition:
         self._statuses: _Statuses | None = None
         self._read_at = 0.0
         self._records: dict[str, tuple[RawKey, Totals]] = {}
-        self._lines: dict[str, tuple[Totals, str, list[str]]] = {}
+        # Per object: its sums, labels, lines and each line's text before the number.
+        self._lines: dict[str, tuple[Totals, str, list[str], list[tuple[str, str]]]] = {}
         self._last: tuple[_Statuses, str] | None = None
         self._moved = True
 
@@ -157,10 +158,14 @@ class ObjectExposition:
         """The object's line in each of its kind's traffic families; ``pairs`` are the
         families' (sample name, counter)."""
         kept = self._lines.get(object_id)
-        if kept is not None and kept[0] is summed and kept[1] == labels:
-            return kept[2]
-        lines = [f"{name}{{{labels}}} {summed[field]}\n" for name, field in pairs]
-        self._lines[object_id] = (summed, labels, lines)
+        if kept is not None and kept[1] == labels:
+            if kept[0] is summed:
+                return kept[2]
+            prefixes = kept[3]  # only the numbers moved: the text before them is kept
+        else:
+            prefixes = [(f"{name}{{{labels}}} ", field) for name, field in pairs]
+        lines = [f"{prefix}{summed[field]}\n" for prefix, field in prefixes]
+        self._lines[object_id] = (summed, labels, lines, prefixes)
         return lines
 
     def _traffic(self, statuses: _Statuses, totals: dict[str, Totals]) -> Iterable[str]:

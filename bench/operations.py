@@ -39,7 +39,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, insert, select, update
 from starlette.testclient import TestClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,6 +52,7 @@ from lbaas.compose import build_control_plane  # noqa: E402
 from lbaas.config import load_settings  # noqa: E402
 from lbaas.dashboard.stream import dashboard_events  # noqa: E402
 from lbaas.dashboard.tracker import TopologyTracker  # noqa: E402
+from lbaas.db.counter_totals import TOTAL_COLUMNS, record_totals  # noqa: E402
 from lbaas.db.tables import ListenerStatsRow, MemberRow, table_of  # noqa: E402
 from lbaas.model.enums import OperatingStatus  # noqa: E402
 from lbaas.progress import Progress  # noqa: E402
@@ -101,6 +102,7 @@ def _store_counters(plane: Any, created: list[dict[str, Any]]) -> None:
                     "epoch": 1,
                     "base": _counters(n),
                     "last": _counters(n + 1),
+                    **record_totals(_counters(n), _counters(n + 1)),
                 }
             )
     with plane.database.write_connection() as conn:
@@ -110,8 +112,20 @@ def _store_counters(plane: Any, created: list[dict[str, Any]]) -> None:
 def _move_counters(plane: Any, seed: int) -> None:
     """Every counter record takes new numbers, as if every object carried traffic since
     the last scrape: the worst case for the scrape's cache."""
+    stats = table_of(ListenerStatsRow)
+    last = _counters(seed)
     with plane.database.write_connection() as conn:
-        conn.execute(update(table_of(ListenerStatsRow)).values(last=_counters(seed)))
+        rows = conn.execute(select(stats.c.amphora_id, stats.c.listener_id, stats.c.base))
+        moved = [
+            {"amp": amp, "obj": obj, "last": last, **record_totals(base, last)}
+            for amp, obj, base in rows
+        ]
+        conn.execute(
+            update(stats)
+            .where(stats.c.amphora_id == bindparam("amp"), stats.c.listener_id == bindparam("obj"))
+            .values(last=bindparam("last"), **{n: bindparam(n) for n in TOTAL_COLUMNS}),
+            moved,
+        )
 
 
 def _renders(plane: Any, count: int) -> dict[str, float]:

@@ -20,6 +20,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from lbaas.db import job_queue
+from lbaas.db.counter_totals import TOTAL_COLUMNS, record_totals
 from lbaas.db.tables import (
     AmphoraRow,
     ConvergeJobRow,
@@ -80,7 +81,7 @@ _LOCK_COUNTERS = (
 
 def _upsert_counters(insert: Any) -> Any:
     stmt = insert(_STATS).values({c.key: bindparam(c.key) for c in _STATS.columns})
-    changing = {name: stmt.excluded[name] for name in ("epoch", "base", "last")}
+    changing = {name: stmt.excluded[name] for name in ("epoch", "base", "last", *TOTAL_COLUMNS)}
     return stmt.on_conflict_do_update(index_elements=["amphora_id", "listener_id"], set_=changing)
 
 
@@ -115,6 +116,7 @@ def put_counters(
             "epoch": epoch,
             "base": base,
             "last": last,
+            **record_totals(base, last),
         },
     )
 
@@ -302,9 +304,11 @@ def lock_counters_of(conn: Connection, amphora_ids: Collection[str]) -> list[Any
 
 
 def put_counter_rows(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert or replace many counter records; each row has every ``listener_stats`` column."""
+    """Insert or replace many counter records; each row has every ``listener_stats``
+    column but the integer totals, which are derived here from ``base`` and ``last``."""
     if rows:
-        conn.execute(_PUT_COUNTERS[conn.dialect.name], list(rows))
+        totalled = [{**row, **record_totals(row["base"], row["last"])} for row in rows]
+        conn.execute(_PUT_COUNTERS[conn.dialect.name], totalled)
 
 
 _JOB = table_of(ConvergeJobRow).c

@@ -12,6 +12,7 @@ UUIDs, unique across kinds), which lets every tag filter be an EXISTS sub-query.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -27,8 +28,11 @@ from sqlalchemy import (
     String,
     Table,
     UniqueConstraint,
+    event,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from lbaas.db.counter_totals import record_totals
 
 
 class Base(DeclarativeBase):
@@ -339,6 +343,10 @@ class AmphoraRow(TimestampMixin, Base):
     failover_pending: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
 
 
+def _total() -> Mapped[int]:
+    return mapped_column(BigInteger, nullable=False, default=0, server_default="0")
+
+
 class ListenerStatsRow(Base):
     """Counters of one listener as seen by one amphora, folded across restarts."""
 
@@ -350,6 +358,26 @@ class ListenerStatsRow(Base):
     epoch: Mapped[int] = mapped_column(BigInteger, nullable=False)
     base: Mapped[dict[str, int]] = mapped_column(JSON, nullable=False)
     last: Mapped[dict[str, int]] = mapped_column(JSON, nullable=False)
+    # What the record adds to its object's figures (``counter_totals``): written with
+    # ``base`` and ``last`` by the health manager's flush, kept in step by an ORM write too.
+    bytes_in: Mapped[int] = _total()
+    bytes_out: Mapped[int] = _total()
+    active_connections: Mapped[int] = _total()
+    total_connections: Mapped[int] = _total()
+    request_errors: Mapped[int] = _total()
+    requests: Mapped[int] = _total()
+    vip_probes: Mapped[int] = _total()
+    vip_answered: Mapped[int] = _total()
+    check_failures: Mapped[int] = _total()
+
+
+@event.listens_for(ListenerStatsRow, "before_insert")
+@event.listens_for(ListenerStatsRow, "before_update")
+def _keep_totals(_mapper: Any, _conn: Any, row: ListenerStatsRow) -> None:
+    # Only an ORM write passes here (tests, tools); the health manager's Core upsert
+    # writes the totals itself.
+    for name, value in record_totals(row.base, row.last).items():
+        setattr(row, name, value)
 
 
 class ConvergeJobRow(Base):

@@ -11,12 +11,12 @@ two scrapes little moves:
   live row count and newest ``updated_at``) is read; unchanged, the status families and
   each object's label text are reused. Any change re-reads the statuses whole (a write
   that forgot to stamp ``updated_at`` still shows within ``STATUS_REFRESH_SECONDS``).
-* counters: the records are read every scrape as raw JSON text (no parsing by the
-  driver); an object whose records' text is the one of the last scrape keeps its summed
-  figures and formatted lines, so only objects whose traffic moved are parsed and
-  formatted again (an idle member's heartbeat repeats the same numbers); a record's
-  ``base`` (what earlier HAProxy processes counted) is parsed once per distinct text. When neither
-  statuses nor any record moved, the last scrape's text is the answer.
+* counters: each object's records are read and summed every scrape, as integer
+  columns (``lbaas.db.counter_totals``: no JSON is parsed); an object whose sums
+  are those of the last scrape keeps its figures and formatted lines, so only objects
+  whose traffic moved are formatted again (an idle member's heartbeat repeats the same
+  numbers). When neither statuses nor any sum moved, the last scrape's text is the
+  answer.
 
 Memory is bounded by the objects that exist: every cache is rebuilt from this scrape's
 rows, so deleted objects fall out.
@@ -26,18 +26,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
-import orjson
-from sqlalchemy import Text, cast, select
 from sqlalchemy.engine import Connection
 
 from lbaas.db.dashboard_changes import Cursor, change_cursor
 from lbaas.db.engine import Database
-from lbaas.db.object_metrics import GAUGES, METRIC_COUNTERS, ObjectFigures, ObjectStatus
+from lbaas.db.object_metrics import (
+    METRIC_COUNTERS,
+    ObjectFigures,
+    ObjectStatus,
+    counter_records,
+    summed_records,
+)
 from lbaas.db.object_metrics import object_figures as read_figures
-from lbaas.db.tables import ListenerStatsRow, table_of
 from lbaas.metrics.object_text import (
     BACKEND_TRAFFIC,
     TRAFFIC,
@@ -49,11 +52,11 @@ from lbaas.metrics.object_text import (
 #: Seconds after which the statuses are re-read even if the change cursor did not move.
 STATUS_REFRESH_SECONDS = 60.0
 _ENTITY_KINDS = ("loadbalancers", "listeners", "pools", "members")
-_STATS = table_of(ListenerStatsRow).c
+_RECORDS = counter_records(listeners_only=False)
 _ZERO = dict.fromkeys(METRIC_COUNTERS, 0)
 
 Totals = dict[str, int]
-RawKey = tuple[str, ...]
+RawKey = tuple[int, ...]
 
 
 class _Statuses:
@@ -79,27 +82,6 @@ class _Statuses:
         }
 
 
-_CUMULATIVE = frozenset(METRIC_COUNTERS) - GAUGES
-
-
-def _summed(records: Sequence[tuple[str, str]], bases: dict[str, Totals]) -> Totals:
-    """An object's counters over its amphorae's records, as ``listener_counters`` sums:
-    every record's ``last``, plus its ``base`` for cumulative counters (not gauges).
-    ``bases``: a record's ``base`` by its text, parsed once (it moves only on reloads)."""
-    into = dict(_ZERO)
-    for base_text, last_text in records:
-        for name, value in orjson.loads(last_text).items():
-            if name in into:
-                into[name] += int(value)
-        base = bases.get(base_text)
-        if base is None:
-            parsed = orjson.loads(base_text).items()
-            base = bases[base_text] = {n: int(v) for n, v in parsed if n in _CUMULATIVE}
-        for name, value in base.items():
-            into[name] += value
-    return into
-
-
 def _sample_names(traffic: Iterable[tuple[str, str, str, str]], kind: str) -> list[str]:
     return [
         f"lbaas_{kind}_{name}_total" if metric == "counter" else f"lbaas_{kind}_{name}"
@@ -118,8 +100,8 @@ class ObjectExposition:
         self._statuses: _Statuses | None = None
         self._read_at = 0.0
         self._records: dict[str, tuple[RawKey, Totals]] = {}
-        self._lines: dict[str, tuple[Totals, str, list[str]]] = {}
-        self._bases: dict[str, Totals] = {}
+        # Per object: its sums, labels, lines and each line's text before the number.
+        self._lines: dict[str, tuple[Totals, str, list[str], list[tuple[str, str]]]] = {}
         self._last: tuple[_Statuses, str] | None = None
         self._moved = True
 
@@ -152,29 +134,22 @@ class ObjectExposition:
         return kept
 
     def _totals(self, conn: Connection) -> dict[str, Totals]:
-        """Per object id: its summed counters, parsed again only where the text moved."""
-        query = select(_STATS.listener_id, cast(_STATS.base, Text), cast(_STATS.last, Text))
-        grouped: dict[str, list[tuple[str, str]]] = {}
-        for object_id, base, last in conn.execute(
-            query.order_by(_STATS.listener_id, _STATS.amphora_id)
-        ):
-            grouped.setdefault(object_id, []).append((base, last))
+        """Per object id: its records' totals summed; an object whose sums
+        are those of the last scrape keeps its dict (and so its formatted lines)."""
         records: dict[str, tuple[RawKey, Totals]] = {}
         totals: dict[str, Totals] = {}
-        moved = len(grouped) != len(self._records)
-        for object_id, pairs in grouped.items():
-            key = tuple(text for pair in pairs for text in pair)
-            kept = self._records.get(object_id)
-            if kept is not None and kept[0] == key:
+        moved = False
+        kept_records = self._records
+        for object_id, sums in summed_records(conn, _RECORDS).items():
+            kept = kept_records.get(object_id)
+            if kept is not None and kept[0] == sums:
                 summed = kept[1]
             else:
-                summed, moved = _summed(pairs, self._bases), True
-            records[object_id] = (key, summed)
+                summed, moved = dict(zip(METRIC_COUNTERS, sums, strict=True)), True
+            records[object_id] = (sums, summed)
             totals[object_id] = summed
-        self._records, self._moved = records, moved
-        if len(self._bases) > 2 * len(records):  # bounded: drop texts no record has now
-            kept_bases = {base for pairs in grouped.values() for base, _ in pairs}
-            self._bases = {t: v for t, v in self._bases.items() if t in kept_bases}
+        self._records = records
+        self._moved = moved or len(records) != len(kept_records)
         return totals
 
     def _object_lines(
@@ -183,10 +158,14 @@ class ObjectExposition:
         """The object's line in each of its kind's traffic families; ``pairs`` are the
         families' (sample name, counter)."""
         kept = self._lines.get(object_id)
-        if kept is not None and kept[0] is summed and kept[1] == labels:
-            return kept[2]
-        lines = [f"{name}{{{labels}}} {summed[field]}\n" for name, field in pairs]
-        self._lines[object_id] = (summed, labels, lines)
+        if kept is not None and kept[1] == labels:
+            if kept[0] is summed:
+                return kept[2]
+            prefixes = kept[3]  # only the numbers moved: the text before them is kept
+        else:
+            prefixes = [(f"{name}{{{labels}}} ", field) for name, field in pairs]
+        lines = [f"{prefix}{summed[field]}\n" for prefix, field in prefixes]
+        self._lines[object_id] = (summed, labels, lines, prefixes)
         return lines
 
     def _traffic(self, statuses: _Statuses, totals: dict[str, Totals]) -> Iterable[str]:

@@ -178,6 +178,9 @@ class LbaasServe:
             "LBAAS_HEALTH__BIND_PORT": str(free_port(socket.SOCK_DGRAM)),
             "LBAAS_NETWORK__LOOPBACK_SUBNET_CIDR": plan.vip_subnet_cidr,
             "LBAAS_LOG_LEVEL": "WARNING",
+            # Keep every rotated access-log file: lines are counted against requests
+            # served, and a long run outgrows the default 5 × 64 MiB.
+            "LBAAS_ACCESS_LOG__BACKUPS": "100",
         }
         env = {k: v for k, v in os.environ.items() if not k.startswith("LBAAS_")}
         env.update(settings)

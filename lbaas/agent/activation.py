@@ -6,8 +6,8 @@ and ``LISTEN_PID`` names the process they are meant for. The socket then outlive
 agent process: a converge sent while the agent restarts waits in the kernel's accept
 backlog and is answered by the next agent, instead of being refused and retried later.
 
-``inherited_socket`` is the agent's side; ``spawn_activated`` is the service manager's
-side, for the benches and tests that play systemd's part on this host.
+``inherited_socket`` is the agent's side; the service manager's side, for the benches and
+tests that play systemd's part on this host, is ``lbaas.agent.host.socket_activation``.
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import subprocess
-from collections.abc import Mapping, MutableMapping, Sequence
-from typing import IO
+from collections.abc import MutableMapping
 
 from lbaas.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 LISTEN_FDS_START = 3
-_VARIABLES = ("LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES")
+VARIABLES = ("LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES")
 
 
 def inherited_socket(
@@ -41,7 +39,7 @@ def inherited_socket(
     """
     env = os.environ if environ is None else environ
     count, owner = env.get("LISTEN_FDS"), env.get("LISTEN_PID")
-    for name in _VARIABLES:
+    for name in VARIABLES:
         env.pop(name, None)
     if count is None:
         return None
@@ -64,25 +62,3 @@ def inherited_socket(
     # Nothing the agent starts (HAProxy, keepalived) may hold the API's socket.
     listening.set_inheritable(False)
     return listening
-
-
-def spawn_activated(
-    listening: socket.socket,
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    *,
-    output: IO[bytes] | int | None = None,
-) -> subprocess.Popen[bytes]:
-    """Start ``argv`` with ``listening`` as its fd 3 and ``LISTEN_FDS``/``LISTEN_PID`` set,
-    as systemd does. ``LISTEN_PID`` must be the program's own pid, known only after the
-    fork: a shell sets it to its own (``$$``), moves the socket from stdin to fd 3 and
-    execs the program in its place, so the pid stays the same."""
-    script = 'export LISTEN_FDS=1 LISTEN_PID=$$; exec "$@" 3<&0 0</dev/null'
-    return subprocess.Popen(
-        ["/bin/sh", "-c", script, "sh", *argv],
-        env={k: v for k, v in env.items() if k not in _VARIABLES},
-        stdin=listening.fileno(),
-        stdout=output,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )

@@ -69,6 +69,8 @@ from lbaas.model.fleet import HostAnnouncement, agent_server_name
 from lbaas.model.health import HealthReport
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from lbaas.agent.metadata_agent import MetadataProxies
 
 log = logging.getLogger(__name__)
@@ -175,6 +177,28 @@ class Supervisor:
             log.exception("supervise round failed")
 
 
+def _api_server(
+    app: FastAPI, settings: Settings, tls: TlsFiles, listening: socket.socket | None
+) -> AgentHttpsServer:
+    """The agent's HTTPS API, on ``listening`` (a service manager's) or on a port it binds."""
+    server = AgentHttpsServer(app, settings.agent.host, settings.agent.port, tls, listening)
+    if server.port != settings.agent.port:
+        log.warning(
+            "the agent serves port %d, not agent.port %d: the controller calls the latter",
+            server.port,
+            settings.agent.port,
+        )
+    return server
+
+
+def _metadata_proxies(settings: Settings, host: HostOps, state_dir: Path) -> MetadataProxies | None:
+    if not settings.metadata.proxies:  # not even imported then: ~10 ms CPU of every start
+        return None
+    from lbaas.agent.metadata_agent import metadata_proxies
+
+    return metadata_proxies(settings, host, state_dir)
+
+
 class AgentService:
     """Every part of a running agent; ``start`` and ``stop`` them together."""
 
@@ -219,23 +243,11 @@ class AgentService:
         self._cert_expiration = certificate_expiry(self.tls.cert)
         self.l4, self.l4_checker = l4_node_manager(settings.agent, state_dir / "l4")
         app = create_agent_app(self.manager, self.info, self.l4)
-        self.server = AgentHttpsServer(
-            app, settings.agent.host, settings.agent.port, self.tls, listening
-        )
-        if self.server.port != settings.agent.port:
-            log.warning(
-                "the agent serves port %d, not agent.port %d: the controller calls the latter",
-                self.server.port,
-                settings.agent.port,
-            )
+        self.server = _api_server(app, settings, self.tls, listening)
         # Its first round restarts the adopted HAProxies that died with the old agent, in
         # the background: the converges waiting for this agent need not wait for that.
         self.supervisor = Supervisor(self.manager.supervise, first_at_once=True)
-        self.metadata: MetadataProxies | None = None
-        if settings.metadata.proxies:  # else not even imported: ~10 ms CPU of every start
-            from lbaas.agent.metadata_agent import metadata_proxies
-
-            self.metadata = metadata_proxies(settings, self.host, state_dir)
+        self.metadata = _metadata_proxies(settings, self.host, state_dir)
         self.prober = VipProber(
             self.manager.probe_subjects,
             settings.agent.vip_probe_interval,

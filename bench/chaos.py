@@ -11,11 +11,11 @@ accepts, a worker has bound its wake-up socket, a health manager has run 3 s): o
 loaded machine a restart can take longer than the interval, and killing half-started
 processes would measure a fleet that never came up, not recovery. Killed control-plane
 processes are started again after ``--restart-delay`` seconds, as a service manager
-would; HAProxy is restarted by its agent. With ``--agent-socket inherited`` the campaign
-also plays systemd's socket activation for the agent: it holds the agent's listening
-socket and passes it to every agent it starts, so converges sent while the agent is down
-wait in the backlog (``own``, the default: each agent binds its own port, and converges
-sent meanwhile are refused). Then the killing stops and, after the settle time, the
+would; HAProxy is restarted by its agent. By default (``--agent-socket inherited``) the
+campaign also plays systemd's socket activation for the agent, as the documented units
+run it: it holds the agent's listening socket and passes it to every agent it starts, so
+converges sent while the agent is down wait in the backlog (``own``: each agent binds its
+own port, and converges sent meanwhile are refused). Then the killing stops and, after the settle time, the
 invariants are checked:
 
 * every acknowledged create exists unless a delete of it was sent (a delete whose answer
@@ -704,7 +704,7 @@ def main() -> int:
     parser.add_argument(
         "--agent-socket",
         choices=("own", "inherited"),
-        default="own",
+        default="inherited",
         help="the agent binds its own port, or inherits one the campaign holds (systemd-like)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")

@@ -14,7 +14,7 @@ from lbaas.agent.client_pool import AgentPool, tls_client_factory
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.config import Settings
 from lbaas.db.engine import Database
-from lbaas.db.provider_queries import active_loadbalancers_of
+from lbaas.db.provider_queries import active_loadbalancers_of, loadbalancer_kept
 from lbaas.health.distributed_poll import DistributedStatusPoller
 from lbaas.health.fleet import HostSweeper, SqlHostRegistry, StaleAmphoraCleaner
 from lbaas.health.flusher import Flusher, flush_interval
@@ -151,7 +151,9 @@ def _start_distributed_poll(
         provider.close()
         return lambda: None
     poller = DistributedStatusPoller(
-        store, lambda: active_loadbalancers_of(database, name), provider.report
+        store,
+        lambda: active_loadbalancers_of(database, name),
+        lambda graph: provider.report(graph, lambda lb_id: loadbalancer_kept(database, lb_id)),
     )
     thread = threading.Thread(
         target=poller.run,

@@ -159,8 +159,16 @@ class DistributedProvider(ProviderDriver):
             graph = self._graphs.get(loadbalancer_id)
         return None if graph is None else self.report(graph)
 
-    def report(self, graph: LoadBalancer) -> HealthReport | None:
-        """Every node's view of ``graph``, combined by majority (None: no node answered)."""
+    def report(
+        self, graph: LoadBalancer, kept: Callable[[str], bool] = lambda _lb_id: True
+    ) -> HealthReport | None:
+        """Every node's view of ``graph``, combined by majority (None: no node answered).
+
+        A node that lacks ``graph`` is programmed with it, but only while ``kept`` (the
+        database says the load balancer is not being deleted), asked again after the
+        call: a delete converge that ran meanwhile would otherwise find its work undone on
+        that node, and a VIP held there for good.
+        """
         views: list[L4ServiceStatus | None] = []
         nodes = self._directory.nodes()
         entry, announcing = self._roles(graph.id, nodes)
@@ -172,7 +180,12 @@ class DistributedProvider(ProviderDriver):
                 view = self._client(node).get_l4(graph.id)
                 # A host new to the fleet (or back with nothing), or the entry or group moved.
                 if view is None or (view.entry, view.announce) != (node == entry, announce):
+                    if not kept(graph.id):
+                        continue  # being deleted: its converge clears every node
                     view = self._reprogram(node, graph, nodes, node == entry, announce)
+                    if not kept(graph.id):  # deleted while this call ran: undo it here
+                        self._try(node, lambda _n, c: c.delete_l4(graph.id), "undo")
+                        continue
                 views.append(view)
             except LbaasError as exc:
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)

@@ -401,3 +401,29 @@ def test_a_worker_whose_memory_is_stale_reads_the_newer_placement_from_a_node(
         assert graves == [] and len(places) == 1
         again = _slot_lines(fake).split("add element")[1]
         assert again.count(":") == removal == again.count("10.9.0.200 ")
+
+
+def test_a_status_poll_racing_a_delete_leaves_no_node_programmed(
+    provider: DistributedProvider, fleet: Fleet
+) -> None:
+    """The poll loaded the graph while the load balancer was ACTIVE; the delete converge
+    cleared the nodes before the poll asked them. Seeing the load balancer missing, the
+    poll must not program it back (the entry node would hold the VIP for good)."""
+    provider.apply(GRAPH, CLAIM)
+    provider.delete(GRAPH.id, CLAIM)  # the worker's delete lands first
+    provider.report(GRAPH, lambda _lb_id: False)  # the database: PENDING_DELETE by now
+    assert all(fake.manager.ids() == [] for fake in fleet.fakes.values())
+    assert holders(fleet) == []
+
+
+def test_a_delete_landing_while_the_poll_reprograms_a_node_is_undone_there(
+    provider: DistributedProvider, fleet: Fleet
+) -> None:
+    """The delete is requested after the poll's check and lands before its program call
+    returns: the check after the call sees it and removes what the call put back."""
+    provider.apply(GRAPH, CLAIM)
+    provider.delete(GRAPH.id, CLAIM)
+    answers = iter([True])  # kept before the call, deleted after it
+    provider.report(GRAPH, lambda _lb_id: next(answers, False))
+    assert all(fake.manager.ids() == [] for fake in fleet.fakes.values())
+    assert holders(fleet) == []

@@ -1,6 +1,6 @@
 """Reading HAProxy's access-log ring from its backing file: the reader's CPU per line.
 
-    python bench/ring_reader.py [--seconds 3] [--ring-mb 16] [--connections 8]
+    python bench/ring_reader.py [--quick] [--seconds 3] [--ring-mb 16] [--connections 8]
 
 A real HAProxy logs each request's path (269 bytes: a 270-byte message with its length
 byte) into a file-backed ring of ``--ring-mb`` MiB, and wrk drives it. Two figures:
@@ -109,7 +109,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3)
     parser.add_argument("--ring-mb", type=int, default=16)
     parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--quick", action="store_true", help="1 s, 1 MiB ring (smoke test)")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.ring_mb = 1.0, 1
     with tempfile.TemporaryDirectory() as tmp, socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

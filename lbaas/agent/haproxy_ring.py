@@ -219,24 +219,6 @@ class RingFile:
             position = overtaken
         return RingRead([], position, lost)
 
-    def skip_through(self, position: int, line: bytes) -> int:
-        """Where the last message equal to ``line`` after ``position`` ends; else ``position``.
-
-        An agent that restarts resumes at its saved position, but the last line it wrote
-        may lie beyond it: this finds where to resume without writing that line twice.
-        """
-        found = position
-        while True:
-            got = self.read(position)
-            if not got.lines:
-                return found
-            at = got.end - sum(1 + varint_length(len(each)) + len(each) for each in got.lines)
-            for each in got.lines:
-                at += 1 + varint_length(len(each)) + len(each)
-                if each == line:
-                    found = at
-            position = got.end
-
     def messages(self, position: int) -> Iterator[bytes]:
         """Every whole message from ``position`` to the current end (for tools and tests)."""
         while True:

@@ -335,20 +335,3 @@ def test_a_ring_locked_by_a_writer_throughout_is_not_read(tmp_path: Path, haprox
             ring.bounds()
         got = ring.read(0)
         assert got.lines == [] and got.end == 0 and got.lost == 0
-
-
-def test_skip_through_finds_the_last_equal_line(haproxy: Logging) -> None:
-    ring = RingFile.open(haproxy.ring_path)
-    try:
-        start = ring.bounds()[1]
-        for path in ("/a", "/b", "/c", "/b", "/d"):
-            haproxy.request(path)
-        lines, end, _ = _collect(ring, start, 5)
-        assert lines == [b"/a", b"/b", b"/c", b"/b", b"/d"]
-        after = ring.skip_through(start, b"/b")
-        assert ring.read(after).lines == [b"/d"]
-        assert ring.skip_through(start, b"/d") == end
-        assert ring.skip_through(start, b"/z") == start
-        assert ring.skip_through(end, b"/b") == end
-    finally:
-        ring.close()

@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from lbaas.agent.haproxy_ring import RingFile, UnsupportedRing, worker_rings
-from lbaas.private_files import make_private_directory, write_private
+from lbaas.private_files import make_private_directory
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ class AccessLogReader:
         """``pid_file``: HAProxy's master's, whose children are the workers to read."""
         self.ring_path = ring_path
         self._pid_file = pid_file
-        self._positions_path = positions_file(ring_path)
+        self._positions_file = PositionsFile(positions_file(ring_path))
         self.output = output
         self._forward = forward
         self._needle = b" " + loadbalancer_id.encode() + b" "
@@ -157,9 +157,10 @@ class AccessLogReader:
         self.lost_bytes = 0
         self._rings: dict[int, RingFile] = {}  # by worker pid
         # By ring inode: how far lines were taken, and how far they are in the file.
-        self._written = _load_positions(self._positions_path, output.identity())
+        self._written = self._positions_file.load(output.identity())
         self._positions = dict(self._written)
-        self._pending: list[list[bytes]] = []
+        self._pending: list[bytes] = []  # newline-ended lines read, not yet written
+        self._pending_lines = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"access-log-{ring_path.stem}", daemon=True
@@ -183,6 +184,7 @@ class AccessLogReader:
         self._flush()
         for ring in self._rings.values():
             ring.close()
+        self._positions_file.close()
 
     def _scan(self) -> None:
         """Attach the rings of new workers; take an exited worker's last lines, let it go."""
@@ -227,7 +229,8 @@ class AccessLogReader:
             )
         self._positions[ring.inode] = got.end
         if got.lines:
-            self._pending.append(got.lines)
+            self._pending.append(b"\n".join(got.lines) + b"\n")
+            self._pending_lines += len(got.lines)
 
     def _flush(self) -> None:
         """Write the queued lines of this load balancer with one ``write``.
@@ -236,37 +239,38 @@ class AccessLogReader:
         a reader started after a crash between the two knows from the file whether that
         write was made, and goes on from the position after it or before it.
         """
-        needle = self._needle
-        lines = [
-            line
-            for batch in self._pending
-            for line in batch
-            if line.find(needle, 0, _ID_WITHIN) >= 0
-        ]
+        text, count = b"".join(self._pending), self._pending_lines
         self._pending.clear()
+        self._pending_lines = 0
         if self._positions == self._written:
             return
         rings = {
             str(inode): [self._written.get(inode, 0), position]
             for inode, position in self._positions.items()
         }
-        document = {"file": list(self.output.identity()), "rings": rings}
-        try:
-            write_private(self._positions_path, json.dumps(document))
-        except OSError as exc:
-            log.error("access-log positions %s not saved: %s", self._positions_path, exc)
-        if lines:
-            self._write(lines)
+        self._positions_file.save({"file": list(self.output.identity()), "rings": rings})
+        if count:
+            self._write(text, count)
         self._written = dict(self._positions)
 
-    def _write(self, lines: list[bytes]) -> None:
+    def _write(self, text: bytes, count: int) -> None:
+        """Append ``count`` newline-ended lines, those of this load balancer only."""
+        # Only a reload's stop adds lines that are not a request of this load balancer
+        # (HAProxy's own): counting the id once per line finds them without a loop.
+        lines: list[bytes] | None = None
+        if text.count(self._needle) != count:
+            lines = [line for line in text.split(b"\n")[:-1] if self._needle in line[:_ID_WITHIN]]
+            text = b"".join(line + b"\n" for line in lines)
+            count = len(lines)
+        if not count:
+            return
         try:
-            self.output.write(b"\n".join(lines) + b"\n")
+            self.output.write(text)
         except OSError as exc:
             log.error("access log %s not written: %s", self.output.path, exc)
-        self.lines += len(lines)
+        self.lines += count
         if self._forward is not None:
-            self._forward.send(lines)
+            self._forward.send(text.split(b"\n")[:-1] if lines is None else lines)
 
     def close(self) -> None:
         self._stop.set()
@@ -281,19 +285,47 @@ def positions_file(ring_path: Path) -> Path:
     return ring_path.with_name(ring_path.stem + ".positions")
 
 
-def _load_positions(path: Path, identity: tuple[int, int]) -> dict[int, int]:
-    """Per ring inode, the position whose lines the file holds (see ``_flush``)."""
-    try:
-        saved = json.loads(path.read_bytes())
-        written = tuple(saved["file"]) != identity
-        return {
-            int(inode): int(pair[1 if written else 0]) for inode, pair in saved["rings"].items()
-        }
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError, TypeError, KeyError, IndexError) as exc:
-        log.warning("access-log positions %s unreadable, reading rings whole: %s", path, exc)
-        return {}
+class PositionsFile:
+    """Where a reader is in each ring, one small JSON document rewritten in place.
+
+    Saved before every write of lines (50 times a second under load), so it is one
+    ``pwrite`` on a file kept open, padded with spaces to a fixed length, not a new file
+    renamed into place: a process killed between two system calls cannot leave half a
+    document, and the host's crash is the log file's loss as much as this one's.
+    """
+
+    SIZE = 4096
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._length = max(self.SIZE, os.fstat(self._fd).st_size)  # all of it overwritten
+
+    def load(self, identity: tuple[int, int]) -> dict[int, int]:
+        """Per ring inode, the position whose lines the file holds (see ``_flush``)."""
+        try:
+            raw = os.pread(self._fd, 1 << 20, 0)
+            if not raw.strip():
+                return {}
+            saved = json.loads(raw)
+            written = tuple(saved["file"]) != identity
+            rings = saved["rings"].items()
+            return {int(inode): int(pair[1 if written else 0]) for inode, pair in rings}
+        except (OSError, ValueError, TypeError, KeyError, IndexError) as exc:
+            log.warning("access-log positions %s unreadable, rings read whole: %s", self.path, exc)
+            return {}
+
+    def save(self, document: dict[str, object]) -> None:
+        data = json.dumps(document).encode()
+        self._length = max(self._length, len(data))
+        try:
+            os.pwrite(self._fd, data.ljust(self._length), 0)
+        except OSError as exc:
+            log.error("access-log positions %s not saved: %s", self.path, exc)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
 
 
 def master_children(pid_file: Path) -> set[int]:

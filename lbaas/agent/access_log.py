@@ -156,6 +156,7 @@ class AccessLogReader:
         #: Bytes of lines a ring overwrote before this reader took them (a warning each time).
         self.lost_bytes = 0
         self._rings: dict[int, RingFile] = {}  # by worker pid
+        self._refused: set[int] = set()  # workers whose ring cannot be read
         # By ring inode: how far lines were taken, and how far they are in the file.
         self._written = self._positions_file.load(output.identity())
         self._positions = dict(self._written)
@@ -199,7 +200,8 @@ class AccessLogReader:
                 self._positions.pop(ring.inode, None)
                 self._written.pop(ring.inode, None)
             ring.close()
-        for pid in workers - self._rings.keys():
+        self._refused &= workers
+        for pid in workers - self._rings.keys() - self._refused:
             attached = self._attach(pid)
             if attached is not None:
                 self._rings[pid] = attached
@@ -211,10 +213,14 @@ class AccessLogReader:
         for path in [*worker_rings(pid, str(self.ring_path)), str(self.ring_path)]:
             try:
                 return RingFile.open(path)
-            except PermissionError:
+            except (PermissionError, FileNotFoundError):
                 continue
             except (OSError, UnsupportedRing) as exc:
-                log.warning("access-log ring of worker %d unreadable: %s", pid, exc)
+                self._refused.add(pid)  # said once: the scan comes back every 0.1 s
+                log.error(
+                    "access log %s: ring of worker %d not read: %s", self.output.path, pid, exc
+                )
+                return None
         return None
 
     def _take(self, ring: RingFile) -> None:

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
+import os
 import re
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from lbaas.agent.access_log import AccessLogReader, AccessLogs, RotatingFile, positions_file
 from tests.support.ring_haproxy import RingHaproxy, ring_haproxy
@@ -191,3 +198,39 @@ def test_lines_logged_during_the_batch_wait_are_written_with_one_write(tmp_path:
             reader.close()
     assert _paths(_lines(tmp_path / "lb.log")) == ["/first"] + ["/next"] * 50
     assert output.writes == 2
+
+
+_HOLDS_A_MAPPING = """
+import mmap, sys, time
+with open(sys.argv[1], "r+b") as file:
+    mapping = mmap.mmap(file.fileno(), 0)
+    print("mapped", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_ring_laid_out_otherwise_is_refused_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another HAProxy version's ring (here: a file of noise a "worker" maps) is not
+    misread: one error naming the file, nothing written, however often the reader scans."""
+    ring = tmp_path / "amp.ring"
+    ring.write_bytes(os.urandom(1 << 16))
+    pid_file = tmp_path / "haproxy.pid"
+    pid_file.write_text(f"{os.getpid()}\n")  # the "master": this process, whose child maps
+    worker = subprocess.Popen(
+        [sys.executable, "-c", _HOLDS_A_MAPPING, str(ring)], stdout=subprocess.PIPE
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline() == b"mapped\n"
+        output = RotatingFile(tmp_path / "lb.log", 1 << 20, 0)
+        with caplog.at_level(logging.ERROR, logger="lbaas.agent.access_log"):
+            reader = AccessLogReader(ring, pid_file, output, None, "lb-1")
+            time.sleep(0.6)  # six scans
+            reader.close()
+    finally:
+        worker.kill()
+        worker.communicate()
+    refused = [r for r in caplog.records if "not read" in r.getMessage()]
+    assert len(refused) == 1 and str(worker.pid) in refused[0].getMessage()
+    assert reader.lines == 0 and _lines(tmp_path / "lb.log") == []

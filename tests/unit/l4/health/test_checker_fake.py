@@ -85,6 +85,8 @@ def test_a_probe_that_hangs_fails_by_timeout_and_the_member_comes_back() -> None
         sink.wait_for(lambda: checker.states("lb").get("a") is False)
         prober.hang = frozenset()
         sink.wait_for(lambda: checker.states("lb").get("a") is True)
+        # The state flips before its batch reaches the sink: wait for the batch too.
+        sink.wait_for(lambda: ("a", True) in [(c.key, c.healthy) for b in sink.batches for c in b])
         changes = [(c.key, c.healthy) for b in sink.batches for c in b if c.key == "a"]
         assert changes == [("a", False), ("a", True)]
     finally:

@@ -3,7 +3,7 @@
 """Data-plane benchmark: prints JSON figures for `lbaas serve` with the amphora provider.
 
     python bench/dataplane.py [--quick] [--generator auto|wrk|python] [--no-install]
-                              [--sections tls,control]
+                              [--sections tls,control] [--no-access-log]
 
 Starts, on free loopback ports and a random 127.A.B.0/24 of its own: fast backends (one
 HAProxy answering ``200 <name>`` on one port per backend), `lbaas serve` (amphora provider,
@@ -650,7 +650,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     backends = HaproxyProcess("backends", backend_config(plan.backend_address, ports), workdir)
     backends.start([(plan.backend_address, port) for port in ports.values()])
     processes: list[HaproxyProcess] = [backends]
-    served = LbaasServe.start(workdir, plan)
+    served = LbaasServe.start(workdir, plan, access_log=not args.no_access_log)
     api = Api(served.url)
     bench = Bench(api, served.url, served.state_dir, plan, ports)
     try:
@@ -714,7 +714,11 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 generator, targets, seconds, reps, warmup=not quick, cpu=cpu, meters=meters
             ),
         }
-        figures["access_log"] = access_log_figures(bench, figures["throughput"], lines_before)
+        figures["access_log"] = (
+            {"connection_logging": False, "lines_missing": 0}
+            if args.no_access_log
+            else access_log_figures(bench, figures["throughput"], lines_before)
+        )
         if "tls" in args.sections:
             figures["tls"], tls_hand = tls_figures(
                 bench,
@@ -798,6 +802,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=0, help="seconds per throughput run")
     parser.add_argument("--repetitions", type=int, default=0, help="throughput repetitions")
     parser.add_argument("--keep-workdir", action="store_true", help="keep configs and logs")
+    parser.add_argument(
+        "--no-access-log",
+        action="store_true",
+        help="render the VIP without logging (what logging costs, within this harness)",
+    )
     parser.add_argument(
         "--sections",
         type=lambda s: set(s.split(",")),

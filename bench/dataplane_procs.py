@@ -168,7 +168,8 @@ class LbaasServe:
     settings: dict[str, str]
 
     @classmethod
-    def start(cls, workdir: Path, plan: AddressPlan) -> LbaasServe:
+    def start(cls, workdir: Path, plan: AddressPlan, access_log: bool = True) -> LbaasServe:
+        """``access_log``: False renders the VIP without logging (``--no-access-log``)."""
         state_dir = workdir / "state"
         log_path = workdir / "serve.log"
         api_port = free_port()
@@ -185,6 +186,7 @@ class LbaasServe:
             # HAProxy writes every line into this file's pages: on a memory file system, as
             # /run is on a systemd host (this machine's /run may be a disk; see ring_dir).
             "LBAAS_ACCESS_LOG__RING_DIRECTORY": str(ring_dir(workdir)),
+            "LBAAS_ACCESS_LOG__CONNECTION_LOGGING": "true" if access_log else "false",
         }
         env = {k: v for k, v in os.environ.items() if not k.startswith("LBAAS_")}
         env.update(settings)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import socket
 import subprocess
@@ -183,9 +182,6 @@ class LbaasServe:
             # Keep every rotated access-log file: lines are counted against requests
             # served, and a long run outgrows the default 5 × 64 MiB.
             "LBAAS_ACCESS_LOG__BACKUPS": "100",
-            # HAProxy writes every line into this file's pages: on a memory file system, as
-            # /run is on a systemd host (this machine's /run may be a disk; see ring_dir).
-            "LBAAS_ACCESS_LOG__RING_DIRECTORY": str(ring_dir(workdir)),
             "LBAAS_ACCESS_LOG__CONNECTION_LOGGING": "true" if access_log else "false",
         }
         env = {k: v for k, v in os.environ.items() if not k.startswith("LBAAS_")}
@@ -227,12 +223,6 @@ class LbaasServe:
                 self.proc.wait(10)
         for pid in processes_mentioning(str(self.state_dir.absolute())):
             _kill(pid, signal.SIGKILL)
-        shutil.rmtree(ring_dir(self.state_dir.parent), ignore_errors=True)
-
-
-def ring_dir(workdir: Path) -> Path:
-    """The access-log rings of a run: in /dev/shm, a memory file system on every Linux."""
-    return Path("/dev/shm") / f"lbaas-bench-{workdir.name}"
 
 
 def processes_mentioning(needle: str) -> list[int]:

@@ -692,13 +692,12 @@ class AccessLogSettings(_Section):
             "Where each agent writes <load balancer id>.log; <state_dir>/access-logs when unset."
         ),
     )
-    ring_directory: Path = Field(
+    socket_directory: Path = Field(
         Path("/run/lbaas/access-log"),
         description=(
-            "Agent as root: where each amphora's HAProxy keeps its access-log ring "
-            "(<amphora id>.ring, 16 MiB, plus .ring.bak after a reload), which the agent "
-            "reads; it should be a memory file system (tmpfs, as /run is under systemd). "
-            "Not root: <state_dir>/amphorae-logs."
+            "Agent as root: where it binds each amphora's log socket (<amphora id>.sock), "
+            "0710 to HAProxy's group; HAProxy's workers must reach it after dropping root, "
+            "so not under the 0700 state directory. Not root: <state_dir>/amphorae-logs."
         ),
     )
     max_bytes: int = Field(

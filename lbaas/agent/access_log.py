@@ -1,62 +1,77 @@
-"""Access logs of this host's amphorae: HAProxy's ring, in a mapped file, → a rotated file.
+"""Access logs of this host's amphorae: HAProxy's ring → a stream socket → a rotated file.
 
 Each amphora's HAProxy writes one raw line per HTTP request or TCP connection into a
-``ring`` backed by a file (``render.haproxy.access_log``, ``backing-file``). The agent maps
-that file read-only (``haproxy_ring``) and one thread per amphora takes what is new every
-``BATCH_WAIT`` seconds, appends the whole lines to ``<directory>/<load balancer id>.log``
-(rotated by size) with one ``write`` and, when a target is set, forwards each as a UDP
-syslog message.
+``ring`` in its own memory (``render.haproxy.access_log``); the ring's forwarder connects
+to a UNIX stream socket the agent listens on in the amphora's socket directory and streams
+the lines, each ended by a newline, many per write. One thread per amphora reads every
+connection (one per HAProxy worker: two during a reload), appends whole lines to
+``<directory>/<load balancer id>.log`` (rotated by size) and, when a target is set,
+forwards each as a UDP syslog message.
 
-Why this and not a forwarder: HAProxy's ring ``server`` woke a task and sent on a socket for
-every poll loop that logged, ~3 µs of HAProxy's CPU per line in the data-plane benchmark;
-before that, a datagram per line cost more and lost lines whenever the reader was held up
-for ~10 ms (the sender's socket buffer holds ~170 lines). With the mapped file a worker only
-copies its line into memory, and nothing it does depends on the agent: the ring keeps the
-newest ``RING_SIZE`` bytes (~60,000 lines) whether the agent reads, is slow or restarts.
+Why a ring and not a datagram per line (what lbaas did first): a UNIX datagram is charged
+to the *sender's* send buffer until it is read, and HAProxy's log socket has the default
+one (``net.core.wmem_default``, 208 KiB), so only about 170 lines could wait for the
+reader; a reader held up for ~10 ms at 20,000 lines/s (the agent's interpreter lock, a
+loaded machine) lost lines (0.4 % in one benchmark run). A ring holds ``RING_SIZE``
+(16 MiB, ~60,000 lines) per worker, keeps it while the agent restarts, and the reader
+gets kilobytes per system call instead of one line. HAProxy never waits for a log: a line
+that finds the ring full of unread lines overwrites the oldest (counted as dropped).
 
-Which file: HAProxy's master creates the file at every parse of the configuration and
-renames the one it finds to ``<file>.bak`` (so also at each ``haproxy -c`` and reload), and
-a worker keeps writing the file it was started with whatever its name is now. So the reader
-finds each worker (the children of the master in the pid file) and its ring by the
-worker's own mappings (``worker_rings``), and keeps reading a replaced worker's ring until
-that worker has exited, then once more: its last lines are never lost to a reload.
+A reload soft-stops the old worker, and its forwarder closes at that instant (HAProxy 2.6
+forwards nothing once stopping), so the lines of what the old worker still serves stay in
+its ring. The agent holds that worker through the reload (``StatsCollector.across_reload``)
+until it has no tenant session left (at most ``LAST_LINES_HOLD``) and, before letting it
+go, reads its ring over the held session (``recover``): the lines after the last one its
+forwarder delivered are appended, and lines that are not a request of this load balancer
+(HAProxy's own "Proxy ... stopped") are left out.
 
-Where it resumes: the absolute position read up to in each ring (rings are told apart by
-inode) is saved beside the rings with every write, so a restarted agent appends what the
-rings took meanwhile, no line twice and none missed. Lines of the ring that are not a request of this
-load balancer (HAProxy's own "Proxy ... stopped" at a reload) are left out.
+Why the reader sleeps: left to itself it wakes for every forwarder write (~11 lines), and
+each wake-up (select, recv, write, the interpreter lock) costs it 1.5–3 µs per line, CPU
+taken from HAProxy and the clients on a small host. After reading everything there is
+(into one reused buffer) and writing it with one ``write``, it waits ``BATCH_WAIT``; the
+lines logged meanwhile wait in the socket and the ring, so the next wake-up moves hundreds
+of them. A line reaches the file at most ``BATCH_WAIT`` plus one drain after HAProxy
+logged it (more only if this host cannot schedule the thread), and nothing is lost while
+less than the ring's ~60,000 lines arrive in that time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
+import grp
 import logging
 import os
+import selectors
 import socket
+import struct
 import threading
 import time
-from collections.abc import Iterable
+from collections import deque
 from pathlib import Path
-
-from lbaas.agent.haproxy_ring import RingFile, UnsupportedRing, worker_rings
-from lbaas.private_files import make_private_directory
 
 log = logging.getLogger(__name__)
 
-#: Seconds the reader waits between two reads: lines are written in batches this far apart.
+#: Bytes read per system call; HAProxy's forwarder writes as much as the socket takes.
+_CHUNK = 1 << 20
+#: Seconds the reader waits after each drain: lines are written in batches this far apart.
 BATCH_WAIT = 0.02
-#: Seconds between two looks for new or exited workers (after a reload: its new worker).
-_SCAN_EVERY = 0.1
-#: Bytes taken from one ring per read at most, so a backlog is written in several batches.
-_READ_MAX = 8 << 20
-#: Bytes at the start of a line that hold its load balancer id (after the project id).
-_ID_WITHIN = 160
+#: Bytes read from one connection per wake-up at most, so two workers take turns.
+_DRAIN_MAX = 8 << 20
+#: A line longer than this without its newline (HAProxy sends at most 8192) is written as is.
+_MAX_TAIL = 65536
 #: The readers' name in ``/proc/<pid>/task/*/comm`` (``top -H``, the data-plane benchmark).
 THREAD_NAME = "lbaas-accesslog"
 _PR_SET_NAME = 15
 _SYSLOG_PRI = b"<134>1 "  # facility local0, severity info, RFC 5424 version 1
+_PEERCRED = struct.Struct("3i")  # pid, uid, gid of the worker that connected
+#: Seconds ``recover`` waits for the reader to reach the end of the old worker's stream.
+_RECOVER_WAIT = 2.0
+#: Seconds a replaced worker is held at most for its last lines: the default
+#: ``hard-stop-after`` (``providers.amphora_hard_stop_after``), when HAProxy stops it anyway.
+LAST_LINES_HOLD = 900.0
+#: Workers whose last delivered line is remembered (one per reload; the oldest go first).
+_WORKERS_KEPT = 64
 
 
 def _name_os_thread(name: str) -> None:
@@ -86,11 +101,6 @@ class RotatingFile:
         while view:
             view = view[os.write(self._fd, view) :]
         self._size += len(data)
-
-    def identity(self) -> tuple[int, int]:
-        """Inode and size of the file written now: any write or rotation changes them."""
-        stat = os.fstat(self._fd)
-        return stat.st_ino, stat.st_size
 
     def _rotate(self) -> None:
         os.close(self._fd)
@@ -133,215 +143,162 @@ class SyslogForwarder:
 
 
 class AccessLogReader:
-    """One amphora's rings and the thread that appends their new lines to its file."""
+    """One amphora's log socket and the thread that writes the lines HAProxy streams to it."""
 
     def __init__(
         self,
-        ring_path: Path,
-        pid_file: Path,
+        socket_path: Path,
         output: RotatingFile,
         forward: SyslogForwarder | None,
         loadbalancer_id: str = "",
         batch_wait: float = BATCH_WAIT,
     ) -> None:
-        """``pid_file``: HAProxy's master's, whose children are the workers to read."""
-        self.ring_path = ring_path
-        self._pid_file = pid_file
-        self._positions_file = PositionsFile(positions_file(ring_path))
+        self.socket_path = socket_path
+        self._batch_wait = batch_wait
         self.output = output
         self._forward = forward
-        self._needle = b" " + loadbalancer_id.encode() + b" "
-        self._batch_wait = batch_wait
+        self._loadbalancer_id = loadbalancer_id.encode()
         self.lines = 0
-        #: Bytes of lines a ring overwrote before this reader took them (a warning each time).
-        self.lost_bytes = 0
-        self._rings: dict[int, RingFile] = {}  # by worker pid
-        self._refused: set[int] = set()  # workers whose ring cannot be read
-        # By ring inode: how far lines were taken, and how far they are in the file.
-        self._written = self._positions_file.load(output.identity())
-        self._positions = dict(self._written)
-        self._pending: list[bytes] = []  # newline-ended lines read, not yet written
-        self._pending_lines = 0
+        socket_path.unlink(missing_ok=True)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(socket_path))
+        self._listener.listen(16)
+        self._listener.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        self._tails: dict[socket.socket, bytes] = {}  # per connection: a line not yet ended
+        self._pids: dict[socket.socket, int] = {}  # per connection: the worker sending
+        self._last: dict[int, bytes] = {}  # per worker pid: the last line it delivered
+        self._recovered: deque[bytes] = deque()  # lines from ``recover``, for this thread
+        self._buffer = bytearray(_CHUNK)  # reused: a fresh 1 MiB per recv costs a mmap
+        self._pending: list[bytes] = []  # whole lines read this wake-up, written at its end
         self._stop = threading.Event()
         self._thread = threading.Thread(
-            target=self._run, name=f"access-log-{ring_path.stem}", daemon=True
+            target=self._run, name=f"access-log-{socket_path.parent.name}", daemon=True
         )
         self._thread.start()
 
     def _run(self) -> None:
         _name_os_thread(THREAD_NAME)
-        scan_at = 0.0
         while not self._stop.is_set():
-            if time.monotonic() >= scan_at:
-                self._scan()
-                scan_at = time.monotonic() + _SCAN_EVERY
-            for ring in self._rings.values():
-                self._take(ring)
-            self._flush()
-            self._stop.wait(self._batch_wait)
-        self._scan()
-        for ring in self._rings.values():
-            self._take(ring)
+            for key, _ in self._selector.select(0.5):
+                if key.fileobj is self._listener:
+                    self._accept()
+                else:
+                    self._drain(key.fileobj)  # type: ignore[arg-type]
+            while self._recovered:
+                self._pending.append(self._recovered.popleft())
+            if self._flush():
+                self._stop.wait(self._batch_wait)
+        for conn in list(self._tails):  # what HAProxy sent before the stop
+            while conn in self._tails and self._read(conn):
+                pass
+        self._pending.extend(self._recovered)
         self._flush()
-        for ring in self._rings.values():
-            ring.close()
-        self._positions_file.close()
 
-    def _scan(self) -> None:
-        """Attach the rings of new workers; take an exited worker's last lines, let it go."""
-        workers = master_children(self._pid_file)
-        for pid in [pid for pid in self._rings if pid not in workers]:
-            ring = self._rings.pop(pid)
-            self._take(ring)
-            self._flush()
-            # A worker replaced before it logged anything shares its ring with the new one
-            # (HAProxy renames only a file that holds lines): that position is still used.
-            if all(other.inode != ring.inode for other in self._rings.values()):
-                self._positions.pop(ring.inode, None)
-                self._written.pop(ring.inode, None)
-            ring.close()
-        self._refused &= workers
-        for pid in workers - self._rings.keys() - self._refused:
-            attached = self._attach(pid)
-            if attached is not None:
-                self._rings[pid] = attached
+    def _drain(self, conn: socket.socket) -> None:
+        read = 0
+        while read < _DRAIN_MAX and (got := self._read(conn)):
+            read += got
 
-    def _attach(self, pid: int) -> RingFile | None:
-        # /proc/<pid>/map_files/ reaches the worker's own ring whatever its name now, but
-        # only with CAP_SYS_ADMIN; an agent without it opens the file by its name, which is
-        # the newest worker's ring unless a configuration check renamed it since.
-        for path in [*worker_rings(pid, str(self.ring_path)), str(self.ring_path)]:
-            try:
-                return RingFile.open(path)
-            except (PermissionError, FileNotFoundError):
-                continue
-            except (OSError, UnsupportedRing) as exc:
-                self._refused.add(pid)  # said once: the scan comes back every 0.1 s
-                log.error(
-                    "access log %s: ring of worker %d not read: %s", self.output.path, pid, exc
-                )
-                return None
-        return None
-
-    def _take(self, ring: RingFile) -> None:
-        """Queue what ``ring`` holds past this reader's position in it."""
-        got = ring.read(self._positions.get(ring.inode, 0), _READ_MAX)
-        if got.lost:
-            self.lost_bytes += got.lost
-            log.warning(
-                "access log %s: %d bytes of lines overwritten in the ring before they were read",
-                self.output.path,
-                got.lost,
-            )
-        self._positions[ring.inode] = got.end
-        if got.lines:
-            self._pending.append(b"\n".join(got.lines) + b"\n")
-            self._pending_lines += len(got.lines)
-
-    def _flush(self) -> None:
-        """Write the queued lines of this load balancer with one ``write``.
-
-        Where each ring was read up to is saved just before, with the file's identity:
-        a reader started after a crash between the two knows from the file whether that
-        write was made, and goes on from the position after it or before it.
-        """
-        text, count = b"".join(self._pending), self._pending_lines
-        self._pending.clear()
-        self._pending_lines = 0
-        if self._positions == self._written:
-            return
-        rings = {
-            str(inode): [self._written.get(inode, 0), position]
-            for inode, position in self._positions.items()
-        }
-        self._positions_file.save({"file": list(self.output.identity()), "rings": rings})
-        if count:
-            self._write(text, count)
-        self._written = dict(self._positions)
-
-    def _write(self, text: bytes, count: int) -> None:
-        """Append ``count`` newline-ended lines, those of this load balancer only."""
-        # Only a reload's stop adds lines that are not a request of this load balancer
-        # (HAProxy's own): counting the id once per line finds them without a loop.
-        lines: list[bytes] | None = None
-        if text.count(self._needle) != count:
-            lines = [line for line in text.split(b"\n")[:-1] if self._needle in line[:_ID_WITHIN]]
-            text = b"".join(line + b"\n" for line in lines)
-            count = len(lines)
-        if not count:
-            return
+    def _accept(self) -> None:
         try:
-            self.output.write(text)
+            conn, _ = self._listener.accept()
+        except OSError:  # BlockingIOError: the forwarder gave up already
+            return
+        conn.setblocking(False)
+        self._tails[conn] = b""
+        cred = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+        self._pids[conn] = _PEERCRED.unpack(cred)[0]
+        while len(self._last) > _WORKERS_KEPT:  # workers long gone: forget the oldest
+            del self._last[next(iter(self._last))]
+        self._selector.register(conn, selectors.EVENT_READ)
+
+    def _read(self, conn: socket.socket) -> int:
+        """Queue the whole lines read from ``conn``: bytes read, 0 when nothing was there."""
+        try:
+            size = conn.recv_into(self._buffer)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            size = 0
+        if not size:  # the worker is gone: its unfinished line, if any, is still a line
+            tail = self._tails.pop(conn)
+            pid = self._pids.pop(conn, 0)
+            self._selector.unregister(conn)
+            conn.close()
+            if tail:
+                self._last[pid] = tail
+                self._pending.append(tail + b"\n")
+            return 0
+        data = self._tails[conn] + memoryview(self._buffer)[:size]
+        end = data.rfind(b"\n") + 1
+        if end == 0 and len(data) > _MAX_TAIL:
+            data, end = data + b"\n", len(data) + 1
+        self._tails[conn] = bytes(data[end:])
+        if end:
+            self._last[self._pids.get(conn, 0)] = data[data.rfind(b"\n", 0, end - 1) + 1 : end - 1]
+            self._pending.append(bytes(data[:end]))
+        return size
+
+    def recover(self, pid: int, ring: str) -> int:
+        """Append the lines of ``ring`` (worker ``pid``'s) its forwarder did not deliver.
+
+        ``ring`` is the worker's whole ring, oldest first, and the forwarder (then earlier
+        calls) delivered a prefix of it: what follows the last line delivered is missing
+        (everything, when nothing was or the ring has since overwritten that line). The
+        number of lines appended.
+        """
+        deadline = time.monotonic() + _RECOVER_WAIT
+        while pid in self._pids.values() and time.monotonic() < deadline:
+            time.sleep(0.02)  # the reader is still taking what the forwarder sent
+        held = [line for line in ring.encode(errors="replace").split(b"\n") if line]
+        last = self._last.get(pid)
+        if held:  # a later read of the same ring starts after this one
+            self._last[pid] = held[-1]
+        if last is not None and last in held:
+            held = held[len(held) - held[::-1].index(last) :]
+        missing = [line for line in held if line.split(b" ", 2)[1:2] == [self._loadbalancer_id]]
+        if missing:
+            self._recovered.append(b"\n".join(missing) + b"\n")
+        return len(missing)
+
+    def _flush(self) -> bool:
+        """Write the queued lines with one ``write``; False when there were none."""
+        if not self._pending:
+            return False
+        chunk = b"".join(self._pending)
+        self._pending.clear()
+        try:
+            self.output.write(chunk)
         except OSError as exc:
             log.error("access log %s not written: %s", self.output.path, exc)
-        self.lines += count
+        self.lines += chunk.count(b"\n")
         if self._forward is not None:
-            self._forward.send(text.split(b"\n")[:-1] if lines is None else lines)
+            self._forward.send(chunk.split(b"\n")[:-1])
+        return True
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(5)
+        for conn in self._tails:
+            conn.close()
+        self._selector.close()
+        self._listener.close()
+        self.socket_path.unlink(missing_ok=True)
         self.output.close()
         if self._forward is not None:
             self._forward.close()
 
 
-def positions_file(ring_path: Path) -> Path:
-    """Where the reader of ``ring_path`` keeps how far it read each ring (by inode)."""
-    return ring_path.with_name(ring_path.stem + ".positions")
-
-
-class PositionsFile:
-    """Where a reader is in each ring, one small JSON document rewritten in place.
-
-    Saved before every write of lines (50 times a second under load), so it is one
-    ``pwrite`` on a file kept open, padded with spaces to a fixed length, not a new file
-    renamed into place: a process killed between two system calls cannot leave half a
-    document, and the host's crash is the log file's loss as much as this one's.
-    """
-
-    SIZE = 4096
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        self._length = max(self.SIZE, os.fstat(self._fd).st_size)  # all of it overwritten
-
-    def load(self, identity: tuple[int, int]) -> dict[int, int]:
-        """Per ring inode, the position whose lines the file holds (see ``_flush``)."""
-        try:
-            raw = os.pread(self._fd, 1 << 20, 0)
-            if not raw.strip():
-                return {}
-            saved = json.loads(raw)
-            written = tuple(saved["file"]) != identity
-            rings = saved["rings"].items()
-            return {int(inode): int(pair[1 if written else 0]) for inode, pair in rings}
-        except (OSError, ValueError, TypeError, KeyError, IndexError) as exc:
-            log.warning("access-log positions %s unreadable, rings read whole: %s", self.path, exc)
-            return {}
-
-    def save(self, document: dict[str, object]) -> None:
-        data = json.dumps(document).encode()
-        self._length = max(self._length, len(data))
-        try:
-            os.pwrite(self._fd, data.ljust(self._length), 0)
-        except OSError as exc:
-            log.error("access-log positions %s not saved: %s", self.path, exc)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-
-
-def master_children(pid_file: Path) -> set[int]:
-    """The pids of the processes HAProxy's master (in ``pid_file``) started: its workers."""
-    try:
-        master = int(pid_file.read_text().split()[0])
-        children = Path(f"/proc/{master}/task/{master}/children").read_text()
-    except (OSError, ValueError, IndexError):
-        return set()
-    return {int(pid) for pid in children.split()}
+def _socket_directory(path: Path, group: str | None) -> None:
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for made in missing[1:]:  # HAProxy's workers must cross the parents this made
+        made.chmod(0o755)
+    if group is not None:
+        os.chown(path, -1, grp.getgrnam(group).gr_gid)
+        path.chmod(0o710)
 
 
 class AccessLogs:
@@ -350,7 +307,7 @@ class AccessLogs:
     def __init__(
         self,
         directory: Path,
-        ring_directory: Path,
+        socket_directory: Path,
         *,
         max_bytes: int,
         backups: int,
@@ -358,24 +315,27 @@ class AccessLogs:
         batch_wait: float = BATCH_WAIT,
     ) -> None:
         self.directory = directory
-        self.ring_directory = ring_directory
         self._batch_wait = batch_wait
+        self.socket_directory = socket_directory
         self._max_bytes = max_bytes
         self._backups = backups
         self._syslog_target = syslog_target
         self._readers: dict[str, AccessLogReader] = {}
         self._lock = threading.Lock()
 
-    def ring_path(self, amphora_id: str) -> Path:
-        """The file backing ``amphora_id``'s ring (what ``wire.access_log_ring`` names)."""
-        return self.ring_directory / f"{amphora_id}.ring"
+    def ensure(
+        self, amphora_id: str, loadbalancer_id: str, socket_path: Path, group: str | None = None
+    ) -> None:
+        """Bind ``socket_path`` (if not yet) so HAProxy's lines go to the load balancer's file.
 
-    def ensure(self, amphora_id: str, loadbalancer_id: str, pid_file: Path) -> None:
-        """Read the rings of the HAProxy whose master writes ``pid_file`` (if not yet)."""
+        ``group``: the one HAProxy's workers run as, given the right to send and no more.
+        """
         with self._lock:
-            if amphora_id in self._readers:
+            reader = self._readers.get(amphora_id)
+            if reader is not None and reader.socket_path == socket_path:
                 return
-            make_private_directory(self.ring_directory)
+            if reader is not None:
+                reader.close()
             output = RotatingFile(
                 self.directory / f"{loadbalancer_id}.log", self._max_bytes, self._backups
             )
@@ -384,14 +344,22 @@ class AccessLogs:
                 if self._syslog_target
                 else None
             )
-            self._readers[amphora_id] = AccessLogReader(
-                self.ring_path(amphora_id),
-                pid_file,
-                output,
-                forward,
-                loadbalancer_id,
-                batch_wait=self._batch_wait,
+            _socket_directory(socket_path.parent, group)
+            reader = AccessLogReader(
+                socket_path, output, forward, loadbalancer_id, batch_wait=self._batch_wait
             )
+            if group is not None:
+                os.chown(socket_path, -1, grp.getgrnam(group).gr_gid)
+                socket_path.chmod(0o660)
+            self._readers[amphora_id] = reader
+
+    def recover(self, amphora_id: str, pid: int, ring: str) -> None:
+        """Lines a replaced worker of ``amphora_id`` logged after its forwarder closed."""
+        with self._lock:
+            reader = self._readers.get(amphora_id)
+        if reader is not None:
+            count = reader.recover(pid, ring)
+            log.debug("access log of amphora %s: %d lines from worker %d", amphora_id, count, pid)
 
     def lines(self, amphora_id: str) -> int:
         with self._lock:
@@ -399,18 +367,10 @@ class AccessLogs:
         return 0 if reader is None else reader.lines
 
     def close(self, amphora_id: str) -> None:
-        """Stop reading ``amphora_id``'s rings (its files stay for the next reader)."""
         with self._lock:
             reader = self._readers.pop(amphora_id, None)
         if reader is not None:
             reader.close()
-
-    def forget(self, amphora_id: str) -> None:
-        """Stop reading and remove the ring files and positions of a deleted amphora."""
-        self.close(amphora_id)
-        ring = self.ring_path(amphora_id)
-        for path in _ring_files(ring):
-            path.unlink(missing_ok=True)
 
     def close_all(self) -> None:
         with self._lock:
@@ -418,9 +378,3 @@ class AccessLogs:
             self._readers.clear()
         for reader in readers:
             reader.close()
-
-
-def _ring_files(ring: Path) -> Iterable[Path]:
-    yield ring
-    yield ring.with_name(ring.name + ".bak")  # HAProxy's: the file a new parse replaced
-    yield positions_file(ring)

@@ -26,14 +26,16 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from lbaas.agent.access_log import AccessLogs
+from lbaas.agent.access_log import LAST_LINES_HOLD, AccessLogs
 from lbaas.agent.datapath import AmphoraDatapath
 from lbaas.agent.haproxy_process import (
     ApplyOutcome,
     HaproxyInstance,
+    ReloadGuard,
     RuntimeApiFactory,
 )
 from lbaas.agent.host.base import HostOps, KeepalivedOps
@@ -66,6 +68,7 @@ from lbaas.l4.host.real import RealNftOps
 from lbaas.model.graph import ListenerId, LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.private_files import make_private_directory, write_private
+from lbaas.render.haproxy.access_log import RING
 
 log = logging.getLogger(__name__)
 
@@ -244,8 +247,9 @@ class AmphoraManager:
                     kernel_rules = self._plumb(amp, spec, previous)
                     if spec.vrrp is not None:
                         allow_nonlocal_bind(self._host, self._namespace(amphora_id))
-                # A reload replaces the worker: the statistics hold it to read it to its end.
-                guard = None if amp.stats is None else amp.stats.across_reload
+                # A reload replaces the worker: the statistics hold it to read it to its end,
+                # and its access-log ring is read last (its forwarder stopped at the reload).
+                guard = None if amp.stats is None else self._reload_guard(amp, amp.stats)
                 write_tls_files(amp.instance.directory, spec.tls_files)
                 self._read_access_log(amp, spec)
                 amp.last_outcome = amp.instance.apply(
@@ -286,7 +290,7 @@ class AmphoraManager:
             if amp.datapath is not None:
                 amp.datapath.close()
             if self.access_logs is not None:
-                self.access_logs.forget(amphora_id)
+                self.access_logs.close(amphora_id)
             shutil.rmtree(amp.instance.directory, ignore_errors=True)
             with self._lock:
                 self._amphorae.pop(amphora_id, None)
@@ -405,16 +409,33 @@ class AmphoraManager:
         if self.access_logs is not None:
             self.access_logs.close_all()
 
-    def _read_access_log(self, amp: _Amphora, spec: AmphoraSpec) -> None:
-        """Read the amphora's access-log rings when its configuration logs into one.
+    def _reload_guard(self, amp: _Amphora, stats: StatsCollector) -> ReloadGuard:
+        logs = self.access_logs
+        if logs is None:
+            return stats.across_reload
 
-        The controller renders the ring only with connection logging on, so the
-        configuration naming this amphora's ring file is what asks for a reader.
+        def extra_read(api: RuntimeApi, pid: int) -> None:
+            try:
+                logs.recover(amp.id, pid, api.show_events(RING))
+            except RuntimeApiError as exc:
+                log.warning("access log of replaced worker %d not read: %s", pid, exc)
+
+        return partial(stats.across_reload, extra_read=extra_read, limit=LAST_LINES_HOLD)
+
+    def _read_access_log(self, amp: _Amphora, spec: AmphoraSpec) -> None:
+        """Bind the log socket before the HAProxy that sends to it starts (or stop reading).
+
+        The controller renders the ``log`` line only with connection logging on, so the
+        configuration naming this amphora's socket is what asks for a reader.
         """
         if self.access_logs is None:
             return
-        if str(self.access_logs.ring_path(amp.id)) in spec.haproxy_config:
-            self.access_logs.ensure(amp.id, spec.loadbalancer_id, amp.instance.files.pid_file)
+        sock = self.access_logs.socket_directory / f"{amp.id}.sock"
+        if str(sock) in spec.haproxy_config:
+            group = self._host.haproxy_run_as()
+            self.access_logs.ensure(
+                amp.id, spec.loadbalancer_id, sock, None if group is None else group[1]
+            )
         else:
             self.access_logs.close(amp.id)
 

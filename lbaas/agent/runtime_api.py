@@ -140,6 +140,10 @@ class RuntimeApi:
         """``show stat`` rows keyed by the CSV header (``pxname``, ``svname``, ``status``...)."""
         return parse_show_stat(self._send("show stat"))
 
+    def show_events(self, ring: str) -> str:
+        """``show events <ring>``: every line the ring still holds, oldest first."""
+        return self._send(f"show events {ring}")
+
     def show_servers_state(self) -> str:
         """``show servers state`` verbatim: the format ``server-state-file`` loads."""
         text = self._send("show servers state")

@@ -126,12 +126,12 @@ def access_logs_of(settings: Settings) -> AccessLogs:
     """The readers writing every amphora's access log on this host (``access_log``)."""
     conf = settings.access_log
     state_dir = settings.state_dir.absolute()
-    # As root the rings go where the operator put them (a memory file system); an agent
-    # that is not root may not create that directory and keeps them beside its state.
-    rings = conf.ring_directory if os.geteuid() == 0 else state_dir / "amphorae-logs"
+    # As root HAProxy's workers drop to their own user, who cannot cross the 0700 state
+    # directory; otherwise they run as this agent's user and the state directory does.
+    sockets = conf.socket_directory if os.geteuid() == 0 else state_dir / "amphorae-logs"
     return AccessLogs(
         conf.directory or state_dir / "access-logs",
-        rings,
+        sockets,
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
@@ -303,7 +303,7 @@ class AgentService:
             access_log_dir=(
                 None
                 if self.manager.access_logs is None
-                else str(self.manager.access_logs.ring_directory)
+                else str(self.manager.access_logs.socket_directory)
             ),
         )
 

@@ -30,7 +30,8 @@ After the reload the session is polled until that worker reports ``Stopping: 1``
 listeners are closed, so no connection can be added) and its tenant frontends have no
 session left (so no byte can be added); that read is final, the session is closed and the
 worker exits. The hold is bounded: ``HOLD_LIMIT`` seconds after the reload (longer, read
-once a second after that, when the caller asks), and HAProxy itself drops the session
+once a second after that, when the caller asks: the access logs hold the worker for the
+lines in its ring, ``access_log.LAST_LINES_HOLD``), and HAProxy itself drops the session
 after its idle limit should the agent stall. A worker still
 draining at the limit keeps being read through the master until it exits, so at most the
 bytes its long connections move in the last heartbeat interval are missed, never a
@@ -78,6 +79,10 @@ log = logging.getLogger(__name__)
 
 StatRow = Mapping[str, str]
 SessionOpener = Callable[[Path], Session]
+#: Reads what else is wanted from a held worker (its runtime API, its pid): every
+#: ``EXTRA_READ_EVERY`` seconds once it is held longer than ``HOLD_LIMIT``, and once more just
+#: before it is let go (a worker stopped by ``hard-stop-after`` is lost between two reads).
+ExtraRead = Callable[[RuntimeApi, int], None]
 
 #: Seconds a replaced worker is held after its reload while its connections finish.
 HOLD_LIMIT = 5.0
@@ -86,6 +91,8 @@ HOLD_POLL = 0.05
 #: Seconds between two reads of a worker held longer than ``HOLD_LIMIT`` (``across_reload``'s
 #: ``limit``): its connections are long-lived, so a read a second is plenty.
 HOLD_SLOW_POLL = 1.0
+#: Seconds between two ``ExtraRead`` of a worker held longer than ``HOLD_LIMIT``.
+EXTRA_READ_EVERY = 30.0
 
 
 ZERO = ListenerCounters()
@@ -199,11 +206,14 @@ class StatsCollector:
     def across_reload(
         self,
         runtime_socket: Path,
+        extra_read: ExtraRead | None = None,
         limit: float = HOLD_LIMIT,
     ) -> Iterator[None]:
         """Hold the worker serving ``runtime_socket`` through a reload, then count it out.
 
-        ``limit``: seconds after the reload the worker is let go even if still serving.
+        ``extra_read``, if given, reads what else is wanted from the held worker (its
+        access-log ring; see ``ExtraRead``); ``limit``: seconds after the reload the worker
+        is let go even if still serving.
         """
         session: Session | None = None
         try:
@@ -219,16 +229,19 @@ class StatsCollector:
             # Also after a failed reload: the worker then never stops and the hold just ends.
             threading.Thread(
                 target=self.drain,
-                args=(session, limit),
+                args=(session, limit, extra_read),
                 name="stats-drain",
                 daemon=True,
             ).start()
 
-    def drain(self, session: Session, limit: float = HOLD_LIMIT) -> None:
+    def drain(
+        self, session: Session, limit: float = HOLD_LIMIT, extra_read: ExtraRead | None = None
+    ) -> None:
         """Read the held worker until it stopped with no tenant session, then let it go."""
         api = RuntimeApi(session)
         start = time.monotonic()
         deadline = start + limit
+        extra_at = start + HOLD_LIMIT + EXTRA_READ_EVERY
         try:
             while True:
                 with self._lock:
@@ -241,7 +254,12 @@ class StatsCollector:
                         "worker %s still draining; released before its final read", info["Pid"]
                     )
                 if done or time.monotonic() >= deadline:
+                    if extra_read is not None:
+                        extra_read(api, _pid(info["Pid"]))
                     return
+                if extra_read is not None and time.monotonic() >= extra_at:
+                    extra_read(api, _pid(info["Pid"]))
+                    extra_at += EXTRA_READ_EVERY
                 slow = time.monotonic() - start > HOLD_LIMIT
                 time.sleep(HOLD_SLOW_POLL if slow else HOLD_POLL)
         except RuntimeApiError as exc:

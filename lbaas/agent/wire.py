@@ -310,8 +310,8 @@ class AgentInfo(_Wire):
     access_log_dir: str | None = Field(
         None,
         description=(
-            "Directory of the files backing the access-log rings this agent reads, one "
-            "<amphora id>.ring each; None: <amphora_root>-logs (see amphora_paths)."
+            "Directory of the UNIX stream sockets this agent reads access logs from, one "
+            "<amphora id>.sock each; None: <amphora_root>-logs (see amphora_paths)."
         ),
     )
 
@@ -333,7 +333,7 @@ class AmphoraPaths(_Wire):
     runtime_socket: str
     state_dir: str
     tls_dir: str
-    access_log_ring: str
+    access_log_socket: str
 
 
 def amphora_paths(
@@ -346,20 +346,20 @@ def amphora_paths(
         runtime_socket=str(directory / "stats.sock"),
         state_dir=str(directory),
         tls_dir=str(directory / "tls"),
-        access_log_ring=access_log_ring(amphora_root, amphora_id, access_log_dir),
+        access_log_socket=access_log_socket(amphora_root, amphora_id, access_log_dir),
     )
 
 
-def access_log_ring(amphora_root: str, amphora_id: str, directory: str | None = None) -> str:
-    """The file backing an amphora's access-log ring, which its agent maps and reads.
+def access_log_socket(amphora_root: str, amphora_id: str, directory: str | None = None) -> str:
+    """The agent's UNIX stream socket an amphora's HAProxy forwards its access-log ring to.
 
-    HAProxy's master creates it (mode 0600, as the user it starts as) whenever it parses the
-    configuration, so no worker needs to reach it after dropping root. It belongs on a
-    memory file system: every line HAProxy logs is written into it. A root agent names its
-    ``access_log.ring_directory`` (``/dev/shm`` by default); one that is not root keeps the
-    files in ``<amphora_root>-logs``.
+    Not in the amphora's own directory: that one is 0700 root, and HAProxy's workers send
+    their lines after dropping to an unprivileged user, who must reach the socket through
+    every directory above it. A root agent therefore names a directory outside its private
+    state (``access_log.socket_directory``, 0710 for the workers' group); an agent that is
+    not root runs HAProxy as itself and keeps them in ``<amphora_root>-logs``.
     """
     if directory is None:
         root = PurePosixPath(amphora_root)
         directory = str(root.with_name(root.name + "-logs"))
-    return str(PurePosixPath(directory) / f"{amphora_id}.ring")
+    return str(PurePosixPath(directory) / f"{amphora_id}.sock")

@@ -253,8 +253,8 @@ class AmphoraProvider(ProviderDriver):
             peers=None if pair is None else pair[0],
             listener_tls=tls.by_listener,
             pool_tls=tls.by_pool,
-            access_log_ring=(
-                paths.access_log_ring
+            access_log_socket=(
+                paths.access_log_socket
                 if self.context.settings.access_log.connection_logging
                 else None
             ),

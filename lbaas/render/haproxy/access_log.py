@@ -49,18 +49,20 @@ def global_log_line() -> str:
     return f"log ring@{RING} len {MAX_LINE} format raw local0 info"
 
 
-def ring_lines(quoted_backing_file: str) -> tuple[str, ...]:
-    """The ``ring`` section: a buffer in a memory-mapped file that the agent reads itself.
+def ring_lines(quoted_socket: str) -> tuple[str, ...]:
+    """The ``ring`` section: a buffer in HAProxy's memory, forwarded to the agent's socket.
 
-    A worker only copies each line into the ring: no forwarder, so no task to wake, no
-    system call and no socket per line (a ring ``server`` cost HAProxy ~3 µs per line in the
-    data-plane benchmark). The agent maps the same file read-only and takes what is new
-    every few milliseconds (``agent.access_log``); HAProxy never waits for it, and the ring
-    keeps the newest ``RING_SIZE`` bytes of lines while the agent is slow or away.
+    A worker only copies each line into the ring (no system call, no reader to wake per
+    line); the ring's own forwarder streams what is there to the agent, many lines per
+    write, and keeps whatever the agent has not taken yet, up to ``RING_SIZE``, while
+    the agent is slow or away (it reconnects). ``log-proto legacy`` ends each raw line
+    with a newline and adds nothing else, so the agent parses no framing.
     """
     return (
         "format raw",
         f"maxlen {MAX_LINE}",
         f"size {RING_SIZE}",
-        f"backing-file {quoted_backing_file}",
+        "timeout connect 5s",
+        "timeout server 30s",
+        f"server agent {quoted_socket} log-proto legacy",
     )

@@ -18,8 +18,8 @@ run time are carried over through ``server-state-file`` (see
 per connection and refuses to start when it cannot raise its descriptor limit to match, so
 the cap is a host decision (see ``HaproxyContext.maxconn_default``). A listener's
 ``connection_limit`` above it is rendered as asked and capped by the process. Access logs
-go into a ring backed by the file the context names, which the agent reads (``access_log``);
-statistics are read from the runtime socket.
+go through a ring to the agent's socket when the context names one (``access_log``); statistics
+are read from the runtime socket.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def build_haproxy_view(lb: LoadBalancer, ctx: HaproxyContext) -> HaproxyConfig:
             external_checks=external_checks,
             hard_stop_after=ctx.hard_stop_after,
             local_peer=None if ctx.peers is None else checked_id(ctx.peers.local_name),
-            access_log_ring=ctx.access_log_ring,
+            access_log_socket=ctx.access_log_socket,
         ),
         frontends=frontends,
         backends=backends,

@@ -86,9 +86,9 @@ class HaproxyContext:
     pool_tls: Mapping[str, PoolTlsFiles] = field(default_factory=dict)
     """Per ``tls_enabled`` pool id, the client certificate, CA and CRL files (all optional)."""
 
-    access_log_ring: str | None = None
-    """The file backing the access-log ring, which the agent reads (one line per HTTP
-    request, one per TCP connection: ``access_log``); None logs nothing (Octavia's
+    access_log_socket: str | None = None
+    """The agent's UNIX stream socket the access-log ring is forwarded to (one line per
+    HTTP request, one per TCP connection: ``access_log``); None logs nothing (Octavia's
     ``connection_logging = False``)."""
 
     @property

@@ -64,8 +64,8 @@ def emit_config(config: HaproxyConfig) -> str:
         _section("global", _global_lines(config.global_section)),
         *(
             ()
-            if config.global_section.access_log_ring is None
-            else (_section(f"ring {RING}", _ring_lines(config.global_section.access_log_ring)),)
+            if config.global_section.access_log_socket is None
+            else (_section(f"ring {RING}", _ring_lines(config.global_section.access_log_socket)),)
         ),
         _section("defaults", DEFAULTS),
         *(
@@ -108,7 +108,7 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
         f"stats socket {quoted(section.runtime_socket)} mode 600 level admin expose-fd listeners"
     )
     yield f"server-state-file {quoted(section.server_state_file)}"
-    if section.access_log_ring is not None:
+    if section.access_log_socket is not None:
         yield global_log_line()
     if section.hard_stop_after is not None:
         yield f"hard-stop-after {section.hard_stop_after}s"
@@ -123,8 +123,9 @@ def _global_lines(section: GlobalSection) -> Iterator[str]:
         yield "insecure-fork-wanted"
 
 
-def _ring_lines(backing_file: str) -> tuple[str, ...]:
-    return ring_lines(quoted(backing_file))
+def _ring_lines(socket_path: str) -> tuple[str, ...]:
+    # ``unix@`` makes the path a UNIX stream address; quoting keeps it one word.
+    return ring_lines(quoted(f"unix@{socket_path}"))
 
 
 def _peer_lines(section: PeersSection) -> Iterator[str]:

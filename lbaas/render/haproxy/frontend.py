@@ -95,7 +95,7 @@ def _log_format(
     listener: Listener, lb: LoadBalancer, ctx: HaproxyContext, http: bool
 ) -> str | None:
     """Every listener but PROMETHEUS (its scrapes are not tenant traffic) logs when asked."""
-    if ctx.access_log_ring is None or listener.protocol is ListenerProtocol.PROMETHEUS:
+    if ctx.access_log_socket is None or listener.protocol is ListenerProtocol.PROMETHEUS:
         return None
     return access_log_format(lb.project_id, lb.id, listener.id, http)
 

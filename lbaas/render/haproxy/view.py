@@ -52,7 +52,7 @@ class GlobalSection:
     external_checks: bool = False
     hard_stop_after: int | None = None
     local_peer: str | None = None
-    access_log_ring: str | None = None
+    access_log_socket: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """Access logs across an agent restart: lines logged while the agent is down arrive later.
 
 ``lbaas serve`` (API, controller and agent) is killed with SIGKILL while HAProxy serves on;
-the requests served meanwhile are logged into the worker's ring file, which nobody reads.
-The restarted agent maps the ring again and goes on from the position it saved with its
-last write: N requests → exactly N lines, none twice.
+the requests served meanwhile are logged into the worker's ring, whose forwarder finds no
+one listening and retries. The restarted agent binds the socket again, the forwarder
+reconnects and delivers them: N requests → exactly N lines, none twice.
 """
 
 from __future__ import annotations

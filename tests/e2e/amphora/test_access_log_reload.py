@@ -1,11 +1,12 @@
 """Access logs across a reload: the replaced worker's requests keep their lines.
 
-A reload soft-stops the old HAProxy worker, which goes on serving what it holds (one
-request in flight on a keep-alive connection, a TCP connection held open) and logs into
-its own ring file, renamed by the new master. The agent reads every worker's ring until
-that worker has exited, so each of them still gives exactly one line, also when it ends
-longer after the reload than the statistics hold the worker, and HAProxy's own messages
-from the stop ("Proxy ... stopped") give none.
+A reload soft-stops the old HAProxy worker, and its ring forwarder closes at that very
+moment; requests the old worker still serves afterwards (one in flight on a keep-alive
+connection, a TCP connection held open) are logged into its ring only. The agent reads
+that ring through the session it holds the old worker with, so each of them still gives
+exactly one line, also when it ends longer after the reload than the statistics alone
+would hold the worker, and HAProxy's own messages from the stop ("Proxy ... stopped")
+give none.
 """
 
 from __future__ import annotations

@@ -320,3 +320,15 @@ def test_pool_and_member_traffic_is_counted_and_survives_a_reload() -> None:
     report = collector.report("200", worker(bin=5, stot=1), {100: first})
     m1 = report.pools[PoolId("p1")].member_counters[MemberId("m1")]
     assert (m1.bytes_in, m1.total_connections, m1.check_failures) == (15, 3, 3)
+
+
+def test_the_extra_read_comes_last_before_the_worker_is_let_go() -> None:
+    collector = StatsCollector(LoadBalancerId("lb"))
+    held = HeldWorker(stop_after=1, drained_after=3)
+    seen: list[tuple[int, bool, int]] = []
+    collector.drain(held, extra_read=lambda api, pid: seen.append((pid, held.closed, held.reads)))
+    assert seen == [(10, False, 4)] and held.closed  # after the final read, still held
+
+    never_stops = HeldWorker(pid=11, stop_after=10**6)
+    collector.drain(never_stops, 0.0, lambda api, pid: seen.append((pid, False, 0)))
+    assert seen[-1] == (11, False, 0) and never_stops.closed  # also when let go at the limit

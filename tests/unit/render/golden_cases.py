@@ -592,6 +592,6 @@ CASES: tuple[GoldenCase, ...] = (
     GoldenCase(
         "access_log",
         tcp_leastconn_source_ip,
-        replace(GOLDEN_CONTEXT, access_log_ring=f"{RUN_DIR}/access-log.ring"),
+        replace(GOLDEN_CONTEXT, access_log_socket=f"{RUN_DIR}-logs/amphora.sock"),
     ),
 )

@@ -15,6 +15,8 @@ from tests.support.graphs import listener, load_balancer, pool
 from .golden_cases import GOLDEN_CONTEXT
 from .haproxy_runner import check_config
 
+SOCKET = "/var/lib/lbaas/amphorae-logs/a.sock"
+
 
 def _graph() -> LoadBalancer:
     web = listener("web", LP.HTTP, 80, default_pool="p")
@@ -22,19 +24,20 @@ def _graph() -> LoadBalancer:
     return load_balancer([web, raw], pools=[pool("p")])
 
 
-def test_every_listener_logs_into_the_ring_file_in_octavias_field_order(
+def test_every_listener_logs_to_the_agent_socket_in_octavias_field_order(
     tmp_path: Path,
 ) -> None:
     lb = _graph()
-    ring_file = str(tmp_path / "a.ring")
-    text = render_haproxy_config(lb, replace(GOLDEN_CONTEXT, access_log_ring=ring_file))
+    text = render_haproxy_config(lb, replace(GOLDEN_CONTEXT, access_log_socket=SOCKET))
     assert "    log ring@access_log len 8192 format raw local0 info\n" in text
     ring = text.split("\nring access_log\n", 1)[1].split("\n\n", 1)[0].split("\n")
     assert [line.strip() for line in ring] == [
         "format raw",
         "maxlen 8192",
         "size 16777216",
-        f'backing-file "{ring_file}"',
+        "timeout connect 5s",
+        "timeout server 30s",
+        f'server agent "unix@{SOCKET}" log-proto legacy',
     ]
     for item in lb.listeners:
         expected = access_log_format(lb.project_id, lb.id, item.id, item.protocol is LP.HTTP)
@@ -59,6 +62,6 @@ def test_an_unusual_project_id_is_made_safe_not_refused() -> None:
     assert access_log_format("a b%c", "lb", "li", True).startswith("a_b_c lb li ")
 
 
-def test_without_a_ring_file_nothing_is_logged() -> None:
+def test_without_a_socket_nothing_is_logged() -> None:
     lines = [line.strip() for line in render_haproxy_config(_graph(), GOLDEN_CONTEXT).splitlines()]
     assert not [line for line in lines if line.startswith(("log ", "log-format", "ring "))]

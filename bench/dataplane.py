@@ -715,7 +715,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             ),
         }
         figures["access_log"] = (
-            {"connection_logging": False, "lines_missing": 0}
+            {"connection_logging": False}
             if args.no_access_log
             else access_log_figures(bench, figures["throughput"], lines_before)
         )
@@ -738,7 +738,10 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         verdicts: dict[str, Any] = {
             "throughput_ratio_keepalive": _verdict(keepalive, TARGETS["throughput_ratio_min"]),
             "throughput_ratio_new_connection": _verdict(close, TARGETS["throughput_ratio_min"]),
-            "access_log_no_line_lost": figures["access_log"]["lines_missing"] == 0,
+            # None: nothing was logged (--no-access-log), so nothing could be lost.
+            "access_log_no_line_lost": (
+                None if args.no_access_log else figures["access_log"]["lines_missing"] == 0
+            ),
             **_tls_verdicts(figures.get("tls", {"skipped": "not asked"})),
         }
         if "control" in args.sections:

@@ -25,6 +25,7 @@ from lbaas.l4.host.real import RealNftOps
 from lbaas.l4.service import L4Protocol
 from lbaas.l4.tier.lease import LeasePolicy
 from lbaas.lab.tier_leases import LabLeases
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -119,9 +120,15 @@ def test_leases_a_store_outage_withdraws_nothing_a_dead_agent_is_withdrawn(
         # h2's agent dies (BIRD on h2 runs on): lease expired AND health port closed, so
         # the control plane disables the router's session with h2 and its routes go.
         os.kill(leases.agents[2], signal.SIGKILL)
+        # The router's routes go inside the sweep, before its report is appended, and the
+        # static route is rewritten after the session: wait for each, do not race them.
         tier.tier.wait_next_hops(tier.vip, {1, 3}, _WAIT)
-        assert any(report.withdrawn == {"h2"} for report in leases.reports)
-        assert tier.tier.next_hops(tier.static_vip) == {1, 3}  # the static route too
+        wait_until(
+            lambda: any(report.withdrawn == {"h2"} for report in leases.reports),
+            _WAIT,
+            "the sweep that withdrew h2 to be reported",
+        )
+        tier.tier.wait_next_hops(tier.static_vip, {1, 3}, _WAIT)  # the static route too
         assert leases.table.is_down("h2")
         scraped = _scrape(leases.metrics_port)  # the watcher's own /metrics
         assert scraped[("lbaas_tier_node_up", "h2")] == 0.0

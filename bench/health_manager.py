@@ -13,7 +13,7 @@ balancer goes down (a status write per load balancer), and one where it comes ba
 time and process CPU (all threads) per round; heartbeats carry their sequence numbers, so
 the freshness check against the stored stamps is part of the cost. The UDP receiver and
 HMAC check are not in the rounds; they are in ``flood`` (``bench/health_flood.py``): for
-``--flood-seconds`` another process sends forged datagrams as fast as it can while a
+``--flood-seconds`` (0: none) another process sends forged datagrams as fast as it can while a
 third sends every amphora's genuine heartbeat once a second to a real receiver: forged
 datagrams refused per second, genuine heartbeats lost (target 0), the longest silence of
 an amphora meanwhile, and the log lines the refusals cost. ``checks`` reads the database
@@ -196,14 +196,17 @@ def _run(plane: Any, count: int, steady_rounds: int, flood_seconds: float) -> di
             )
             for lb in lbs
         ]
-        flood = flood_phase(
-            store,
-            beats,
-            seconds=flood_seconds,
-            interval=FLOOD_INTERVAL,
-            epoch=1,
-            first_sequence=last_seq + 1,
-        )
+        # ``--flood-seconds 0`` (or less than one interval): no flood phase at all.
+        flood = None
+        if flood_rounds > 0:
+            flood = flood_phase(
+                store,
+                beats,
+                seconds=flood_seconds,
+                interval=FLOOD_INTERVAL,
+                epoch=1,
+                first_sequence=last_seq + 1,
+            )
     finally:
         flusher.stop()
     return {"loadbalancers": count, **rounds, "flood": flood, "checks": checks}

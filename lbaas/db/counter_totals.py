@@ -26,6 +26,9 @@ TOTAL_COLUMNS = (
     "vip_answered",
     "check_failures",
 )
+#: Octavia's five statistics, the fields of the API's ``stats`` bodies (``/stats`` of a
+#: listener or load balancer, an amphora's ``stats``): the first five columns.
+STATS_COUNTERS = TOTAL_COLUMNS[:5]
 #: Only the newest report counts: connections open now, the VIP probe's latest outcome.
 GAUGES = frozenset(("active_connections", "vip_probes", "vip_answered"))
 

@@ -16,11 +16,9 @@ from typing import Any
 
 from lbaas.api.views.common import timestamp
 from lbaas.db import host_repo
+from lbaas.db.counter_totals import STATS_COUNTERS
 from lbaas.db.session import Session
 from lbaas.db.tables import AmphoraRow, ListenerStatsRow
-
-COUNTERS = ("active_connections", "bytes_in", "bytes_out", "request_errors", "total_connections")
-
 
 def amphora_view(row: AmphoraRow, zone: str | None = None) -> dict[str, Any]:
     return {
@@ -56,14 +54,14 @@ def listener_stats_view(row: ListenerStatsRow) -> dict[str, Any]:
     """One listener as one amphora saw it.
 
     Cumulative counters are the total folded in before the last restart of the data plane
-    (``base``) plus the latest report (``last``); the connection gauge is only the latest.
+    plus the latest report; the connection gauge is only the latest. The record keeps
+    both sums as integer columns (``counter_totals``).
     """
     view: dict[str, Any] = {
         "id": row.amphora_id,
         "loadbalancer_id": row.loadbalancer_id,
         "listener_id": row.listener_id,
     }
-    for name in COUNTERS:
-        last = int(row.last.get(name, 0))
-        view[name] = last if name == "active_connections" else int(row.base.get(name, 0)) + last
+    for name in STATS_COUNTERS:
+        view[name] = int(getattr(row, name))
     return view

@@ -159,10 +159,15 @@ class AccessLogReader:
         self._forward = forward
         self._loadbalancer_id = loadbalancer_id.encode()
         self.lines = 0
-        socket_path.unlink(missing_ok=True)
+        # Bound and listening under a private name, then renamed over the path: whoever
+        # connects to ``socket_path`` (HAProxy, ``remove_stale_sockets``) never finds a
+        # socket that refuses because it does not listen yet.
+        fresh = socket_path.with_name(f".{socket_path.name}.{os.getpid()}.{id(self)}")
+        fresh.unlink(missing_ok=True)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(str(socket_path))
+        self._listener.bind(str(fresh))
         self._listener.listen(16)
+        fresh.rename(socket_path)
         self._listener.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener, selectors.EVENT_READ)
@@ -352,6 +357,31 @@ class AccessLogs:
                 os.chown(socket_path, -1, grp.getgrnam(group).gr_gid)
                 socket_path.chmod(0o660)
             self._readers[amphora_id] = reader
+
+    def remove_stale_sockets(self) -> list[Path]:
+        """Remove the sockets of the directory that nothing listens on; the removed paths.
+
+        An agent killed outright leaves its amphorae's sockets; those of amphorae deleted
+        before it came back would stay for good. A socket is stale when connecting to it is
+        refused: a reader's socket listens from the moment it has its name.
+        """
+        with self._lock:
+            ours = {reader.socket_path for reader in self._readers.values()}
+        removed: list[Path] = []
+        if not self.socket_directory.is_dir():
+            return removed
+        for path in sorted(self.socket_directory.glob("*.sock")):
+            if path in ours or not path.is_socket():
+                continue
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                try:
+                    probe.connect(str(path))
+                except ConnectionRefusedError:
+                    path.unlink(missing_ok=True)
+                    removed.append(path)
+                except OSError as exc:  # not ours to judge (permissions, a race): kept
+                    log.debug("access-log socket %s kept: %s", path, exc)
+        return removed
 
     def recover(self, amphora_id: str, pid: int, ring: str) -> None:
         """Lines a replaced worker of ``amphora_id`` logged after its forwarder closed."""

@@ -129,13 +129,17 @@ def access_logs_of(settings: Settings) -> AccessLogs:
     # As root HAProxy's workers drop to their own user, who cannot cross the 0700 state
     # directory; otherwise they run as this agent's user and the state directory does.
     sockets = conf.socket_directory if os.geteuid() == 0 else state_dir / "amphorae-logs"
-    return AccessLogs(
+    logs = AccessLogs(
         conf.directory or state_dir / "access-logs",
         sockets,
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
     )
+    stale = logs.remove_stale_sockets()  # before adopting: an adopted amphora binds anew
+    if stale:
+        log.info("removed %d access-log sockets nothing listened on", len(stale))
+    return logs
 
 
 class Supervisor:

@@ -123,3 +123,27 @@ def test_lines_arriving_during_the_batch_wait_are_written_with_one_write(
         reader.close()
     assert (tmp_path / "lb.log").read_bytes().splitlines() == lines
     assert output.writes == 2
+
+
+def test_stale_sockets_are_removed_and_listening_ones_kept(tmp_path: Path) -> None:
+    """A killed agent's sockets refuse and go; another reader's listening socket, this
+    agent's own and a file that is no socket stay."""
+    sockets = tmp_path / "sockets"
+    sockets.mkdir()
+    stale = sockets / "dead.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(str(stale))  # closed without unlinking, as a SIGKILL leaves it
+    (sockets / "notes.sock").write_text("not a socket")
+    other = AccessLogs(tmp_path / "other-logs", sockets, max_bytes=1 << 20, backups=0)
+    other.ensure("live", "lb-live", sockets / "live.sock")
+    logs = AccessLogs(tmp_path / "logs", sockets, max_bytes=1 << 20, backups=0)
+    logs.ensure("mine", "lb-mine", sockets / "mine.sock")
+    try:
+        assert logs.remove_stale_sockets() == [stale]
+        assert sorted(p.name for p in sockets.iterdir()) == ["live.sock", "mine.sock", "notes.sock"]
+        _send(sockets / "live.sock", [b"still served"])  # the probe did not disturb it
+        _wait_for(other, "live", 1)
+        assert (tmp_path / "other-logs" / "lb-live.log").read_bytes() == b"still served\n"
+    finally:
+        logs.close_all()
+        other.close_all()

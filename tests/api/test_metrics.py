@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from lbaas.compose import build_control_plane
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.sql_store import SqlHealthStore
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancerId, MemberId, PoolId
@@ -28,7 +27,7 @@ from lbaas.model.health import (
 from tests.api.test_amphorae import add_amphora
 from tests.support.api_client import LOOPBACK_SUBNET, Api
 from tests.support.certificates import issue, make_ca
-from tests.support.control_plane import asgi_app, make_settings
+from tests.support.control_plane import asgi_app, build_plane, make_settings
 from tests.support.prometheus import Exposition
 
 LB = "/v2/lbaas/loadbalancers"
@@ -155,7 +154,7 @@ def test_off_by_default(client: TestClient) -> None:
 
 
 def test_a_job_no_worker_takes_is_seen_waiting(state_dir: Path) -> None:
-    plane = build_control_plane(make_settings(state_dir, api={"metrics_enabled": True}))
+    plane = build_plane(make_settings(state_dir, api={"metrics_enabled": True}))
     try:  # the worker is never started: the job can only wait
         with TestClient(asgi_app(plane)) as client:
             api = Api(client, "p-alpha", "member")

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lbaas.compose import build_control_plane, build_worker_process
+from lbaas.compose import build_worker_process
 from lbaas.health.service import start_health_manager
 from lbaas.heartbeat.envelope import seal
 from lbaas.heartbeat.key import heartbeat_key
@@ -19,7 +19,7 @@ from lbaas.metrics.process import ProcessMetrics
 from lbaas.model.graph import LoadBalancerId
 from lbaas.model.health import HealthReport
 from tests.support.api_client import Api
-from tests.support.control_plane import asgi_app, make_settings
+from tests.support.control_plane import asgi_app, build_plane, make_settings
 from tests.support.prometheus import Exposition
 from tests.support.waiting import wait_for_value
 
@@ -41,7 +41,7 @@ def test_a_worker_process_serves_its_converges(state_dir: Path) -> None:
 
     port = _free_port()
     settings = make_settings(state_dir, worker={"metrics_port": port})
-    plane = build_control_plane(settings)  # its own worker is never started
+    plane = build_plane(settings)  # its own worker is never started
     process = build_worker_process(settings, plane.database, plane.providers)
     process.start()
     try:
@@ -67,7 +67,7 @@ def test_a_worker_process_serves_its_converges(state_dir: Path) -> None:
 def test_a_health_manager_serves_its_heartbeats(state_dir: Path) -> None:
     udp = _free_port(socket.SOCK_DGRAM)
     settings = make_settings(state_dir, health={"bind_port": udp})
-    plane = build_control_plane(settings)
+    plane = build_plane(settings)
     metrics = ProcessMetrics()
     stop_health = start_health_manager(settings, plane.database, metrics=metrics)
     endpoint = MetricsEndpoint(metrics, "127.0.0.1", 0)

@@ -20,8 +20,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, status_code_conformance
 
-from lbaas.compose import build_control_plane
-from tests.support.control_plane import asgi_app, make_settings
+from tests.support.control_plane import asgi_app, build_plane, make_settings
 from tests.support.databases import PostgresDatabases
 
 pytestmark = pytest.mark.slow
@@ -39,7 +38,7 @@ def fuzz_app(
         postgres: PostgresDatabases = request.getfixturevalue("postgres")
         url = postgres.create("fuzz")
     settings_ = make_settings(state, url, api={"auth_strategy": "noauth"})
-    plane = build_control_plane(settings_)
+    plane = build_plane(settings_)
     plane.start()
     try:
         yield asgi_app(plane)

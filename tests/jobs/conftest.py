@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from lbaas.compose import build_control_plane
 from tests.support.api_client import Api
-from tests.support.control_plane import asgi_app, make_settings
+from tests.support.control_plane import asgi_app, build_plane, make_settings
 
 
 @pytest.fixture
@@ -24,7 +23,7 @@ def idle_plane(state_dir: Path) -> Iterator[Any]:
     settings = make_settings(
         state_dir, worker={"max_attempts": 3, "backoff_base": 0.0, "backoff_max": 0.0}
     )
-    plane = build_control_plane(settings)
+    plane = build_plane(settings)
     try:
         yield plane
     finally:

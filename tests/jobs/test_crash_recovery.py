@@ -203,11 +203,10 @@ def test_two_workers_on_postgres_never_run_a_job_twice_at_once(
 ) -> None:
     from starlette.testclient import TestClient
 
-    from lbaas.compose import build_control_plane
-    from tests.support.control_plane import asgi_app, make_settings
+    from tests.support.control_plane import asgi_app, build_plane, make_settings
 
     url = postgres.create("two_workers")
-    plane = build_control_plane(make_settings(state_dir, url))
+    plane = build_plane(make_settings(state_dir, url))
     records = tmp_path / "records.jsonl"
     try:
         with TestClient(asgi_app(plane)) as client:

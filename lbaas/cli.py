@@ -253,11 +253,11 @@ def cmd_api(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    signals = StopSignals(parent_pid=args.parent_pid)  # before the imports' second or so
     from lbaas.compose import build_worker_process, open_database, open_providers
 
     settings = _settings(args)
     _setup_logging(settings)
-    signals = StopSignals(parent_pid=args.parent_pid)
     database = open_database(settings, upgrade=False)
     providers = open_providers(settings, database)
     process = build_worker_process(settings, database, providers)
@@ -271,6 +271,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
+    signals = StopSignals()  # before the imports' second or so
     from lbaas.compose import open_database, wakeup_sender
     from lbaas.health.service import start_health_manager
     from lbaas.metrics.endpoint import MetricsEndpoint
@@ -278,7 +279,6 @@ def cmd_health(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     _setup_logging(settings)
-    signals = StopSignals()
     metrics = ProcessMetrics()
     stop = start_health_manager(
         settings, open_database(settings, upgrade=False), wakeup_sender(settings).notify, metrics

@@ -20,6 +20,7 @@ from lbaas.db.counter_totals import STATS_COUNTERS
 from lbaas.db.session import Session
 from lbaas.db.tables import AmphoraRow, ListenerStatsRow
 
+
 def amphora_view(row: AmphoraRow, zone: str | None = None) -> dict[str, Any]:
     return {
         "id": row.id,

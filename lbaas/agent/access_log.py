@@ -161,8 +161,9 @@ class AccessLogReader:
         self.lines = 0
         # Bound and listening under a private name, then renamed over the path: whoever
         # connects to ``socket_path`` (HAProxy, ``remove_stale_sockets``) never finds a
-        # socket that refuses because it does not listen yet.
-        fresh = socket_path.with_name(f".{socket_path.name}.{os.getpid()}.{id(self)}")
+        # socket that refuses because it does not listen yet. The private name is no
+        # longer than the path's (a UNIX socket path has at most 107 bytes).
+        fresh = socket_path.with_name(f".{socket_path.stem}.new")
         fresh.unlink(missing_ok=True)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(fresh))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from lbaas.compose import ControlPlane, build_control_plane, http_app
 from lbaas.config import load_settings
@@ -43,9 +45,7 @@ def truncate_all(plane: ControlPlane) -> None:
         conn.execute(text(f"TRUNCATE {names} CASCADE"))
 
 
-_migrated: list[Path] = []  # this test process's schema at head (``_migrated_sqlite``)
-
-
+@functools.cache
 def _migrated_sqlite() -> Path:
     """An empty SQLite database at the migrations' head, made once per test process.
 
@@ -53,19 +53,17 @@ def _migrated_sqlite() -> Path:
     file; they get a copy of this one, and the plane's own upgrade finds nothing to do.
     The migrations themselves are tested in ``tests/db``.
     """
-    if not _migrated:
-        directory = Path(tempfile.mkdtemp(prefix="lbaas-schema-"))
-        atexit.register(shutil.rmtree, directory, True)
-        database = Database(f"sqlite:///{directory / 'lbaas.sqlite'}")
-        upgrade_database(database)
-        database.dispose()  # the last connection closed: the WAL is folded into the file
-        _migrated.append(directory / "lbaas.sqlite")
-    return _migrated[0]
+    directory = Path(tempfile.mkdtemp(prefix="lbaas-schema-"))
+    atexit.register(shutil.rmtree, directory, True)
+    database = Database(f"sqlite:///{directory / 'lbaas.sqlite'}")
+    upgrade_database(database)
+    database.dispose()  # the last connection closed: the WAL is folded into the file
+    return directory / "lbaas.sqlite"
 
 
 def build_plane(settings: Any) -> ControlPlane:
     """``build_control_plane``, an embedded SQLite database starting from the migrated copy."""
-    target = Path(settings.state_dir) / "lbaas.sqlite"
+    target = Path(make_url(settings.database_url).database or "")  # the embedded file
     if not settings.database.url and not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(_migrated_sqlite(), target)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from lbaas.agent.plumbing import namespace_name
+from lbaas.agent.runtime_api import RuntimeApiError, unix_socket_transport
 from lbaas.lab.addresses import bare
 from lbaas.lab.lab import Lab
 from lbaas.lab.services import start_services
@@ -154,6 +155,22 @@ def keepalived_entered(world: LabWorld, amphora: dict[str, Any], state: AmphoraR
     except OSError:
         return 0
     return text.count(f"Entering {state} STATE")
+
+
+def stick_entries(world: LabWorld, amphora: dict[str, Any]) -> int:
+    """How many entries the amphora's HAProxy holds in its stick tables (0: unreadable),
+    read through its master CLI from the current worker."""
+    root = world.lab.services_dir / str(amphora["compute_id"]) / "amphorae"
+    ask = unix_socket_transport(root / str(amphora["id"]) / "master.sock")
+    try:
+        listing = ask("@1 show table; quit")
+    except RuntimeApiError:
+        return 0
+    return sum(
+        int(word.split(":", 1)[1].rstrip(","))
+        for word in listing.split()
+        if word.startswith("used:")
+    )
 
 
 def _ip(namespace: str, *argv: str) -> str:

@@ -43,10 +43,16 @@ async def test_service_becomes_a_load_balancer_and_follows_its_endpoints(
     async with k8s.running_controller(str(kmock.url), octavia_url, settings):
 
         async def ingress() -> Any:
+            # The controller writes the ingress, then the record annotations, as two
+            # patches: wait for the second, or the annotations below race the controller.
             obj = await stored(kmock, "web") or {}
+            if names.ANNOTATION_STATE not in ((obj.get("metadata") or {}).get("annotations") or {}):
+                return None
             return ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress")
 
-        ingress_list = await k8s.eventually(ingress, what="status.loadBalancer.ingress")
+        ingress_list = await k8s.eventually(
+            ingress, what="status.loadBalancer.ingress and the converged record"
+        )
         lbs = octavia.load_balancers(names.uid_tag(uid))
         assert len(lbs) == 1
         lb = lbs[0]

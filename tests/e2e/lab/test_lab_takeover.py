@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from lbaas.lab.addresses import address, bare
-from lbaas.model.enums import AmphoraRole
+from lbaas.model.enums import LIVE_AMPHORA_STATUSES, AmphoraRole
 from tests.e2e.lab.lab_api import V2
 from tests.support.lab_pair import (
     LabWorld,
@@ -46,6 +46,7 @@ from tests.support.lab_pair import (
     lab_world,
     live_amphorae,
     router_mac,
+    stick_entries,
     vip_holders,
     vip_of,
 )
@@ -165,6 +166,15 @@ def test_persistent_clients_keep_their_member_after_a_master_takeover(world: Lab
     for lb_id, url in ((source_lb, source_url), (cookie_lb, cookie_url)):
         master, backup = pairs[lb_id][AmphoraRole.MASTER], pairs[lb_id][AmphoraRole.BACKUP]
         vip = url.split("/")[2]
+        # Only entries the MASTER pushed before it died can survive it: wait for the push
+        # (milliseconds once the peers are connected; a first connection can take seconds).
+        held = stick_entries(world, master)
+        assert held >= SOURCES, held
+        wait_until(
+            lambda: stick_entries(world, backup) >= held,  # noqa: B023
+            TIMEOUT,
+            "the BACKUP's stick tables synced by peers",
+        )
         kill_namespace(amphora_namespace(world, master))
         wait_until(
             lambda: amphora_namespace(world, backup) in vip_holders(world, vip),  # noqa: B023
@@ -272,7 +282,15 @@ def test_a_master_cut_off_before_its_first_heartbeat_is_still_replaced(world: La
 PAIRS = 20
 
 
+def _live_fleet(world: LabWorld) -> list[dict[str, object]]:
+    amphorae = world.api.call("GET", "/v2/octavia/amphorae")["amphorae"]
+    return [a for a in amphorae if a["status"] in LIVE_AMPHORA_STATUSES]
+
+
 def test_twenty_pairs_spread_over_three_hosts_and_serve(world: LabWorld) -> None:
+    # Placement evens out every live amphora of a host, so the earlier tests' (a retired
+    # MASTER on a healed host is deleted at its next heartbeat) must be gone first.
+    wait_until(lambda: not _live_fleet(world), TIMEOUT, "the earlier tests' amphorae gone")
     with ThreadPoolExecutor(4) as pool:
         lb_ids = list(pool.map(lambda i: create_pair(world, f"many-{i}"), range(PAIRS)))
         list(pool.map(world.api.wait_active, lb_ids))

@@ -219,6 +219,7 @@ class Lab:
         self._file.remove()
         # The processes' state directories (databases, amphora files, logs) go with them.
         shutil.rmtree(self._file.services_dir, ignore_errors=True)
+        shutil.rmtree(self.names.log_sockets, ignore_errors=True)
         return removed
 
     def _kill(self, processes: list[RegisteredProcess]) -> None:

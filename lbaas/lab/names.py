@@ -1,14 +1,16 @@
-"""Names of a lab's namespaces and interfaces.
+"""Names of a lab's namespaces, interfaces and log-socket directories.
 
-Only namespace names are global on the machine, so only they carry the lab's name; every
-interface lives inside one of the lab's namespaces, where a short fixed name cannot collide
-with another lab's (and Linux caps interface names at 15 characters).
+Only namespace names and the agents' access-log socket directories are global on the
+machine, so only they carry the lab's name; every interface lives inside one of the lab's
+namespaces, where a short fixed name cannot collide with another lab's (and Linux caps
+interface names at 15 characters).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from lbaas.lab.base import LabError
 
@@ -23,6 +25,9 @@ FABRIC_IF = "fab0"
 VIP_IF = "vip0"
 OUTSIDE_IF = "out0"
 CLIENT_IF = "eth0"
+# The lab's agents run as root, and their HAProxy workers (no longer root) must reach the
+# access-log sockets: not below the lab's private state directory, so below /run.
+LOG_SOCKETS_ROOT = Path("/run/lbaas/lab-access-log")
 
 
 def member_bridge(index: int) -> str:
@@ -67,6 +72,12 @@ class LabNames:
     def host_prefix(self, index: int) -> str:
         """What the agent of host ``index`` starts its amphorae's namespace names with."""
         return f"{self.host(index)}-"
+
+    @property
+    def log_sockets(self) -> Path:
+        """Where this lab's agents bind their amphorae's access-log sockets, one directory
+        per host; removed with the lab (a killed agent leaves its sockets behind)."""
+        return LOG_SOCKETS_ROOT / self.lab
 
     def is_ours(self, namespace: str) -> bool:
         """True for a namespace name this lab would make (used when its state file is lost),

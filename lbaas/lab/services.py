@@ -170,6 +170,7 @@ def agent_settings(
             },
         },
     }
+    tree["access_log"] = {"socket_directory": str(names.log_sockets / host_id(index))}
     if tier_files is not None:
         tree["agent"]["tier_bird_socket"] = str(tier_files[0])
         tree["agent"]["tier_vips_file"] = str(tier_files[1])

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import random
+import secrets
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -125,3 +128,22 @@ def test_down_without_a_readable_state_file_removes_the_labs_namespaces_by_name(
     assert removed == ["lab-h1", "lab-fab"]
     deleted = [argv[3] for argv in runner.commands if argv[:3] == ["ip", "netns", "delete"]]
     assert deleted == ["lab-h1", "lab-fab"] and not store.exists()
+
+
+def test_down_removes_the_labs_access_log_sockets_and_no_other_labs(tmp_path: Path) -> None:
+    if not os.access("/run", os.W_OK):
+        pytest.skip("needs to write below /run")
+    name, other = (f"u{secrets.token_hex(4)}" for _ in range(2))
+    sockets = [LabNames(lab).log_sockets / "h1" / "0123.sock" for lab in (name, other)]
+    try:
+        for path in sockets:
+            path.parent.mkdir(parents=True)
+            path.write_bytes(b"")  # a socket left by an agent killed with the lab
+        lab = Lab(name, tmp_path, run=RecordingRunner(StateFile(tmp_path, name)))
+        lab.up(hosts=1)
+        lab.down()
+        assert not LabNames(name).log_sockets.exists()
+        assert sockets[1].exists()
+    finally:
+        for lab in (name, other):
+            shutil.rmtree(LabNames(lab).log_sockets, ignore_errors=True)

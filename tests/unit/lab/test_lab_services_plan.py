@@ -65,6 +65,8 @@ def test_each_agent_maps_the_labs_networks_onto_its_uplinks_and_names_its_namesp
     assert settings.agent.host_id == "h2"
     assert settings.agent.bundle == str(tmp_path / "bundle")
     assert settings.agent.health_managers == ("10.70.0.2:5555",)
+    # Its access-log sockets in the lab's own directory, which the lab's removal takes.
+    assert settings.access_log.socket_directory == Path("/run/lbaas/lab-access-log/lab/h2")
 
 
 def test_each_host_is_enrolled_as_an_operator_would_with_its_fabric_address(

@@ -56,6 +56,7 @@ from lbaas.db.counter_totals import TOTAL_COLUMNS, record_totals  # noqa: E402
 from lbaas.db.tables import ListenerStatsRow, MemberRow, table_of  # noqa: E402
 from lbaas.model.enums import OperatingStatus  # noqa: E402
 from lbaas.progress import Progress  # noqa: E402
+from lbaas.startup_heap import freeze_startup_heap  # noqa: E402
 
 SUBNET = "7f000a00-0000-4000-8000-000000000001"
 LB = "/v2/lbaas/loadbalancers"
@@ -239,6 +240,7 @@ def main() -> None:
         plane = build_control_plane(settings)  # the worker is not started
         try:
             with TestClient(create_asgi_app(plane.services)) as client:
+                freeze_startup_heap()  # as `lbaas api` does before it serves
                 started = time.perf_counter()
                 created = []
                 seed = Progress("seeding load balancers", count)  # stderr: stdout is JSON

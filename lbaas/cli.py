@@ -124,6 +124,8 @@ def _hold_stop_signals() -> threading.Event:
 def _serve_api(settings: Settings, app: Any) -> None:
     import uvicorn
 
+    from lbaas.startup_heap import freeze_startup_heap
+
     config = uvicorn.Config(
         app,
         host=settings.api.host,
@@ -135,6 +137,7 @@ def _serve_api(settings: Settings, app: Any) -> None:
         proxy_headers=False,
     )
     server = uvicorn.Server(config)
+    freeze_startup_heap()  # before serving: full collections then skip start-up objects
     print(f"lbaas API listening on http://{settings.api.host}:{settings.api.port}", flush=True)
     server.run()
 

@@ -64,7 +64,7 @@ def _statuses(conn: Connection, table: Any, parent: Any) -> list[ObjectStatus]:
     c = table.c
     query = select(c.id, parent, c.project_id, c.provisioning_status, c.operating_status)
     query = query.where(c.provisioning_status != ProvisioningStatus.DELETED.value)
-    return [ObjectStatus._make(row) for row in conn.execute(query)]
+    return [ObjectStatus._make(row) for row in conn.execute(query).fetchall()]
 
 
 def as_dict(value: Any) -> Mapping[str, Any]:
@@ -92,7 +92,7 @@ def summed_records(conn: Connection, records: Select[Any]) -> dict[str, tuple[in
     by ``GROUP BY``: an object has one or two records, and SQLite's grouping (a sort)
     cost twice the plain read at 12,000 records."""
     sums: dict[str, tuple[int, ...]] = {}
-    for row in conn.execute(records):
+    for row in conn.execute(records).fetchall():
         object_id, values = row[0], row[1:]
         had = sums.get(object_id)
         sums[object_id] = values if had is None else tuple(map(operator.add, had, values))

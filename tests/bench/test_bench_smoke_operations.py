@@ -13,6 +13,8 @@ def test_quick_run_scrapes_every_object() -> None:
     # series per listener and per load balancer (30), besides the control plane's.
     assert figures["samples"] >= 15 + 30
     assert figures["scrape_ms_median"] > 0 and figures["bytes"] > 0
+    # The collector's share is part of the scrape's wall time, never more.
+    assert 0 <= figures["scrape_all_moved_gc_ms_median"] <= figures["scrape_all_moved_ms_max"]
     # The dashboard's stream saw each status change (it waits for the event carrying it).
     assert figures["dashboard_topology_ms_median"] > 0
     assert (

@@ -15,8 +15,9 @@ def test_objects_made_before_are_frozen_and_later_ones_are_collected_as_usual() 
     before: list[object] = [object()]
     assert _listed(before)
     try:
-        frozen = freeze_startup_heap()
-        assert frozen == gc.get_freeze_count() > 0
+        # Frozen objects can still be freed by reference counting, so the count only
+        # falls after the call; it is never zero here (this module's objects at least).
+        assert freeze_startup_heap() >= gc.get_freeze_count() > 0
         after: list[object] = [object()]
         assert not _listed(before)  # in the permanent generation: never walked
         assert _listed(after)

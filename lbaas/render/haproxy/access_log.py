@@ -13,6 +13,12 @@ when no member was chosen; timings: ``%Tt`` total milliseconds, and the flags ``
 say how the session ended (``----`` is a normal end). Every request of an HTTP listener
 gives one line (keep-alive included) and every connection of a TCP listener gives one.
 
+The two client-certificate fields can only have a value on a listener that terminates TLS;
+elsewhere HAProxy's fetches fail and it writes ``-`` and ``""``. Those listeners get the two
+literals instead: the same bytes without two sample fetches per line (about 350 of the
+~6,800 instructions a line costs HAProxy 2.6, measured with callgrind by
+``bench/access_log_instructions.py``).
+
 The ids come from the database and are checked (``checked_id``) before they are written,
 so a line always has the same number of space-separated fields before the quoted request.
 """
@@ -31,17 +37,22 @@ RING = "access_log"
 #: seconds of the benchmark's rate with the agent reading nothing at all.
 RING_SIZE = 16 * 1024 * 1024
 _TLS_FIELDS = "%[ssl_c_verify] %{+Q}[ssl_c_s_dn]"
+#: What HAProxy writes for ``_TLS_FIELDS`` on a connection without TLS (both fetches fail).
+_NO_TLS_FIELDS = '- ""'
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 
 
-def access_log_format(project_id: str, lb_id: str, listener_id: str, http: bool) -> str:
+def access_log_format(
+    project_id: str, lb_id: str, listener_id: str, http: bool, terminates_tls: bool
+) -> str:
     """The ``log-format`` argument of one listener's frontend (no quoting needed)."""
     # A project id is whatever the identity service gave: written with its unsafe
     # characters replaced, never refused (the load balancer must still be served).
     project = _UNSAFE.sub("_", project_id) or "-"
     ids = " ".join((project, checked_id(lb_id), checked_id(listener_id)))
     request = "%{+Q}r %ST" if http else '"-" -'
-    return f"{ids} %ci %cp %t {request} %B %U {_TLS_FIELDS} %b %s %Tt %tsc"
+    tls = _TLS_FIELDS if terminates_tls else _NO_TLS_FIELDS
+    return f"{ids} %ci %cp %t {request} %B %U {tls} %b %s %Tt %tsc"
 
 
 def global_log_line() -> str:

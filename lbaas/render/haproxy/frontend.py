@@ -87,17 +87,17 @@ def frontend_of(listener: Listener, lb: LoadBalancer, ctx: HaproxyContext) -> Fr
         notes=notes,
         tls=None if tls_files is None else bind_tls_of(listener, tls_files),
         response_headers=_hsts(listener) if terminated else (),
-        log_format=_log_format(listener, lb, ctx, http),
+        log_format=_log_format(listener, lb, ctx, http, terminated),
     )
 
 
 def _log_format(
-    listener: Listener, lb: LoadBalancer, ctx: HaproxyContext, http: bool
+    listener: Listener, lb: LoadBalancer, ctx: HaproxyContext, http: bool, terminated: bool
 ) -> str | None:
     """Every listener but PROMETHEUS (its scrapes are not tenant traffic) logs when asked."""
     if ctx.access_log_socket is None or listener.protocol is ListenerProtocol.PROMETHEUS:
         return None
-    return access_log_format(lb.project_id, lb.id, listener.id, http)
+    return access_log_format(lb.project_id, lb.id, listener.id, http, terminated)
 
 
 def _hsts(listener: Listener) -> tuple[HeaderInsertion, ...]:

@@ -65,4 +65,6 @@ def test_every_http_request_and_tcp_connection_gives_one_line(
         members = {f"srv_{m['id']}" for m in web.members.values()}
         assert {f[-3] for f in new_web} == members  # both members answered
         assert {(f[6], f[7]) for f in new_tcp} == {('"-"', "-")}
+        # No TLS here: the client-certificate fields read as HAProxy writes a failed fetch.
+        assert {(f[-6], f[-5]) for f in new_web + new_tcp} == {("-", '""')}
         assert {f[-3] for f in new_tcp} == {f"srv_{tcp.members['one']['id']}"}

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.e2e.amphora.access_log_lines import wait_lines
 from tests.e2e.amphora.conftest import BackendFleet
 from tests.e2e.amphora.octavia_api import OctaviaApi
 from tests.e2e.amphora.serve_process import ServeInstance
@@ -122,7 +123,7 @@ def test_sni_alpn_hsts_and_client_authentication(
         assert json.loads(body)["headers"]["x-forwarded-proto"] == "https"
 
         mtls_port = lb.port()
-        api.create_listener(
+        mtls = api.create_listener(
             lb.id, "TERMINATED_HTTPS", mtls_port,
             default_tls_container_ref=refs[1], default_pool_id=service.pool["id"],
             client_authentication="MANDATORY", client_ca_tls_container_ref=ca_ref,
@@ -133,6 +134,10 @@ def test_sni_alpn_hsts_and_client_authentication(
         assert admitted.returncode == 0, admitted.stderr
         seen = json.loads(admitted.stdout)["headers"]
         assert (seen["x-ssl-client-cn"], seen["x-ssl-client-verify"]) == ("good", "0")
+        # Its access-log line carries the verify result and the client's subject DN.
+        log_file = serve.state_dir / "access-logs" / f"{lb.id}.log"
+        (line,) = [f for f in wait_lines(log_file, mtls["id"], 1) if f[9] == "200"]
+        assert line[-6] == "0" and line[-5].startswith('"') and "CN=good" in line[-5], line
         assert _curl(vip, mtls_port, ca_file).returncode != 0
         assert _curl(vip, mtls_port, ca_file, "--cert", str(tmp_path / "bad.pem")).returncode != 0
 

@@ -40,7 +40,7 @@ def test_every_listener_logs_to_the_agent_socket_in_octavias_field_order(
         f'server agent "unix@{SOCKET}" log-proto legacy',
     ]
     for item in lb.listeners:
-        expected = access_log_format(lb.project_id, lb.id, item.id, item.protocol is LP.HTTP)
+        expected = access_log_format(lb.project_id, lb.id, item.id, item.protocol is LP.HTTP, False)
         assert f"log-format {quoted(expected)}" in text
     path = tmp_path / "haproxy.cfg"
     path.write_text(text)
@@ -49,8 +49,8 @@ def test_every_listener_logs_to_the_agent_socket_in_octavias_field_order(
 
 
 def test_http_and_tcp_lines_have_the_same_fields() -> None:
-    http = access_log_format("p", "lb", "li", True).split(" ")
-    tcp = access_log_format("p", "lb", "li", False).split(" ")
+    http = access_log_format("p", "lb", "li", True, False).split(" ")
+    tcp = access_log_format("p", "lb", "li", False, False).split(" ")
     assert http[:3] == tcp[:3] == ["p", "lb", "li"]
     assert (http[6], http[7]) == ("%{+Q}r", "%ST")
     assert (tcp[6], tcp[7]) == ('"-"', "-")
@@ -59,7 +59,16 @@ def test_http_and_tcp_lines_have_the_same_fields() -> None:
 
 
 def test_an_unusual_project_id_is_made_safe_not_refused() -> None:
-    assert access_log_format("a b%c", "lb", "li", True).startswith("a_b_c lb li ")
+    assert access_log_format("a b%c", "lb", "li", True, False).startswith("a_b_c lb li ")
+
+
+def test_only_a_listener_terminating_tls_fetches_the_client_certificate_fields() -> None:
+    terminated = access_log_format("p", "lb", "li", True, True).split(" ")
+    plain = access_log_format("p", "lb", "li", True, False).split(" ")
+    assert terminated[10:12] == ["%[ssl_c_verify]", "%{+Q}[ssl_c_s_dn]"]
+    # What HAProxy writes when both fetches fail, so a line reads the same either way.
+    assert plain[10:12] == ["-", '""']
+    assert len(terminated) == len(plain)
 
 
 def test_without_a_socket_nothing_is_logged() -> None:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from lbaas.config import Settings, load_settings
 from lbaas.errors import ConfigError
 from lbaas.private_files import make_private_directory
+from lbaas.startup_heap import freeze_startup_heap
 
 if TYPE_CHECKING:
     import socket
@@ -123,8 +124,6 @@ def _hold_stop_signals() -> threading.Event:
 
 def _serve_api(settings: Settings, app: Any) -> None:
     import uvicorn
-
-    from lbaas.startup_heap import freeze_startup_heap
 
     config = uvicorn.Config(
         app,
@@ -265,6 +264,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     providers = open_providers(settings, database)
     process = build_worker_process(settings, database, providers)
     process.start()
+    freeze_startup_heap()  # what start-up made lives as long as the worker: never walk it
     print(f"lbaas worker {process.worker.owner} running", flush=True)
     signals.wait()
     process.stop()
@@ -290,6 +290,7 @@ def cmd_health(args: argparse.Namespace) -> int:
     if settings.health.metrics_port:
         port = settings.health.metrics_port
         stops.append(MetricsEndpoint(metrics, settings.health.bind_host, port).stop)
+    freeze_startup_heap()  # full collections then skip start-up objects (heartbeat latency)
     signals.wait()
     for each in reversed(stops):
         each()
@@ -305,6 +306,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     _setup_logging(settings)
     signals = StopSignals()
     stop = _start_agent(settings, listening)
+    freeze_startup_heap()
     where = "an inherited socket" if listening else f"{settings.agent.host}:{settings.agent.port}"
     print(f"lbaas agent ({settings.agent.mode} mode) on {where}", flush=True)
     signals.wait()

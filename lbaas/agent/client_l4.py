@@ -6,6 +6,8 @@ An ``AgentClient`` with three more calls; errors are translated exactly as for a
 
 from __future__ import annotations
 
+from typing import Any
+
 from lbaas.agent.client import AgentClient
 from lbaas.agent.wire_l4 import L4_PREFIX, L4ServiceSpec, L4ServiceStatus
 
@@ -14,10 +16,7 @@ class L4AgentClient(AgentClient):
     def put_l4(self, spec: L4ServiceSpec) -> L4ServiceStatus:
         """Send a load balancer's whole L4 service; the node converges to it."""
         path = f"{L4_PREFIX}/{spec.loadbalancer_id}"
-        # return_mode is newer than the agents of the previous release, which refuse unknown
-        # fields: left out where it says what they do anyway (nat), so they keep working.
-        exclude = {"return_mode"} if spec.return_mode == "nat" else None
-        response = self._request("PUT", path, content=spec.model_dump_json(exclude=exclude))
+        response = self._request("PUT", path, content=spec.model_dump_json(exclude=_older(spec)))
         return L4ServiceStatus.model_validate_json(response.content)
 
     def get_l4(self, loadbalancer_id: str, *, placement: bool = False) -> L4ServiceStatus | None:
@@ -33,3 +32,15 @@ class L4AgentClient(AgentClient):
     def delete_l4(self, loadbalancer_id: str) -> None:
         """Remove the load balancer's table from the node (succeeds if it is gone)."""
         self._request("DELETE", f"{L4_PREFIX}/{loadbalancer_id}")
+
+
+def _older(spec: L4ServiceSpec) -> dict[str, Any]:
+    """The fields newer than the agents of earlier releases (which refuse unknown fields),
+    left out where they say what those agents do anyway, so such agents keep working:
+    ``return_mode`` nat, and ``local`` when no member is local."""
+    exclude: dict[str, Any] = {}
+    if spec.return_mode == "nat":
+        exclude["return_mode"] = True
+    if not any(m.local for listener in spec.listeners for m in listener.members):
+        exclude["listeners"] = {"__all__": {"members": {"__all__": {"local"}}}}
+    return exclude

@@ -129,7 +129,16 @@ def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
         hash_key=HashKey(listener.hash_key),
         table_size=listener.table_size,
         members=tuple(
-            L4Member(m.id, m.address, m.port, m.weight, healthy.get(m.id, True), m.backup, m.place)
+            L4Member(
+                m.id,
+                m.address,
+                m.port,
+                m.weight,
+                healthy.get(m.id, True),
+                m.backup,
+                m.place,
+                m.local,
+            )  # fmt: skip
             for m in listener.members
             if m.weight > 0
         ),

@@ -51,6 +51,11 @@ class L4MemberSpec(_Wire):
     port: int = Field(ge=1, le=65535)
     weight: int = Field(ge=0, le=256, description="0: no new flows (draining).")
     backup: bool = Field(False, description="New flows only while no primary is healthy.")
+    local: bool = Field(
+        False,
+        description="On this node's host: while one such primary is healthy, the node "
+        "balances only those (a load balancer that prefers local members).",
+    )
     monitor_address: str | None = Field(None, description="Where to probe, if not address.")
     monitor_port: int | None = Field(None, ge=1, le=65535, description="Likewise the port.")
     place: str | None = Field(

@@ -106,6 +106,11 @@ def _validate(kind: ProfileKind, services: ApiServices, provider_name: str, raw:
         if key in data and (not isinstance(data[key], str) or data[key] not in allowed)
     ]
     unhonoured += [f"{key}={data[key]!r}" for key in refused_values]
+    not_boolean = sorted(
+        k for k in capabilities.boolean_keys if k in data and not isinstance(data[k], bool)
+    )
+    if not_boolean:
+        raise InvalidInput(f"{', '.join(not_boolean)} must be true or false.")
     if unhonoured:
         notes = [capabilities.profile_value_notes.get(key) for key in refused_values]
         why = "; ".join(note for note in notes if note) or "not honoured yet"

@@ -150,6 +150,14 @@ def port_at(session: Session, network_id: str, address: str) -> PortRow | None:
     ).first()
 
 
+def bound_ports_at(session: Session, addresses: list[str]) -> list[PortRow]:
+    """Ports bound to a host (``binding:host_id`` set) that hold one of ``addresses``."""
+    if not addresses:
+        return []
+    query = select(PortRow).where(PortRow.ip_address.in_(addresses), PortRow.host_id != "")
+    return list(session.scalars(query))
+
+
 def all_ports(session: Session) -> list[PortRow]:
     return list(session.scalars(select(PortRow).order_by(PortRow.created_at)))
 

@@ -4,7 +4,8 @@ This is the engine's own input, free of the API and the database: a provider (or
 agent) builds an ``L4Service`` from the load-balancer graph, keeping only the members that
 could get new flows (admin up, weight > 0) and marking those that health checks found
 down (``healthy=False``). Backup members (``backup=True``) are balanced only while no
-primary member is healthy, by a table of their own. ``hash_key_for`` maps Octavia's algorithm
+primary member is healthy, by a table of their own; members on the node's own host
+(``local=True``, for a load balancer that prefers them) only while one of them is healthy. ``hash_key_for`` maps Octavia's algorithm
 and session persistence to what the kernel hashes, refusing with a 400 what the engine
 cannot do.
 """
@@ -58,6 +59,9 @@ class L4Member:
     # The Maglev key this member's permutation comes from: its own key unless the control
     # plane gave it a removed member's place (``Tombstone``). None: ``key``.
     place: str | None = None
+    # On this node's host (a port bound there holds its address) and preferred: while one
+    # such primary is healthy, the node balances only those.
+    local: bool = False
 
     @property
     def place_key(self) -> str:
@@ -110,8 +114,12 @@ class L4Listener:
         return (self.name, self.hash_key, self.table_size, healthy, self.source_prefix)
 
     def active_members(self) -> tuple[L4Member, ...]:
-        """The tier that balances: the primaries while one is healthy, else the backups
+        """The tier that balances: the primaries on this node's own host while one of them
+        is healthy (``local``), else the primaries while one is healthy, else the backups
         (Octavia's backup members, as HAProxy's ``backup`` servers)."""
+        local = tuple(m for m in self.members if m.local and not m.backup)
+        if any(m.healthy for m in local):
+            return local
         primaries = tuple(m for m in self.members if not m.backup)
         if any(m.healthy for m in primaries):
             return primaries

@@ -101,14 +101,16 @@ def control_settings(
         # can do (namespaces: ACTIVE_STANDBY, UDP).
         "agent": {"mode": "netns"},
         "network": {"subnets": _subnets(state)},
-    }
-    if tier:
-        # An L4 tier on h1-hK: distributed load balancers are offered, and their VIPs placed
-        # in the one group of every tier node, whose agents announce them over BGP.
-        tree["providers"] = {
+        # Distributed load balancers are offered: every host's agent balances them for the
+        # clients on its host (without a tier, one host is the entry for the rest).
+        "providers": {
             "enabled": ["amphora", "noop", "distributed"],
             "distributed_status_interval": 0.5,
-        }
+        },
+    }
+    if tier:
+        # An L4 tier on h1-hK: the distributed VIPs are placed in the one group of every
+        # tier node, whose agents announce them over BGP.
         tree["tier"] = {
             "groups": {TIER_GROUP: [host_id(i) for i in range(1, tier + 1)]},
             "return_mode": return_mode,

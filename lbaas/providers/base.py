@@ -88,6 +88,8 @@ class ProviderCapabilities:
     # Keys listed above (so the lists name what clients know) that the provider cannot
     # honour yet: a profile that sets one is refused with a 400.
     unhonoured_keys: frozenset[str] = frozenset()
+    # Keys whose value must be JSON true or false.
+    boolean_keys: frozenset[str] = frozenset()
     # Keys whose values the provider can honour only in part: the values it takes.
     profile_values: Mapping[str, frozenset[str]] = field(default_factory=dict)
     # Why a key's other values are refused here (said in the 400), where there is a reason.

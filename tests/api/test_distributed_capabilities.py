@@ -77,3 +77,26 @@ def test_maglev_is_an_enum_value_other_providers_may_refuse(api: Api) -> None:
     assert api.post(LBS, body).status_code == 201
     wrong = single_call("TCP", "MAGLEVV")
     assert_fault(api.post(LBS, wrong), 400, "lb_algorithm")
+
+
+def test_prefer_local_members_is_a_distributed_flavor_key_that_must_be_boolean(
+    admin: Api,
+) -> None:
+    profiles = "/v2/lbaas/flavorprofiles"
+    listed = admin.get("/v2/lbaas/providers/distributed/flavor_capabilities").json()
+    names = [item["name"] for item in listed["flavor_capabilities"]]
+    assert names == ["prefer_local_members"]
+
+    def profile(provider: str, data: str) -> dict[str, Any]:
+        return {"flavorprofile": {"name": "local", "provider_name": provider, "flavor_data": data}}
+
+    for data in ('{"prefer_local_members": "yes"}', '{"prefer_local_members": 1}'):
+        refused = admin.post(profiles, profile("distributed", data))
+        assert_fault(refused, 400, "prefer_local_members must be true or false")
+    # Another provider has no such key: Octavia's "unknown flavor metadata" refusal.
+    assert (
+        admin.post(profiles, profile("noop", '{"prefer_local_members": true}')).status_code == 400
+    )
+    assert admin.get(profiles).json()["flavorprofiles"] == []
+    made = admin.post(profiles, profile("distributed", '{"prefer_local_members": true}'))
+    assert made.status_code == 201, made.text

@@ -9,6 +9,7 @@ fleet's hosts registry (the enrolled agents), so every live host carries them.
 from __future__ import annotations
 
 import abc
+from collections.abc import Collection
 from dataclasses import dataclass
 
 
@@ -29,3 +30,19 @@ class NodeDirectory(abc.ABC):
     @abc.abstractmethod
     def nodes(self) -> list[Node]:
         """The nodes that must carry every distributed load balancer now (may be empty)."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A port bound to a host that holds an address: where an instance with it runs."""
+
+    subnet_id: str
+    host_id: str
+
+
+class HostBindings(abc.ABC):
+    """Which hosts the members' addresses are on (``locality``)."""
+
+    @abc.abstractmethod
+    def bindings(self, addresses: Collection[str]) -> dict[str, list[Binding]]:
+        """Per address (only those some bound port holds), every binding that holds it."""

@@ -13,6 +13,9 @@ from __future__ import annotations
 from lbaas.model import enums as E
 from lbaas.providers.base import ProviderCapabilities
 
+#: The flavor key of ``locality``: true prefers members on the client's own host.
+PREFER_LOCAL_MEMBERS = "prefer_local_members"
+
 DISTRIBUTED_CAPABILITIES = ProviderCapabilities(
     listener_protocols=frozenset({E.ListenerProtocol.TCP, E.ListenerProtocol.UDP}),
     pool_protocols=frozenset({E.PoolProtocol.TCP, E.PoolProtocol.UDP}),
@@ -29,4 +32,10 @@ DISTRIBUTED_CAPABILITIES = ProviderCapabilities(
         }
     ),
     l7_listener_protocols=frozenset(),
+    flavor_keys={
+        PREFER_LOCAL_MEMBERS: "When true, each node balances a client's new flows over the "
+        "members on the client's own host (a port bound to that host holds the member's "
+        "address) while one of them is healthy, and over every member otherwise",
+    },
+    boolean_keys=frozenset({PREFER_LOCAL_MEMBERS}),
 )

@@ -42,10 +42,16 @@ from lbaas.model.fleet import agent_server_name
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
-from lbaas.providers.distributed.base import Node, NodeDirectory
+from lbaas.providers.distributed.base import HostBindings, Node, NodeDirectory
 from lbaas.providers.distributed.capabilities import DISTRIBUTED_CAPABILITIES
 from lbaas.providers.distributed.combine import combine
 from lbaas.providers.distributed.entry import entry_node
+from lbaas.providers.distributed.locality import (
+    NoHostBindings,
+    PortHostBindings,
+    localised,
+    member_hosts,
+)
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
 from lbaas.providers.distributed.placement import announcing_nodes
 from lbaas.providers.distributed.places import Placement, apply_placement, place, recovered
@@ -91,10 +97,16 @@ class DistributedProvider(ProviderDriver):
         *,
         directory: NodeDirectory | None = None,
         clients: ClientFactory | None = None,
+        bindings: HostBindings | None = None,
     ) -> None:
-        """Build from settings; ``directory`` and ``clients`` replace the node list and agents."""
+        """Build from settings; ``directory``, ``clients`` and ``bindings`` replace the node
+        list, the agents and the ports' host bindings (``locality``)."""
         super().__init__(context)
         self._directory = directory or _directory(context)
+        if bindings is None:
+            database = context.database
+            bindings = NoHostBindings() if database is None else PortHostBindings(database)
+        self._bindings = bindings
         self._new_client = clients or self._tls_client
         self._clients: dict[str, L4AgentClient] = {}
         self._graphs: dict[str, LoadBalancer] = {}
@@ -133,10 +145,16 @@ class DistributedProvider(ProviderDriver):
         entry, announcing = self._roles(graph.id, nodes)
         spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=True)
         mode = self.context.settings.tier.return_mode
+        hosts = member_hosts(graph, self._bindings)
         self._each_node(
             nodes,
             lambda node, client: client.put_l4(
-                _for_node(spec, node == entry, node.name in announcing, mode)
+                _for_node(
+                    localised(spec, hosts, node.host_id),
+                    node == entry,
+                    node.name in announcing,
+                    mode,
+                )  # fmt: skip
             ),
             f"apply {graph.id}",
         )
@@ -215,6 +233,7 @@ class DistributedProvider(ProviderDriver):
         LOG.info("programming distributed load balancer %s on node %s (entry: %s, announce: %s)",
                  graph.id, node.name, entry, announce)  # fmt: skip
         spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=False)
+        spec = localised(spec, member_hosts(graph, self._bindings), node.host_id)
         mode = self.context.settings.tier.return_mode
         return self._client(node).put_l4(_for_node(spec, entry, announce, mode))
 

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lbaas.model.enums import LIVE_AMPHORA_STATUSES, ProvisioningStatus
+from lbaas.lab.lab import Lab
+from lbaas.lab.services import services_status
+from lbaas.model.enums import LIVE_AMPHORA_STATUSES, HostStatus, ProvisioningStatus
 from tests.support.waiting import wait_until
 
 V2 = "/v2/lbaas"
@@ -66,3 +68,18 @@ def host_list(namespace: str, settings: str | Path) -> dict[str, dict[str, Any]]
     argv = ["ip", "netns", "exec", namespace, *lbaas]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
     return {host["host_id"]: host for host in json.loads(done.stdout)}
+
+
+def lab_api_when_up(lab: Lab, hosts: int) -> tuple[dict[str, Any], LabApi]:
+    """A lab whose services were just started: its services and its API, once the ``hosts``
+    agents are UP in the hosts registry."""
+    services = services_status(lab)
+    wait_until(
+        lambda: (
+            [h["status"] for h in host_list(lab.names.control, services["settings"]).values()]
+            == [HostStatus.UP] * hosts
+        ),
+        timeout=60,
+        what=f"the {hosts} hosts UP",
+    )
+    return services, LabApi(services["api_namespace"], services["api"])

@@ -11,10 +11,12 @@ caller runs ``lab_cli("down", ...)`` and kills the servers, even when ``build`` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +53,18 @@ def lab_cli(*argv: str) -> str:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
+
+
+@contextlib.contextmanager
+def lab_up(lab_dir: Path, prefix: str, *up: str) -> Iterator[tuple[Lab, list[str]]]:
+    """``lbaas lab up <up>`` under a fresh name; the lab and its ``--name``/``--state-dir``
+    arguments; ``lbaas lab down`` afterwards, also when the test failed."""
+    base = ["--name", f"{prefix}{uuid.uuid4().hex[:7]}", "--state-dir", str(lab_dir)]
+    try:
+        lab_cli("up", *up, "--quiet", *base)
+        yield Lab(base[1], lab_dir), base
+    finally:
+        lab_cli("down", *base)
 
 
 @dataclass

@@ -31,9 +31,16 @@ pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.haproxy]
 MEMBER_PORT = 8080
 
 
-def serve_member(lab: Lab, host: str, root: Path, started: list[subprocess.Popen[bytes]]) -> str:
-    """An HTTP server on ``host``'s member-network address that answers with the host's name."""
-    address = bare(lab.status()["hosts"][host]["addresses"]["m0"])
+def serve_member(
+    lab: Lab,
+    host: str,
+    root: Path,
+    started: list[subprocess.Popen[bytes]],
+    address: str | None = None,
+) -> str:
+    """An HTTP server on ``host``'s member-network address (or ``address``, which the host
+    must hold) that answers with the host's name."""
+    address = address or bare(lab.status()["hosts"][host]["addresses"]["m0"])
     directory = root / f"www-{host}"
     directory.mkdir()
     (directory / "index.html").write_text(f"served by {host}\n")

@@ -17,21 +17,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
-from lab_api import V2, LabApi, host_list
-from provider_tier import lab_cli
+from lab_api import V2, lab_api_when_up
+from provider_tier import lab_cli, lab_up
 from test_lab_services import MEMBER_PORT, curl, serve_member
 
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.host.real import RealNftOps
-from lbaas.lab.lab import Lab
-from lbaas.lab.services import services_status
 from lbaas.lab.tier import LabTier
-from lbaas.model.enums import HostStatus
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -42,21 +37,8 @@ REQUESTS = 30
 def test_a_distributed_vip_is_served_to_the_outside_through_the_tier_group(
     lab_dir: Path, sleepers: list[subprocess.Popen[bytes]]
 ) -> None:
-    name = f"d{uuid.uuid4().hex[:7]}"
-    base = ["--name", name, "--state-dir", str(lab_dir)]
-    lab = Lab(name, lab_dir)
-    try:
-        lab_cli("up", "--hosts", "4", "--tier", "3", "--quiet", *base)
-        services = services_status(lab)
-        api = LabApi(services["api_namespace"], services["api"])
-        wait_until(
-            lambda: (
-                [h["status"] for h in host_list(lab.names.control, services["settings"]).values()]
-                == [HostStatus.UP] * 4
-            ),
-            timeout=60,
-            what="the four hosts UP",
-        )
+    with lab_up(lab_dir, "d", "--hosts", "4", "--tier", "3") as (lab, base):
+        services, api = lab_api_when_up(lab, 4)
         member = serve_member(lab, "h4", lab_dir, sleepers)
         body = {"name": "edge", "vip_subnet_id": services["vip_subnet_id"]}
         created = api.call(
@@ -112,5 +94,3 @@ def test_a_distributed_vip_is_served_to_the_outside_through_the_tier_group(
         tier.wait_next_hops(vip, set(), 60)
         shown = json.loads(lab_cli("tier", *base))
         assert all(shown["nodes"][f"h{i}"]["announced"] == [] for i in (1, 3)), shown
-    finally:
-        lab_cli("down", *base)

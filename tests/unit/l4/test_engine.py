@@ -255,6 +255,25 @@ def test_backup_members_get_flows_only_while_no_primary_is_healthy() -> None:
     assert owners(ops) == {"10.30.0.1", "10.30.0.2"}
 
 
+def test_members_on_the_nodes_own_host_take_every_flow_while_one_of_them_is_healthy() -> None:
+    local = (replace(MEMBERS[0], local=True), replace(MEMBERS[1], local=True))
+    spare = L4Member("spare-1", "10.30.0.91", 8080, backup=True, local=True)
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service((*local, *MEMBERS[2:], spare)))
+    assert owners(ops) == {"10.30.0.1", "10.30.0.2"}  # the others hold no slot here
+    engine.apply(service((replace(local[0], healthy=False), local[1], *MEMBERS[2:], spare)))
+    assert owners(ops) == {"10.30.0.2"}  # one local member is enough
+    no_local = tuple(replace(m, healthy=False) for m in local)
+    engine.apply(service((*no_local, *MEMBERS[2:], spare)))
+    assert owners(ops) == {"10.30.0.3", "10.30.0.4", "10.30.0.5"}  # every primary's turn
+    gone = tuple(replace(m, healthy=False) for m in (*local, *MEMBERS[2:]))
+    engine.apply(service((*gone, spare)))
+    assert owners(ops) == {"10.30.0.91"}  # a local backup is still only a backup
+    engine.apply(service((*local, *MEMBERS[2:], spare)))
+    assert owners(ops) == {"10.30.0.1", "10.30.0.2"}
+
+
 def test_cut_moves_backup_flows_back_when_a_primary_returns() -> None:
     spare = L4Member("spare-1", "10.30.0.91", 8080, backup=True)
     down = replace(MEMBERS[0], healthy=False)

@@ -7,8 +7,11 @@ unreachable. The majority rule is tested on hand-made node views.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,7 @@ from lbaas.model.enums import (
 from lbaas.model.graph import LoadBalancer
 from lbaas.model.health import HealthReport, MemberState
 from lbaas.providers.base import ProviderContext
-from lbaas.providers.distributed.base import Node, NodeDirectory
+from lbaas.providers.distributed.base import Binding, HostBindings, Node, NodeDirectory
 from lbaas.providers.distributed.combine import combine, member_state
 from lbaas.providers.distributed.driver import DistributedProvider
 from lbaas.providers.distributed.entry import entry_node
@@ -427,3 +430,65 @@ def test_a_delete_landing_while_the_poll_reprograms_a_node_is_undone_there(
     provider.report(GRAPH, lambda _lb_id: next(answers, False))
     assert all(fake.manager.ids() == [] for fake in fleet.fakes.values())
     assert holders(fleet) == []
+
+
+class FakeBindings(HostBindings):
+    """Ports bound to hosts, by address, as the Networking API would have recorded them."""
+
+    def __init__(self, ports: dict[str, list[Binding]]) -> None:
+        self.ports = ports
+
+    def bindings(self, addresses: Collection[str]) -> dict[str, list[Binding]]:
+        return {a: self.ports[a] for a in addresses if a in self.ports}
+
+
+class HostFleet(Fleet):
+    """The fleet's hosts (enrolled agents): each node is a host of the same name."""
+
+    def nodes(self) -> list[Node]:
+        return [Node(name, f"https://{name}:9443", host_id=name) for name in self.fakes]
+
+
+def tcp_targets(fake: FakeNode) -> set[str]:
+    """The member addresses the TCP listener's slots map to in the node's last table."""
+    return set(re.findall(r": (10\.9\.0\.\d+) \. 8000", fake.ops.loaded[-1]))
+
+
+def test_prefer_local_members_gives_each_node_the_members_on_its_own_host(
+    tmp_path: Path,
+) -> None:
+    fleet = HostFleet(tmp_path, 3)
+    on_n0 = dataclasses.replace(MEMBERS[0], subnet_id="s1")
+    elsewhere = dataclasses.replace(MEMBERS[1], subnet_id="s1")
+    bindings = FakeBindings({
+        on_n0.address: [Binding("s1", "n0")],
+        elsewhere.address: [Binding("s2", "n1")],  # the same address on another subnet
+    })  # fmt: skip
+    tcp_pool = dataclasses.replace(GRAPH.pools[0], members=(on_n0, elsewhere))
+    graph = dataclasses.replace(GRAPH, pools=(tcp_pool, GRAPH.pools[1]))
+    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+    provider = DistributedProvider(
+        ProviderContext(settings), directory=fleet, clients=fleet.client, bindings=bindings
+    )
+    provider.apply(graph, CLAIM)  # the flavor does not ask: every node balances both
+    assert [tcp_targets(f) for f in fleet.fakes.values()] == [{"10.9.0.1", "10.9.0.2"}] * 3
+    preferring = dataclasses.replace(graph, flavor={"prefer_local_members": True})
+    provider.apply(preferring, CLAIM)
+    n0, n1, n2 = fleet.fakes.values()
+    assert tcp_targets(n0) == {"10.9.0.1"}
+    assert tcp_targets(n1) == tcp_targets(n2) == {"10.9.0.1", "10.9.0.2"}
+    # A node the poll programs again (here: its agent lost everything) gets the same.
+    n0.manager.delete(graph.id)
+    assert provider.report(preferring) is not None
+    assert tcp_targets(n0) == {"10.9.0.1"}
+
+
+def test_a_node_listed_by_url_is_no_host_and_has_no_local_members(
+    provider: DistributedProvider, fleet: Fleet
+) -> None:
+    bindings = FakeBindings({MEMBERS[0].address: [Binding("s1", "n0")]})
+    listed = DistributedProvider(
+        provider.context, directory=fleet, clients=fleet.client, bindings=bindings
+    )
+    listed.apply(dataclasses.replace(GRAPH, flavor={"prefer_local_members": True}), CLAIM)
+    assert all(tcp_targets(f) == {"10.9.0.1", "10.9.0.2"} for f in fleet.fakes.values())

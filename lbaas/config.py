@@ -754,8 +754,9 @@ class TierSettings(_Section):
         description=(
             "Groups of tier nodes, by name: the node names of each (the distributed "
             "provider's node names, the fleet's host ids). Every distributed load balancer's "
-            "VIP is placed in one group (rendezvous hash of its id, or tier.placement) and "
-            "announced by that group's nodes; empty: no tier, an entry node instead."
+            "VIP is placed in one group (tier.placement, else its flavor's tier_group, else a "
+            "rendezvous hash of its id) and announced by that group's nodes; empty: no tier, "
+            "an entry node instead."
         ),
     )
     placement: dict[str, str] = Field(
@@ -768,7 +769,8 @@ class TierSettings(_Section):
     return_mode: Literal["nat", "dsr"] = Field(
         "nat",
         description=(
-            "How members answer the distributed provider's tier VIPs. nat: through the node "
+            "How members answer the distributed provider's tier VIPs (a flavor's "
+            "tier_return_mode overrides it per load balancer). nat: through the node "
             "that balanced the flow (masquerade; its conntrack holds the flow, so flows ECMP "
             "moves to another node are lost). dsr: directly to the client (the node marks "
             "and routes the packet to the member at L2, no per-flow state; members must be "

@@ -85,7 +85,7 @@ def test_prefer_local_members_is_a_distributed_flavor_key_that_must_be_boolean(
     profiles = "/v2/lbaas/flavorprofiles"
     listed = admin.get("/v2/lbaas/providers/distributed/flavor_capabilities").json()
     names = [item["name"] for item in listed["flavor_capabilities"]]
-    assert names == ["prefer_local_members"]
+    assert names == ["prefer_local_members", "tier_group", "tier_return_mode"]
 
     def profile(provider: str, data: str) -> dict[str, Any]:
         return {"flavorprofile": {"name": "local", "provider_name": provider, "flavor_data": data}}
@@ -97,6 +97,10 @@ def test_prefer_local_members_is_a_distributed_flavor_key_that_must_be_boolean(
     assert (
         admin.post(profiles, profile("noop", '{"prefer_local_members": true}')).status_code == 400
     )
+    # This deployment has no L4 tier: no group to name, no return mode to choose.
+    for data in ('{"tier_group": "g0"}', '{"tier_return_mode": "dsr"}'):
+        refused = admin.post(profiles, profile("distributed", data))
+        assert_fault(refused, 400, "this deployment has no L4 tier")
     assert admin.get(profiles).json()["flavorprofiles"] == []
     made = admin.post(profiles, profile("distributed", '{"prefer_local_members": true}'))
     assert made.status_code == 201, made.text

@@ -6,15 +6,28 @@ extension MAGLEV (both a Maglev table over the 5-tuple) and SOURCE_IP (over the 
 address). Session persistence SOURCE_IP (the source address as key); no cookies in the
 kernel. SCTP: nft accepts the rules, but this kernel has no SCTP sockets, so it was never
 shown to carry traffic and is not offered.
+
+Flavor keys: ``prefer_local_members`` (``locality``), and, in a deployment with an L4 tier,
+``tier_group`` (the group that announces the VIP, one of ``tier.groups``) and
+``tier_return_mode`` (``nat`` or ``dsr``, for this load balancer instead of
+``tier.return_mode``). Without a tier a profile setting either is refused (400).
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
 
 from lbaas.model import enums as E
 from lbaas.providers.base import ProviderCapabilities
 
 #: The flavor key of ``locality``: true prefers members on the client's own host.
 PREFER_LOCAL_MEMBERS = "prefer_local_members"
+#: The flavor key naming the tier group that announces the VIP (``placement``).
+TIER_GROUP = "tier_group"
+#: The flavor key choosing how members answer the VIP (``tier.return_mode`` otherwise).
+TIER_RETURN_MODE = "tier_return_mode"
+RETURN_MODES = frozenset({"nat", "dsr"})
 
 DISTRIBUTED_CAPABILITIES = ProviderCapabilities(
     listener_protocols=frozenset({E.ListenerProtocol.TCP, E.ListenerProtocol.UDP}),
@@ -36,6 +49,27 @@ DISTRIBUTED_CAPABILITIES = ProviderCapabilities(
         PREFER_LOCAL_MEMBERS: "When true, each node balances a client's new flows over the "
         "members on the client's own host (a port bound to that host holds the member's "
         "address) while one of them is healthy, and over every member otherwise",
+        TIER_GROUP: "The L4 tier group whose nodes announce the VIP (one of the deployment's "
+        "tier.groups; default: a hash of the load balancer id)",
+        TIER_RETURN_MODE: "How members answer the VIP's flows from the tier: nat (through "
+        "the node) or dsr (directly; members hold the VIP on lo). Default: tier.return_mode",
     },
     boolean_keys=frozenset({PREFER_LOCAL_MEMBERS}),
 )
+
+
+def distributed_capabilities(tier_groups: Collection[str]) -> ProviderCapabilities:
+    """The capabilities with the tier keys' values this deployment has (none: no tier)."""
+    note = (
+        f"the L4 tier groups here are {', '.join(sorted(tier_groups))}"
+        if tier_groups
+        else "this deployment has no L4 tier (tier.groups)"
+    )
+    return dataclasses.replace(
+        DISTRIBUTED_CAPABILITIES,
+        profile_values={
+            TIER_GROUP: frozenset(tier_groups),
+            TIER_RETURN_MODE: RETURN_MODES if tier_groups else frozenset(),
+        },
+        profile_value_notes={TIER_GROUP: note, TIER_RETURN_MODE: note},
+    )

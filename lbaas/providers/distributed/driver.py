@@ -43,7 +43,11 @@ from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 from lbaas.providers.distributed.base import HostBindings, Node, NodeDirectory
-from lbaas.providers.distributed.capabilities import DISTRIBUTED_CAPABILITIES
+from lbaas.providers.distributed.capabilities import (
+    TIER_GROUP,
+    TIER_RETURN_MODE,
+    distributed_capabilities,
+)
 from lbaas.providers.distributed.combine import combine
 from lbaas.providers.distributed.entry import entry_node
 from lbaas.providers.distributed.locality import (
@@ -131,7 +135,7 @@ class DistributedProvider(ProviderDriver):
             return client
 
     def capabilities(self) -> ProviderCapabilities:
-        return DISTRIBUTED_CAPABILITIES
+        return distributed_capabilities(self.context.settings.tier.groups)
 
     def close(self) -> None:
         with self._lock:
@@ -142,9 +146,9 @@ class DistributedProvider(ProviderDriver):
     def apply(self, graph: LoadBalancer, fence: Claim, *, rebuild: bool = False) -> ApplyResult:
         """Send the service to every node; nothing is written to the database, so no fence."""
         nodes = self._directory.nodes()
-        entry, announcing = self._roles(graph.id, nodes)
+        entry, announcing = self._roles(graph, nodes)
         spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=True)
-        mode = self.context.settings.tier.return_mode
+        mode = self._return_mode(graph)
         hosts = member_hosts(graph, self._bindings)
         self._each_node(
             nodes,
@@ -189,7 +193,7 @@ class DistributedProvider(ProviderDriver):
         """
         views: list[L4ServiceStatus | None] = []
         nodes = self._directory.nodes()
-        entry, announcing = self._roles(graph.id, nodes)
+        entry, announcing = self._roles(graph, nodes)
         # The announcing nodes first: a VIP moved to another group is announced by its new
         # group before the old one withdraws it (make before break).
         for node in sorted(nodes, key=lambda node: node.name not in announcing):
@@ -209,12 +213,19 @@ class DistributedProvider(ProviderDriver):
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
         return combine(graph, views, answered=len(views))
 
-    def _roles(self, lb_id: str, nodes: list[Node]) -> tuple[Node | None, frozenset[str]]:
+    def _roles(self, graph: LoadBalancer, nodes: list[Node]) -> tuple[Node | None, frozenset[str]]:
         """The entry node (none with a tier) and the names of the nodes announcing the VIP."""
         tier = self.context.settings.tier
         if tier.groups:
-            return None, announcing_nodes(lb_id, tier.groups, tier.placement)
-        return entry_node(lb_id, nodes), frozenset()
+            wanted = graph.flavor.get(TIER_GROUP)
+            preferred = wanted if isinstance(wanted, str) else None
+            return None, announcing_nodes(graph.id, tier.groups, tier.placement, preferred)
+        return entry_node(graph.id, nodes), frozenset()
+
+    def _return_mode(self, graph: LoadBalancer) -> str:
+        """How members answer the tier's flows: the flavor's choice, else the deployment's."""
+        wanted = graph.flavor.get(TIER_RETURN_MODE)
+        return wanted if wanted in ("nat", "dsr") else self.context.settings.tier.return_mode
 
     def _reprogram(
         self,
@@ -234,8 +245,7 @@ class DistributedProvider(ProviderDriver):
                  graph.id, node.name, entry, announce)  # fmt: skip
         spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=False)
         spec = localised(spec, member_hosts(graph, self._bindings), node.host_id)
-        mode = self.context.settings.tier.return_mode
-        return self._client(node).put_l4(_for_node(spec, entry, announce, mode))
+        return self._client(node).put_l4(_for_node(spec, entry, announce, self._return_mode(graph)))
 
     def _placed(self, spec: L4ServiceSpec, nodes: list[Node], *, keep: bool) -> L4ServiceSpec:
         """``spec`` with the Maglev places and tombstones of its listeners (``places``).

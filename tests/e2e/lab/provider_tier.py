@@ -20,18 +20,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab_api import V2, LabApi, host_list
+from lab_api import V2, LabApi, lab_api_when_up
 
 from lbaas.agent.host.commands import run_command
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.host.real import RealNftOps
 from lbaas.lab.addresses import FIRST_HOST
 from lbaas.lab.lab import Lab
-from lbaas.lab.services import services_status
 from lbaas.lab.tier import LabTier
 from lbaas.lab.tier_dsr import LabDsr, add_member
-from lbaas.model.enums import HostStatus
-from tests.support.waiting import wait_until
 
 E2E = Path(__file__).resolve().parents[1]
 PEERS = str(E2E / "l4" / "l4_peers.py")
@@ -100,21 +97,27 @@ def prepare(
     return ProviderTier(Lab(name, lab_dir), base, mode, servers=servers)
 
 
+def _flavor(api: LabApi, data: dict[str, str]) -> str:
+    """An enabled flavor of the distributed provider with ``data``; its id."""
+    profile = {"name": "edge", "provider_name": "distributed", "flavor_data": json.dumps(data)}
+    made = api.call("POST", f"{V2}/flavorprofiles", {"flavorprofile": profile})["flavorprofile"]
+    flavor = {"name": "edge", "flavor_profile_id": made["id"], "enabled": True}
+    return str(api.call("POST", f"{V2}/flavors", {"flavor": flavor})["flavor"]["id"])
+
+
 def build(built: ProviderTier) -> None:
-    """The lab and load balancer above; the caller runs ``down`` whatever happens."""
-    mode = built.mode
-    lab_cli("up", "--hosts", "3", "--tier", "3", "--tier-return", mode, "--quiet", *built.base)
-    services = services_status(built.lab)
-    api = built.api = LabApi(services["api_namespace"], services["api"])
-    wait_until(
-        lambda: (
-            [h["status"] for h in host_list(built.lab.names.control, services["settings"]).values()]
-            == [HostStatus.UP] * 3
-        ),
-        timeout=60,
-        what="the three hosts UP",
-    )
+    """The lab and load balancer above; the caller runs ``down`` whatever happens.
+
+    The lab's deployment answers in NAT (``tier.return_mode``); a DSR load balancer asks
+    for DSR, and for the lab's one group, through its flavor (``tier_return_mode``,
+    ``tier_group``), as a tenant of a deployment offering both would.
+    """
+    lab_cli("up", "--hosts", "3", "--tier", "3", "--quiet", *built.base)
+    services, api = lab_api_when_up(built.lab, 3)
+    built.api = api
     body = {"name": "edge", "vip_subnet_id": services["vip_subnet_id"], "provider": "distributed"}
+    if built.mode == "dsr":
+        body["flavor_id"] = _flavor(api, {"tier_return_mode": "dsr", "tier_group": "g0"})
     created = api.call("POST", f"{V2}/loadbalancers", {"loadbalancer": body})["loadbalancer"]
     built.lb_id, built.vip = str(created["id"]), str(created["vip_address"])
     api.wait_active(built.lb_id)

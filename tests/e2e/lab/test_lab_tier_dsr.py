@@ -1,8 +1,9 @@
 """A distributed load balancer through the L4 tier in direct server return, end to end.
 
-``lbaas lab up --hosts 3 --tier 3 --tier-return dsr`` (``provider_tier``): the control
-plane's ``tier.return_mode`` is ``dsr``, so the specs the distributed provider sends to the
-group's agents (h1-h3) say ``return_mode: dsr`` and each agent programs the DSR shape itself
+``lbaas lab up --hosts 3 --tier 3`` (``provider_tier``): the deployment answers in NAT, and
+the load balancer's flavor asks for ``{"tier_return_mode": "dsr", "tier_group": "g0"}``, so
+the specs the distributed provider sends to the group's agents (h1-h3) say
+``return_mode: dsr`` and each agent programs the DSR shape itself
 (a mark per Maglev slot, a policy route per member via the member on the member network, no
 conntrack) before it announces the VIP. The two members are namespaces with no agent, wired
 by the lab as an operator wires real backends (``lbaas.lab.tier_dsr.add_member``: the VIP on

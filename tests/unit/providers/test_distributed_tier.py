@@ -6,6 +6,7 @@ node's BIRD would be told), as in ``test_distributed_provider``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -149,3 +150,29 @@ def test_placement_spreads_load_balancers_and_an_override_wins() -> None:
     assert group_of("lb-1", groups, {"lb-1": "g3"}) == "g3"
     assert announcing_nodes("lb-1", groups, {"lb-1": "gone"}) == frozenset()
     assert announcing_nodes("lb-1", {}, {}) == frozenset()
+
+
+def test_a_flavors_tier_group_places_the_vip_unless_the_operator_placed_it(
+    tmp_path: Path,
+) -> None:
+    hashed = group_of(GRAPH.id, GROUPS, {})
+    other = next(group for group in GROUPS if group != hashed)
+    flavored = dataclasses.replace(GRAPH, flavor={"tier_group": other})
+    fleet = TierFleet(tmp_path)
+    provider_for(tmp_path, fleet, {}).apply(flavored, CLAIM)
+    announcing = {n for n, f in fleet.fakes.items() if f.announcer and f.announced()}
+    assert announcing == set(GROUPS[other])
+    # tier.placement is the operator's override: it wins over the flavor.
+    assert group_of(GRAPH.id, GROUPS, {GRAPH.id: hashed}, other) == hashed
+    # A group the deployment no longer has: the hash decides again.
+    assert group_of(GRAPH.id, GROUPS, {}, "gone") == hashed
+
+
+def test_the_tier_flavor_keys_take_this_deployments_groups_and_modes(tmp_path: Path) -> None:
+    caps = provider_for(tmp_path, TierFleet(tmp_path), {}).capabilities()
+    assert caps.profile_values["tier_group"] == frozenset(GROUPS)
+    assert caps.profile_values["tier_return_mode"] == frozenset({"nat", "dsr"})
+    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+    untiered = DistributedProvider(ProviderContext(settings), directory=TierFleet(tmp_path))
+    assert untiered.capabilities().profile_values["tier_group"] == frozenset()
+    assert "no L4 tier" in untiered.capabilities().profile_value_notes["tier_group"]

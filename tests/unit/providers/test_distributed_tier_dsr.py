@@ -6,6 +6,7 @@ DSR router, as in ``test_distributed_tier``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,20 @@ def test_nat_mode_programs_no_dsr_and_masquerades(tmp_path: Path) -> None:
     for name in GROUPS["g0"]:
         assert fleet.order[name] == [f"announce {[VIP]}"], name
         assert MASQUERADE in fleet.fakes[name].ops.loaded[-1], name
+
+
+def test_a_flavor_chooses_the_return_mode_of_its_load_balancer(tmp_path: Path) -> None:
+    fleet = DsrFleet(tmp_path)
+    flavored = dataclasses.replace(DSR_GRAPH, flavor={"tier_return_mode": "dsr"})
+    provider_for(tmp_path, fleet, "nat").apply(flavored, CLAIM)  # the deployment says nat
+    for name in GROUPS["g0"]:
+        assert fleet.order[name] == [f"dsr {[VIP]}", f"announce {[VIP]}"], name
+        assert MASQUERADE not in fleet.fakes[name].ops.loaded[-1], name
+    fleet = DsrFleet(tmp_path / "again")
+    flavored = dataclasses.replace(DSR_GRAPH, flavor={"tier_return_mode": "nat"})
+    provider_for(tmp_path, fleet, "dsr").apply(flavored, CLAIM)  # and the other way round
+    for name in GROUPS["g0"]:
+        assert fleet.order[name] == [f"announce {[VIP]}"], name
 
 
 class _FailingOps(RecordingNftOps):

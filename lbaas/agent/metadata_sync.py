@@ -12,13 +12,13 @@ is restarted. The in-memory port view the signer reads is replaced on every roun
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 
 from lbaas.agent.metadata_base import PortSource, ProxyHost, RegistryUnavailable
 from lbaas.agent.metadata_host import NETWORK_ID
 from lbaas.agent.metadata_proxy import StaticPortView
+from lbaas.background import BackgroundLoop
 
 log = logging.getLogger(__name__)
 
@@ -103,22 +103,13 @@ class MetadataSync:
             log.info("metadata proxy of network %s: %s done", network, action)
 
 
-class SyncLoop:
+class SyncLoop(BackgroundLoop):
     """Runs ``sync.sync_once`` every ``interval`` seconds in a thread until stopped."""
 
     def __init__(self, sync: MetadataSync, interval: float) -> None:
         self._sync = sync
         self._interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="metadata-sync", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(30.0)
+        super().__init__("metadata-sync", stop_timeout=30.0)
 
     def _run(self) -> None:
         while True:

@@ -53,6 +53,7 @@ from lbaas.agent.server import AgentHttpsServer
 from lbaas.agent.udp_health import namespace_checker
 from lbaas.agent.vip_probe import VipProber, with_probes
 from lbaas.agent.wire import AgentInfo
+from lbaas.background import BackgroundLoop
 from lbaas.certs.authority import CertificateAuthority, TlsFiles, certificate_expiry
 from lbaas.config import AgentSettings, Settings
 from lbaas.errors import ConfigError
@@ -142,7 +143,7 @@ def access_logs_of(settings: Settings) -> AccessLogs:
     return logs
 
 
-class Supervisor:
+class Supervisor(BackgroundLoop):
     """Calls ``check`` every ``interval`` seconds in a thread until stopped."""
 
     def __init__(
@@ -156,16 +157,7 @@ class Supervisor:
         self._check = check
         self._interval = interval
         self._first_at_once = first_at_once
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="agent-supervisor", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        super().__init__("agent-supervisor", stop_timeout=30.0)
 
     def _run(self) -> None:
         if self._first_at_once and not self._stop.is_set():

@@ -10,11 +10,12 @@ worker whose listening connection is down still finds every job by polling.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 import psycopg
 from sqlalchemy.engine import make_url
+
+from lbaas.background import BackgroundLoop
 
 LOG = logging.getLogger(__name__)
 
@@ -28,22 +29,13 @@ def libpq_dsn(sqlalchemy_url: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
-class PostgresJobListener:
+class PostgresJobListener(BackgroundLoop):
     """A thread that LISTENs on ``CHANNEL`` and calls ``on_wake`` per notification."""
 
     def __init__(self, sqlalchemy_url: str, on_wake: Callable[[], None]) -> None:
         self._dsn = libpq_dsn(sqlalchemy_url)
         self._on_wake = on_wake
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="job-listener", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(5)
+        super().__init__("job-listener", stop_timeout=5)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -13,16 +13,16 @@ source like the others: only for speed, the lease still bounds the wait without 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
+from lbaas.background import BackgroundLoop
 from lbaas.db.engine import Database
 from lbaas.jobs.slot import WorkerSlot
 
 LOG = logging.getLogger(__name__)
 
 
-class DeadSiblingWatch:
+class DeadSiblingWatch(BackgroundLoop):
     def __init__(
         self,
         slot: WorkerSlot,
@@ -34,8 +34,7 @@ class DeadSiblingWatch:
         self._db = database
         self._notify = notify
         self._interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="dead-sibling-watch", daemon=True)
+        super().__init__("dead-sibling-watch", stop_timeout=5)
 
     def check(self) -> int:
         """Free the leases of dead sibling workers once; how many were freed."""
@@ -44,14 +43,6 @@ class DeadSiblingWatch:
             LOG.warning("released %d converge job(s) held by a dead worker process", freed)
             self._notify()
         return freed
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(5)
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):

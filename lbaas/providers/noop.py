@@ -34,6 +34,10 @@ class RecordedCall:
     finished: float
 
 
+#: Seconds a closed ``gate`` holds a converge at most (a test that forgot to reopen it).
+GATE_LIMIT = 60.0
+
+
 class NoopProvider(ProviderDriver):
     description = "Accepts everything, carries no traffic (for tests and benchmarks)."
 
@@ -41,6 +45,10 @@ class NoopProvider(ProviderDriver):
         super().__init__(context)
         settings = context.settings.providers
         self.delay = settings.noop_delay
+        # Open unless a test closes it: a closed gate holds every converge (at most
+        # ``GATE_LIMIT``) until reopened, so a test sees PENDING_* for as long as it needs.
+        self.gate = threading.Event()
+        self.gate.set()
         self.fail = settings.noop_fail
         self._record_path = settings.noop_record_path
         self.calls: list[RecordedCall] = []
@@ -77,6 +85,7 @@ class NoopProvider(ProviderDriver):
         )
         if self.delay:
             time.sleep(self.delay)
+        self.gate.wait(GATE_LIMIT)
         if self.fail == "temporary":
             raise TemporaryError("noop provider told to fail (temporary)", delay=0.05)
         if self.fail == "permanent":

@@ -210,7 +210,7 @@ class ResourceTests:
     def test_409_while_load_balancer_pending(self, api: Api, plane: Any) -> None:
         ctx = self.parents(api)
         obj = self._create(api, ctx, 0)
-        noop_of(plane).delay = 1.0
+        noop_of(plane).gate.clear()  # the update's converge waits until the checks are done
         try:
             r = api.put(self._path(ctx, obj["id"]), {self.wrapper: self.update_body})
             assert r.status_code == 200
@@ -220,7 +220,7 @@ class ResourceTests:
             assert_fault(r, 409)
             assert_fault(api.delete(self._path(ctx, obj["id"])), 409)
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(ctx["lb_id"])
 
     # -- RBAC -----------------------------------------------------------------------------------

@@ -157,7 +157,7 @@ def test_failover_rebuilds_the_load_balancer(api: Api, admin: Api, plane: Any) -
     lb = api.create_lb()
     amp_id = add_amphora(plane, lb["id"])
     noop = noop_of(plane)
-    noop.delay = 0.5
+    noop.gate.clear()  # converges wait until reopened
     try:
         r = admin.put(f"{AMPHORAE}/{amp_id}/failover")
         assert r.status_code == 202 and r.content == b""
@@ -166,7 +166,7 @@ def test_failover_rebuilds_the_load_balancer(api: Api, admin: Api, plane: Any) -
         again = admin.put(f"{AMPHORAE}/{amp_id}/failover")
         assert_fault(again, 409, f"Load Balancer {lb['id']} is immutable and cannot be updated.")
     finally:
-        noop.delay = 0.0
+        noop.gate.set()
     api.wait_lb(lb["id"])
     assert any(c.action == "rebuild" and c.loadbalancer_id == lb["id"] for c in noop.calls)
     spare = add_amphora(plane, None, 1)

@@ -274,7 +274,7 @@ class TestHealthMonitors(ResourceTests):
         lb = api.create_lb()
         listener = api.create_listener(lb["id"])
         pool = api.create_pool(lb["id"], listener_id=listener["id"])
-        noop_of(plane).delay = 0.3
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             assert post_hm(api, pool["id"]).status_code == 201
             got = api.get(f"/v2/lbaas/pools/{pool['id']}").json()["pool"]
@@ -282,7 +282,7 @@ class TestHealthMonitors(ResourceTests):
             got = api.get(f"/v2/lbaas/listeners/{listener['id']}").json()["listener"]
             assert got["provisioning_status"] == "PENDING_UPDATE"
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb["id"])
 
     def test_delete_sets_members_no_monitor(self, api: Api, plane: Any) -> None:
@@ -290,7 +290,7 @@ class TestHealthMonitors(ResourceTests):
         hm = api.create_healthmonitor(lb_id, pool_id)
         member = api.create_member(lb_id, pool_id)
         member_path = f"/v2/lbaas/pools/{pool_id}/members/{member['id']}"
-        noop_of(plane).delay = 0.3
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             assert api.delete(f"{PATH}/{hm['id']}").status_code == 204
             got = api.get(member_path).json()["member"]
@@ -300,7 +300,7 @@ class TestHealthMonitors(ResourceTests):
             pool = api.get(f"/v2/lbaas/pools/{pool_id}").json()["pool"]
             assert pool["provisioning_status"] == "PENDING_UPDATE"
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb_id)
         assert_fault(api.get(f"{PATH}/{hm['id']}"), 404, f"Health Monitor {hm['id']} not found.")
         assert "healthmonitor_id" not in api.get(f"/v2/lbaas/pools/{pool_id}").json()["pool"]

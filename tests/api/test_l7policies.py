@@ -82,7 +82,7 @@ class TestL7Policies(ResourceTests):
 
     def test_response_shape_and_locking(self, api: Api, plane: Any) -> None:
         ctx = tree(api)
-        noop_of(plane).delay = 0.5
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             r = post_policy(api, ctx["listener_id"], action="REJECT")
             assert r.status_code == 201, r.text
@@ -109,7 +109,7 @@ class TestL7Policies(ResourceTests):
                 f"Load Balancer {ctx['lb_id']} is immutable and cannot be updated.",
             )
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(ctx["lb_id"])
         shown = api.get(f"/v2/lbaas/listeners/{ctx['listener_id']}").json()["listener"]
         assert shown["provisioning_status"] == "ACTIVE"
@@ -375,7 +375,7 @@ class TestL7Policies(ResourceTests):
         assert len(policy["rules"]) == 2
         listed = api.get(f"{POLICIES}/{policy['id']}/rules").json()["rules"]
         assert [r["id"] for r in listed] == [r["id"] for r in policy["rules"]]
-        noop_of(plane).delay = 0.5
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             assert api.delete(f"{POLICIES}/{policy['id']}").status_code == 204
             rule_path = f"{POLICIES}/{policy['id']}/rules/{listed[0]['id']}"
@@ -383,7 +383,7 @@ class TestL7Policies(ResourceTests):
             listener = api.get(f"/v2/lbaas/listeners/{ctx['listener_id']}").json()["listener"]
             assert listener["provisioning_status"] == "PENDING_UPDATE"
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(ctx["lb_id"])
         assert_fault(api.get(f"{POLICIES}/{policy['id']}"), 404, "L7 Policy")
         assert_fault(api.get(f"{POLICIES}/{policy['id']}/rules"), 404, "L7Policy")

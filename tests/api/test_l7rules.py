@@ -79,7 +79,7 @@ class TestL7Rules(ResourceTests):
 
     def test_response_shape_and_locking(self, api: Api, plane: Any) -> None:
         ctx = tree(api)
-        noop_of(plane).delay = 0.5
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             r = post_rule(
                 api,
@@ -105,7 +105,7 @@ class TestL7Rules(ResourceTests):
                 body = api.get(path).json()
                 assert next(iter(body.values()))["provisioning_status"] == "PENDING_UPDATE"
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(ctx["lb_id"])
         policy = api.get(f"/v2/lbaas/l7policies/{ctx['policy_id']}").json()["l7policy"]
         assert policy["rules"] == [{"id": rule["id"]}]

@@ -177,7 +177,7 @@ class TestListeners(ResourceTests):
 
     def test_writes_lock_the_load_balancer(self, api: Api, plane: Any) -> None:
         lb = api.create_lb()
-        noop_of(plane).delay = 0.5
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             li = post_listener(api, lb["id"]).json()["listener"]
             assert lb_status(api, lb["id"]) == "PENDING_UPDATE"
@@ -188,7 +188,7 @@ class TestListeners(ResourceTests):
                 f"Load Balancer {lb['id']} is immutable and cannot be updated.",
             )
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb["id"])
 
     # -- ports ---------------------------------------------------------------------------
@@ -517,7 +517,7 @@ class TestListeners(ResourceTests):
         li = api.create_listener(lb["id"])
         policy = api.create_l7policy(lb["id"], li["id"])
         rule = api.create_l7rule(lb["id"], policy["id"])
-        noop_of(plane).delay = 0.5
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             assert api.delete(f"{LISTENERS}/{li['id']}").status_code == 204
             shown = api.get(f"/v2/lbaas/l7policies/{policy['id']}").json()["l7policy"]
@@ -526,7 +526,7 @@ class TestListeners(ResourceTests):
             assert api.get(rule_path).json()["rule"]["provisioning_status"] == "PENDING_DELETE"
             assert lb_status(api, lb["id"]) == "PENDING_UPDATE"
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb["id"])
         assert_fault(api.get(f"{LISTENERS}/{li['id']}"), 404, f"Listener {li['id']} not found.")
         assert_fault(api.get(f"/v2/lbaas/l7policies/{policy['id']}"), 404, "not found")

@@ -97,7 +97,7 @@ class TestLoadBalancers(ResourceTests):
     def test_409_while_load_balancer_pending(self, api: Api, plane: Any) -> None:
         ctx: dict[str, Any] = {}
         lb = self._create(api, ctx)
-        noop_of(plane).delay = 1.0
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             path = f"/v2/lbaas/loadbalancers/{lb['id']}"
             assert api.put(path, {"loadbalancer": {"name": "x"}}).status_code == 200
@@ -108,7 +108,7 @@ class TestLoadBalancers(ResourceTests):
             )
             assert_fault(api.delete(path), 409, "Invalid state")
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb["id"])
 
     def test_vip_by_network_and_address(self, api: Api) -> None:

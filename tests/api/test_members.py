@@ -184,7 +184,7 @@ class TestMembers(ResourceTests):
         lb = api.create_lb()
         listener = api.create_listener(lb["id"])
         pool = api.create_pool(lb["id"], listener_id=listener["id"])
-        noop_of(plane).delay = 0.3
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             r = api.post(
                 members_path(pool["id"]), {"member": {"address": "192.0.2.1", "protocol_port": 80}}
@@ -201,7 +201,7 @@ class TestMembers(ResourceTests):
                 f"Pool {pool['id']} is immutable and cannot be updated.",
             )
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb["id"])
         assert len(listed(api, pool["id"])) == 1
 
@@ -251,7 +251,7 @@ class TestMembers(ResourceTests):
                 {"address": "192.0.2.3", "protocol_port": 80, "weight": 3, "name": "new"},
             ]
         }
-        noop_of(plane).delay = 0.3
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             r = api.put(members_path(pool_id), body)
             assert r.status_code == 202, r.text
@@ -263,7 +263,7 @@ class TestMembers(ResourceTests):
             pool = api.get(f"/v2/lbaas/pools/{pool_id}").json()["pool"]
             assert pool["provisioning_status"] == "PENDING_UPDATE"
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb_id)
         after = listed(api, pool_id)
         assert set(after) == {("192.0.2.1", 80), ("192.0.2.3", 80)}
@@ -335,13 +335,13 @@ class TestMembers(ResourceTests):
 
     def test_batch_needs_active_pool(self, api: Api, plane: Any) -> None:
         lb_id, pool_id = tree(api)
-        noop_of(plane).delay = 0.3
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             assert api.put(f"/v2/lbaas/pools/{pool_id}", {"pool": {"name": "x"}}).status_code == 200
             body = {"members": [{"address": "192.0.2.7", "protocol_port": 80}]}
             assert_fault(api.put(members_path(pool_id), body), 409, "is immutable")
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb_id)
         assert listed(api, pool_id) == {}
 

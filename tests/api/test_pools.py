@@ -335,7 +335,7 @@ class TestPools(ResourceTests):
         require_router(api, "/v2/lbaas/listeners")
         lb = api.create_lb()
         listener = api.create_listener(lb["id"])
-        noop_of(plane).delay = 0.3
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             r = post_pool(
                 api,
@@ -351,7 +351,7 @@ class TestPools(ResourceTests):
             assert shown["provisioning_status"] == "PENDING_UPDATE"
             assert shown["default_pool_id"] == pool["id"]
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb["id"])
         body = {"listener_id": listener["id"], "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}
         assert_fault(post_pool(api, **body), 409, "This listener already has a default pool")
@@ -384,13 +384,13 @@ class TestPools(ResourceTests):
         listener = api.create_listener(lb["id"])
         pool = api.create_pool(lb["id"], listener_id=listener["id"])
         listener_path = f"/v2/lbaas/listeners/{listener['id']}"
-        noop_of(plane).delay = 0.3
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             assert api.put(pool_path(pool["id"]), {"pool": {"name": "x"}}).status_code == 200
             shown = api.get(listener_path).json()["listener"]
             assert shown["provisioning_status"] == "PENDING_UPDATE"
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb["id"])
         listed = api.get("/v2/lbaas/pools", params={"listener_id": listener["id"]}).json()
         assert [p["id"] for p in listed["pools"]] == [pool["id"]]
@@ -429,7 +429,7 @@ class TestPools(ResourceTests):
         shown = api.get(pool_path(pool["id"])).json()["pool"]
         assert shown["members"] == [{"id": member["id"]}]
         assert shown["healthmonitor_id"] == hm["id"]
-        noop_of(plane).delay = 0.3
+        noop_of(plane).gate.clear()  # converges wait until reopened
         try:
             assert api.delete(pool_path(pool["id"])).status_code == 204
             member_path = f"{pool_path(pool['id'])}/members/{member['id']}"
@@ -440,7 +440,7 @@ class TestPools(ResourceTests):
             lb_now = api.get(f"/v2/lbaas/loadbalancers/{lb['id']}").json()["loadbalancer"]
             assert lb_now["provisioning_status"] == "PENDING_UPDATE"
         finally:
-            noop_of(plane).delay = 0.0
+            noop_of(plane).gate.set()
         api.wait_lb(lb["id"])
         assert_fault(api.get(pool_path(pool["id"])), 404, f"Pool {pool['id']} not found.")
         assert_fault(api.get(f"/v2/lbaas/healthmonitors/{hm['id']}"), 404)

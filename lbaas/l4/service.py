@@ -5,9 +5,9 @@ agent) builds an ``L4Service`` from the load-balancer graph, keeping only the me
 could get new flows (admin up, weight > 0) and marking those that health checks found
 down (``healthy=False``). Backup members (``backup=True``) are balanced only while no
 primary member is healthy, by a table of their own; members on the node's own host
-(``local=True``, for a load balancer that prefers them) only while one of them is healthy. ``hash_key_for`` maps Octavia's algorithm
-and session persistence to what the kernel hashes, refusing with a 400 what the engine
-cannot do.
+(``local=True``, for a load balancer that prefers them) are balanced alone while one of
+them is healthy. ``hash_key_for`` maps Octavia's algorithm and session persistence to
+what the kernel hashes, refusing with a 400 what the engine cannot do.
 """
 
 from __future__ import annotations

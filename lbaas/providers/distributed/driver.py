@@ -44,6 +44,7 @@ from lbaas.model.health import HealthReport
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 from lbaas.providers.distributed.base import HostBindings, Node, NodeDirectory
 from lbaas.providers.distributed.capabilities import (
+    RETURN_MODES,
     TIER_GROUP,
     TIER_RETURN_MODE,
     distributed_capabilities,
@@ -225,7 +226,9 @@ class DistributedProvider(ProviderDriver):
     def _return_mode(self, graph: LoadBalancer) -> str:
         """How members answer the tier's flows: the flavor's choice, else the deployment's."""
         wanted = graph.flavor.get(TIER_RETURN_MODE)
-        return wanted if wanted in ("nat", "dsr") else self.context.settings.tier.return_mode
+        if isinstance(wanted, str) and wanted in RETURN_MODES:
+            return wanted
+        return self.context.settings.tier.return_mode
 
     def _reprogram(
         self,

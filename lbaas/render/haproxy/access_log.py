@@ -15,8 +15,8 @@ gives one line (keep-alive included) and every connection of a TCP listener give
 
 The two client-certificate fields can only have a value on a listener that terminates TLS;
 elsewhere HAProxy's fetches fail and it writes ``-`` and ``""``. Those listeners get the two
-literals instead: the same bytes without two sample fetches per line (about 350 of the
-~6,800 instructions a line costs HAProxy 2.6, measured with callgrind by
+literals instead: the same bytes without two sample fetches per line (130-210 of the
+~8,100-8,300 instructions a line costs HAProxy 2.6, counted with callgrind by
 ``bench/access_log_instructions.py``).
 
 The ids come from the database and are checked (``checked_id``) before they are written,

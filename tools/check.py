@@ -8,6 +8,7 @@ import-linter's job (.importlinter); the rules no linter has are in tools/code_r
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,16 @@ def check_code_rules() -> None:
         sys.exit(1)
 
 
+def workers() -> list[str]:
+    """Two pytest-xdist workers: the tests that own the host (the ``system`` group, see
+    tests/conftest.py) run one after another in one of them while the other runs the
+    in-process tests; ``LBAAS_TEST_WORKERS=0`` runs everything in one process."""
+    count = os.environ.get("LBAAS_TEST_WORKERS", "2")
+    if count == "0":
+        return ["-p", "no:xdist"]
+    return ["-n", count, "--dist", "loadgroup"]
+
+
 def main() -> None:
     run("ruff lint", [str(BIN / "ruff"), "check", "lbaas", "tests", "bench", "tools"])
     run("ruff format", [str(BIN / "ruff"), "format", "--check", "lbaas", "tests", "bench", "tools"])
@@ -97,7 +108,10 @@ def main() -> None:
     check_module_sizes()
     check_code_rules()
     run("config reference is current", [sys.executable, "tools/config_reference.py", "--check"])
-    run("pytest", [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *sys.argv[1:]])
+    run(
+        "pytest",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *workers(), *sys.argv[1:]],
+    )
 
 
 if __name__ == "__main__":

@@ -104,8 +104,11 @@ def test_each_hosts_clients_stay_on_its_own_member_while_it_is_healthy(
         served = {i: f"served by h{i}\n" for i in (1, 2)}
         wait_until(lambda: len(_answers(lab, 2, vip)) == 2, timeout=30,
                    what="h2's clients spread: no member is bound to h2 yet")  # fmt: skip
-        # Nova binds h2's instance port: no write touches the load balancer.
+        # Nova binds h2's instance port: no write touches the load balancer. Until the next
+        # status poll h2 still spreads, so one answer from h2's member proves nothing.
         api.call("PUT", f"/v2.0/ports/{ports['h2']}", {"port": {"binding:host_id": "h2"}})
+        wait_until(lambda: _answers(lab, 2, vip) == Counter({served[2]: REQUESTS}), timeout=30,
+                   what="h2's clients kept on h2's member once its port is bound")  # fmt: skip
         for i in (1, 2):
             wait_until(lambda i=i: curl(lab.names.host(i), f"http://{vip}:80/") == served[i],
                        timeout=30, what=f"h{i}'s client served by h{i}")  # fmt: skip

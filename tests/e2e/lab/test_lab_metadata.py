@@ -219,6 +219,12 @@ def test_agent_restart_keeps_exactly_the_needed_proxies(meta: MetaLab) -> None:
     new = meta.add("h1", "net3", "10.0.0.5")
     assert gone["network_id"] in meta.proxies("h1") and new["network_id"] not in meta.proxies("h1")
     start_agent(meta.lab, "h1")
-    wait_until(lambda: meta.proxies("h1") == {new["network_id"]}, WAIT, "h1's proxies re-synced")
+    try:
+        wait_until(
+            lambda: meta.proxies("h1") == {new["network_id"]}, WAIT, "h1's proxies re-synced"
+        )
+    except AssertionError as exc:
+        found = f"proxies on h1: {meta.proxies('h1')}, wanted {new['network_id']}"
+        raise AssertionError(f"{exc}\n{found}\n{meta.diagnostics(new)}") from None
     wait_until(lambda: answers(new) == new["instance_id"], WAIT, "the new instance answered")
     assert not meta.haproxy_pids("h1", gone["network_id"])

@@ -15,6 +15,8 @@ import socket
 import time
 from typing import Any
 
+import pytest
+
 from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
@@ -23,6 +25,9 @@ from lbaas.model.graph import AmphoraId
 
 from .builders import LB_ID, listener, loadbalancer, member, monitor, pool
 from .test_receiver import payload
+
+# A flood of the loopback at full speed: alone, so neither it nor another test is starved.
+pytestmark = pytest.mark.system
 
 KEY = b"flood-test-heartbeat-key"
 AMPHORAE = [AmphoraId("amp-flood-1"), AmphoraId("amp-flood-2")]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from lbaas.agent.enrolment import Enrolment, write_bundle
 from lbaas.certs.authority import CertificateAuthority
-from lbaas.certs.kek import KeyRing, load_key_ring, save_key_ring
+from lbaas.certs.kek import KeyRing, create_key_ring, load_key_ring
 from lbaas.config import Settings
 from lbaas.converge.converge import Converger
 from lbaas.db import host_repo, job_queue
@@ -76,9 +76,10 @@ def open_vault(settings: Settings, database: Database) -> SecretVault | None:
                 f"the key-encryption key file {path} is missing but {stored} sealed secret(s) "
                 "are stored; restore the file (nothing was changed)"
             )
-        ring = KeyRing.generate()
-        save_key_ring(path, ring)
-        LOG.info("created key-encryption key file %s", path)
+        fresh = KeyRing.generate()
+        ring = create_key_ring(path, fresh)
+        if ring is fresh:
+            LOG.info("created key-encryption key file %s", path)
     vault = SecretVault(database, ring, path)
     vault.verify()
     return vault

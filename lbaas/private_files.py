@@ -9,6 +9,7 @@ users of the host, so lbaas creates what it writes with mode 0600 (files) and 07
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 FILE_MODE = 0o600
@@ -35,6 +36,32 @@ def write_private(path: Path, text: str | bytes) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+def create_private_once(path: Path, text: str | bytes) -> bool:
+    """Create ``path`` with ``text``, mode 0600, unless it exists; whether this call made it.
+
+    For a file several processes may create at once (two API processes starting on one
+    state directory): the content is written under a name of this call's own, then linked
+    to ``path``, which fails if another process linked first. So ``path`` never holds a
+    half-written or a second writer's content, and the losers read the winner's file.
+    """
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        _write_all(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        os.unlink(tmp)
+    return True
 
 
 def create_private(path: Path) -> None:

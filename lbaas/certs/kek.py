@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from lbaas.errors import ConfigError
-from lbaas.private_files import write_private
+from lbaas.private_files import create_private_once, write_private
 
 NONCE_BYTES = 12
 KEY_BYTES = 32
@@ -45,7 +45,8 @@ class KeyRing:
     """The primary key and the older keys still needed to open stored secrets."""
 
     primary: str
-    keys: dict[str, bytes] = field(default_factory=dict)
+    # Out of repr: a ring in a traceback, a log line or an assertion shows no key bytes.
+    keys: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @classmethod
     def generate(cls) -> KeyRing:
@@ -102,6 +103,22 @@ def load_key_ring(path: Path) -> KeyRing | None:
     if ring.primary not in ring.keys or any(len(k) != KEY_BYTES for k in keys.values()):
         raise ConfigError(f"{path}: the primary key is missing or a key is not {KEY_BYTES} bytes")
     return ring
+
+
+def create_key_ring(path: Path, ring: KeyRing) -> KeyRing:
+    """Store ``ring`` as the new key file unless one exists; the ring the file holds after.
+
+    Two processes starting at once on one state directory both find no file and both
+    generate a ring: the first to create the file wins, and the other takes the winner's
+    ring, so no process seals with a key the file does not keep.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if create_private_once(path, ring.to_json()):
+        return ring
+    stored = load_key_ring(path)
+    if stored is None:
+        raise ConfigError(f"{path}: created by another process, then removed")
+    return stored
 
 
 def save_key_ring(path: Path, ring: KeyRing) -> None:

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import multiprocessing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from lbaas.certs.kek import KeyRing, Sealed, UnsealError, load_key_ring, save_key_ring
+from lbaas.certs.kek import (
+    KeyRing,
+    Sealed,
+    UnsealError,
+    create_key_ring,
+    load_key_ring,
+    save_key_ring,
+)
 from lbaas.errors import ConfigError
 
 
@@ -58,3 +67,45 @@ def test_a_malformed_file_is_a_config_error_that_names_the_file(
     path.write_text(content)
     with pytest.raises(ConfigError, match=str(path)):
         load_key_ring(path)
+
+
+def test_a_ring_is_created_once_and_a_later_creator_gets_the_stored_one(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "keymanager.kek"
+    first, second = KeyRing.generate(), KeyRing.generate()
+    assert create_key_ring(path, first) is first
+    assert path.stat().st_mode & 0o777 == 0o600
+    adopted = create_key_ring(path, second)  # another process lost the race
+    assert (adopted.primary, adopted.keys) == (first.primary, first.keys)
+    assert [p.name for p in path.parent.iterdir()] == ["keymanager.kek"]  # no temporary left
+
+
+def _start_and_report(path: str, ready: Any, out: Any) -> None:
+    ready.wait()
+    out.put(create_key_ring(Path(path), KeyRing.generate()).primary)
+
+
+def test_processes_starting_at_once_all_seal_with_the_one_stored_ring(tmp_path: Path) -> None:
+    """Eight API processes racing on one state directory (CI saw two: one crashed on a
+    shared temporary name, and two generated rings meant one sealed with a lost key)."""
+    path = tmp_path / "keymanager.kek"
+    context = multiprocessing.get_context("spawn")
+    ready, out = context.Event(), context.Queue()
+    starters = [
+        context.Process(target=_start_and_report, args=(str(path), ready, out)) for _ in range(8)
+    ]
+    for process in starters:
+        process.start()
+    ready.set()
+    primaries = {out.get(timeout=60) for _ in starters}
+    for process in starters:
+        process.join(30)
+        assert process.exitcode == 0
+    stored = load_key_ring(path)
+    assert stored is not None and primaries == {stored.primary}
+
+
+def test_a_ring_shows_its_key_ids_never_its_keys() -> None:
+    ring = KeyRing.generate()
+    shown = repr(ring)
+    assert ring.primary in shown
+    assert all(repr(key) not in shown and key.hex() not in shown for key in ring.keys.values())

@@ -11,12 +11,11 @@ key. Agents on other hosts cannot read it: configure the key explicitly there.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 from pathlib import Path
 
 from lbaas.errors import ConfigError
-from lbaas.private_files import FILE_MODE, make_private_directory
+from lbaas.private_files import create_private_once, make_private_directory
 
 log = logging.getLogger(__name__)
 
@@ -35,19 +34,9 @@ def load_or_create_key(path: Path, setting: str = "health.heartbeat_key") -> byt
     """Read the key at ``path``, creating it (0600, atomically) if there is none yet."""
     if not path.exists():
         make_private_directory(path.parent)
-        draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        try:
-            with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_hex(_KEY_BYTES) + "\n")
-            try:
-                # link, not rename: it fails if another process created the key meanwhile.
-                os.link(draft, path)
-                log.warning("no %s configured: generated %s", setting, path)
-            except FileExistsError:
-                pass
-        finally:
-            draft.unlink()
+        # Created once: a process racing this one reads the key that was linked first.
+        if create_private_once(path, secrets.token_hex(_KEY_BYTES) + "\n"):
+            log.warning("no %s configured: generated %s", setting, path)
     key = path.read_text().strip()
     if len(key) < _KEY_BYTES:
         raise ConfigError(f"key file {path} holds fewer than {_KEY_BYTES} characters")

@@ -23,13 +23,14 @@ _TESTS = Path(__file__).parent
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put the tests that own the host into one xdist group, so they run one after another.
 
-    ``tools/check.py`` runs two pytest-xdist workers with ``--dist loadgroup``: one takes
-    this group, the other the in-process tests (the API on SQLite and PostgreSQL, the
-    renderer, the engines, schemathesis) meanwhile, and then helps with what is left. A
-    system test shares what no fixture makes private: network namespaces and links named
-    by the lab, loopback addresses and ports, ``/run/lbaas``, nftables tables, or timings
-    (leases, failovers, floods) that a second busy test would skew. They ran one at a
-    time before, and still do.
+    With ``LBAAS_TEST_WORKERS=2``, ``tools/check.py`` runs two pytest-xdist workers with
+    ``--dist loadgroup``: one takes this group, the other the in-process tests (the API on
+    SQLite and PostgreSQL, the renderer, the engines, schemathesis) meanwhile, and then
+    helps with what is left. A system test shares what no fixture makes private: network
+    namespaces and links named by the lab, loopback addresses and ports, ``/run/lbaas``,
+    nftables tables, or timings (leases, failovers, floods) that a second busy test would
+    skew. They still run one at a time; some of them time out now and then with the
+    other worker busy, which is why one process stays the default.
     """
     grouping = config.pluginmanager.hasplugin("xdist")  # absent with -p no:xdist
     for item in items:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,9 +55,7 @@ from lbaas.providers.distributed.locality import (
     NoHostBindings,
     PortHostBindings,
     localised,
-    locality_moved,
     member_hosts,
-    prefers_local,
 )
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
 from lbaas.providers.distributed.placement import announcing_nodes
@@ -197,24 +195,17 @@ class DistributedProvider(ProviderDriver):
         views: list[L4ServiceStatus | None] = []
         nodes = self._directory.nodes()
         entry, announcing = self._roles(graph, nodes)
-        local = prefers_local(graph)
-        hosts = member_hosts(graph, self._bindings)
         # The announcing nodes first: a VIP moved to another group is announced by its new
         # group before the old one withdraws it (make before break).
         for node in sorted(nodes, key=lambda node: node.name not in announcing):
             announce = node.name in announcing
             try:
-                view = self._client(node).get_l4(graph.id, local=local)
-                # A host new to the fleet (or back with nothing), the entry or group moved,
-                # or a port binding moved a member onto or off the node's host.
-                if (
-                    view is None
-                    or (view.entry, view.announce) != (node == entry, announce)
-                    or locality_moved(view, hosts, node.host_id)
-                ):
+                view = self._client(node).get_l4(graph.id)
+                # A host new to the fleet (or back with nothing), or the entry or group moved.
+                if view is None or (view.entry, view.announce) != (node == entry, announce):
                     if not kept(graph.id):
                         continue  # being deleted: its converge clears every node
-                    view = self._reprogram(node, graph, nodes, (node == entry, announce), hosts)
+                    view = self._reprogram(node, graph, nodes, node == entry, announce)
                     if not kept(graph.id):  # deleted while this call ran: undo it here
                         self._try(node, lambda _n, c: c.delete_l4(graph.id), "undo")
                         continue
@@ -244,20 +235,19 @@ class DistributedProvider(ProviderDriver):
         node: Node,
         graph: LoadBalancer,
         nodes: list[Node],
-        roles: tuple[bool, bool],
-        hosts: Mapping[str, frozenset[str]],
+        entry: bool,
+        announce: bool = False,
     ) -> L4ServiceStatus:
-        """Program ``graph`` (as the poll loaded it) on a node that lacks it, whose roles
-        (entry, announce) changed or whose local members moved (``hosts``).
+        """Program ``graph`` (as the poll loaded it) on a node that lacks it or whose entry
+        role changed.
 
         Not fenced: a converge of a newer graph racing this call can be overtaken on that
         node until the next change of the load balancer; the window is one status call.
         """
-        entry, announce = roles
         LOG.info("programming distributed load balancer %s on node %s (entry: %s, announce: %s)",
                  graph.id, node.name, entry, announce)  # fmt: skip
         spec = self._placed(service_spec(graph, time.time_ns()), nodes, keep=False)
-        spec = localised(spec, hosts, node.host_id)
+        spec = localised(spec, member_hosts(graph, self._bindings), node.host_id)
         return self._client(node).put_l4(_for_node(spec, entry, announce, self._return_mode(graph)))
 
     def _placed(self, spec: L4ServiceSpec, nodes: list[Node], *, keep: bool) -> L4ServiceSpec:

@@ -9,18 +9,15 @@ those while one of them is healthy (as it sees it), and every primary member oth
 (``lbaas.l4.service.L4Listener.active_members``). Without the key, or on a node that is
 not a fleet host (listed by URL in settings), no member is local.
 
-A binding is read when the load balancer converges, and again at every status poll
-(``providers.distributed_status_interval``): each node reports the members its spec marks
-local, and a node whose marks no longer match the ports is programmed again
-(``locality_moved``). A port bound, moved or deleted after the converge therefore counts
-within one poll, whichever way it was written.
+A binding is read when the load balancer converges: a port bound or moved later counts
+from the next change of the load balancer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
+from lbaas.agent.wire_l4 import L4ServiceSpec
 from lbaas.db import network_repo
 from lbaas.db.engine import Database
 from lbaas.model.graph import LoadBalancer
@@ -50,14 +47,9 @@ class NoHostBindings(HostBindings):
         return {}
 
 
-def prefers_local(graph: LoadBalancer) -> bool:
-    """Whether the load balancer's flavor asks for local members."""
-    return graph.flavor.get(PREFER_LOCAL_MEMBERS) is True
-
-
 def member_hosts(graph: LoadBalancer, bindings: HostBindings) -> dict[str, frozenset[str]]:
     """Per member id, the hosts it is on; empty unless the flavor prefers local members."""
-    if not prefers_local(graph):
+    if graph.flavor.get(PREFER_LOCAL_MEMBERS) is not True:
         return {}
     members = [m for p in graph.pools for m in p.members]
     found = bindings.bindings([m.address for m in members])
@@ -91,22 +83,3 @@ def localised(
         for listener in spec.listeners
     )
     return spec.model_copy(update={"listeners": listeners})
-
-
-def locality_moved(
-    view: L4ServiceStatus, hosts: Mapping[str, frozenset[str]], host_id: str | None
-) -> bool:
-    """Whether the node on ``host_id`` marks other members local than ``hosts`` puts there.
-
-    False when the node did not say (not asked, or an agent of an earlier release).
-    """
-    if view.local_members is None:
-        return False
-    wanted = (
-        ()
-        if host_id is None
-        else tuple(
-            sorted(member_id for member_id in view.members if host_id in hosts.get(member_id, ()))
-        )
-    )
-    return view.local_members != wanted

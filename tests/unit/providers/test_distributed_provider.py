@@ -102,11 +102,9 @@ class FakeNode:
         self._check()
         return self.manager.put(spec.loadbalancer_id, spec)
 
-    def get_l4(
-        self, lb_id: str, *, placement: bool = False, local: bool = False
-    ) -> L4ServiceStatus | None:
+    def get_l4(self, lb_id: str, *, placement: bool = False) -> L4ServiceStatus | None:
         self._check()
-        return self.manager.get(lb_id, placement=placement, local=local)
+        return self.manager.get(lb_id, placement=placement)
 
     def delete_l4(self, lb_id: str) -> None:
         self._check()
@@ -494,56 +492,3 @@ def test_a_node_listed_by_url_is_no_host_and_has_no_local_members(
     )
     listed.apply(dataclasses.replace(GRAPH, flavor={"prefer_local_members": True}), CLAIM)
     assert all(tcp_targets(f) == {"10.9.0.1", "10.9.0.2"} for f in fleet.fakes.values())
-
-
-def tcp_table(fake: FakeNode) -> set[str]:
-    """The member addresses the TCP listener's slots map to now: the node's last full
-    load with the slot updates after it replayed over it."""
-    slots: dict[str, str] = {}
-    for text in fake.ops.loaded:
-        if not text.startswith("delete element"):
-            slots = {}  # a full load replaces the table
-        slots.update(re.findall(r"(\d+) : (10\.9\.0\.\d+) \. 8000", text))
-    return set(slots.values())
-
-
-def test_a_port_bound_or_moved_after_the_converge_counts_at_the_next_status_poll(
-    tmp_path: Path,
-) -> None:
-    fleet = HostFleet(tmp_path, 3)
-    bindings = FakeBindings({})
-    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
-    provider = DistributedProvider(
-        ProviderContext(settings), directory=fleet, clients=fleet.client, bindings=bindings
-    )
-    graph = dataclasses.replace(GRAPH, flavor={"prefer_local_members": True})
-    provider.apply(graph, CLAIM)  # no port is bound yet: every node balances both
-    n0, n1, n2 = fleet.fakes.values()
-    assert [tcp_table(f) for f in (n0, n1, n2)] == [{"10.9.0.1", "10.9.0.2"}] * 3
-    loads = [len(f.ops.loaded) for f in (n0, n1, n2)]
-    assert provider.report(graph) is not None  # nothing moved: no node is programmed again
-    assert [len(f.ops.loaded) for f in (n0, n1, n2)] == loads
-
-    bindings.ports[MEMBERS[0].address] = [Binding("s1", "n0")]  # the instance's port is bound
-    assert provider.report(graph) is not None
-    assert tcp_table(n0) == {"10.9.0.1"}
-    assert tcp_table(n1) == tcp_table(n2) == {"10.9.0.1", "10.9.0.2"}
-    assert [len(f.ops.loaded) for f in (n1, n2)] == loads[1:]  # only the node that moved
-
-    bindings.ports[MEMBERS[0].address] = [Binding("s1", "n2")]  # the instance migrated
-    assert provider.report(graph) is not None
-    assert tcp_table(n2) == {"10.9.0.1"}
-    assert tcp_table(n0) == {"10.9.0.1", "10.9.0.2"}  # n0 no longer keeps its flows home
-    assert n2.manager.get(graph.id, local=True).local_members == (MEMBERS[0].id,)  # type: ignore[union-attr]
-    assert n0.manager.get(graph.id, local=True).local_members == ()  # type: ignore[union-attr]
-
-
-def test_an_agent_leaves_out_what_it_was_not_asked_so_older_controllers_read_it(
-    tmp_path: Path,
-) -> None:
-    node = FakeNode(tmp_path)
-    spec = service_spec(GRAPH, version=3)
-    status = node.put_l4(spec)
-    assert status.local_members is None and status.placement is None
-    asked = node.get_l4(GRAPH.id, local=True)
-    assert asked is not None and asked.local_members == ()

@@ -29,8 +29,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     helps with what is left. A system test shares what no fixture makes private: network
     namespaces and links named by the lab, loopback addresses and ports, ``/run/lbaas``,
     nftables tables, or timings (leases, failovers, floods) that a second busy test would
-    skew. They still run one at a time; some of them time out now and then with the
-    other worker busy, which is why one process stays the default.
+    skew. They still run one at a time; one process stays the default while a failure
+    seen only with the other worker busy is not understood (README, "Tests").
     """
     grouping = config.pluginmanager.hasplugin("xdist")  # absent with -p no:xdist
     for item in items:

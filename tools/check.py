@@ -94,8 +94,8 @@ def workers() -> list[str]:
     """One process by default. ``LBAAS_TEST_WORKERS=2`` runs two pytest-xdist workers:
     the tests that own the host (the ``system`` group, see tests/conftest.py) one after
     another in one, the in-process tests beside them in the other (about 19-20 min instead
-    of 27, but two of three clean-clone runs had system tests time out under the
-    contention, so it is not the default)."""
+    of 27; not the default while a UDP amphora test's one failure there is not
+    understood)."""
     count = os.environ.get("LBAAS_TEST_WORKERS", "0")
     if count == "0":
         return ["-p", "no:xdist"]

@@ -14,7 +14,7 @@ import collections
 from pathlib import Path
 
 import pytest
-from agent_e2e_support import haproxy_config
+from agent_e2e_support import haproxy_config, report_of
 from scratch_net import ScratchNet
 
 from lbaas.agent.amphora import AmphoraManager
@@ -126,8 +126,7 @@ def test_udp_listener_spreads_sticks_and_drains(
         manager.put(amphora_id, _spec(testnet.tag, root, nets, drained, 3))
         assert ask(30) == {"m1": 30}
 
-        reports = dict(manager.health_reports())
-        report = reports[amphora_id]
+        report = report_of(manager, amphora_id)
         counters = report.listeners[ListenerId(LISTENER)].counters
         # Every flow was a new one, counted once across the two table replacements.
         assert counters.total_connections == sent

@@ -19,6 +19,7 @@ from agent_e2e_support import (
     haproxy_config,
     http_get,
     random_loopback,
+    report_of,
 )
 
 from lbaas.agent.amphora import AmphoraManager
@@ -28,7 +29,6 @@ from lbaas.agent.runtime_api import MasterCli, ProcTable, RuntimeApi
 from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, VipSpec
 from lbaas.errors import InvalidRenderedConfig
 from lbaas.model.graph import MemberId
-from lbaas.model.health import HealthReport
 from lbaas.render.haproxy.names import backend_name, server_name
 from tests.support.waiting import wait_until
 
@@ -221,12 +221,12 @@ def test_counters_survive_a_reload(lb: Lb) -> None:
     lb.put()
     for _ in range(7):
         lb.get()
-    before = _report(lb)
+    before = report_of(lb.manager, lb.amphora_id)
     assert before.listeners[LISTENER].counters.total_connections == 7
     assert lb.put(frontend_lines=("http-response set-header X-New 1",)).last_outcome == "RELOADED"
     for _ in range(3):
         lb.get()
-    after = _report(lb)
+    after = report_of(lb.manager, lb.amphora_id)
     counters = after.listeners[LISTENER].counters
     assert counters.total_connections == 10
     assert counters.bytes_in > before.listeners[LISTENER].counters.bytes_in
@@ -241,7 +241,7 @@ def test_a_replaced_worker_is_read_to_its_end(lb: Lb) -> None:
     try:
         kept.request("GET", "/")
         kept.getresponse().read()
-        before = _report(lb)
+        before = report_of(lb.manager, lb.amphora_id)
         reloaded = lb.put(frontend_lines=(keep_alive, "http-response set-header X-New 1"))
         assert reloaded.last_outcome == "RELOADED"
         # The old worker serves this request on its established connection, and exits
@@ -251,7 +251,7 @@ def test_a_replaced_worker_is_read_to_its_end(lb: Lb) -> None:
     finally:
         kept.close()
     wait_until(lambda: len(lb.master().show_proc().workers) == 1, what="the old worker to exit")
-    after = _report(lb)
+    after = report_of(lb.manager, lb.amphora_id)
     first, total = before.listeners[LISTENER].counters, after.listeners[LISTENER].counters
     assert (first.total_connections, total.total_connections) == (1, 1)
     assert total.bytes_in == 2 * first.bytes_in > 0
@@ -288,16 +288,3 @@ def _alive(pid: int) -> bool:
 def _process_tree(table: ProcTable) -> list[int]:
     """The master and every worker of an HAProxy, as its master CLI lists them."""
     return [table.master.pid, *(w.pid for w in table.workers)]
-
-
-def _report(lb: Lb) -> HealthReport:
-    """The amphora's report; a busy machine may miss one heartbeat's deadline, so retry."""
-    reports: list[tuple[str, HealthReport]] = []
-
-    def one() -> bool:
-        nonlocal reports
-        reports = lb.manager.health_reports()
-        return len(reports) == 1
-
-    wait_until(one, what="the amphora's statistics")
-    return reports[0][1]

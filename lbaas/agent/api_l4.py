@@ -16,17 +16,27 @@ LoadBalancerIdPath = Path(pattern=L4_ID_PATTERN)
 
 
 def serve_l4(app: FastAPI, manager: L4NodeManager) -> None:
-    @app.put(f"{L4_PREFIX}/{{loadbalancer_id}}", response_model=L4ServiceStatus)
+    # Fields left unset are left out, so a controller of an earlier release (whose models
+    # refuse unknown fields) reads what this agent answers.
+    @app.put(
+        f"{L4_PREFIX}/{{loadbalancer_id}}",
+        response_model=L4ServiceStatus,
+        response_model_exclude_none=True,
+    )
     def put_service(
         spec: L4ServiceSpec, loadbalancer_id: str = LoadBalancerIdPath
     ) -> L4ServiceStatus:
         return manager.put(loadbalancer_id, spec)
 
-    @app.get(f"{L4_PREFIX}/{{loadbalancer_id}}", response_model=L4ServiceStatus)
+    @app.get(
+        f"{L4_PREFIX}/{{loadbalancer_id}}",
+        response_model=L4ServiceStatus,
+        response_model_exclude_none=True,
+    )
     def get_service(
-        loadbalancer_id: str = LoadBalancerIdPath, placement: bool = False
+        loadbalancer_id: str = LoadBalancerIdPath, placement: bool = False, local: bool = False
     ) -> L4ServiceStatus:
-        status = manager.get(loadbalancer_id, placement=placement)
+        status = manager.get(loadbalancer_id, placement=placement, local=local)
         if status is None:
             raise NotFound.of("L4 service", loadbalancer_id)
         return status

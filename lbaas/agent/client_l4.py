@@ -19,10 +19,14 @@ class L4AgentClient(AgentClient):
         response = self._request("PUT", path, content=spec.model_dump_json(exclude=_older(spec)))
         return L4ServiceStatus.model_validate_json(response.content)
 
-    def get_l4(self, loadbalancer_id: str, *, placement: bool = False) -> L4ServiceStatus | None:
+    def get_l4(
+        self, loadbalancer_id: str, *, placement: bool = False, local: bool = False
+    ) -> L4ServiceStatus | None:
         """What the node sees of the load balancer, or None if it does not carry it;
-        ``placement``: with the applied Maglev places."""
-        query = "?placement=true" if placement else ""
+        ``placement``: with the applied Maglev places; ``local``: with the members its
+        spec marks local (an agent of an earlier release leaves them out)."""
+        asked = [name for name, wanted in (("placement", placement), ("local", local)) if wanted]
+        query = "?" + "&".join(f"{name}=true" for name in asked) if asked else ""
         path = f"{L4_PREFIX}/{loadbalancer_id}{query}"
         response = self._request("GET", path, allow_404=True)
         if response.status_code == 404:

@@ -94,6 +94,11 @@ def health_targets(spec: L4ServiceSpec) -> list[Target]:
     ]
 
 
+def local_members(spec: L4ServiceSpec) -> tuple[str, ...]:
+    """The ids of the members ``spec`` marks local, sorted, once each."""
+    return tuple(sorted({m.id for li in spec.listeners for m in li.members if m.local}))
+
+
 def placement_of(spec: L4ServiceSpec) -> dict[str, L4ListenerPlacement]:
     """The applied Maglev places of every listener of ``spec`` (weight-0 members have none)."""
     return {
@@ -214,16 +219,21 @@ class L4NodeManager:
             self._announce()
             return self._status(lb_id)
 
-    def get(self, lb_id: str, *, placement: bool = False) -> L4ServiceStatus | None:
-        """This node's view of ``lb_id``; ``placement``: with the applied Maglev places."""
+    def get(
+        self, lb_id: str, *, placement: bool = False, local: bool = False
+    ) -> L4ServiceStatus | None:
+        """This node's view of ``lb_id``; ``placement``: with the applied Maglev places;
+        ``local``: with the ids of the members the spec marks local."""
         with self._lock:
             if lb_id not in self._specs:
                 return None
-            status = self._status(lb_id)
+            spec = self._specs[lb_id]
+            extra: dict[str, object] = {}
             if placement:
-                places = placement_of(self._specs[lb_id])
-                status = status.model_copy(update={"placement": places})
-            return status
+                extra["placement"] = placement_of(spec)
+            if local:
+                extra["local_members"] = local_members(spec)
+            return self._status(lb_id).model_copy(update=extra)
 
     def delete(self, lb_id: str) -> None:
         with self._lock:

@@ -190,6 +190,12 @@ class L4ServiceStatus(_Wire):
         description="Per listener id, the applied Maglev places (only when asked with "
         "?placement=true): what a controller without the last placement reads back.",
     )
+    local_members: tuple[str, ...] | None = Field(
+        None,
+        description="The ids of the members the applied spec marks local, sorted (only "
+        "when asked with ?local=true): how the status poll tells that a port binding "
+        "moved since the spec was sent.",
+    )
     last_error: str | None = None
 
 

@@ -297,21 +297,28 @@ def last_error(session: Session, loadbalancer_id: str) -> tuple[str | None, int,
     return row.last_error, row.requested_gen, row.done_gen
 
 
+def _settled_active() -> Any:
+    """The ids of ACTIVE load balancers whose queue row has nothing outstanding."""
+    lbs = table_of(LoadBalancerRow).c
+    return (
+        select(_JOBS.loadbalancer_id)
+        .join_from(ConvergeJobRow, LoadBalancerRow, lbs.id == _JOBS.loadbalancer_id)
+        .where(
+            lbs.provisioning_status == ProvisioningStatus.ACTIVE.value,
+            _JOBS.requested_gen <= _JOBS.done_gen,
+        )
+    )
+
+
 def enqueue_resync(
     db: Database, now: float, interval: float = 0.0, limit: int | None = None
 ) -> int:
     """Queue a converge for ACTIVE load balancers with nothing outstanding whose last
     converge settled at least ``interval`` seconds ago, oldest first, at most ``limit``."""
-    lbs = table_of(LoadBalancerRow).c
     with db.write() as session:
         due = (
-            select(_JOBS.loadbalancer_id)
-            .join_from(ConvergeJobRow, LoadBalancerRow, lbs.id == _JOBS.loadbalancer_id)
-            .where(
-                lbs.provisioning_status == ProvisioningStatus.ACTIVE.value,
-                _JOBS.requested_gen <= _JOBS.done_gen,
-                _JOBS.updated_at <= now - interval,
-            )
+            _settled_active()
+            .where(_JOBS.updated_at <= now - interval)
             .order_by(_JOBS.updated_at, _JOBS.loadbalancer_id)
         )
         if limit is not None:
@@ -320,6 +327,19 @@ def enqueue_resync(
         for lb_id in targets:
             enqueue_converge(session, lb_id, now)
         return len(targets)
+
+
+def enqueue_if_settled(db: Database, loadbalancer_id: str, now: float) -> bool:
+    """Queue a converge of one load balancer if it is ACTIVE with nothing outstanding
+    (what a converge already queued or running will do anyway is not asked twice)."""
+    with db.write() as session:
+        found = session.connection().execute(
+            _settled_active().where(_JOBS.loadbalancer_id == loadbalancer_id)
+        )
+        if found.first() is None:
+            return False
+        enqueue_converge(session, loadbalancer_id, now)
+        return True
 
 
 def count_active(db: Database) -> int:

@@ -7,12 +7,14 @@ function that stops both.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from lbaas.agent.client import AgentClient
 from lbaas.agent.client_pool import AgentPool, tls_client_factory
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.config import Settings
+from lbaas.db import job_queue
 from lbaas.db.engine import Database
 from lbaas.db.provider_queries import active_loadbalancers_of, loadbalancer_kept
 from lbaas.health.distributed_poll import DistributedStatusPoller
@@ -153,7 +155,12 @@ def _start_distributed_poll(
     poller = DistributedStatusPoller(
         store,
         lambda: active_loadbalancers_of(database, name),
-        lambda graph: provider.report(graph, lambda lb_id: loadbalancer_kept(database, lb_id)),
+        lambda graph: provider.report(
+            graph,
+            lambda lb_id: loadbalancer_kept(database, lb_id),
+            # A port binding moved under a node: a converge reads the bindings afresh.
+            lambda lb_id: job_queue.enqueue_if_settled(database, lb_id, time.time()),
+        ),
     )
     thread = threading.Thread(
         target=poller.run,

@@ -7,8 +7,9 @@ from typing import Any
 
 from lbaas.db import amphora_repo, health_repo, job_queue
 from lbaas.db.engine import Database
-from lbaas.db.tables import AmphoraRow, LoadBalancerRow
-from lbaas.model.enums import AmphoraStatus, OperatingStatus, ProvisioningStatus
+from lbaas.db.tables import AmphoraRow
+from lbaas.model.enums import AmphoraStatus, ProvisioningStatus
+from tests.db.rows import add_loadbalancer
 
 
 def test_counters_are_inserted_then_replaced(database: Database) -> None:
@@ -66,22 +67,6 @@ def test_a_heartbeat_is_recorded_only_for_a_known_amphora_and_never_goes_back(
     assert last_heard() == 110.0
 
 
-def _add_loadbalancer(database: Database, lb_id: str, status: ProvisioningStatus) -> None:
-    now = datetime.now(UTC).replace(tzinfo=None)
-    with database.write() as session:
-        session.add(
-            LoadBalancerRow(
-                id=lb_id,
-                project_id="p",
-                admin_state_up=True,
-                provider="noop",
-                provisioning_status=status.value,
-                operating_status=OperatingStatus.ONLINE.value,
-                created_at=now,
-            )
-        )
-
-
 def test_batched_liveness_and_assignments(database: Database) -> None:
     now = datetime.now(UTC).replace(tzinfo=None)
     with database.write() as session:
@@ -129,8 +114,8 @@ def test_counter_rows_in_batches(database: Database) -> None:
 def test_versions_and_the_settled_check_follow_the_converge_generation(
     database: Database,
 ) -> None:
-    _add_loadbalancer(database, "lb-1", ProvisioningStatus.ACTIVE)
-    _add_loadbalancer(database, "lb-2", ProvisioningStatus.PENDING_UPDATE)
+    add_loadbalancer(database, "lb-1", ProvisioningStatus.ACTIVE)
+    add_loadbalancer(database, "lb-2", ProvisioningStatus.PENDING_UPDATE)
     with database.write() as session:
         job_queue.enqueue_converge(session, "lb-1", 1.0, new=True)
     with database.read_connection() as conn:

@@ -161,6 +161,31 @@ def test_resync_takes_only_due_load_balancers_oldest_first(idle_plane: Any, idle
     assert job_queue.count_active(db) == 3
 
 
+def test_one_load_balancer_is_queued_again_only_when_settled(
+    idle_plane: Any, idle_api: Api
+) -> None:
+    """What the distributed status poll asks when a port binding moved under a node."""
+    lb, other = _post_lb(idle_api), _post_lb(idle_api)
+    db = idle_plane.database
+    # Still PENDING_CREATE with its first converge outstanding: nothing more is asked.
+    assert not job_queue.enqueue_if_settled(db, lb, time.time())
+    while idle_plane.worker.run_once():
+        pass
+    assert job_queue.enqueue_if_settled(db, lb, time.time())
+    # Queued now: asking again adds nothing, and the other load balancer is untouched.
+    assert not job_queue.enqueue_if_settled(db, lb, time.time())
+    with db.read() as session:
+        pending = {
+            lb_id
+            for lb_id in (lb, other)
+            if (job := job_queue.last_error(session, lb_id)) and job[1] > job[2]
+        }
+    assert pending == {lb}
+    assert idle_plane.worker.run_once()
+    assert len([c for c in noop_of(idle_plane).calls if c.loadbalancer_id == lb]) == 2
+    assert not job_queue.enqueue_if_settled(db, "no-such-load-balancer", time.time())
+
+
 def test_default_retries_outlast_an_agent_restart() -> None:
     """The chaos campaign saw acknowledged deletes end in ERROR: an agent killed and
     restarted a few times in a row was unreachable for ~18 s, longer than the 7.5 s the

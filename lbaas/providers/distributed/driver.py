@@ -55,7 +55,9 @@ from lbaas.providers.distributed.locality import (
     NoHostBindings,
     PortHostBindings,
     localised,
+    locality_moved,
     member_hosts,
+    prefers_local,
 )
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
 from lbaas.providers.distributed.placement import announcing_nodes
@@ -183,24 +185,32 @@ class DistributedProvider(ProviderDriver):
         return None if graph is None else self.report(graph)
 
     def report(
-        self, graph: LoadBalancer, kept: Callable[[str], bool] = lambda _lb_id: True
+        self,
+        graph: LoadBalancer,
+        kept: Callable[[str], bool] = lambda _lb_id: True,
+        reconverge: Callable[[str], object] = lambda _lb_id: None,
     ) -> HealthReport | None:
         """Every node's view of ``graph``, combined by majority (None: no node answered).
 
         A node that lacks ``graph`` is programmed with it, but only while ``kept`` (the
         database says the load balancer is not being deleted), asked again after the
         call: a delete converge that ran meanwhile would otherwise find its work undone on
-        that node, and a VIP held there for good.
+        that node, and a VIP held there for good. A node whose local members no longer
+        match the ports (``locality_moved``) is left as it is and ``reconverge`` is called
+        once: the poll's graph may be one read old, so a fresh converge reprograms.
         """
         views: list[L4ServiceStatus | None] = []
         nodes = self._directory.nodes()
         entry, announcing = self._roles(graph, nodes)
+        local = prefers_local(graph)
+        hosts = member_hosts(graph, self._bindings) if local else {}
+        moved: list[str] = []
         # The announcing nodes first: a VIP moved to another group is announced by its new
         # group before the old one withdraws it (make before break).
         for node in sorted(nodes, key=lambda node: node.name not in announcing):
             announce = node.name in announcing
             try:
-                view = self._client(node).get_l4(graph.id)
+                view = self._client(node).get_l4(graph.id, local=local)
                 # A host new to the fleet (or back with nothing), or the entry or group moved.
                 if view is None or (view.entry, view.announce) != (node == entry, announce):
                     if not kept(graph.id):
@@ -209,9 +219,15 @@ class DistributedProvider(ProviderDriver):
                     if not kept(graph.id):  # deleted while this call ran: undo it here
                         self._try(node, lambda _n, c: c.delete_l4(graph.id), "undo")
                         continue
+                elif locality_moved(view, graph, hosts, node.host_id):
+                    moved.append(node.name)
                 views.append(view)
             except LbaasError as exc:
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
+        if moved:
+            LOG.info("port bindings moved members onto or off nodes %s of %s: converging it",
+                     ", ".join(moved), graph.id)  # fmt: skip
+            reconverge(graph.id)
         return combine(graph, views, answered=len(views))
 
     def _roles(self, graph: LoadBalancer, nodes: list[Node]) -> tuple[Node | None, frozenset[str]]:

@@ -9,15 +9,19 @@ those while one of them is healthy (as it sees it), and every primary member oth
 (``lbaas.l4.service.L4Listener.active_members``). Without the key, or on a node that is
 not a fleet host (listed by URL in settings), no member is local.
 
-A binding is read when the load balancer converges: a port bound or moved later counts
-from the next change of the load balancer.
+A binding is read when the load balancer converges. A port bound, moved or deleted later
+is noticed by the status poll (``locality_moved``): each node reports the members its spec
+marks local, and where that differs from the ports now, the poll queues a converge of the
+load balancer, which reads the bindings again and programs every node. The poll itself
+programs nothing: its graph may be one read old, and a spec built from it could take a
+node back to an older member set.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from lbaas.agent.wire_l4 import L4ServiceSpec
+from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
 from lbaas.db import network_repo
 from lbaas.db.engine import Database
 from lbaas.model.graph import LoadBalancer
@@ -47,9 +51,14 @@ class NoHostBindings(HostBindings):
         return {}
 
 
+def prefers_local(graph: LoadBalancer) -> bool:
+    """Whether the load balancer's flavor asks for members on the client's own host."""
+    return graph.flavor.get(PREFER_LOCAL_MEMBERS) is True
+
+
 def member_hosts(graph: LoadBalancer, bindings: HostBindings) -> dict[str, frozenset[str]]:
     """Per member id, the hosts it is on; empty unless the flavor prefers local members."""
-    if graph.flavor.get(PREFER_LOCAL_MEMBERS) is not True:
+    if not prefers_local(graph):
         return {}
     members = [m for p in graph.pools for m in p.members]
     found = bindings.bindings([m.address for m in members])
@@ -83,3 +92,25 @@ def localised(
         for listener in spec.listeners
     )
     return spec.model_copy(update={"listeners": listeners})
+
+
+def locality_moved(
+    view: L4ServiceStatus,
+    graph: LoadBalancer,
+    hosts: Mapping[str, frozenset[str]],
+    host_id: str | None,
+) -> bool:
+    """Whether the node on ``host_id`` marks other members local than the ports (``hosts``,
+    from ``member_hosts``) now put on its host, as ``localised`` would mark them.
+
+    Only members that both the node and ``graph`` have are compared: ``graph`` may be
+    older or newer than the node's spec, and a member one of them lacks is the converge's
+    business, not a moved port. False when the node did not say (an agent of an earlier
+    release leaves ``local_members`` out).
+    """
+    if view.local_members is None:
+        return False
+    common = set(view.members) & {m.id for p in graph.pools for m in p.members}
+    marked = common.intersection(view.local_members)
+    wanted = set() if host_id is None else {m for m in common if host_id in hosts.get(m, ())}
+    return marked != wanted

@@ -7,7 +7,10 @@ link (its own address is the host's, reserved), and a port bound to that host
 a flavor of ``{"prefer_local_members": true}``, a client on h1 is balanced on h1 to h1's
 member only and a client on h2 to h2's; without the flavor both spread over both. When
 h1's member stops, its health monitor takes it out on h1 and h1's clients reach h2's
-member. Everything goes through the API (ports, flavor, load balancer) and real curl.
+member. h2's port is bound only once the load balancer is ACTIVE: until then h2's
+clients spread, and the status poll brings the binding to h2's node without any change of
+the load balancer. Everything goes through the API (ports, flavor, load balancer) and
+real curl.
 """
 
 from __future__ import annotations
@@ -83,10 +86,13 @@ def test_each_hosts_clients_stay_on_its_own_member_while_it_is_healthy(
     with lab_up(lab_dir, "l", "--hosts", "2") as (lab, _base):
         services, api = lab_api_when_up(lab, 2)
         members = {f"h{i}": _serve_member(lab, i, lab_dir, sleepers) for i in (1, 2)}
-        for host, address in members.items():  # each member's port is bound to its host
-            port = {"network_id": network_id(lab.names.lab, "m0"), "binding:host_id": host,
-                    "fixed_ips": [{"ip_address": address}], "device_owner": "compute:nova"}  # fmt: skip
-            api.call("POST", "/v2.0/ports", {"port": port})
+        ports: dict[str, str] = {}
+        for host, address in members.items():  # h1's member port is bound to h1, h2's not yet
+            port: dict[str, Any] = {"network_id": network_id(lab.names.lab, "m0"), "fixed_ips": [
+                {"ip_address": address}], "device_owner": "compute:nova"}  # fmt: skip
+            if host == "h1":
+                port["binding:host_id"] = host
+            ports[host] = api.call("POST", "/v2.0/ports", {"port": port})["port"]["id"]
         data = json.dumps({"prefer_local_members": True})
         profile = api.call("POST", f"{V2}/flavorprofiles", {"flavorprofile": {
             "name": "local", "provider_name": "distributed", "flavor_data": data}})  # fmt: skip
@@ -96,6 +102,10 @@ def test_each_hosts_clients_stay_on_its_own_member_while_it_is_healthy(
         _, spread_vip = _load_balancer(api, services, members, None)
         lb_id, vip = _load_balancer(api, services, members, flavor["flavor"]["id"])
         served = {i: f"served by h{i}\n" for i in (1, 2)}
+        wait_until(lambda: len(_answers(lab, 2, vip)) == 2, timeout=30,
+                   what="h2's clients spread: no member is bound to h2 yet")  # fmt: skip
+        # Nova binds h2's instance port: no write touches the load balancer.
+        api.call("PUT", f"/v2.0/ports/{ports['h2']}", {"port": {"binding:host_id": "h2"}})
         for i in (1, 2):
             wait_until(lambda i=i: curl(lab.names.host(i), f"http://{vip}:80/") == served[i],
                        timeout=30, what=f"h{i}'s client served by h{i}")  # fmt: skip

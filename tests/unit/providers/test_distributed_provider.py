@@ -102,9 +102,11 @@ class FakeNode:
         self._check()
         return self.manager.put(spec.loadbalancer_id, spec)
 
-    def get_l4(self, lb_id: str, *, placement: bool = False) -> L4ServiceStatus | None:
+    def get_l4(
+        self, lb_id: str, *, placement: bool = False, local: bool = False
+    ) -> L4ServiceStatus | None:
         self._check()
-        return self.manager.get(lb_id, placement=placement)
+        return self.manager.get(lb_id, placement=placement, local=local)
 
     def delete_l4(self, lb_id: str) -> None:
         self._check()
@@ -492,3 +494,84 @@ def test_a_node_listed_by_url_is_no_host_and_has_no_local_members(
     )
     listed.apply(dataclasses.replace(GRAPH, flavor={"prefer_local_members": True}), CLAIM)
     assert all(tcp_targets(f) == {"10.9.0.1", "10.9.0.2"} for f in fleet.fakes.values())
+
+
+def tcp_table(fake: FakeNode) -> set[str]:
+    """The member addresses the TCP listener's slots map to now: the node's last full
+    load with the slot updates after it replayed over it."""
+    slots: dict[str, str] = {}
+    for text in fake.ops.loaded:
+        if not text.startswith("delete element"):
+            slots = {}  # a full load replaces the table
+        slots.update(re.findall(r"(\d+) : (10\.9\.0\.\d+) \. 8000", text))
+    return set(slots.values())
+
+
+def _local_provider(tmp_path: Path, bindings: HostBindings) -> tuple[DistributedProvider, Fleet]:
+    fleet = HostFleet(tmp_path, 3)
+    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+    provider = DistributedProvider(
+        ProviderContext(settings), directory=fleet, clients=fleet.client, bindings=bindings
+    )
+    return provider, fleet
+
+
+def test_a_port_bound_or_moved_after_the_converge_queues_a_converge_at_the_next_poll(
+    tmp_path: Path,
+) -> None:
+    bindings = FakeBindings({})
+    provider, fleet = _local_provider(tmp_path, bindings)
+    graph = dataclasses.replace(GRAPH, flavor={"prefer_local_members": True})
+    provider.apply(graph, CLAIM)  # no port is bound yet: every node balances both
+    n0, n1, n2 = fleet.fakes.values()
+    asked: list[str] = []
+    assert provider.report(graph, reconverge=asked.append) is not None
+    assert asked == []  # nothing moved
+
+    bindings.ports[MEMBERS[0].address] = [Binding("s1", "n0")]  # the instance's port is bound
+    loads = [len(f.ops.loaded) for f in (n0, n1, n2)]
+    assert provider.report(graph, reconverge=asked.append) is not None
+    assert asked == [graph.id]  # once, however many nodes moved
+    # The poll programs nothing itself: its graph may be one read old.
+    assert [len(f.ops.loaded) for f in (n0, n1, n2)] == loads
+    provider.apply(graph, CLAIM)  # the converge it asked for
+    assert tcp_table(n0) == {"10.9.0.1"}
+    assert tcp_table(n1) == tcp_table(n2) == {"10.9.0.1", "10.9.0.2"}
+    assert provider.report(graph, reconverge=asked.append) is not None
+    assert asked == [graph.id]  # settled: not asked again
+
+    bindings.ports[MEMBERS[0].address] = [Binding("s1", "n2")]  # the instance migrated
+    assert provider.report(graph, reconverge=asked.append) is not None
+    assert asked == [graph.id] * 2
+    provider.apply(graph, CLAIM)
+    assert tcp_table(n2) == {"10.9.0.1"}
+    assert tcp_table(n0) == {"10.9.0.1", "10.9.0.2"}  # n0 no longer keeps its flows home
+
+
+def test_a_poll_with_a_graph_older_than_the_nodes_asks_for_nothing(tmp_path: Path) -> None:
+    """The poll's graph may be one read old: a member the nodes carry, bound to n0, that
+    the poll's graph does not have yet is no moved port (the bug of 2026-11-27)."""
+    newcomer = member("e", "10.9.0.5", 8000)
+    bindings = FakeBindings({newcomer.address: [Binding("s1", "n0")]})
+    provider, fleet = _local_provider(tmp_path, bindings)
+    old = dataclasses.replace(GRAPH, flavor={"prefer_local_members": True})
+    tcp_pool = dataclasses.replace(old.pools[0], members=(*MEMBERS, newcomer))
+    new = dataclasses.replace(old, pools=(tcp_pool, old.pools[1]))
+    provider.apply(new, CLAIM)
+    n0 = fleet.fakes["n0"]
+    assert tcp_table(n0) == {"10.9.0.5"}
+    loads = len(n0.ops.loaded)
+    asked: list[str] = []
+    assert provider.report(old, reconverge=asked.append) is not None
+    assert provider.report(new, reconverge=asked.append) is not None
+    assert asked == [] and len(n0.ops.loaded) == loads
+
+
+def test_an_agent_leaves_out_what_it_was_not_asked_so_older_controllers_read_it(
+    tmp_path: Path,
+) -> None:
+    node = FakeNode(tmp_path)
+    status = node.put_l4(service_spec(GRAPH, version=3))
+    assert status.local_members is None and status.placement is None
+    asked = node.get_l4(GRAPH.id, local=True)
+    assert asked is not None and asked.local_members == ()

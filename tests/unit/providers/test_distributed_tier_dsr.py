@@ -87,8 +87,10 @@ class DsrNode:
     def put_l4(self, spec: L4ServiceSpec) -> L4ServiceStatus:
         return self.manager.put(spec.loadbalancer_id, spec)
 
-    def get_l4(self, lb_id: str, placement: bool = False) -> L4ServiceStatus | None:
-        return self.manager.get(lb_id, placement=placement)
+    def get_l4(
+        self, lb_id: str, *, placement: bool = False, local: bool = False
+    ) -> L4ServiceStatus | None:
+        return self.manager.get(lb_id, placement=placement, local=local)
 
     def delete_l4(self, lb_id: str) -> None:
         self.manager.delete(lb_id)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lbaas.api.validation import operator_policy
 from lbaas.config import Settings, load_settings
 from lbaas.errors import ConfigError
 from lbaas.private_files import make_private_directory
@@ -53,6 +54,8 @@ def _settings(args: argparse.Namespace) -> Settings:
     if getattr(args, "database_url", None):
         overrides.setdefault("database", {})["url"] = args.database_url
     settings = load_settings(Path(args.config) if args.config else None, overrides=overrides)
+    # Before anything starts: the API would refuse it later, after the worker was started.
+    operator_policy.check_defaults(settings.api)
     # What lbaas and its children (HAProxy's pid files, SQLite's journals) create is for
     # this user only, and so is the state directory, whatever mode it was made with.
     os.umask(0o077)

@@ -110,6 +110,34 @@ class ApiSettings(_Section):
             "Off by default: with no exporter configured it is pure per-request overhead."
         ),
     )
+    # The operator's switches of Octavia's [api_settings], under the same names.
+    allow_tls_terminated_listeners: bool = Field(
+        True,
+        description="false: TERMINATED_HTTPS listeners and PROMETHEUS listeners with a "
+        "certificate are refused (400), as Octavia's switch of the same name.",
+    )
+    allow_prometheus_listeners: bool = Field(
+        True, description="false: PROMETHEUS listeners are refused (400)."
+    )
+    allow_ping_health_monitors: bool = Field(
+        True, description="false: PING health monitors are refused (400)."
+    )
+    udp_connect_min_interval_health_monitor: int = Field(
+        3,
+        ge=0,
+        description="The smallest delay (seconds) a UDP-CONNECT health monitor may have (0: any).",
+    )
+    minimum_tls_version: Literal["SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"] | None = Field(
+        None,
+        description="A listener's or pool's tls_versions may name no older version (400). "
+        "The defaults (TLSv1.2, TLSv1.3) must satisfy it, else the API does not start.",
+    )
+    tls_cipher_prohibit_list: str = Field(
+        "",
+        description="OpenSSL cipher names, colon-separated, that a listener's or pool's "
+        "tls_ciphers may not name (400). The default cipher strings must name none of them, "
+        "else the API does not start.",
+    )
 
 
 class DatabaseSettings(_Section):

@@ -23,10 +23,12 @@ from lbaas.api.routers import (
     versions,
 )
 from lbaas.api.services import ApiServices
+from lbaas.api.validation import operator_policy
 from lbaas.metadata.signing import shared_secret
 
 
 def create_app(services: ApiServices) -> FastAPI:
+    operator_policy.check_defaults(services.settings.api)
     app = FastAPI(
         title="lbaas",
         version=__version__,

@@ -28,6 +28,7 @@ from tests.api.test_amphorae import add_amphora
 from tests.support.api_client import LOOPBACK_SUBNET, Api
 from tests.support.certificates import issue, make_ca
 from tests.support.control_plane import asgi_app, build_plane, make_settings
+from tests.support.key_manager import store_certificate_container
 from tests.support.prometheus import Exposition
 
 LB = "/v2/lbaas/loadbalancers"
@@ -180,18 +181,7 @@ class TestCertificateExpiry:
     ) -> None:
         ca = make_ca()
         server = issue(ca, "soon.example.com")
-        headers = {"X-Project-Id": api.project, "X-Roles": "member"}
-        refs = []
-        for name, payload in (("certificate", server.cert_pem), ("private_key", server.key_pem())):
-            body = {"payload": payload.decode(), "payload_content_type": "text/plain"}
-            made = client.post("/key-manager/v1/secrets/", json=body, headers=headers)
-            assert made.status_code == 201, made.text
-            refs.append({"name": name, "secret_ref": made.json()["secret_ref"]})
-        container = client.post(
-            "/key-manager/v1/containers/",
-            json={"name": "tls", "type": "certificate", "secret_refs": refs},
-            headers=headers,
-        ).json()["container_ref"]
+        container = store_certificate_container(client, api.project, server)
         lb = api.create_lb()
         listener = api.create_listener(
             lb["id"],

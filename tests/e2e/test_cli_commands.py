@@ -29,6 +29,19 @@ def test_serve_refuses_to_start_with_a_broken_provider(tmp_path: Path) -> None:
     assert "configuration error: provider 'bogus' is enabled" in done.stderr
 
 
+def test_serve_refuses_a_tls_policy_its_own_defaults_break_before_starting_anything(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    done = _lbaas(["serve"], {"state_dir": str(state), "api": {"minimum_tls_version": "TLSv1.3"}})
+    assert done.returncode == 2
+    assert (
+        "configuration error: api.minimum_tls_version: the default listener and pool TLS "
+        "versions are less than the minimum: TLSv1.2 < TLSv1.3"
+    ) in done.stderr
+    assert not state.exists()  # no database, key or worker was made first
+
+
 def test_create_subnet_registers_it_for_vips(tmp_path: Path) -> None:
     settings = {"state_dir": str(tmp_path), "providers": {"enabled": ["noop"], "default": "noop"}}
     done = _lbaas(

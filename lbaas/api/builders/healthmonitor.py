@@ -9,6 +9,7 @@ from lbaas.api.capabilities import require_capability
 from lbaas.api.schemas.healthmonitor import HealthMonitorSingleCreate, HealthMonitorUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import healthmonitor as rules
+from lbaas.api.validation import operator_policy as policy
 from lbaas.db import queries
 from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
@@ -33,8 +34,9 @@ def build_healthmonitor(
         require_capability(
             services, lb.provider, "health monitor type", data.type, "health_monitor_types"
         )
+    policy.check_monitor_type(services.settings.api, hm_type)
     rules.check_type_for_pool(hm_type, pool.protocol)
-    rules.check_udp_connect_delay(hm_type, data.delay)
+    rules.check_udp_connect_delay(hm_type, data.delay, _udp_connect_minimum(services))
     http = rules.http_fields_on_create(
         hm_type,
         {
@@ -66,7 +68,7 @@ def build_healthmonitor(
 
 
 def apply_healthmonitor_update(
-    session: Session, row: HealthMonitorRow, data: HealthMonitorUpdate
+    session: Session, services: ApiServices, row: HealthMonitorRow, data: HealthMonitorUpdate
 ) -> None:
     """Apply a PUT body to a locked monitor row (its checks ran before the lock)."""
     apply_sent(
@@ -83,6 +85,10 @@ def apply_healthmonitor_update(
     if data.given("expected_codes"):
         row.expected_codes = data.expected_codes or rules.HTTP_DEFAULTS["expected_codes"]
     rules.check_domain_name(row.domain_name, row.http_version)
-    rules.check_udp_connect_delay(row.type, row.delay)
+    rules.check_udp_connect_delay(row.type, row.delay, _udp_connect_minimum(services))
     if data.given("tags") and data.tags is not None:
         set_tags(session, row.id, data.tags)
+
+
+def _udp_connect_minimum(services: ApiServices) -> int:
+    return services.settings.api.udp_connect_min_interval_health_monitor

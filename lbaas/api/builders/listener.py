@@ -19,6 +19,7 @@ from lbaas.api.certificates import require_certificates
 from lbaas.api.schemas.listener import ListenerCommon, ListenerOptions, ListenerUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import listener as rules
+from lbaas.api.validation import operator_policy as policy
 from lbaas.db import queries
 from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
@@ -51,6 +52,19 @@ NULL_MEANS: dict[str, Any] = {
     "hsts_include_subdomains": False,
     "hsts_preload": False,
 }
+
+
+def _check_sent_tls(
+    services: ApiServices, data: ListenerOptions, settings: rules.ListenerSettings
+) -> None:
+    """The operator's cipher prohibit-list and minimum TLS version, on what was sent."""
+    if not settings.offloads_tls:
+        return  # the TLS options of a listener that does not terminate TLS are dropped
+    api = services.settings.api
+    if data.given("tls_ciphers"):
+        policy.check_ciphers(api, data.tls_ciphers)
+    if data.given("tls_versions"):
+        policy.check_versions(api, data.tls_versions)
 
 
 def pool_on_loadbalancer(session: Session, lb: LoadBalancerRow, pool_id: str) -> PoolRow:
@@ -182,7 +196,9 @@ def build_listener(
     require_datagram_ip_version(services, lb.provider, protocol.value, lb.vip_address, "VIP")
     values = _overlay(data, NULL_MEANS)
     settings = _settings(protocol, values)
+    policy.check_listener_protocol(services.settings.api, protocol, settings.offloads_tls)
     rules.check_settings(settings)
+    _check_sent_tls(services, data, settings)
     _check_port(session, lb, protocol, data.protocol_port)
     _check_default_pool(session, lb, protocol, default_pool, data.default_pool_id)
     if default_pool is not None:
@@ -214,7 +230,11 @@ def update_listener(
     stored = {name: getattr(row, name) for name in NULL_MEANS}
     values = _overlay(data, stored)
     settings = _settings(protocol, values)
+    if any(data.given(ref) for ref in ("default_tls_container_ref", "sni_container_refs")):
+        # A PROMETHEUS listener given a certificate starts terminating TLS.
+        policy.check_listener_protocol(services.settings.api, protocol, settings.offloads_tls)
     rules.check_settings(settings)
+    _check_sent_tls(services, data, settings)
     if data.given("default_pool_id"):
         _check_default_pool(session, lb, protocol, None, data.default_pool_id)
     if data.given("allowed_cidrs"):

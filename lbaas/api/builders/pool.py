@@ -14,6 +14,7 @@ from lbaas.api.capabilities import require_algorithm_for_protocol, require_capab
 from lbaas.api.certificates import require_pool_certificates
 from lbaas.api.schemas.pool import PoolCreate, PoolSingleCreate, PoolUpdate
 from lbaas.api.services import ApiServices
+from lbaas.api.validation import operator_policy as policy
 from lbaas.api.validation import pool as rules
 from lbaas.api.validation import tls
 from lbaas.db.listing import set_tags
@@ -69,6 +70,8 @@ def _checked_create(
     )
     rules.check_tls_versions(data.tls_versions)
     rules.check_alpn_protocols(data.alpn_protocols)
+    policy.check_ciphers(services.settings.api, data.tls_ciphers)
+    policy.check_versions(services.settings.api, data.tls_versions)
     if listener is not None:
         rules.check_listener_pool_protocols(listener.protocol, protocol)
         if listener.default_pool_id is not None:
@@ -155,12 +158,14 @@ def _update_tls(services: ApiServices, project_id: str, row: PoolRow, data: Pool
         row.tls_enabled = bool(data.tls_enabled)
     if data.given("tls_versions"):
         rules.check_tls_versions(data.tls_versions)
+        policy.check_versions(services.settings.api, data.tls_versions)
         row.tls_versions = list(data.tls_versions) if data.tls_versions is not None else None
     if data.given("alpn_protocols"):
         rules.check_alpn_protocols(data.alpn_protocols)
         protocols = data.alpn_protocols
         row.alpn_protocols = list(protocols) if protocols is not None else None
     if data.given("tls_ciphers"):
+        policy.check_ciphers(services.settings.api, data.tls_ciphers)
         row.tls_ciphers = data.tls_ciphers
     if row.tls_enabled:
         _fill_tls_defaults(row)  # null means the default for a re-encrypting pool

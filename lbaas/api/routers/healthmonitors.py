@@ -109,7 +109,7 @@ def _update(
     rules.check_http_fields_on_update(row.type, data.model_fields_set)
     rules.check_required_on_update({n: getattr(data, n) for n in data.model_fields_set})
     lb, listeners = w.lock_pool(pool, row)
-    apply_healthmonitor_update(w.session, row, data)
+    apply_healthmonitor_update(w.session, w.services, row, data)
     w.changed(lb, update=[*listeners, pool, row])
     return row
 

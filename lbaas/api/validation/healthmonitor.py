@@ -23,7 +23,6 @@ HTTP_FIELDS = ("http_method", "url_path", "expected_codes")
 HTTP_DEFAULTS: Mapping[str, str] = {"http_method": "GET", "url_path": "/", "expected_codes": "200"}
 DEFAULT_MAX_RETRIES_DOWN = 3
 # Octavia's default operator minimum for UDP-CONNECT probes (seconds); not configurable here.
-UDP_CONNECT_MIN_DELAY = 3
 
 # fullmatch, not ``^…$``: ``$`` also matches before a final newline.
 _PATH_CHARS = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?#%\[\]]*")
@@ -67,10 +66,11 @@ def check_type_for_pool(hm_type: str, pool_protocol: str) -> None:
     )
 
 
-def check_udp_connect_delay(hm_type: str, delay: int) -> None:
-    if hm_type == HealthMonitorType.UDP_CONNECT.value and delay < UDP_CONNECT_MIN_DELAY:
+def check_udp_connect_delay(hm_type: str, delay: int, minimum: int) -> None:
+    """``minimum``: the operator's ``api.udp_connect_min_interval_health_monitor``."""
+    if hm_type == HealthMonitorType.UDP_CONNECT.value and delay < minimum:
         raise ValidationFailure(
-            f"The request delay value {delay} should be larger than {UDP_CONNECT_MIN_DELAY} "
+            f"The request delay value {delay} should be larger than {minimum} "
             f"for {hm_type} health monitor type."
         )
 

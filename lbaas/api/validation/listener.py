@@ -9,9 +9,8 @@ before accepting a listener; lbaas resolves them in its own key manager
 (``lbaas.api.certificates``), after the checks here that need only the request, the way
 a real fetch is the last and costliest step.
 
-Operator switches of the reference (disabling TLS-terminated or PROMETHEUS listeners, a
-minimum TLS version, a cipher prohibit-list) have no setting here; their defaults (all
-allowed, no minimum, nothing prohibited) apply.
+The operator's switches (disabling TLS-terminated or PROMETHEUS listeners, a minimum TLS
+version, a cipher prohibit-list) are ``operator_policy``'s, judged on what a request sent.
 """
 
 from __future__ import annotations

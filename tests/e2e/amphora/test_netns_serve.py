@@ -331,6 +331,39 @@ def _start_echo(world: NetnsWorld, name: str, address: str) -> subprocess.Popen[
     return process
 
 
+@dataclass
+class _UdpPool:
+    """The UDP pool under test: its members, their echo processes, the client's side."""
+
+    world: NetnsWorld
+    lb_id: str
+    pool_id: str
+    members: dict[str, str]  # backend name -> member id
+    backends: dict[str, str]  # backend name -> address
+    echoes: dict[str, subprocess.Popen[bytes]]
+    run: Callable[[Sequence[str]], CommandResult]  # a command in the client's namespace
+    client: str
+    vip: str
+
+    def ask(self, count: int, first_source_port: int | None = None) -> collections.Counter[str]:
+        """Which backend answered each of ``count`` new flows to the VIP."""
+        return udp_echo.ask(self.run, self.client, self.vip, UDP_PORT, count, first_source_port)
+
+    def statuses_are(self, wanted: dict[str, str]) -> Callable[[], bool]:
+        def check() -> bool:
+            api = self.world.api
+            return all(
+                api.member(self.pool_id, self.members[name])["operating_status"] == status
+                for name, status in wanted.items()
+            )
+
+        return check
+
+    def stop(self, name: str) -> None:
+        self.echoes[name].terminate()
+        self.echoes[name].wait(10)
+
+
 def _udp_listener_beside_it(
     world: NetnsWorld, lb_id: str, vip: str, backends: dict[str, str], client: str
 ) -> None:
@@ -340,16 +373,16 @@ def _udp_listener_beside_it(
     no monitor; the listener's flows reach its ``/stats``. Then a UDP-CONNECT monitor is
     added, run by the agent from inside the amphora's namespace: the members go ONLINE, a
     member whose echo stops gets no new flows and shows ERROR, and once it answers again
-    it is back ONLINE and getting flows.
+    it is back ONLINE and getting flows. Last, one member becomes a backup.
     """
     api, scratch = world.api, world.scratch
     echoes = {name: _start_echo(world, name, address) for name, address in backends.items()}
     listener = api.create_listener(lb_id, "UDP", UDP_PORT)
-    pool = api.create_pool(lb_id, "UDP", "ROUND_ROBIN", listener_id=listener["id"])
+    pool_id = api.create_pool(lb_id, "UDP", "ROUND_ROBIN", listener_id=listener["id"])["id"]
     members = {
         name: api.create_member(
-            lb_id, pool["id"], address, UDP_ECHO, subnet_id=world.member_subnet.id
-        )
+            lb_id, pool_id, address, UDP_ECHO, subnet_id=world.member_subnet.id
+        )["id"]
         for name, address in backends.items()
     }
     client_ns = f"lbt-{scratch.tag}-cl"
@@ -357,20 +390,11 @@ def _udp_listener_beside_it(
     def run(argv: Sequence[str]) -> CommandResult:
         return scratch.host.run_in_namespace(client_ns, argv, timeout=60)
 
-    answered = udp_echo.ask(run, client, vip, UDP_PORT, 30)
+    pool = _UdpPool(world, lb_id, pool_id, members, backends, echoes, run, client, vip)
+    answered = pool.ask(30)
     assert answered["timeout"] == 0 and set(answered) == set(backends), answered
-
-    def statuses_are(wanted: dict[str, str]) -> Callable[[], bool]:
-        def check() -> bool:
-            return all(
-                api.member(pool["id"], members[name]["id"])["operating_status"] == status
-                for name, status in wanted.items()
-            )
-
-        return check
-
     wait_until(
-        statuses_are({name: "NO_MONITOR" for name in backends}),
+        pool.statuses_are({name: "NO_MONITOR" for name in backends}),
         STATUS_TIMEOUT,
         "the UDP members NO_MONITOR",
     )
@@ -384,49 +408,39 @@ def _udp_listener_beside_it(
         STATUS_TIMEOUT,
         "the load balancer ONLINE with its UDP listener",
     )
-    _udp_members_checked(world, lb_id, pool["id"], echoes, backends, statuses_are, run, client, vip)
+    _udp_members_checked(pool)
+    _udp_backup_takes_over(pool)
 
 
-def _udp_members_checked(
-    world: NetnsWorld,
-    lb_id: str,
-    pool_id: str,
-    echoes: dict[str, subprocess.Popen[bytes]],
-    backends: dict[str, str],
-    statuses_are: Callable[[dict[str, str]], Callable[[], bool]],
-    run: Callable[[Sequence[str]], CommandResult],
-    client: str,
-    vip: str,
-) -> None:
+def _udp_members_checked(pool: _UdpPool) -> None:
     """A UDP-CONNECT monitor on the UDP pool: one member stopped and started again."""
     # UDP-CONNECT fails on the ICMP port-unreachable of a stopped echo; Octavia's minimum
     # delay for it is 3 s.
-    world.api.create_healthmonitor(
-        lb_id, pool_id, type="UDP-CONNECT", delay=3, timeout=2, max_retries=1,
+    pool.world.api.create_healthmonitor(
+        pool.lb_id, pool.pool_id, type="UDP-CONNECT", delay=3, timeout=2, max_retries=1,
         max_retries_down=1,
     )  # fmt: skip
-    stopped, kept = sorted(backends)
+    stopped, kept = sorted(pool.backends)
     wait_until(
-        statuses_are({name: "ONLINE" for name in backends}),
+        pool.statuses_are({name: "ONLINE" for name in pool.backends}),
         STATUS_TIMEOUT,
         "the monitored UDP members ONLINE",
     )
-    echoes[stopped].terminate()
-    echoes[stopped].wait(10)
+    pool.stop(stopped)
     wait_until(
-        statuses_are({stopped: "ERROR", kept: "ONLINE"}),
+        pool.statuses_are({stopped: "ERROR", kept: "ONLINE"}),
         STATUS_TIMEOUT,
         f"UDP member {stopped} ERROR once its echo stopped",
     )
     # Out of the table: every new flow goes to the member left (none times out). Source
     # ports below the kernel's ephemeral range: no earlier flow's conntrack entry (which
     # keeps a flow on its member) can match these flows.
-    answered = udp_echo.ask(run, client, vip, UDP_PORT, 20, first_source_port=20000)
+    answered = pool.ask(20, first_source_port=20000)
     assert answered == {kept: 20}, answered
 
-    echoes[stopped] = _start_echo(world, stopped, backends[stopped])
+    pool.echoes[stopped] = _start_echo(pool.world, stopped, pool.backends[stopped])
     wait_until(
-        statuses_are({name: "ONLINE" for name in backends}),
+        pool.statuses_are({name: "ONLINE" for name in pool.backends}),
         STATUS_TIMEOUT,
         f"UDP member {stopped} ONLINE again",
     )
@@ -434,11 +448,31 @@ def _udp_members_checked(
     rounds = iter(range(21000, 32700, 20))
 
     def both_answer() -> bool:
-        seen.update(udp_echo.ask(run, client, vip, UDP_PORT, 20, next(rounds)))
-        return set(backends) <= set(seen)
+        seen.update(pool.ask(20, next(rounds)))
+        return set(pool.backends) <= set(seen)
 
     wait_until(both_answer, TRAFFIC_TIMEOUT, f"new UDP flows reaching {stopped} again")
-    assert set(seen) == set(backends), seen  # and no flow timed out
+    assert set(seen) == set(pool.backends), seen  # and no flow timed out
+
+
+def _udp_backup_takes_over(pool: _UdpPool) -> None:
+    """One member made a backup: it gets no new flow while the primary is healthy, and
+    every new flow once the monitor finds the primary down (Octavia's backup member)."""
+    primary, backup = sorted(pool.backends)
+    pool.world.api.update_member(pool.lb_id, pool.pool_id, pool.members[backup], backup=True)
+    # Source ports 10000-19999: used by no earlier flow of this test (conntrack would
+    # keep such a flow on its old member).
+    ports = iter(range(10000, 20000, 20))
+    answered = pool.ask(20, next(ports))
+    assert answered == {primary: 20}, answered
+    pool.stop(primary)
+    wait_until(
+        pool.statuses_are({primary: "ERROR", backup: "ONLINE"}),
+        STATUS_TIMEOUT,
+        f"UDP member {primary} ERROR, the backup ONLINE",
+    )
+    answered = pool.ask(20, next(ports))
+    assert answered == {backup: 20}, answered
 
 
 def test_netns_load_balancer_through_serve_and_clean_delete(

@@ -151,10 +151,10 @@ def test_monitor_types_per_pool_protocol() -> None:
 
 
 def test_udp_connect_minimum_delay() -> None:
-    hm.check_udp_connect_delay("UDP-CONNECT", 3)
-    hm.check_udp_connect_delay("TCP", 0)
+    hm.check_udp_connect_delay("UDP-CONNECT", 3, 3)
+    hm.check_udp_connect_delay("TCP", 0, 3)
     with pytest.raises(ValidationFailure, match="delay value 2 should be larger than 3"):
-        hm.check_udp_connect_delay("UDP-CONNECT", 2)
+        hm.check_udp_connect_delay("UDP-CONNECT", 2, 3)
 
 
 def test_http_fields_on_create() -> None:

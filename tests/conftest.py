@@ -23,14 +23,13 @@ _TESTS = Path(__file__).parent
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put the tests that own the host into one xdist group, so they run one after another.
 
-    With ``LBAAS_TEST_WORKERS=2``, ``tools/check.py`` runs two pytest-xdist workers with
-    ``--dist loadgroup``: one takes this group, the other the in-process tests (the API on
-    SQLite and PostgreSQL, the renderer, the engines, schemathesis) meanwhile, and then
-    helps with what is left. A system test shares what no fixture makes private: network
-    namespaces and links named by the lab, loopback addresses and ports, ``/run/lbaas``,
-    nftables tables, or timings (leases, failovers, floods) that a second busy test would
-    skew. They still run one at a time; one process stays the default while a failure
-    seen only with the other worker busy is not understood (README, "Tests").
+    ``tools/check.py`` runs two pytest-xdist workers with ``--dist loadgroup``: one takes
+    this group, the other the in-process tests (the API on SQLite and PostgreSQL, the
+    renderer, the engines, schemathesis) meanwhile, and then helps with what is left. A
+    system test shares what no fixture makes private: network namespaces and links named
+    by the lab, loopback addresses and ports, ``/run/lbaas``, nftables tables, or timings
+    (leases, failovers, floods) that a second busy test would skew, so they run one at a
+    time.
     """
     grouping = config.pluginmanager.hasplugin("xdist")  # absent with -p no:xdist
     for item in items:

@@ -91,13 +91,13 @@ def check_code_rules() -> None:
 
 
 def workers() -> list[str]:
-    """One process by default. ``LBAAS_TEST_WORKERS=2`` runs two pytest-xdist workers:
-    the tests that own the host (the ``system`` group, see tests/conftest.py) one after
-    another in one, the in-process tests beside them in the other (about 19-20 min instead
-    of 27; not the default while a UDP amphora test's one failure there is not
-    understood)."""
-    count = os.environ.get("LBAAS_TEST_WORKERS", "0")
-    if count == "0":
+    """Two pytest-xdist workers where there are two cores (``--dist loadgroup``): the tests
+    that own the host (the ``system`` group, see tests/conftest.py) one after another in
+    one, the in-process tests beside them in the other (about 20 min instead of 27).
+    ``TEST_WORKERS=1`` runs one process; ``TEST_WORKERS=N`` asks for N. Not an ``LBAAS_``
+    name: every lbaas process the tests start would read that as one of its settings."""
+    count = os.environ.get("TEST_WORKERS") or str(min(2, os.cpu_count() or 1))
+    if count == "1":
         return ["-p", "no:xdist"]
     return ["-n", count, "--dist", "loadgroup"]
 

@@ -18,7 +18,8 @@ line counted) and the listener's ``log-format`` from ``lbaas.render.haproxy.acce
 Variants: ``none`` (no logging), ``lbaas`` (the format lbaas renders for a plain HTTP
 listener), ``tls_fetches`` (the two client-certificate fields as sample fetches, what a
 plain listener rendered before), ``one_literal`` (a line of one character: the ring and
-the sending alone) and ``without_<field>`` (lbaas's format less one field). A field's
+the sending alone), ``ci_inet_ntop`` (the client address as ``%ci``, which an IPv6
+frontend keeps) and ``without_<field>`` (lbaas's format less one field). A field's
 cost is ``lbaas`` minus ``without_<field>``. ``none`` and ``lbaas`` run a second time last
 (``*_again``) to show how far a figure repeats. Prints one JSON document; nothing asserts.
 """
@@ -46,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dataplane_procs import AddressPlan, backend_config, free_port, haproxy_version  # noqa: E402
 
 from lbaas.render.haproxy.access_log import (  # noqa: E402
+    IPV4_CLIENT,
     RING,
     access_log_format,
     global_log_line,
@@ -62,7 +64,7 @@ MEMBERS = (str(uuid.uuid4()), str(uuid.uuid4()))
 #: Fields removed one at a time, by the name their variant and cost carry; ``ids`` is the
 #: three literal ids at the start of the line.
 FIELDS = {
-    "ids": "ids", "ci": "%ci", "cp": "%cp", "t": "%t", "request_line": "%{+Q}r", "ST": "%ST",
+    "ids": "ids", "ci": IPV4_CLIENT, "cp": "%cp", "t": "%t", "request_line": "%{+Q}r", "ST": "%ST",
     "B": "%B", "U": "%U", "b": "%b", "s": "%s", "Tt": "%Tt", "tsc": "%tsc",
 }  # fmt: skip
 #: Requests served before counting starts (each gives a line before the count is read).
@@ -74,7 +76,7 @@ _REQUEST = "%{+Q}r"
 
 
 def lbaas_format(terminates_tls: bool = False) -> str:
-    return access_log_format(PROJECT, LB, LISTENER, True, terminates_tls)
+    return access_log_format(PROJECT, LB, LISTENER, True, terminates_tls, ipv4=True)
 
 
 def without(field: str) -> str:
@@ -90,6 +92,9 @@ def formats(selected: list[str] | None) -> dict[str, str | None]:
         "one_literal": "-",
     }
     every.update({f"without_{name}": without(field) for name, field in FIELDS.items()})
+    # The client address as %ci prints it (glibc's inet_ntop), what lbaas rendered for an
+    # IPv4 frontend until 2026-11-27 and still renders for an IPv6 one.
+    every["ci_inet_ntop"] = lbaas_format().replace(IPV4_CLIENT, "%ci")
     if selected is None:
         return every
     unknown = set(selected) - set(every)

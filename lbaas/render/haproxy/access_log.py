@@ -19,6 +19,12 @@ literals instead: the same bytes without two sample fetches per line (130-210 of
 ~8,100-8,300 instructions a line costs HAProxy 2.6, counted with callgrind by
 ``bench/access_log_instructions.py``).
 
+The client address of an IPv4 frontend is ``%[src,be2dec(.,1)]``: the four bytes of the
+address in decimal, dot-separated, which is the dotted quad ``%ci`` prints, made without
+glibc's ``inet_ntop`` (which goes through ``sprintf``): 951 instructions a line instead of
+2,177, 1,226 fewer per keep-alive request of ~33,500 (callgrind, the same bench). An IPv6
+frontend keeps ``%ci``, whose form the converter would not give.
+
 The ids come from the database and are checked (``checked_id``) before they are written,
 so a line always has the same number of space-separated fields before the quoted request.
 """
@@ -40,19 +46,28 @@ _TLS_FIELDS = "%[ssl_c_verify] %{+Q}[ssl_c_s_dn]"
 #: What HAProxy writes for ``_TLS_FIELDS`` on a connection without TLS (both fetches fail).
 _NO_TLS_FIELDS = '- ""'
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
+#: ``%ci``'s dotted quad for an IPv4 client, without ``inet_ntop``.
+IPV4_CLIENT = "%[src,be2dec(.,1)]"
 
 
 def access_log_format(
-    project_id: str, lb_id: str, listener_id: str, http: bool, terminates_tls: bool
+    project_id: str,
+    lb_id: str,
+    listener_id: str,
+    http: bool,
+    terminates_tls: bool,
+    ipv4: bool = False,
 ) -> str:
-    """The ``log-format`` argument of one listener's frontend (no quoting needed)."""
+    """The ``log-format`` argument of one listener's frontend (no quoting needed);
+    ``ipv4``: the frontend binds an IPv4 address, so every client is IPv4."""
     # A project id is whatever the identity service gave: written with its unsafe
     # characters replaced, never refused (the load balancer must still be served).
     project = _UNSAFE.sub("_", project_id) or "-"
     ids = " ".join((project, checked_id(lb_id), checked_id(listener_id)))
     request = "%{+Q}r %ST" if http else '"-" -'
     tls = _TLS_FIELDS if terminates_tls else _NO_TLS_FIELDS
-    return f"{ids} %ci %cp %t {request} %B %U {tls} %b %s %Tt %tsc"
+    client = IPV4_CLIENT if ipv4 else "%ci"
+    return f"{ids} {client} %cp %t {request} %B %U {tls} %b %s %Tt %tsc"
 
 
 def global_log_line() -> str:

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from lbaas.model.enums import ListenerProtocol
 from lbaas.model.graph import Listener, LoadBalancer
 from lbaas.render.haproxy.access_log import access_log_format
-from lbaas.render.haproxy.addresses import normalised_address, normalised_cidrs
+from lbaas.render.haproxy.addresses import is_ipv6, normalised_address, normalised_cidrs
 from lbaas.render.haproxy.context import HaproxyContext
 from lbaas.render.haproxy.l7 import L7Routing, l7_routing_of
 from lbaas.render.haproxy.names import backend_name, frontend_name
@@ -97,7 +97,8 @@ def _log_format(
     """Every listener but PROMETHEUS (its scrapes are not tenant traffic) logs when asked."""
     if ctx.access_log_socket is None or listener.protocol is ListenerProtocol.PROMETHEUS:
         return None
-    return access_log_format(lb.project_id, lb.id, listener.id, http, terminated)
+    ipv4 = not is_ipv6(normalised_address(ctx.bind_address))
+    return access_log_format(lb.project_id, lb.id, listener.id, http, terminated, ipv4)
 
 
 def _hsts(listener: Listener) -> tuple[HeaderInsertion, ...]:

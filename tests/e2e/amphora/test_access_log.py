@@ -9,6 +9,7 @@ status; the member field names the member that answered.
 from __future__ import annotations
 
 import http.client
+import ipaddress
 from collections import Counter
 
 import pytest
@@ -26,6 +27,8 @@ GETS = 40
 KEEPALIVE_GETS = 20
 POSTS = 7
 TCP_CONNECTIONS = 15
+#: The keep-alive client's own source address (all of 127.0.0.0/8 is local).
+KEEPALIVE_CLIENT = "127.0.0.9"
 
 
 def test_every_http_request_and_tcp_connection_gives_one_line(
@@ -40,7 +43,10 @@ def test_every_http_request_and_tcp_connection_gives_one_line(
             assert request(lb.vip, web.port, "/x?q=1").status == 200
         for _ in range(POSTS):
             assert request(lb.vip, web.port, "/form", method="POST").status == 501
-        conn = http.client.HTTPConnection(lb.vip, web.port, timeout=10)
+        # From an address of its own: the line's client field must be that dotted quad.
+        conn = http.client.HTTPConnection(
+            lb.vip, web.port, timeout=10, source_address=(KEEPALIVE_CLIENT, 0)
+        )
         for _ in range(KEEPALIVE_GETS):  # one connection, one line per request
             conn.request("GET", "/kept")
             assert conn.getresponse().read() in (b"one", b"two")
@@ -62,6 +68,10 @@ def test_every_http_request_and_tcp_connection_gives_one_line(
             ("POST", "/form", "501"): POSTS,
             ("GET", "/kept", "200"): KEEPALIVE_GETS,
         }
+        kept = [f for f in new_web if f[7] == "/kept"]
+        assert {f[3] for f in kept} == {KEEPALIVE_CLIENT}, kept[0]
+        assert len({f[4] for f in kept}) == 1 and int(kept[0][4]) > 0  # one client port
+        assert all(str(ipaddress.IPv4Address(f[3])) == f[3] for f in new_web + new_tcp)
         members = {f"srv_{m['id']}" for m in web.members.values()}
         assert {f[-3] for f in new_web} == members  # both members answered
         assert {(f[6], f[7]) for f in new_tcp} == {('"-"', "-")}

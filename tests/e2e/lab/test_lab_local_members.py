@@ -106,10 +106,9 @@ def test_each_hosts_clients_stay_on_its_own_member_while_it_is_healthy(
                    what="h2's clients spread: no member is bound to h2 yet")  # fmt: skip
         # Nova binds h2's instance port: no write touches the load balancer.
         api.call("PUT", f"/v2.0/ports/{ports['h2']}", {"port": {"binding:host_id": "h2"}})
-        for i in (1, 2):
-            wait_until(lambda i=i: curl(lab.names.host(i), f"http://{vip}:80/") == served[i],
-                       timeout=30, what=f"h{i}'s client served by h{i}")  # fmt: skip
-            assert _answers(lab, i, vip) == Counter({served[i]: REQUESTS})
+        for i in (1, 2):  # every new connection: one served by h2 may be chance
+            wait_until(lambda i=i: _answers(lab, i, vip) == Counter({served[i]: REQUESTS}),
+                       timeout=30, what=f"h{i}'s clients served by h{i} only")  # fmt: skip
         # Without the flavor the same members are balanced across hosts.
         wait_until(lambda: len(_answers(lab, 1, spread_vip)) == 2, timeout=30,
                    what="the unflavored VIP spreading h1's clients over both members")  # fmt: skip

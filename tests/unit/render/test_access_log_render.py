@@ -40,7 +40,8 @@ def test_every_listener_logs_to_the_agent_socket_in_octavias_field_order(
         f'server agent "unix@{SOCKET}" log-proto legacy',
     ]
     for item in lb.listeners:
-        expected = access_log_format(lb.project_id, lb.id, item.id, item.protocol is LP.HTTP, False)
+        http = item.protocol is LP.HTTP
+        expected = access_log_format(lb.project_id, lb.id, item.id, http, False, ipv4=True)
         assert f"log-format {quoted(expected)}" in text
     path = tmp_path / "haproxy.cfg"
     path.write_text(text)
@@ -74,3 +75,13 @@ def test_only_a_listener_terminating_tls_fetches_the_client_certificate_fields()
 def test_without_a_socket_nothing_is_logged() -> None:
     lines = [line.strip() for line in render_haproxy_config(_graph(), GOLDEN_CONTEXT).splitlines()]
     assert not [line for line in lines if line.startswith(("log ", "log-format", "ring "))]
+
+
+def test_an_ipv4_frontend_prints_the_client_without_inet_ntop_and_an_ipv6_one_with_it() -> None:
+    lb = _graph()
+    four = render_haproxy_config(lb, replace(GOLDEN_CONTEXT, access_log_socket=SOCKET))
+    six = render_haproxy_config(
+        lb, replace(GOLDEN_CONTEXT, access_log_socket=SOCKET, bind_address="fd00::10")
+    )
+    assert four.count(" %[src,be2dec(.,1)] %cp ") == 2 and " %ci " not in four
+    assert six.count(" %ci %cp ") == 2 and "be2dec" not in six

@@ -329,12 +329,19 @@ def enqueue_resync(
         return len(targets)
 
 
-def enqueue_if_settled(db: Database, loadbalancer_id: str, now: float) -> bool:
+def enqueue_if_settled(
+    db: Database, loadbalancer_id: str, now: float, settled_for: float = 0.0
+) -> bool:
     """Queue a converge of one load balancer if it is ACTIVE with nothing outstanding
-    (what a converge already queued or running will do anyway is not asked twice)."""
+    (what a converge already queued or running will do anyway is not asked twice), and
+    its last converge settled at least ``settled_for`` seconds ago (a caller that asks
+    every few seconds for as long as something differs asks at most that often)."""
     with db.write() as session:
         found = session.connection().execute(
-            _settled_active().where(_JOBS.loadbalancer_id == loadbalancer_id)
+            _settled_active().where(
+                _JOBS.loadbalancer_id == loadbalancer_id,
+                _JOBS.updated_at <= now - settled_for,
+            )
         )
         if found.first() is None:
             return False

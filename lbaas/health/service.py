@@ -141,6 +141,11 @@ def _start_sweepers(
     return threads
 
 
+#: Seconds a distributed load balancer's last converge must have settled before the
+#: status poll queues another because a port binding moved.
+LOCALITY_RECONVERGE_GAP = 5.0
+
+
 def _start_distributed_poll(
     settings: Settings, database: Database, store: SqlHealthStore, stop: threading.Event
 ) -> Callable[[], None]:
@@ -158,8 +163,12 @@ def _start_distributed_poll(
         lambda graph: provider.report(
             graph,
             lambda lb_id: loadbalancer_kept(database, lb_id),
-            # A port binding moved under a node: a converge reads the bindings afresh.
-            lambda lb_id: job_queue.enqueue_if_settled(database, lb_id, time.time()),
+            # A port binding moved under a node: a converge reads the bindings afresh. At
+            # most one per LOCALITY_RECONVERGE_GAP: a node that keeps differing (its apply
+            # fails) must not turn the 2 s poll into a 2 s converge loop.
+            lambda lb_id: job_queue.enqueue_if_settled(
+                database, lb_id, time.time(), LOCALITY_RECONVERGE_GAP
+            ),
         ),
     )
     thread = threading.Thread(

@@ -32,7 +32,9 @@ def test_only_a_settled_active_load_balancer_is_queued_again(database: Database)
             job_queue.settle_done(session, claim, now)
     assert not _outstanding(database, "lb-active")
     assert not job_queue.enqueue_if_settled(database, "lb-updating", now)  # not ACTIVE
-    assert job_queue.enqueue_if_settled(database, "lb-active", now)
+    # Settled just now: not within a gap of 5 s; once that has passed, queued.
+    assert not job_queue.enqueue_if_settled(database, "lb-active", now, settled_for=5.0)
+    assert job_queue.enqueue_if_settled(database, "lb-active", now + 5.0, settled_for=5.0)
     assert _outstanding(database, "lb-active") and not _outstanding(database, "lb-updating")
     assert not job_queue.enqueue_if_settled(database, "lb-active", now)  # already queued
     assert not job_queue.enqueue_if_settled(database, "lb-unknown", now)

@@ -22,7 +22,6 @@ DATAGRAM_ONLY_TYPES = frozenset({HealthMonitorType.UDP_CONNECT.value, HealthMoni
 HTTP_FIELDS = ("http_method", "url_path", "expected_codes")
 HTTP_DEFAULTS: Mapping[str, str] = {"http_method": "GET", "url_path": "/", "expected_codes": "200"}
 DEFAULT_MAX_RETRIES_DOWN = 3
-# Octavia's default operator minimum for UDP-CONNECT probes (seconds); not configurable here.
 
 # fullmatch, not ``^…$``: ``$`` also matches before a final newline.
 _PATH_CHARS = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?#%\[\]]*")

@@ -93,7 +93,7 @@ def check_code_rules() -> None:
 def workers() -> list[str]:
     """Two pytest-xdist workers where there are two cores (``--dist loadgroup``): the tests
     that own the host (the ``system`` group, see tests/conftest.py) one after another in
-    one, the in-process tests beside them in the other (about 20 min instead of 27).
+    one, the in-process tests beside them in the other (19-24 min of pytest instead of 27).
     ``TEST_WORKERS=1`` runs one process; ``TEST_WORKERS=N`` asks for N. Not an ``LBAAS_``
     name: every lbaas process the tests start would read that as one of its settings."""
     count = os.environ.get("TEST_WORKERS") or str(min(2, os.cpu_count() or 1))

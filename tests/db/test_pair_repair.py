@@ -14,29 +14,20 @@ from sqlalchemy import select
 from lbaas.db import amphora_repo, host_repo
 from lbaas.db.engine import Database
 from lbaas.db.pair_repair import half_pairs
-from lbaas.db.tables import ConvergeJobRow, LoadBalancerRow
-from lbaas.model.enums import OperatingStatus, ProvisioningStatus
+from lbaas.db.tables import ConvergeJobRow
+from lbaas.model.enums import ProvisioningStatus
 from lbaas.model.fleet import HostAddress, HostAnnouncement
+from tests.db.rows import add_loadbalancer
 
 NOW = datetime(2026, 11, 26, 2, 0, 0)
 
 
 def add_lb(database: Database, lb_id: str, topology: str, amphorae: int, status: str) -> None:
+    add_loadbalancer(
+        database, lb_id, ProvisioningStatus(status), "amphora",
+        topology=topology, vip_sg_ids=[], created_at=NOW,
+    )  # fmt: skip
     with database.write() as session:
-        session.add(
-            LoadBalancerRow(
-                id=lb_id,
-                project_id="p",
-                admin_state_up=True,
-                provider="amphora",
-                topology=topology,
-                provisioning_status=status,
-                operating_status=OperatingStatus.ONLINE.value,
-                vip_sg_ids=[],
-                created_at=NOW,
-            )
-        )
-        session.flush()
         for n in range(amphorae):
             amp = amphora_repo.create_amphora(session, lb_id, "h", f"10.0.0.{n}", NOW)
             amphora_repo.mark_serving(session, amp.id, NOW)

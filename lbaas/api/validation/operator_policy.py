@@ -58,14 +58,13 @@ def older_versions(api: ApiSettings, versions: Sequence[str]) -> list[str]:
     return [v for v in versions if v in tls.TLS_VERSIONS and tls.TLS_VERSIONS.index(v) < floor]
 
 
-def check_versions(
-    api: ApiSettings,
-    versions: Sequence[str] | None,
-    what: str = "Requested TLS versions are less than the minimum: ",
-) -> None:
+def check_versions(api: ApiSettings, versions: Sequence[str] | None) -> None:
     older = older_versions(api, versions or ())
     if older:
-        raise ValidationFailure(f"{what}{', '.join(older)} < {api.minimum_tls_version}")
+        raise ValidationFailure(
+            "Requested TLS versions are less than the minimum: "
+            f"{', '.join(older)} < {api.minimum_tls_version}"
+        )
 
 
 def check_defaults(api: ApiSettings) -> None:

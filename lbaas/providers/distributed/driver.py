@@ -188,21 +188,23 @@ class DistributedProvider(ProviderDriver):
         self,
         graph: LoadBalancer,
         kept: Callable[[str], bool] = lambda _lb_id: True,
-        reconverge: Callable[[str], object] = lambda _lb_id: None,
+        reconverge: Callable[[str], object] | None = None,
     ) -> HealthReport | None:
         """Every node's view of ``graph``, combined by majority (None: no node answered).
 
         A node that lacks ``graph`` is programmed with it, but only while ``kept`` (the
         database says the load balancer is not being deleted), asked again after the
         call: a delete converge that ran meanwhile would otherwise find its work undone on
-        that node, and a VIP held there for good. A node whose local members no longer
-        match the ports (``locality_moved``) is left as it is and ``reconverge`` is called
-        once: the poll's graph may be one read old, so a fresh converge reprograms.
+        that node, and a VIP held there for good. With ``reconverge`` (the status poll),
+        a node whose local members no longer match the ports (``locality_moved``) is left
+        as it is and ``reconverge`` is called once: the poll's graph may be one read old,
+        so a fresh converge reprograms. Without it (the converge's own status call, right
+        after it read the bindings) locality is not asked about.
         """
         views: list[L4ServiceStatus | None] = []
         nodes = self._directory.nodes()
         entry, announcing = self._roles(graph, nodes)
-        local = prefers_local(graph)
+        local = reconverge is not None and prefers_local(graph)
         hosts = member_hosts(graph, self._bindings) if local else {}
         moved: list[str] = []
         # The announcing nodes first: a VIP moved to another group is announced by its new
@@ -224,7 +226,7 @@ class DistributedProvider(ProviderDriver):
                 views.append(view)
             except LbaasError as exc:
                 LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
-        if moved:
+        if moved and reconverge is not None:
             LOG.info("port bindings moved members onto or off nodes %s of %s: converging it",
                      ", ".join(moved), graph.id)  # fmt: skip
             reconverge(graph.id)

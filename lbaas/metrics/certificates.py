@@ -1,4 +1,5 @@
-"""Expiry of the certificates TERMINATED_HTTPS listeners serve, read at scrape time.
+"""Expiry of the certificates listeners serve (TERMINATED_HTTPS, PROMETHEUS), read at scrape
+time.
 
 ``lbaas_listener_certificate_expiry_seconds`` is, per listener and per certificate it
 serves (default and SNI), the seconds left before the certificate's ``notAfter`` (negative
@@ -28,6 +29,8 @@ from lbaas.errors import PermanentError
 from lbaas.model.enums import ListenerProtocol
 
 log = logging.getLogger(__name__)
+# The protocols whose listeners may serve a certificate (rows without one add nothing).
+_TERMINATING = (ListenerProtocol.TERMINATED_HTTPS.value, ListenerProtocol.PROMETHEUS.value)
 
 
 class CertificateExpiryCollector(Collector):
@@ -52,7 +55,8 @@ class CertificateExpiryCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         family = GaugeMetricFamily(
             "lbaas_listener_certificate_expiry_seconds",
-            "Seconds before a certificate served by a TERMINATED_HTTPS listener expires "
+            "Seconds before a certificate served by a listener (TERMINATED_HTTPS or PROMETHEUS) "
+            "expires "
             "(negative: expired).",
             labels=["listener_id", "loadbalancer_id", "certificate_ref"],
         )
@@ -62,7 +66,7 @@ class CertificateExpiryCollector(Collector):
             ListenerRow.project_id,
             ListenerRow.default_tls_container_ref,
             ListenerRow.sni_container_refs,
-        ).where(ListenerRow.protocol == ListenerProtocol.TERMINATED_HTTPS.value)
+        ).where(ListenerRow.protocol.in_(_TERMINATING))
         with self._database.read_connection() as conn:
             rows = conn.execute(query).all()
         now = dt.datetime.now(dt.UTC)

@@ -178,6 +178,14 @@ class Listener:
     hsts_include_subdomains: bool = False
     hsts_preload: bool = False
 
+    @property
+    def terminates_tls(self) -> bool:
+        """TERMINATED_HTTPS, or PROMETHEUS given a certificate (then scraped over TLS)."""
+        if self.protocol is ListenerProtocol.TERMINATED_HTTPS:
+            return True
+        certified = bool(self.default_tls_container_ref or self.sni_container_refs)
+        return self.protocol is ListenerProtocol.PROMETHEUS and certified
+
 
 @dataclass(frozen=True)
 class LoadBalancer:

@@ -26,7 +26,7 @@ from lbaas.model.health import (
 )
 from tests.api.test_amphorae import add_amphora
 from tests.support.api_client import LOOPBACK_SUBNET, Api
-from tests.support.certificates import issue, make_ca
+from tests.support.certificates import Issued, issue, make_ca
 from tests.support.control_plane import asgi_app, build_plane, make_settings
 from tests.support.key_manager import store_certificate_container
 from tests.support.prometheus import Exposition
@@ -192,11 +192,30 @@ class TestCertificateExpiry:
             protocol_port=443,
             default_tls_container_ref=container,
         )
-        left = scrape(client).value(
-            "lbaas_listener_certificate_expiry_seconds",
-            listener_id=listener["id"],
-            loadbalancer_id=lb["id"],
-            certificate_ref=container,
-        )
-        expected = server.certificate.not_valid_after_utc.timestamp() - time.time()
-        assert abs(left - expected) < 120
+        _assert_seconds_left(scrape(client), listener["id"], lb["id"], container, server)
+
+    def test_a_prometheus_listener_given_a_certificate_reports_it_too(
+        self, api: Api, client: TestClient
+    ) -> None:
+        server = issue(make_ca(), "metrics.example.com")
+        container = store_certificate_container(client, api.project, server)
+        lb = api.create_lb()
+        scraped = api.create_listener(
+            lb["id"], protocol="PROMETHEUS", protocol_port=9100,
+            default_tls_container_ref=container,
+        )  # fmt: skip
+        plain = api.create_listener(lb["id"], protocol="PROMETHEUS", protocol_port=9101)
+        seen = scrape(client)
+        _assert_seconds_left(seen, scraped["id"], lb["id"], container, server)
+        assert seen.matching(EXPIRY, listener_id=plain["id"]) == []
+
+
+EXPIRY = "lbaas_listener_certificate_expiry_seconds"
+
+
+def _assert_seconds_left(
+    seen: Exposition, listener_id: str, lb_id: str, ref: str, served: Issued
+) -> None:
+    left = seen.value(EXPIRY, listener_id=listener_id, loadbalancer_id=lb_id, certificate_ref=ref)
+    expected = served.certificate.not_valid_after_utc.timestamp() - time.time()
+    assert abs(left - expected) < 120

@@ -1,8 +1,8 @@
 """The TLS files of a load balancer's terminating listeners, fetched from the key manager.
 
-For every TERMINATED_HTTPS listener the controller opens its certificate references in
-the vault (in the load balancer's project) and turns them into files for the agent: one
-PEM bundle per certificate (certificate, chain, unencrypted key), a ``crt-list`` naming
+For every listener that terminates TLS (TERMINATED_HTTPS, and PROMETHEUS given a
+certificate) the controller opens its certificate references in the vault (in the load
+balancer's project) and turns them into files for the agent: one PEM bundle per certificate (certificate, chain, unencrypted key), a ``crt-list`` naming
 them with the default certificate first, and the client CA and CRL when client
 authentication uses them. File names are digests of their content. A reference that no
 longer resolves (its secret was deleted) is a ``PermanentError``: the load balancer goes
@@ -24,7 +24,7 @@ from lbaas.db import certificate_refs
 from lbaas.db.certificate_refs import Unresolvable
 from lbaas.db.secret_vault import SecretVault
 from lbaas.errors import PermanentError
-from lbaas.model.enums import ClientAuthentication, ListenerProtocol
+from lbaas.model.enums import ClientAuthentication
 from lbaas.model.graph import Listener, LoadBalancer, Pool
 from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
 
@@ -129,7 +129,7 @@ def tls_bundle(graph: LoadBalancer, vault: SecretVault | None, tls_dir: str) -> 
     bundle = TlsBundle()
     _add_pools(graph, vault, tls_dir, bundle)
     for listener in graph.listeners:
-        if listener.protocol is not ListenerProtocol.TERMINATED_HTTPS:
+        if not listener.terminates_tls:
             continue
         if vault is None:
             raise PermanentError("TLS termination needs the key manager, which is not enabled.")

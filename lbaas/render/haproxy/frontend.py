@@ -61,7 +61,7 @@ def frontend_of(listener: Listener, lb: LoadBalancer, ctx: HaproxyContext) -> Fr
     default_backend = _default_backend(listener, lb) if not prometheus else None
     routing = l7_routing_of(listener, lb) if http else L7Routing()
     headers = listener.insert_headers if http else {}
-    tls_files = ctx.listener_tls.get(listener.id) if terminated else None
+    tls_files = ctx.listener_tls.get(listener.id) if listener.terminates_tls else None
     notes: tuple[str, ...] = ()
     if default_backend is None and not prometheus:
         notes = (NO_POOL_HTTP_NOTE if http else NO_POOL_TCP_NOTE,)

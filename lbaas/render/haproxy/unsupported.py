@@ -5,8 +5,8 @@ render something that silently behaves differently, the renderer raises ``Perman
 (the load balancer goes to ERROR with ``user_message`` visible through the API). A provider
 can call ``refuse_unsupported`` on its own to fail before any other work. Refused:
 
-* TERMINATED_HTTPS listeners whose certificate files the context does not name, and
-  PROMETHEUS listeners with certificates.
+* Listeners that terminate TLS (TERMINATED_HTTPS, PROMETHEUS with certificates) whose
+  certificate files the context does not name.
 * UDP and SCTP listeners and pools: HAProxy does not proxy them.
 * L7 policies on listeners other than HTTP and TERMINATED_HTTPS: HAProxy's HTTP rules need an HTTP frontend
   (Octavia's amphora driver answers 501 there too).
@@ -35,9 +35,7 @@ def refuse_unsupported(lb: LoadBalancer, ctx: HaproxyContext) -> None:
     """Raise PermanentError if the graph asks for something this renderer cannot do."""
     for listener in lb.listeners:
         _refuse_listener(listener)
-        if listener.protocol is ListenerProtocol.TERMINATED_HTTPS and (
-            listener.id not in ctx.listener_tls
-        ):
+        if listener.terminates_tls and listener.id not in ctx.listener_tls:
             raise refusal(f"Listener {listener.id} has no certificate files to terminate TLS with.")
     for use in pools_in_use(lb):
         _refuse_pool(use.pool, ctx)
@@ -47,10 +45,6 @@ def _refuse_listener(listener: Listener) -> None:
     protocol = listener.protocol
     if protocol in _UNSUPPORTED_LISTENER_PROTOCOLS:
         raise refusal(f"{protocol} listeners are not supported by this provider yet.")
-    if protocol is ListenerProtocol.PROMETHEUS and (
-        listener.default_tls_container_ref or listener.sni_container_refs
-    ):
-        raise refusal("PROMETHEUS listeners with TLS are not supported by this provider yet.")
     if listener.l7policies and protocol not in _HTTP_LISTENERS:
         raise refusal(f"L7 policies on {protocol} listeners are not supported by this provider.")
 

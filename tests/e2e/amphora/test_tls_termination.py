@@ -5,7 +5,8 @@ names and none), ``curl --http2`` negotiates h2 by ALPN and reaches the backend 
 X-Forwarded-Proto https and HSTS back, and MANDATORY client authentication refuses a
 client without a certificate and one on the CRL while admitting a valid one; OPTIONAL
 lets L7 rules (SSL_CONN_HAS_CERT, SSL_DN_FIELD) decide; a certificate replaced while a
-client holds a keep-alive connection open causes no error on that connection.
+client holds a keep-alive connection open causes no error on that connection. A
+PROMETHEUS listener given a certificate is scraped over TLS only.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ NAMES = ("default.example.com", "a.example.com", "b.example.com")
 class KeyManager:
     def __init__(self, url: str) -> None:
         self.http = httpx.Client(base_url=f"{url}/key-manager/v1", timeout=30)
+
+    def __enter__(self) -> KeyManager:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.http.close()
 
     def secret(self, payload: bytes, name: str) -> str:
         body = {"name": name, "payload": payload.decode(), "payload_content_type": "text/plain"}
@@ -81,15 +88,12 @@ def test_sni_alpn_hsts_and_client_authentication(
     serve: ServeInstance, api: OctaviaApi, backends: BackendFleet, tmp_path: Path
 ) -> None:
     assert shutil.which("openssl") and shutil.which("curl")
-    km = KeyManager(serve.url)
     server_ca, client_ca = make_ca("Server CA"), make_ca("Client CA")
     good, revoked = issue(client_ca, "good", client=True), issue(client_ca, "bad", client=True)
-    try:
+    with KeyManager(serve.url) as km:
         refs = [km.certificate(issue(server_ca, n, (n,)), n.split(".")[0]) for n in NAMES]
         ca_ref = km.secret(client_ca.cert_pem, "client-ca")
         crl_ref = km.secret(crl(client_ca, [revoked.certificate]), "client-crl")
-    finally:
-        km.http.close()
     ca_file = tmp_path / "server-ca.pem"
     ca_file.write_bytes(server_ca.cert_pem)
     for label, issued in (("good", good), ("bad", revoked)):
@@ -213,12 +217,9 @@ def test_a_replaced_certificate_keeps_an_open_keep_alive_connection(
     serve: ServeInstance, api: OctaviaApi, backends: BackendFleet
 ) -> None:
     ca = make_ca("Rotation CA")
-    km = KeyManager(serve.url)
-    try:
+    with KeyManager(serve.url) as km:
         old = km.certificate(issue(ca, "old.example.com", ("www.example.com",)), "old")
         new = km.certificate(issue(ca, "new.example.com", ("www.example.com",)), "new")
-    finally:
-        km.http.close()
     context = ssl.create_default_context(cadata=ca.cert_pem.decode())
     (one,) = backends.http("one")
     with loadbalancer(api, "rotate") as lb:
@@ -256,6 +257,34 @@ def test_a_replaced_certificate_keeps_an_open_keep_alive_connection(
         fresh = connect()
         assert subject(fresh) == "new.example.com"
         fresh.close()
+
+
+def test_a_prometheus_listener_with_a_certificate_is_scraped_over_tls(
+    serve: ServeInstance, api: OctaviaApi, tmp_path: Path
+) -> None:
+    ca = make_ca("Metrics CA")
+    with KeyManager(serve.url) as km:
+        ref = km.certificate(issue(ca, NAMES[1], (NAMES[1],)), "metrics")
+    ca_file = tmp_path / "metrics-ca.pem"
+    ca_file.write_bytes(ca.cert_pem)
+    with loadbalancer(api, "metrics-tls") as lb:
+        port = lb.port()
+        api.create_listener(lb.id, "PROMETHEUS", port, default_tls_container_ref=ref)
+        host = NAMES[1]
+
+        def scrape(scheme: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["curl", "-sS", "--max-time", "10", "--cacert", str(ca_file),
+                 "--resolve", f"{host}:{port}:{lb.vip}", f"{scheme}://{host}:{port}/metrics"],
+                capture_output=True, text=True, timeout=30, check=False,
+            )  # fmt: skip
+
+        wait_until(lambda: scrape("https").returncode == 0, 30, "the exporter over TLS")
+        lines = scrape("https").stdout.splitlines()
+        assert any(line.startswith("haproxy_frontend_") for line in lines), lines[:20]
+        assert _served_name(lb.vip, port, host) == host
+        # Nothing answers in plain text on that port.
+        assert "haproxy_" not in scrape("http").stdout
 
 
 def _answers_tls(connect: Callable[[], http.client.HTTPSConnection]) -> bool:

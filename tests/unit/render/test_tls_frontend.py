@@ -1,5 +1,6 @@
-"""TERMINATED_HTTPS frontends: the bind options, HSTS and X-SSL-* headers, checked by the
-real ``haproxy -c`` with real certificate files."""
+"""Frontends that terminate TLS (TERMINATED_HTTPS, PROMETHEUS with a certificate): the bind
+options, HSTS and X-SSL-* headers, checked by the real ``haproxy -c`` with real certificate
+files."""
 
 from __future__ import annotations
 
@@ -84,6 +85,35 @@ def test_without_client_authentication_no_ca_is_loaded(tmp_path: Path) -> None:
     )
     text = render_haproxy(lb, ctx).text
     assert "ca-file" not in text and "Strict-Transport-Security" not in text
+
+
+def test_a_prometheus_listener_with_a_certificate_serves_its_exporter_over_tls(
+    tmp_path: Path,
+) -> None:
+    files = _files(tmp_path)
+    scraped = replace(
+        listener("metrics", LP.PROMETHEUS, 9100),
+        default_tls_container_ref="https://kms/containers/m",
+        client_authentication=ClientAuthentication.MANDATORY,
+        tls_versions=("TLSv1.3",),
+    )
+    plain = listener("plain", LP.PROMETHEUS, 9101)
+    lb = load_balancer([scraped, plain])
+    ctx = HaproxyContext(
+        "127.0.10.5", str(tmp_path / "s.sock"), str(tmp_path), listener_tls={scraped.id: files}
+    )
+    text = render_haproxy(lb, ctx).text
+    binds = [line.strip() for line in text.splitlines() if line.strip().startswith("bind")]
+    assert binds[0].startswith(f'bind 127.0.10.5:9100 ssl crt-list "{files.crt_list}" ')
+    assert f'ca-file "{files.ca_file}" verify required' in binds[0]
+    assert "no-tlsv12" in binds[0]
+    assert binds[1] == "bind 127.0.10.5:9101"
+    assert text.count("use-service prometheus-exporter if { path /metrics }") == 2
+    prepare_run_dir(tmp_path)
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(text)
+    checked = check_config(cfg)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_re_encrypting_pool_presents_a_client_certificate_and_verifies_members(

@@ -32,6 +32,7 @@ REFUSED = {
     "terminated-https": load_balancer([listener("l", LP.TERMINATED_HTTPS, 443)]),
     "udp-listener": load_balancer([listener("l", LP.UDP, 53)]),
     "sctp-listener": load_balancer([listener("l", LP.SCTP, 5000)]),
+    # Certificates but no files for them: never served in plain text instead.
     "prometheus-tls": load_balancer(
         [listener("l", LP.PROMETHEUS, 9100, default_tls_container_ref="https://kms/secret")]
     ),

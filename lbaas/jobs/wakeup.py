@@ -13,30 +13,38 @@ Workers on other hosts (PostgreSQL deployments) are reached by ``NOTIFY``
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import socket
-import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 LOG = logging.getLogger(__name__)
 
 _SOCKET_SUFFIX = ".sock"
-# sockaddr_un holds 107 bytes of path; keep room for "/<pid>-<8 hex>.sock".
-_MAX_DIRECTORY_LENGTH = 84
 
 
 def wakeup_directory(state_dir: Path) -> Path:
     """Where the sockets of the workers sharing ``state_dir`` live (the same for all)."""
-    preferred = state_dir.resolve() / "run" / "wakeup"
-    if len(str(preferred)) <= _MAX_DIRECTORY_LENGTH:
-        return preferred
-    # A deep state directory (a test's tmp path, say) would overflow sockaddr_un.
-    digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"lbaas-wakeup-{os.getuid()}-{digest}"
+    return state_dir.resolve() / "run" / "wakeup"
+
+
+@contextlib.contextmanager
+def short_directory(directory: Path) -> Iterator[str]:
+    """A short name for ``directory`` (``/proc/self/fd/<n>``) while the block runs.
+
+    sockaddr_un holds 107 bytes of path, less than a deep state directory needs; reaching
+    the directory through an open descriptor keeps every socket address short whatever
+    the state directory's depth, so the sockets stay inside it (never in a shared /tmp,
+    which a killed worker's socket would outlive and a unit's PrivateTmp would split).
+    Raises FileNotFoundError when the directory does not exist.
+    """
+    fd = os.open(directory, os.O_PATH | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
 
 
 class WakeupSender:
@@ -49,16 +57,16 @@ class WakeupSender:
 
     def notify(self) -> None:
         try:
-            entries = list(os.scandir(self._directory))
+            with short_directory(self._directory) as short:
+                for entry in os.scandir(self._directory):
+                    if entry.name.endswith(_SOCKET_SUFFIX):
+                        self._send(f"{short}/{entry.name}", entry.path)
         except FileNotFoundError:
-            return
-        for entry in entries:
-            if entry.name.endswith(_SOCKET_SUFFIX):
-                self._send(entry.path)
+            return  # no worker has started yet (or the last one removed the directory)
 
-    def _send(self, path: str) -> None:
+    def _send(self, address: str, path: str) -> None:
         try:
-            self._socket.sendto(b"!", path)
+            self._socket.sendto(b"!", address)
         except BlockingIOError:
             pass  # its queue is full: that worker has wakeups enough
         except ConnectionRefusedError:
@@ -82,7 +90,8 @@ class WakeupListener:
         for attempt in range(2):
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             try:
-                self._socket.bind(str(self.path))
+                with short_directory(directory) as short:
+                    self._socket.bind(f"{short}/{self.path.name}")
                 break
             except FileNotFoundError:
                 # The last listener to stop removed the directory in between: again.

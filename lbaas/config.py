@@ -18,7 +18,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,6 +27,40 @@ from lbaas.errors import ConfigError
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+TlsVersion = Literal["SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"]
+AlpnProtocol = Literal["h2", "http/1.1", "http/1.0"]
+# An OpenSSL cipher string, in the characters the API accepts from tenants.
+CipherString = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9+!:@=_.-]+$")]
+# The built-in cipher defaults: TLS 1.3 and DHE suites first, then ECDHE (listener and pool
+# order the ECDHE suites differently, as the reference does).
+_TLS13_AND_DHE = (
+    "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256"
+    ":DHE-RSA-AES256-GCM-SHA384:DHE-RSA-AES128-GCM-SHA256"
+)
+LISTENER_TLS_CIPHERS = (
+    _TLS13_AND_DHE + ":ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384"
+    ":ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256"
+    ":ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+)
+POOL_TLS_CIPHERS = (
+    _TLS13_AND_DHE + ":ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256"
+    ":ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256"
+    ":ECDHE-RSA-CHACHA20-POLY1305:ECDHE-ECDSA-CHACHA20-POLY1305"
+)
+_DEFAULT_TLS_VERSIONS: tuple[TlsVersion, ...] = ("TLSv1.2", "TLSv1.3")
+_DEFAULT_ALPN: tuple[AlpnProtocol, ...] = ("h2", "http/1.1", "http/1.0")
+_L, _P = "TERMINATED_HTTPS listener", "tls_enabled pool"
+
+
+def _filled_in(default: object, field: str, owner: str) -> Any:
+    """A default the operator sets for what a request leaves out (never an empty one)."""
+    return Field(
+        default,
+        min_length=1,
+        description=f"The {field} a {owner} gets when its request leaves them out.",
+    )
 
 
 class ApiSettings(_Section):
@@ -127,16 +161,33 @@ class ApiSettings(_Section):
         ge=0,
         description="The smallest delay (seconds) a UDP-CONNECT health monitor may have (0: any).",
     )
-    minimum_tls_version: Literal["SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"] | None = Field(
+    minimum_tls_version: TlsVersion | None = Field(
         None,
         description="A listener's or pool's tls_versions may name no older version (400). "
-        "The defaults (TLSv1.2, TLSv1.3) must satisfy it, else the API does not start.",
+        "default_listener_tls_versions and default_pool_tls_versions must satisfy it, else "
+        'the API does not start (TLSv1.3 alone: set both to ["TLSv1.3"]).',
     )
     tls_cipher_prohibit_list: str = Field(
         "",
         description="OpenSSL cipher names, colon-separated, that a listener's or pool's "
-        "tls_ciphers may not name (400). The default cipher strings must name none of them, "
-        "else the API does not start.",
+        "tls_ciphers may not name (400). default_listener_ciphers and default_pool_ciphers "
+        "must name none of them, else the API does not start.",
+    )
+    # What a TERMINATED_HTTPS listener or a tls_enabled pool gets for what it leaves out
+    # (stored with it, as the reference does; checked against the two policies above).
+    default_listener_ciphers: CipherString = _filled_in(LISTENER_TLS_CIPHERS, "tls_ciphers", _L)
+    default_pool_ciphers: CipherString = _filled_in(POOL_TLS_CIPHERS, "tls_ciphers", _P)
+    default_listener_tls_versions: tuple[TlsVersion, ...] = _filled_in(
+        _DEFAULT_TLS_VERSIONS, "tls_versions", _L
+    )
+    default_pool_tls_versions: tuple[TlsVersion, ...] = _filled_in(
+        _DEFAULT_TLS_VERSIONS, "tls_versions", _P
+    )
+    default_listener_alpn_protocols: tuple[AlpnProtocol, ...] = _filled_in(
+        _DEFAULT_ALPN, "alpn_protocols", _L
+    )
+    default_pool_alpn_protocols: tuple[AlpnProtocol, ...] = _filled_in(
+        _DEFAULT_ALPN, "alpn_protocols", _P
     )
 
 

@@ -2,7 +2,8 @@
 
 Disabled TLS-terminated, PROMETHEUS and PING resources, a UDP-CONNECT minimum delay, a
 minimum TLS version and a cipher prohibit-list, each a 400 in Octavia's words that
-changes nothing; the built-in defaults checked against the policy at start-up.
+changes nothing; the operator's TLS defaults filling what requests leave out, and checked
+against the policy at start-up.
 """
 
 from __future__ import annotations
@@ -125,23 +126,75 @@ class TestTlsPolicy:
         api.create_listener(lb, protocol="HTTP", protocol_port=80, tls_versions=["TLSv1"])
 
 
+class TestOperatorDefaults:
+    """``default_listener_*`` and ``default_pool_*`` fill what a request leaves out, and a
+    TLS 1.3-only deployment is one where they and the minimum agree."""
+
+    @pytest.fixture
+    def settings_overrides(self) -> dict[str, Any]:
+        return {
+            "api": {
+                "minimum_tls_version": "TLSv1.3",
+                "default_listener_tls_versions": ["TLSv1.3"],
+                "default_pool_tls_versions": ["TLSv1.3"],
+                "default_listener_ciphers": "TLS_AES_256_GCM_SHA384",
+                "default_pool_ciphers": "TLS_CHACHA20_POLY1305_SHA256",
+                "default_listener_alpn_protocols": ["http/1.1"],
+                "default_pool_alpn_protocols": ["h2"],
+            }
+        }
+
+    def test_what_a_request_leaves_out_is_the_operators_default(
+        self, api: Api, client: TestClient
+    ) -> None:
+        lb = api.create_lb()["id"]
+        ref = store_certificate_container(client, api.project, issue(make_ca(), "d.example.com"))
+        listener = api.create_listener(
+            lb, protocol="TERMINATED_HTTPS", protocol_port=443, default_tls_container_ref=ref
+        )
+        seen = (listener["tls_versions"], listener["tls_ciphers"], listener["alpn_protocols"])
+        assert seen == (["TLSv1.3"], "TLS_AES_256_GCM_SHA384", ["http/1.1"])
+        pool = api.create_pool(lb, tls_enabled=True)
+        seen = (pool["tls_versions"], pool["tls_ciphers"], pool["alpn_protocols"])
+        assert seen == (["TLSv1.3"], "TLS_CHACHA20_POLY1305_SHA256", ["h2"])
+        # What is sent is kept, and judged against the minimum as before.
+        sent = api.create_pool(lb, tls_enabled=True, alpn_protocols=["http/1.1", "http/1.0"])
+        assert sent["alpn_protocols"] == ["http/1.1", "http/1.0"]
+        assert sent["tls_versions"] == ["TLSv1.3"]
+        body = {"loadbalancer_id": lb, "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN",
+                "tls_enabled": True, "tls_versions": ["TLSv1.2"]}  # fmt: skip
+        refused(
+            api, lb, lambda: _post(api, POOLS, "pool", body), 400,
+            "Requested TLS versions are less than the minimum: TLSv1.2 < TLSv1.3", watch=POOLS,
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("policy", "message"),
     [
         (
             {"tls_cipher_prohibit_list": "ECDHE-RSA-AES128-GCM-SHA256"},
-            "the default listener ciphers conflict with the prohibit list. Conflicting "
+            "api.default_listener_ciphers conflicts with the prohibit list. Conflicting "
             "ciphers: ECDHE-RSA-AES128-GCM-SHA256",
         ),
         (
+            {"tls_cipher_prohibit_list": "AES128-SHA", "default_pool_ciphers": "AES128-SHA"},
+            "api.default_pool_ciphers conflicts with the prohibit list. Conflicting "
+            "ciphers: AES128-SHA",
+        ),
+        (
             {"minimum_tls_version": "TLSv1.3"},
-            "the default listener and pool TLS versions are less than the minimum: "
+            "api.default_listener_tls_versions names versions less than the minimum: "
             "TLSv1.2 < TLSv1.3",
+        ),
+        (
+            {"minimum_tls_version": "TLSv1.3", "default_listener_tls_versions": ("TLSv1.3",)},
+            "api.default_pool_tls_versions names versions less than the minimum: TLSv1.2 < TLSv1.3",
         ),
     ],
 )
 def test_a_policy_the_defaults_break_stops_the_api_at_start(
-    plane: Any, policy: dict[str, str], message: str
+    plane: Any, policy: dict[str, Any], message: str
 ) -> None:
     services: ApiServices = plane.services
     settings = services.settings.model_copy(

@@ -36,8 +36,8 @@ def test_serve_refuses_a_tls_policy_its_own_defaults_break_before_starting_anyth
     done = _lbaas(["serve"], {"state_dir": str(state), "api": {"minimum_tls_version": "TLSv1.3"}})
     assert done.returncode == 2
     assert (
-        "configuration error: api.minimum_tls_version: the default listener and pool TLS "
-        "versions are less than the minimum: TLSv1.2 < TLSv1.3"
+        "configuration error: api.minimum_tls_version: api.default_listener_tls_versions "
+        "names versions less than the minimum: TLSv1.2 < TLSv1.3"
     ) in done.stderr
     assert not state.exists()  # no database, key or worker was made first
 

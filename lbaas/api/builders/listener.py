@@ -20,6 +20,7 @@ from lbaas.api.schemas.listener import ListenerCommon, ListenerOptions, Listener
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import listener as rules
 from lbaas.api.validation import operator_policy as policy
+from lbaas.api.validation import tls
 from lbaas.db import queries
 from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
@@ -88,7 +89,9 @@ def _overlay(data: ListenerOptions, base: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _settings(protocol: ListenerProtocol, v: Mapping[str, Any]) -> rules.ListenerSettings:
+def _settings(
+    services: ApiServices, protocol: ListenerProtocol, v: Mapping[str, Any]
+) -> rules.ListenerSettings:
     versions, alpn = v["tls_versions"], v["alpn_protocols"]
     return rules.with_tls_defaults(
         rules.ListenerSettings(
@@ -105,7 +108,8 @@ def _settings(protocol: ListenerProtocol, v: Mapping[str, Any]) -> rules.Listene
             hsts_max_age=v["hsts_max_age"],
             hsts_include_subdomains=bool(v["hsts_include_subdomains"]),
             hsts_preload=bool(v["hsts_preload"]),
-        )
+        ),
+        tls.listener_defaults(services.settings.api),
     )
 
 
@@ -195,7 +199,7 @@ def build_listener(
     require_capability(services, lb.provider, "protocol", protocol, "listener_protocols")
     require_datagram_ip_version(services, lb.provider, protocol.value, lb.vip_address, "VIP")
     values = _overlay(data, NULL_MEANS)
-    settings = _settings(protocol, values)
+    settings = _settings(services, protocol, values)
     policy.check_listener_protocol(services.settings.api, protocol, settings.offloads_tls)
     rules.check_settings(settings)
     _check_sent_tls(services, data, settings)
@@ -229,7 +233,7 @@ def update_listener(
     protocol = ListenerProtocol(row.protocol)
     stored = {name: getattr(row, name) for name in NULL_MEANS}
     values = _overlay(data, stored)
-    settings = _settings(protocol, values)
+    settings = _settings(services, protocol, values)
     if any(data.given(ref) for ref in ("default_tls_container_ref", "sni_container_refs")):
         # A PROMETHEUS listener given a certificate starts terminating TLS.
         policy.check_listener_protocol(services.settings.api, protocol, settings.offloads_tls)

@@ -112,20 +112,21 @@ def build_pool(
         alpn_protocols=data.alpn_protocols,
     )
     if data.tls_enabled:
-        _fill_tls_defaults(row)
+        _fill_tls_defaults(services, row)
     add_new_row(session, row, data.tags)
     if listener is not None:
         listener.default_pool_id = row.id
     return row
 
 
-def _fill_tls_defaults(row: PoolRow) -> None:
+def _fill_tls_defaults(services: ApiServices, row: PoolRow) -> None:
+    defaults = tls.pool_defaults(services.settings.api)
     if row.tls_ciphers is None:
-        row.tls_ciphers = tls.POOL_TLS_CIPHERS
+        row.tls_ciphers = defaults.ciphers
     if row.tls_versions is None:
-        row.tls_versions = list(tls.DEFAULT_TLS_VERSIONS)
+        row.tls_versions = list(defaults.versions)
     if row.alpn_protocols is None:
-        row.alpn_protocols = list(tls.DEFAULT_ALPN_PROTOCOLS)
+        row.alpn_protocols = list(defaults.alpn_protocols)
 
 
 def _update_persistence(
@@ -168,7 +169,7 @@ def _update_tls(services: ApiServices, project_id: str, row: PoolRow, data: Pool
         policy.check_ciphers(services.settings.api, data.tls_ciphers)
         row.tls_ciphers = data.tls_ciphers
     if row.tls_enabled:
-        _fill_tls_defaults(row)  # null means the default for a re-encrypting pool
+        _fill_tls_defaults(services, row)  # null means the default for a re-encrypting pool
 
 
 def apply_pool_update(

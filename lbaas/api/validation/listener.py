@@ -109,7 +109,7 @@ class ListenerSettings:
         )
 
 
-def with_tls_defaults(settings: ListenerSettings) -> ListenerSettings:
+def with_tls_defaults(settings: ListenerSettings, defaults: tls.TlsDefaults) -> ListenerSettings:
     """Fill TERMINATED_HTTPS defaults; drop TLS options on listeners that do not offload."""
     if not settings.offloads_tls:
         return replace(settings, tls_ciphers=None, tls_versions=None, alpn_protocols=None)
@@ -117,9 +117,9 @@ def with_tls_defaults(settings: ListenerSettings) -> ListenerSettings:
         return settings
     return replace(
         settings,
-        tls_ciphers=settings.tls_ciphers or tls.LISTENER_TLS_CIPHERS,
-        tls_versions=_or_default(settings.tls_versions, tls.DEFAULT_TLS_VERSIONS),
-        alpn_protocols=_or_default(settings.alpn_protocols, tls.DEFAULT_ALPN_PROTOCOLS),
+        tls_ciphers=settings.tls_ciphers or defaults.ciphers,
+        tls_versions=_or_default(settings.tls_versions, defaults.versions),
+        alpn_protocols=_or_default(settings.alpn_protocols, defaults.alpn_protocols),
     )
 
 

@@ -3,9 +3,9 @@
 Disabling TLS-terminated, PROMETHEUS or PING resources, the smallest UDP-CONNECT delay, a
 minimum TLS version and a cipher prohibit-list. Each check looks only at what a request
 sent, as the reference does: a listener created before the operator raised the minimum
-keeps working and can still be renamed. The built-in defaults are checked against the
-policy once, when the API starts (``check_defaults``), so nothing a tenant leaves out can
-break it.
+keeps working and can still be renamed. The defaults (``default_listener_*``,
+``default_pool_*``) are checked against the policy once, when the API starts
+(``check_defaults``), so nothing a tenant leaves out can break it.
 """
 
 from __future__ import annotations
@@ -68,17 +68,20 @@ def check_versions(api: ApiSettings, versions: Sequence[str] | None) -> None:
 
 
 def check_defaults(api: ApiSettings) -> None:
-    """Refuse to start when the built-in defaults break the policy (Octavia does the same)."""
-    for kind, ciphers in (("listener", tls.LISTENER_TLS_CIPHERS), ("pool", tls.POOL_TLS_CIPHERS)):
-        refused = prohibited_ciphers(api, ciphers)
+    """Refuse to start when the operator's defaults break the policy (Octavia does the same)."""
+    for kind, defaults in (
+        ("listener", tls.listener_defaults(api)),
+        ("pool", tls.pool_defaults(api)),
+    ):
+        refused = prohibited_ciphers(api, defaults.ciphers)
         if refused:
             raise ConfigError(
-                f"api.tls_cipher_prohibit_list: the default {kind} ciphers conflict with the "
+                f"api.tls_cipher_prohibit_list: api.default_{kind}_ciphers conflicts with the "
                 f"prohibit list. Conflicting ciphers: {', '.join(refused)}"
             )
-    older = older_versions(api, tls.DEFAULT_TLS_VERSIONS)
-    if older:
-        raise ConfigError(
-            "api.minimum_tls_version: the default listener and pool TLS versions are less "
-            f"than the minimum: {', '.join(older)} < {api.minimum_tls_version}"
-        )
+        older = older_versions(api, defaults.versions)
+        if older:
+            raise ConfigError(
+                f"api.minimum_tls_version: api.default_{kind}_tls_versions names versions "
+                f"less than the minimum: {', '.join(older)} < {api.minimum_tls_version}"
+            )

@@ -1,37 +1,45 @@
 """TLS options of listeners (which terminate TLS) and pools (which re-encrypt to members).
 
-Both accept the same TLS versions and ALPN protocols and default to the same lists. Their
-default cipher strings hold the same suites in a different order (the reference's listener
-and pool defaults), and each resource words its refusals as the reference does for it, so
-the messages are the caller's.
+Both accept the same TLS versions and ALPN protocols. What each gets for a value its request
+leaves out is the operator's (``[api] default_listener_*`` and ``default_pool_*``, Octavia's
+settings of the same names), and each resource words its refusals as the reference does for
+it, so the messages are the caller's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import get_args
 
+from lbaas.config import AlpnProtocol, ApiSettings, TlsVersion
 from lbaas.errors import ValidationFailure
 
-TLS_VERSIONS = ("SSLv3", "TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
-ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
-DEFAULT_TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
-DEFAULT_ALPN_PROTOCOLS = ("h2", "http/1.1", "http/1.0")
+TLS_VERSIONS: tuple[str, ...] = get_args(TlsVersion)
+ALPN_PROTOCOLS: tuple[str, ...] = get_args(AlpnProtocol)
 
-# OpenSSL cipher strings: the TLS 1.3 and DHE suites lead both; the ECDHE ones follow.
-_TLS13_AND_DHE = (
-    "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256"
-    ":DHE-RSA-AES256-GCM-SHA384:DHE-RSA-AES128-GCM-SHA256"
-)
-LISTENER_TLS_CIPHERS = (
-    _TLS13_AND_DHE + ":ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384"
-    ":ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256"
-    ":ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
-)
-POOL_TLS_CIPHERS = (
-    _TLS13_AND_DHE + ":ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256"
-    ":ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256"
-    ":ECDHE-RSA-CHACHA20-POLY1305:ECDHE-ECDSA-CHACHA20-POLY1305"
-)
+
+@dataclass(frozen=True)
+class TlsDefaults:
+    """What a terminating listener or a re-encrypting pool gets for what it leaves out."""
+
+    ciphers: str
+    versions: tuple[str, ...]
+    alpn_protocols: tuple[str, ...]
+
+
+def listener_defaults(api: ApiSettings) -> TlsDefaults:
+    return TlsDefaults(
+        api.default_listener_ciphers,
+        api.default_listener_tls_versions,
+        api.default_listener_alpn_protocols,
+    )
+
+
+def pool_defaults(api: ApiSettings) -> TlsDefaults:
+    return TlsDefaults(
+        api.default_pool_ciphers, api.default_pool_tls_versions, api.default_pool_alpn_protocols
+    )
 
 
 def check_versions(versions: Sequence[str] | None, *, empty: str) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lbaas.errors import ConfigError
 
@@ -753,6 +753,41 @@ class KeyManagerSettings(_Section):
         ),
     )
     max_payload_bytes: int = Field(65536, description="Largest secret payload accepted.")
+    barbican_endpoints: tuple[
+        Annotated[str, Field(pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$")], ...
+    ] = Field(
+        (),
+        description=(
+            "Base URLs of Barbicans whose secret and container references listeners and "
+            "pools may name (e.g. https://barbican.example.com:9311); lbaas reads them there "
+            "at validation and converge. Every other reference is looked up in lbaas's own "
+            "key manager. Empty: only lbaas's own."
+        ),
+    )
+    barbican_auth: Literal["project_header", "keystone"] = Field(
+        "project_header",
+        description=(
+            "project_header: each request carries X-Project-Id of the load balancer's "
+            "project (a Barbican without Keystone, or another lbaas). keystone: a token of "
+            "the barbican_cloud entry's user, which tenants grant read access with a "
+            "Barbican ACL (needs the barbican extra: openstacksdk)."
+        ),
+    )
+    barbican_cloud: str | None = Field(
+        None, description="The clouds.yaml entry whose user reads Barbican (keystone auth)."
+    )
+    barbican_ca_file: Path | None = Field(
+        None, description="CA bundle that verifies the Barbicans' TLS (default: the system's)."
+    )
+    barbican_timeout: float = Field(
+        10.0, gt=0, description="Seconds one request to a Barbican may take."
+    )
+
+    @model_validator(mode="after")
+    def _keystone_names_a_cloud(self) -> KeyManagerSettings:
+        if self.barbican_auth == "keystone" and not self.barbican_cloud:
+            raise ValueError("barbican_auth = keystone needs barbican_cloud")
+        return self
 
 
 class AccessLogSettings(_Section):

@@ -1,11 +1,12 @@
 """The key-manager step of listener and pool validation: every reference must resolve.
 
 Octavia fetches each certificate reference a request carries from its key manager, as the
-caller, before accepting the object. Here the references are resolved in lbaas's own key
-manager (``lbaas.db.certificate_refs``) within the load balancer's project: a reference to
-another project's container, a missing one, one whose key does not match its certificate,
-or unreadable material all fail with Octavia's 400 ``Could not retrieve certificate: [...]``
-(the reason is added; material never is). Without a key manager every reference fails.
+caller, before accepting the object. Here the references are resolved (``lbaas.keyrefs``)
+in lbaas's own key manager, or in the operator's Barbican for references under its
+endpoints, within the load balancer's project: a reference to another project's
+container, a missing one, one whose key does not match its certificate, or unreadable
+material all fail with Octavia's 400 ``Could not retrieve certificate: [...]`` (the reason
+is added; material never is). Without a key manager every other reference fails.
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from lbaas.api.services import ApiServices
-from lbaas.db import certificate_refs
-from lbaas.db.certificate_refs import Unresolvable
-from lbaas.db.secret_vault import SecretVault
 from lbaas.errors import InvalidInput
+from lbaas.keyrefs import certificates as certificate_refs
+from lbaas.keyrefs.base import KeyMaterial, Unresolvable
 
-Loader = Callable[[SecretVault, str, str], object]
+Loader = Callable[[KeyMaterial, str, str], object]
 
 
 def _require(services: ApiServices, project_id: str, refs: Sequence[str], load: Loader) -> None:
@@ -30,14 +30,12 @@ def _require_each(
 ) -> None:
     if not wanted:
         return
-    vault = services.vault
-    if vault is None:
-        raise InvalidInput(f"Could not retrieve certificate: {[ref for ref, _ in wanted]}")
+    material = services.key_material
     failed: list[str] = []
     reasons: list[str] = []
     for ref, load in wanted:
         try:
-            load(vault, project_id, ref)
+            load(material, project_id, ref)
         except Unresolvable as exc:
             failed.append(ref)
             reasons.append(str(exc))

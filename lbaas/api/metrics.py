@@ -52,8 +52,9 @@ class MetricsPage:
             services.metrics.registry,
             ControlPlaneCollector(services.database, services.settings.health.stale_after),
         ]
-        if services.vault is not None:
-            collectors.append(CertificateExpiryCollector(services.database, services.vault))
+        if services.vault is not None or services.settings.keymanager.barbican_endpoints:
+            material = services.key_material
+            collectors.append(CertificateExpiryCollector(services.database, material))
         self._collectors = Scrape(tuple(collectors))
 
     def render(self) -> bytes:

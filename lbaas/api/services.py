@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from lbaas.config import Settings
 from lbaas.db.engine import Database
 from lbaas.db.secret_vault import SecretVault
+from lbaas.keyrefs.base import KeyMaterial
+from lbaas.keyrefs.configured import barbican_material, routed
+from lbaas.keyrefs.vault_material import VaultMaterial
 from lbaas.metrics.process import ProcessMetrics
 from lbaas.providers.registry import ProviderRegistry
 
@@ -24,3 +28,8 @@ class ApiServices:
     metrics: ProcessMetrics = field(default_factory=ProcessMetrics)
     #: The key manager's storage (None: no key manager; certificate references fail).
     vault: SecretVault | None = None
+
+    @cached_property
+    def key_material(self) -> KeyMaterial:
+        """Where certificate references are read: the vault, and the operator's Barbican."""
+        return routed(VaultMaterial(self.vault), barbican_material(self.settings.keymanager))

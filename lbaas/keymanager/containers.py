@@ -13,7 +13,6 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from starlette.responses import Response
 
-from lbaas.db.certificate_refs import SECRETS, parse_ref
 from lbaas.db.secret_vault import Page
 from lbaas.errors import InvalidInput
 from lbaas.keymanager import views
@@ -28,6 +27,7 @@ from lbaas.keymanager.common import (
     parse_uuid,
 )
 from lbaas.keymanager.schemas import ContainerConsumer, ContainerCreate
+from lbaas.keyrefs.base import SECRETS, parse_ref
 
 router = APIRouter()
 

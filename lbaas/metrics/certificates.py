@@ -20,12 +20,11 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import select
 
-from lbaas.db import certificate_refs
-from lbaas.db.certificate_refs import Unresolvable
 from lbaas.db.engine import Database
-from lbaas.db.secret_vault import SecretVault
 from lbaas.db.tables import ListenerRow
 from lbaas.errors import PermanentError
+from lbaas.keyrefs import certificates as certificate_refs
+from lbaas.keyrefs.base import KeyMaterial, Unresolvable
 from lbaas.model.enums import ListenerProtocol
 
 log = logging.getLogger(__name__)
@@ -36,16 +35,16 @@ _TERMINATING = (ListenerProtocol.TERMINATED_HTTPS.value, ListenerProtocol.PROMET
 class CertificateExpiryCollector(Collector):
     """Seconds to ``notAfter`` of every certificate a terminating listener serves."""
 
-    def __init__(self, database: Database, vault: SecretVault) -> None:
+    def __init__(self, database: Database, material: KeyMaterial) -> None:
         self._database = database
-        self._vault = vault
+        self._material = material
         self._not_after: dict[tuple[str, str], dt.datetime] = {}
 
     def _expiry(self, project_id: str, ref: str) -> dt.datetime | None:
         key = (project_id, ref)
         if key not in self._not_after:
             try:
-                found = certificate_refs.server_certificate(self._vault, project_id, ref)
+                found = certificate_refs.server_certificate(self._material, project_id, ref)
             except (Unresolvable, PermanentError) as exc:
                 log.warning("certificate %s not readable for its expiry: %s", ref, exc)
                 return None

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from starlette.testclient import TestClient
+import httpx
 
 from tests.support.certificates import Issued
 
 
-def store_certificate_container(client: TestClient, project: str, server: Issued) -> str:
-    """A certificate container (certificate and private key) of ``project``: its ref."""
+def store_certificate_container(client: httpx.Client, project: str, server: Issued) -> str:
+    """A certificate container (certificate and private key) of ``project``: its ref.
+
+    ``client`` is an in-process ``TestClient`` or a client of a running lbaas."""
     headers = {"X-Project-Id": project, "X-Roles": "member"}
     refs = []
     for name, payload in (("certificate", server.cert_pem), ("private_key", server.key_pem())):

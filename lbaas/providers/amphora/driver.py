@@ -50,6 +50,9 @@ from lbaas.certs.authority import CertificateAuthority
 from lbaas.certs.kek import load_key_ring
 from lbaas.db.secret_vault import SecretVault
 from lbaas.errors import AgentUnreachable, ConfigError, PermanentError
+from lbaas.keyrefs.base import KeyMaterial
+from lbaas.keyrefs.configured import barbican_material, routed
+from lbaas.keyrefs.vault_material import VaultMaterial
 from lbaas.model.enums import HostStatus, Topology
 from lbaas.model.fleet import HostAddress
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
@@ -126,6 +129,7 @@ class AmphoraProvider(ProviderDriver):
             realtime_priority=settings.providers.amphora_vrrp_realtime_priority or None,
         )
         self._secret_vault: SecretVault | None = None
+        self._barbican = barbican_material(settings.keymanager)
 
     def _agent_pool(self) -> AgentPool:
         settings = self.context.settings
@@ -150,6 +154,9 @@ class AmphoraProvider(ProviderDriver):
             if ring is not None:
                 self._secret_vault = SecretVault(self.context.database, ring, path)
         return self._secret_vault
+
+    def _key_material(self) -> KeyMaterial:
+        return routed(VaultMaterial(self._vault()), self._barbican)
 
     def capabilities(self) -> ProviderCapabilities:
         return amphora_capabilities(self.context.settings.agent.mode == "netns")
@@ -242,7 +249,7 @@ class AmphoraProvider(ProviderDriver):
         """The whole spec of one amphora; ``pair``: its peers and VRRP (ACTIVE_STANDBY)."""
         netns = info.mode == "netns"
         paths = amphora_paths(info.amphora_root, amphora_id, info.access_log_dir)
-        tls = tls_bundle(graph, self._vault(), paths.tls_dir)
+        tls = tls_bundle(graph, self._key_material(), paths.tls_dir)
         context = HaproxyContext(
             bind_address=graph.vip.address,
             runtime_socket=paths.runtime_socket,

@@ -1,10 +1,11 @@
 """The TLS files of a load balancer's terminating listeners, fetched from the key manager.
 
 For every listener that terminates TLS (TERMINATED_HTTPS, and PROMETHEUS given a
-certificate) the controller opens its certificate references in the vault (in the load
-balancer's project) and turns them into files for the agent: one PEM bundle per certificate (certificate, chain, unencrypted key), a ``crt-list`` naming
-them with the default certificate first, and the client CA and CRL when client
-authentication uses them. File names are digests of their content. A reference that no
+certificate) the controller opens its certificate references (in the load balancer's
+project, through ``lbaas.keyrefs``: its own key manager or the operator's Barbican) and
+turns them into files for the agent: one PEM bundle per certificate (certificate, chain,
+unencrypted key), a ``crt-list`` naming them with the default certificate first, and the
+client CA and CRL when client authentication uses them. File names are digests of their content. A reference that no
 longer resolves (its secret was deleted) is a ``PermanentError``: the load balancer goes
 to ERROR with the reason, never with the material.
 """
@@ -20,10 +21,9 @@ from dataclasses import dataclass, field
 from cryptography.hazmat.primitives import serialization
 
 from lbaas.agent.wire import TlsFile
-from lbaas.db import certificate_refs
-from lbaas.db.certificate_refs import Unresolvable
-from lbaas.db.secret_vault import SecretVault
 from lbaas.errors import PermanentError
+from lbaas.keyrefs import certificates as certificate_refs
+from lbaas.keyrefs.base import KeyMaterial, Unresolvable
 from lbaas.model.enums import ClientAuthentication
 from lbaas.model.graph import Listener, LoadBalancer, Pool
 from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
@@ -67,74 +67,69 @@ def _server_refs(listener: Listener) -> list[str]:
 
 
 def _listener_files(
-    vault: SecretVault, project_id: str, listener: Listener, tls_dir: str, bundle: TlsBundle
+    material: KeyMaterial, project_id: str, listener: Listener, tls_dir: str, bundle: TlsBundle
 ) -> ListenerTlsFiles:
     lines = []
     for ref in _server_refs(listener):
-        certificate = certificate_refs.server_certificate(vault, project_id, ref)
+        certificate = certificate_refs.server_certificate(material, project_id, ref)
         _warn_if_expiring(listener, ref, certificate.certificate.not_valid_after_utc)
         lines.append(bundle.add(tls_dir, certificate.pem_bundle()))
     crt_list = bundle.add(tls_dir, ("\n".join(lines) + "\n").encode(), ".crt-list")
     ca_file = crl_file = None
     verifying = listener.client_authentication is not ClientAuthentication.NONE
     if verifying and listener.client_ca_tls_container_ref:
-        pem = _pem_of_cas(vault, project_id, listener.client_ca_tls_container_ref)
+        pem = _pem_of_cas(material, project_id, listener.client_ca_tls_container_ref)
         ca_file = bundle.add(tls_dir, pem)
         if listener.client_crl_container_ref:
             crl = certificate_refs.revocation_list(
-                vault, project_id, listener.client_crl_container_ref
+                material, project_id, listener.client_crl_container_ref
             )
             crl_file = bundle.add(tls_dir, crl.public_bytes(serialization.Encoding.PEM))
     return ListenerTlsFiles(crt_list=crt_list, ca_file=ca_file, crl_file=crl_file)
 
 
-def _pem_of_cas(vault: SecretVault, project_id: str, ref: str) -> bytes:
-    cas = certificate_refs.ca_bundle(vault, project_id, ref)
+def _pem_of_cas(material: KeyMaterial, project_id: str, ref: str) -> bytes:
+    cas = certificate_refs.ca_bundle(material, project_id, ref)
     return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in cas)
 
 
 def _pool_files(
-    vault: SecretVault, project_id: str, pool: Pool, tls_dir: str, bundle: TlsBundle
+    material: KeyMaterial, project_id: str, pool: Pool, tls_dir: str, bundle: TlsBundle
 ) -> PoolTlsFiles:
     client = ca_file = crl_file = None
     if pool.tls_container_ref:
-        pem = certificate_refs.server_certificate(vault, project_id, pool.tls_container_ref)
+        pem = certificate_refs.server_certificate(material, project_id, pool.tls_container_ref)
         client = bundle.add(tls_dir, pem.pem_bundle())
     if pool.ca_tls_container_ref:
-        ca_file = bundle.add(tls_dir, _pem_of_cas(vault, project_id, pool.ca_tls_container_ref))
+        ca_file = bundle.add(tls_dir, _pem_of_cas(material, project_id, pool.ca_tls_container_ref))
         if pool.crl_container_ref:
-            crl = certificate_refs.revocation_list(vault, project_id, pool.crl_container_ref)
+            crl = certificate_refs.revocation_list(material, project_id, pool.crl_container_ref)
             crl_file = bundle.add(tls_dir, crl.public_bytes(serialization.Encoding.PEM))
     return PoolTlsFiles(client_certificate=client, ca_file=ca_file, crl_file=crl_file)
 
 
-def _add_pools(
-    graph: LoadBalancer, vault: SecretVault | None, tls_dir: str, bundle: TlsBundle
-) -> None:
+def _add_pools(graph: LoadBalancer, material: KeyMaterial, tls_dir: str, bundle: TlsBundle) -> None:
     for pool in graph.pools:
         refs = (pool.tls_container_ref, pool.ca_tls_container_ref)
         if not pool.tls_enabled or not any(refs):
             continue
-        if vault is None:
-            raise PermanentError("Pool certificates need the key manager, which is not enabled.")
         try:
-            bundle.by_pool[pool.id] = _pool_files(vault, graph.project_id, pool, tls_dir, bundle)
+            files = _pool_files(material, graph.project_id, pool, tls_dir, bundle)
         except Unresolvable as exc:
             raise PermanentError(
                 f"Pool {pool.id}: a certificate could not be retrieved ({exc})."
             ) from exc
+        bundle.by_pool[pool.id] = files
 
 
-def tls_bundle(graph: LoadBalancer, vault: SecretVault | None, tls_dir: str) -> TlsBundle:
+def tls_bundle(graph: LoadBalancer, material: KeyMaterial, tls_dir: str) -> TlsBundle:
     bundle = TlsBundle()
-    _add_pools(graph, vault, tls_dir, bundle)
+    _add_pools(graph, material, tls_dir, bundle)
     for listener in graph.listeners:
         if not listener.terminates_tls:
             continue
-        if vault is None:
-            raise PermanentError("TLS termination needs the key manager, which is not enabled.")
         try:
-            files = _listener_files(vault, graph.project_id, listener, tls_dir, bundle)
+            files = _listener_files(material, graph.project_id, listener, tls_dir, bundle)
         except Unresolvable as exc:
             raise PermanentError(
                 f"Listener {listener.id}: a certificate could not be retrieved ({exc})."

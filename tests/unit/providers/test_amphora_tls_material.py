@@ -22,6 +22,7 @@ from lbaas.db.engine import Database
 from lbaas.db.migrate import upgrade_database
 from lbaas.db.secret_vault import SecretFields, SecretVault
 from lbaas.errors import PermanentError
+from lbaas.keyrefs.vault_material import VaultMaterial
 from lbaas.model.enums import ListenerProtocol as LP
 from lbaas.providers.amphora.tls_material import tls_bundle
 from tests.support.certificates import Issued, issue, make_ca
@@ -80,7 +81,7 @@ def test_files_crt_list_order_and_expiry_warning(
     tls = replace(lb.listeners[0], default_tls_container_ref=default, sni_container_refs=(sni,))
     graph = replace(lb, listeners=(tls,))
     with caplog.at_level(logging.WARNING):
-        bundle = tls_bundle(graph, vault, "/amp/tls")
+        bundle = tls_bundle(graph, VaultMaterial(vault), "/amp/tls")
     files = bundle.by_listener[tls.id]
     crt_list = bundle.files[files.crt_list.rsplit("/", 1)[1]].content.splitlines()
     assert len(crt_list) == 2 and all(line.startswith("/amp/tls/") for line in crt_list)
@@ -97,7 +98,7 @@ def test_a_reference_of_another_project_is_a_permanent_error(vault: SecretVault)
     ref = _container(vault, "someone-else", issue(ca, "x.example.com"), "cc")
     lb = load_balancer([listener("tls", LP.TERMINATED_HTTPS, 443, default_tls_container_ref=ref)])
     with pytest.raises(PermanentError, match="could not be retrieved") as info:
-        tls_bundle(lb, vault, "/amp/tls")
+        tls_bundle(lb, VaultMaterial(vault), "/amp/tls")
     assert "BEGIN" not in str(info.value)
     with pytest.raises(PermanentError, match="key manager"):
-        tls_bundle(lb, None, "/amp/tls")
+        tls_bundle(lb, VaultMaterial(None), "/amp/tls")

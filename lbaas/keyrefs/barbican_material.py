@@ -8,7 +8,8 @@ unauthenticated pipeline, and lbaas's own key manager, read the project from it)
 Keystone token of lbaas's service user, which the tenant lets read its secrets with a
 Barbican ACL, as Octavia's service user is. A secret's payload is asked for in the content
 type Barbican stored it with. Failures say the HTTP status or the kind of network error,
-never a payload.
+never a payload; an unreachable or overloaded Barbican (network errors, 5xx, 429) is a
+transient failure, which a converge retries instead of putting the load balancer in ERROR.
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ class BarbicanMaterial(KeyMaterial):
         try:
             got = self._client.get(url, headers=headers)
         except httpx.HTTPError as exc:
-            raise Unresolvable(f"Barbican not reachable ({type(exc).__name__})") from None
+            reason = f"Barbican not reachable ({type(exc).__name__})"
+            raise Unresolvable(reason, transient=True) from None
         if got.status_code != 200:
-            raise Unresolvable(f"Barbican answered HTTP {got.status_code}")
+            busy = got.status_code >= 500 or got.status_code == 429
+            raise Unresolvable(f"Barbican answered HTTP {got.status_code}", transient=busy)
         return got
 
     def _json(self, project_id: str, url: str) -> dict[str, Any]:

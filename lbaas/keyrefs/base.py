@@ -44,7 +44,15 @@ def ref_of(ref: str) -> Ref:
 
 
 class Unresolvable(Exception):
-    """A reference that does not lead to usable material (the reason, never the bytes)."""
+    """A reference that does not lead to usable material (the reason, never the bytes).
+
+    ``transient``: the key manager could not be asked (unreachable, overloaded), so the
+    same reference may well resolve later; a converge retries rather than fail for good.
+    """
+
+    def __init__(self, reason: str, *, transient: bool = False) -> None:
+        super().__init__(reason)
+        self.transient = transient
 
 
 class KeyMaterial(abc.ABC):

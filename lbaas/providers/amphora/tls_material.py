@@ -5,9 +5,10 @@ certificate) the controller opens its certificate references (in the load balanc
 project, through ``lbaas.keyrefs``: its own key manager or the operator's Barbican) and
 turns them into files for the agent: one PEM bundle per certificate (certificate, chain,
 unencrypted key), a ``crt-list`` naming them with the default certificate first, and the
-client CA and CRL when client authentication uses them. File names are digests of their content. A reference that no
-longer resolves (its secret was deleted) is a ``PermanentError``: the load balancer goes
-to ERROR with the reason, never with the material.
+client CA and CRL when client authentication uses them. File names are digests of their
+content. A reference that no longer resolves (its secret was deleted) is a
+``PermanentError``: the load balancer goes to ERROR with the reason, never with the
+material. A key manager out of reach is a ``TemporaryError``: the converge is retried.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from cryptography.hazmat.primitives import serialization
 
 from lbaas.agent.wire import TlsFile
-from lbaas.errors import PermanentError
+from lbaas.errors import ConvergeError, PermanentError, TemporaryError
 from lbaas.keyrefs import certificates as certificate_refs
 from lbaas.keyrefs.base import KeyMaterial, Unresolvable
 from lbaas.model.enums import ClientAuthentication
@@ -31,6 +32,8 @@ from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
 LOG = logging.getLogger(__name__)
 #: A listener whose certificate expires within this is logged at every converge.
 EXPIRY_WARNING = dt.timedelta(days=14)
+#: Seconds before a converge that could not reach the key manager is tried again.
+_KEY_MANAGER_RETRY = 2.0
 
 
 def _warn_if_expiring(listener: Listener, ref: str, not_after: dt.datetime) -> None:
@@ -108,6 +111,15 @@ def _pool_files(
     return PoolTlsFiles(client_certificate=client, ca_file=ca_file, crl_file=crl_file)
 
 
+def _not_retrieved(owner: str, exc: Unresolvable) -> ConvergeError:
+    """ERROR for a reference that does not resolve; a retry when its key manager was out of
+    reach (the load balancer stays PENDING and is converged again after a backoff)."""
+    message = f"{owner}: a certificate could not be retrieved ({exc})."
+    if exc.transient:
+        return TemporaryError(message, delay=_KEY_MANAGER_RETRY)
+    return PermanentError(message)
+
+
 def _add_pools(graph: LoadBalancer, material: KeyMaterial, tls_dir: str, bundle: TlsBundle) -> None:
     for pool in graph.pools:
         refs = (pool.tls_container_ref, pool.ca_tls_container_ref)
@@ -116,9 +128,7 @@ def _add_pools(graph: LoadBalancer, material: KeyMaterial, tls_dir: str, bundle:
         try:
             files = _pool_files(material, graph.project_id, pool, tls_dir, bundle)
         except Unresolvable as exc:
-            raise PermanentError(
-                f"Pool {pool.id}: a certificate could not be retrieved ({exc})."
-            ) from exc
+            raise _not_retrieved(f"Pool {pool.id}", exc) from exc
         bundle.by_pool[pool.id] = files
 
 
@@ -131,8 +141,6 @@ def tls_bundle(graph: LoadBalancer, material: KeyMaterial, tls_dir: str) -> TlsB
         try:
             files = _listener_files(material, graph.project_id, listener, tls_dir, bundle)
         except Unresolvable as exc:
-            raise PermanentError(
-                f"Listener {listener.id}: a certificate could not be retrieved ({exc})."
-            ) from exc
+            raise _not_retrieved(f"Listener {listener.id}", exc) from exc
         bundle.by_listener[listener.id] = files
     return bundle

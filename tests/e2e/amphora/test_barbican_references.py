@@ -3,7 +3,8 @@
 No Barbican runs here; a second ``lbaas serve``, whose key manager speaks Barbican's v1 API
 and reads the project from ``X-Project-Id`` as Barbican's unauthenticated pipeline does,
 stands in for it. The load balancer's own lbaas holds none of the material: it reads the
-container from the other one at validation and at converge, and HAProxy serves it.
+container from the other one at validation and at converge, and HAProxy serves it; while
+that Barbican is down, converges are retried rather than failed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import httpx
 import pytest
 
 from tests.e2e.amphora.conftest import BackendFleet
-from tests.e2e.amphora.serve_process import ServeInstance, running_serve
+from tests.e2e.amphora.serve_process import ServeInstance, kill_and_restart, running_serve
 from tests.e2e.amphora.topology import http_service, loadbalancer
 from tests.support.certificates import issue, make_ca
 from tests.support.key_manager import store_certificate_container
@@ -67,6 +68,22 @@ def test_a_listener_serves_a_certificate_held_in_the_operators_barbican(
                 )  # fmt: skip
 
             wait_until(lambda: curl().returncode == 0, 30, "TLS with the remote certificate")
+            assert curl().stdout == "one"
+
+            # Barbican down: a change is retried (PENDING_UPDATE, the reason shown), not
+            # put in ERROR, and the listener serves on; Barbican back, the change lands.
+            with kill_and_restart(barbican):
+                path = f"/v2/lbaas/listeners/{service.listener['id']}"
+                renamed = api.http.put(path, json={"listener": {"name": "renamed"}})
+                assert renamed.status_code == 200, renamed.text
+
+                def retried() -> bool:
+                    return "Barbican not reachable" in (api.converge_error(lb.id) or "")
+
+                wait_until(retried, 30, "the converge to fail on the unreachable Barbican")
+                assert api.loadbalancer(lb.id)["provisioning_status"] == "PENDING_UPDATE"
+                assert curl().stdout == "one"
+            api.wait_active(lb.id)
             assert curl().stdout == "one"
         # The material was read, never stored: this lbaas's own key manager holds nothing.
         listed = api.http.get("/key-manager/v1/secrets").json()

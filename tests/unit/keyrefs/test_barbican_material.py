@@ -63,6 +63,16 @@ def test_another_projects_secret_is_unresolvable_with_the_status_only() -> None:
     with pytest.raises(Unresolvable, match="HTTP 404") as refused:
         _material(FakeBarbican()).secret("tenant-b", f"{BASE}/v1/secrets/{CERT_ID}")
     assert "PEM" not in str(refused.value)
+    assert not refused.value.transient  # asking again will not help
+
+
+@pytest.mark.parametrize(("status", "transient"), [(503, True), (429, True), (403, False)])
+def test_an_overloaded_barbican_is_transient_a_refusal_is_not(status: int, transient: bool) -> None:
+    client = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(status)))
+    material = BarbicanMaterial((BASE,), lambda project: {}, client)
+    with pytest.raises(Unresolvable, match=f"HTTP {status}") as refused:
+        material.secret("tenant-a", f"{BASE}/v1/secrets/{CERT_ID}")
+    assert refused.value.transient is transient
 
 
 @pytest.mark.parametrize(
@@ -103,8 +113,9 @@ def test_an_unreachable_barbican_is_unresolvable_naming_the_error_kind() -> None
 
     client = httpx.Client(transport=httpx.MockTransport(refuse))
     material = BarbicanMaterial((BASE,), lambda project: {}, client)
-    with pytest.raises(Unresolvable, match=r"not reachable \(ConnectError\)"):
+    with pytest.raises(Unresolvable, match=r"not reachable \(ConnectError\)") as refused:
         material.secret("tenant-a", f"{BASE}/v1/secrets/{CERT_ID}")
+    assert refused.value.transient
 
 
 class Local(KeyMaterial):

@@ -21,7 +21,8 @@ from lbaas.certs.kek import KeyRing
 from lbaas.db.engine import Database
 from lbaas.db.migrate import upgrade_database
 from lbaas.db.secret_vault import SecretFields, SecretVault
-from lbaas.errors import PermanentError
+from lbaas.errors import PermanentError, TemporaryError
+from lbaas.keyrefs.base import KeyMaterial, Unresolvable
 from lbaas.keyrefs.vault_material import VaultMaterial
 from lbaas.model.enums import ListenerProtocol as LP
 from lbaas.providers.amphora.tls_material import tls_bundle
@@ -102,3 +103,21 @@ def test_a_reference_of_another_project_is_a_permanent_error(vault: SecretVault)
     assert "BEGIN" not in str(info.value)
     with pytest.raises(PermanentError, match="key manager"):
         tls_bundle(lb, VaultMaterial(None), "/amp/tls")
+
+
+class _Unreachable(KeyMaterial):
+    """A key manager that cannot be asked (what BarbicanMaterial says when it is down)."""
+
+    def secret(self, project_id: str, ref: str) -> bytes:
+        raise Unresolvable("Barbican not reachable (ConnectError)", transient=True)
+
+    def container(self, project_id: str, ref: str) -> dict[str, bytes]:
+        return {"certificate": self.secret(project_id, ref)}
+
+
+def test_an_unreachable_key_manager_is_retried_not_an_error() -> None:
+    ref = "https://barbican.example.com/v1/containers/6b0f3a52-2d0e-4c4e-9a51-0c2b6f1d7e03"
+    lb = load_balancer([listener("tls", LP.TERMINATED_HTTPS, 443, default_tls_container_ref=ref)])
+    with pytest.raises(TemporaryError, match="not reachable") as retried:
+        tls_bundle(lb, _Unreachable(), "/amp/tls")
+    assert not isinstance(retried.value, PermanentError)

@@ -118,6 +118,19 @@ def test_an_unreachable_barbican_is_unresolvable_naming_the_error_kind() -> None
     assert refused.value.transient
 
 
+def test_an_answer_larger_than_certificate_material_is_not_read_whole() -> None:
+    def huge(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/payload"):
+            return httpx.Response(200, content=b"x" * 4096)
+        return httpx.Response(200, json={"content_types": {"default": "text/plain"}})
+
+    client = httpx.Client(transport=httpx.MockTransport(huge))
+    material = BarbicanMaterial((BASE,), lambda project: {}, client, max_bytes=1024)
+    with pytest.raises(Unresolvable, match="larger than 1024 bytes") as refused:
+        material.secret("tenant-a", f"{BASE}/v1/secrets/{CERT_ID}")
+    assert not refused.value.transient
+
+
 class Local(KeyMaterial):
     def secret(self, project_id: str, ref: str) -> bytes:
         return b"local:" + ref.encode()

@@ -260,6 +260,7 @@ class AmphoraProvider(ProviderDriver):
             peers=None if pair is None else pair[0],
             listener_tls=tls.by_listener,
             pool_tls=tls.by_pool,
+            minimum_tls_version=self.context.settings.api.minimum_tls_version,
             access_log_socket=(
                 paths.access_log_socket
                 if self.context.settings.access_log.connection_logging

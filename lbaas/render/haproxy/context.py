@@ -86,6 +86,11 @@ class HaproxyContext:
     pool_tls: Mapping[str, PoolTlsFiles] = field(default_factory=dict)
     """Per ``tls_enabled`` pool id, the client certificate, CA and CRL files (all optional)."""
 
+    minimum_tls_version: str | None = None
+    """The operator's floor (``api.minimum_tls_version``), applied to a terminating listener
+    that names no ``tls_versions`` (a PROMETHEUS listener: the API fills in no defaults for
+    it); a listener's own list is rendered as it is."""
+
     access_log_socket: str | None = None
     """The agent's UNIX stream socket the access-log ring is forwarded to (one line per
     HTTP request, one per TCP connection: ``access_log``); None logs nothing (Octavia's

@@ -85,7 +85,9 @@ def frontend_of(listener: Listener, lb: LoadBalancer, ctx: HaproxyContext) -> Fr
         switches=routing.switches,
         default_backend=default_backend,
         notes=notes,
-        tls=None if tls_files is None else bind_tls_of(listener, tls_files),
+        tls=None
+        if tls_files is None
+        else bind_tls_of(listener, tls_files, ctx.minimum_tls_version),
         response_headers=_hsts(listener) if terminated else (),
         log_format=_log_format(listener, lb, ctx, http, terminated),
     )

@@ -69,11 +69,18 @@ class BindTls:
     alpn: tuple[str, ...]
 
 
-def bind_tls_of(listener: Listener, files: ListenerTlsFiles) -> BindTls:
+def bind_tls_of(
+    listener: Listener, files: ListenerTlsFiles, minimum_version: str | None = None
+) -> BindTls:
+    """``minimum_version`` stands in for a listener that names no versions (see the
+    context's ``minimum_tls_version``)."""
     auth = listener.client_authentication
     verifying = auth is not ClientAuthentication.NONE and files.ca_file is not None
     legacy, modern = _split_ciphers(listener.tls_ciphers)
     versions = listener.tls_versions
+    if versions is None and minimum_version in _NO_VERSION:
+        names = list(_NO_VERSION)
+        versions = tuple(names[names.index(str(minimum_version)) :])
     return BindTls(
         crt_list=files.crt_list,
         verify=_VERIFY[auth] if verifying else "none",

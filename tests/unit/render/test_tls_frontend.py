@@ -116,6 +116,30 @@ def test_a_prometheus_listener_with_a_certificate_serves_its_exporter_over_tls(
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+def test_the_operators_minimum_covers_a_listener_that_names_no_versions(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    scraped = replace(listener("metrics", LP.PROMETHEUS, 9100), default_tls_container_ref="x")
+    own_list = replace(
+        listener("tls", LP.TERMINATED_HTTPS, 443), tls_versions=("TLSv1.2", "TLSv1.3")
+    )
+    lb = load_balancer([scraped, own_list])
+    tls = {scraped.id: files, own_list.id: files}
+
+    def binds(minimum: str | None) -> dict[int, str]:
+        ctx = HaproxyContext(
+            "127.0.10.5", str(tmp_path / "s.sock"), str(tmp_path), listener_tls=tls,
+            minimum_tls_version=minimum,
+        )  # fmt: skip
+        text = render_haproxy(lb, ctx).text
+        lines = [line.strip() for line in text.splitlines() if line.strip().startswith("bind")]
+        return {int(line.split()[1].rsplit(":", 1)[1]): line for line in lines}
+
+    assert "no-tls" not in binds(None)[9100]  # HAProxy's own defaults
+    floored = binds("TLSv1.3")
+    assert "no-sslv3 no-tlsv10 no-tlsv11 no-tlsv12" in floored[9100]
+    assert "no-tlsv12" not in floored[443]  # a stored list is the listener's own
+
+
 def test_re_encrypting_pool_presents_a_client_certificate_and_verifies_members(
     tmp_path: Path,
 ) -> None:

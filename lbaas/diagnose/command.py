@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import sys
 
+from lbaas.certs.kek import load_key_ring
 from lbaas.config import Settings
 from lbaas.db.engine import Database
+from lbaas.db.secret_vault import SecretVault
 from lbaas.diagnose.agent_view import TlsAgentView
 from lbaas.diagnose.base import VipProbe
 from lbaas.diagnose.diagnosis import Diagnosis, first_failure, render
 from lbaas.health.probe import ListenerProbe
+from lbaas.keyrefs.base import KeyMaterial
+from lbaas.keyrefs.configured import barbican_material, routed
+from lbaas.keyrefs.vault_material import VaultMaterial
 from lbaas.model.graph import Listener
 
 
@@ -24,12 +29,26 @@ class ListenerVipProbe(VipProbe):
         return self._probe.answers(address, listener)
 
 
+def key_material(settings: Settings, database: Database) -> KeyMaterial:
+    """What the worker reads references with; without the key file here, lbaas's own
+    references say so (the diagnosis runs wherever the operator is)."""
+    path = settings.kek_path
+    ring = load_key_ring(path) if settings.keymanager.enabled else None
+    vault = SecretVault(database, ring, path) if ring is not None else None
+    missing = f"no key-encryption key file readable at {path}"
+    if not settings.keymanager.enabled:
+        missing = "the key manager is not enabled"
+    local = VaultMaterial(vault, missing)
+    return routed(local, barbican_material(settings.keymanager))
+
+
 def build_diagnosis(settings: Settings, database: Database) -> Diagnosis:
     timeout = settings.health.probe_timeout or 1.0
     return Diagnosis(
         database,
         TlsAgentView(settings),
         ListenerVipProbe(timeout),
+        key_material(settings, database),
         stale_after=settings.health.stale_after,
     )
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable
 
 from lbaas.db.diagnose_queries import load_balancer_facts
 from lbaas.db.engine import Database
 from lbaas.diagnose.base import AgentView, VipProbe
+from lbaas.diagnose.certificates import certificate_hop
 from lbaas.diagnose.hops import (
     Level,
     Verdict,
@@ -17,6 +19,7 @@ from lbaas.diagnose.hops import (
     member_hops,
     vip_hops,
 )
+from lbaas.keyrefs.base import KeyMaterial
 from lbaas.model.enums import ProvisioningStatus
 
 
@@ -26,6 +29,7 @@ class Diagnosis:
         database: Database,
         agent: AgentView,
         probe: VipProbe,
+        material: KeyMaterial,
         *,
         stale_after: float,
         clock: Callable[[], float] = time.time,
@@ -33,6 +37,7 @@ class Diagnosis:
         self._database = database
         self._agent = agent
         self._probe = probe
+        self._material = material
         self._stale_after = stale_after
         self._clock = clock
 
@@ -47,6 +52,7 @@ class Diagnosis:
         return [
             database_hop(facts),
             converge_hop(facts.job, in_error, now),
+            certificate_hop(facts.graph, self._material, dt.datetime.fromtimestamp(now, dt.UTC)),
             *amphora_hops(facts, self._agent, self._stale_after, now),
             *vip_hops(facts, self._probe, self._stale_after, now),
             *member_hops(facts),

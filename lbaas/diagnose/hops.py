@@ -1,11 +1,12 @@
 """One verdict per hop, from the desired state to the members, each saying what it saw.
 
 The hops are checked in the order a packet's fate depends on them: the database (is the
-desired state settled?), the converge job (was it applied, or why not?), the amphorae (is
-each heard from?), the agent (does it know the amphora?), HAProxy (running, and with which
-applied version?), the VIP (does each listener answer the agents' own probes, and a
-connect from here?), the members (which are down, and
-why?). The first hop that fails is usually the answer; later ones are still shown, since
+desired state settled?), the converge job (was it applied, or why not?), TLS (can the
+certificate references still be read, and how long are they valid? ``certificates.py``),
+the amphorae (is each heard from?), the agent (does it know the amphora?), HAProxy
+(running, and with which applied version?), the VIP (does each listener answer the
+agents' own probes, and a connect from here?), the members (which are down, and why?).
+The first hop that fails is usually the answer; later ones are still shown, since
 an operator fixing one wants to know what else is wrong.
 """
 

@@ -8,11 +8,17 @@ parse is ``Unresolvable`` with the parser's reason.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from cryptography import x509
 
 from lbaas.certs import tls_material
 from lbaas.certs.tls_material import MaterialError, ServerCertificate
 from lbaas.keyrefs.base import SECRETS, KeyMaterial, Unresolvable, ref_of
+
+#: A served certificate closer than this to its notAfter is reported (converge log line,
+#: ``lbaas diagnose``; the expiry metric gives the seconds for any alert threshold).
+EXPIRY_WARNING = dt.timedelta(days=14)
 
 
 def server_certificate(material: KeyMaterial, project_id: str, ref: str) -> ServerCertificate:

@@ -12,12 +12,17 @@ from lbaas.keyrefs.base import KeyMaterial, Unresolvable, ref_of
 
 
 class VaultMaterial(KeyMaterial):
-    def __init__(self, vault: SecretVault | None) -> None:
+    """``missing``: why a reference does not resolve when there is no vault."""
+
+    def __init__(
+        self, vault: SecretVault | None, missing: str = "the key manager is not enabled"
+    ) -> None:
         self._vault = vault
+        self._missing = missing
 
     def _opened(self) -> SecretVault:
         if self._vault is None:
-            raise Unresolvable("the key manager is not enabled")
+            raise Unresolvable(self._missing)
         return self._vault
 
     def secret(self, project_id: str, ref: str) -> bytes:

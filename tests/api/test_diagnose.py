@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import update
+from starlette.testclient import TestClient
 
 from lbaas.cli import main
 from lbaas.db.tables import AmphoraRow
@@ -34,6 +35,8 @@ from lbaas.model.health import (
 )
 from tests.api.test_amphorae import add_amphora
 from tests.support.api_client import LOOPBACK_SUBNET, Api
+from tests.support.certificates import issue, make_ca
+from tests.support.key_manager import store_certificate_container
 
 
 def _unused_port() -> int:
@@ -98,6 +101,7 @@ def test_a_well_load_balancer_passes_every_hop(api: Api, plane: Any) -> None:
         verdicts = diagnosis(plane).run(tree["lb"]["id"])
     assert verdicts is not None
     assert first_failure(verdicts) is None, render(tree["lb"]["id"], verdicts)
+    assert by_hop(verdicts, "tls")[0].level is Level.SKIP  # no TLS here
     assert [v.level for v in by_hop(verdicts, "vip")] == [Level.OK]
     assert by_hop(verdicts, "amphora")[0].level is Level.SKIP  # the noop provider has none
     assert "every hop is well" in render(tree["lb"]["id"], verdicts)
@@ -259,3 +263,42 @@ def test_the_command_exits_by_verdict(
     out = capsys.readouterr().out
     assert f"load balancer {tree['lb']['id']}" in out
     assert "verdict: broken at the vip hop" in out
+
+
+def test_the_certificates_hop_reads_every_reference_as_the_worker_would(
+    api: Api, plane: Any, client: TestClient
+) -> None:
+    ca = make_ca()
+    lasting = store_certificate_container(client, api.project, issue(ca, "a.example.com"))
+    lb = api.create_lb()
+    api.create_listener(
+        lb["id"], protocol="TERMINATED_HTTPS", protocol_port=443,
+        default_tls_container_ref=lasting,
+    )  # fmt: skip
+    (hop,) = by_hop(_verdicts(plane, lb["id"]), "tls")
+    assert hop.level is Level.OK and "1 references readable" in hop.detail, hop
+
+    closing = store_certificate_container(client, api.project, issue(ca, "b.example", days=5))
+    api.create_listener(
+        lb["id"], protocol="TERMINATED_HTTPS", protocol_port=8443,
+        default_tls_container_ref=closing,
+    )  # fmt: skip
+    (hop,) = by_hop(_verdicts(plane, lb["id"]), "tls")
+    assert hop.level is Level.WARN and closing in hop.detail and "expires" in hop.detail, hop
+
+    # The container deleted in the key manager: nothing shows it until the next converge
+    # fails, except this hop.
+    container_id = closing.rsplit("/", 1)[1]
+    headers = {"X-Project-Id": api.project, "X-Roles": "member"}
+    gone = client.delete(f"/key-manager/v1/containers/{container_id}", headers=headers)
+    assert gone.status_code == 204, gone.text
+    verdicts = _verdicts(plane, lb["id"])
+    failed = first_failure(verdicts)
+    assert failed is not None and failed.hop == "tls", verdicts
+    assert closing in failed.detail and "cannot be read" in failed.detail
+
+
+def _verdicts(plane: Any, lb_id: str) -> list[Verdict]:
+    verdicts = diagnosis(plane).run(lb_id)
+    assert verdicts is not None
+    return verdicts

@@ -80,7 +80,10 @@ def make_ca(cn: str = "Test CA") -> Issued:
     return Issued(cert, key)
 
 
-def issue(ca: Issued, cn: str, dns: tuple[str, ...] = (), *, client: bool = False) -> Issued:
+def issue(
+    ca: Issued, cn: str, dns: tuple[str, ...] = (), *, client: bool = False, days: int = 20
+) -> Issued:
+    """A certificate from ``ca``, valid from a day ago for ``days`` more days."""
     key = ec.generate_private_key(ec.SECP256R1())
     usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
     builder = (
@@ -90,7 +93,7 @@ def issue(ca: Issued, cn: str, dns: tuple[str, ...] = (), *, client: bool = Fals
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(_NOW - dt.timedelta(days=1))
-        .not_valid_after(_NOW + dt.timedelta(days=20))
+        .not_valid_after(_NOW + dt.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     )

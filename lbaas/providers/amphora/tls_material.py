@@ -25,13 +25,12 @@ from lbaas.agent.wire import TlsFile
 from lbaas.errors import ConvergeError, PermanentError, TemporaryError
 from lbaas.keyrefs import certificates as certificate_refs
 from lbaas.keyrefs.base import KeyMaterial, Unresolvable
+from lbaas.keyrefs.certificates import EXPIRY_WARNING
 from lbaas.model.enums import ClientAuthentication
 from lbaas.model.graph import Listener, LoadBalancer, Pool
 from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
 
 LOG = logging.getLogger(__name__)
-#: A listener whose certificate expires within this is logged at every converge.
-EXPIRY_WARNING = dt.timedelta(days=14)
 #: Seconds before a converge that could not reach the key manager is tried again.
 _KEY_MANAGER_RETRY = 2.0
 

@@ -39,8 +39,12 @@ class DistributedStatusPoller:
     def poll_once(self) -> int:
         """Ask about every distributed load balancer once; how many had statuses written."""
         written = 0
-        for lb_id in self._loadbalancers():
-            graph = self._store.load_graph(LoadBalancerId(lb_id))
+        ids = [LoadBalancerId(lb_id) for lb_id in self._loadbalancers()]
+        # No heartbeat revalidates these graphs: without this, one read before a member was
+        # added would be used until a status write (up to status_refresh, 30 s) refreshed it.
+        self._store.refresh_graphs(ids)
+        for lb_id in ids:
+            graph = self._store.load_graph(lb_id)
             if graph is None:
                 continue
             report = self._report(graph)

@@ -11,7 +11,9 @@ was most of a heartbeat's cost. This is the memory that replaces it, per process
 
 Entries are only ever dropped, never patched: the SQL store asks the database for the
 versions of every load balancer heard from in a flush interval and drops those that moved
-(``revalidate``), and drops one whose status write was refused. A graph newer than its
+(``revalidate``), and drops one whose status write was refused. Load balancers no
+heartbeat names (the distributed provider's) are revalidated by the status poll, which
+asks for their versions every round (``HealthStore.refresh_graphs``). A graph newer than its
 version only causes an extra reload. The statuses written are trusted for
 ``status_refresh`` seconds, after which they are written again (idempotently), so what
 another process or a converge wrote in between is corrected within that time.

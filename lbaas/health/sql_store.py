@@ -138,6 +138,14 @@ class SqlHealthStore(HealthStore):
             return None
         return self._known.remember_graph(graph, version[loadbalancer_id])
 
+    def refresh_graphs(self, loadbalancer_ids: list[LoadBalancerId]) -> None:
+        """One query for their versions; the graphs that moved are read again when asked."""
+        with self._db.read_connection() as conn:
+            versions = health_repo.loadbalancer_versions(conn, loadbalancer_ids)
+        self._known.revalidate(
+            loadbalancer_ids, {LoadBalancerId(lb): v for lb, v in versions.items()}
+        )
+
     def update_listener_counters(
         self,
         amphora_id: AmphoraId,

@@ -73,6 +73,12 @@ class HealthStore(abc.ABC):
         write statuses computed from it once the stored graph has changed.
         """
 
+    def refresh_graphs(self, loadbalancer_ids: list[LoadBalancerId]) -> None:  # noqa: B027
+        """Make the next ``load_graph`` of these load balancers return the stored graph if it
+        changed since it was read. A store that keeps no copies has nothing to do; a
+        caching one must, for load balancers no heartbeat revalidates (the distributed
+        provider's, which the status poll reads)."""
+
     @abc.abstractmethod
     def update_listener_counters(
         self,

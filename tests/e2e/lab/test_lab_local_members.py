@@ -36,6 +36,17 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 REQUESTS = 20
 
 
+def _control_plane_story(lab: Lab, lb_id: str) -> str:
+    """What the health and worker processes logged about ``lb_id`` (a timeout's evidence:
+    whether the poll saw the binding move, and whether a converge followed)."""
+    lines = []
+    for part in ("health", "worker"):
+        log = lab.services_dir / "ctl" / f"{part}.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        lines += [f"{part}: {line}" for line in text.splitlines() if lb_id in line][-15:]
+    return "\n".join(lines) or "(no control-plane line names the load balancer)"
+
+
 def _load_balancer(api: LabApi, services: dict[str, Any], members: dict[str, str],
                    flavor: str | None) -> tuple[str, str]:  # fmt: skip
     """A TCP listener on port 80 over both hosts' members, with a TCP monitor: (id, VIP)."""
@@ -107,8 +118,11 @@ def test_each_hosts_clients_stay_on_its_own_member_while_it_is_healthy(
         # Nova binds h2's instance port: no write touches the load balancer.
         api.call("PUT", f"/v2.0/ports/{ports['h2']}", {"port": {"binding:host_id": "h2"}})
         for i in (1, 2):  # every new connection: one served by h2 may be chance
-            wait_until(lambda i=i: _answers(lab, i, vip) == Counter({served[i]: REQUESTS}),
-                       timeout=30, what=f"h{i}'s clients served by h{i} only")  # fmt: skip
+            try:  # the poll (2 s) notices, then a converge once settled 5 s
+                wait_until(lambda i=i: _answers(lab, i, vip) == Counter({served[i]: REQUESTS}),
+                           timeout=30, what=f"h{i}'s clients served by h{i} only")  # fmt: skip
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{_control_plane_story(lab, lb_id)}") from None
         # Without the flavor the same members are balanced across hosts.
         wait_until(lambda: len(_answers(lab, 1, spread_vip)) == 2, timeout=30,
                    what="the unflavored VIP spreading h1's clients over both members")  # fmt: skip

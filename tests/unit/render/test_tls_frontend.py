@@ -33,6 +33,15 @@ def _files(tmp: Path) -> ListenerTlsFiles:
     return ListenerTlsFiles(str(tmp / "list.crt-list"), str(tmp / "ca.pem"), str(tmp / "crl.pem"))
 
 
+def _assert_haproxy_accepts(tmp_path: Path, text: str) -> None:
+    """The real ``haproxy -c`` accepts ``text`` with the certificate files in place."""
+    prepare_run_dir(tmp_path)
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(text)
+    checked = check_config(cfg)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 def test_terminated_https_renders_and_haproxy_accepts_it(tmp_path: Path) -> None:
     files = _files(tmp_path)
     tls = replace(
@@ -69,11 +78,7 @@ def test_terminated_https_renders_and_haproxy_accepts_it(tmp_path: Path) -> None
         'http-response set-header Strict-Transport-Security "max-age=3600; includeSubDomains"'
         in text
     )
-    prepare_run_dir(tmp_path)
-    cfg = tmp_path / "haproxy.cfg"
-    cfg.write_text(text)
-    checked = check_config(cfg)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    _assert_haproxy_accepts(tmp_path, text)
 
 
 def test_without_client_authentication_no_ca_is_loaded(tmp_path: Path) -> None:
@@ -109,11 +114,7 @@ def test_a_prometheus_listener_with_a_certificate_serves_its_exporter_over_tls(
     assert "no-tlsv12" in binds[0]
     assert binds[1] == "bind 127.0.10.5:9101"
     assert text.count("use-service prometheus-exporter if { path /metrics }") == 2
-    prepare_run_dir(tmp_path)
-    cfg = tmp_path / "haproxy.cfg"
-    cfg.write_text(text)
-    checked = check_config(cfg)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    _assert_haproxy_accepts(tmp_path, text)
 
 
 def test_the_operators_minimum_covers_a_listener_that_names_no_versions(tmp_path: Path) -> None:
@@ -176,8 +177,4 @@ def test_re_encrypting_pool_presents_a_client_certificate_and_verifies_members(
     assert sum(verified in line for line in servers) == 1
     assert any("ssl verify none" in s for s in servers)
     assert any("no-tlsv11 alpn http/1.1" in s for s in servers)
-    prepare_run_dir(tmp_path)
-    cfg = tmp_path / "haproxy.cfg"
-    cfg.write_text(text)
-    checked = check_config(cfg)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    _assert_haproxy_accepts(tmp_path, text)

@@ -6,7 +6,7 @@
 A sender process plays HAProxy's ring forwarder: it makes ``--rate`` lines/s of 270 bytes
 (an access-log line's usual length) into a backlog and, every 0.4 ms, writes as much of the
 backlog as the UNIX stream socket takes (non-blocking; the rest stays, as in the ring).
-This process runs ``lbaas.agent.access_log.AccessLogs`` with each ``BATCH_WAIT`` in turn
+This process runs ``lbaas.amphora.access_log.AccessLogs`` with each ``BATCH_WAIT`` in turn
 (0: the reader wakes for every write), interleaved over ``--rounds``, and reports the CPU
 this process used per line (``time.process_time``: the reader thread, the main thread
 only sleeps), the lines written against the lines sent, and the machine's load.
@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lbaas.agent import access_log  # noqa: E402
+from lbaas.amphora import access_log  # noqa: E402
 
 LINE = b"p" * 269 + b"\n"
 

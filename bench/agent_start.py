@@ -5,7 +5,7 @@
 A restarted ``lbaas agent`` holds its load balancers PENDING until it answers (issue 10,
 point 13: longest PENDING <= 10 s), so its start-up is measured on its own:
 
-- ``import_seconds``: wall time of ``python -c 'import lbaas.cli, lbaas.agent.service'``
+- ``import_seconds``: wall time of ``python -c 'import lbaas.cli, lbaas.fleet.agent_service'``
   (``python_seconds``: the bare interpreter, for comparison), and ``import_cpu_seconds``
   its CPU time (user + system), which a loaded machine disturbs less;
 - ``ready_seconds``: from exec of ``lbaas agent`` (loopback mode, a fresh state directory
@@ -38,11 +38,11 @@ from pathlib import Path
 
 from dataplane_procs import accepts, free_port
 
-from lbaas.agent.client import AgentClient
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import AgentUnreachable
+from lbaas.fleet.client import AgentClient
 
-AGENT_IMPORTS = "import lbaas.cli, lbaas.agent.service"
+AGENT_IMPORTS = "import lbaas.cli, lbaas.fleet.agent_service"
 # Packages, or modules by their full name: the HAProxy renderer is the controller's.
 HEAVY = (
     "numpy",
@@ -53,7 +53,7 @@ HEAVY = (
     "alembic",
     "psycopg",
     "lbaas.render.haproxy.emit",
-    "lbaas.agent.metadata_agent",
+    "lbaas.metadata.agent",
 )
 READY_TIMEOUT = 120.0
 

@@ -55,7 +55,7 @@ from typing import Any
 import httpx
 from dataplane_procs import AddressPlan, free_port, processes_mentioning
 
-from lbaas.agent.host.socket_activation import spawn_activated
+from lbaas.host.socket_activation import spawn_activated
 from lbaas.jobs.agent_return import agent_answers
 from lbaas.jobs.wakeup import wakeup_directory
 

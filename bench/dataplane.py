@@ -633,7 +633,7 @@ def _lbaas_settings_in_force() -> dict[str, Any]:
         "providers.amphora_maxconn": defaults.providers.amphora_maxconn,
     }
     try:
-        from lbaas.agent import service
+        from lbaas.fleet import agent_service as service
 
         found["agent.supervise_interval_s"] = service.SUPERVISE_INTERVAL
     except (ImportError, AttributeError):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from dataplane_procs import children_of, cpu_seconds
 
-from lbaas.agent.access_log import THREAD_NAME
+from lbaas.amphora.access_log import THREAD_NAME
 
 Meter = Callable[[], float]
 _TICK = os.sysconf("SC_CLK_TCK")

@@ -23,9 +23,9 @@ from typing import Any
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver, ReceiverCounts
 from lbaas.health.sql_store import SqlHealthStore
-from lbaas.heartbeat.envelope import ReplayGuard, seal
-from lbaas.heartbeat.report_codec import to_payload
 from lbaas.model.health import HealthReport
+from lbaas.wire.heartbeat.envelope import ReplayGuard, seal
+from lbaas.wire.heartbeat.report_codec import to_payload
 
 KEY = b"bench-heartbeat-key-of-32-bytes!"
 

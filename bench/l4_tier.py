@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e" / "tier"))
 
 from tier_lab import NODES, PEERS, PORT, TierLab, tier_lab  # noqa: E402
 
-from lbaas.l4.tier.groups import TierGroups  # noqa: E402
+from lbaas.tier.groups import TierGroups  # noqa: E402
 
 PROBE = str(ROOT / "tests" / "e2e" / "tier" / "tier_probe.py")
 HOLD = str(ROOT / "tests" / "e2e" / "tier" / "tier_hold.py")

@@ -101,9 +101,9 @@ def _remove_namespaces(prefix: str) -> None:
 def _inside(prefix: str, args: argparse.Namespace) -> dict[str, Any]:
     import httpx
 
-    from lbaas.agent.host.real import RealHostOps
-    from lbaas.agent.metadata_agent import MetadataProxies
     from lbaas.compose import http_app
+    from lbaas.host.real import RealHostOps
+    from lbaas.metadata.agent import MetadataProxies
     from tests.support.control_plane import make_settings, running_control_plane
     from tests.support.served_app import served
 

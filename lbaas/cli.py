@@ -228,7 +228,7 @@ def _start_embedded_extras(
 
 
 def _start_agent(settings: Settings, listening: socket.socket | None = None) -> Callable[[], None]:
-    from lbaas.agent.service import AgentService
+    from lbaas.fleet.agent_service import AgentService
 
     service = AgentService(settings, listening=listening)
     service.start()
@@ -301,7 +301,7 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
-    from lbaas.agent.activation import inherited_socket
+    from lbaas.host.activation import inherited_socket
 
     # First, before anything starts a child: the service manager's socket, if it passed one.
     listening = inherited_socket()
@@ -318,8 +318,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 
 def cmd_agent_enrol(args: argparse.Namespace) -> int:
-    from lbaas.agent.enrolment import Enrolment, parse_managers
     from lbaas.compose import enrol_agent, open_database
+    from lbaas.fleet.enrolment import Enrolment, parse_managers
 
     settings = _settings(args)
     managers = parse_managers(args.health_manager or [])
@@ -449,7 +449,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
 
 
 def cmd_tier(args: argparse.Namespace) -> int:
-    from lbaas.health.tier_command import run
+    from lbaas.tier.command import run
 
     return run(args, _settings(args).tier)
 
@@ -524,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
     add_lab_arguments(lab)
     lab.set_defaults(func=cmd_lab)
-    from lbaas.health.tier_command import add_arguments as add_tier_arguments
+    from lbaas.tier.command import add_arguments as add_tier_arguments
 
     tier = sub.add_parser("tier", help="the L4 tier: its lease watcher and its status")
     add_tier_arguments(tier)

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lbaas.agent.enrolment import Enrolment, write_bundle
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.certs.kek import KeyRing, create_key_ring, load_key_ring
 from lbaas.config import Settings
@@ -23,8 +22,8 @@ from lbaas.db.engine import Database
 from lbaas.db.job_notify import PostgresJobListener
 from lbaas.db.secret_vault import SecretVault, count_sealed
 from lbaas.errors import ConfigError
+from lbaas.fleet.enrolment import Enrolment, write_bundle
 from lbaas.health.rollup import roll_up
-from lbaas.heartbeat.key import heartbeat_key
 from lbaas.jobs.agent_return import AgentReturnWatch
 from lbaas.jobs.base import WakeupSource
 from lbaas.jobs.runner import JobRunner
@@ -38,6 +37,7 @@ from lbaas.model.fleet import HostAddress, HostView
 from lbaas.network.registry import seed_subnets
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.registry import ProviderRegistry, build_registry
+from lbaas.wire.heartbeat.key import heartbeat_key
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp

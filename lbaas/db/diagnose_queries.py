@@ -41,7 +41,7 @@ class AmphoraFacts:
 @dataclass(frozen=True)
 class ProbeFacts:
     """One amphora's agent's latest probe of a listener's VIP:port, as its last heartbeat
-    carried it (``lbaas.agent.vip_probe``)."""
+    carried it (``lbaas.amphora.vip_probe``)."""
 
     amphora_id: str
     answered: bool

@@ -33,7 +33,7 @@ from lbaas.model.enums import ProvisioningStatus
 
 #: The API's ``/stats`` counters (Octavia's five) and the request count, which only
 #: ``/metrics`` and the dashboard show: Octavia's stats body has no such field.
-#: The VIP probe's gauges (``lbaas.agent.vip_probe``) ride along, only ever current.
+#: The VIP probe's gauges (``lbaas.amphora.vip_probe``) ride along, only ever current.
 #: Each is a record's integer column (``counter_totals``), the five first in ``COUNTERS``' order.
 METRIC_COUNTERS = TOTAL_COLUMNS
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lbaas.agent.client import AgentClient
-from lbaas.agent.wire import AmphoraStatus
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.config import Settings
 from lbaas.diagnose.base import AgentView
+from lbaas.fleet.client import AgentClient
+from lbaas.wire.amphora import AmphoraStatus
 
 
 class TlsAgentView(AgentView):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import abc
 
-from lbaas.agent.wire import AmphoraStatus
 from lbaas.model.graph import Listener
+from lbaas.wire.amphora import AmphoraStatus
 
 
 class AgentView(abc.ABC):

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from lbaas.agent.wire import AmphoraStatus as AgentAmphora
 from lbaas.db.diagnose_queries import JobFacts, LoadBalancerFacts, ProbeFacts
 from lbaas.diagnose.base import AgentView, VipProbe
 from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import ListenerProtocol, OperatingStatus, ProvisioningStatus
+from lbaas.wire.amphora import AmphoraStatus as AgentAmphora
 
 _PROBED = frozenset(
     {
@@ -143,7 +143,7 @@ def vip_hops(
 ) -> Iterator[Verdict]:
     """Per enabled listener: does its VIP:port answer?
 
-    Two witnesses: the agents' own probes (``lbaas.agent.vip_probe``), made from where a
+    Two witnesses: the agents' own probes (``lbaas.amphora.vip_probe``), made from where a
     client's connection arrives at the amphora and carried by their heartbeats, and a
     connect from here. The agents' word decides when an amphora heard from recently
     probed: "here" may simply not route to the VIP (netns mode, another host), while the

@@ -30,10 +30,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
-from lbaas.agent.client_pool import AgentPool
 from lbaas.db import host_repo
 from lbaas.db.engine import Database
 from lbaas.errors import ConvergeError
+from lbaas.fleet.client_pool import AgentPool
 from lbaas.model.fleet import HostAddress, HostAnnouncement
 
 log = logging.getLogger(__name__)

@@ -41,10 +41,10 @@ from lbaas.health.kernel_filter import drop_sources
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.health.refusals import RefusalLog
 from lbaas.health.source_throttle import SourceThrottle
-from lbaas.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
-from lbaas.heartbeat.host_codec import from_host_payload, is_host_payload
-from lbaas.heartbeat.report_codec import from_payload
 from lbaas.model.graph import AmphoraId
+from lbaas.wire.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
+from lbaas.wire.heartbeat.host_codec import from_host_payload, is_host_payload
+from lbaas.wire.heartbeat.report_codec import from_payload
 
 if TYPE_CHECKING:
     from lbaas.health.fleet import HostRegistry

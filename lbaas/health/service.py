@@ -10,13 +10,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from lbaas.agent.client import AgentClient
-from lbaas.agent.client_pool import AgentPool, tls_client_factory
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.config import Settings
 from lbaas.db import job_queue
 from lbaas.db.engine import Database
 from lbaas.db.provider_queries import active_loadbalancers_of, loadbalancer_kept
+from lbaas.fleet.client import AgentClient
+from lbaas.fleet.client_pool import AgentPool, tls_client_factory
 from lbaas.health.distributed_poll import DistributedStatusPoller
 from lbaas.health.fleet import HostSweeper, SqlHostRegistry, StaleAmphoraCleaner
 from lbaas.health.flusher import Flusher, flush_interval
@@ -27,12 +27,12 @@ from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.sql_store import SqlHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
-from lbaas.heartbeat.envelope import ReplayGuard
-from lbaas.heartbeat.key import heartbeat_key
 from lbaas.metrics.process import ProcessMetrics
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.driver import DistributedProvider
 from lbaas.providers.registry import load_providers
+from lbaas.wire.heartbeat.envelope import ReplayGuard
+from lbaas.wire.heartbeat.key import heartbeat_key
 
 
 def _controller_agents(settings: Settings) -> AgentPool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from lbaas.agent.host.base import CommandResult
+from lbaas.host.base import CommandResult
 
 # Runs argv to its end and returns its exit status and output; raises only when the command
 # cannot be run at all. Tests pass their own (for instance one that "crashes" midway).

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from prometheus_client import generate_latest
 
-from lbaas.agent.host.commands import run_command
 from lbaas.config import TierSettings
-from lbaas.l4.tier.lease import LeasePolicy
+from lbaas.host.commands import run_command
 from lbaas.lab import processes
 from lbaas.lab.base import LabError, LabExists
 from lbaas.lab.instances import Instances
@@ -28,8 +27,9 @@ from lbaas.lab.tier import LabTier
 from lbaas.lab.tier_leases import LabLeases
 from lbaas.lab.tier_status import tier_status
 from lbaas.lab.tier_watch import start_watch
-from lbaas.metrics.tier import tier_registry
 from lbaas.progress import Progress
+from lbaas.tier.lease import LeasePolicy
+from lbaas.tier.metrics import tier_registry
 
 DEFAULT_NAME = "lab"
 

@@ -21,13 +21,13 @@ import re
 import uuid
 from typing import Any
 
-from lbaas.agent.metadata_haproxy import METADATA_ADDRESS, METADATA_MAC
 from lbaas.lab import processes
 from lbaas.lab.addresses import FIRST_HOST, address, bare
 from lbaas.lab.base import LabError
 from lbaas.lab.lab import Lab
 from lbaas.lab.netns import Netns
 from lbaas.lab.services import API_PORT, SETTINGS_FILE, host_id, lbaas_command
+from lbaas.metadata.haproxy_config import METADATA_ADDRESS, METADATA_MAC
 
 _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 VXLAN_PORT = 4789

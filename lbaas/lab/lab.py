@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lbaas.agent.host.commands import run_command
+from lbaas.host.commands import run_command
 from lbaas.lab import names as n
 from lbaas.lab.addresses import (
     CLIENT_HOST,

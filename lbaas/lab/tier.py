@@ -3,7 +3,7 @@
 The router runs BIRD with one eBGP session per node and ECMP towards them, hashing on the
 5-tuple (``fib_multipath_hash_policy=1`` in its namespace). Each node forwards, runs BIRD
 announcing the VIPs it is given, and masquerades the flows its L4 engine DNATs towards the
-member networks (NAT return: ``lbaas.l4.tier.nat_return``). The L4 engine itself is the
+member networks (NAT return: ``lbaas.tier.nat_return``). The L4 engine itself is the
 caller's: ``engine(i)`` programs node ``i``'s namespace.
 
 BIRD runs in the foreground under ``nsenter`` (``processes.start``), each registered with the
@@ -21,13 +21,9 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from lbaas.agent.host.commands import run_command
+from lbaas.host.commands import run_command
 from lbaas.l4.engine import L4Engine
-from lbaas.l4.host.bird import BirdCommandFailed, BirdControl, parse_check
 from lbaas.l4.host.real import RealNftOps
-from lbaas.l4.tier import bird, static_routes
-from lbaas.l4.tier.groups import TierGroups
-from lbaas.l4.tier.nat_return import render_nat_return
 from lbaas.lab import names as n
 from lbaas.lab import processes
 from lbaas.lab.addresses import FIRST_HOST, ROUTER_HOST, address, bare
@@ -37,6 +33,10 @@ from lbaas.lab.netns import Netns
 from lbaas.lab.services import tier_node_files
 from lbaas.lab.state import LabState
 from lbaas.private_files import make_private_directory, write_private
+from lbaas.tier import bird, static_routes
+from lbaas.tier.groups import TierGroups
+from lbaas.tier.host.bird import BirdCommandFailed, BirdControl, parse_check
+from lbaas.tier.nat_return import render_nat_return
 
 ROUTER = "rtr"
 _START_TIMEOUT = 20.0

@@ -1,6 +1,6 @@
 """Direct server return in a lab tier: nodes mark and route, members hold the VIP on ``lo``.
 
-What ``lbaas.l4.tier.dsr`` renders, run in the lab's namespaces:
+What ``lbaas.tier.dsr`` renders, run in the lab's namespaces:
 
 - a node loads the DSR table and, per member address, a routing table (id = the member's
   mark) whose default route goes via the member on the member network, and an ``ip rule``
@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from lbaas.agent.host.commands import run_command
+from lbaas.host.commands import run_command
 from lbaas.l4.host.real import RealNftOps
 from lbaas.l4.service import L4Service
-from lbaas.l4.tier import dsr
 from lbaas.lab import names as n
 from lbaas.lab.addresses import ROUTER_HOST, address, bare
 from lbaas.lab.base import Runner
 from lbaas.lab.lab import Lab
 from lbaas.lab.netns import Netns
+from lbaas.tier import dsr
 
 
 class LabDsr:

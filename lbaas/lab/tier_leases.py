@@ -1,6 +1,6 @@
 """Leases in a lab tier: a node agent per node, the control plane's watcher in this process.
 
-Each node runs ``lbaas.l4.tier.node_agent`` (registered with the lab as the node's host, so
+Each node runs ``lbaas.tier.node_agent`` (registered with the lab as the node's host, so
 ``host-down`` kills it), renewing its lease in ``<services_dir>/tier/leases.sqlite`` and
 answering on its health port on the fabric. The watcher sweeps in a thread: it checks a
 node's health port from the router's namespace (a TCP connect; ``tier.health_check_tries``
@@ -23,15 +23,15 @@ from typing import Any
 
 from prometheus_client import start_http_server
 
-from lbaas.agent.host.commands import run_command
-from lbaas.l4.tier.lease import LeasePolicy, LeaseTable
-from lbaas.l4.tier.lease_store import SqliteLeaseStore
-from lbaas.l4.tier.watcher import LeaseWatcher, SweepReport
+from lbaas.host.commands import run_command
 from lbaas.lab import processes
 from lbaas.lab.addresses import FIRST_HOST, address, bare
 from lbaas.lab.tier import ROUTER, LabTier, node_protocol
 from lbaas.lab.tier_status import tier_status
-from lbaas.metrics.tier import tier_registry
+from lbaas.tier.lease import LeasePolicy, LeaseTable
+from lbaas.tier.lease_store import SqliteLeaseStore
+from lbaas.tier.metrics import tier_registry
+from lbaas.tier.watcher import LeaseWatcher, SweepReport
 
 HEALTH_PORT = 9180
 
@@ -67,7 +67,7 @@ class LabLeases:
     def start_agent(self, index: int) -> None:
         lab = self.tier.lab
         namespace, node = lab.names.host(index), node_protocol(index)
-        argv = [sys.executable, "-m", "lbaas.l4.tier.node_agent", str(self.store.path), node]
+        argv = [sys.executable, "-m", "lbaas.tier.node_agent", str(self.store.path), node]
         argv += [self._fabric(index), str(HEALTH_PORT), str(self.policy.renew_interval)]
         directory = lab.services_dir / "tier" / node
         log = directory / "agent.log"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from lbaas.l4.host.bird import BirdCommandFailed, BirdControl
-from lbaas.l4.tier.lease import LeasePolicy
-from lbaas.l4.tier.lease_store import LeaseStoreUnavailable, SqliteLeaseStore
 from lbaas.lab.lab import Lab
+from lbaas.tier.host.bird import BirdCommandFailed, BirdControl
+from lbaas.tier.lease import LeasePolicy
+from lbaas.tier.lease_store import LeaseStoreUnavailable, SqliteLeaseStore
 
 ROUTER = "rtr"
 

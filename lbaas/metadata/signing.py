@@ -13,7 +13,7 @@ import hashlib
 import hmac
 from pathlib import Path
 
-from lbaas.heartbeat.key import load_or_create_key
+from lbaas.wire.heartbeat.key import load_or_create_key
 
 INSTANCE_ID = "X-Instance-ID"
 SIGNATURE = "X-Instance-ID-Signature"

@@ -52,7 +52,7 @@ class ListenerCounters:
     vip_probes: int = 0
     """Gauge: amphorae whose agent probed the listener's VIP:port in their latest report."""
     vip_answered: int = 0
-    """Gauge: of those, how many got a TCP connection (see ``lbaas.agent.vip_probe``)."""
+    """Gauge: of those, how many got a TCP connection (see ``lbaas.amphora.vip_probe``)."""
     check_failures: int = 0
 
     def __add__(self, other: ListenerCounters) -> ListenerCounters:

@@ -16,10 +16,10 @@ from typing import Any
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver, ReceiverCounts
 from lbaas.health.sql_store import SqlHealthStore
-from lbaas.heartbeat.envelope import ReplayGuard, seal
-from lbaas.heartbeat.report_codec import to_payload
 from lbaas.model.enums import OperatingStatus
 from lbaas.model.health import MemberState
+from lbaas.wire.heartbeat.envelope import ReplayGuard, seal
+from lbaas.wire.heartbeat.report_codec import to_payload
 from tests.api.test_health_store import Scene, bytes_in, last_heartbeat, member_status
 from tests.support.api_client import Api
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from lbaas.agent.metadata_proxy import (
+from lbaas.metadata import signing
+from lbaas.metadata.proxy import (
     HttpUpstream,
     MetadataForwarder,
     StaticPortView,
     bound_ports,
 )
-from lbaas.metadata import signing
 from tests.api.resource_base import assert_fault
 from tests.support.api_client import LOOPBACK_SUBNET, Api
 from tests.support.control_plane import asgi_app

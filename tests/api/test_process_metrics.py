@@ -11,13 +11,13 @@ import pytest
 
 from lbaas.compose import build_worker_process
 from lbaas.health.service import start_health_manager
-from lbaas.heartbeat.envelope import seal
-from lbaas.heartbeat.key import heartbeat_key
-from lbaas.heartbeat.report_codec import to_payload
 from lbaas.metrics.endpoint import MetricsEndpoint
 from lbaas.metrics.process import ProcessMetrics
 from lbaas.model.graph import LoadBalancerId
 from lbaas.model.health import HealthReport
+from lbaas.wire.heartbeat.envelope import seal
+from lbaas.wire.heartbeat.key import heartbeat_key
+from lbaas.wire.heartbeat.report_codec import to_payload
 from tests.support.api_client import Api
 from tests.support.control_plane import asgi_app, build_plane, make_settings
 from tests.support.prometheus import Exposition

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lbaas.agent.plumbing import namespace_name
-from lbaas.agent.runtime_api import RuntimeApiError, unix_socket_transport
+from lbaas.amphora.plumbing import namespace_name
+from lbaas.host.runtime_api import RuntimeApiError, unix_socket_transport
 from lbaas.lab.addresses import bare
 from lbaas.lab.lab import Lab
 from lbaas.lab.services import start_services

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lbaas.agent.host.socket_activation import spawn_activated
+from lbaas.host.socket_activation import spawn_activated
 
 
 def lbaas_env(settings: Mapping[str, Any], base: Mapping[str, str] | None = None) -> dict[str, str]:

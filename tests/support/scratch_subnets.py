@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 import random
 
-from lbaas.agent.host.commands import run_command
+from lbaas.host.commands import run_command
 from lbaas.lab.addresses import networks_in_use, pick_networks
 
 

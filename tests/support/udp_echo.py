@@ -14,7 +14,7 @@ import collections
 import sys
 from collections.abc import Callable, Sequence
 
-from lbaas.agent.host.base import CommandResult
+from lbaas.host.base import CommandResult
 
 ECHO = """
 import socket, sys

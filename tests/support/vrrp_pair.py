@@ -2,7 +2,7 @@
 
 Two amphora namespaces on one VIP bridge, each with HAProxy (rendered by the real renderer,
 with the pair's ``peers`` and SOURCE_IP persistence) and keepalived run by a real
-``AmphoraManager`` in netns mode; two backend namespaces on a member bridge serve their own
+``AmphoraRegistry`` in netns mode; two backend namespaces on a member bridge serve their own
 names over HTTP. The host holds the VIP subnet's gateway address, so requests from the
 host reach the VIP, which lives only in namespaces this harness created. ``close`` removes
 every amphora, namespace, bridge and process it made, whatever happened before.
@@ -22,11 +22,14 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.host.keepalived_exec import KeepalivedLauncher
-from lbaas.agent.host.real import RealHostOps
-from lbaas.agent.plumbing import bridge_name, namespace_name, plan_plumbing, vip_leg
-from lbaas.agent.wire import (
+from lbaas.amphora.plumbing import bridge_name, namespace_name, plan_plumbing, vip_leg
+from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.host.keepalived_exec import KeepalivedLauncher
+from lbaas.host.real import RealHostOps
+from lbaas.model.enums import AmphoraRole, PersistenceType
+from lbaas.render.haproxy import HaproxyContext, render_haproxy
+from lbaas.render.haproxy.context import HaproxyPeer, HaproxyPeers
+from lbaas.wire.amphora import (
     SPEC_FORMAT,
     AmphoraSpec,
     HaproxyFacts,
@@ -37,9 +40,6 @@ from lbaas.agent.wire import (
     VrrpSpec,
     amphora_paths,
 )
-from lbaas.model.enums import AmphoraRole, PersistenceType
-from lbaas.render.haproxy import HaproxyContext, render_haproxy
-from lbaas.render.haproxy.context import HaproxyPeer, HaproxyPeers
 from tests.support.graphs import listener, load_balancer, member, persistence, pool
 from tests.support.scratch_subnets import pick_subnets
 
@@ -130,7 +130,7 @@ class VrrpPair:
     version: int = 0
 
     def __post_init__(self) -> None:
-        self.manager = AmphoraManager(
+        self.manager = AmphoraRegistry(
             self.root / "amphorae", self.host, mode="netns", keepalived=KeepalivedLauncher()
         )
         vip_net, member_net = pick_subnets(2)

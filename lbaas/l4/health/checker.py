@@ -51,7 +51,7 @@ class HealthChecker:
         self._max_concurrent = max_concurrent
         self._clock = clock
         # Run first in the loop's thread, before any socket exists: the amphora's UDP
-        # members are probed from inside its network namespace (lbaas.agent.host.netns_thread).
+        # members are probed from inside its network namespace (lbaas.host.netns_thread).
         self._thread_setup = thread_setup
         self._setup_error: Exception | None = None
         self._lock = threading.Lock()

@@ -69,7 +69,7 @@ class VipAnnouncer(abc.ABC):
 
 
 class DsrRouter(abc.ABC):
-    """Direct server return on an L4 tier node (``lbaas.l4.tier.dsr``'s shape).
+    """Direct server return on an L4 tier node (``lbaas.tier.dsr``'s shape).
 
     ``apply`` replaces the node's whole DSR state with ``services``: a mark rule and a
     routing table per member address (the route via the member, which must be on-link),

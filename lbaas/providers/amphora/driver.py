@@ -31,25 +31,12 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lbaas.agent.client import AgentClient
-from lbaas.agent.client_pool import AgentPool, tls_client_factory
-from lbaas.agent.wire import (
-    SPEC_FORMAT,
-    AgentInfo,
-    AmphoraSpec,
-    HaproxyFacts,
-    MemberNetwork,
-    NetworkSpec,
-    ProbedPort,
-    ServerSetting,
-    VipSpec,
-    VrrpSpec,
-    amphora_paths,
-)
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.certs.kek import load_key_ring
 from lbaas.db.secret_vault import SecretVault
 from lbaas.errors import AgentUnreachable, ConfigError, PermanentError
+from lbaas.fleet.client import AgentClient
+from lbaas.fleet.client_pool import AgentPool, tls_client_factory
 from lbaas.keyrefs.base import KeyMaterial
 from lbaas.keyrefs.configured import barbican_material, routed
 from lbaas.keyrefs.vault_material import VaultMaterial
@@ -66,6 +53,19 @@ from lbaas.providers.amphora.topology import PairConverger, VrrpTimers, pair_fil
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 from lbaas.render.haproxy import HaproxyContext, RenderedHaproxy, render_haproxy
 from lbaas.render.haproxy.context import HaproxyPeers
+from lbaas.wire.amphora import (
+    SPEC_FORMAT,
+    AgentInfo,
+    AmphoraSpec,
+    HaproxyFacts,
+    MemberNetwork,
+    NetworkSpec,
+    ProbedPort,
+    ServerSetting,
+    VipSpec,
+    VrrpSpec,
+    amphora_paths,
+)
 
 if TYPE_CHECKING:
     from lbaas.db.job_queue import Claim
@@ -75,7 +75,7 @@ LOG = logging.getLogger(__name__)
 
 def ping_script() -> str:
     """The external-check script PING monitors run (shipped inside the package)."""
-    return str(files("lbaas.agent").joinpath("scripts/ping-check"))
+    return str(files("lbaas.amphora").joinpath("scripts/ping-check"))
 
 
 def haproxy_facts(rendered: RenderedHaproxy) -> HaproxyFacts:

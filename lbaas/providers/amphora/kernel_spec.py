@@ -26,10 +26,10 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 
-from lbaas.agent.wire_datapath import ListenerPort, UdpListener, UdpMember, VipFilter
 from lbaas.model.enums import LbAlgorithm, ListenerProtocol, PersistenceType, PoolProtocol
 from lbaas.model.graph import Listener, LoadBalancer, Member, Pool
-from lbaas.providers.l4_monitor import pool_monitor
+from lbaas.wire.datapath import ListenerPort, UdpListener, UdpMember, VipFilter
+from lbaas.wire.l4_monitor import pool_monitor
 
 #: Maglev slots per UDP listener. Amphora UDP pools are small (DNS, syslog, games):
 #: 4099 keeps every member's share within 1 % of its weight's up to 40 members and loads

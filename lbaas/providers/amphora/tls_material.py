@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 from cryptography.hazmat.primitives import serialization
 
-from lbaas.agent.wire import TlsFile
 from lbaas.errors import ConvergeError, PermanentError, TemporaryError
 from lbaas.keyrefs import certificates as certificate_refs
 from lbaas.keyrefs.base import KeyMaterial, Unresolvable
@@ -29,6 +28,7 @@ from lbaas.keyrefs.certificates import EXPIRY_WARNING
 from lbaas.model.enums import ClientAuthentication
 from lbaas.model.graph import Listener, LoadBalancer, Pool
 from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
+from lbaas.wire.amphora import TlsFile
 
 LOG = logging.getLogger(__name__)
 #: Seconds before a converge that could not reach the key manager is tried again.

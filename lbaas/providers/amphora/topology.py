@@ -1,7 +1,7 @@
 """ACTIVE_STANDBY: a load balancer served by a pair of amphorae that share its VIP by VRRP.
 
 Each amphora has its own VRRP port (``vrrp_ip``) on the VIP subnet; keepalived in each
-(agent side, ``lbaas.agent.vrrp``) holds the VIP on the MASTER, and the HAProxys are
+(agent side, ``lbaas.amphora.vrrp``) holds the VIP on the MASTER, and the HAProxys are
 ``peers`` so their stick tables are the same on both. The MASTER has the higher
 priority; both start BACKUP with ``nopreempt``, so the first election follows the
 priorities and an amphora that returns never takes the VIP back.
@@ -31,16 +31,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lbaas.agent.client import AgentClient
-from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, VrrpSpec
-from lbaas.agent.wire_datapath import VRRP_PROTOCOL, AllowedPeer, VipFilter
 from lbaas.errors import ConvergeError, PermanentError
+from lbaas.fleet.client import AgentClient
 from lbaas.model.enums import AmphoraRole
 from lbaas.model.fleet import HostAddress
 from lbaas.model.graph import LoadBalancer
 from lbaas.providers.amphora.placement import PairPlacementImpossible
 from lbaas.providers.amphora.store.base import AmphoraStore, PairMember, PairSite, PairStore
 from lbaas.render.haproxy.context import HaproxyPeer, HaproxyPeers
+from lbaas.wire.amphora import AmphoraSpec, AmphoraStatus, VrrpSpec
+from lbaas.wire.datapath import VRRP_PROTOCOL, AllowedPeer, VipFilter
 
 if TYPE_CHECKING:
     from lbaas.db.job_queue import Claim

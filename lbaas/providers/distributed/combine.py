@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lbaas.agent.wire_l4 import L4ServiceStatus
 from lbaas.model.graph import ListenerId, LoadBalancer, MemberId, PoolId
 from lbaas.model.health import (
     HealthReport,
@@ -27,6 +26,7 @@ from lbaas.model.health import (
     PoolHealth,
     PoolState,
 )
+from lbaas.wire.l4 import L4ServiceStatus
 
 
 def member_state(views: Sequence[L4ServiceStatus], member_id: str) -> MemberState | None:

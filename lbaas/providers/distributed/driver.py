@@ -34,10 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lbaas.agent.client_l4 import L4AgentClient
-from lbaas.agent.wire_l4 import L4ListenerSpec, L4ServiceSpec, L4ServiceStatus
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import AgentUnreachable, LbaasError
+from lbaas.fleet.client_l4 import L4AgentClient
 from lbaas.model.fleet import agent_server_name
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
@@ -64,6 +63,7 @@ from lbaas.providers.distributed.placement import announcing_nodes
 from lbaas.providers.distributed.places import Placement, apply_placement, place, recovered
 from lbaas.providers.distributed.registry import RegistryNodeDirectory
 from lbaas.providers.distributed.translate import service_spec
+from lbaas.wire.l4 import L4ListenerSpec, L4ServiceSpec, L4ServiceStatus
 
 if TYPE_CHECKING:
     from lbaas.db.job_queue import Claim

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lbaas.agent.wire_l4 import L4ListenerSpec, L4MemberSpec, L4ServiceStatus, L4TombstoneSpec
+from lbaas.wire.l4 import L4ListenerSpec, L4MemberSpec, L4ServiceStatus, L4TombstoneSpec
 
 #: At most this share of a listener's live members may be tombstones (and at least
 #: ``MIN_TOMBSTONES``); past it all of them are forgotten in one compaction.

@@ -10,10 +10,10 @@ members then count as healthy, as with HAProxy.
 
 from __future__ import annotations
 
-from lbaas.agent.wire_l4 import L4ListenerSpec, L4MemberSpec, L4ServiceSpec
 from lbaas.l4.service import DEFAULT_TABLE_SIZE, hash_key_for
 from lbaas.model.graph import Listener, LoadBalancer, Pool
-from lbaas.providers.l4_monitor import pool_monitor
+from lbaas.wire.l4 import L4ListenerSpec, L4MemberSpec, L4ServiceSpec
+from lbaas.wire.l4_monitor import pool_monitor
 
 #: Maglev table sizes a listener may get (primes); see ``table_size_for``.
 TABLE_SIZES = (1021, 4099, DEFAULT_TABLE_SIZE, 65537)

@@ -1,4 +1,4 @@
-"""The source port of the agent's VIP probes (``lbaas.agent.vip_probe``), which every
+"""The source port of the agent's VIP probes (``lbaas.amphora.vip_probe``), which every
 rendered frontend rejects (``emit``): sent from the VIP itself, so no client can come from
 there, and outside the kernel's ephemeral range.
 

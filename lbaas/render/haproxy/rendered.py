@@ -10,7 +10,7 @@ The "only weights and states changed" question is answered by ``fixed_digest``: 
 of the text written from the view with every server's weight and admin state set to one
 value and every comment (``notes``) dropped. Two renders with equal digests therefore
 differ only in those server words — the condition under which the agent takes the runtime
-API path (``lbaas.agent.runtime_changes``).
+API path (``lbaas.amphora.runtime_changes``).
 """
 
 from __future__ import annotations

@@ -14,18 +14,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.wire import SPEC_FORMAT, HaproxyFacts, ServerSetting
+from lbaas.amphora.registry import AmphoraRegistry
 from lbaas.model.graph import ListenerId, MemberId, PoolId
 from lbaas.model.health import HealthReport
 from lbaas.render.haproxy.names import backend_name, frontend_name, server_name
+from lbaas.wire.amphora import SPEC_FORMAT, HaproxyFacts, ServerSetting
 from tests.support.waiting import wait_until
 
 LISTENER = ListenerId("0b6c1a52-6e1f-4b0e-9d68-3c1f1f4a7e01")
 POOL = PoolId("7d0f5a7e-3f4c-4c55-9c2d-0f3e9b1f2a02")
 
 
-def report_of(manager: AmphoraManager, amphora_id: str) -> HealthReport:
+def report_of(manager: AmphoraRegistry, amphora_id: str) -> HealthReport:
     """The amphora's health report. A read that misses one round's deadline (a busy host:
     reading UDP listeners goes through nft and conntrack) is delivered by a later round,
     as for the heartbeats, so ask again until it is there."""

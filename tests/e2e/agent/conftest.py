@@ -12,9 +12,9 @@ import pytest
 from agent_e2e_support import Backend
 from scratch_net import ScratchNet
 
-from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.host.loopback import LoopbackHostOps
-from lbaas.agent.host.real import RealHostOps
+from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.host.loopback import LoopbackHostOps
+from lbaas.host.real import RealHostOps
 
 
 @pytest.fixture
@@ -43,10 +43,10 @@ def host_ops() -> LoopbackHostOps:
 
 
 @pytest.fixture
-def manager(short_dir: Path, host_ops: LoopbackHostOps) -> Iterator[AmphoraManager]:
+def manager(short_dir: Path, host_ops: LoopbackHostOps) -> Iterator[AmphoraRegistry]:
     if shutil.which("haproxy") is None:
         pytest.fail("haproxy is not installed")
-    manager = AmphoraManager(short_dir / "amphorae", host_ops)
+    manager = AmphoraRegistry(short_dir / "amphorae", host_ops)
     try:
         yield manager
     finally:

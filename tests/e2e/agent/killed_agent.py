@@ -14,10 +14,10 @@ import signal
 import sys
 from pathlib import Path
 
-from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.host.base import HaproxyFiles
-from lbaas.agent.host.loopback import LoopbackHostOps
-from lbaas.agent.wire import AmphoraSpec
+from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.host.base import HaproxyFiles
+from lbaas.host.loopback import LoopbackHostOps
+from lbaas.wire.amphora import AmphoraSpec
 
 
 class KilledAtReload(LoopbackHostOps):
@@ -29,7 +29,7 @@ class KilledAtReload(LoopbackHostOps):
 
 def main(argv: list[str]) -> None:
     root, amphora_id, *specs = argv
-    manager = AmphoraManager(Path(root), KilledAtReload())
+    manager = AmphoraRegistry(Path(root), KilledAtReload())
     manager.restore()
     for spec in specs:
         manager.put(amphora_id, AmphoraSpec.model_validate_json(Path(spec).read_bytes()))

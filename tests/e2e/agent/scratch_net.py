@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lbaas.agent.host.real import RealHostOps
+from lbaas.host.real import RealHostOps
 
 BACKEND_PORT = 8000
 

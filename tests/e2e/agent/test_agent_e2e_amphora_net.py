@@ -20,13 +20,13 @@ import pytest
 from agent_e2e_support import Server, haproxy_config
 from scratch_net import BACKEND_PORT, ScratchNet
 
-from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.host.commands import run_command
-from lbaas.agent.host.real import RealHostOps
-from lbaas.agent.plumbing import bridge_name, plan_plumbing
-from lbaas.agent.vip_filter import TABLE, byte_counters
-from lbaas.agent.wire import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec
-from lbaas.agent.wire_datapath import ListenerPort, VipFilter
+from lbaas.amphora.plumbing import bridge_name, plan_plumbing
+from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.amphora.vip_filter import TABLE, byte_counters
+from lbaas.host.commands import run_command
+from lbaas.host.real import RealHostOps
+from lbaas.wire.amphora import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec
+from lbaas.wire.datapath import ListenerPort, VipFilter
 from tests.support.scratch_subnets import pick_subnets
 from tests.support.waiting import wait_until
 
@@ -129,7 +129,7 @@ def test_vip_filter_source_routing_and_mtu(
     nets = _prefixes(4)  # VIP, member, the client's far network, the backend's far network
     client_far, backend_far = f"{nets[2]}.2", f"{nets[3]}.2"
     amphora_id = f"amp-{testnet.tag}"
-    manager = AmphoraManager(short_dir / "amphorae", host, mode="netns")
+    manager = AmphoraRegistry(short_dir / "amphorae", host, mode="netns")
     root = manager.root / amphora_id
     spec = _spec(testnet.tag, root, nets, (PORT,), version=1)
     plan = plan_plumbing(amphora_id, spec)

@@ -17,13 +17,13 @@ import pytest
 from agent_e2e_support import haproxy_config, report_of
 from scratch_net import ScratchNet
 
-from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.host.real import RealHostOps
-from lbaas.agent.plumbing import bridge_name, plan_plumbing
-from lbaas.agent.wire import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec
-from lbaas.agent.wire_datapath import ListenerPort, UdpListener, UdpMember, VipFilter
+from lbaas.amphora.plumbing import bridge_name, plan_plumbing
+from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.host.real import RealHostOps
 from lbaas.model.graph import ListenerId, PoolId
 from lbaas.model.health import MemberState
+from lbaas.wire.amphora import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec
+from lbaas.wire.datapath import ListenerPort, UdpListener, UdpMember, VipFilter
 from tests.support import udp_echo
 from tests.support.scratch_subnets import pick_subnets
 from tests.support.waiting import wait_until
@@ -80,7 +80,7 @@ def test_udp_listener_spreads_sticks_and_drains(
 ) -> None:
     nets = [str(n.network_address).rsplit(".", 1)[0] for n in pick_subnets(2)]
     amphora_id = f"amp-{testnet.tag}"
-    manager = AmphoraManager(short_dir / "amphorae", host, mode="netns")
+    manager = AmphoraRegistry(short_dir / "amphorae", host, mode="netns")
     root = manager.root / amphora_id
     spec = _spec(testnet.tag, root, nets, _listener(nets, ("m1", "m2"), "five_tuple"), 1)
     plan = plan_plumbing(amphora_id, spec)

@@ -22,14 +22,14 @@ from agent_e2e_support import (
     report_of,
 )
 
-from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.host.base import HaproxyFiles
-from lbaas.agent.host.loopback import LoopbackHostOps
-from lbaas.agent.runtime_api import MasterCli, ProcTable, RuntimeApi
-from lbaas.agent.wire import AmphoraSpec, AmphoraStatus, VipSpec
+from lbaas.amphora.registry import AmphoraRegistry
 from lbaas.errors import InvalidRenderedConfig
+from lbaas.host.base import HaproxyFiles
+from lbaas.host.loopback import LoopbackHostOps
+from lbaas.host.runtime_api import MasterCli, ProcTable, RuntimeApi
 from lbaas.model.graph import MemberId
 from lbaas.render.haproxy.names import backend_name, server_name
+from lbaas.wire.amphora import AmphoraSpec, AmphoraStatus, VipSpec
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.haproxy
@@ -40,7 +40,7 @@ class Lb:
     """One amphora under test: its VIP, port, servers and the specs sent for it."""
 
     def __init__(
-        self, manager: AmphoraManager, backends: list[Backend], amphora_id: str = AMPHORA
+        self, manager: AmphoraRegistry, backends: list[Backend], amphora_id: str = AMPHORA
     ) -> None:
         self.manager = manager
         self.amphora_id = amphora_id
@@ -76,7 +76,7 @@ class Lb:
 
 
 @pytest.fixture
-def lb(manager: AmphoraManager, backends: list[Backend]) -> Lb:
+def lb(manager: AmphoraRegistry, backends: list[Backend]) -> Lb:
     return Lb(manager, backends)
 
 
@@ -167,7 +167,7 @@ def test_a_hung_haproxy_holds_one_stats_thread_not_one_per_heartbeat(
 ) -> None:
     # Two threads: were every heartbeat to start another read of the hung amphora, the
     # second one would already leave no thread for the healthy amphora.
-    manager = AmphoraManager(short_dir / "two", host_ops, stats_threads=2)
+    manager = AmphoraRegistry(short_dir / "two", host_ops, stats_threads=2)
     hung, healthy = Lb(manager, backends, "amp-hung"), Lb(manager, backends, "amp-ok")
     stopped: list[int] = []
     try:

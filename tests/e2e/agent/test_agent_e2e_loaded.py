@@ -22,11 +22,11 @@ from agent_e2e_support import (
     report_of,
 )
 
-from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.host.loopback import LoopbackHostOps
-from lbaas.agent.runtime_api import MasterCli
-from lbaas.agent.wire import AmphoraSpec, VipSpec
+from lbaas.amphora.registry import AmphoraRegistry
 from lbaas.errors import InvalidRenderedConfig
+from lbaas.host.loopback import LoopbackHostOps
+from lbaas.host.runtime_api import MasterCli
+from lbaas.wire.amphora import AmphoraSpec, VipSpec
 
 pytestmark = pytest.mark.haproxy
 AMPHORA = "amp-loaded"
@@ -62,7 +62,7 @@ def test_a_listener_installed_by_an_agent_killed_before_its_reload_is_served_by_
     old, new = short_dir / "old.json", short_dir / "new.json"
     old.write_text(_spec(root, vip, old_port, backends, 1).model_dump_json())
     new.write_text(_spec(root, vip, new_port, backends, 2).model_dump_json())
-    next_life = AmphoraManager(root, LoopbackHostOps())
+    next_life = AmphoraRegistry(root, LoopbackHostOps())
     try:
         killed = subprocess.run(
             [sys.executable, str(KILLED_AGENT), str(root), AMPHORA, str(old), str(new)],
@@ -83,7 +83,7 @@ def test_a_listener_installed_by_an_agent_killed_before_its_reload_is_served_by_
 
 
 def test_full_width_digits_are_a_validation_error_not_a_crash(
-    manager: AmphoraManager, backends: list[Backend], short_dir: Path
+    manager: AmphoraRegistry, backends: list[Backend], short_dir: Path
 ) -> None:
     vip = random_loopback()
     # HAProxy quotes one byte of the first full-width digit: not UTF-8 on its own.
@@ -99,7 +99,7 @@ def test_full_width_digits_are_a_validation_error_not_a_crash(
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs a root agent")
 def test_files_are_private_and_workers_run_unprivileged(
-    manager: AmphoraManager, backends: list[Backend]
+    manager: AmphoraRegistry, backends: list[Backend]
 ) -> None:
     vip = random_loopback()
     port = free_port(vip)

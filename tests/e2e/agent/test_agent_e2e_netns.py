@@ -15,10 +15,10 @@ import pytest
 from agent_e2e_support import Server, haproxy_config, http_get
 from scratch_net import BACKEND_PORT, ScratchNet
 
-from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.host.real import RealHostOps
-from lbaas.agent.plumbing import bridge_name, namespace_name, plan_plumbing
-from lbaas.agent.wire import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec
+from lbaas.amphora.plumbing import bridge_name, namespace_name, plan_plumbing
+from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.host.real import RealHostOps
+from lbaas.wire.amphora import AmphoraSpec, MemberNetwork, NetworkSpec, VipSpec
 from tests.support.scratch_subnets import pick_subnets
 from tests.support.waiting import wait_until
 
@@ -41,7 +41,7 @@ def test_traffic_through_an_amphora_namespace_and_clean_delete(
     vip_net, member_net = f"vip-{testnet.tag}", f"members-{testnet.tag}"
     vip_prefix, member_prefix = _prefixes(2)
     amphora_id = f"amp-{testnet.tag}"
-    manager = AmphoraManager(short_dir / "amphorae", host, mode="netns")
+    manager = AmphoraRegistry(short_dir / "amphorae", host, mode="netns")
     vip = f"{vip_prefix}.10"
     servers = [
         Server("m1", f"{member_prefix}.11", BACKEND_PORT),

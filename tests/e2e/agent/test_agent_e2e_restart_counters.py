@@ -22,16 +22,16 @@ from agent_e2e_support import (
     random_loopback,
 )
 
-from lbaas.agent.amphora import AmphoraManager
-from lbaas.agent.client import AgentClient
-from lbaas.agent.host.loopback import LoopbackHostOps
-from lbaas.agent.wire import AmphoraSpec, VipSpec, amphora_paths
+from lbaas.amphora.registry import AmphoraRegistry
 from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.errors import AgentUnreachable
+from lbaas.fleet.client import AgentClient
 from lbaas.health.counters import CounterRecord, fold, total
-from lbaas.heartbeat.envelope import open_envelope
-from lbaas.heartbeat.host_codec import is_host_payload
-from lbaas.heartbeat.report_codec import from_payload
+from lbaas.host.loopback import LoopbackHostOps
+from lbaas.wire.amphora import AmphoraSpec, VipSpec, amphora_paths
+from lbaas.wire.heartbeat.envelope import open_envelope
+from lbaas.wire.heartbeat.host_codec import is_host_payload
+from lbaas.wire.heartbeat.report_codec import from_payload
 from tests.support.processes import lbaas_env, lbaas_process
 from tests.support.udp import udp_receiver
 from tests.support.waiting import wait_until
@@ -119,7 +119,7 @@ def test_agent_restarts_count_nothing_twice(
             wait_until(lambda: _heard(view) == 25, what="the new connections counted once")
         assert len(view.epochs) == 4  # four agent lives, one HAProxy
     finally:
-        cleanup = AmphoraManager(short_dir / "amphorae", LoopbackHostOps())
+        cleanup = AmphoraRegistry(short_dir / "amphorae", LoopbackHostOps())
         cleanup.restore()
         cleanup.delete(AMPHORA)
 

@@ -19,16 +19,16 @@ from agent_e2e_support import (
     random_loopback,
 )
 
-from lbaas.agent.client import AgentClient
-from lbaas.agent.runtime_api import MasterCli
-from lbaas.agent.service import AgentService
-from lbaas.agent.wire import AmphoraSpec, VipSpec, amphora_paths
 from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.config import AgentSettings, HealthSettings, Settings
 from lbaas.errors import AgentUnreachable
-from lbaas.heartbeat.envelope import open_envelope
-from lbaas.heartbeat.host_codec import is_host_payload
-from lbaas.heartbeat.report_codec import from_payload
+from lbaas.fleet.agent_service import AgentService
+from lbaas.fleet.client import AgentClient
+from lbaas.host.runtime_api import MasterCli
+from lbaas.wire.amphora import AmphoraSpec, VipSpec, amphora_paths
+from lbaas.wire.heartbeat.envelope import open_envelope
+from lbaas.wire.heartbeat.host_codec import is_host_payload
+from lbaas.wire.heartbeat.report_codec import from_payload
 from tests.support.udp import udp_receiver
 
 pytestmark = pytest.mark.haproxy

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from lbaas.agent.client import AgentClient
-from lbaas.agent.client_pool import CONNECT_TIMEOUT, tls_client_factory
-from lbaas.agent.wire import AgentInfo
 from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.errors import AgentUnreachable
+from lbaas.fleet.client import AgentClient
+from lbaas.fleet.client_pool import CONNECT_TIMEOUT, tls_client_factory
 from lbaas.model.fleet import HostAddress
+from lbaas.wire.amphora import AgentInfo
 from tests.support.processes import lbaas_env, lbaas_process
 from tests.support.waiting import wait_until
 

@@ -1,6 +1,6 @@
 """ACTIVE_STANDBY for real: two amphora namespaces with keepalived and HAProxy, one VIP.
 
-Needs root. ``tests.support.vrrp_pair`` builds the pair with a real ``AmphoraManager``
+Needs root. ``tests.support.vrrp_pair`` builds the pair with a real ``AmphoraRegistry``
 (netns mode, ``KeepalivedLauncher``), HAProxy rendered with the pair's ``peers`` and
 SOURCE_IP persistence, and two real backends. The tests kill or stop the MASTER's
 processes while a client loops requests through the VIP and check who holds the VIP and

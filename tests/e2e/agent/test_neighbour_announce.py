@@ -19,8 +19,8 @@ from typing import NamedTuple
 
 import pytest
 
-from lbaas.agent.host.garp import gratuitous_arp_frame, neighbour_advertisement
-from lbaas.agent.host.real import RealHostOps
+from lbaas.host.garp import gratuitous_arp_frame, neighbour_advertisement
+from lbaas.host.real import RealHostOps
 from tests.support.waiting import wait_for_value
 
 pytestmark = [pytest.mark.root]

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lbaas.agent.host.netns_thread import enter_network_namespace
+from lbaas.host.netns_thread import enter_network_namespace
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.monitor import HealthChange, MonitorSpec, ProbeType, Target
 from lbaas.l4.health.probes import NetworkProber

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from lbaas.agent.runtime_api import MasterCli, unix_socket_transport
-from lbaas.agent.stats import HOLD_LIMIT
+from lbaas.amphora.stats import HOLD_LIMIT
+from lbaas.host.runtime_api import MasterCli, unix_socket_transport
 from tests.e2e.amphora.access_log_lines import logged_services, only_request_lines
 from tests.e2e.amphora.conftest import BackendFleet
 from tests.e2e.amphora.octavia_api import OctaviaApi

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from lbaas.agent.host.real import RealHostOps
-from lbaas.agent.plumbing import bridge_name, namespace_name
+from lbaas.amphora.plumbing import bridge_name, namespace_name
+from lbaas.host.real import RealHostOps
 from tests.e2e.amphora.octavia_api import OctaviaApi
 from tests.e2e.amphora.serve_process import running_serve
 from tests.e2e.amphora.test_netns_serve import BACKEND_PORT, Scratch, ScratchSubnet

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lbaas.agent.plumbing import bridge_name, namespace_name
+from lbaas.amphora.plumbing import bridge_name, namespace_name
 from tests.e2e.amphora.serve_process import diagnose
 from tests.e2e.amphora.test_netns_serve import (  # noqa: F401 - world is a fixture
     BACKEND_PORT,

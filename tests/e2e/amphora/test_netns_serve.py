@@ -40,10 +40,10 @@ from typing import Any
 
 import pytest
 
-from lbaas.agent.host.base import CommandResult, HostCommandFailed
-from lbaas.agent.host.real import RealHostOps
-from lbaas.agent.plumbing import AmphoraPlumbing, bridge_name, namespace_name, plan_plumbing
-from lbaas.agent.wire import (
+from lbaas.amphora.plumbing import AmphoraPlumbing, bridge_name, namespace_name, plan_plumbing
+from lbaas.host.base import CommandResult, HostCommandFailed
+from lbaas.host.real import RealHostOps
+from lbaas.wire.amphora import (
     SPEC_FORMAT,
     AmphoraSpec,
     HaproxyFacts,

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from lbaas.agent.client import AgentClient
 from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.errors import AgentUnreachable
+from lbaas.fleet.client import AgentClient
 from lbaas.model.fleet import agent_server_name
 from tests.e2e.amphora.backends import HttpBackend
 from tests.e2e.amphora.octavia_api import OctaviaApi

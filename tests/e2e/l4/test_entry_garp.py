@@ -19,8 +19,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from lbaas.agent.host.vip_announce import AnnouncingVipHolder, LinkAnnouncer
 from lbaas.l4.host.real import RealVipHolder
+from lbaas.l4.host.vip_announce import AnnouncingVipHolder, LinkAnnouncer
 from tests.support.waiting import wait_for_value
 
 pytestmark = [pytest.mark.root]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from lab_api import V2, LabApi, lab_api_when_up
 
-from lbaas.agent.host.commands import run_command
+from lbaas.host.commands import run_command
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.host.real import RealNftOps
 from lbaas.lab.addresses import FIRST_HOST

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from lab_probe import lab_links
 
-from lbaas.agent.host.commands import run_command
+from lbaas.host.commands import run_command
 from lbaas.lab.instances import Instances
 from lbaas.lab.lab import Lab
 from lbaas.lab.netns import Netns

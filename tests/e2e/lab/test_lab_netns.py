@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from lab_probe import bare, eventually_reachable, lab_links, reachable
 
-from lbaas.agent.host.base import CommandResult
-from lbaas.agent.host.commands import run_command
+from lbaas.host.base import CommandResult
+from lbaas.host.commands import run_command
 from lbaas.lab.base import LabError
 from lbaas.lab.lab import Lab
 from lbaas.lab.state import process_running, process_start_time

@@ -35,7 +35,7 @@ from provider_tier import (
     prepare,
 )
 
-from lbaas.agent.host.commands import run_command
+from lbaas.host.commands import run_command
 from lbaas.lab import names as n
 from lbaas.lab.tier_dsr import LabDsr
 from tests.support.waiting import wait_until

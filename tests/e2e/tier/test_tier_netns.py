@@ -23,8 +23,8 @@ from tier_lab import BACKEND_PORTS, DSR_MEMBER_HOSTS, HOLD, NODES, PORT, TierLab
 
 from lbaas.l4.host.real import RealNftOps
 from lbaas.l4.service import L4Protocol
-from lbaas.l4.tier.lease import LeasePolicy
 from lbaas.lab.tier_leases import LabLeases
+from lbaas.tier.lease import LeasePolicy
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]

@@ -73,7 +73,7 @@ def _agent_pid(lab: Lab, host: str) -> int:
     """The pid of ``host``'s lease agent among the processes the lab registered for it."""
     for process in lab.state().processes[host]:
         cmdline = Path(f"/proc/{process.pid}/cmdline").read_bytes()
-        if b"lbaas.l4.tier.node_agent" in cmdline:
+        if b"lbaas.tier.node_agent" in cmdline:
             return process.pid
     raise AssertionError(f"no lease agent registered for {host}")
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from lbaas.agent.host.commands import run_command
+from lbaas.host.commands import run_command
 from lbaas.l4.service import L4Listener, L4Member, L4Protocol, L4Service
 from lbaas.lab import processes
 from lbaas.lab.addresses import FIRST_HOST, address, bare

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from lbaas.agent.enrolment import Enrolment, bundle_tls, write_bundle
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.config import load_settings
 from lbaas.errors import ConfigError
+from lbaas.fleet.enrolment import Enrolment, bundle_tls, write_bundle
 
 ENROLMENT = Enrolment(
     "rack1-h3", "10.0.0.3", 9443, "rack-1", 40, ("10.0.0.1:5555", "10.0.0.2:5555")

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from lbaas.agent.heartbeat import HeartbeatSender
 from lbaas.errors import HeartbeatRejected
+from lbaas.fleet.heartbeat_sender import HeartbeatSender
 from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
-from lbaas.heartbeat.envelope import ReplayGuard, open_envelope, seal
-from lbaas.heartbeat.host_codec import from_host_payload, host_sender, to_host_payload
 from lbaas.model.fleet import HostAddress, HostAnnouncement
+from lbaas.wire.heartbeat.envelope import ReplayGuard, open_envelope, seal
+from lbaas.wire.heartbeat.host_codec import from_host_payload, host_sender, to_host_payload
 from tests.support.udp import udp_receiver
 
 KEY = b"test-key-for-host-heartbeats"

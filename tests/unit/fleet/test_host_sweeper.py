@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from lbaas.agent.client_pool import AgentPool
+from lbaas.fleet.client_pool import AgentPool
 from lbaas.health.fleet import HostSweeper, StaleAmphoraCleaner
 from lbaas.health.lb_breaker import LoadBalancerBreaker
 from lbaas.health.memory_store import InMemoryHealthStore

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from lbaas.agent.host.base import KeepalivedFiles, KeepalivedOps
-from lbaas.agent.service import agent_identity
-from lbaas.agent.vrrp import KeepalivedInstance, notify_script
+from lbaas.amphora.vrrp import KeepalivedInstance, notify_script
 from lbaas.certs.authority import CertificateAuthority, certificate_expiry
 from lbaas.errors import HeartbeatRejected
-from lbaas.heartbeat.host_codec import from_host_payload, host_sender, to_host_payload
+from lbaas.fleet.agent_service import agent_identity
+from lbaas.host.base import KeepalivedFiles, KeepalivedOps
 from lbaas.model.fleet import HostAnnouncement
+from lbaas.wire.heartbeat.host_codec import from_host_payload, host_sender, to_host_payload
 
 
 class FakeKeepalived(KeepalivedOps):

@@ -11,8 +11,8 @@ from lbaas.health.metrics import HealthManagerCollector
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.stale import StaleAmphoraSweeper
-from lbaas.heartbeat.envelope import ReplayGuard
 from lbaas.model.graph import AmphoraId, LoadBalancerId
+from lbaas.wire.heartbeat.envelope import ReplayGuard
 from tests.support.clock import FakeClock
 from tests.support.prometheus import Exposition
 

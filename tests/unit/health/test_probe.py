@@ -22,9 +22,9 @@ from lbaas.health.probe import DataPlaneProbe, ListenerProbe
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.stale import StaleAmphoraSweeper
-from lbaas.heartbeat.envelope import ReplayGuard
 from lbaas.model.enums import ListenerProtocol, Topology
 from lbaas.model.graph import AmphoraId, LoadBalancer, LoadBalancerId
+from lbaas.wire.heartbeat.envelope import ReplayGuard
 from tests.support import graphs
 from tests.support.clock import FakeClock
 from tests.support.prometheus import Exposition

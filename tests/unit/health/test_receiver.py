@@ -20,11 +20,11 @@ from lbaas.health.receiver import HeartbeatReceiver, ReceiverCounts
 from lbaas.health.refusals import RefusalLog
 from lbaas.health.rollup import OperatingStatuses
 from lbaas.health.store import CounterUpdate
-from lbaas.heartbeat.envelope import MAGIC, VERSION, ReplayGuard, seal
-from lbaas.heartbeat.report_codec import to_payload
 from lbaas.model.enums import OperatingStatus
 from lbaas.model.graph import AmphoraId, LoadBalancerId, MemberId
 from lbaas.model.health import ListenerHealth, ListenerState, MemberState, PoolState
+from lbaas.wire.heartbeat.envelope import MAGIC, VERSION, ReplayGuard, seal
+from lbaas.wire.heartbeat.report_codec import to_payload
 
 from .builders import LB_ID, counters, listener, loadbalancer, member, monitor, pool, report
 

@@ -20,8 +20,8 @@ import pytest
 from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
-from lbaas.heartbeat.envelope import ReplayGuard, seal
 from lbaas.model.graph import AmphoraId
+from lbaas.wire.heartbeat.envelope import ReplayGuard, seal
 
 from .builders import LB_ID, listener, loadbalancer, member, monitor, pool
 from .test_receiver import payload

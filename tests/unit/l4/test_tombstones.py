@@ -3,15 +3,15 @@ removed member's slots (``lbaas.providers.distributed.places`` and the engine's 
 
 from __future__ import annotations
 
-from lbaas.agent.l4_node import l4_service
-from lbaas.agent.wire_l4 import L4ListenerSpec, L4MemberSpec, L4ServiceSpec
 from lbaas.l4.maglev import MaglevTable, build_table, moved_slots
+from lbaas.l4node.manager import l4_service
 from lbaas.providers.distributed.places import (
     Placement,
     apply_placement,
     max_tombstones,
     place,
 )
+from lbaas.wire.l4 import L4ListenerSpec, L4MemberSpec, L4ServiceSpec
 
 
 def members(ids: range | list[int], weight: int = 1) -> tuple[L4MemberSpec, ...]:

@@ -19,7 +19,7 @@ def test_tenant_network_ids_are_stable_per_lab_and_name() -> None:
 
 
 def test_link_names_fit_linux_limits_and_match_the_agents_bridge() -> None:
-    from lbaas.agent.metadata_host import linux_bridge
+    from lbaas.metadata.namespaces import linux_bridge
 
     network = instances.tenant_network_id("lab", "net1")
     assert instances._bridge(network) == linux_bridge(network)  # the proxy joins it

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lbaas.agent.host.base import CommandResult
+from lbaas.host.base import CommandResult
 from lbaas.lab.addresses import pick_networks
 from lbaas.lab.base import LabError, LabExists
 from lbaas.lab.lab import Lab

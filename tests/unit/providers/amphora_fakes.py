@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from lbaas.agent.wire import AgentInfo, AmphoraSpec, AmphoraStatus
 from lbaas.db.job_queue import Claim
 from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import AmphoraStatus as Status
@@ -21,6 +20,7 @@ from lbaas.model.fleet import HostAddress, HostLoad
 from lbaas.providers.amphora.placement import place_one, place_pair_member
 from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice, PairMember, PairSite
 from lbaas.providers.base import LeaseLost
+from lbaas.wire.amphora import AgentInfo, AmphoraSpec, AmphoraStatus
 
 
 @dataclass

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from lbaas.agent.client_pool import AgentPool
 from lbaas.config import load_settings
 from lbaas.db.job_queue import Claim
 from lbaas.errors import AgentUnreachable
+from lbaas.fleet.client_pool import AgentPool
 from lbaas.model.enums import AmphoraStatus, HostStatus
 from lbaas.model.fleet import HostAddress
 from lbaas.providers.amphora.driver import AmphoraProvider

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from lbaas.agent.client_pool import AgentPool
 from lbaas.config import load_settings
+from lbaas.fleet.client_pool import AgentPool
 from lbaas.model.enums import AmphoraRole, HostStatus
 from lbaas.model.enums import AmphoraStatus as Status
 from lbaas.model.fleet import HostAddress

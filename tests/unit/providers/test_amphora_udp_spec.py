@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lbaas.agent.datapath import _l4_listener
+from lbaas.amphora.datapath import _l4_listener
 from lbaas.config import load_settings
 from lbaas.db.job_queue import Claim
 from lbaas.model.enums import (

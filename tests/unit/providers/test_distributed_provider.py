@@ -17,8 +17,6 @@ from typing import Any
 
 import pytest
 
-from lbaas.agent.l4_node import L4NodeManager, health_targets
-from lbaas.agent.wire_l4 import L4_SPEC_FORMAT, L4ServiceSpec, L4ServiceStatus
 from lbaas.config import load_settings
 from lbaas.db.job_queue import Claim
 from lbaas.errors import AgentUnreachable, Conflict, InvalidInput
@@ -30,6 +28,7 @@ from lbaas.l4.health.base import Prober
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.monitor import Target
 from lbaas.l4.host.recording import RecordingNftOps, RecordingVipHolder
+from lbaas.l4node.manager import L4NodeManager, health_targets
 from lbaas.model.enums import (
     HealthMonitorType,
     LbAlgorithm,
@@ -47,6 +46,7 @@ from lbaas.providers.distributed.driver import DistributedProvider
 from lbaas.providers.distributed.entry import entry_node
 from lbaas.providers.distributed.nodes import SettingsNodeDirectory
 from lbaas.providers.distributed.translate import service_spec, table_size_for
+from lbaas.wire.l4 import L4_SPEC_FORMAT, L4ServiceSpec, L4ServiceStatus
 from tests.support.graphs import listener, load_balancer, member, monitor, persistence, pool
 
 MEMBERS = [

@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-from lbaas.agent.l4_node import L4NodeManager
-from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
 from lbaas.config import load_settings
 from lbaas.errors import InvalidInput
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.host.recording import RecordingNftOps, RecordingVipAnnouncer, RecordingVipHolder
+from lbaas.l4node.manager import L4NodeManager
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.base import Node, NodeDirectory
 from lbaas.providers.distributed.driver import DistributedProvider
 from lbaas.providers.distributed.placement import announcing_nodes, group_of
+from lbaas.wire.l4 import L4ServiceSpec, L4ServiceStatus
 from tests.unit.providers.test_distributed_provider import CLAIM, GRAPH, NeverProbes
 
 VIP = "10.9.9.9"

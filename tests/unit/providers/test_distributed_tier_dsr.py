@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 
-from lbaas.agent.l4_node import L4NodeManager
-from lbaas.agent.wire_l4 import L4ListenerSpec, L4MemberSpec, L4ServiceSpec, L4ServiceStatus
 from lbaas.config import load_settings
 from lbaas.errors import InvalidInput
 from lbaas.l4.engine import L4Engine
@@ -27,11 +25,13 @@ from lbaas.l4.host.recording import (
     RecordingVipHolder,
 )
 from lbaas.l4.service import L4Service
-from lbaas.l4.tier import dsr
+from lbaas.l4node.manager import L4NodeManager
 from lbaas.model.enums import LbAlgorithm, ListenerProtocol, PoolProtocol
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.base import Node, NodeDirectory
 from lbaas.providers.distributed.driver import DistributedProvider
+from lbaas.tier import dsr
+from lbaas.wire.l4 import L4ListenerSpec, L4MemberSpec, L4ServiceSpec, L4ServiceStatus
 from tests.support.graphs import listener, load_balancer, member, pool
 from tests.unit.providers.test_distributed_provider import CLAIM, NeverProbes
 

@@ -111,7 +111,7 @@ def test_golden_is_accepted_by_keepalived(case: KeepalivedCase, scratch_namespac
         run_dir.chmod(0o755)
         for name in ("haproxy-check", "vrrp-state"):
             script = run_dir / name
-            shutil.copyfile(str(files("lbaas.agent").joinpath(f"scripts/{name}")), script)
+            shutil.copyfile(str(files("lbaas.amphora").joinpath(f"scripts/{name}")), script)
             script.chmod(0o755)
         config = run_dir / "keepalived.conf"
         config.write_text(golden_path(case).read_text().replace(RUN_DIR, str(run_dir)))

@@ -75,7 +75,7 @@ PATCHING = {
             mp.setattr("lbaas.config.load_settings", lambda: None)
     """,
     "monkeypatch.setattr on an object a project class made": """
-        from lbaas.agent.service import AgentService
+        from lbaas.fleet.agent_service import AgentService
         def test(monkeypatch):
             service = AgentService()
             monkeypatch.setattr(service, "run", lambda: None)

@@ -1,0 +1,50 @@
+"""The controller's side of the agent's ``/v1/l4`` routes (``wire_l4``).
+
+An ``AgentClient`` with three more calls; errors are translated exactly as for amphorae
+(unreachable, refused, failed), and it imports only the wire schemas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lbaas.fleet.client import AgentClient
+from lbaas.wire.l4 import L4_PREFIX, L4ServiceSpec, L4ServiceStatus
+
+
+class L4AgentClient(AgentClient):
+    def put_l4(self, spec: L4ServiceSpec) -> L4ServiceStatus:
+        """Send a load balancer's whole L4 service; the node converges to it."""
+        path = f"{L4_PREFIX}/{spec.loadbalancer_id}"
+        response = self._request("PUT", path, content=spec.model_dump_json(exclude=_older(spec)))
+        return L4ServiceStatus.model_validate_json(response.content)
+
+    def get_l4(
+        self, loadbalancer_id: str, *, placement: bool = False, local: bool = False
+    ) -> L4ServiceStatus | None:
+        """What the node sees of the load balancer, or None if it does not carry it;
+        ``placement``: with the applied Maglev places; ``local``: with the members its
+        spec marks local (an agent of an earlier release leaves them out)."""
+        asked = [name for name, wanted in (("placement", placement), ("local", local)) if wanted]
+        query = "?" + "&".join(f"{name}=true" for name in asked) if asked else ""
+        path = f"{L4_PREFIX}/{loadbalancer_id}{query}"
+        response = self._request("GET", path, allow_404=True)
+        if response.status_code == 404:
+            return None
+        return L4ServiceStatus.model_validate_json(response.content)
+
+    def delete_l4(self, loadbalancer_id: str) -> None:
+        """Remove the load balancer's table from the node (succeeds if it is gone)."""
+        self._request("DELETE", f"{L4_PREFIX}/{loadbalancer_id}")
+
+
+def _older(spec: L4ServiceSpec) -> dict[str, Any]:
+    """The fields newer than the agents of earlier releases (which refuse unknown fields),
+    left out where they say what those agents do anyway, so such agents keep working:
+    ``return_mode`` nat, and ``local`` when no member is local."""
+    exclude: dict[str, Any] = {}
+    if spec.return_mode == "nat":
+        exclude["return_mode"] = True
+    if not any(m.local for listener in spec.listeners for m in listener.members):
+        exclude["listeners"] = {"__all__": {"members": {"__all__": {"local"}}}}
+    return exclude

@@ -1,0 +1,355 @@
+"""The kernel load balancers of this node: the L4 engine and the per-node health checker.
+
+For the ``distributed`` provider every node's agent runs every distributed load balancer
+in its own network namespace, so a client's connection is balanced on the client's node.
+A PUT stores the spec (``<root>/<lb>.json``, so an agent that restarts programs the same
+tables again), hands the members with a monitor to the health checker (one group per load
+balancer, member ids as keys) and applies the service with the health this node sees. The
+checker's batches of changes come back through ``on_health_changes``, which re-applies the
+load balancers they touch: the engine then rewrites only the moved slots. Members without
+a monitor are always healthy (``NO_CHECK``); members of weight 0 get no new flows.
+On the one node a spec names the entry (``entry``), the VIP is also held as an address of
+the namespace (``VipHolder``) once its rules are in, and released when that ends.
+On an L4 tier node, the specs that say ``announce`` (the VIP is placed in this node's group)
+have their VIPs announced by the node's BGP speaker (``VipAnnouncer``): after the rules are
+in on a PUT, before they go on a DELETE, so the router never sends a flow to a node without
+the VIP's table. Such a service also masquerades what it forwards (NAT return), as an entry
+node's does, unless its spec says ``return_mode: dsr``: then the node's ``DsrRouter`` marks
+the VIP's packets from the router and routes them unchanged to their member (direct server
+return, ``lbaas.tier.dsr``), programmed before the VIP is announced and removed after
+it is withdrawn, and re-applied with every health change as the engine's table is. DSR
+cannot change the port, so such a spec's members must listen on their listener's port.
+
+The node withdraws its own announcements where it can (TLB: "by the node itself if it
+can"), so the router stops sending it flows it cannot balance: a VIP whose table (or the
+node's DSR table) could not be programmed is not announced until a later PUT or health
+batch programs it, and ``withdraw_all`` (the agent stopping) withdraws every VIP and
+announces nothing more. A node that dies without stopping is the watcher's to withdraw.
+
+One lock serialises specs and health batches: both end in one nft transaction per load
+balancer, and two must not interleave.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from lbaas.errors import Conflict, InvalidInput, LbaasError
+from lbaas.l4.engine import L4Engine
+from lbaas.l4.health.checker import HealthChecker
+from lbaas.l4.health.monitor import HealthChange, Target
+from lbaas.l4.health.wire_monitors import monitor_spec
+from lbaas.l4.host.base import DsrRouter, VipAnnouncer, VipHolder
+from lbaas.l4.service import (
+    HashKey,
+    L4Listener,
+    L4Member,
+    L4Protocol,
+    L4Service,
+    Tombstone,
+)
+from lbaas.private_files import make_private_directory, write_private
+from lbaas.wire.l4 import (
+    L4ListenerPlacement,
+    L4ListenerSpec,
+    L4MemberHealth,
+    L4PlacedMember,
+    L4ServiceSpec,
+    L4ServiceStatus,
+)
+
+log = logging.getLogger(__name__)
+
+
+def health_targets(spec: L4ServiceSpec) -> list[Target]:
+    """What the checker probes for ``spec``: the members of monitored listeners, at their
+    monitor address and port where they have one (Octavia's ``monitor_address``)."""
+    return [
+        Target(
+            member.id,
+            member.monitor_address or member.address,
+            member.monitor_port or member.port,
+            monitor_spec(listener.monitor),
+        )
+        for listener in spec.listeners
+        if listener.monitor is not None
+        for member in listener.members
+    ]
+
+
+def local_members(spec: L4ServiceSpec) -> tuple[str, ...]:
+    """The ids of the members ``spec`` marks local, sorted, once each."""
+    return tuple(sorted({m.id for li in spec.listeners for m in li.members if m.local}))
+
+
+def placement_of(spec: L4ServiceSpec) -> dict[str, L4ListenerPlacement]:
+    """The applied Maglev places of every listener of ``spec`` (weight-0 members have none)."""
+    return {
+        listener.id: L4ListenerPlacement(
+            table_size=listener.table_size,
+            members=tuple(
+                L4PlacedMember(id=m.id, place=m.place_key, weight=m.weight, backup=m.backup)
+                for m in listener.members
+                if m.weight > 0
+            ),
+            tombstones=listener.tombstones,
+        )
+        for listener in spec.listeners
+    }
+
+
+def l4_service(spec: L4ServiceSpec, healthy: dict[str, bool]) -> L4Service:
+    """The engine's input: members that may get new flows, marked with this node's health."""
+    return L4Service(
+        lb_id=spec.loadbalancer_id,
+        vip=spec.vip,
+        listeners=tuple(_listener(listener, healthy) for listener in spec.listeners),
+        # Traffic from the router (tier, NAT return) or the outside (entry) must come back
+        # through the node to be un-NATed: both masquerade. DSR traffic skips NAT entirely.
+        entry=spec.entry or (spec.announce and spec.return_mode == "nat"),
+    )
+
+
+def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
+    return L4Listener(
+        protocol=L4Protocol(listener.protocol),
+        port=listener.port,
+        hash_key=HashKey(listener.hash_key),
+        table_size=listener.table_size,
+        members=tuple(
+            L4Member(
+                m.id,
+                m.address,
+                m.port,
+                m.weight,
+                healthy.get(m.id, True),
+                m.backup,
+                m.place,
+                m.local,
+            )  # fmt: skip
+            for m in listener.members
+            if m.weight > 0
+        ),
+        tombstones=tuple(Tombstone(t.place, t.weight, t.backup) for t in listener.tombstones),
+    )
+
+
+def _is_dsr(spec: L4ServiceSpec) -> bool:
+    return spec.announce and spec.return_mode == "dsr"
+
+
+class L4NodeManager:
+    def __init__(
+        self,
+        root: Path,
+        engine: L4Engine,
+        checker: HealthChecker,
+        vips: VipHolder,
+        announcer: VipAnnouncer | None = None,
+        dsr: DsrRouter | None = None,
+    ) -> None:
+        self.root = root
+        self._engine = engine
+        self._vips = vips
+        self._announcer = announcer  # None: not a tier node
+        self._announced: frozenset[str] = frozenset()
+        self._dsr = dsr  # None: DSR refused
+        self._dsr_applied: tuple[L4Service, ...] = ()
+        self._dsr_error: str | None = None
+        self._stopping = False  # withdraw_all was called: announce nothing any more
+        self._checker = checker
+        self._specs: dict[str, L4ServiceSpec] = {}
+        self._errors: dict[str, str] = {}
+        self._lock = threading.RLock()
+
+    def restore(self) -> list[str]:
+        """Program again the load balancers an earlier agent left specs for."""
+        if not self.root.is_dir():
+            return []
+        for path in sorted(self.root.glob("*.json")):
+            try:
+                spec = L4ServiceSpec.model_validate_json(path.read_bytes())
+                self.put(spec.loadbalancer_id, spec)
+            except (ValueError, LbaasError) as exc:
+                log.error("L4 service %s not restored: %s", path.name, exc)
+        return sorted(self._specs)
+
+    def put(self, lb_id: str, spec: L4ServiceSpec) -> L4ServiceStatus:
+        if spec.loadbalancer_id != lb_id:
+            raise InvalidInput(f"spec of {spec.loadbalancer_id} sent to {lb_id}")
+        with self._lock:
+            known = self._specs.get(lb_id)
+            if known is not None and spec.version < known.version:
+                raise Conflict(f"version {spec.version} is older than {known.version}")
+            if spec.announce and self._announcer is None:
+                raise InvalidInput(
+                    f"{lb_id}: asked to announce {spec.vip}, but this node is no L4 tier node "
+                    "(agent.tier_bird_socket and agent.tier_vips_file are not set)"
+                )
+            if _is_dsr(spec):
+                self._check_dsr(spec)
+            make_private_directory(self.root)
+            write_private(self.root / f"{lb_id}.json", spec.model_dump_json().encode())
+            self._specs[lb_id] = spec
+            self._checker.set_targets(lb_id, health_targets(spec))
+            try:
+                self._apply(lb_id)
+                self._apply_dsr()
+            except LbaasError:
+                self._announce_or_log()  # not programmed: not announced
+                raise
+            self._hold_vip(known, spec)
+            self._announce()
+            return self._status(lb_id)
+
+    def get(
+        self, lb_id: str, *, placement: bool = False, local: bool = False
+    ) -> L4ServiceStatus | None:
+        """This node's view of ``lb_id``; ``placement``: with the applied Maglev places;
+        ``local``: with the ids of the members the spec marks local."""
+        with self._lock:
+            if lb_id not in self._specs:
+                return None
+            spec = self._specs[lb_id]
+            extra: dict[str, object] = {}
+            if placement:
+                extra["placement"] = placement_of(spec)
+            if local:
+                extra["local_members"] = local_members(spec)
+            return self._status(lb_id).model_copy(update=extra)
+
+    def delete(self, lb_id: str) -> None:
+        with self._lock:
+            known = self._specs.pop(lb_id, None)
+            self._announce()  # withdrawn before its tables go
+            self._apply_dsr()
+            self._checker.set_targets(lb_id, [])
+            self._engine.remove(lb_id)
+            if known is not None and known.entry:
+                self._vips.release(known.vip)
+            self._errors.pop(lb_id, None)
+            (self.root / f"{lb_id}.json").unlink(missing_ok=True)
+
+    def ids(self) -> list[str]:
+        with self._lock:
+            return sorted(self._specs)
+
+    def on_health_changes(self, changes: list[HealthChange]) -> None:
+        """Re-apply every load balancer one of ``changes`` belongs to (checker's sink)."""
+        keys = {change.key for change in changes}
+        with self._lock:
+            touched = [
+                lb_id
+                for lb_id, spec in self._specs.items()
+                if any(m.id in keys for listener in spec.listeners for m in listener.members)
+            ]
+            for lb_id in touched:
+                try:
+                    self._apply(lb_id)
+                except LbaasError as exc:  # kept as last_error; the next change retries
+                    log.error("L4 service %s not updated from health: %s", lb_id, exc)
+            try:
+                self._apply_dsr()
+            except LbaasError as exc:
+                log.error("DSR table not updated from health: %s", exc)
+            self._announce_or_log()
+        log.info("health changes %s applied to %s", [(c.key, c.healthy) for c in changes], touched)
+
+    def _check_dsr(self, spec: L4ServiceSpec) -> None:
+        if self._dsr is None:
+            raise InvalidInput(f"{spec.loadbalancer_id}: this node cannot return directly (DSR)")
+        for listener in spec.listeners:
+            ports = {member.port for member in listener.members} - {listener.port}
+            if ports:
+                raise InvalidInput(
+                    f"{spec.loadbalancer_id}: direct server return cannot change the port: "
+                    f"the members of listener {listener.id} (port {listener.port}) must listen "
+                    f"on it, not on {sorted(ports)}"
+                )
+
+    def _apply_dsr(self) -> None:
+        """Give the DSR router every DSR service (health as this node sees it), if changed."""
+        services = tuple(
+            l4_service(spec, self._checker.states(lb_id))
+            for lb_id, spec in sorted(self._specs.items())
+            if _is_dsr(spec)
+        )
+        if self._dsr is not None and (services != self._dsr_applied or self._dsr_error):
+            try:
+                self._dsr.apply(services)
+            except LbaasError as exc:
+                self._dsr_error = str(exc)
+                raise
+            self._dsr_error = None
+            self._dsr_applied = services
+
+    def _hold_vip(self, known: L4ServiceSpec | None, spec: L4ServiceSpec) -> None:
+        """Hold the VIP on the entry node (after its rules are in), release it elsewhere."""
+        if known is not None and known.entry and (not spec.entry or known.vip != spec.vip):
+            self._vips.release(known.vip)
+        if spec.entry:
+            self._vips.hold(spec.vip)
+
+    def withdraw_all(self) -> None:
+        """Withdraw every VIP this node announces, for good (the agent is stopping)."""
+        with self._lock:
+            self._stopping = True
+            self._announce_or_log()
+
+    def _announce_or_log(self) -> None:
+        try:
+            self._announce()
+        except LbaasError as exc:
+            log.error("tier: announcements not updated: %s", exc)
+
+    def _announce(self) -> None:
+        """Announce exactly the VIPs of the specs that say so and whose tables are in, when
+        that set changed."""
+        wanted = frozenset(
+            spec.vip
+            for lb_id, spec in self._specs.items()
+            if spec.announce
+            and not self._stopping
+            and lb_id not in self._errors
+            and not (_is_dsr(spec) and self._dsr_error is not None)
+        )
+        if self._announcer is not None and wanted != self._announced:
+            self._announcer.announce(wanted)
+            self._announced = wanted
+            log.info("tier: announcing %s", sorted(wanted))
+
+    def announced(self) -> frozenset[str]:
+        with self._lock:
+            return self._announced
+
+    def _apply(self, lb_id: str) -> None:
+        spec = self._specs[lb_id]
+        try:
+            report = self._engine.apply(l4_service(spec, self._checker.states(lb_id)))
+        except LbaasError as exc:
+            self._errors[lb_id] = str(exc)
+            raise
+        self._errors.pop(lb_id, None)
+        log.debug("L4 service %s applied: %s", lb_id, report)
+
+    def _status(self, lb_id: str) -> L4ServiceStatus:
+        spec = self._specs[lb_id]
+        states = self._checker.states(lb_id)
+        members: dict[str, L4MemberHealth] = {}
+        for listener in spec.listeners:
+            for member in listener.members:
+                seen = states.get(member.id) if listener.monitor is not None else None
+                members[member.id] = "NO_CHECK" if seen is None else ("UP" if seen else "DOWN")
+        by_name = {f"{li.protocol}_{li.port}": li.id for li in spec.listeners}
+        flows = self._engine.new_flows(lb_id)
+        return L4ServiceStatus(
+            loadbalancer_id=lb_id,
+            applied_version=spec.version,
+            entry=spec.entry,
+            announce=spec.announce,
+            members=members,
+            new_flows={by_name[name]: count for name, count in flows.items() if name in by_name},
+            last_error=self._errors.get(lb_id) or (self._dsr_error if _is_dsr(spec) else None),
+        )

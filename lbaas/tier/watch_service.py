@@ -1,0 +1,142 @@
+"""``lbaas tier watch``: the control plane's lease watcher as a long-running process.
+
+Its own process rather than a thread of ``lbaas health``: it must run where it reaches the
+router's BIRD control socket and the nodes' health ports (in the lab, the router's
+namespace, so its health checks take the router's path to the nodes), it needs no database,
+and a tier must keep being watched whichever amphora health manager is busy or restarted.
+
+Every half renewal interval it sweeps (``LeaseWatcher``: a node is marked down after
+``tier.lease_missed_renewals`` missed renewals *and* a failed health port), then reconciles
+the router with the verdicts: a node marked down has its router BGP session disabled
+(``birdc disable NODE``: its routes go whatever the node still does), a node up has it
+enabled. Reconciling from the verdicts, not from the sweep's events, means a command that
+failed (the router's BIRD restarting) is retried at the next sweep, and a watcher that starts
+enables every node it does not hold down, whatever a previous watcher left. Per-node gauges
+(``lbaas.tier.metrics``) are served on ``tier.metrics_host:metrics_port``.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import start_http_server
+
+from lbaas.config import TierSettings
+from lbaas.tier.health_port import tcp_health_check
+from lbaas.tier.host.bird import BirdCommandFailed, BirdControl
+from lbaas.tier.lease import Clock, HealthCheck, LeasePolicy, LeaseTable
+from lbaas.tier.lease_store import SqliteLeaseStore
+from lbaas.tier.metrics import tier_registry
+from lbaas.tier.status import router_status
+from lbaas.tier.watcher import LeaseWatcher
+
+log = logging.getLogger(__name__)
+
+
+class TierWatch:
+    def __init__(
+        self,
+        tier: TierSettings,
+        *,
+        router: BirdControl | None = None,
+        health: HealthCheck | None = None,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        """From settings; ``router`` and ``health`` replace the router's BIRD and the TCP
+        health check (tests pass fakes)."""
+        if not tier.nodes or not tier.lease_store or not tier.router_bird_socket:
+            raise ValueError(
+                "lbaas tier watch needs tier.nodes, tier.lease_store and tier.router_bird_socket"
+            )
+        self.policy = LeasePolicy.from_settings(tier)
+        self.nodes = tuple(sorted(tier.nodes))
+        self.store = SqliteLeaseStore(Path(tier.lease_store), tier.lease_store_timeout)
+        self.router = router or BirdControl(Path(tier.router_bird_socket))
+        self.table = LeaseTable(self.policy, clock)
+        for node in self.nodes:
+            self.table.join(node)
+        policy = self.policy
+        health = health or tcp_health_check(tier.nodes, policy.health_tries, policy.health_timeout)
+        self.watcher = LeaseWatcher(self.table, self.store, health, self._noted, self._noted)
+        self._applied: dict[str, bool] = {}  # node -> enabled on the router, as last done
+        self._tier = tier
+        self._stop = threading.Event()
+        self._server: Any = None
+
+    def _noted(self, node: str) -> None:
+        """The sweep's withdraw/restore events: the reconcile after it acts on them."""
+
+    def status(self) -> dict[str, Any]:
+        return router_status(self.router, self.store, self.nodes, self.policy, self.table.is_down)
+
+    def sweep(self) -> None:
+        report = self.watcher.sweep()
+        for node in sorted(report.withdrawn):
+            log.warning("tier node %s marked down: lease expired and health port failed", node)
+        for node in sorted(report.restored):
+            log.warning("tier node %s renews again: restored", node)
+        if report.suspect_but_healthy:
+            log.info(
+                "leases expired but health ports answer (kept): %s%s",
+                sorted(report.suspect_but_healthy),
+                "" if report.store_available else " (lease store unavailable)",
+            )
+        self.reconcile()
+
+    def reconcile(self) -> None:
+        for node in self.nodes:
+            enabled = not self.table.is_down(node)
+            if self._applied.get(node) == enabled:
+                continue
+            try:
+                self.router.command("enable" if enabled else "disable", node)
+            except BirdCommandFailed as exc:
+                log.error("router not told about %s (retried next sweep): %s", node, exc)
+                continue
+            self._applied[node] = enabled
+            log.info("router session with %s %s", node, "enabled" if enabled else "disabled")
+
+    def serve_metrics(self) -> int | None:
+        """Serve /metrics when a port is set; the port bound."""
+        if not self._tier.metrics_port:
+            return None
+        registry = tier_registry(self.status)
+        host, port = self._tier.metrics_host, self._tier.metrics_port
+        self._server, _ = start_http_server(port, addr=host, registry=registry)
+        return int(self._server.server_port)
+
+    def run(self) -> None:
+        """Sweep until ``stop`` (SIGTERM/SIGINT in ``main``)."""
+        self.reconcile()
+        while not self._stop.wait(self.policy.renew_interval / 2):
+            try:
+                self.sweep()
+            except Exception:  # noqa: BLE001 - one bad sweep must not end the watch
+                log.exception("tier sweep failed")
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def main(tier: TierSettings) -> int:
+    watch = TierWatch(tier)
+    port = watch.serve_metrics()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: watch.stop())
+    log.warning(
+        "watching tier nodes %s (lease store %s, metrics on %s)",
+        ", ".join(watch.nodes),
+        tier.lease_store,
+        f"{tier.metrics_host}:{port}" if port else "nothing",
+    )
+    print("ready", flush=True)
+    watch.run()
+    return 0

@@ -72,11 +72,41 @@ class KeyManagerMount:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
+        if scope["type"] == "http":
+            path = scope["path"] = _key_manager_path(scope) or path
         if scope["type"] == "http" and (path == PREFIX or path.startswith(PREFIX + "/")):
             scope = {**scope, "root_path": scope.get("root_path", "") + PREFIX}
             await self.key_manager(scope, receive, send)
             return
         await self.api(scope, receive, send)
+
+
+#: Paths the stock Barbican client requests relative to a bare endpoint, and where they are.
+_BARE_PATHS = (("/secrets", PREFIX + "/v1/secrets"), ("/containers", PREFIX + "/v1/containers"))
+
+
+def _key_manager_path(scope: Scope) -> str | None:
+    """Where a request the stock ``openstack secret`` client sent to the API's bare address
+    belongs under ``/key-manager``; None for every other request.
+
+    Given only the API's address (the quick start's ``OS_ENDPOINT``), barbicanclient reads
+    ``/`` for its versions and then sends ``/secrets…`` and ``/containers…`` there. It names
+    a key-manager microversion on every request (``OpenStack-API-Version: key-manager 1.1``),
+    which no Octavia client sends, so that header alone routes them; the hrefs it gets back
+    are the key manager's own, under ``/key-manager/v1``.
+    """
+    if not any(
+        name == b"openstack-api-version" and value.strip().lower().startswith(b"key-manager")
+        for name, value in scope.get("headers", ())
+    ):
+        return None
+    path: str = scope.get("path", "")
+    if path == "/":
+        return PREFIX + "/"
+    for bare, mounted in _BARE_PATHS:
+        if path == bare or path.startswith(bare + "/"):
+            return mounted + path[len(bare) :]
+    return None
 
 
 def with_key_manager(services: ApiServices, api: ASGIApp) -> ASGIApp:

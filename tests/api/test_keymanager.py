@@ -33,6 +33,28 @@ def test_version_documents(client: TestClient) -> None:
     assert client.get(f"{KM}").json()["version"]["status"] == "CURRENT"
 
 
+def test_the_bare_api_address_serves_barbicans_client(client: TestClient) -> None:
+    """barbicanclient given only the API's address reads ``/`` and sends ``/secrets…`` and
+    ``/containers…`` there, each with a key-manager microversion header; Octavia's clients
+    (no such header) keep their own version document and get 404 for those paths."""
+    km = {"OpenStack-API-Version": "key-manager 1.1", **who("p1")}
+    root = client.get("/", headers=km).json()["versions"]["values"][0]
+    assert root["links"][0]["href"] == "http://testserver/key-manager/v1/"
+    assert client.get("/").json()["versions"][0]["id"] == "v2.0"
+    created = client.post(
+        "/secrets/",
+        json={"name": "bare", "payload": "x", "payload_content_type": "text/plain"},
+        headers=km,
+    )
+    assert created.status_code == 201, created.text
+    ref = created.json()["secret_ref"]
+    assert ref.startswith("http://testserver/key-manager/v1/secrets/")
+    listed = client.get("/secrets", params={"name": "bare"}, headers=km).json()["secrets"]
+    assert [s["secret_ref"] for s in listed] == [ref]
+    assert client.get("/containers", headers=km).json()["total"] == 0
+    assert client.get("/secrets", headers=who("p1")).status_code == 404
+
+
 def test_one_step_store_metadata_payload_list_delete(client: TestClient, plane: Any) -> None:
     ca = make_ca()
     server = issue(ca, "a.example.com")

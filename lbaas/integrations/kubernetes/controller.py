@@ -26,7 +26,7 @@ from lbaas.integrations.kubernetes.converge import Converger
 from lbaas.integrations.kubernetes.desired import desired_load_balancer, is_selected
 from lbaas.integrations.kubernetes.objects import Service, parse_service, split_key
 from lbaas.integrations.kubernetes.pipeline import Backoff, WorkQueue
-from lbaas.integrations.kubernetes.resync import Resyncer
+from lbaas.integrations.kubernetes.resync import Resyncer, ResyncParts
 from lbaas.integrations.kubernetes.watching import WatchCounters
 
 LOG = logging.getLogger(__name__)
@@ -47,7 +47,17 @@ class Controller:
         self.backoff = Backoff(settings.backoff_base, settings.backoff_cap)
         self.queue = WorkQueue(self.handle, self.report_permanent, settings.workers, self.backoff)
         self.watch_counters = WatchCounters()
-        self.resyncer = Resyncer(self)
+        self.resyncer = Resyncer(
+            ResyncParts(
+                kube=kube,
+                cache=self.cache,
+                queue=self.queue,
+                settings=settings,
+                counters=self.watch_counters,
+                backoff=self.backoff,
+                sweep_orphans=self._sweep_orphans,
+            )
+        )
         self.events_posted = 0
         # Octavia calls block (openstacksdk): one thread per worker, not asyncio's default
         # pool (min(32, CPUs + 4) threads, shared with everything else in the process).
@@ -63,6 +73,9 @@ class Controller:
     async def octavia(self, call: Callable[..., T], *args: Any) -> T:
         """Run a blocking Octavia call on the controller's own threads."""
         return await asyncio.get_running_loop().run_in_executor(self._threads, call, *args)
+
+    async def _sweep_orphans(self, cluster: str, keep: Callable[[Json], bool]) -> list[str]:
+        return await self.octavia(self.converger.sweep_orphans, cluster, keep)
 
     async def run(self) -> None:
         """Until cancelled: endpoints are listed before Services, so that a Service's

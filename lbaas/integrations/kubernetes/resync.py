@@ -13,19 +13,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
+from lbaas.config import KubernetesSettings
 from lbaas.integrations.kubernetes import names
-from lbaas.integrations.kubernetes.base import Json
+from lbaas.integrations.kubernetes.base import Json, KubeApi
 from lbaas.integrations.kubernetes.cache import ObjectCache
-from lbaas.integrations.kubernetes.watching import list_and_watch
-
-if TYPE_CHECKING:
-    from lbaas.integrations.kubernetes.controller import Controller
+from lbaas.integrations.kubernetes.pipeline import Backoff, WorkQueue
+from lbaas.integrations.kubernetes.watching import WatchCounters, list_and_watch
 
 LOG = logging.getLogger(__name__)
 SLICES = "/apis/discovery.k8s.io/v1"
 CORE = "/api/v1"
+
+OrphanSweep = Callable[[str, Callable[[Json], bool]], Awaitable[list[str]]]
+"""``sweep(cluster, keep)``: remove the cluster's load balancers ``keep`` does not claim;
+the ids removed (the controller runs ``Converger.sweep_orphans`` on its Octavia threads)."""
 
 
 def collection_paths(
@@ -36,33 +39,44 @@ def collection_paths(
     return [(ns, f"{api}/namespaces/{ns}/{plural}") for ns in namespaces]
 
 
-class Resyncer:
-    def __init__(self, controller: Controller) -> None:
-        self._controller = controller
-        self.orphans_removed: list[str] = []
+@dataclass(frozen=True)
+class ResyncParts:
+    """What the watches share with the controller that builds them (given, not reached
+    through the controller, so that this module does not import it)."""
 
-    @property
-    def _cache(self) -> ObjectCache:
-        return self._controller.cache
+    kube: KubeApi
+    cache: ObjectCache
+    queue: WorkQueue
+    settings: KubernetesSettings
+    counters: WatchCounters
+    backoff: Backoff
+    sweep_orphans: OrphanSweep
+
+
+class Resyncer:
+    def __init__(self, parts: ResyncParts) -> None:
+        self._parts = parts
+        self._cache = parts.cache
+        self._settings = parts.settings
+        self.orphans_removed: list[str] = []
 
     def _enqueue(self, keys: set[str], force: bool) -> None:
         for key in sorted(keys):
-            self._controller.queue.enqueue(key, force)
+            self._parts.queue.enqueue(key, force)
 
     def start_endpoint_watches(self, group: asyncio.TaskGroup) -> asyncio.Event:
         """Start the EndpointSlice/Endpoints watches; the event is set once each listed."""
-        controller = self._controller
-        source = controller.settings.endpoints_source
+        settings = self._settings
+        source = settings.endpoints_source
         scopes = []
         if source in ("auto", "slices"):
             scopes += [
                 ("slices", s)
-                for s in collection_paths(SLICES, "endpointslices", controller.settings.namespaces)
+                for s in collection_paths(SLICES, "endpointslices", settings.namespaces)
             ]
         if source in ("auto", "endpoints"):
             scopes += [
-                ("endpoints", s)
-                for s in collection_paths(CORE, "endpoints", controller.settings.namespaces)
+                ("endpoints", s) for s in collection_paths(CORE, "endpoints", settings.namespaces)
             ]
         listed = asyncio.Event()
         remaining = {path for _, (_, path) in scopes}
@@ -97,8 +111,7 @@ class Resyncer:
             else:
                 key = cache.apply_endpoints(event_type, obj)
             if key is not None:
-                delay = self._controller.settings.endpoint_batch_delay
-                self._controller.queue.enqueue(key, delay=delay)
+                self._parts.queue.enqueue(key, delay=self._settings.endpoint_batch_delay)
 
         await self._list_and_watch(path, on_relist, on_event)
 
@@ -108,20 +121,11 @@ class Resyncer:
         on_relist: Callable[[list[Json]], Awaitable[None]],
         on_event: Callable[[str, Json], None],
     ) -> None:
-        controller = self._controller
-        await list_and_watch(
-            controller.kube,
-            path,
-            on_relist,
-            on_event,
-            controller.watch_counters,
-            controller.backoff,
-        )
+        parts = self._parts
+        await list_and_watch(parts.kube, path, on_relist, on_event, parts.counters, parts.backoff)
 
     def start_service_watches(self, group: asyncio.TaskGroup) -> None:
-        for namespace, path in collection_paths(
-            CORE, "services", self._controller.settings.namespaces
-        ):
+        for namespace, path in collection_paths(CORE, "services", self._settings.namespaces):
             group.create_task(self._service_watch(namespace, path))
 
     async def _service_watch(self, namespace: str | None, path: str) -> None:
@@ -132,13 +136,13 @@ class Resyncer:
             await self.sweep(namespace)
 
         def on_event(event_type: str, obj: Json) -> None:
-            self._controller.queue.enqueue(cache.apply_service(event_type, obj))
+            self._parts.queue.enqueue(cache.apply_service(event_type, obj))
 
         await self._list_and_watch(path, on_relist, on_event)
 
     async def sweep(self, namespace: str | None) -> None:
         """Remove orphans of this scope; errors are logged (the next resync retries)."""
-        settings = self._controller.settings
+        settings = self._settings
 
         def keep(lb: Json) -> bool:
             tags = list(lb.get("tags") or ())
@@ -154,9 +158,7 @@ class Resyncer:
             return uid is not None and (uid in self._cache.live_uids() or self._pending(uid))
 
         try:
-            removed = await self._controller.octavia(
-                self._controller.converger.sweep_orphans, settings.cluster_name, keep
-            )
+            removed = await self._parts.sweep_orphans(settings.cluster_name, keep)
         except Exception:  # noqa: BLE001 - the sweep is repeated at every resync
             LOG.exception("orphan sweep failed")
             return
@@ -168,7 +170,7 @@ class Resyncer:
         return uid in self._cache.gone_uids.values()
 
     async def periodic(self) -> None:
-        interval = self._controller.settings.resync_interval
+        interval = self._settings.resync_interval
         while True:
             await asyncio.sleep(interval)
             self._enqueue(set(self._cache.services), force=True)

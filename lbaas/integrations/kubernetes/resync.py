@@ -17,26 +17,23 @@ from dataclasses import dataclass
 
 from lbaas.config import KubernetesSettings
 from lbaas.integrations.kubernetes import names
-from lbaas.integrations.kubernetes.base import Json, KubeApi
+from lbaas.integrations.kubernetes.base import Collection, Json, Kind, KubeApi
 from lbaas.integrations.kubernetes.cache import ObjectCache
 from lbaas.integrations.kubernetes.pipeline import Backoff, WorkQueue
 from lbaas.integrations.kubernetes.watching import WatchCounters, list_and_watch
 
 LOG = logging.getLogger(__name__)
-SLICES = "/apis/discovery.k8s.io/v1"
-CORE = "/api/v1"
 
 OrphanSweep = Callable[[str, Callable[[Json], bool]], Awaitable[list[str]]]
 """``sweep(cluster, keep)``: remove the cluster's load balancers ``keep`` does not claim;
 the ids removed (the controller runs ``Converger.sweep_orphans`` on its Octavia threads)."""
 
 
-def collection_paths(
-    api: str, plural: str, namespaces: tuple[str, ...]
-) -> list[tuple[str | None, str]]:
+def collections(kind: Kind, namespaces: tuple[str, ...]) -> list[Collection]:
+    """One collection per watched namespace, or one of every namespace."""
     if not namespaces:
-        return [(None, f"{api}/{plural}")]
-    return [(ns, f"{api}/namespaces/{ns}/{plural}") for ns in namespaces]
+        return [Collection(kind)]
+    return [Collection(kind, ns) for ns in namespaces]
 
 
 @dataclass(frozen=True)
@@ -68,68 +65,63 @@ class Resyncer:
         """Start the EndpointSlice/Endpoints watches; the event is set once each listed."""
         settings = self._settings
         source = settings.endpoints_source
-        scopes = []
+        scopes: list[Collection] = []
         if source in ("auto", "slices"):
-            scopes += [
-                ("slices", s)
-                for s in collection_paths(SLICES, "endpointslices", settings.namespaces)
-            ]
+            scopes += collections(Kind.ENDPOINT_SLICES, settings.namespaces)
         if source in ("auto", "endpoints"):
-            scopes += [
-                ("endpoints", s) for s in collection_paths(CORE, "endpoints", settings.namespaces)
-            ]
+            scopes += collections(Kind.ENDPOINTS, settings.namespaces)
         listed = asyncio.Event()
-        remaining = {path for _, (_, path) in scopes}
-        for kind, (namespace, path) in scopes:
-            group.create_task(self._endpoint_watch(kind, namespace, path, remaining, listed))
+        remaining = set(scopes)
+        for collection in scopes:
+            group.create_task(self._endpoint_watch(collection, remaining, listed))
         if not scopes:
             listed.set()
         return listed
 
     async def _endpoint_watch(
-        self,
-        kind: str,
-        namespace: str | None,
-        path: str,
-        remaining: set[str],
-        listed: asyncio.Event,
+        self, collection: Collection, remaining: set[Collection], listed: asyncio.Event
     ) -> None:
         cache = self._cache
+        slices = collection.kind == Kind.ENDPOINT_SLICES
+        namespace = collection.namespace
 
         async def on_relist(items: list[Json]) -> None:
-            if kind == "slices":
+            if slices:
                 self._enqueue(cache.replace_slices(items, namespace), force=False)
             else:
                 self._enqueue(cache.replace_endpoints(items, namespace), force=False)
-            remaining.discard(path)
+            remaining.discard(collection)
             if not remaining:
                 listed.set()
 
         def on_event(event_type: str, obj: Json) -> None:
-            if kind == "slices":
+            if slices:
                 key = cache.apply_slice(event_type, obj)
             else:
                 key = cache.apply_endpoints(event_type, obj)
             if key is not None:
                 self._parts.queue.enqueue(key, delay=self._settings.endpoint_batch_delay)
 
-        await self._list_and_watch(path, on_relist, on_event)
+        await self._list_and_watch(collection, on_relist, on_event)
 
     async def _list_and_watch(
         self,
-        path: str,
+        collection: Collection,
         on_relist: Callable[[list[Json]], Awaitable[None]],
         on_event: Callable[[str, Json], None],
     ) -> None:
         parts = self._parts
-        await list_and_watch(parts.kube, path, on_relist, on_event, parts.counters, parts.backoff)
+        await list_and_watch(
+            parts.kube, collection, on_relist, on_event, parts.counters, parts.backoff
+        )
 
     def start_service_watches(self, group: asyncio.TaskGroup) -> None:
-        for namespace, path in collection_paths(CORE, "services", self._settings.namespaces):
-            group.create_task(self._service_watch(namespace, path))
+        for collection in collections(Kind.SERVICES, self._settings.namespaces):
+            group.create_task(self._service_watch(collection))
 
-    async def _service_watch(self, namespace: str | None, path: str) -> None:
+    async def _service_watch(self, collection: Collection) -> None:
         cache = self._cache
+        namespace = collection.namespace
 
         async def on_relist(items: list[Json]) -> None:
             self._enqueue(cache.replace_services(items, namespace), force=True)
@@ -138,7 +130,7 @@ class Resyncer:
         def on_event(event_type: str, obj: Json) -> None:
             self._parts.queue.enqueue(cache.apply_service(event_type, obj))
 
-        await self._list_and_watch(path, on_relist, on_event)
+        await self._list_and_watch(collection, on_relist, on_event)
 
     async def sweep(self, namespace: str | None) -> None:
         """Remove orphans of this scope; errors are logged (the next resync retries)."""

@@ -20,8 +20,8 @@ from lbaas.config import KubernetesSettings
 from lbaas.integrations.kubernetes.base import Json, OctaviaApi
 from lbaas.integrations.kubernetes.controller import Controller
 from lbaas.integrations.kubernetes.converge import Converger
-from lbaas.integrations.kubernetes.kube_connection import KubeConnection
-from lbaas.integrations.kubernetes.kube_http import HttpKube
+from lbaas.integrations.kubernetes.kube_client import LightkubeKube
+from lbaas.integrations.kubernetes.kube_config import for_server
 from lbaas.integrations.kubernetes.octavia_sdk import SdkOctavia, connect
 
 LOOPBACK_SUBNET = "7f000a00-0000-4000-8000-000000000001"
@@ -114,7 +114,7 @@ async def running_controller(
     octavia = SdkOctavia(connect(None, octavia_url))
     api = wrap(octavia) if wrap else octavia
     converger = Converger(api, wait_timeout=kube_settings.wait_active_timeout)
-    kube = HttpKube(KubeConnection(server=kube_url.rstrip("/")))
+    kube = LightkubeKube(for_server(kube_url))
     controller = Controller(kube, converger, kube_settings)
     task = asyncio.create_task(controller.run())
     try:

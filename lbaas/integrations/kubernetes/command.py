@@ -12,8 +12,8 @@ from lbaas.config import KubernetesSettings
 from lbaas.errors import ConfigError
 from lbaas.integrations.kubernetes.controller import Controller
 from lbaas.integrations.kubernetes.converge import Converger
-from lbaas.integrations.kubernetes.kube_connection import from_settings
-from lbaas.integrations.kubernetes.kube_http import HttpKube
+from lbaas.integrations.kubernetes.kube_client import LightkubeKube
+from lbaas.integrations.kubernetes.kube_config import from_settings
 from lbaas.integrations.kubernetes.octavia_sdk import SdkOctavia, connect
 
 LOG = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ def build_converger(settings: KubernetesSettings) -> Converger:
 async def _run(settings: KubernetesSettings) -> None:
     if not settings.vip_subnet_id:
         raise ConfigError("kubernetes.vip_subnet_id must be set")
-    kube = HttpKube(from_settings(settings))
+    kube = LightkubeKube(from_settings(settings))
     controller = Controller(kube, build_converger(settings), settings)
     task = asyncio.create_task(controller.run())
     loop = asyncio.get_running_loop()

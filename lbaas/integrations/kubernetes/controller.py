@@ -24,18 +24,14 @@ from lbaas.integrations.kubernetes.base import Json, KubeApi
 from lbaas.integrations.kubernetes.cache import ObjectCache
 from lbaas.integrations.kubernetes.converge import Converger
 from lbaas.integrations.kubernetes.desired import desired_load_balancer, is_selected
-from lbaas.integrations.kubernetes.objects import Service, parse_service, split_key
+from lbaas.integrations.kubernetes.objects import Service, parse_service
 from lbaas.integrations.kubernetes.pipeline import Backoff, WorkQueue
-from lbaas.integrations.kubernetes.resync import Resyncer
+from lbaas.integrations.kubernetes.resync import Resyncer, ResyncParts
 from lbaas.integrations.kubernetes.watching import WatchCounters
 
 LOG = logging.getLogger(__name__)
 COMPONENT = "lbaas-kubernetes"
 T = TypeVar("T")
-
-
-def service_path(namespace: str, name: str) -> str:
-    return f"/api/v1/namespaces/{namespace}/services/{name}"
 
 
 class Controller:
@@ -47,7 +43,17 @@ class Controller:
         self.backoff = Backoff(settings.backoff_base, settings.backoff_cap)
         self.queue = WorkQueue(self.handle, self.report_permanent, settings.workers, self.backoff)
         self.watch_counters = WatchCounters()
-        self.resyncer = Resyncer(self)
+        self.resyncer = Resyncer(
+            ResyncParts(
+                kube=kube,
+                cache=self.cache,
+                queue=self.queue,
+                settings=settings,
+                counters=self.watch_counters,
+                backoff=self.backoff,
+                sweep_orphans=self._sweep_orphans,
+            )
+        )
         self.events_posted = 0
         # Octavia calls block (openstacksdk): one thread per worker, not asyncio's default
         # pool (min(32, CPUs + 4) threads, shared with everything else in the process).
@@ -63,6 +69,9 @@ class Controller:
     async def octavia(self, call: Callable[..., T], *args: Any) -> T:
         """Run a blocking Octavia call on the controller's own threads."""
         return await asyncio.get_running_loop().run_in_executor(self._threads, call, *args)
+
+    async def _sweep_orphans(self, cluster: str, keep: Callable[[Json], bool]) -> list[str]:
+        return await self.octavia(self.converger.sweep_orphans, cluster, keep)
 
     async def run(self) -> None:
         """Until cancelled: endpoints are listed before Services, so that a Service's
@@ -123,7 +132,7 @@ class Controller:
         if self._writes_ingress(service):
             ingress = [{"ip": state.vip_address}]
             if patches.ingress_of(obj) != ingress:
-                await self._patch(service, patches.ingress_status(state.vip_address), "/status")
+                await self._patch(service, patches.ingress_status(state.vip_address), status=True)
         if (
             record := patches.converged(service, desired.spec_record(), state.record())
         ) is not None:
@@ -155,12 +164,11 @@ class Controller:
         await self.octavia(self.converger.release, service.uid)
         obj = self.cache.services.get(service.key) or {}
         if not service.deleting and patches.ingress_of(obj):
-            await self._patch(service, patches.ingress_status(None), "/status")
+            await self._patch(service, patches.ingress_status(None), status=True)
         await self._patch(service, patches.released(service))
 
-    async def _patch(self, service: Service, body: Json, sub: str = "") -> Service:
-        path = service_path(service.namespace, service.name) + sub
-        updated = await self.kube.patch(path, body)
+    async def _patch(self, service: Service, body: Json, status: bool = False) -> Service:
+        updated = await self.kube.patch_service(service.namespace, service.name, body, status)
         if (updated.get("metadata") or {}).get("uid") == service.uid:
             self.cache.services[service.key] = updated
             return parse_service(updated)
@@ -172,12 +180,11 @@ class Controller:
         if obj is None:
             return
         service = parse_service(obj)
-        namespace, _ = split_key(key)
         body = patches.warning_event(
             service, "SyncLoadBalancerFailed", error.user_message, COMPONENT
         )
         try:
-            await self.kube.create(f"/api/v1/namespaces/{namespace}/events", body)
+            await self.kube.create_event(body)
             self.events_posted += 1
         except Exception:  # noqa: BLE001 - an event is best effort; the error is logged
             LOG.exception("%s: could not record the event", key)

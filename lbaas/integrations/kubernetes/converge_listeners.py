@@ -3,13 +3,15 @@
 Reads first, then only the writes that change something: a Service whose endpoints did
 not move costs reads only, and a member change is one batch ``PUT …/members`` per pool
 (Octavia makes the pool's member set equal to the body), whatever the number of members.
+The caller is known only as the small ``LoadBalancerWriter`` protocol below, which keeps the
+import graph of the package acyclic.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from lbaas.integrations.kubernetes.base import Json
+from lbaas.integrations.kubernetes.base import Json, OctaviaApi
 from lbaas.integrations.kubernetes.desired import DesiredListener, DesiredLoadBalancer
 from lbaas.integrations.kubernetes.octavia_bodies import (
     listener_body,
@@ -22,14 +24,25 @@ from lbaas.integrations.kubernetes.octavia_bodies import (
     pool_options,
 )
 
-if TYPE_CHECKING:
-    from lbaas.integrations.kubernetes.converge import Converger
-
 V2 = "/lbaas"
 
 
+class LoadBalancerWriter(Protocol):
+    """What converging listeners needs of its caller (``converge.Converger`` is one): the
+    API, and a wait for the load balancer's ACTIVE after every write. A protocol, so that
+    this module does not import the one that calls it."""
+
+    @property
+    def api(self) -> OctaviaApi: ...
+
+    def wait_active(self, lb_id: str) -> Json: ...
+
+
 def converge_listeners(
-    converger: Converger, lb_id: str, desired: DesiredLoadBalancer, member_subnet: str | None
+    converger: LoadBalancerWriter,
+    lb_id: str,
+    desired: DesiredLoadBalancer,
+    member_subnet: str | None,
 ) -> dict[str, Json]:
     """Make the load balancer's listeners match; the ids per listener for the record."""
     api = converger.api
@@ -61,13 +74,13 @@ def converge_listeners(
     return record
 
 
-def _delete(converger: Converger, lb_id: str, path: str) -> None:
+def _delete(converger: LoadBalancerWriter, lb_id: str, path: str) -> None:
     converger.api.delete(f"{V2}/{path}")
     converger.wait_active(lb_id)
 
 
 def _converge_pool(
-    converger: Converger,
+    converger: LoadBalancerWriter,
     lb_id: str,
     listener_id: str,
     pool: Json | None,
@@ -87,7 +100,7 @@ def _converge_pool(
 
 
 def _converge_monitor(
-    converger: Converger, lb_id: str, pool: Json, wanted: DesiredListener, tags: list[str]
+    converger: LoadBalancerWriter, lb_id: str, pool: Json, wanted: DesiredListener, tags: list[str]
 ) -> None:
     api = converger.api
     monitor_id = pool.get("healthmonitor_id")
@@ -106,7 +119,7 @@ def _converge_monitor(
 
 
 def _converge_members(
-    converger: Converger,
+    converger: LoadBalancerWriter,
     lb_id: str,
     pool_id: str,
     wanted: DesiredListener,

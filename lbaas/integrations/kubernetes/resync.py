@@ -13,132 +13,128 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
+from lbaas.config import KubernetesSettings
 from lbaas.integrations.kubernetes import names
-from lbaas.integrations.kubernetes.base import Json
+from lbaas.integrations.kubernetes.base import Collection, Json, Kind, KubeApi
 from lbaas.integrations.kubernetes.cache import ObjectCache
-from lbaas.integrations.kubernetes.watching import list_and_watch
-
-if TYPE_CHECKING:
-    from lbaas.integrations.kubernetes.controller import Controller
+from lbaas.integrations.kubernetes.pipeline import Backoff, WorkQueue
+from lbaas.integrations.kubernetes.watching import WatchCounters, list_and_watch
 
 LOG = logging.getLogger(__name__)
-SLICES = "/apis/discovery.k8s.io/v1"
-CORE = "/api/v1"
+
+OrphanSweep = Callable[[str, Callable[[Json], bool]], Awaitable[list[str]]]
+"""``sweep(cluster, keep)``: remove the cluster's load balancers ``keep`` does not claim;
+the ids removed (the controller runs ``Converger.sweep_orphans`` on its Octavia threads)."""
 
 
-def collection_paths(
-    api: str, plural: str, namespaces: tuple[str, ...]
-) -> list[tuple[str | None, str]]:
+def collections(kind: Kind, namespaces: tuple[str, ...]) -> list[Collection]:
+    """One collection per watched namespace, or one of every namespace."""
     if not namespaces:
-        return [(None, f"{api}/{plural}")]
-    return [(ns, f"{api}/namespaces/{ns}/{plural}") for ns in namespaces]
+        return [Collection(kind)]
+    return [Collection(kind, ns) for ns in namespaces]
+
+
+@dataclass(frozen=True)
+class ResyncParts:
+    """What the watches share with the controller that builds them (given, not reached
+    through the controller, so that this module does not import it)."""
+
+    kube: KubeApi
+    cache: ObjectCache
+    queue: WorkQueue
+    settings: KubernetesSettings
+    counters: WatchCounters
+    backoff: Backoff
+    sweep_orphans: OrphanSweep
 
 
 class Resyncer:
-    def __init__(self, controller: Controller) -> None:
-        self._controller = controller
+    def __init__(self, parts: ResyncParts) -> None:
+        self._parts = parts
+        self._cache = parts.cache
+        self._settings = parts.settings
         self.orphans_removed: list[str] = []
-
-    @property
-    def _cache(self) -> ObjectCache:
-        return self._controller.cache
 
     def _enqueue(self, keys: set[str], force: bool) -> None:
         for key in sorted(keys):
-            self._controller.queue.enqueue(key, force)
+            self._parts.queue.enqueue(key, force)
 
     def start_endpoint_watches(self, group: asyncio.TaskGroup) -> asyncio.Event:
         """Start the EndpointSlice/Endpoints watches; the event is set once each listed."""
-        controller = self._controller
-        source = controller.settings.endpoints_source
-        scopes = []
+        settings = self._settings
+        source = settings.endpoints_source
+        scopes: list[Collection] = []
         if source in ("auto", "slices"):
-            scopes += [
-                ("slices", s)
-                for s in collection_paths(SLICES, "endpointslices", controller.settings.namespaces)
-            ]
+            scopes += collections(Kind.ENDPOINT_SLICES, settings.namespaces)
         if source in ("auto", "endpoints"):
-            scopes += [
-                ("endpoints", s)
-                for s in collection_paths(CORE, "endpoints", controller.settings.namespaces)
-            ]
+            scopes += collections(Kind.ENDPOINTS, settings.namespaces)
         listed = asyncio.Event()
-        remaining = {path for _, (_, path) in scopes}
-        for kind, (namespace, path) in scopes:
-            group.create_task(self._endpoint_watch(kind, namespace, path, remaining, listed))
+        remaining = set(scopes)
+        for collection in scopes:
+            group.create_task(self._endpoint_watch(collection, remaining, listed))
         if not scopes:
             listed.set()
         return listed
 
     async def _endpoint_watch(
-        self,
-        kind: str,
-        namespace: str | None,
-        path: str,
-        remaining: set[str],
-        listed: asyncio.Event,
+        self, collection: Collection, remaining: set[Collection], listed: asyncio.Event
     ) -> None:
         cache = self._cache
+        slices = collection.kind == Kind.ENDPOINT_SLICES
+        namespace = collection.namespace
 
         async def on_relist(items: list[Json]) -> None:
-            if kind == "slices":
+            if slices:
                 self._enqueue(cache.replace_slices(items, namespace), force=False)
             else:
                 self._enqueue(cache.replace_endpoints(items, namespace), force=False)
-            remaining.discard(path)
+            remaining.discard(collection)
             if not remaining:
                 listed.set()
 
         def on_event(event_type: str, obj: Json) -> None:
-            if kind == "slices":
+            if slices:
                 key = cache.apply_slice(event_type, obj)
             else:
                 key = cache.apply_endpoints(event_type, obj)
             if key is not None:
-                delay = self._controller.settings.endpoint_batch_delay
-                self._controller.queue.enqueue(key, delay=delay)
+                self._parts.queue.enqueue(key, delay=self._settings.endpoint_batch_delay)
 
-        await self._list_and_watch(path, on_relist, on_event)
+        await self._list_and_watch(collection, on_relist, on_event)
 
     async def _list_and_watch(
         self,
-        path: str,
+        collection: Collection,
         on_relist: Callable[[list[Json]], Awaitable[None]],
         on_event: Callable[[str, Json], None],
     ) -> None:
-        controller = self._controller
+        parts = self._parts
         await list_and_watch(
-            controller.kube,
-            path,
-            on_relist,
-            on_event,
-            controller.watch_counters,
-            controller.backoff,
+            parts.kube, collection, on_relist, on_event, parts.counters, parts.backoff
         )
 
     def start_service_watches(self, group: asyncio.TaskGroup) -> None:
-        for namespace, path in collection_paths(
-            CORE, "services", self._controller.settings.namespaces
-        ):
-            group.create_task(self._service_watch(namespace, path))
+        for collection in collections(Kind.SERVICES, self._settings.namespaces):
+            group.create_task(self._service_watch(collection))
 
-    async def _service_watch(self, namespace: str | None, path: str) -> None:
+    async def _service_watch(self, collection: Collection) -> None:
         cache = self._cache
+        namespace = collection.namespace
 
         async def on_relist(items: list[Json]) -> None:
             self._enqueue(cache.replace_services(items, namespace), force=True)
             await self.sweep(namespace)
 
         def on_event(event_type: str, obj: Json) -> None:
-            self._controller.queue.enqueue(cache.apply_service(event_type, obj))
+            self._parts.queue.enqueue(cache.apply_service(event_type, obj))
 
-        await self._list_and_watch(path, on_relist, on_event)
+        await self._list_and_watch(collection, on_relist, on_event)
 
     async def sweep(self, namespace: str | None) -> None:
         """Remove orphans of this scope; errors are logged (the next resync retries)."""
-        settings = self._controller.settings
+        settings = self._settings
 
         def keep(lb: Json) -> bool:
             tags = list(lb.get("tags") or ())
@@ -154,9 +150,7 @@ class Resyncer:
             return uid is not None and (uid in self._cache.live_uids() or self._pending(uid))
 
         try:
-            removed = await self._controller.octavia(
-                self._controller.converger.sweep_orphans, settings.cluster_name, keep
-            )
+            removed = await self._parts.sweep_orphans(settings.cluster_name, keep)
         except Exception:  # noqa: BLE001 - the sweep is repeated at every resync
             LOG.exception("orphan sweep failed")
             return
@@ -168,7 +162,7 @@ class Resyncer:
         return uid in self._cache.gone_uids.values()
 
     async def periodic(self) -> None:
-        interval = self._controller.settings.resync_interval
+        interval = self._settings.resync_interval
         while True:
             await asyncio.sleep(interval)
             self._enqueue(set(self._cache.services), force=True)

@@ -3,8 +3,9 @@
 Each loop lists its collection (handing the whole list to ``on_relist``, which replaces
 that scope of the cache and queues every Service it touches), then watches from the
 list's resourceVersion, passing each event to ``on_event``. A stream the server ends
-normally is re-watched from the last resourceVersion seen; 410 Gone (the version is too
-old) relists; connection errors back off and relist.
+normally is re-watched from the last resourceVersion seen (lightkube does so itself; the
+loop here does it for a ``KubeApi`` whose watch ends); 410 Gone (the version is too old)
+relists; connection errors back off and relist.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from lbaas.errors import LbaasError
-from lbaas.integrations.kubernetes.base import Json, KubeApi, WatchExpired
+from lbaas.integrations.kubernetes.base import Collection, Json, KubeApi, WatchExpired
 from lbaas.integrations.kubernetes.pipeline import Backoff
 from lbaas.model.enums import WatchEventType
 
@@ -33,7 +34,7 @@ class WatchCounters:
 
 async def list_and_watch(
     kube: KubeApi,
-    path: str,
+    collection: Collection,
     on_relist: Callable[[list[Json]], Awaitable[None]],
     on_event: Callable[[str, Json], None],
     counters: WatchCounters,
@@ -44,12 +45,12 @@ async def list_and_watch(
     failures = 0
     while True:
         try:
-            items, version = await kube.list(path)
+            items, version = await kube.list(collection)
             counters.lists += 1
             await on_relist(items)
             failures = 0
             while True:
-                async for event in kube.watch(path, version):
+                async for event in kube.watch(collection, version):
                     obj = event.get("object") or {}
                     version = (obj.get("metadata") or {}).get("resourceVersion") or version
                     if event.get("type") != WatchEventType.BOOKMARK:
@@ -57,10 +58,10 @@ async def list_and_watch(
                         on_event(str(event.get("type")), obj)
         except WatchExpired as exc:
             counters.expired += 1
-            LOG.info("watch %s expired (%s); relisting", path, exc)
+            LOG.info("watch of %s expired (%s); relisting", collection, exc)
         except LbaasError as exc:
             counters.errors += 1
             delay = backoff.delay(failures, rng)
             failures += 1
-            LOG.warning("watch %s failed: %s; relisting in %.1fs", path, exc, delay)
+            LOG.warning("watch of %s failed: %s; relisting in %.1fs", collection, exc, delay)
             await asyncio.sleep(delay)

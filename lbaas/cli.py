@@ -155,27 +155,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
         release_dead_worker,
         wakeup_sender,
     )
-    from lbaas.metrics.process import ProcessMetrics
+    from lbaas.metrics.serve_metrics import serve_metrics
 
-    settings = _settings(args)
+    observed = serve_metrics(_settings(args))
+    settings = observed.settings
     _setup_logging(settings)
     stopping = _hold_stop_signals()
     database = open_database(settings)  # creates or upgrades the schema before the child starts
     vault = open_vault(settings, database)  # a wrong key-encryption key stops here
     providers = open_providers(settings, database)
     child = ChildWorker(
-        _child_worker_command(args),
+        _child_worker_command(args, observed.worker_address),
         on_death=lambda pid: release_dead_worker(database, pid),
         stop_timeout=settings.worker.stop_timeout + CHILD_EXIT_GRACE,
     )
     sender = wakeup_sender(settings)
     extras: list[Callable[[], None]] = []
-    # One registry for the API and the embedded health manager: both show in /metrics.
-    metrics = ProcessMetrics()
+    # One registry for the API and the embedded health manager: both show in /metrics,
+    # with the worker child's converges (read from the child at each scrape).
+    metrics = observed.metrics
     try:
         child.start()
         extras = _start_embedded_extras(settings, database, sender.notify, metrics)
         print(f"lbaas database: {settings.database_url}", flush=True)
+        print(observed.announcement(), flush=True)
         if not stopping.is_set():
             services = ApiServices(settings, database, providers, sender.notify, metrics)
             services.vault = vault
@@ -195,8 +198,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _child_worker_command(args: argparse.Namespace) -> list[str]:
-    """``lbaas worker`` with serve's own options, told to exit when serve does."""
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _child_worker_command(
+    args: argparse.Namespace, metrics_address: tuple[str, int] | None
+) -> list[str]:
+    """``lbaas worker`` with serve's own options, told to exit when serve does, and where
+    to serve the metrics serve's /metrics reads from it."""
     command = [sys.executable, "-m", "lbaas.cli"]
     if args.config:
         command += ["--config", args.config]
@@ -205,6 +216,8 @@ def _child_worker_command(args: argparse.Namespace) -> list[str]:
         command += ["--state-dir", args.state_dir]
     if args.database_url:
         command += ["--database-url", args.database_url]
+    if metrics_address is not None:
+        command += ["--metrics-address", "{}:{}".format(*metrics_address)]
     return command
 
 
@@ -265,7 +278,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     _setup_logging(settings)
     database = open_database(settings, upgrade=False)
     providers = open_providers(settings, database)
-    process = build_worker_process(settings, database, providers)
+    process = build_worker_process(settings, database, providers, args.metrics_address)
     process.start()
     freeze_startup_heap()  # what start-up made lives as long as the worker: never walk it
     print(f"lbaas worker {process.worker.owner} running", flush=True)
@@ -512,6 +525,8 @@ def build_parser() -> argparse.ArgumentParser:
     worker = add("worker", cmd_worker, "the converge worker only")
     # serve's child worker: exit when this process is no longer the parent.
     worker.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+    # serve's child worker: serve /metrics exactly at HOST:PORT (serve reads it there).
+    worker.add_argument("--metrics-address", type=_host_port, help=argparse.SUPPRESS)
     add("health", cmd_health, "the health manager only")
     _add_fleet_commands(sub, add("agent", cmd_agent, "the per-host agent"))
     diagnose = add("diagnose", cmd_diagnose, "why a load balancer is not well, hop by hop")

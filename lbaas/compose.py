@@ -169,13 +169,18 @@ def build_worker(
 
 
 def build_worker_process(
-    settings: Settings, database: Database, providers: ProviderRegistry
+    settings: Settings,
+    database: Database,
+    providers: ProviderRegistry,
+    metrics_address: tuple[str, int] | None = None,
 ) -> WorkerProcess:
+    """``metrics_address``: serve /metrics exactly there (``lbaas serve``'s child, whose
+    parent reads it), instead of ``worker.metrics_port`` plus the slot number."""
     slot = WorkerSlot(settings.state_dir)
     metrics = ProcessMetrics()
     worker = build_worker(settings, database, providers, slot.tag, metrics)
-    address = None
-    if settings.worker.metrics_port:
+    address = metrics_address
+    if address is None and settings.worker.metrics_port:
         # One port per worker slot, so workers sharing a host never compete for one.
         address = (settings.worker.metrics_host, settings.worker.metrics_port + (slot.number or 0))
     listeners: list[WakeupSource] = [

@@ -99,11 +99,14 @@ class ApiSettings(_Section):
         None, description="Base URL used in pagination links instead of the request URL."
     )
     max_body_bytes: int = Field(114688, description="Larger request bodies get 413.")
-    metrics_enabled: bool = Field(
-        False,
+    metrics_enabled: bool | None = Field(
+        None,
         description=(
             "Serve /metrics in Prometheus' text format, without authentication: load "
-            "balancers and amphorae by status, the converge queue, responses per status."
+            "balancers and amphorae by status, the converge queue, responses per status. "
+            "Unset: on under `lbaas serve` while the API listens on a loopback address "
+            "(the default 127.0.0.1), off otherwise (`lbaas api`, or a serve reachable "
+            "from other hosts); true serves it wherever the API listens; false never."
         ),
     )
     healthcheck_enabled: bool = Field(

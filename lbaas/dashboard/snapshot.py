@@ -33,13 +33,36 @@ def _by(rows: list[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]
     return grouped
 
 
+def _with_details(rows: DashboardRows) -> tuple[list[dict[str, Any]], ...]:
+    """Listeners with their L7 policies (by position, each with its rules), pools with
+    their health monitor (``None``: unmonitored), amphorae with their host's status
+    (``None``: no host recorded, or a host the fleet does not know)."""
+    details = rows.details
+    rules = _by(details.l7rules, "l7policy_id")
+    policies = _by(
+        [{**p, "rules": rules.get(p["id"], [])} for p in details.l7policies], "listener_id"
+    )
+    monitors = {hm["pool_id"]: hm for hm in details.healthmonitors}
+    listeners = [
+        {**li, "l7policies": sorted(policies.get(li["id"], []), key=lambda p: p["position"])}
+        for li in rows.listeners
+    ]
+    pools = [{**pool, "healthmonitor": monitors.get(pool["id"])} for pool in rows.pools]
+    amphorae = [
+        {**amp, "host_status": details.host_status.get(amp["host"] or "")} for amp in rows.amphorae
+    ]
+    return listeners, pools, amphorae
+
+
 def build_topology(rows: DashboardRows) -> list[dict[str, Any]]:
-    """Each load balancer with its listeners, pools (with members), amphorae and the error
-    its last converge recorded (``None`` when the last one succeeded)."""
-    listeners = _by(rows.listeners, "loadbalancer_id")
-    pools = _by(rows.pools, "loadbalancer_id")
+    """Each load balancer with its listeners (and L7 policies), pools (with members and
+    health monitor), amphorae (with their host's status) and the error its last converge
+    recorded (``None`` when the last one succeeded)."""
+    all_listeners, all_pools, all_amphorae = _with_details(rows)
+    listeners = _by(all_listeners, "loadbalancer_id")
+    pools = _by(all_pools, "loadbalancer_id")
     members = _by(rows.members, "pool_id")
-    amphorae = _by(rows.amphorae, "loadbalancer_id")
+    amphorae = _by(all_amphorae, "loadbalancer_id")
     tree = []
     for lb in rows.loadbalancers:
         lb_pools = [{**pool, "members": members.get(pool["id"], [])} for pool in pools[lb["id"]]]

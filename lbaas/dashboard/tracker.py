@@ -18,6 +18,7 @@ from typing import Any
 
 from lbaas.dashboard.snapshot import build_topology
 from lbaas.db.dashboard_changes import Cursor, change_cursor, changed_rows, counts_moved
+from lbaas.db.dashboard_details import details_stamp
 from lbaas.db.dashboard_queries import DashboardRows, dashboard_rows, lb_ids
 from lbaas.db.engine import Database
 from lbaas.db.object_metrics import listener_counters
@@ -41,6 +42,8 @@ class TopologyTracker:
         self._cursor: Cursor | None = None
         self._objects: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in KINDS}
         self._errors: dict[str, str] = {}
+        self._details_stamp: tuple[Any, ...] = ()
+        self._details: Any = None
 
     def tick(self) -> list[str]:
         """The SSE messages of this tick: ``topology`` or ``changes`` when something moved,
@@ -49,7 +52,10 @@ class TopologyTracker:
         with self._database.read_connection() as conn:
             cursor = change_cursor(conn, self._project)
             before = self._cursor
-            if before is None or counts_moved(before, cursor):
+            # A health monitor, L7 policy or rule, or a host's state moved: shown whole.
+            stamp = details_stamp(conn, self._project)
+            details_moved, self._details_stamp = stamp != self._details_stamp, stamp
+            if before is None or details_moved or counts_moved(before, cursor):
                 messages += self._full(dashboard_rows(conn, self._project))
             elif before != cursor:
                 rows, errors = changed_rows(conn, self._project, before, cursor)
@@ -65,9 +71,10 @@ class TopologyTracker:
 
     def _full(self, rows: DashboardRows) -> list[str]:
         objects = {kind: {row["id"]: row for row in getattr(rows, kind)} for kind in KINDS}
-        if objects == self._objects and rows.errors == self._errors and self._cursor is not None:
+        same = objects == self._objects and rows.errors == self._errors
+        if same and rows.details == self._details and self._cursor is not None:
             return []
-        self._objects, self._errors = objects, dict(rows.errors)
+        self._objects, self._errors, self._details = objects, dict(rows.errors), rows.details
         return [event("topology", build_topology(rows))]
 
     def _patch(self, rows: DashboardRows, errors: dict[str, str | None]) -> dict[str, Any] | None:

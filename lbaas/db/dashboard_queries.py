@@ -9,12 +9,13 @@ Rows come back as plain dicts keyed by column name, ready for JSON.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
+from lbaas.db.dashboard_details import DashboardDetails, dashboard_details
 from lbaas.db.object_metrics import listener_counters
 from lbaas.db.tables import (
     AmphoraRow,
@@ -79,6 +80,8 @@ class DashboardRows:
     """Per load balancer id: its converge job's last error, where it has one."""
     counters: dict[str, dict[str, int]]
     """Per listener id: ``object_metrics.METRIC_COUNTERS`` summed over its amphorae."""
+    details: DashboardDetails = field(default_factory=DashboardDetails)
+    """Health monitors, L7 policies and rules, hosts' states (a full read only)."""
 
 
 ENTITY_COLUMNS: dict[str, tuple[Any, tuple[str, ...]]] = {
@@ -128,4 +131,5 @@ def dashboard_rows(conn: Connection, project: str | None) -> DashboardRows:
         amphorae=[dict(row._mapping) for row in conn.execute(amp_query.order_by(amps.c.id))],
         errors={str(lb): str(error) for lb, error in conn.execute(job_query)},
         counters=listener_counters(conn, lb_ids(project)),
+        details=dashboard_details(conn, project, lb_ids(project)),
     )

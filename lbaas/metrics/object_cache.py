@@ -46,6 +46,7 @@ from lbaas.metrics.object_text import (
     TRAFFIC,
     Projects,
     family_header,
+    pools_balancer,
     status_families,
 )
 
@@ -74,12 +75,17 @@ class _Statuses:
         for kind, parent, objects in (
             ("listener", "loadbalancer_id", figures.listeners),
             ("pool", "loadbalancer_id", figures.pools),
-            ("member", "pool_id", figures.members),
         ):
             self.labels[kind] = {
                 o.id: f'{kind}_id="{o.id}",{parent}="{o.parent_id}",project_id="{projects[o.project_id]}"'
                 for o in objects
             }
+        balancer_of = pools_balancer(figures)  # a member's load balancer: its pool's
+        self.labels["member"] = {
+            o.id: f'member_id="{o.id}",pool_id="{o.parent_id}",'
+            f'loadbalancer_id="{balancer_of.get(o.parent_id, "")}",project_id="{projects[o.project_id]}"'
+            for o in figures.members
+        }
         self.lb_labels = {
             lb.id: f'loadbalancer_id="{lb.id}",project_id="{projects[lb.project_id]}"'
             for lb in figures.loadbalancers

@@ -69,12 +69,41 @@ def _family(
         yield template.format(*values, number)
 
 
+def pools_balancer(figures: ObjectFigures) -> dict[str, str]:
+    """Per pool id, its load balancer's id: a member's ``loadbalancer_id`` label (a member
+    row names its pool only), so every per-object series can be selected by load balancer."""
+    return {pool.id: pool.parent_id for pool in figures.pools}
+
+
 def _statuses(
-    kind: str, parent: str, objects: list[ObjectStatus], projects: Projects
+    kind: str,
+    parent: str,
+    objects: list[ObjectStatus],
+    projects: Projects,
+    balancer_of: dict[str, str] | None = None,
 ) -> Iterator[str]:
-    labels = (f"{kind}_id", *((parent,) if parent else ()), "project_id", *_STATUS_LABELS)
+    """``balancer_of``: per parent id its load balancer's id (members, whose parent is a
+    pool), added as the ``loadbalancer_id`` label after the parent's."""
+    lb_label = ("loadbalancer_id",) if balancer_of is not None else ()
+    parents = (parent,) if parent else ()
+    labels = (f"{kind}_id", *parents, *lb_label, "project_id", *_STATUS_LABELS)
     rows: Iterator[tuple[tuple[str, ...], int]]
-    if parent:
+    if balancer_of is not None:
+        rows = (
+            (
+                (
+                    o.id,
+                    o.parent_id,
+                    balancer_of.get(o.parent_id, ""),
+                    projects[o.project_id],
+                    o[3],
+                    o[4],
+                ),
+                1,
+            )
+            for o in objects
+        )
+    elif parent:
         rows = (((o.id, o.parent_id, projects[o.project_id], o[3], o[4]), 1) for o in objects)
     else:
         rows = (((o.id, projects[o.project_id], o[3], o[4]), 1) for o in objects)
@@ -146,16 +175,26 @@ def _backend_traffic(figures: ObjectFigures, projects: Projects) -> Iterator[str
     """Per pool and member with a counter record (an amphora's agent reported it); none
     for objects of a provider without a data plane of ours."""
     counters = figures.listener_counters
-    for kind, parent, objects in (
-        ("pool", "loadbalancer_id", figures.pools),
-        ("member", "pool_id", figures.members),
+    balancer_of = pools_balancer(figures)
+    pools = [
+        ((o.id, o.parent_id, projects[o.project_id]), counters[o.id])
+        for o in figures.pools
+        if o.id in counters
+    ]
+    members = [
+        (
+            (o.id, o.parent_id, balancer_of.get(o.parent_id, ""), projects[o.project_id]),
+            counters[o.id],
+        )
+        for o in figures.members
+        if o.id in counters
+    ]
+    for kind, labels, counted in (
+        ("pool", ("pool_id", "loadbalancer_id", "project_id"), pools),
+        ("member", ("member_id", "pool_id", "loadbalancer_id", "project_id"), members),
     ):
-        counted = [(o, counters[o.id]) for o in objects if o.id in counters]
-        labels = (f"{kind}_id", parent, "project_id")
         for name, field, help_text, metric_kind in BACKEND_TRAFFIC:
-            rows = (
-                ((o.id, o.parent_id, projects[o.project_id]), v.get(field, 0)) for o, v in counted
-            )
+            rows = ((values, v.get(field, 0)) for values, v in counted)
             yield from _family(f"lbaas_{kind}_{name}", help_text, metric_kind, labels, rows)
 
 
@@ -163,7 +202,7 @@ def status_families(figures: ObjectFigures, projects: Projects) -> Iterator[str]
     yield from _statuses("loadbalancer", "", figures.loadbalancers, projects)
     yield from _statuses("listener", "loadbalancer_id", figures.listeners, projects)
     yield from _statuses("pool", "loadbalancer_id", figures.pools, projects)
-    yield from _statuses("member", "pool_id", figures.members, projects)
+    yield from _statuses("member", "pool_id", figures.members, projects, pools_balancer(figures))
 
 
 def object_text(figures: ObjectFigures) -> str:

@@ -26,6 +26,8 @@ CONVERGE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds: a converge on the noop provider takes milliseconds, one that builds an
 amphora and starts HAProxy seconds."""
 
+CONVERGE_HISTOGRAM = "lbaas_converge_duration_seconds"
+
 UNMATCHED_ROUTE = "unmatched"
 """The route label of a request no route matched (a 404 or 405 from the router): raw
 paths would make the label set as large as what scanners send."""
@@ -34,7 +36,10 @@ paths would make the label set as large as what scanners send."""
 class ProcessMetrics:
     """This process's registry and the instruments its parts record into."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, converges: bool = True) -> None:
+        """``converges=False``: a process that runs no converge (``lbaas serve``'s API,
+        whose /metrics shows its worker child's histogram, ``lbaas.metrics.worker_relay``)
+        registers no converge histogram of its own, so the name is not defined twice."""
         self.registry = CollectorRegistry(auto_describe=False)
         self.api_requests = Histogram(
             "lbaas_api_request_duration_seconds",
@@ -49,15 +54,17 @@ class ProcessMetrics:
             ["method", "code"],
             registry=self.registry,
         )
-        self.converges = Histogram(
-            "lbaas_converge_duration_seconds",
-            "Converges run by this worker process, by outcome: done, retry (temporary "
-            "failure, retried after backoff), failed (the load balancer went to ERROR), "
-            "lease_lost (another worker owns it now).",
-            ["outcome"],
-            buckets=CONVERGE_BUCKETS,
-            registry=self.registry,
-        )
+        self.converges: Histogram | None = None
+        if converges:
+            self.converges = Histogram(
+                CONVERGE_HISTOGRAM,
+                "Converges run by this worker process, by outcome: done, retry (temporary "
+                "failure, retried after backoff), failed (the load balancer went to ERROR), "
+                "lease_lost (another worker owns it now).",
+                ["outcome"],
+                buckets=CONVERGE_BUCKETS,
+                registry=self.registry,
+            )
 
     def observe_request(self, method: str, route: str, code: int, seconds: float) -> None:
         status = str(code)
@@ -65,7 +72,8 @@ class ProcessMetrics:
         self.api_responses.labels(method, status).inc()
 
     def observe_converge(self, outcome: str, seconds: float) -> None:
-        self.converges.labels(outcome).observe(seconds)
+        if self.converges is not None:
+            self.converges.labels(outcome).observe(seconds)
 
     def register(self, collector: Collector) -> None:
         self.registry.register(collector)

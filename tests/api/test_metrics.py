@@ -131,6 +131,16 @@ class TestMetrics:
         assert seen.value("lbaas_listener_status", listener_id=listener["id"]) == 1
         assert seen.value("lbaas_loadbalancer_status", loadbalancer_id=lb["id"]) == 1
         assert seen.value("lbaas_amphorae_heard") == 1
+        # Every per-object series names its load balancer (a member's through its pool).
+        kinds = ("lbaas_loadbalancer_", "lbaas_listener_", "lbaas_pool_", "lbaas_member_")
+        per_object = [(name, labels) for name, labels, _ in seen.samples if name.startswith(kinds)]
+        assert {name.split("_")[1] for name, _ in per_object} == {
+            "loadbalancer",
+            "listener",
+            "pool",
+            "member",
+        }
+        assert all(labels.get("loadbalancer_id") == lb["id"] for _, labels in per_object)
 
         # A deleted object's series are gone at the next scrape: nothing accumulates.
         assert api.delete(f"/v2/lbaas/pools/{pool['id']}/members/{down['id']}").status_code == 204

@@ -92,12 +92,51 @@ function memberRow(pool, member) {
   el("td", {}, memberAction(pool, member)));
 }
 
+function header(...names) {
+  return el("thead", {}, el("tr", {}, ...names.map((name) => el("th", { scope: "col" }, name))));
+}
+
+function monitorLine(hm) {
+  if (!hm) return el("p", { class: "monitor empty" }, "no health monitor");
+  const target = hm.url_path ? ` ${hm.http_method || "GET"} ${hm.url_path} → ${hm.expected_codes || "200"}` : "";
+  return el("p", { class: "monitor", "data-id": hm.id },
+    `Monitor ${hm.type}${target} · every ${hm.delay}s, timeout ${hm.timeout}s, ` +
+    `up after ${hm.max_retries}, down after ${hm.max_retries_down} `, badge(hm.operating_status));
+}
+
 function poolBlock(pool) {
   const rows = pool.members.map((member) => memberRow(pool, member));
   return el("div", { class: "pool", "data-id": pool.id },
     el("h3", {}, `Pool ${pool.name || pool.id.slice(0, 8)} · ${pool.protocol} · ${pool.lb_algorithm} `,
       badge(pool.operating_status)),
-    rows.length ? el("table", {}, el("tbody", {}, ...rows)) : el("p", { class: "empty" }, "no members"));
+    monitorLine(pool.healthmonitor),
+    rows.length
+      ? el("table", { class: "members" },
+        header("Member", "Address", "Weight", "Status", "Action"), el("tbody", {}, ...rows))
+      : el("p", { class: "empty" }, "no members"));
+}
+
+function policyTarget(policy) {
+  if (policy.action === "REDIRECT_TO_POOL") return `→ pool ${(policy.redirect_pool_id || "").slice(0, 8)}`;
+  if (policy.action === "REDIRECT_TO_URL") return `→ ${policy.redirect_url}`;
+  if (policy.action === "REDIRECT_PREFIX") return `→ ${policy.redirect_prefix}…`;
+  return "";
+}
+
+function ruleText(rule) {
+  const key = rule.key ? `[${rule.key}]` : "";
+  return `${rule.invert ? "NOT " : ""}${rule.type}${key} ${rule.compare_type} "${rule.value}"`;
+}
+
+function policyList(listener) {
+  const policies = listener.l7policies || [];
+  if (!policies.length) return null;
+  return el("ol", { class: "l7policies" }, ...policies.map((policy) =>
+    el("li", { class: "l7policy", "data-id": policy.id },
+      `${policy.name || "policy"} · ${policy.action} ${policyTarget(policy)} `, badge(policy.operating_status),
+      el("ul", {}, ...(policy.rules.length ? policy.rules.map((rule) =>
+        el("li", { class: "l7rule", "data-id": rule.id }, ruleText(rule)))
+        : [el("li", { class: "empty" }, "no rules: never matches")])))));
 }
 
 const VIP_WORDS = { up: "VIP answers", down: "VIP not answering", unprobed: "" };
@@ -113,15 +152,28 @@ function listenerBlock(listener) {
     el("h3", {}, `Listener ${listener.protocol}:${listener.protocol_port} `,
       badge(listener.operating_status), " ", vipMarker(state)),
     el("canvas", { class: "traffic", "data-listener": listener.id, width: 300, height: 48,
-      title: "new connections per second, last five minutes" }));
+      title: "new connections per second, last five minutes" }),
+    policyList(listener));
+}
+
+// An amphora is only as healthy as the host it runs on: its own row says ALLOCATED
+// until a failover moves it, while its host may already be DOWN.
+function amphoraHealth(amphora) {
+  if (amphora.status === "ERROR" || amphora.status === "FAILOVER_STOPPED") return "bad";
+  if (amphora.host_status && amphora.host_status !== "UP") return "host-down";
+  return "ok";
 }
 
 function amphoraRow(amphora) {
-  return el("tr", { class: "amphora", "data-id": amphora.id },
+  const health = amphoraHealth(amphora);
+  const host = el("td", { class: "host" }, `host ${amphora.host || "?"} `,
+    amphora.host_status ? badge(amphora.host_status === "UP" ? "UP" : "HOST_" + amphora.host_status) : null);
+  return el("tr", { class: "amphora", "data-id": amphora.id, "data-health": health,
+    "data-host-status": amphora.host_status || "" },
     el("td", { class: "id" }, amphora.id.slice(0, 8)),
     el("td", {}, amphora.role || ""),
-    el("td", {}, badge(amphora.status)),
-    el("td", {}, `host ${amphora.host || "?"}`),
+    el("td", {}, health === "host-down" ? badge("HOST_DOWN") : badge(amphora.status)),
+    host,
     el("td", { class: "id" }, amphora.compute_id || ""));
 }
 
@@ -139,7 +191,8 @@ function loadBalancerBlock(lb) {
       el("div", {}, ...lb.listeners.map(listenerBlock)),
       el("div", {}, ...lb.pools.map(poolBlock)),
       el("div", {}, el("h3", {}, "Amphorae"),
-        lb.amphorae.length ? el("table", {}, el("tbody", {}, ...lb.amphorae.map(amphoraRow)))
+        lb.amphorae.length ? el("table", { class: "amphorae" },
+          header("Amphora", "Role", "Status", "Host", "Compute"), el("tbody", {}, ...lb.amphorae.map(amphoraRow)))
           : el("p", { class: "empty" }, "none"))));
 }
 

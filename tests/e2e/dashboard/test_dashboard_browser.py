@@ -17,14 +17,17 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
+from lbaas.db import host_repo
 from lbaas.db.tables import (
     AmphoraRow,
     ConvergeJobRow,
+    HostRow,
     ListenerStatsRow,
     LoadBalancerRow,
     MemberRow,
 )
 from lbaas.model.enums import AmphoraRole, AmphoraStatus, OperatingStatus, ProvisioningStatus
+from lbaas.model.fleet import HostAddress
 from tests.e2e.dashboard.conftest import Pages
 from tests.support.api_client import Api
 from tests.support.waiting import wait_until
@@ -250,3 +253,34 @@ def test_a_vip_that_stops_answering_is_marked_without_a_reload(
     _probe_result(plane, tree, answered=True)
     page.locator(f"{block}[data-vip='up']").wait_for()
     assert page.evaluate("window.loadedOnce") is True
+
+
+def test_headers_monitors_policies_and_a_host_down(
+    pages: Pages, tree: dict[str, Any], api: Api, plane: Any
+) -> None:
+    lb_id = tree["lb"]["id"]
+    api.create_healthmonitor(lb_id, tree["pool"]["id"])
+    policy = api.create_l7policy(lb_id, tree["listener"]["id"], name="block-admin")
+    api.create_l7rule(lb_id, policy["id"], value="/admin")
+    with plane.database.write() as session:
+        now = datetime.now(UTC).replace(tzinfo=None)
+        where = HostAddress("host-a", "127.0.0.1", 9443)
+        host_repo.enrol(session, where, zone="z", capacity=4, now=now, up_at=time.time())
+    page = pages.open("p-alpha", "member")
+    section = page.locator(f"section.lb[data-id='{lb_id}']")
+    section.wait_for()
+    heads = section.locator("table.members th").all_inner_texts()
+    assert heads == ["Member", "Address", "Weight", "Status", "Action"]
+    assert "HTTP" in section.locator("p.monitor").inner_text()
+    assert "block-admin" in section.locator("li.l7policy").inner_text()
+    assert 'PATH STARTS_WITH "/admin"' in section.locator("li.l7rule").inner_text()
+    amphora = f"tr.amphora[data-id='{tree['amphora']}']"
+    page.locator(f"{amphora}[data-health='ok'][data-host-status='UP']").wait_for()
+    with plane.database.write_connection() as conn:
+        conn.execute(update(HostRow).where(HostRow.id == "host-a").values(status="DOWN"))
+    # Live, without a reload: the amphora is drawn amber with its host's state.
+    row = page.locator(f"{amphora}[data-health='host-down']")
+    row.wait_for()
+    assert "HOST_DOWN" in row.inner_text()
+    assert row.evaluate("r => getComputedStyle(r).backgroundColor") == "rgb(255, 243, 214)"
+    pages.shot(page, "amphora-host-down")

@@ -38,6 +38,8 @@ def test_every_object_and_its_traffic_read_back() -> None:
     )
     seen = Exposition(object_text(figures))
     assert seen.value("lbaas_member_status", member_id="m1", pool_id="p1", project_id=ODD) == 1
+    # Every per-object series can be selected by its load balancer, a member's too.
+    assert seen.value("lbaas_member_status", member_id="m1", loadbalancer_id="lb1") == 1
     assert seen.matching("lbaas_member_status")[0][0]["operating_status"] == "ERROR"
     assert seen.value("lbaas_loadbalancer_status", loadbalancer_id="lb1") == 1
     assert seen.value("lbaas_listener_bytes_in_total", listener_id="l2") == 5
@@ -89,7 +91,7 @@ def test_pools_and_members_with_a_record_have_traffic() -> None:
     assert seen.value("lbaas_pool_connections_total", **pool) == 3
     assert seen.value("lbaas_pool_requests_total", **pool) == 3
     assert seen.value("lbaas_pool_check_failures_total", **pool) == 2
-    member = {"member_id": "m1", "pool_id": "p1", "project_id": "p"}
+    member = {"member_id": "m1", "pool_id": "p1", "loadbalancer_id": "lb1", "project_id": "p"}
     assert seen.value("lbaas_member_bytes_out_total", **member) == 11
     assert seen.value("lbaas_member_request_errors_total", **member) == 1
     assert seen.value("lbaas_member_check_failures_total", **member) == 2

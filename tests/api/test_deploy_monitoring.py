@@ -23,9 +23,9 @@ from lbaas.health.metrics import HealthManagerCollector
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.stale import StaleAmphoraSweeper
-from lbaas.heartbeat.envelope import ReplayGuard
-from lbaas.metrics.tier import TierCollector
 from lbaas.metrics.worker_relay import WorkerRelay
+from lbaas.tier.metrics import TierCollector
+from lbaas.wire.heartbeat.envelope import ReplayGuard
 from tests.support.api_client import Api
 from tests.support.control_plane import asgi_app, make_settings, running_control_plane
 

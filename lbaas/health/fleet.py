@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from lbaas.agent.client_pool import AgentPool
-from lbaas.db import host_repo
 from lbaas.db.engine import Database
+from lbaas.db.hosts import host_repo
 from lbaas.errors import ConvergeError
 from lbaas.model.fleet import HostAddress, HostAnnouncement
 

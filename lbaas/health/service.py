@@ -14,9 +14,9 @@ from lbaas.agent.client import AgentClient
 from lbaas.agent.client_pool import AgentPool, tls_client_factory
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.config import Settings
-from lbaas.db import job_queue
 from lbaas.db.engine import Database
-from lbaas.db.provider_queries import active_loadbalancers_of, loadbalancer_kept
+from lbaas.db.jobs import job_queue
+from lbaas.db.loadbalancers.loadbalancer_repo import active_loadbalancers_of, loadbalancer_kept
 from lbaas.health.distributed_poll import DistributedStatusPoller
 from lbaas.health.fleet import HostSweeper, SqlHostRegistry, StaleAmphoraCleaner
 from lbaas.health.flusher import Flusher, flush_interval

@@ -48,7 +48,7 @@ from lbaas.agent.wire import (
 )
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.certs.kek import load_key_ring
-from lbaas.db.secret_vault import SecretVault
+from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.errors import AgentUnreachable, ConfigError, PermanentError
 from lbaas.keyrefs.base import KeyMaterial
 from lbaas.keyrefs.configured import barbican_material, routed
@@ -68,7 +68,7 @@ from lbaas.render.haproxy import HaproxyContext, RenderedHaproxy, render_haproxy
 from lbaas.render.haproxy.context import HaproxyPeers
 
 if TYPE_CHECKING:
-    from lbaas.db.job_queue import Claim
+    from lbaas.db.jobs.job_queue import Claim
 
 LOG = logging.getLogger(__name__)
 

@@ -66,7 +66,7 @@ from lbaas.providers.distributed.registry import RegistryNodeDirectory
 from lbaas.providers.distributed.translate import service_spec
 
 if TYPE_CHECKING:
-    from lbaas.db.job_queue import Claim
+    from lbaas.db.jobs.job_queue import Claim
 
 LOG = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from lbaas.agent.wire_l4 import L4ServiceSpec, L4ServiceStatus
-from lbaas.db import network_repo
 from lbaas.db.engine import Database
+from lbaas.db.network import network_repo
 from lbaas.model.graph import LoadBalancer
 from lbaas.providers.distributed.base import Binding, HostBindings
 from lbaas.providers.distributed.capabilities import PREFER_LOCAL_MEMBERS

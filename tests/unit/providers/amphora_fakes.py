@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from lbaas.agent.wire import AgentInfo, AmphoraSpec, AmphoraStatus
-from lbaas.db.job_queue import Claim
+from lbaas.db.jobs.job_queue import Claim
 from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import AmphoraStatus as Status
 from lbaas.model.enums import HostStatus

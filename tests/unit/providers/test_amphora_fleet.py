@@ -15,7 +15,7 @@ import pytest
 
 from lbaas.agent.client_pool import AgentPool
 from lbaas.config import load_settings
-from lbaas.db.job_queue import Claim
+from lbaas.db.jobs.job_queue import Claim
 from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import AmphoraStatus, HostStatus
 from lbaas.model.fleet import HostAddress

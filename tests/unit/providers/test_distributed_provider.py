@@ -20,7 +20,7 @@ import pytest
 from lbaas.agent.l4_node import L4NodeManager, health_targets
 from lbaas.agent.wire_l4 import L4_SPEC_FORMAT, L4ServiceSpec, L4ServiceStatus
 from lbaas.config import load_settings
-from lbaas.db.job_queue import Claim
+from lbaas.db.jobs.job_queue import Claim
 from lbaas.errors import AgentUnreachable, Conflict, InvalidInput
 from lbaas.health.distributed_poll import DistributedStatusPoller
 from lbaas.health.memory_store import InMemoryHealthStore

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from lbaas.db.object_metrics import listener_counters
+from lbaas.db.health.stats_repo import listener_counters
 from lbaas.db.tables import (
     AmphoraRow,
     ConvergeJobRow,
@@ -78,7 +78,7 @@ class DashboardRows:
     errors: dict[str, str]
     """Per load balancer id: its converge job's last error, where it has one."""
     counters: dict[str, dict[str, int]]
-    """Per listener id: ``object_metrics.METRIC_COUNTERS`` summed over its amphorae."""
+    """Per listener id: ``stats_repo.METRIC_COUNTERS`` summed over its amphorae."""
 
 
 ENTITY_COLUMNS: dict[str, tuple[Any, tuple[str, ...]]] = {

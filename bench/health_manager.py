@@ -50,7 +50,7 @@ from health_flood import flood_phase  # noqa: E402
 from lbaas.api.app import create_asgi_app  # noqa: E402
 from lbaas.compose import build_control_plane  # noqa: E402
 from lbaas.config import load_settings  # noqa: E402
-from lbaas.db import stats_repo  # noqa: E402
+from lbaas.db.health import stats_repo  # noqa: E402
 from lbaas.db.tables import AmphoraRow, LoadBalancerRow  # noqa: E402
 from lbaas.health.flusher import DEFAULT_INTERVAL, Flusher  # noqa: E402
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor  # noqa: E402

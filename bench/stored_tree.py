@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT))
 from lbaas.api.app import create_asgi_app  # noqa: E402
 from lbaas.compose import build_control_plane  # noqa: E402
 from lbaas.config import load_settings  # noqa: E402
-from lbaas.db import status_writer  # noqa: E402
-from lbaas.db.graph_loader import graph_from_tree  # noqa: E402
-from lbaas.db.tree_loader import load_tree  # noqa: E402
+from lbaas.db.loadbalancers import status_writer  # noqa: E402
+from lbaas.db.loadbalancers.graph_loader import graph_from_tree  # noqa: E402
+from lbaas.db.loadbalancers.tree_loader import load_tree  # noqa: E402
 
 SUBNET = "7f000a00-0000-4000-8000-000000000001"
 LB = "/v2/lbaas/loadbalancers"

@@ -17,10 +17,11 @@ from lbaas.certs.authority import CertificateAuthority
 from lbaas.certs.kek import KeyRing, create_key_ring, load_key_ring
 from lbaas.config import Settings
 from lbaas.converge.converge import Converger
-from lbaas.db import host_repo, job_queue
 from lbaas.db.engine import Database
-from lbaas.db.job_notify import PostgresJobListener
-from lbaas.db.secret_vault import SecretVault, count_sealed
+from lbaas.db.hosts import host_repo
+from lbaas.db.jobs import job_queue
+from lbaas.db.jobs.job_notify import PostgresJobListener
+from lbaas.db.secrets.secret_vault import SecretVault, count_sealed
 from lbaas.errors import ConfigError
 from lbaas.fleet.enrolment import Enrolment, write_bundle
 from lbaas.health.rollup import roll_up

@@ -29,8 +29,9 @@ from lbaas.api.schemas.catalog import reject_nulls
 from lbaas.api.schemas.types import Schema
 from lbaas.api.services import ApiServices
 from lbaas.api.writes import utcnow
-from lbaas.db import queries
+from lbaas.db import table_rows
 from lbaas.db.listing import derived_spec
+from lbaas.db.loadbalancers import loadbalancer_repo
 from lbaas.db.session import Session
 from lbaas.errors import Conflict, InvalidInput
 
@@ -103,7 +104,9 @@ def _require_unique_name(
     kind: EntryKind, session: Session, name: str, own_key: str | None = None
 ) -> None:
     table = kind.table
-    if queries.count_rows(session, table, table.name == name, getattr(table, kind.key) != own_key):
+    if table_rows.count_rows(
+        session, table, table.name == name, getattr(table, kind.key) != own_key
+    ):
         raise Conflict(f"A {kind.label.lower()} of {name} already exists.")
 
 
@@ -156,7 +159,7 @@ def delete_entry(kind: EntryKind, services: ApiServices, ctx: RequestContext, ke
     with services.database.write() as session:
         row = kind.get(session, key, lock=True)
         own_key = getattr(row, kind.key)
-        if queries.count_live_loadbalancers(session, **{kind.lb_column: own_key}):
+        if loadbalancer_repo.count_live_loadbalancers(session, **{kind.lb_column: own_key}):
             raise Conflict(f"{kind.label} {own_key} is in use and cannot be modified.")
         session.delete(row)
     return Response(status_code=204)

@@ -32,7 +32,7 @@ from lbaas.api.views.l7policy import render_l7policies
 from lbaas.api.views.l7rule import render_l7rules
 from lbaas.api.views.listener import render_listeners
 from lbaas.api.views.pool import render_pools_full
-from lbaas.db import queries
+from lbaas.db import table_rows
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import InvalidInput, ValidationFailure
@@ -185,11 +185,11 @@ def _full_listeners(session: Session, rows: list[ListenerRow]) -> list[dict[str,
     """Listener views with full L7 policies, each with full rules (the graph-create shape)."""
     out = []
     for row, view in zip(rows, render_listeners(session, rows), strict=True):
-        found = queries.find_rows(session, L7PolicyRow, L7PolicyRow.listener_id == row.id)
+        found = table_rows.find_rows(session, L7PolicyRow, L7PolicyRow.listener_id == row.id)
         policies: list[L7PolicyRow] = sorted(found, key=lambda p: p.position)
         policy_views = render_l7policies(session, policies)
         for policy, policy_view in zip(policies, policy_views, strict=True):
-            rules = queries.find_rows(session, L7RuleRow, L7RuleRow.l7policy_id == policy.id)
+            rules = table_rows.find_rows(session, L7RuleRow, L7RuleRow.l7policy_id == policy.id)
             policy_view["rules"] = render_l7rules(
                 session, sorted(rules, key=lambda r: r.created_at)
             )

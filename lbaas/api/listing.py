@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from lbaas.db.listing import BadMarker, ListQuery, ListSpec, list_rows, timestamp_filters
-from lbaas.db.loadbalancer_json import PageRenderer
+from lbaas.db.loadbalancers.loadbalancer_json import PageRenderer
 from lbaas.db.session import Connection, Session
 from lbaas.errors import InvalidInput
 

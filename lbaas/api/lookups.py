@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from lbaas.api.context import RequestContext
 from lbaas.api.policy import Rule, authorize
-from lbaas.db import queries
+from lbaas.db import table_rows
 from lbaas.db.session import Session
 from lbaas.db.tables import (
     Base,
@@ -90,5 +90,5 @@ def get_l7policy(
 
 def has_live_monitor(session: Session, pool_id: str) -> bool:
     """Whether new members start OFFLINE (monitored) rather than NO_MONITOR."""
-    monitors = queries.find_rows(session, HealthMonitorRow, HealthMonitorRow.pool_id == pool_id)
+    monitors = table_rows.find_rows(session, HealthMonitorRow, HealthMonitorRow.pool_id == pool_id)
     return any(hm.provisioning_status not in (PENDING_DELETE, DELETED) for hm in monitors)

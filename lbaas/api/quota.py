@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from lbaas.config import QuotaSettings
-from lbaas.db import queries
+from lbaas.db import table_rows
+from lbaas.db.quotas import quota_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import (
     Base,
@@ -41,7 +42,7 @@ def check_quota(
     session: Session, defaults: QuotaSettings, project_id: str, kind: str, adding: int = 1
 ) -> None:
     """Raise QuotaExceeded (403) if adding ``adding`` objects would pass the limit."""
-    record = queries.lock_quota_record(session, project_id)
+    record = quota_repo.lock_quota_record(session, project_id)
     if adding <= 0:
         return
     limit = effective_limit(record, defaults, kind)
@@ -50,7 +51,7 @@ def check_quota(
     table, label = KINDS[kind]
     columns: Any = table  # every quota kind has project_id and provisioning_status
     column, status = columns.project_id, columns.provisioning_status
-    in_use = queries.count_rows(
+    in_use = table_rows.count_rows(
         session, table, column == project_id, status != ProvisioningStatus.DELETED.value
     )
     if in_use + adding > limit:

@@ -8,7 +8,7 @@ from functools import cached_property
 
 from lbaas.config import Settings
 from lbaas.db.engine import Database
-from lbaas.db.secret_vault import SecretVault
+from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.keyrefs.base import KeyMaterial
 from lbaas.keyrefs.configured import barbican_material, routed
 from lbaas.keyrefs.vault_material import VaultMaterial

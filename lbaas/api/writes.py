@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from lbaas.api.services import ApiServices
-from lbaas.db import job_queue, pool_queries, queries
+from lbaas.db.jobs import job_queue
+from lbaas.db.loadbalancers import loadbalancer_repo, pool_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import Conflict, NotFound
@@ -42,7 +43,7 @@ def utcnow() -> datetime:
 
 def lock_loadbalancer_for_child(session: Session, loadbalancer_id: str) -> LoadBalancerRow:
     """Lock the parent load balancer of a child change; 409 unless it is ACTIVE."""
-    lb = queries.lock_loadbalancer(session, loadbalancer_id)
+    lb = loadbalancer_repo.lock_loadbalancer(session, loadbalancer_id)
     if lb is None:
         raise NotFound.of("Load Balancer", loadbalancer_id)
     if lb.provisioning_status != ACTIVE:
@@ -97,7 +98,7 @@ class TreeWrite:
         """Lock the tree for a member or monitor change: the load balancer row first (it
         serialises every change of the tree), then 409 unless the pool and the load
         balancer are ACTIVE. Returns the load balancer and the listeners using the pool."""
-        lb = queries.lock_loadbalancer(self.session, pool.loadbalancer_id)
+        lb = loadbalancer_repo.lock_loadbalancer(self.session, pool.loadbalancer_id)
         if lb is None:
             raise NotFound.of("Load Balancer", pool.loadbalancer_id)
         self.session.refresh(pool)
@@ -106,7 +107,7 @@ class TreeWrite:
             raise Conflict(f"Load Balancer {lb.id} is immutable and cannot be updated.")
         for row in rows:
             self.session.refresh(row)
-        return lb, pool_queries.listeners_using_pool(self.session, pool.id)
+        return lb, pool_repo.listeners_using_pool(self.session, pool.id)
 
     def lock_own(self, lb: LoadBalancerRow, *allowed: str) -> None:
         """A change of the load balancer itself: lock its row, 409 unless in ``allowed``."""

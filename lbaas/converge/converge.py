@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from lbaas.db import status_writer
 from lbaas.db.engine import Database
-from lbaas.db.graph_loader import graph_from_tree
-from lbaas.db.job_queue import Claim, Fence
+from lbaas.db.jobs.job_queue import Claim, Fence
+from lbaas.db.loadbalancers import status_writer
+from lbaas.db.loadbalancers.graph_loader import graph_from_tree
+from lbaas.db.loadbalancers.tree_loader import load_tree
 from lbaas.db.session import Session
-from lbaas.db.tree_loader import load_tree
 from lbaas.errors import PermanentError
 from lbaas.model.enums import OperatingStatus, ProvisioningStatus
 from lbaas.model.graph import LoadBalancer, LoadBalancerId

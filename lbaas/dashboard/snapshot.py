@@ -13,8 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from lbaas.db.dashboard_queries import DashboardRows, dashboard_rows
 from lbaas.db.engine import Database
+from lbaas.db.loadbalancers.scope_rows import DashboardRows, dashboard_rows
 
 
 @dataclass(frozen=True)

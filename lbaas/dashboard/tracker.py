@@ -2,7 +2,7 @@
 
 The first tick (and any tick where a table's live row count moved: a create or delete)
 reads the whole scope and sends ``topology``. Other ticks compare the change cursor
-(``lbaas.db.dashboard_changes``) with the last one: unchanged, nothing is read but the
+(``lbaas.db.loadbalancers.scope_changes``) with the last one: unchanged, nothing is read but the
 listener counters; moved, only the rows stamped since are read, compared with what the
 page holds, and the ones that differ are sent as ``changes``. A changed row the page does
 not hold, or one that moved to another parent, falls back to a full read. A write that
@@ -17,11 +17,11 @@ import time
 from typing import Any
 
 from lbaas.dashboard.snapshot import build_topology
-from lbaas.db.dashboard_changes import Cursor, change_cursor, changed_rows, counts_moved
-from lbaas.db.dashboard_details import details_stamp
-from lbaas.db.dashboard_queries import DashboardRows, dashboard_rows, lb_ids
 from lbaas.db.engine import Database
-from lbaas.db.object_metrics import listener_counters
+from lbaas.db.health.stats_repo import listener_counters
+from lbaas.db.loadbalancers.scope_changes import Cursor, change_cursor, changed_rows, counts_moved
+from lbaas.db.loadbalancers.scope_details import details_stamp
+from lbaas.db.loadbalancers.scope_rows import DashboardRows, dashboard_rows, lb_ids
 
 KINDS = ("loadbalancers", "listeners", "pools", "members", "amphorae")
 _PARENT = {"listeners": "loadbalancer_id", "pools": "loadbalancer_id", "members": "pool_id"}

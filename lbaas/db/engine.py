@@ -29,7 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from lbaas.db.liveness import check_on_checkout
+from lbaas.db.connection_liveness import check_on_checkout
 from lbaas.errors import Conflict, ServiceUnavailable
 from lbaas.private_files import create_private
 

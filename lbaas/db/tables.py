@@ -1,7 +1,7 @@
 """SQLAlchemy tables: the stored desired state, the network registry and the job queue.
 
 Rows here are an implementation detail of ``lbaas.db``; the rest of the code sees the
-domain graph (``lbaas.model``) built by ``lbaas.db.graph_loader`` and the API's views.
+domain graph (``lbaas.model``) built by ``lbaas.db.loadbalancers.graph_loader`` and the API's views.
 Column names follow the Octavia API names where they are the same thing, so filters and
 sort keys map one to one. Tags live in one table keyed by the tagged object's id (ids are
 UUIDs, unique across kinds), which lets every tag filter be an EXISTS sub-query.
@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from lbaas.db.counter_totals import record_totals
+from lbaas.db.health.counter_totals import record_totals
 
 
 class Base(DeclarativeBase):

@@ -8,7 +8,7 @@ import sys
 from lbaas.certs.kek import load_key_ring
 from lbaas.config import Settings
 from lbaas.db.engine import Database
-from lbaas.db.secret_vault import SecretVault
+from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.diagnose.agent_view import TlsAgentView
 from lbaas.diagnose.base import VipProbe
 from lbaas.diagnose.diagnosis import Diagnosis, first_failure, render

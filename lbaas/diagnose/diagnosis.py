@@ -6,8 +6,8 @@ import datetime as dt
 import time
 from collections.abc import Callable
 
-from lbaas.db.diagnose_queries import load_balancer_facts
 from lbaas.db.engine import Database
+from lbaas.db.loadbalancers.facts import load_balancer_facts
 from lbaas.diagnose.base import AgentView, VipProbe
 from lbaas.diagnose.certificates import certificate_hop
 from lbaas.diagnose.hops import (

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from lbaas.db.diagnose_queries import JobFacts, LoadBalancerFacts, ProbeFacts
+from lbaas.db.health.stats_repo import ProbeFacts
+from lbaas.db.jobs.job_queue import JobFacts
+from lbaas.db.loadbalancers.facts import LoadBalancerFacts
 from lbaas.diagnose.base import AgentView, VipProbe
 from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import ListenerProtocol, OperatingStatus, ProvisioningStatus

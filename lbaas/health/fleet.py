@@ -30,8 +30,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
-from lbaas.db import host_repo
 from lbaas.db.engine import Database
+from lbaas.db.hosts import host_repo
 from lbaas.errors import ConvergeError
 from lbaas.fleet.client_pool import AgentPool
 from lbaas.model.fleet import HostAddress, HostAnnouncement

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from lbaas.db import host_repo
 from lbaas.db.engine import Database
+from lbaas.db.hosts import host_repo
 from lbaas.health.fleet import utc_datetime
 
 log = logging.getLogger(__name__)

@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.config import Settings
-from lbaas.db import job_queue
 from lbaas.db.engine import Database
-from lbaas.db.provider_queries import active_loadbalancers_of, loadbalancer_kept
+from lbaas.db.jobs import job_queue
+from lbaas.db.loadbalancers.loadbalancer_repo import active_loadbalancers_of, loadbalancer_kept
 from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_pool import AgentPool, tls_client_factory
 from lbaas.health.distributed_poll import DistributedStatusPoller

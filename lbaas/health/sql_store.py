@@ -33,9 +33,10 @@ from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
-from lbaas.db import health_repo, status_writer
 from lbaas.db.engine import Database
-from lbaas.db.graph_loader import load_graph
+from lbaas.db.health import health_repo
+from lbaas.db.loadbalancers import status_writer
+from lbaas.db.loadbalancers.graph_loader import load_graph
 from lbaas.db.session import Connection, Session
 from lbaas.health.counters import CounterRecord
 from lbaas.health.freshness import HeartbeatStamp, newer, not_older

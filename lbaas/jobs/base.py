@@ -1,7 +1,7 @@
 """What wakes an idle worker from outside its process.
 
 Two implementations, matched structurally: ``lbaas.jobs.wakeup.WakeupListener`` (a Unix
-datagram socket, for the processes of one host) and ``lbaas.db.job_notify.
+datagram socket, for the processes of one host) and ``lbaas.db.jobs.job_notify.
 PostgresJobListener`` (PostgreSQL's LISTEN, for any host). Each calls the worker's
 ``notify`` when a job may be waiting; neither is needed for correctness, only for speed.
 """

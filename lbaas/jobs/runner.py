@@ -24,9 +24,9 @@ from enum import Enum
 
 from lbaas.config import WorkerSettings
 from lbaas.converge.converge import Converger, ConvergeRequest
-from lbaas.db import job_queue
 from lbaas.db.engine import Database
-from lbaas.db.job_queue import Claim, Fence
+from lbaas.db.jobs import job_queue
+from lbaas.db.jobs.job_queue import Claim, Fence
 from lbaas.db.session import Session
 from lbaas.errors import AgentUnreachable, PermanentError, TemporaryError
 from lbaas.jobs.agent_return import AgentReturnWatch

@@ -27,8 +27,8 @@ import re
 import socket
 from pathlib import Path
 
-from lbaas.db import job_queue
 from lbaas.db.engine import Database
+from lbaas.db.jobs import job_queue
 
 # More worker processes than this on one host are not expected; past it, slots repeat
 # nothing, they are simply not taken (the worker runs without a slot).

@@ -7,7 +7,7 @@ and a lost datagram costs latency, never a job. A socket nobody is bound to any 
 worker was killed) refuses the datagram and is removed by the next sender.
 
 Workers on other hosts (PostgreSQL deployments) are reached by ``NOTIFY``
-(``lbaas.db.job_notify``), and by the poll.
+(``lbaas.db.jobs.job_notify``), and by the poll.
 """
 
 from __future__ import annotations

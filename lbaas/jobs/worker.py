@@ -22,9 +22,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from lbaas.config import WorkerSettings
-from lbaas.db import housekeeping, job_queue
+from lbaas.db import housekeeping
 from lbaas.db.engine import Database
 from lbaas.db.housekeeping import Purged
+from lbaas.db.jobs import job_queue
 from lbaas.jobs.runner import JobRunner
 
 LOG = logging.getLogger(__name__)

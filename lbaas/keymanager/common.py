@@ -12,7 +12,7 @@ from starlette.requests import Request
 from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.policy import Rule, authorize
-from lbaas.db.secret_vault import SecretVault
+from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.errors import InvalidInput, NotFound, ServiceUnavailable
 
 DEFAULT_LIMIT = 10

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from starlette.responses import Response
 
-from lbaas.db.secret_vault import Page
+from lbaas.db.secrets.secret_vault import Page
 from lbaas.errors import InvalidInput
 from lbaas.keymanager import views
 from lbaas.keymanager.common import (

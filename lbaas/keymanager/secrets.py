@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from lbaas.db.secret_vault import Page, SecretFields
+from lbaas.db.secrets.secret_vault import Page, SecretFields
 from lbaas.errors import InvalidInput
 from lbaas.keymanager import payloads, views
 from lbaas.keymanager.common import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from lbaas.db.secret_vault import ContainerView
+from lbaas.db.secrets.secret_vault import ContainerView
 from lbaas.db.tables import SecretConsumerRow, SecretRow
 from lbaas.model.enums import ProvisioningStatus
 

@@ -6,7 +6,7 @@ reached under another host name; a reference to another project's secret does no
 
 from __future__ import annotations
 
-from lbaas.db.secret_vault import SecretVault
+from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.errors import NotFound
 from lbaas.keyrefs.base import KeyMaterial, Unresolvable, ref_of
 

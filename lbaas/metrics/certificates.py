@@ -18,10 +18,9 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import select
 
 from lbaas.db.engine import Database
-from lbaas.db.tables import ListenerRow
+from lbaas.db.loadbalancers.loadbalancer_repo import listener_certificate_refs
 from lbaas.errors import PermanentError
 from lbaas.keyrefs import certificates as certificate_refs
 from lbaas.keyrefs.base import KeyMaterial, Unresolvable
@@ -59,15 +58,7 @@ class CertificateExpiryCollector(Collector):
             "(negative: expired).",
             labels=["listener_id", "loadbalancer_id", "certificate_ref"],
         )
-        query = select(
-            ListenerRow.id,
-            ListenerRow.loadbalancer_id,
-            ListenerRow.project_id,
-            ListenerRow.default_tls_container_ref,
-            ListenerRow.sni_container_refs,
-        ).where(ListenerRow.protocol.in_(_TERMINATING))
-        with self._database.read_connection() as conn:
-            rows = conn.execute(query).all()
+        rows = listener_certificate_refs(self._database, _TERMINATING)
         now = dt.datetime.now(dt.UTC)
         for listener_id, lb_id, project_id, default_ref, sni_refs in rows:
             refs = dict.fromkeys([default_ref, *(sni_refs or [])])

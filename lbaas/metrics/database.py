@@ -22,9 +22,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from lbaas.db.control_plane_counts import ControlPlaneCounts, control_plane_counts
 from lbaas.db.engine import Database
-from lbaas.db.metrics_queries import ControlPlaneCounts, control_plane_counts
-from lbaas.db.object_metrics import ObjectFigures, object_figures
+from lbaas.db.loadbalancers.object_statuses import ObjectFigures, object_figures
 
 
 class ControlPlaneCollector(Collector):

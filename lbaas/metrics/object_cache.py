@@ -7,12 +7,12 @@ has over 100,000 samples, and reading every status and counter record, parsing e
 record's JSON and formatting every line again cost well over the 200 ms target. Between
 two scrapes little moves:
 
-* statuses: the dashboard's change cursor (``lbaas.db.dashboard_changes``: per table the
+* statuses: the dashboard's change cursor (``lbaas.db.loadbalancers.scope_changes``: per table the
   live row count and newest ``updated_at``) is read; unchanged, the status families and
   each object's label text are reused. Any change re-reads the statuses whole (a write
   that forgot to stamp ``updated_at`` still shows within ``STATUS_REFRESH_SECONDS``).
 * counters: each object's records are read and summed every scrape, as integer
-  columns (``lbaas.db.counter_totals``: no JSON is parsed); an object whose sums
+  columns (``lbaas.db.health.counter_totals``: no JSON is parsed); an object whose sums
   are those of the last scrape keeps its figures and formatted lines, so only objects
   whose traffic moved are formatted again (an idle member's heartbeat repeats the same
   numbers). When neither statuses nor any sum moved, the last scrape's text is the
@@ -29,18 +29,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
-from lbaas.db.dashboard_changes import Cursor, change_cursor
 from lbaas.db.engine import Database
-from lbaas.db.object_metrics import (
-    METRIC_COUNTERS,
-    ObjectFigures,
-    ObjectStatus,
-    counter_records,
-    summed_records,
-)
-from lbaas.db.object_metrics import object_figures as read_figures
+from lbaas.db.health.stats_repo import METRIC_COUNTERS, counter_records, summed_records
+from lbaas.db.loadbalancers.object_statuses import ObjectFigures, ObjectStatus
+from lbaas.db.loadbalancers.object_statuses import object_figures as read_figures
+from lbaas.db.loadbalancers.scope_changes import Cursor, change_cursor
+from lbaas.db.session import Connection
 from lbaas.metrics.object_text import (
     BACKEND_TRAFFIC,
     TRAFFIC,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from lbaas.db.object_metrics import ObjectFigures, ObjectStatus
+from lbaas.db.loadbalancers.object_statuses import ObjectFigures, ObjectStatus
 
 _STATUS_LABELS = ("provisioning_status", "operating_status")
 

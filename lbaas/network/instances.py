@@ -9,7 +9,7 @@ lbaas's own ports (VIPs, reserved addresses) are never instances.
 
 from __future__ import annotations
 
-from lbaas.db import network_repo
+from lbaas.db.network import network_repo
 from lbaas.db.session import Session
 from lbaas.metadata.documents import Instance, default_hostname, first_ipv4
 from lbaas.network.ports import is_service_port

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from lbaas.db import network_repo
+from lbaas.db.network import network_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import PortRow, SubnetRow
 from lbaas.errors import Conflict, InvalidInput, NotFound

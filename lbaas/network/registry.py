@@ -13,8 +13,8 @@ import uuid
 from datetime import UTC, datetime
 
 from lbaas.config import NetworkSettings
-from lbaas.db import network_repo
 from lbaas.db.engine import Database
+from lbaas.db.network import network_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import PortRow
 

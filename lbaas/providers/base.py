@@ -15,7 +15,7 @@ runner until its attempts run out.
 Fencing: ``apply`` and ``delete`` run inside a converge job and are handed its ``Claim``
 (load balancer, generation, lease owner). A provider that writes to the database checks,
 inside each writing transaction, that the claim still holds its lease
-(``lbaas.db.job_queue.check_fence`` is not ``LOST``), exactly as the job's final settle
+(``lbaas.db.jobs.job_queue.check_fence`` is not ``LOST``), exactly as the job's final settle
 does, and raises ``LeaseLost`` without writing when it does not: a worker that lost its
 lease (paused past it, and another worker took the job) must not allocate for a load
 balancer another worker now converges.
@@ -44,7 +44,7 @@ from lbaas.model.health import HealthReport
 if TYPE_CHECKING:
     from lbaas.config import Settings
     from lbaas.db.engine import Database
-    from lbaas.db.job_queue import Claim
+    from lbaas.db.jobs.job_queue import Claim
 
 
 class LeaseLost(TemporaryError):

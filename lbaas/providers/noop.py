@@ -22,7 +22,7 @@ from lbaas.model.health import HealthReport
 from lbaas.private_files import FILE_MODE
 
 if TYPE_CHECKING:
-    from lbaas.db.job_queue import Claim
+    from lbaas.db.jobs.job_queue import Claim
 from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from lbaas.db import amphora_repo, host_repo
+from lbaas.db.amphorae import amphora_repo
+from lbaas.db.hosts import host_repo
 from lbaas.health.fleet import SqlHostRegistry
 from lbaas.model.fleet import HostAddress, HostAnnouncement
 from tests.support.api_client import Api

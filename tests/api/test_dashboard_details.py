@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import update
 
 from lbaas.dashboard.tracker import TopologyTracker
-from lbaas.db import host_repo
+from lbaas.db.hosts import host_repo
 from lbaas.db.tables import HostRow
 from lbaas.model.fleet import HostAddress
 from tests.api.test_amphorae import add_amphora

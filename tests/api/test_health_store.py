@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Engine, event, select
 
-from lbaas.db import stats_repo
+from lbaas.db.health import stats_repo
 from lbaas.db.tables import AmphoraRow, MemberRow
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.health.sql_store import SqlHealthStore

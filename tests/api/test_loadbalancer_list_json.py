@@ -1,7 +1,7 @@
 """The database-rendered load balancer list matches the Python view, object by object.
 
 ``GET /v2/lbaas/loadbalancers`` without ``fields=`` is rendered by SQLite or PostgreSQL
-(``lbaas/db/loadbalancer_json.py``); ``GET …/{id}`` and ``fields=`` lists go through
+(``lbaas/db/loadbalancers/loadbalancer_json.py``); ``GET …/{id}`` and ``fields=`` lists go through
 ``lbaas/api/views/loadbalancer.py``. Every value kind is covered here: null and set
 strings, booleans both ways, timestamps with and without ``updated_at``, stored JSON
 lists, tags out of order, live and deleted children.

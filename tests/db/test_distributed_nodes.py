@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from lbaas.config import load_settings
-from lbaas.db import host_repo
 from lbaas.db.engine import Database
+from lbaas.db.hosts import host_repo
 from lbaas.model.fleet import HostAddress
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.base import Node

@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lbaas.db import amphora_repo, health_repo, job_queue
+from lbaas.db.amphorae import amphora_repo
 from lbaas.db.engine import Database
+from lbaas.db.health import health_repo
+from lbaas.db.jobs import job_queue
 from lbaas.db.tables import AmphoraRow
 from lbaas.model.enums import AmphoraStatus, ProvisioningStatus
 from tests.db.rows import add_loadbalancer

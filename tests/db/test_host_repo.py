@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from lbaas.db import amphora_repo, host_repo
+from lbaas.db.amphorae import amphora_repo
 from lbaas.db.engine import Database
+from lbaas.db.hosts import host_repo
 from lbaas.model.enums import AmphoraStatus, HostStatus
 from lbaas.model.fleet import HostAddress, HostAnnouncement
 

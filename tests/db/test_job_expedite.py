@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from lbaas.db import job_queue
 from lbaas.db.engine import Database
+from lbaas.db.jobs import job_queue
 
 
 def test_only_jobs_still_backing_off_from_that_attempt_are_expedited(database: Database) -> None:

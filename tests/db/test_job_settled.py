@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from lbaas.db import job_queue
 from lbaas.db.engine import Database
+from lbaas.db.jobs import job_queue
 from lbaas.model.enums import ProvisioningStatus
 from tests.db.rows import add_loadbalancer
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from lbaas.db import network_repo
 from lbaas.db.engine import Database
+from lbaas.db.network import network_repo
 from lbaas.network.ports import NewPort, PortFields, create_port
 from lbaas.providers.distributed.base import Binding
 from lbaas.providers.distributed.locality import PortHostBindings

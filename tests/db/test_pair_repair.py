@@ -11,9 +11,10 @@ from datetime import datetime
 
 from sqlalchemy import select
 
-from lbaas.db import amphora_repo, host_repo
+from lbaas.db.amphorae import amphora_repo
+from lbaas.db.amphorae.pair_repair import half_pairs
 from lbaas.db.engine import Database
-from lbaas.db.pair_repair import half_pairs
+from lbaas.db.hosts import host_repo
 from lbaas.db.tables import ConvergeJobRow
 from lbaas.model.enums import ProvisioningStatus
 from lbaas.model.fleet import HostAddress, HostAnnouncement

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from lbaas.compose import open_database
-from lbaas.db import network_repo
 from lbaas.db.engine import Database
 from lbaas.db.migrate import current_revision, upgrade_database
+from lbaas.db.network import network_repo
 from lbaas.network.registry import seed_subnets
 from tests.support.control_plane import make_settings
 from tests.support.databases import PostgresDatabases

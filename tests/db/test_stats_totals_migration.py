@@ -10,8 +10,8 @@ from alembic import command
 from sqlalchemy import select, text
 
 from lbaas.db.engine import Database
+from lbaas.db.health.stats_repo import listener_counters
 from lbaas.db.migrate import alembic_config, upgrade_database
-from lbaas.db.object_metrics import listener_counters
 from lbaas.db.tables import ListenerStatsRow, table_of
 from tests.support.databases import PostgresDatabases
 

@@ -9,10 +9,11 @@ from typing import Any, ClassVar
 import pytest
 from sqlalchemy import Table
 
-from lbaas.db import status_writer
 from lbaas.db.engine import Database
-from lbaas.db.graph_loader import copied_fields, graph_from_tree, load_graph
-from lbaas.db.stored_tree import StoredListener, StoredMember, StoredObject, walk
+from lbaas.db.loadbalancers import status_writer
+from lbaas.db.loadbalancers.graph_loader import copied_fields, graph_from_tree, load_graph
+from lbaas.db.loadbalancers.stored_tree import StoredListener, StoredMember, StoredObject, walk
+from lbaas.db.loadbalancers.tree_loader import check_fields_match_columns, load_tree
 from lbaas.db.tables import (
     HealthMonitorRow,
     L7PolicyRow,
@@ -22,7 +23,6 @@ from lbaas.db.tables import (
     MemberRow,
     PoolRow,
 )
-from lbaas.db.tree_loader import check_fields_match_columns, load_tree
 from lbaas.model import graph as G
 from lbaas.model.enums import OperatingStatus, ProvisioningStatus
 

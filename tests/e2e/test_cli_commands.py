@@ -60,8 +60,8 @@ def test_create_subnet_registers_it_for_vips(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "subnet 0a140000-0000-4000-8000-000000000001 (10.20.0.0/24)" in done.stdout
-    from lbaas.db import network_repo
     from lbaas.db.engine import Database
+    from lbaas.db.network import network_repo
 
     database = Database(f"sqlite:///{tmp_path / 'lbaas.sqlite'}")
     with database.read() as session:

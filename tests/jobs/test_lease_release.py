@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lbaas.db import job_queue
 from lbaas.db.engine import Database
+from lbaas.db.jobs import job_queue
 from lbaas.db.migrate import upgrade_database
 from lbaas.jobs.siblings import DeadSiblingWatch
 from lbaas.jobs.slot import WorkerSlot

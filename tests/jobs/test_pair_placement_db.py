@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from lbaas.db import host_repo, job_queue
+from lbaas.db.hosts import host_repo
+from lbaas.db.jobs import job_queue
 from lbaas.db.tables import AmphoraRow
 from lbaas.model.enums import AmphoraRole
 from lbaas.model.fleet import HostAddress

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from lbaas.db import job_queue
 from lbaas.db.engine import Database
-from lbaas.db.job_notify import PostgresJobListener, libpq_dsn
+from lbaas.db.jobs import job_queue
+from lbaas.db.jobs.job_notify import PostgresJobListener, libpq_dsn
 from lbaas.db.migrate import upgrade_database
 from tests.support.databases import PostgresDatabases
 from tests.support.wakes import WakeCounter

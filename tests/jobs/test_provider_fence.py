@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from lbaas.db import job_queue
+from lbaas.db.jobs import job_queue
 from lbaas.db.tables import AmphoraRow
 from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import AmphoraStatus

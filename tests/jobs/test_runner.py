@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from lbaas.config import WorkerSettings
-from lbaas.db import job_queue
+from lbaas.db.jobs import job_queue
 from lbaas.jobs.runner import backoff_delay
 from tests.support.api_client import LOOPBACK_SUBNET, Api
 from tests.support.control_plane import noop_of

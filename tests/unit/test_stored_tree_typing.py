@@ -1,6 +1,6 @@
 """``mypy --strict`` catches a misspelt column of the stored tree (issue 8, point 3).
 
-Runs mypy on two checked-in snippets that read ``lbaas.db.stored_tree`` the way converge,
+Runs mypy on two checked-in snippets that read ``lbaas.db.loadbalancers.stored_tree`` the way converge,
 settle and the status tree do: one spelled right (no errors), one with two misspelt
 columns (each reported as ``has no attribute``). Run it alone with
 ``python -m pytest tests/unit/test_stored_tree_typing.py``.

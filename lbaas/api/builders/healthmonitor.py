@@ -10,7 +10,7 @@ from lbaas.api.schemas.healthmonitor import HealthMonitorSingleCreate, HealthMon
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import healthmonitor as rules
 from lbaas.api.validation import operator_policy as policy
-from lbaas.db import queries
+from lbaas.db import table_rows
 from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import HealthMonitorRow, LoadBalancerRow, PoolRow
@@ -46,7 +46,7 @@ def build_healthmonitor(
         },
     )
     rules.check_domain_name(data.domain_name, data.http_version)
-    if queries.count_rows(session, HealthMonitorRow, HealthMonitorRow.pool_id == pool.id):
+    if table_rows.count_rows(session, HealthMonitorRow, HealthMonitorRow.pool_id == pool.id):
         raise Conflict("This pool already has a health monitor")
     row = HealthMonitorRow(
         **new_object_columns(pool.project_id, now),

@@ -19,8 +19,8 @@ from lbaas.api.schemas.l7policy import L7PolicyCommon, L7PolicyUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation import listener as listener_rules
 from lbaas.api.validation.l7 import Redirect, reorder, sanitize_policy_args, settle_redirect
-from lbaas.db.listener_queries import policies_in_order
 from lbaas.db.listing import set_tags
+from lbaas.db.loadbalancers.l7_repo import policies_in_order
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.model.enums import L7PolicyAction, ListenerProtocol

@@ -9,7 +9,7 @@ from lbaas.api.capabilities import require_capability
 from lbaas.api.schemas.l7rule import L7RuleCommon, L7RuleUpdate
 from lbaas.api.services import ApiServices
 from lbaas.api.validation.l7 import MAX_RULES_PER_POLICY, validate_rule
-from lbaas.db import queries
+from lbaas.db import table_rows
 from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, LoadBalancerRow
@@ -38,7 +38,7 @@ def build_l7rule(
     rule_type, compare = L7RuleType(data.type), L7CompareType(data.compare_type)
     _check_type(services, lb, rule_type)
     validate_rule(rule_type, compare, data.key, data.value)
-    in_use = queries.count_rows(
+    in_use = table_rows.count_rows(
         session,
         L7RuleRow,
         L7RuleRow.l7policy_id == policy.id,

@@ -21,7 +21,7 @@ from lbaas.api.services import ApiServices
 from lbaas.api.validation import listener as rules
 from lbaas.api.validation import operator_policy as policy
 from lbaas.api.validation import tls
-from lbaas.db import queries
+from lbaas.db import table_rows
 from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
@@ -149,7 +149,7 @@ def _vip_addresses(lb: LoadBalancerRow) -> list[str]:
 def _check_port(
     session: Session, lb: LoadBalancerRow, protocol: ListenerProtocol, port: int
 ) -> None:
-    others = queries.find_rows(
+    others = table_rows.find_rows(
         session,
         ListenerRow,
         ListenerRow.loadbalancer_id == lb.id,

@@ -24,8 +24,10 @@ from lbaas.api.schemas.member import (
 )
 from lbaas.api.services import ApiServices
 from lbaas.api.writes import TreeWrite
-from lbaas.db import network_repo, pool_queries, queries
+from lbaas.db import table_rows
 from lbaas.db.listing import set_tags
+from lbaas.db.loadbalancers import pool_repo
+from lbaas.db.network import network_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import FlavorProfileRow, FlavorRow, LoadBalancerRow, MemberRow, PoolRow
 from lbaas.errors import Conflict, InvalidInput, ValidationFailure
@@ -59,7 +61,7 @@ def _flavor_allows_sriov(session: Session, lb: LoadBalancerRow | None) -> bool:
 
 
 def _check_unique(session: Session, pool_id: str, address: str, port: int) -> None:
-    if queries.count_rows(
+    if table_rows.count_rows(
         session,
         MemberRow,
         MemberRow.pool_id == pool_id,
@@ -151,7 +153,7 @@ def apply_batch(
     replaced, and (unless ``additive``) those not named deleted. No job when nothing changes."""
     lb, listeners = w.lock_pool(pool)
     existing = {
-        (m.address, m.protocol_port): m for m in pool_queries.members_of_pool(w.session, pool.id)
+        (m.address, m.protocol_port): m for m in pool_repo.members_of_pool(w.session, pool.id)
     }
     keyed = [((m.address, m.protocol_port), m) for m in body.members]
     new = [m for key, m in keyed if key not in existing]

@@ -23,7 +23,8 @@ from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.views.amphora import listener_stats_view, render_amphorae
 from lbaas.api.writes import tree_write, utcnow
-from lbaas.db import amphora_queries, amphora_repo
+from lbaas.db.amphorae import amphora_repo
+from lbaas.db.health import stats_repo
 from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import AmphoraRow, LoadBalancerRow
@@ -60,7 +61,7 @@ def _live_amphorae(_: Session, request: Request, *__: Any) -> list[Any]:
     conditions = [T.status != DELETED]
     project = request.query_params.get("project_id")
     if project is not None:
-        conditions.append(amphora_queries.owned_by_project(project))
+        conditions.append(amphora_repo.owned_by_project(project))
     return conditions
 
 
@@ -135,7 +136,7 @@ def amphora_stats(amphora_id: str, call: Call = Depends(get_call)) -> dict[str, 
     require_admin(ctx)
     with services.database.read() as session:
         amp = get_amphora(session, amphora_id)
-        rows = amphora_queries.listener_counters(session, amp.id)
+        rows = stats_repo.amphora_counter_records(session, amp.id)
     if not rows:
         raise NotFound(f"Amphora stats for {amphora_id} not found.")
     return {"amphora_stats": [listener_stats_view(r) for r in rows]}

@@ -16,7 +16,7 @@ from lbaas.api.schemas.catalog import (
     AvailabilityZoneProfileUpdateBody,
 )
 from lbaas.api.views.catalog import availability_zone_profile_view
-from lbaas.db import queries
+from lbaas.db import table_rows
 from lbaas.db.session import Session
 from lbaas.db.tables import AvailabilityZoneProfileRow, AvailabilityZoneRow
 
@@ -24,7 +24,7 @@ router = APIRouter(route_class=JsonRoute, tags=["availabilityzoneprofiles"])
 
 
 def _zones_using(session: Session, profile_id: str) -> int:
-    return queries.count_rows(
+    return table_rows.count_rows(
         session,
         AvailabilityZoneRow,
         AvailabilityZoneRow.availability_zone_profile_id == profile_id,

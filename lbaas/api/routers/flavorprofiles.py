@@ -12,7 +12,7 @@ from lbaas.api.profiles import ProfileKind, add_profile_routes
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.catalog import FlavorProfileCreateBody, FlavorProfileUpdateBody
 from lbaas.api.views.catalog import flavor_profile_view
-from lbaas.db import queries
+from lbaas.db import table_rows
 from lbaas.db.session import Session
 from lbaas.db.tables import FlavorProfileRow, FlavorRow
 
@@ -20,7 +20,7 @@ router = APIRouter(route_class=JsonRoute, tags=["flavorprofiles"])
 
 
 def _flavors_using(session: Session, profile_id: str) -> int:
-    return queries.count_rows(session, FlavorRow, FlavorRow.flavor_profile_id == profile_id)
+    return table_rows.count_rows(session, FlavorRow, FlavorRow.flavor_profile_id == profile_id)
 
 
 FLAVOR_PROFILE = ProfileKind(

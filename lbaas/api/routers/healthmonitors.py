@@ -30,8 +30,8 @@ from lbaas.api.validation import healthmonitor as rules
 from lbaas.api.views.healthmonitor import render_healthmonitor, render_healthmonitors
 from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
 from lbaas.api.writes import TreeWrite
-from lbaas.db import pool_queries
 from lbaas.db.listing import derived_spec
+from lbaas.db.loadbalancers import pool_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import HealthMonitorRow, PoolRow
 from lbaas.errors import InvalidInput
@@ -119,7 +119,7 @@ def _delete(w: TreeWrite, ctx: RequestContext, hm_id: str) -> None:
     lb, listeners = w.lock_pool(pool, row)
     w.changed(lb, update=[*listeners, pool], delete=[row])
     unobserved = OperatingStatus.NO_MONITOR.value
-    for member in pool_queries.members_of_pool(w.session, pool.id):
+    for member in pool_repo.members_of_pool(w.session, pool.id):
         if member.operating_status != unobserved:
             member.operating_status = unobserved
             member.updated_at = w.now

@@ -26,8 +26,8 @@ from lbaas.api.views.common import single
 from lbaas.api.views.l7policy import render_l7policies
 from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
 from lbaas.api.writes import TreeWrite
-from lbaas.db import listener_queries
 from lbaas.db.listing import derived_spec
+from lbaas.db.loadbalancers import l7_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, ListenerRow
 from lbaas.errors import NotFound
@@ -86,7 +86,7 @@ def _delete(w: TreeWrite, ctx: RequestContext, policy_id: str) -> None:
     row = get_l7policy(w.session, ctx, policy_id, Rule.WRITE)
     listener = _listener_of(w.session, row)
     lb = w.lock_child(listener.loadbalancer_id)
-    rules = listener_queries.live_rules_of(w.session, row.id)
+    rules = l7_repo.live_rules_of(w.session, row.id)
     w.changed(lb, update=[listener], delete=[*rules, row])
     renumber_without(w.session, listener.id, row.id)
 

@@ -31,8 +31,9 @@ from lbaas.api.views.common import single
 from lbaas.api.views.listener import render_listeners
 from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
 from lbaas.api.writes import TreeWrite
-from lbaas.db import listener_queries, stats_repo
+from lbaas.db.health import stats_repo
 from lbaas.db.listing import derived_spec
+from lbaas.db.loadbalancers import l7_repo
 from lbaas.db.tables import ListenerRow
 from lbaas.errors import ValidationFailure
 
@@ -86,7 +87,7 @@ def _update(
 def _delete(w: TreeWrite, ctx: RequestContext, listener_id: str) -> None:
     row = get_listener(w.session, ctx, listener_id, Rule.WRITE)
     lb = w.lock_child(row.loadbalancer_id)
-    policies, rules = listener_queries.live_policies_and_rules(w.session, row.id)
+    policies, rules = l7_repo.live_policies_and_rules(w.session, row.id)
     w.changed(lb, delete=[*rules, *policies, row])
 
 

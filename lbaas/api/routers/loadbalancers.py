@@ -36,11 +36,12 @@ from lbaas.api.views.loadbalancer import loadbalancer_view, render_loadbalancers
 from lbaas.api.views.status_tree import status_tree
 from lbaas.api.write_routes import add_update_route
 from lbaas.api.writes import ACTIVE, ERROR, PENDING_DELETE, TreeWrite, tree_write
-from lbaas.db import job_queue, stats_repo
+from lbaas.db.health import stats_repo
+from lbaas.db.jobs import job_queue
 from lbaas.db.listing import derived_spec, typed_filters
-from lbaas.db.loadbalancer_json import list_loadbalancers_json
+from lbaas.db.loadbalancers.loadbalancer_json import list_loadbalancers_json
+from lbaas.db.loadbalancers.tree_loader import load_tree
 from lbaas.db.tables import LoadBalancerRow
-from lbaas.db.tree_loader import load_tree
 from lbaas.errors import ValidationFailure
 
 router = APIRouter(route_class=JsonRoute, tags=["loadbalancers"])
@@ -61,7 +62,7 @@ _one = single(render_loadbalancers)
 def list_loadbalancers(
     request: Request, call: Call = Depends(get_call)
 ) -> dict[str, Any] | Response:
-    # Without ``fields=`` the database renders each object (``db/loadbalancer_json.py``).
+    # Without ``fields=`` the database renders each object (``db/loadbalancers/loadbalancer_json.py``).
     services, ctx = call
     max_limit = services.settings.api.pagination_max_limit
     params = parse_list_params(

@@ -23,7 +23,7 @@ from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.policy import Rule, allowed, authorize, require_reader
 from lbaas.api.routing import JsonRoute
-from lbaas.db import network_repo
+from lbaas.db.network import network_repo
 from lbaas.db.tables import NetworkRow, PortRow, SubnetRow
 from lbaas.errors import Forbidden, NotFound
 from lbaas.model.enums import NetworkResourceStatus

@@ -22,7 +22,7 @@ from lbaas.api.routers.networking import matches, port_view, visible
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.port import PortChanges, PortCreate, PortCreateBody, PortUpdateBody
 from lbaas.api.writes import utcnow
-from lbaas.db import network_repo
+from lbaas.db.network import network_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import PortRow
 from lbaas.errors import Conflict, NotFound

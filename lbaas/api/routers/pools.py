@@ -17,8 +17,8 @@ from lbaas.api.schemas.pool import PoolCreate, PoolCreateBody, PoolUpdate, PoolU
 from lbaas.api.views.pool import render_pool, render_pools
 from lbaas.api.write_routes import add_create_route, add_delete_route, add_update_route
 from lbaas.api.writes import TreeWrite
-from lbaas.db import pool_queries
 from lbaas.db.listing import derived_spec
+from lbaas.db.loadbalancers import pool_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow, PoolRow
 from lbaas.errors import Conflict, NotFound, ValidationFailure
@@ -33,11 +33,11 @@ def _conditions(session: Session, request: Request, ctx: RequestContext, _: Any)
     conditions = [*_LIVE_OF_CALLER(session, request, ctx, None)]
     listener_id = request.query_params.get("listener_id")
     if listener_id is not None:
-        used = pool_queries.pools_used_by_listener(session, listener_id)
+        used = pool_repo.pools_used_by_listener(session, listener_id)
         conditions.append(PoolRow.id.in_(used))
     monitor_id = request.query_params.get("healthmonitor_id")
     if monitor_id is not None:
-        monitored = pool_queries.pool_of_monitor(session, monitor_id)
+        monitored = pool_repo.pool_of_monitor(session, monitor_id)
         conditions.append(PoolRow.id.in_(monitored))
     return conditions
 
@@ -83,7 +83,7 @@ def _update(w: TreeWrite, ctx: RequestContext, pool_id: str, data: PoolUpdate) -
     row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
     lb = w.lock_child(row.loadbalancer_id, row)
     apply_pool_update(w.session, w.services, lb, row, data)
-    listeners = pool_queries.listeners_using_pool(w.session, row.id)
+    listeners = pool_repo.listeners_using_pool(w.session, row.id)
     w.changed(lb, update=[*listeners, row])
     return row
 
@@ -91,12 +91,12 @@ def _update(w: TreeWrite, ctx: RequestContext, pool_id: str, data: PoolUpdate) -
 def _delete(w: TreeWrite, ctx: RequestContext, pool_id: str) -> None:
     row = get_pool(w.session, ctx, pool_id, Rule.WRITE)
     lb = w.lock_child(row.loadbalancer_id, row)
-    redirecting = pool_queries.policies_redirecting_to(w.session, row.id)
+    redirecting = pool_repo.policies_redirecting_to(w.session, row.id)
     if redirecting:
         first = min(redirecting, key=lambda p: (p.created_at, p.id))
         raise Conflict(f"Pool {row.id} is in use by L7 policy {first.id}")
-    listeners = pool_queries.listeners_using_pool(w.session, row.id)
-    members, monitors = pool_queries.members_and_monitors(w.session, row.id)
+    listeners = pool_repo.listeners_using_pool(w.session, row.id)
+    members, monitors = pool_repo.members_and_monitors(w.session, row.id)
     w.changed(lb, update=listeners, delete=[row, *members, *monitors])
 
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from lbaas.api.views.common import described_object, ids
-from lbaas.db import listener_queries
 from lbaas.db.listing import tags_of
+from lbaas.db.loadbalancers import l7_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow
 
@@ -31,6 +31,6 @@ def l7policy_view(row: L7PolicyRow, rule_ids: Sequence[str], tags: Sequence[str]
 def render_l7policies(session: Session, rows: Sequence[L7PolicyRow]) -> list[dict[str, Any]]:
     """Views of many policies with a fixed number of queries."""
     policy_ids = [r.id for r in rows]
-    rules = listener_queries.rule_ids_in_order(session, policy_ids)
+    rules = l7_repo.rule_ids_in_order(session, policy_ids)
     tags = tags_of(session, policy_ids)
     return [l7policy_view(r, rules[r.id], tags[r.id]) for r in rows]

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from lbaas.api.views.common import ids, lifecycle, ownership, text
-from lbaas.db import listener_queries
 from lbaas.db.listing import column_names, tags_of
+from lbaas.db.loadbalancers import l7_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow
 
@@ -65,6 +65,6 @@ def listener_view(
 def render_listeners(session: Session, rows: Sequence[ListenerRow]) -> list[dict[str, Any]]:
     """Views of many listeners with a fixed number of queries."""
     listener_ids = [r.id for r in rows]
-    policies = listener_queries.policy_ids_in_order(session, listener_ids)
+    policies = l7_repo.policy_ids_in_order(session, listener_ids)
     tags = tags_of(session, listener_ids)
     return [listener_view(r, policies[r.id], tags[r.id]) for r in rows]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lbaas.api.views.common import described_object, ids, json_value
-from lbaas.db import queries
+from lbaas.db.loadbalancers import loadbalancer_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import LoadBalancerRow
 
@@ -34,6 +34,6 @@ def loadbalancer_view(
 
 def render_loadbalancers(session: Session, rows: list[LoadBalancerRow]) -> list[dict[str, Any]]:
     """Views of many load balancers with one query for their children and tags."""
-    children = queries.loadbalancer_children(session, [r.id for r in rows])
+    children = loadbalancer_repo.loadbalancer_children(session, [r.id for r in rows])
     listeners, pools, tags = children.listeners, children.pools, children.tags
     return [loadbalancer_view(r, listeners[r.id], pools[r.id], tags[r.id]) for r in rows]

@@ -14,8 +14,9 @@ from typing import Any
 from lbaas.api.views.common import described_object, ids
 from lbaas.api.views.healthmonitor import render_healthmonitors
 from lbaas.api.views.member import render_members
-from lbaas.db import pool_queries, queries
+from lbaas.db import table_rows
 from lbaas.db.listing import tags_of
+from lbaas.db.loadbalancers import pool_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import HealthMonitorRow, MemberRow, PoolRow
 
@@ -69,9 +70,9 @@ def pool_view(
 def render_pools(session: Session, rows: list[PoolRow]) -> list[dict[str, Any]]:
     """Plain views of many pools in four queries."""
     pool_ids = [r.id for r in rows]
-    listeners = pool_queries.listeners_using_pools(session, pool_ids)
-    members = pool_queries.member_ids_of_pools(session, pool_ids)
-    monitors = queries.children_ids(
+    listeners = pool_repo.listeners_using_pools(session, pool_ids)
+    members = pool_repo.member_ids_of_pools(session, pool_ids)
+    monitors = table_rows.children_ids(
         session, HealthMonitorRow.id, HealthMonitorRow.pool_id, pool_ids
     )
     tags = tags_of(session, pool_ids)
@@ -96,12 +97,12 @@ def render_pools_full(session: Session, rows: list[PoolRow]) -> list[dict[str, A
     pool_ids = [r.id for r in rows]
     if not pool_ids:
         return []
-    listeners = pool_queries.listeners_using_pools(session, pool_ids)
-    member_rows: list[MemberRow] = queries.find_rows(
+    listeners = pool_repo.listeners_using_pools(session, pool_ids)
+    member_rows: list[MemberRow] = table_rows.find_rows(
         session, MemberRow, MemberRow.pool_id.in_(pool_ids)
     )
     member_rows.sort(key=lambda m: (m.created_at, m.id))
-    monitor_rows: list[HealthMonitorRow] = queries.find_rows(
+    monitor_rows: list[HealthMonitorRow] = table_rows.find_rows(
         session, HealthMonitorRow, HealthMonitorRow.pool_id.in_(pool_ids)
     )
     tags = tags_of(session, pool_ids)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from lbaas.api.views.common import text
-from lbaas.db.stored_tree import (
+from lbaas.db.loadbalancers.stored_tree import (
     StoredHealthMonitor,
     StoredListener,
     StoredLoadBalancer,

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.certs.kek import load_key_ring
-from lbaas.db.secret_vault import SecretVault
+from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.errors import AgentUnreachable, ConfigError, PermanentError
 from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_pool import AgentPool, tls_client_factory
@@ -68,7 +68,7 @@ from lbaas.wire.amphora import (
 )
 
 if TYPE_CHECKING:
-    from lbaas.db.job_queue import Claim
+    from lbaas.db.jobs.job_queue import Claim
 
 LOG = logging.getLogger(__name__)
 

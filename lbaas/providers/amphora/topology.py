@@ -43,7 +43,7 @@ from lbaas.wire.amphora import AmphoraSpec, AmphoraStatus, VrrpSpec
 from lbaas.wire.datapath import VRRP_PROTOCOL, AllowedPeer, VipFilter
 
 if TYPE_CHECKING:
-    from lbaas.db.job_queue import Claim
+    from lbaas.db.jobs.job_queue import Claim
 
 #: How long a MASTER's replacement waits for the survivor's keepalived to run the pair.
 READY_TIMEOUT = 10.0
@@ -196,7 +196,7 @@ class PairConverger:
         """Join members until the pair is whole. With a survivor serving and no other
         host to take its peer (the peer's host is down), the pair is left degraded: the
         survivor keeps the VIP alone and the next converge, which a host coming UP
-        queues (``lbaas.db.pair_repair``), tries again; a new pair is refused instead."""
+        queues (``lbaas.db.amphorae.pair_repair``), tries again; a new pair is refused instead."""
         while len(members) < 2:
             try:
                 members = self._join(graph, fence, members, avoid)

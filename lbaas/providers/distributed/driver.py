@@ -66,7 +66,7 @@ from lbaas.providers.distributed.translate import service_spec
 from lbaas.wire.l4 import L4ListenerSpec, L4ServiceSpec, L4ServiceStatus
 
 if TYPE_CHECKING:
-    from lbaas.db.job_queue import Claim
+    from lbaas.db.jobs.job_queue import Claim
 
 LOG = logging.getLogger(__name__)
 

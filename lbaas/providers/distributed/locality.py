@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from lbaas.db import network_repo
 from lbaas.db.engine import Database
+from lbaas.db.network import network_repo
 from lbaas.model.graph import LoadBalancer
 from lbaas.providers.distributed.base import Binding, HostBindings
 from lbaas.providers.distributed.capabilities import PREFER_LOCAL_MEMBERS

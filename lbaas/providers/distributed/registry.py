@@ -12,8 +12,8 @@ by the provider's status poll (``DistributedProvider.report``).
 
 from __future__ import annotations
 
-from lbaas.db import host_repo
 from lbaas.db.engine import Database
+from lbaas.db.hosts import host_repo
 from lbaas.providers.distributed.base import Node, NodeDirectory
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from lbaas.db import host_repo
+from lbaas.db.hosts import host_repo
 from lbaas.db.tables import (
     AmphoraRow,
     ConvergeJobRow,

@@ -3,7 +3,7 @@ hold still long enough (a HAProxy the agent restarts within a second, a job leas
 
 from __future__ import annotations
 
-from lbaas.db.diagnose_queries import JobFacts
+from lbaas.db.jobs.job_queue import JobFacts
 from lbaas.diagnose.hops import Level, converge_hop, haproxy_hop
 from lbaas.wire.amphora import AmphoraStatus
 

@@ -3,7 +3,7 @@ read it back exactly, odd characters in a project id included."""
 
 from __future__ import annotations
 
-from lbaas.db.object_metrics import ObjectFigures, ObjectStatus
+from lbaas.db.loadbalancers.object_statuses import ObjectFigures, ObjectStatus
 from lbaas.metrics.object_text import object_text
 from tests.support.prometheus import Exposition
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from lbaas.db.job_queue import Claim
+from lbaas.db.jobs.job_queue import Claim
 from lbaas.errors import AgentUnreachable
 from lbaas.model.enums import AmphoraStatus as Status
 from lbaas.model.enums import HostStatus

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from lbaas.config import load_settings
-from lbaas.db.job_queue import Claim
+from lbaas.db.jobs.job_queue import Claim
 from lbaas.errors import AgentUnreachable
 from lbaas.fleet.client_pool import AgentPool
 from lbaas.model.enums import AmphoraStatus, HostStatus

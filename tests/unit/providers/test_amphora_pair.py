@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lbaas.config import load_settings
-from lbaas.db.job_queue import Claim
+from lbaas.db.jobs.job_queue import Claim
 from lbaas.errors import PermanentError
 from lbaas.model.enums import AmphoraRole, Topology
 from lbaas.model.graph import NetworkId, Subnet, SubnetId

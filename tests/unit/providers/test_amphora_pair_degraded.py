@@ -4,7 +4,7 @@ Two hosts, a pair across them, one host lost: its amphora is failed over, but th
 host left runs the survivor, so no peer can be placed. The rebuild does not fail the load
 balancer: the survivor is MASTER, keeps a valid configuration naming its last peer's
 address, and takes tenant changes; the next converge once a host is UP (the controller
-queues it when a host comes UP, ``lbaas.db.pair_repair``) adds the peer as BACKUP.
+queues it when a host comes UP, ``lbaas.db.amphorae.pair_repair``) adds the peer as BACKUP.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lbaas.config import load_settings
-from lbaas.db.job_queue import Claim
+from lbaas.db.jobs.job_queue import Claim
 from lbaas.model.enums import AmphoraStatus
 from lbaas.model.graph import LoadBalancerId, NetworkId, Subnet, SubnetId
 from lbaas.providers.amphora.driver import AmphoraProvider

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes
 from lbaas.certs.kek import KeyRing
 from lbaas.db.engine import Database
 from lbaas.db.migrate import upgrade_database
-from lbaas.db.secret_vault import SecretFields, SecretVault
+from lbaas.db.secrets.secret_vault import SecretFields, SecretVault
 from lbaas.errors import PermanentError, TemporaryError
 from lbaas.keyrefs.base import KeyMaterial, Unresolvable
 from lbaas.keyrefs.vault_material import VaultMaterial

@@ -8,7 +8,7 @@ from typing import Any
 
 from lbaas.amphora.datapath import _l4_listener
 from lbaas.config import load_settings
-from lbaas.db.job_queue import Claim
+from lbaas.db.jobs.job_queue import Claim
 from lbaas.model.enums import (
     HealthMonitorType,
     LbAlgorithm,

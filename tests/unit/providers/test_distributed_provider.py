@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from lbaas.config import load_settings
-from lbaas.db.job_queue import Claim
+from lbaas.db.jobs.job_queue import Claim
 from lbaas.errors import AgentUnreachable, Conflict, InvalidInput
 from lbaas.health.distributed_poll import DistributedStatusPoller
 from lbaas.health.memory_store import InMemoryHealthStore

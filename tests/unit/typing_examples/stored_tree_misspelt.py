@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lbaas.db.stored_tree import StoredLoadBalancer
+from lbaas.db.loadbalancers.stored_tree import StoredLoadBalancer
 
 
 def first_listener_port(lb: StoredLoadBalancer) -> int | None:

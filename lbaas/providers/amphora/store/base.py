@@ -18,7 +18,7 @@ from lbaas.model.enums import HostStatus
 from lbaas.model.fleet import HostAddress
 
 if TYPE_CHECKING:
-    from lbaas.db.job_queue import Claim
+    from lbaas.db.jobs.job_queue import Claim
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from lbaas.db import amphora_repo, host_repo, job_queue
+from lbaas.db.amphorae import amphora_repo
 from lbaas.db.engine import Database
+from lbaas.db.hosts import host_repo
+from lbaas.db.jobs import job_queue
 from lbaas.db.tables import AmphoraRow, AvailabilityZoneProfileRow, AvailabilityZoneRow
 from lbaas.model.enums import AmphoraRole, AmphoraStatus, HostStatus
 from lbaas.model.fleet import HostAddress, HostLoad
@@ -30,7 +32,7 @@ from lbaas.providers.amphora.store.base import (
 from lbaas.providers.base import LeaseLost
 
 if TYPE_CHECKING:
-    from lbaas.db.job_queue import Claim
+    from lbaas.db.jobs.job_queue import Claim
 
 
 def _now() -> datetime:

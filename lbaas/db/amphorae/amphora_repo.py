@@ -1,18 +1,23 @@
 """Amphora records: which data-plane instance serves which load balancer, on which agent.
 
 The amphora provider writes these through ``lbaas.providers.amphora.store``, which fences
-every write by the converge job's lease; the API's amphora routes read them.
+every write by the converge job's lease; the API's amphora routes read them (an amphora
+has no project of its own: Octavia's ``project_id`` filter on the amphora list means
+"amphorae of load balancers owned by that project", a sub-query kept here so the API
+never builds SQL itself).
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from lbaas.db.tables import AmphoraRow, PortRow
+from lbaas.db.tables import AmphoraRow, LoadBalancerRow, PortRow, table_of
 from lbaas.model.enums import AmphoraRole, AmphoraStatus
 
 GONE = (AmphoraStatus.DELETED, AmphoraStatus.PENDING_DELETE)
@@ -136,3 +141,29 @@ def last_retired_vrrp_ip(session: Session, loadbalancer_id: str, other_than: str
         .order_by(AmphoraRow.updated_at.desc(), AmphoraRow.created_at.desc())
         .limit(1)
     ).first()
+
+
+def owned_by_project(project_id: str) -> ColumnElement[bool]:
+    """Condition: the amphora serves a load balancer of ``project_id``."""
+    owned = select(LoadBalancerRow.id).where(LoadBalancerRow.project_id == project_id)
+    return AmphoraRow.loadbalancer_id.in_(owned.scalar_subquery())
+
+
+@dataclass(frozen=True)
+class AmphoraFacts:
+    id: str
+    status: str
+    host: str | None
+    last_heartbeat_at: float | None
+    failover_pending: bool
+
+
+def amphora_facts(conn: Connection, loadbalancer_id: str) -> list[AmphoraFacts]:
+    """The load balancer's amphorae that are not DELETED, oldest first."""
+    c = table_of(AmphoraRow).c
+    rows = conn.execute(
+        select(c.id, c.status, c.host, c.last_heartbeat_at, c.failover_pending)
+        .where(c.loadbalancer_id == loadbalancer_id, c.status != AmphoraStatus.DELETED.value)
+        .order_by(c.created_at)
+    )
+    return [AmphoraFacts(*row) for row in rows]

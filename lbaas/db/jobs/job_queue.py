@@ -19,10 +19,11 @@ from enum import Enum
 from typing import Any
 
 from sqlalchemy import and_, bindparam, case, func, insert, literal, or_, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from lbaas.db.engine import Database
-from lbaas.db.job_notify import CHANNEL
+from lbaas.db.jobs.job_notify import CHANNEL
 from lbaas.db.tables import ConvergeJobRow, LoadBalancerRow, table_of
 from lbaas.model.enums import ProvisioningStatus
 
@@ -90,7 +91,7 @@ def enqueue_converge(
     """
     conn = session.connection()
     if conn.dialect.name == "postgresql":
-        # Delivered at commit to every listening worker (lbaas.db.job_notify).
+        # Delivered at commit to every listening worker (lbaas.db.jobs.job_notify).
         conn.execute(_NOTIFY)
     if not new:
         result = conn.execute(_ENQUEUE_UPDATE[rebuild], {"lb": loadbalancer_id, "now": now})
@@ -359,3 +360,31 @@ def count_active(db: Database) -> int:
             .where(lbs.provisioning_status == ProvisioningStatus.ACTIVE.value)
         ).scalar()
     return int(found or 0)
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    requested_gen: int
+    done_gen: int
+    attempts: int
+    lease_owner: str | None
+    lease_expires_at: float | None
+    next_attempt_at: float
+    last_error: str | None
+
+
+def job_facts(conn: Connection, loadbalancer_id: str) -> JobFacts | None:
+    """The load balancer's converge job as ``lbaas diagnose`` shows it (None: none yet)."""
+    c = table_of(ConvergeJobRow).c
+    row = conn.execute(
+        select(
+            c.requested_gen,
+            c.done_gen,
+            c.attempts,
+            c.lease_owner,
+            c.lease_expires_at,
+            c.next_attempt_at,
+            c.last_error,
+        ).where(c.loadbalancer_id == loadbalancer_id)
+    ).one_or_none()
+    return None if row is None else JobFacts(*row)

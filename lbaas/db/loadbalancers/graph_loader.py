@@ -23,7 +23,8 @@ from typing import Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Connection
 
-from lbaas.db import stored_tree as S
+from lbaas.db.loadbalancers import stored_tree as S
+from lbaas.db.loadbalancers.tree_loader import load_tree
 from lbaas.db.tables import (
     FlavorProfileRow,
     FlavorRow,
@@ -31,7 +32,6 @@ from lbaas.db.tables import (
     SubnetRow,
     table_of,
 )
-from lbaas.db.tree_loader import load_tree
 from lbaas.model import enums as E
 from lbaas.model import graph as G
 

@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from lbaas.db.dashboard_details import DashboardDetails, dashboard_details
-from lbaas.db.object_metrics import listener_counters
+from lbaas.db.health.stats_repo import listener_counters
+from lbaas.db.loadbalancers.scope_details import DashboardDetails, dashboard_details
 from lbaas.db.tables import (
     AmphoraRow,
     ConvergeJobRow,
@@ -79,7 +79,7 @@ class DashboardRows:
     errors: dict[str, str]
     """Per load balancer id: its converge job's last error, where it has one."""
     counters: dict[str, dict[str, int]]
-    """Per listener id: ``object_metrics.METRIC_COUNTERS`` summed over its amphorae."""
+    """Per listener id: ``stats_repo.METRIC_COUNTERS`` summed over its amphorae."""
     details: DashboardDetails = field(default_factory=DashboardDetails)
     """Health monitors, L7 policies and rules, hosts' states (a full read only)."""
 

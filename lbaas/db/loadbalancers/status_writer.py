@@ -19,8 +19,8 @@ from typing import Any
 from sqlalchemy import Table, bindparam, delete, update
 from sqlalchemy.orm import Session
 
-from lbaas.db import tree_loader
-from lbaas.db.stored_tree import StoredLoadBalancer, StoredObject, walk
+from lbaas.db.loadbalancers import tree_loader
+from lbaas.db.loadbalancers.stored_tree import StoredLoadBalancer, StoredObject, walk
 from lbaas.db.tables import (
     ListenerStatsRow,
     PortRow,

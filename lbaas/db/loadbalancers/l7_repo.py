@@ -2,7 +2,7 @@
 
 Listener views list their policies in evaluation order and policy views list their rules
 in creation order; positions are renumbered from the policies in order. The generic
-``queries.children_ids`` does not order, hence these two.
+``table_rows.children_ids`` does not order, hence these two.
 """
 
 from __future__ import annotations

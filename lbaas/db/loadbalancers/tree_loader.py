@@ -6,7 +6,7 @@ children, while SQLite itself spent under half a millisecond; on a two-core mach
 CPU is what a concurrent API request waits for. Here each table is one query keyed by the
 load balancer (children through a subquery on their parent, so no id lists are bound),
 tables whose parents are absent are not queried, and rows become the frozen dataclasses of
-``lbaas.db.stored_tree``, built children first. Converge (``graph_loader.graph_from_tree``),
+``lbaas.db.loadbalancers.stored_tree``, built children first. Converge (``graph_loader.graph_from_tree``),
 settle (``status_writer.snapshot_tree``), the health manager (``graph_loader.load_graph``)
 and the API's ``/status`` tree all read that one shape.
 """
@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Row, Select, bindparam, select
 from sqlalchemy.engine import Connection
 
-from lbaas.db.stored_tree import (
+from lbaas.db.loadbalancers.stored_tree import (
     CHILD_FIELDS,
     STORED_KINDS,
     StoredHealthMonitor,

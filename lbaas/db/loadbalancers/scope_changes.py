@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from lbaas.db.dashboard_queries import (
+from lbaas.db.loadbalancers.scope_rows import (
     AMPHORA_COLUMNS,
     ENTITY_COLUMNS,
     DashboardRows,

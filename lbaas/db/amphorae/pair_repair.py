@@ -13,7 +13,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from lbaas.db import job_queue
+from lbaas.db.jobs import job_queue
 from lbaas.db.tables import AmphoraRow, LoadBalancerRow
 from lbaas.model.enums import LIVE_AMPHORA_STATUSES, ProvisioningStatus, Topology
 

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from lbaas.db.amphora_reports import apply_host_report
-from lbaas.db.pair_repair import queue_half_pairs
+from lbaas.db.amphorae.amphora_reports import apply_host_report
+from lbaas.db.amphorae.pair_repair import queue_half_pairs
 from lbaas.db.tables import AmphoraRow, HostRow
 from lbaas.model.enums import LIVE_AMPHORA_STATUSES, AmphoraStatus, HostStatus
 from lbaas.model.fleet import HostAddress, HostAnnouncement, HostLoad, HostView

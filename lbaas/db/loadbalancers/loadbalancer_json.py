@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Connection, Dialect
 
 from lbaas.db.listing import ListQuery, ListSpec, page_statement
-from lbaas.db.queries import LIVE_STATUSES
+from lbaas.db.loadbalancers.loadbalancer_repo import LIVE_STATUSES
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow, TagRow, table_of
 
 _LBS = table_of(LoadBalancerRow).c

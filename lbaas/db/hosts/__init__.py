@@ -1,0 +1,1 @@
+"""Data-plane hosts (agents): enrolment, heartbeats, liveness, placement loads."""

@@ -1,0 +1,1 @@
+"""The durable converge job queue and its PostgreSQL wake-up notification."""

@@ -1,0 +1,1 @@
+"""The network registry: networks, subnets and reserved ports (addresses)."""

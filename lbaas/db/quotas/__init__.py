@@ -1,0 +1,1 @@
+"""Persistence of per-project quota records."""

@@ -1,0 +1,1 @@
+"""The key manager's storage: sealed secrets, containers, consumers."""

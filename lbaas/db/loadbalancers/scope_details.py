@@ -1,7 +1,7 @@
 """The dashboard's second-level detail of one scope: each pool's health monitor, each
 listener's L7 policies with their rules, and the state of the agent hosts amphorae run on.
 
-Kept apart from ``dashboard_queries`` because these change rarely and are shown whole:
+Kept apart from ``scope_rows`` because these change rarely and are shown whole:
 the page's live updates patch only load balancers, listeners, pools, members and
 amphorae row by row, while a change here (``details_stamp`` moved) makes the stream send
 the topology again. A host's state rides with its amphorae so that an amphora on a DOWN

@@ -44,6 +44,7 @@ from lbaas.health.source_throttle import SourceThrottle
 from lbaas.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
 from lbaas.heartbeat.host_codec import from_host_payload, is_host_payload
 from lbaas.heartbeat.report_codec import from_payload
+from lbaas.listening import address_refused
 from lbaas.model.graph import AmphoraId
 
 if TYPE_CHECKING:
@@ -173,9 +174,12 @@ class HeartbeatReceiver:
         try:
             _grow_receive_buffer(sock)
             sock.bind(self._bind)
-        except OSError:
+        except OSError as exc:
             sock.close()
-            raise
+            host, port = self._bind[0], self._bind[1]
+            raise address_refused(
+                "heartbeat", host, port, "health.bind_host/bind_port", exc
+            ) from None
         sock.settimeout(self._poll_interval)
         self._socket = sock
         self._stopping.clear()

@@ -462,7 +462,7 @@ def cmd_tier(args: argparse.Namespace) -> int:
 def cmd_kubernetes(args: argparse.Namespace) -> int:
     from lbaas.integrations.kubernetes.command import run
 
-    settings = _settings(args)
+    settings = _settings(args, create=False)  # it keeps no state: nothing to make
     _setup_logging(settings)
     return run(settings.kubernetes)
 

@@ -8,6 +8,7 @@ lbaas agent enrol HOST_ID   issue a new agent host's bundle (certificate, key, s
 lbaas host list             the agent hosts of the fleet: zone, capacity, status, load
 lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
+lbaas cleanup               stop what a stopped serve or agent left running (HAProxy)
 lbaas config-reference      print the configuration reference (Markdown)
 lbaas lab up|down|status    a multi-host lab of network namespaces on this machine
 lbaas tier watch|status     the L4 tier's lease watcher; its nodes, leases, VIPs, sessions
@@ -17,35 +18,42 @@ lbaas kubernetes            turn Kubernetes Services into load balancers (any Oc
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import os
-import signal
 import sys
-import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lbaas.api.validation import operator_policy
 from lbaas.config import Settings, load_settings
-from lbaas.errors import ConfigError
+from lbaas.errors import CommandRefused, ConfigError
+from lbaas.listening import bind_agent, bind_api, bind_embedded_agent
 from lbaas.private_files import make_private_directory
 from lbaas.startup_heap import freeze_startup_heap
+from lbaas.state_directory import DEFAULT_TEXT as DEFAULT_STATE_DIR
+from lbaas.state_directory import StateLock
+from lbaas.stop_signals import StopSignals, hold_stop_signals
 
 if TYPE_CHECKING:
     import socket
 
 LOG = logging.getLogger("lbaas")
 
+STATE_DIR_HELP = (
+    f"where SQLite, certificates and amphorae live (default: {DEFAULT_STATE_DIR}; "
+    "or state_dir / LBAAS_STATE_DIR)"
+)
+
 # How long past ``worker.stop_timeout`` serve waits for its worker child (which by then
 # frees its unfinished leases and exits) before it SIGKILLs it.
 CHILD_EXIT_GRACE = 5.0
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def _settings(args: argparse.Namespace, *, create: bool = True) -> Settings:
+    """The settings of this command; ``create``: make the state directory (0700) if it
+    is missing. A command that only reads state passes False and never makes one."""
     overrides: dict[str, Any] = {}
     if getattr(args, "state_dir", None):
         overrides["state_dir"] = args.state_dir
@@ -59,7 +67,18 @@ def _settings(args: argparse.Namespace) -> Settings:
     # What lbaas and its children (HAProxy's pid files, SQLite's journals) create is for
     # this user only, and so is the state directory, whatever mode it was made with.
     os.umask(0o077)
-    make_private_directory(settings.state_dir)
+    if create:
+        make_private_directory(settings.state_dir)
+    return settings
+
+
+def _existing_state(args: argparse.Namespace) -> Settings:
+    """The settings of a command that reads state: refused in one line when there is none
+    (instead of SQLite's "no such table" after an empty database was made)."""
+    from lbaas.state_directory import require_sqlite_state
+
+    settings = _settings(args, create=False)
+    require_sqlite_state(settings.state_dir, settings.database_url)
     return settings
 
 
@@ -72,60 +91,7 @@ def _setup_logging(settings: Settings) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
-class StopSignals:
-    """SIGTERM/SIGINT handlers installed before a process starts its threads.
-
-    Installed first so that a signal arriving while the process is still starting (a
-    worker may already be converging) is a clean stop, never Python's default exit.
-    With ``parent_pid`` (a child of serve), SIGINT is ignored: Ctrl-C reaches the whole
-    process group, and serve, which got it too, stops its child in order.
-    """
-
-    def __init__(self, parent_pid: int | None = None) -> None:
-        self._parent_pid = parent_pid
-        self._stop = threading.Event()
-        signal.signal(signal.SIGTERM, self._handler)
-        if parent_pid is None:
-            signal.signal(signal.SIGINT, self._handler)
-        else:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def _handler(self, signum: int, _frame: object) -> None:
-        LOG.info("signal %d received, stopping", signum)
-        self._stop.set()
-
-    def wait(self) -> None:
-        """Until a stop signal; for a child of serve, also until that parent is gone
-        (a SIGKILLed serve is seen as a changed parent)."""
-        if self._parent_pid is None:
-            self._stop.wait()
-            return
-        while not self._stop.wait(0.5):
-            if os.getppid() != self._parent_pid:
-                LOG.warning("parent process %d is gone; stopping", self._parent_pid)
-                return
-
-
-def _hold_stop_signals() -> threading.Event:
-    """Record SIGTERM/SIGINT instead of dying of them, so cleanup runs.
-
-    uvicorn takes both signals while it serves and, once stopped, raises them again
-    against the handlers it found: with Python's defaults, SIGTERM then killed serve
-    before its ``finally`` stopped the worker child. These handlers take the re-raised
-    signal (and any arriving outside uvicorn's run) without ending the process.
-    """
-    stopping = threading.Event()
-
-    def _handler(signum: int, _frame: object) -> None:
-        LOG.info("signal %d received, stopping", signum)
-        stopping.set()
-
-    signal.signal(signal.SIGTERM, _handler)
-    signal.signal(signal.SIGINT, _handler)
-    return stopping
-
-
-def _serve_api(settings: Settings, app: Any) -> None:
+def _serve_api(settings: Settings, app: Any, listening: socket.socket) -> None:
     import uvicorn
 
     config = uvicorn.Config(
@@ -141,7 +107,7 @@ def _serve_api(settings: Settings, app: Any) -> None:
     server = uvicorn.Server(config)
     freeze_startup_heap()  # before serving: full collections then skip start-up objects
     print(f"lbaas API listening on http://{settings.api.host}:{settings.api.port}", flush=True)
-    server.run()
+    server.run(sockets=[listening])
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -159,8 +125,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     observed = serve_metrics(_settings(args))
     settings = observed.settings
+    lock = StateLock.acquire(settings.state_dir, "lbaas serve")  # held while it runs
+    listening, agent_socket = bind_api(settings), bind_embedded_agent(settings)
     _setup_logging(settings)
-    stopping = _hold_stop_signals()
+    stopping = hold_stop_signals()
     database = open_database(settings)  # creates or upgrades the schema before the child starts
     vault = open_vault(settings, database)  # a wrong key-encryption key stops here
     providers = open_providers(settings, database)
@@ -176,13 +144,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     metrics = observed.metrics
     try:
         child.start()
-        extras = _start_embedded_extras(settings, database, sender.notify, metrics)
+        _start_embedded_extras(settings, database, sender.notify, metrics, agent_socket, extras)
         print(f"lbaas database: {settings.database_url}", flush=True)
         print(observed.announcement(), flush=True)
         if not stopping.is_set():
             services = ApiServices(settings, database, providers, sender.notify, metrics)
             services.vault = vault
-            _serve_api(settings, http_app(services))
+            _serve_api(settings, http_app(services), listening)
     finally:
         # In order: the API has stopped accepting; the worker finishes or frees its jobs
         # (it may still need the agent for them); then the health manager (before the
@@ -194,7 +162,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         sender.close()
         providers.close()
         database.dispose()
+        for each in (listening, agent_socket):
+            if each is not None:
+                each.close()
         LOG.info("lbaas serve stopped")
+        lock.release()
     return 0
 
 
@@ -222,22 +194,26 @@ def _child_worker_command(
 
 
 def _start_embedded_extras(
-    settings: Settings, database: Any, notify: Callable[[], None], metrics: Any
-) -> list[Callable[[], None]]:
+    settings: Settings,
+    database: Any,
+    notify: Callable[[], None],
+    metrics: Any,
+    agent_socket: socket.socket | None,
+    stops: list[Callable[[], None]],
+) -> None:
     """Health manager (amphora or distributed provider: heartbeats, node polls) and local
-    agent (amphora provider)."""
-    stops: list[Callable[[], None]] = []
+    agent (amphora provider, on ``agent_socket``); each one's stop is added to ``stops``
+    as it starts, so a later one's failure still stops the earlier ones."""
     enabled = settings.providers.enabled
     if "amphora" not in enabled and "distributed" not in enabled:
-        return stops
+        return
     from lbaas.compose import enrol_local_agent
     from lbaas.health.service import start_health_manager
 
     enrol_local_agent(settings, database)
     stops.append(start_health_manager(settings, database, notify, metrics))
     if "amphora" in enabled:
-        stops.append(_start_agent(settings))
-    return stops
+        stops.append(_start_agent(settings, agent_socket))
 
 
 def _start_agent(settings: Settings, listening: socket.socket | None = None) -> Callable[[], None]:
@@ -253,8 +229,9 @@ def cmd_api(args: argparse.Namespace) -> int:
     from lbaas.compose import http_app, open_database, open_providers, open_vault, wakeup_sender
 
     settings = _settings(args)
+    listening = bind_api(settings)
     _setup_logging(settings)
-    stopping = _hold_stop_signals()
+    stopping = hold_stop_signals()
     database = open_database(settings, upgrade=False)
     vault = open_vault(settings, database)
     providers = open_providers(settings, database)
@@ -262,8 +239,9 @@ def cmd_api(args: argparse.Namespace) -> int:
     try:
         if not stopping.is_set():
             app = http_app(ApiServices(settings, database, providers, sender.notify, vault=vault))
-            _serve_api(settings, app)
+            _serve_api(settings, app, listening)
     finally:
+        listening.close()
         sender.close()
         providers.close()
         database.dispose()
@@ -317,16 +295,19 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from lbaas.host.activation import inherited_socket
 
     # First, before anything starts a child: the service manager's socket, if it passed one.
-    listening = inherited_socket()
+    inherited = inherited_socket()
     settings = _settings(args)
+    lock = StateLock.acquire(settings.state_dir, "lbaas agent")  # its HAProxies
+    listening = inherited or bind_agent(settings)
     _setup_logging(settings)
     signals = StopSignals()
     stop = _start_agent(settings, listening)
     freeze_startup_heap()
-    where = "an inherited socket" if listening else f"{settings.agent.host}:{settings.agent.port}"
+    where = "an inherited socket" if inherited else f"{settings.agent.host}:{settings.agent.port}"
     print(f"lbaas agent ({settings.agent.mode} mode) on {where}", flush=True)
     signals.wait()
     stop()
+    lock.release()
     return 0
 
 
@@ -362,7 +343,7 @@ def cmd_host_list(args: argparse.Namespace) -> int:
 
     from lbaas.compose import list_hosts, open_database
 
-    hosts = list_hosts(open_database(_settings(args), upgrade=False))
+    hosts = list_hosts(open_database(_existing_state(args), upgrade=False))
     if args.json:
         print(json.dumps([asdict(h) for h in hosts], indent=2))
         return 0
@@ -397,23 +378,28 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 def cmd_create_subnet(args: argparse.Namespace) -> int:
     from lbaas.compose import open_database
-    from lbaas.config import SubnetDeclaration
     from lbaas.network.registry import seed_subnets
+    from lbaas.network.subnet_arguments import subnet_declaration
 
-    settings = _settings(args)
-    network = ipaddress.ip_network(args.cidr, strict=False)
-    subnet = SubnetDeclaration(
-        id=args.id or str(uuid.uuid4()),
-        network_id=args.network_id or str(uuid.uuid4()),
-        cidr=str(network),
+    subnet = subnet_declaration(
+        args.cidr,
+        subnet_id=args.id,
+        network_id=args.network_id,
         name=args.name,
-        gateway_ip=args.gateway,
+        gateway=args.gateway,
         mtu=args.mtu,
     )
+    settings = _settings(args)
     database = open_database(settings)
     seed_subnets(database, settings.network.model_copy(update={"subnets": (subnet,)}))
     print(f"subnet {subnet.id} ({subnet.cidr}) on network {subnet.network_id}")
     return 0
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from lbaas.state_cleanup import cleanup
+
+    return cleanup(_settings(args, create=False).state_dir)
 
 
 def cmd_rotate_kek(args: argparse.Namespace) -> int:
@@ -446,7 +432,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from lbaas.db.engine import Database
     from lbaas.diagnose.command import run
 
-    settings = _settings(args)
+    settings = _existing_state(args)
     database = Database(settings.database_url)  # read only: no upgrade, no seeding
     try:
         return run(settings, database, args.loadbalancer)
@@ -464,13 +450,13 @@ def cmd_lab(args: argparse.Namespace) -> int:
 def cmd_tier(args: argparse.Namespace) -> int:
     from lbaas.tier.command import run
 
-    return run(args, _settings(args).tier)
+    return run(args, _settings(args, create=False).tier)
 
 
 def cmd_kubernetes(args: argparse.Namespace) -> int:
     from lbaas.integrations.kubernetes.command import run
 
-    settings = _settings(args)
+    settings = _settings(args, create=False)  # it keeps no state: nothing to make
     _setup_logging(settings)
     return run(settings.kubernetes)
 
@@ -492,14 +478,14 @@ def _add_fleet_commands(sub: Any, agent: argparse.ArgumentParser) -> None:
         "default: health.bind_host:bind_port",
     )
     enrol.add_argument("--out", required=True, help="directory to write the bundle into")
-    enrol.add_argument("--state-dir")
+    enrol.add_argument("--state-dir", help=STATE_DIR_HELP)
     enrol.add_argument("--database-url")
     enrol.set_defaults(func=cmd_agent_enrol)
     host = sub.add_parser("host", help="the agent hosts of the fleet")
     host_sub = host.add_subparsers(dest="host_command", required=True)
     host_list = host_sub.add_parser("list", help="list the hosts")
     host_list.add_argument("--json", action="store_true", help="JSON instead of a table")
-    host_list.add_argument("--state-dir")
+    host_list.add_argument("--state-dir", help=STATE_DIR_HELP)
     host_list.add_argument("--database-url")
     host_list.set_defaults(func=cmd_host_list)
 
@@ -513,7 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
         name: str, func: Callable[[argparse.Namespace], int], help_text: str
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("--state-dir", help="where SQLite, certificates and amphorae live")
+        p.add_argument("--state-dir", help=STATE_DIR_HELP)
         p.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite in the state dir)")
         p.set_defaults(func=func)
         return p
@@ -532,6 +518,12 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose = add("diagnose", cmd_diagnose, "why a load balancer is not well, hop by hop")
     diagnose.add_argument("loadbalancer", help="load balancer id")
     _add_maintenance_commands(sub)
+    cleanup = sub.add_parser(
+        "cleanup",
+        help="stop the HAProxies and keepalived a stopped serve or agent left running",
+    )
+    cleanup.add_argument("--state-dir", help=STATE_DIR_HELP)
+    cleanup.set_defaults(func=cmd_cleanup)
     ref = sub.add_parser("config-reference", help="print the configuration reference")
     ref.set_defaults(func=cmd_config_reference)
     from lbaas.lab.command import add_arguments as add_lab_arguments
@@ -555,7 +547,7 @@ def _add_maintenance_commands(sub: Any) -> None:
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")
-    up.add_argument("--state-dir")
+    up.add_argument("--state-dir", help=STATE_DIR_HELP)
     up.add_argument("--database-url")
     up.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     up.set_defaults(func=cmd_db_upgrade)
@@ -568,7 +560,7 @@ def _add_maintenance_commands(sub: Any) -> None:
     cs.add_argument("--network-id")
     cs.add_argument("--gateway")
     cs.add_argument("--mtu", type=int, help="the network's MTU (amphora legs take it)")
-    cs.add_argument("--state-dir")
+    cs.add_argument("--state-dir", help=STATE_DIR_HELP)
     cs.add_argument("--database-url")
     cs.set_defaults(func=cmd_create_subnet)
     km = sub.add_parser("keymanager", help="the key manager's key-encryption key")
@@ -576,7 +568,7 @@ def _add_maintenance_commands(sub: Any) -> None:
     rot = km_sub.add_parser(
         "rotate-kek", help="a new key-encryption key; every stored secret re-sealed under it"
     )
-    rot.add_argument("--state-dir")
+    rot.add_argument("--state-dir", help=STATE_DIR_HELP)
     rot.add_argument("--database-url")
     rot.set_defaults(func=cmd_rotate_kek)
 
@@ -587,6 +579,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except ConfigError as exc:
         print(f"lbaas: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except CommandRefused as exc:
+        print(f"lbaas: {exc}", file=sys.stderr)
         return 2
 
 

@@ -23,6 +23,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lbaas.errors import ConfigError
+from lbaas.state_directory import DEFAULT_TEXT as DEFAULT_STATE_DIR_TEXT
+from lbaas.state_directory import default_state_dir
 
 
 class _Section(BaseModel):
@@ -924,7 +926,10 @@ class Settings(_Section):
     """Everything lbaas reads from its environment."""
 
     state_dir: Path = Field(
-        Path("./state"), description="Where SQLite, certificates and amphora files live."
+        default_factory=lambda: default_state_dir(os.environ, os.geteuid()),
+        description="Where SQLite, certificates and amphora files live; the default never "
+        "depends on the current directory.",
+        json_schema_extra={"default_text": DEFAULT_STATE_DIR_TEXT},
     )
     log_level: str = Field("INFO", description="Python logging level.")
     api: ApiSettings = ApiSettings()
@@ -1000,6 +1005,8 @@ def load_settings(
     data = _merge(data, _env_overrides(env))
     if overrides:
         data = _merge(data, overrides)
+    if not data.get("state_dir"):  # from the environment given, not this process's
+        data["state_dir"] = str(default_state_dir(env, os.geteuid()))
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:

@@ -16,6 +16,9 @@ from lbaas.config import Settings
 
 
 def _default_text(field: FieldInfo) -> str:
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and isinstance(extra.get("default_text"), str):
+        return f"{extra['default_text']}"  # a default that depends on the machine
     default = field.get_default(call_default_factory=True)
     if isinstance(default, BaseModel):
         return "(section)"

@@ -10,6 +10,7 @@ client, ``haproxy -c`` in the agent).
 
     LbaasError
     ├── ConfigError                    bad settings or a provider that cannot load
+    ├── CommandRefused                 a command cannot run as asked (one line, exit 2)
     ├── ApiError                       carries .status_code
     │   ├── InvalidInput (400)         schema / semantic validation ("Validation failure: …")
     │   ├── Forbidden (403)            policy
@@ -35,6 +36,12 @@ class LbaasError(Exception):
 
 class ConfigError(LbaasError):
     """Settings are invalid, or an enabled provider cannot be loaded."""
+
+
+class CommandRefused(LbaasError):
+    """A command cannot run as asked: its state directory is held by another process or
+    holds no state, an address it must bind is taken, an argument is malformed. The
+    ``lbaas`` command prints the message as one line and exits 2."""
 
 
 class ApiError(LbaasError):

@@ -1,7 +1,8 @@
 """The edge of the HTTP surface: one small ASGI middleware for Octavia's conventions.
 
 Done once here instead of in every handler: ``/v2.0/...`` served as ``/v2/...``, a ``.json``
-suffix ignored, an ``Accept`` that excludes JSON refused with 406, an
+suffix ignored, an ``Accept`` that excludes JSON refused with 406 (except by the
+dashboard and the plain-text ``/metrics`` and ``/healthcheck``), an
 ``x-openstack-request-id`` on every response (bodies over the limit are refused inside it,
 by ``request_guard.py``), and (with metrics on) every response's duration by method,
 route template and status. It is a plain ASGI
@@ -24,6 +25,8 @@ _ALIASES = (("/v2.0/lbaas", "/v2/lbaas"), ("/v2.0/octavia", "/v2/octavia"))
 # The dashboard serves a page, its script and an event stream: a browser asks for those by
 # their own types (text/html, text/event-stream), which the JSON rule would refuse.
 _NOT_JSON_ONLY = ("/dashboard",)
+# Plain-text pages: a scraper or a probe asking for text/plain gets what they serve.
+_TEXT_PAGES = frozenset({"/metrics", "/healthcheck"})
 
 
 def _accepts_json(accept: str) -> bool:
@@ -101,7 +104,7 @@ class EdgeMiddleware:
             if routed is not None:
                 routed.append(scope)
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        json_only = not path.startswith(_NOT_JSON_ONLY)
+        json_only = not path.startswith(_NOT_JSON_ONLY) and path not in _TEXT_PAGES
         if json_only and "accept" in headers and not _accepts_json(headers["accept"]):
             await _send_json(
                 send,

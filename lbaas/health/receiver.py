@@ -41,6 +41,7 @@ from lbaas.health.kernel_filter import drop_sources
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.health.refusals import RefusalLog
 from lbaas.health.source_throttle import SourceThrottle
+from lbaas.listening import address_refused
 from lbaas.model.graph import AmphoraId
 from lbaas.wire.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
 from lbaas.wire.heartbeat.host_codec import from_host_payload, is_host_payload
@@ -173,9 +174,12 @@ class HeartbeatReceiver:
         try:
             _grow_receive_buffer(sock)
             sock.bind(self._bind)
-        except OSError:
+        except OSError as exc:
             sock.close()
-            raise
+            host, port = self._bind[0], self._bind[1]
+            raise address_refused(
+                "heartbeat", host, port, "health.bind_host/bind_port", exc
+            ) from None
         sock.settimeout(self._poll_interval)
         self._socket = sock
         self._stopping.clear()

@@ -78,9 +78,9 @@ def start_health_manager(
         port=health.bind_port,
         hosts=hosts,
     )
+    receiver.start()  # first: a taken port stops start-up with no thread left running
     flusher = Flusher(store, flush_interval(health.stale_after))
     flusher.start()
-    receiver.start()
     sweeper = StaleAmphoraSweeper(
         store,
         stale_after=health.stale_after,

@@ -1,6 +1,7 @@
 """What ``lbaas diagnose`` reads about one load balancer: its stored tree, its desired
-graph, its converge job, its amphorae and their agents' latest VIP probes, in one read
-connection."""
+graph, its converge job, its amphorae (with where their agents are) and their agents'
+latest VIP probes, in one read connection; and which load balancers an operator's word
+(an id or a name) names."""
 
 from __future__ import annotations
 
@@ -12,9 +13,17 @@ from sqlalchemy.engine import Connection
 from lbaas.db.graph_loader import graph_from_tree
 from lbaas.db.object_metrics import as_dict
 from lbaas.db.stored_tree import StoredLoadBalancer
-from lbaas.db.tables import AmphoraRow, ConvergeJobRow, ListenerStatsRow, table_of
+from lbaas.db.tables import (
+    AmphoraRow,
+    ConvergeJobRow,
+    HostRow,
+    ListenerStatsRow,
+    LoadBalancerRow,
+    table_of,
+)
 from lbaas.db.tree_loader import load_tree
-from lbaas.model.enums import AmphoraStatus
+from lbaas.model.enums import AmphoraStatus, ProvisioningStatus
+from lbaas.model.fleet import HostAddress
 from lbaas.model.graph import LoadBalancer
 
 
@@ -36,6 +45,8 @@ class AmphoraFacts:
     host: str | None
     last_heartbeat_at: float | None
     failover_pending: bool
+    agent: HostAddress | None = None
+    """Its enrolled host's agent; None for an amphora of the configured agent."""
 
 
 @dataclass(frozen=True)
@@ -74,13 +85,28 @@ def _job(conn: Connection, loadbalancer_id: str) -> JobFacts | None:
 
 
 def _amphorae(conn: Connection, loadbalancer_id: str) -> list[AmphoraFacts]:
-    c = table_of(AmphoraRow).c
+    c, h = table_of(AmphoraRow).c, table_of(HostRow).c
     rows = conn.execute(
-        select(c.id, c.status, c.host, c.last_heartbeat_at, c.failover_pending)
+        select(
+            c.id,
+            c.status,
+            c.host,
+            c.last_heartbeat_at,
+            c.failover_pending,
+            h.id,
+            h.address,
+            h.port,
+        )
+        .outerjoin(table_of(HostRow), h.id == c.compute_id)
         .where(c.loadbalancer_id == loadbalancer_id, c.status != AmphoraStatus.DELETED.value)
         .order_by(c.created_at)
     )
-    return [AmphoraFacts(*row) for row in rows]
+    return [
+        AmphoraFacts(
+            *row[:5], agent=None if row[5] is None else HostAddress(row[5], row[6], row[7])
+        )
+        for row in rows
+    ]
 
 
 def _probes(conn: Connection, loadbalancer_id: str) -> dict[str, list[ProbeFacts]]:
@@ -108,3 +134,15 @@ def load_balancer_facts(conn: Connection, loadbalancer_id: str) -> LoadBalancerF
         _amphorae(conn, loadbalancer_id),
         _probes(conn, loadbalancer_id),
     )
+
+
+def load_balancer_ids(conn: Connection, word: str) -> list[str]:
+    """The load balancers ``word`` names: the one with that id if it exists (an id wins
+    over a name), else every one so named; DELETED ones are not counted."""
+    c = table_of(LoadBalancerRow).c
+    alive = c.provisioning_status != ProvisioningStatus.DELETED.value
+    by_id = conn.execute(select(c.id).where(c.id == word, alive)).scalars().all()
+    if by_id:
+        return [str(i) for i in by_id]
+    named = conn.execute(select(c.id).where(c.name == word, alive).order_by(c.id))
+    return [str(i) for i in named.scalars()]

@@ -12,6 +12,7 @@ heartbeat does not carry (it says only UP or DOWN).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 
 from lbaas.amphora.converger import AmphoraConverger
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds one connect of the check may take (the periodic probe's default).
 CONNECT_TIMEOUT = 1.0
+ATTEMPTS = 3
+RETRY_PAUSE = 0.2
 
 
 def check_amphora(amp: AmphoraConverger, timeout: float = CONNECT_TIMEOUT) -> AmphoraDiagnosis:
@@ -55,16 +58,18 @@ def check_amphora(amp: AmphoraConverger, timeout: float = CONNECT_TIMEOUT) -> Am
 
 
 def _probe(subject: ProbeSubject, timeout: float) -> Mapping[ListenerId, bool]:
-    """Each port's connect; one that failed is tried once more, since the periodic prober
-    may hold the same source address and port towards it at this very moment."""
-    first = probe_subject(subject, timeout)
-    failed = {lid: port for lid, port in subject.ports.items() if not first.get(lid)}
-    if not failed:
-        return first
-    again = probe_subject(
-        ProbeSubject(subject.amphora_id, subject.address, failed, subject.namespace), timeout
-    )
-    return {**first, **again}
+    """Each port's connect; one that failed is tried again (``ATTEMPTS`` in all, a little
+    apart), since the periodic prober may hold the same source address and port towards
+    it at this very moment."""
+    results = dict(probe_subject(subject, timeout))
+    for _ in range(ATTEMPTS - 1):
+        failed = {lid: port for lid, port in subject.ports.items() if not results.get(lid)}
+        if not failed:
+            break
+        time.sleep(RETRY_PAUSE)
+        again = ProbeSubject(subject.amphora_id, subject.address, failed, subject.namespace)
+        results.update(probe_subject(again, timeout))
+    return results
 
 
 def _servers(amp: AmphoraConverger) -> tuple[ServerCheck, ...]:

@@ -516,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("health", cmd_health, "the health manager only")
     _add_fleet_commands(sub, add("agent", cmd_agent, "the per-host agent"))
     diagnose = add("diagnose", cmd_diagnose, "why a load balancer is not well, hop by hop")
-    diagnose.add_argument("loadbalancer", help="load balancer id")
+    diagnose.add_argument("loadbalancer", help="load balancer id or name")
     _add_maintenance_commands(sub)
     cleanup = sub.add_parser(
         "cleanup",

@@ -10,8 +10,10 @@ from __future__ import annotations
 from fastapi import FastAPI, Path, Response
 
 from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.amphora.self_check import check_amphora
 from lbaas.errors import NotFound
 from lbaas.wire.amphora import AMPHORA_ID_PATTERN, API_PREFIX, AmphoraSpec, AmphoraStatus
+from lbaas.wire.amphora_diagnosis import AmphoraDiagnosis
 
 AmphoraIdPath = Path(pattern=AMPHORA_ID_PATTERN)
 
@@ -29,6 +31,14 @@ def serve_amphorae(app: FastAPI, registry: AmphoraRegistry) -> None:
         if status is None:
             raise NotFound.of("Amphora", amphora_id)
         return status
+
+    @app.get(f"{API_PREFIX}/amphorae/{{amphora_id}}/diagnosis", response_model=AmphoraDiagnosis)
+    def diagnose_amphora(amphora_id: str = AmphoraIdPath) -> AmphoraDiagnosis:
+        # No lock: a look, like the statistics read; a converge meanwhile shows as it is.
+        amp = registry.converger(amphora_id)
+        if amp is None:
+            raise NotFound.of("Amphora", amphora_id)
+        return check_amphora(amp)
 
     @app.delete(f"{API_PREFIX}/amphorae/{{amphora_id}}", status_code=204)
     def delete_amphora(amphora_id: str = AmphoraIdPath) -> Response:

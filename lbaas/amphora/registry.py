@@ -153,6 +153,11 @@ class AmphoraRegistry:
             amp = self._amphorae.get(amphora_id)
         return None if amp is None else amp.status()
 
+    def converger(self, amphora_id: str) -> AmphoraConverger | None:
+        """The amphora's converger, unlocked (for reads that must not wait on a change)."""
+        with self._lock:
+            return self._amphorae.get(amphora_id)
+
     def delete(self, amphora_id: str) -> None:
         """Stop HAProxy, remove plumbing and files. Idempotent."""
         with self._locked(amphora_id) as amp:

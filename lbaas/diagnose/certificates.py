@@ -14,7 +14,7 @@ import datetime as dt
 from collections.abc import Callable, Iterator
 
 from lbaas.certs.tls_material import ServerCertificate
-from lbaas.diagnose.hops import Level, Verdict
+from lbaas.diagnose.verdict import Level, Verdict
 from lbaas.keyrefs import certificates
 from lbaas.keyrefs.base import KeyMaterial, Unresolvable
 from lbaas.model.graph import LoadBalancer

@@ -1,5 +1,7 @@
-"""``lbaas diagnose <load balancer id>``: print a verdict per hop; exit 0 when every hop
-is well, 1 when one fails, 2 when there is no such load balancer."""
+"""``lbaas diagnose <load balancer id or name>``: print a verdict per hop; exit 0 when
+every hop is well, 1 when one fails, 2 when the word names no load balancer or several
+(a name shared by load balancers: their ids are listed, to pick one). It reads the
+database directly, as the rest of the command does, not the API."""
 
 from __future__ import annotations
 
@@ -53,10 +55,16 @@ def build_diagnosis(settings: Settings, database: Database) -> Diagnosis:
     )
 
 
-def run(settings: Settings, database: Database, loadbalancer_id: str) -> int:
-    verdicts = build_diagnosis(settings, database).run(loadbalancer_id)
-    if verdicts is None:
-        sys.stderr.write(f"no load balancer {loadbalancer_id}\n")
+def run(settings: Settings, database: Database, word: str) -> int:
+    diagnosis = build_diagnosis(settings, database)
+    ids = diagnosis.resolve(word)
+    if len(ids) > 1:
+        sys.stderr.write(f"{len(ids)} load balancers are named {word!r}: {', '.join(ids)}\n")
         return 2
+    verdicts = diagnosis.run(ids[0]) if ids else None
+    if verdicts is None:
+        sys.stderr.write(f"no load balancer with the id or name {word!r}\n")
+        return 2
+    loadbalancer_id = ids[0]
     sys.stdout.write(render(loadbalancer_id, verdicts) + "\n")
     return 0 if first_failure(verdicts) is None else 1

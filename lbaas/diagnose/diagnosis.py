@@ -7,18 +7,12 @@ import time
 from collections.abc import Callable
 
 from lbaas.db.engine import Database
-from lbaas.db.loadbalancers.facts import load_balancer_facts
+from lbaas.db.loadbalancers.facts import load_balancer_facts, load_balancer_ids
+from lbaas.diagnose.agent_hops import AgentLooks, amphora_hops
 from lbaas.diagnose.base import AgentView, VipProbe
 from lbaas.diagnose.certificates import certificate_hop
-from lbaas.diagnose.hops import (
-    Level,
-    Verdict,
-    amphora_hops,
-    converge_hop,
-    database_hop,
-    member_hops,
-    vip_hops,
-)
+from lbaas.diagnose.hops import converge_hop, database_hop, member_hops, vip_hops
+from lbaas.diagnose.verdict import Level, Verdict
 from lbaas.keyrefs.base import KeyMaterial
 from lbaas.model.enums import ProvisioningStatus
 
@@ -49,14 +43,22 @@ class Diagnosis:
             return None
         now = self._clock()
         in_error = facts.tree.provisioning_status == ProvisioningStatus.ERROR
-        return [
+        looks = AgentLooks()
+        verdicts = [
             database_hop(facts),
             converge_hop(facts.job, in_error, now),
             certificate_hop(facts.graph, self._material, dt.datetime.fromtimestamp(now, dt.UTC)),
-            *amphora_hops(facts, self._agent, self._stale_after, now),
-            *vip_hops(facts, self._probe, self._stale_after, now),
-            *member_hops(facts),
+            *amphora_hops(facts, self._agent, self._stale_after, now, looks),
         ]
+        # The agents' looks, gathered above, are what the vip and members hops read.
+        verdicts += vip_hops(facts, self._probe, self._stale_after, now, looks)
+        verdicts += member_hops(facts, looks)
+        return verdicts
+
+    def resolve(self, word: str) -> list[str]:
+        """The ids of the load balancers ``word`` names (an id first, else a name)."""
+        with self._database.read_connection() as conn:
+            return load_balancer_ids(conn, word)
 
 
 def first_failure(verdicts: list[Verdict]) -> Verdict | None:

@@ -4,25 +4,27 @@ The hops are checked in the order a packet's fate depends on them: the database 
 desired state settled?), the converge job (was it applied, or why not?), TLS (can the
 certificate references still be read, and how long are they valid? ``certificates.py``),
 the amphorae (is each heard from?), the agent (does it know the amphora?), HAProxy
-(running, and with which applied version?), the VIP (does each listener answer the
-agents' own probes, and a connect from here?), the members (which are down, and why?).
-The first hop that fails is usually the answer; later ones are still shown, since
-an operator fixing one wants to know what else is wrong.
+(running, and with which applied version? ``agent_hops.py``), the VIP (does each listener
+answer the agents' probes, and is it the amphora's HAProxy alone that listens there?), the
+members (which are down, and why, in HAProxy's words?). The first hop that fails is
+usually the answer; later ones are still shown, since an operator fixing one wants to
+know what else is wrong.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Iterator, Mapping
 
 from lbaas.db.health.stats_repo import ProbeFacts
 from lbaas.db.jobs.job_queue import JobFacts
 from lbaas.db.loadbalancers.facts import LoadBalancerFacts
-from lbaas.diagnose.base import AgentView, VipProbe
-from lbaas.errors import AgentUnreachable
+from lbaas.diagnose.agent_hops import AgentLooks
+from lbaas.diagnose.base import VipProbe
+from lbaas.diagnose.verdict import Level, Verdict
 from lbaas.model.enums import ListenerProtocol, OperatingStatus, ProvisioningStatus
-from lbaas.wire.amphora import AmphoraStatus as AgentAmphora
+from lbaas.model.graph import Listener
+from lbaas.render.haproxy.names import parse_server_name
+from lbaas.wire.amphora_diagnosis import ServerCheck
 
 _PROBED = frozenset(
     {
@@ -35,19 +37,7 @@ _PROBED = frozenset(
 )
 _FINE_MEMBER = frozenset({OperatingStatus.ONLINE, OperatingStatus.NO_MONITOR})
 
-
-class Level(StrEnum):
-    OK = "ok"
-    WARN = "warn"
-    FAIL = "FAIL"
-    SKIP = "skip"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    hop: str
-    level: Level
-    detail: str
+__all__ = ["Level", "Verdict", "converge_hop", "database_hop", "member_hops", "vip_hops"]
 
 
 def database_hop(facts: LoadBalancerFacts) -> Verdict:
@@ -81,79 +71,21 @@ def converge_hop(job: JobFacts | None, lb_in_error: bool, now: float) -> Verdict
     return Verdict("converge", Level.WARN, f"{pending}: waiting {waited:.1f}s for a worker")
 
 
-def amphora_hops(
-    facts: LoadBalancerFacts, agent: AgentView, stale_after: float, now: float
-) -> Iterator[Verdict]:
-    """Per amphora: heard from, its agent, its HAProxy."""
-    if not facts.amphorae:
-        yield Verdict("amphora", Level.SKIP, f"no amphora (provider {facts.tree.provider})")
-        return
-    for amp in facts.amphorae:
-        yield _heard(
-            amp.id, amp.host, amp.last_heartbeat_at, amp.failover_pending, stale_after, now
-        )
-        try:
-            status = agent.amphora(amp.host, amp.id)
-        except AgentUnreachable as exc:
-            detail = f"agent of amphora {amp.id} on {amp.host or '?'} unreachable: {exc.operator_message}"
-            yield Verdict("agent", Level.FAIL, detail)
-            yield Verdict("haproxy", Level.SKIP, "unknown: the agent cannot be asked")
-            continue
-        if status is None:
-            yield Verdict("agent", Level.FAIL, f"the agent on {amp.host} does not know {amp.id}")
-            continue
-        yield Verdict("agent", Level.OK, f"amphora {amp.id} on {amp.host}: known to its agent")
-        yield haproxy_hop(status)
-
-
-def _heard(
-    amphora_id: str,
-    host: str | None,
-    last: float | None,
-    failover_pending: bool,
-    stale_after: float,
-    now: float,
-) -> Verdict:
-    where = f"amphora {amphora_id} on {host or '?'}"
-    if failover_pending:
-        return Verdict("amphora", Level.FAIL, f"{where}: failover requested, not yet done")
-    if last is None:
-        return Verdict("amphora", Level.FAIL, f"{where}: never heard from")
-    age = now - last
-    if age > stale_after:
-        detail = f"{where}: silent for {age:.1f}s (stale after {stale_after:g}s)"
-        return Verdict("amphora", Level.FAIL, detail)
-    return Verdict("amphora", Level.OK, f"{where}: heartbeat {age:.1f}s ago")
-
-
-def haproxy_hop(status: AgentAmphora) -> Verdict:
-    version = (
-        f"applied version {status.applied_version}"
-        if status.applied_version
-        else "no version applied"
-    )
-    facts = f"{version}, last outcome {status.last_outcome or 'none'}, {status.restarts} restart(s)"
-    if status.last_error:
-        facts += f"; last error: {status.last_error}"
-    if not status.running:
-        return Verdict("haproxy", Level.FAIL, f"not running ({facts})")
-    return Verdict("haproxy", Level.OK, f"running, pid {status.master_pid} ({facts})")
-
-
 def vip_hops(
-    facts: LoadBalancerFacts, probe: VipProbe, stale_after: float, now: float
+    facts: LoadBalancerFacts, probe: VipProbe, stale_after: float, now: float, looks: AgentLooks
 ) -> Iterator[Verdict]:
-    """Per enabled listener: does its VIP:port answer?
+    """Per enabled listener: does its VIP:port answer, and is it the amphora's alone?
 
-    Two witnesses: the agents' own probes (``lbaas.amphora.vip_probe``), made from where a
-    client's connection arrives at the amphora and carried by their heartbeats, and a
-    connect from here. The agents' word decides when an amphora heard from recently
-    probed: "here" may simply not route to the VIP (netns mode, another host), while the
-    amphora's side is exactly the path clients take. Both saying no is a failure; the
-    agents saying no while it answers from here is a warning (their probe may be older
-    than the listener, made up to a probe interval plus a heartbeat ago). With no fresh
-    agent probe (probing off, an older agent, a silent amphora, the noop provider), the
-    check from here decides.
+    The witnesses are the agents: their periodic probes (``lbaas.amphora.vip_probe``),
+    carried by the heartbeats of amphorae heard within ``stale_after``, and the connect
+    each reachable agent makes when asked now (it supersedes its amphora's periodic one).
+    Both come from where a client's connection arrives at the amphora and from the probe
+    source every frontend rejects before logging, so neither enters the tenant's access
+    log. A connect from here would (it is a client like any other), so a load balancer
+    with amphorae is never probed from here; one without (the noop provider) is, since
+    nothing of lbaas's logs it. Any witness answering is well, none is a failure. A
+    process other than the amphora's HAProxy listening on the VIP:port fails the hop
+    whatever answers: it takes part of the connections.
     """
     graph = facts.graph
     listeners = [li for li in graph.listeners if li.admin_state_up]
@@ -167,43 +99,74 @@ def vip_hops(
     }
     for listener in listeners:
         where = f"listener {listener.id} {listener.protocol} {graph.vip.address}:{listener.protocol_port}"
-        fresh = [p for p in facts.probes.get(listener.id, []) if p.amphora_id in heard]
-        agents = _agents_saw(fresh)
-        here: bool | None = None
-        if listener.protocol in _PROBED:
-            here = probe.answers(graph.vip.address, listener)
-        said_here = {None: "", True: "; from here: answers", False: "; from here: no answer"}[here]
-        if agents is None and here is None:
-            yield Verdict("vip", Level.SKIP, f"{where}: not probed (not a TCP protocol)")
-        elif agents is None:
-            level = Level.OK if here else Level.FAIL
-            verb = "answers" if here else "does not answer"
-            yield Verdict("vip", level, f"{where}: {verb} (no agent probe; checked from here)")
-        elif not any(p.answered for p in fresh) and here:
-            # The witnesses disagree: the probe may predate a change (a listener just
-            # created), or only clients' path is broken. Worth a look, not a verdict.
-            detail = f"{where}: answers from here, but not the agents' latest probe ({agents})"
-            yield Verdict("vip", Level.WARN, detail)
-        elif not any(p.answered for p in fresh):
-            healthy = _members_fine(facts, listener.default_pool_id)
-            why = "; its members are healthy: the break is between clients and the VIP"
-            detail = f"{where}: does not answer ({agents}{said_here}){why if healthy else ''}"
+        verdict = _answers(facts, listener, probe, _witnesses(facts, listener, heard, looks))
+        foreign = _foreign(listener, looks)
+        if foreign:
+            detail = f"{where}: {foreign}, and {verdict.detail}"
             yield Verdict("vip", Level.FAIL, detail)
-        elif here is False:
-            detail = f"{where}: answers the agents' probe ({agents}) but not from here"
-            yield Verdict("vip", Level.WARN, f"{detail}: this host may not route to the VIP")
         else:
-            yield Verdict("vip", Level.OK, f"{where}: answers ({agents}{said_here})")
+            yield Verdict("vip", verdict.level, f"{where}: {verdict.detail}")
 
 
-def _agents_saw(fresh: list[ProbeFacts]) -> str | None:
-    """The agents' probe results in words, None when no fresh one exists."""
-    if not fresh:
-        return None
-    said = ", ".join(
-        f"amphora {p.amphora_id}: {'answers' if p.answered else 'no answer'}" for p in fresh
-    )
-    return f"agent probe from {said}"
+def _witnesses(
+    facts: LoadBalancerFacts, listener: Listener, heard: set[str], looks: AgentLooks
+) -> list[tuple[ProbeFacts, bool]]:
+    """(probe, made now) per amphora: its agent's connect now, else its fresh heartbeat's."""
+    found = {p.amphora_id: (p, False) for p in facts.probes.get(listener.id, [])}
+    found = {amp: seen for amp, seen in found.items() if amp in heard}
+    for amphora_id, look in looks.seen.items():
+        for port in look.vip_ports:
+            if port.listener_id == listener.id:
+                found[amphora_id] = (ProbeFacts(amphora_id, port.answers), True)
+    return [found[amp] for amp in sorted(found)]
+
+
+def _answers(
+    facts: LoadBalancerFacts,
+    listener: Listener,
+    probe: VipProbe,
+    witnesses: list[tuple[ProbeFacts, bool]],
+) -> Verdict:
+    """Whether the listener answers; the detail without the listener's name."""
+    if witnesses:
+        said = ", ".join(
+            f"amphora {p.amphora_id}: {'answers' if p.answered else 'no answer'}"
+            + (" now" if made_now else "")
+            for p, made_now in witnesses
+        )
+        if any(p.answered for p, _ in witnesses):
+            return Verdict("vip", Level.OK, f"answers (agent probe from {said})")
+        healthy = _members_fine(facts, listener.default_pool_id)
+        why = "; its members are healthy: the break is between clients and the VIP"
+        detail = f"does not answer (agent probe from {said}){why if healthy else ''}"
+        return Verdict("vip", Level.FAIL, detail)
+    if listener.protocol not in _PROBED:
+        return Verdict("vip", Level.SKIP, "not probed (not a TCP protocol)")
+    if facts.amphorae:
+        detail = "not probed: no agent probe, and one from here would enter the access log"
+        return Verdict("vip", Level.SKIP, detail)
+    if probe.answers(facts.graph.vip.address, listener):
+        return Verdict("vip", Level.OK, "answers (no agent probe; checked from here)")
+    return Verdict("vip", Level.FAIL, "does not answer (no agent probe; checked from here)")
+
+
+def _foreign(listener: Listener, looks: AgentLooks) -> str:
+    """The processes other than the amphora's HAProxy listening on the VIP:port, in words."""
+    said = []
+    for amphora_id, look in sorted(looks.seen.items()):
+        ours = ", ".join(str(pid) for pid in look.haproxy_pids) or "none running"
+        for port in look.vip_ports:
+            if port.listener_id != listener.id or not port.foreign:
+                continue
+            others = "; ".join(
+                f"pid {p.pid} ({p.command})" if p.pid is not None else f"an unreadable {p.command}"
+                for p in port.foreign
+            )
+            said.append(
+                f"also listened on by {others}, not amphora {amphora_id}'s HAProxy "
+                f"(pids {ours}): new connections are split between them"
+            )
+    return "; ".join(said)
 
 
 def _members_fine(facts: LoadBalancerFacts, pool_id: str | None) -> bool:
@@ -213,11 +176,12 @@ def _members_fine(facts: LoadBalancerFacts, pool_id: str | None) -> bool:
     return bool(members) and all(m.operating_status in _FINE_MEMBER for m in members)
 
 
-def member_hops(facts: LoadBalancerFacts) -> Iterator[Verdict]:
+def member_hops(facts: LoadBalancerFacts, looks: AgentLooks) -> Iterator[Verdict]:
     pools = facts.tree.pools
     if not any(pool.members for pool in pools):
         yield Verdict("members", Level.SKIP, "no member")
         return
+    checks = server_checks_by_member(looks)
     for pool in pools:
         for m in pool.members:
             where = f"member {m.id} {m.address}:{m.protocol_port} (pool {pool.id})"
@@ -226,8 +190,37 @@ def member_hops(facts: LoadBalancerFacts) -> Iterator[Verdict]:
                 yield Verdict("members", Level.WARN, f"{where}: disabled (admin_state_up false)")
             elif status == OperatingStatus.ERROR:
                 why = "failing its health check" if pool.health_monitor else "reported down"
-                yield Verdict("members", Level.FAIL, f"{where}: {status}, {why}")
+                said = _checks_said(checks.get(m.id, []))
+                yield Verdict("members", Level.FAIL, f"{where}: {status}, {why}{said}")
             elif status in _FINE_MEMBER:
                 yield Verdict("members", Level.OK, f"{where}: {status}")
             else:
-                yield Verdict("members", Level.WARN, f"{where}: {status}")
+                said = _checks_said(checks.get(m.id, []))
+                yield Verdict("members", Level.WARN, f"{where}: {status}{said}")
+
+
+def server_checks_by_member(looks: AgentLooks) -> Mapping[str, list[tuple[str, ServerCheck]]]:
+    """(amphora id, HAProxy's check) per member id, from the agents' looks."""
+    found: dict[str, list[tuple[str, ServerCheck]]] = {}
+    for amphora_id, look in sorted(looks.seen.items()):
+        for server in look.servers:
+            member_id = parse_server_name(server.server)
+            if member_id is not None:
+                found.setdefault(member_id, []).append((amphora_id, server))
+    return found
+
+
+def _checks_said(checks: list[tuple[str, ServerCheck]]) -> str:
+    """``; HAProxy on amphora A: DOWN, L4CON (Layer4 connection problem): Connection
+    refused`` for each amphora's HAProxy that holds the server."""
+    said = []
+    for amphora_id, check in checks:
+        words = f"{check.status}"
+        if check.check_status:
+            code = f" {check.check_code}" if check.check_code else ""
+            desc = f" ({check.check_desc})" if check.check_desc else ""
+            words += f", last check {check.check_status}{code}{desc}"
+        if check.last_check:
+            words += f": {check.last_check}"
+        said.append(f"; HAProxy on amphora {amphora_id}: {words}")
+    return "".join(said)

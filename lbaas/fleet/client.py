@@ -36,6 +36,7 @@ from lbaas.errors import (
 )
 from lbaas.fleet.handshake import patient_transport
 from lbaas.wire.amphora import API_PREFIX, AgentInfo, AmphoraSpec, AmphoraStatus, ErrorBody
+from lbaas.wire.amphora_diagnosis import AmphoraDiagnosis
 
 _UNREACHABLE_STATUSES = frozenset({502, 503, 504})
 
@@ -102,6 +103,15 @@ class AgentClient:
         if response.status_code == 404:
             return None
         return AmphoraStatus.model_validate_json(response.content)
+
+    def diagnose_amphora(self, amphora_id: str) -> AmphoraDiagnosis | None:
+        """What the agent sees of the amphora now; None if it does not know it (or is an
+        agent older than the route)."""
+        path = f"{API_PREFIX}/amphorae/{amphora_id}/diagnosis"
+        response = self._request("GET", path, allow_404=True)
+        if response.status_code == 404:
+            return None
+        return AmphoraDiagnosis.model_validate_json(response.content)
 
     def delete_amphora(self, amphora_id: str) -> None:
         """Stop and remove the amphora (succeeds if it is already gone)."""

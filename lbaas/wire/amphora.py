@@ -8,6 +8,8 @@ converges to it; repeating it changes nothing. Routes:
 
     PUT    /v1/amphorae/{amphora_id}   AmphoraSpec -> 200 AmphoraStatus
     GET    /v1/amphorae/{amphora_id}   -> 200 AmphoraStatus | 404
+    GET    /v1/amphorae/{amphora_id}/diagnosis -> 200 AmphoraDiagnosis | 404
+                                       (``lbaas.wire.amphora_diagnosis``; for ``lbaas diagnose``)
     DELETE /v1/amphorae/{amphora_id}   -> 204 (also when it did not exist)
     GET    /v1/info                    -> 200 AgentInfo
 

@@ -17,8 +17,9 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from lbaas.db.tables import AmphoraRow, LoadBalancerRow, PortRow, table_of
+from lbaas.db.tables import AmphoraRow, HostRow, LoadBalancerRow, PortRow, table_of
 from lbaas.model.enums import AmphoraRole, AmphoraStatus
+from lbaas.model.fleet import HostAddress
 
 GONE = (AmphoraStatus.DELETED, AmphoraStatus.PENDING_DELETE)
 
@@ -156,14 +157,32 @@ class AmphoraFacts:
     host: str | None
     last_heartbeat_at: float | None
     failover_pending: bool
+    agent: HostAddress | None = None
+    """Its enrolled host's agent; None for an amphora of the configured agent."""
 
 
 def amphora_facts(conn: Connection, loadbalancer_id: str) -> list[AmphoraFacts]:
-    """The load balancer's amphorae that are not DELETED, oldest first."""
-    c = table_of(AmphoraRow).c
+    """The load balancer's amphorae that are not DELETED, oldest first, with where their
+    enrolled host's agent answers."""
+    c, h = table_of(AmphoraRow).c, table_of(HostRow).c
     rows = conn.execute(
-        select(c.id, c.status, c.host, c.last_heartbeat_at, c.failover_pending)
+        select(
+            c.id,
+            c.status,
+            c.host,
+            c.last_heartbeat_at,
+            c.failover_pending,
+            h.id,
+            h.address,
+            h.port,
+        )
+        .outerjoin(table_of(HostRow), h.id == c.compute_id)
         .where(c.loadbalancer_id == loadbalancer_id, c.status != AmphoraStatus.DELETED.value)
         .order_by(c.created_at)
     )
-    return [AmphoraFacts(*row) for row in rows]
+    return [
+        AmphoraFacts(
+            *row[:5], agent=None if row[5] is None else HostAddress(row[5], row[6], row[7])
+        )
+        for row in rows
+    ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from lbaas.db.amphorae.amphora_repo import AmphoraFacts, amphora_facts
@@ -15,6 +16,8 @@ from lbaas.db.jobs.job_queue import JobFacts, job_facts
 from lbaas.db.loadbalancers.graph_loader import graph_from_tree
 from lbaas.db.loadbalancers.stored_tree import StoredLoadBalancer
 from lbaas.db.loadbalancers.tree_loader import load_tree
+from lbaas.db.tables import LoadBalancerRow, table_of
+from lbaas.model.enums import ProvisioningStatus
 from lbaas.model.graph import LoadBalancer
 
 
@@ -41,3 +44,15 @@ def load_balancer_facts(conn: Connection, loadbalancer_id: str) -> LoadBalancerF
         amphora_facts(conn, loadbalancer_id),
         vip_probes(conn, loadbalancer_id),
     )
+
+
+def load_balancer_ids(conn: Connection, word: str) -> list[str]:
+    """The load balancers ``word`` names: the one with that id if it exists (an id wins
+    over a name), else every one so named; DELETED ones are not counted."""
+    c = table_of(LoadBalancerRow).c
+    alive = c.provisioning_status != ProvisioningStatus.DELETED.value
+    by_id = conn.execute(select(c.id).where(c.id == word, alive)).scalars().all()
+    if by_id:
+        return [str(i) for i in by_id]
+    named = conn.execute(select(c.id).where(c.name == word, alive).order_by(c.id))
+    return [str(i) for i in named.scalars()]

@@ -4,7 +4,9 @@ hold still long enough (a HAProxy the agent restarts within a second, a job leas
 from __future__ import annotations
 
 from lbaas.db.jobs.job_queue import JobFacts
-from lbaas.diagnose.hops import Level, converge_hop, haproxy_hop
+from lbaas.diagnose.agent_hops import haproxy_hop
+from lbaas.diagnose.hops import converge_hop
+from lbaas.diagnose.verdict import Level
 from lbaas.wire.amphora import AmphoraStatus
 
 NOW = 1_000.0

@@ -1,11 +1,14 @@
-"""The README's quick start, run as written: two tiny backends, the CLI, curl through the VIP.
+"""The README's walk-through, run as written: two tiny backends, the CLI, curl through the VIP,
+then TLS with certificates stored by the stock ``openstack secret`` commands.
 
-The shell block of README.md that creates the load balancer is read from the file and run
-with bash against a running ``lbaas serve`` (what ``./quickstart serve`` ends in; the
-installer part is not run here). Only what cannot be shared on a test machine is changed:
-the API endpoint and the two backend ports (free ones instead of 9876, 8001 and 8002), the
-backend directories (a temporary one instead of /tmp/one and /tmp/two), and activating
-``.venv`` (the tests already run in an environment that has the CLI).
+The shell blocks of README.md that create the load balancer and its TERMINATED_HTTPS
+listener are read from the file and run, one after the other, in one bash against a running
+``lbaas serve`` (what ``./quickstart serve`` ends in; the installer part is not run here).
+Only what cannot be shared on a test machine is changed: the API endpoint and the two
+backend ports (free ones instead of 9876, 8001 and 8002), the backend directories (a
+temporary one instead of /tmp/one and /tmp/two), and activating ``.venv`` (the tests
+already run in an environment that has the CLI). The secret commands are run with only the
+``OS_ENDPOINT`` the first block exports, as the README shows them.
 """
 
 from __future__ import annotations
@@ -28,17 +31,23 @@ README = Path(__file__).resolve().parents[3] / "README.md"
 SCRIPT_TIMEOUT = 300
 
 
-def quickstart_block() -> str:
-    """The ```sh block of the README that puts a load balancer in front of two backends
-    (on loopback VIPs: the multi-host lab's block runs its commands through ``lab exec``)."""
+def sh_blocks() -> list[str]:
     blocks: list[str] = re.findall(r"```sh\n(.*?)```", README.read_text(), flags=re.S)
-    wanted = [
-        block
-        for block in blocks
-        if "openstack loadbalancer create" in block and "lbaas lab" not in block
-    ]
-    assert len(wanted) == 1, "README.md should have one quick-start block creating an LB"
+    return blocks
+
+
+def the_block(containing: str) -> str:
+    """The one ```sh block of the README that runs ``containing``."""
+    wanted = [block for block in sh_blocks() if containing in block]
+    assert len(wanted) == 1, f"README.md should have one sh block running {containing!r}"
     return wanted[0]
+
+
+def quickstart_blocks() -> str:
+    """The block that puts a load balancer in front of two backends, then the TLS block."""
+    tls = the_block("openstack secret store")
+    assert "--os-endpoint" not in tls, "the README's secret commands need only OS_ENDPOINT"
+    return the_block("openstack loadbalancer create") + tls
 
 
 def adapted(block: str, endpoint: str, workdir: Path, ports: tuple[int, int]) -> str:
@@ -53,10 +62,26 @@ def adapted(block: str, endpoint: str, workdir: Path, ports: tuple[int, int]) ->
     return "set -euo pipefail\n" + script + "\n"
 
 
+def negotiated_http_version(api: OctaviaApi) -> str:
+    """The HTTP version curl gets from the README's TERMINATED_HTTPS listener (ALPN)."""
+    (lb,) = [
+        lb for lb in api.get("/v2/lbaas/loadbalancers")["loadbalancers"] if lb["name"] == "web"
+    ]
+    url = f"https://{lb['vip_address']}:8443/"
+    done = subprocess.run(
+        ["curl", "-sk", "--http2", "-o", "/dev/null", "-w", "%{http_version}", url],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return done.stdout.strip()
+
+
 def test_readme_quick_start_serves_traffic(
     serve: ServeInstance, api: OctaviaApi, tmp_path: Path
 ) -> None:
-    script = adapted(quickstart_block(), serve.url, tmp_path, (free_port(), free_port()))
+    script = adapted(quickstart_blocks(), serve.url, tmp_path, (free_port(), free_port()))
     env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     # Output goes to files: the backends started in the background keep their copies of
@@ -73,8 +98,11 @@ def test_readme_quick_start_serves_traffic(
             stderr=err_file,
             start_new_session=True,
         )
+    http_version = ""
     try:
         shell.wait(SCRIPT_TIMEOUT)
+        if shell.returncode == 0:
+            http_version = negotiated_http_version(api)
     finally:
         if shell.poll() is None:
             shell.kill()
@@ -88,8 +116,12 @@ def test_readme_quick_start_serves_traffic(
                 api.delete_loadbalancer(lb["id"])
     out, err = out_path.read_text(), err_path.read_text()
     assert shell.returncode == 0, f"the README's commands failed:\n{err[-3000:]}\n{out[-2000:]}"
-    lines = [line.strip() for line in out.splitlines()]
-    # The two curls answer "one" and "two" (in either order: round robin through HAProxy).
-    assert sorted(line for line in lines if line in ("one", "two")) == ["one", "two"], out
+    lines = [line.strip() for line in out.splitlines() if line.strip()]
+    # The two curls answer "one" and "two" (in either order: round robin through HAProxy),
+    # and the HTTPS curl at the end one of them.
+    answers = [line for line in lines if line in ("one", "two")]
+    assert sorted(answers[:2]) == ["one", "two"], out
+    assert len(answers) == 3 and lines[-1] == answers[2], out
     assert "total_connections" in out, out
     assert '"provisioning_status": "ACTIVE"' in out, out
+    assert http_version == "2", f"the TLS listener answered over HTTP/{http_version}"

@@ -1,5 +1,6 @@
 """The README's walk-through, run as written: two tiny backends, the CLI, curl through the VIP,
-then TLS with certificates stored by the stock ``openstack secret`` commands.
+then TLS with certificates stored by the stock ``openstack secret`` commands; and its
+"Stop and clean up" block against a serve of its own.
 
 The shell blocks of README.md that create the load balancer and its TERMINATED_HTTPS
 listener are read from the file and run, one after the other, in one bash against a running
@@ -16,14 +17,24 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.amphora.conftest import SHARED_SETTINGS
 from tests.e2e.amphora.octavia_api import OctaviaApi
-from tests.e2e.amphora.serve_process import ServeInstance, free_port
+from tests.e2e.amphora.serve_process import (
+    STOP_TIMEOUT,
+    ServeInstance,
+    free_port,
+    haproxy_pids_under,
+    running_serve,
+)
+from tests.e2e.amphora.topology import LOOPBACK_SUBNET_ID, free_port_on
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
 
@@ -125,3 +136,66 @@ def test_readme_quick_start_serves_traffic(
     assert "total_connections" in out, out
     assert '"provisioning_status": "ACTIVE"' in out, out
     assert http_version == "2", f"the TLS listener answered over HTTP/{http_version}"
+
+
+def stop_steps() -> tuple[str, str]:
+    """The README's "Stop and clean up" block: its step while serve runs (the delete), and
+    the steps after Ctrl-C (cleanup, then removing the state directory)."""
+    block = the_block("lbaas cleanup")
+    lines = [line for line in block.splitlines() if line.strip()]
+    running = [line for line in lines if line.startswith("openstack ")]
+    after = [line for line in lines if not line.startswith("openstack ")]
+    assert running and any(line.startswith("lbaas cleanup") for line in after), block
+    return "\n".join(running), "\n".join(after)
+
+
+def _accepts(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _run_steps(script: str, serve: ServeInstance) -> None:
+    script = script.replace("./state", str(serve.state_dir))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OS_", "LBAAS_"))}
+    env.update(OS_AUTH_TYPE="none", OS_ENDPOINT=serve.url)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SCRIPT_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, f"{script}\n{done.stderr[-3000:]}\n{done.stdout[-2000:]}"
+
+
+def test_readme_stop_and_clean_up() -> None:
+    """The README's stop block, as written: the deleted load balancer's HAProxy stops at
+    once; Ctrl-C leaves the other one serving (by design); ``lbaas cleanup`` stops it and
+    ``rm -rf`` leaves nothing of the state directory."""
+    while_running, after_stop = stop_steps()
+    with running_serve(SHARED_SETTINGS, prefix="lbr-") as serve:
+        served: dict[str, tuple[str, int]] = {}
+        with serve.api() as api:
+            for name in ("web", "left"):
+                lb = api.create_loadbalancer(LOOPBACK_SUBNET_ID, name=name)
+                port = free_port_on(lb["vip_address"])
+                api.create_listener(lb["id"], "HTTP", port)
+                served[name] = (lb["vip_address"], port)
+        for vip, port in served.values():
+            wait_until(lambda v=vip, p=port: _accepts(v, p), 60, "HAProxy on the VIP")
+
+        _run_steps(while_running, serve)
+        assert not _accepts(*served["web"])
+        os.killpg(serve.process.pid, signal.SIGINT)  # Ctrl-C
+        serve.process.wait(STOP_TIMEOUT)
+        assert _accepts(*served["left"])  # serving on without lbaas serve
+        assert haproxy_pids_under(serve.state_dir)
+
+        _run_steps(after_stop, serve)
+        assert not serve.state_dir.exists()
+        assert not _accepts(*served["left"])

@@ -6,8 +6,9 @@ the node reports them; it gives them no new flows). Backup members go with ``bac
 engine balances them only while no primary member is healthy on that node. The hash comes from the pool's algorithm and session
 persistence (``lbaas.l4.service.hash_key_for``). A disabled health monitor is no monitor:
 members then count as healthy, as with HAProxy. A listener's ``allowed_cidrs`` go as they
-are (each node drops other sources before balancing); ``LISTENER_FIELDS`` says where
-every other listener field goes, or why it has no meaning in the kernel.
+are (each node drops other sources before balancing). Which listener fields reach the
+spec, and which are known not to, is checked over the API schema by
+tests/unit/providers/test_distributed_listener_fields.py.
 """
 
 from __future__ import annotations

@@ -35,11 +35,16 @@ def counter_names(port: int) -> tuple[str, str]:
     return f"udp_{port}_in", f"udp_{port}_out"
 
 
-def _accept_port(vip: str, rule: ListenerPort) -> str:
+def _accept_port(vip: str, rule: ListenerPort) -> list[str]:
+    """The rule letting the port in: from anywhere, from its IPv4 CIDRs, or (CIDRs that
+    are all IPv6: no IPv4 source is allowed) none, so the chain's drop closes it."""
     sources = ""
     if rule.allowed_cidrs:
-        sources = f"ip saddr {{ {', '.join(rule.allowed_cidrs)} }} "
-    return f"ip daddr {vip} {sources}{rule.protocol} dport {rule.port} accept"
+        ipv4 = [c for c in rule.allowed_cidrs if ipaddress.ip_network(c, strict=False).version == 4]
+        if not ipv4:
+            return []
+        sources = f"ip saddr {{ {', '.join(ipv4)} }} "
+    return [f"ip daddr {vip} {sources}{rule.protocol} dport {rule.port} accept"]
 
 
 def _vip_in(vip: str, device: str, rules: VipFilter) -> list[str]:
@@ -49,7 +54,9 @@ def _vip_in(vip: str, device: str, rules: VipFilter) -> list[str]:
         f"{guard} ct state established,related accept",
         f"{guard} meta l4proto icmp accept",
     ]
-    lines += [f"{guard} {_accept_port(vip, rule)}" for rule in rules.listener_ports]
+    lines += [
+        f"{guard} {line}" for rule in rules.listener_ports for line in _accept_port(vip, rule)
+    ]
     lines += [
         f"{guard} ip saddr {peer.address} ip protocol {peer.protocol} accept"
         for peer in rules.peers

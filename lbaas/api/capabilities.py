@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from lbaas.api.services import ApiServices
 from lbaas.errors import InvalidInput
-from lbaas.model.enums import PoolProtocol
+from lbaas.model.enums import ListenerProtocol, PoolProtocol
 
 
 def require_capability(
@@ -56,4 +56,22 @@ def require_algorithm_for_protocol(
             f"Provider '{provider}' does not support a requested option: lb_algorithm "
             f"{algorithm} for {pool_protocol} pools (it offers "
             f"{', '.join(sorted(allowed))})"
+        )
+
+
+def require_allowed_cidrs(
+    services: ApiServices, provider: str, protocol: ListenerProtocol, cidrs: Collection[str] | None
+) -> None:
+    """400 if ``cidrs`` restrict a ``protocol`` listener its provider cannot filter by source.
+
+    allowed_cidrs is a security control: a provider that would accept it and let every
+    source in anyway must refuse it instead (``ProviderCapabilities.allowed_cidrs_protocols``).
+    """
+    if not cidrs:
+        return
+    if protocol not in services.providers.capabilities(provider).allowed_cidrs_protocols:
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: allowed_cidrs on "
+            f"{protocol.value} listeners (its data plane cannot drop the other sources, "
+            "so the restriction would not be enforced)"
         )

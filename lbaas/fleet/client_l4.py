@@ -41,10 +41,16 @@ class L4AgentClient(AgentClient):
 def _older(spec: L4ServiceSpec) -> dict[str, Any]:
     """The fields newer than the agents of earlier releases (which refuse unknown fields),
     left out where they say what those agents do anyway, so such agents keep working:
-    ``return_mode`` nat, and ``local`` when no member is local."""
+    ``return_mode`` nat, ``local`` when no member is local, ``allowed_cidrs`` when no
+    listener restricts its sources (an older agent asked to restrict refuses the spec)."""
     exclude: dict[str, Any] = {}
     if spec.return_mode == "nat":
         exclude["return_mode"] = True
+    listener_fields: dict[str, Any] = {}
     if not any(m.local for listener in spec.listeners for m in listener.members):
-        exclude["listeners"] = {"__all__": {"members": {"__all__": {"local"}}}}
+        listener_fields["members"] = {"__all__": {"local"}}
+    if not any(listener.allowed_cidrs for listener in spec.listeners):
+        listener_fields["allowed_cidrs"] = True
+    if listener_fields:
+        exclude["listeners"] = {"__all__": listener_fields}
     return exclude

@@ -1,8 +1,10 @@
 """The L4 engine: desired ``L4Service`` in, the kernel's table changed as little as possible.
 
-The engine remembers what it last applied per load balancer. When only members changed
-(same VIP, listeners, hash keys, table sizes, and no listener went from or to no members)
-it rewrites just the slots whose member moved, one transaction for the whole load balancer;
+The engine remembers what it last applied per load balancer. When only members or a
+listener's allowed networks changed (same VIP, listeners, hash keys, table sizes, no
+listener went from or to no members or from or to having allowed networks) it rewrites
+just the slots whose member moved and the networks that changed, one transaction for the
+whole load balancer;
 otherwise, for a load balancer it has not applied since it started, and when the kernel
 refuses a slot update (its table was changed behind the engine's back), it replaces the
 table (checked with ``nft -c`` first). Both leave established flows alone: conntrack keeps
@@ -47,7 +49,10 @@ def plan_update(old: _Applied, service: L4Service) -> tuple[str, int, dict[str, 
     parts: list[str] = []
     moved = 0
     values: dict[str, list[str]] = {}
+    before = {listener.name: listener for listener in old.service.listeners}
     for listener in service.listeners:
+        if listener.allowed_cidrs:
+            parts.append(nft.render_allow_update(service.lb_id, before[listener.name], listener))
         new = slot_values_of(listener)
         values[listener.name] = new
         changes = [

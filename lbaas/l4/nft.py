@@ -3,7 +3,9 @@
 Layout of ``table ip lbaas_<id>``::
 
     map tcp_80  { typeof numgen inc mod M : ip daddr . th dport; elements = { slot : member } }
-    chain balance  { ip daddr VIP meta l4proto tcp th dport 80 counter
+    set allow_tcp_80 { type ipv4_addr; flags interval; elements = { 10.1.0.0/16, ... } }
+    chain balance  { ip daddr VIP meta l4proto tcp th dport 80 ip saddr != @allow_tcp_80 drop
+                     ip daddr VIP meta l4proto tcp th dport 80 counter
                      dnat ip to jhash <key> mod M seed S map @tcp_80 comment "tcp_80" }
     chain prerouting (nat, dstnat)  -> jump balance     traffic arriving from elsewhere
     chain output     (nat, -100)    -> jump balance     traffic from this namespace itself
@@ -14,9 +16,16 @@ of members: a data map of slot -> address . port needs no chain per member (a ve
 to per-member DNAT chains would do the same with one more jump). ``jhash`` takes an explicit seed derived
 from the load balancer and listener, so every node sends a given flow to the same slot.
 
+``allow_<listener>`` exists only for a listener with ``allowed_cidrs``: one interval set
+whatever the number of networks (one lookup, not a rule per network), checked before the
+Maglev decision, so another source's flow is dropped before it is balanced. The NAT chains
+see a flow's first packet only, so a change of the set decides new flows and leaves
+established ones alone (conntrack holds them).
+
 A full load replaces the table in one transaction (declare, delete, define: the usual
 idiom, which works whether or not the table exists); a slot update deletes and re-adds just
-the moved elements, also in one transaction, so no packet sees a half-written map.
+the moved elements, and a change of allowed networks deletes and adds just the networks
+that changed, in the same transaction, so no packet sees a half-written map or set.
 """
 
 from __future__ import annotations
@@ -64,8 +73,12 @@ def render_full(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
     lines = [f"table ip {name}", f"delete table ip {name}", f"table ip {name} {{"]
     for listener in service.listeners:
         lines.extend(_map_lines(listener, tables[listener.name]))
+        if listener.allowed_cidrs:
+            lines.extend(_allow_set_lines(listener))
     lines.append("\tchain balance {")
     for listener in service.listeners:
+        if listener.allowed_cidrs:
+            lines.append("\t\t" + _filter_rule(service, listener))
         if tables[listener.name].slots:
             lines.append("\t\t" + _rule(service, listener))
     lines.append("\t}")
@@ -89,6 +102,42 @@ def _map_lines(listener: L4Listener, table: MaglevTable) -> list[str]:
         lines.append("\t\t}")
     lines.append("\t}")
     return lines
+
+
+def allow_set_name(listener: L4Listener) -> str:
+    """The interval set of the sources a listener admits (``allow_tcp_80``)."""
+    return f"allow_{listener.name}"
+
+
+def _allow_set_lines(listener: L4Listener) -> list[str]:
+    lines = [f"\tset {allow_set_name(listener)} {{", "\t\ttype ipv4_addr; flags interval;"]
+    networks = listener.allowed_ipv4()
+    if networks:
+        lines.append("\t\telements = {")
+        lines.extend(f"\t\t\t{network}," for network in networks)
+        lines.append("\t\t}")
+    lines.append("\t}")
+    return lines
+
+
+def _filter_rule(service: L4Service, listener: L4Listener) -> str:
+    """Drop a new flow from a source outside the listener's set, before it is balanced."""
+    return (
+        f"ip daddr {service.vip} meta l4proto {listener.protocol.value} "
+        f"th dport {listener.port} ip saddr != @{allow_set_name(listener)} drop"
+    )
+
+
+def render_allow_update(lb_id: str, old: L4Listener, new: L4Listener) -> str:
+    """Delete and add the networks that differ between two versions of a listener's set."""
+    was, now = set(old.allowed_ipv4()), set(new.allowed_ipv4())
+    where = f"ip {table_name(lb_id)} {allow_set_name(new)}"
+    text = ""
+    if was - now:
+        text += f"delete element {where} {{ {', '.join(sorted(was - now))} }}\n"
+    if now - was:
+        text += f"add element {where} {{ {', '.join(sorted(now - was))} }}\n"
+    return text
 
 
 def _hash_input(listener: L4Listener) -> str:

@@ -12,6 +12,7 @@ what the kernel hashes, refusing with a 400 what the engine cannot do.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -102,16 +103,31 @@ class L4Listener:
     source_prefix: int | None = None
     # Places of recently removed members (see ``Tombstone``): they own no slot.
     tombstones: tuple[Tombstone, ...] = ()
+    # Octavia's allowed_cidrs: the only sources that may open a flow (empty: every source).
+    allowed_cidrs: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         """The listener's name inside its load balancer's nftables table (``tcp_80``)."""
         return f"{self.protocol.value}_{self.port}"
 
-    def shape(self) -> tuple[str, HashKey, int, bool, int | None]:
-        """What the rules depend on: a change here needs a full reload, not slot updates."""
+    def allowed_ipv4(self) -> tuple[str, ...]:
+        """The IPv4 networks of ``allowed_cidrs``, overlaps merged (an nftables interval set
+        refuses overlapping elements), in address order.
+
+        The engine balances IPv4 only, so IPv6 networks can match none of its packets: a
+        list of IPv6 networks only leaves this empty and admits no IPv4 source at all.
+        """
+        networks = [ipaddress.ip_network(cidr, strict=False) for cidr in self.allowed_cidrs]
+        ipv4 = [n for n in networks if isinstance(n, ipaddress.IPv4Network)]
+        return tuple(str(n) for n in ipaddress.collapse_addresses(ipv4))
+
+    def shape(self) -> tuple[str, HashKey, int, bool, int | None, bool]:
+        """What the rules depend on: a change here needs a full reload, not slot updates
+        (a change of the allowed networks, not of whether there are some, is an update)."""
         healthy = any(m.healthy for m in self.members)
-        return (self.name, self.hash_key, self.table_size, healthy, self.source_prefix)
+        filtered = bool(self.allowed_cidrs)
+        return (self.name, self.hash_key, self.table_size, healthy, self.source_prefix, filtered)
 
     def active_members(self) -> tuple[L4Member, ...]:
         """The tier that balances: the primaries on this node's own host while one of them

@@ -133,6 +133,7 @@ def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
             if m.weight > 0
         ),
         tombstones=tuple(Tombstone(t.place, t.weight, t.backup) for t in listener.tombstones),
+        allowed_cidrs=listener.allowed_cidrs,
     )
 
 

@@ -105,6 +105,10 @@ class ProviderCapabilities:
     # Why an option absent above is absent, by its value, when a sentence helps the tenant
     # more than "does not support" (UDP on an amphora agent in loopback mode).
     refusal_notes: Mapping[str, str] = field(default_factory=dict)
+    # Listener protocols on which the data plane enforces ``allowed_cidrs`` (drops every
+    # other source). Empty by default: a listener with allowed_cidrs on any other protocol
+    # is refused (400), never accepted and left unenforced (a security control).
+    allowed_cidrs_protocols: frozenset[ListenerProtocol] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,8 @@ class NoopProvider(ProviderDriver):
             health_monitor_types=frozenset(E.HealthMonitorType),
             l7_actions=frozenset(E.L7PolicyAction),
             l7_rule_types=frozenset(E.L7RuleType),
+            # Nothing to enforce on, so nothing left unenforced: it records the graph.
+            allowed_cidrs_protocols=frozenset(E.ListenerProtocol),
             flavor_keys={"loadbalancer_topology": "SINGLE or ACTIVE_STANDBY (recorded only)"},
             availability_zone_keys={"compute_zone": "Recorded only"},
         )

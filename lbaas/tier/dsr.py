@@ -15,7 +15,10 @@ Everything happens in a ``raw``-priority prerouting chain with ``notrack``: no c
 entry, so no per-flow state at all on the node. A flow ECMP moves to another node (a node
 died, a node joined) is hashed there to the same slot and the same member, mid-stream
 packets included: nothing depends on conntrack picking up a TCP flow it never saw start.
-The L4 engine's NAT chains do not see untracked packets, so a VIP is balanced by one mode.
+The L4 engine's NAT chains do not see untracked packets, so a VIP is balanced by one mode;
+for the same reason a listener's ``allowed_cidrs`` are checked here too, by an interval set
+of its own before the mark rule. With no conntrack every packet is checked, not only a
+flow's first: a network taken out of the set cuts its established flows as well.
 
 Pure: text and argument lists out; the lab (``lbaas.lab.tier_dsr``) runs them.
 """
@@ -52,6 +55,10 @@ def _map_name(service: L4Service, listener: L4Listener) -> str:
     return f"m{service.lb_id.replace('-', '')[:12]}_{listener.name}"
 
 
+def _allow_set_name(service: L4Service, listener: L4Listener) -> str:
+    return f"a{service.lb_id.replace('-', '')[:12]}_{listener.name}"
+
+
 def slot_marks(listener: L4Listener) -> list[int]:
     """The mark of every slot of the listener's Maglev table (the member that owns it).
 
@@ -73,12 +80,20 @@ def _listener_lines(service: L4Service, listener: L4Listener) -> tuple[list[str]
         maps.extend(f"\t\t\t{slot} : {mark:#010x}," for slot, mark in enumerate(marks))
         maps.append("\t\t}")
     maps.append("\t}")
-    if not marks:
-        return maps, []
     match = (
         f"ip daddr {service.vip} meta l4proto {listener.protocol.value} th dport {listener.port}"
     )
     rules = []
+    if listener.allowed_cidrs:
+        allow = _allow_set_name(service, listener)
+        maps += [f"\tset {allow} {{", "\t\ttype ipv4_addr; flags interval;"]
+        if listener.allowed_ipv4():
+            maps += ["\t\telements = {", *(f"\t\t\t{n}," for n in listener.allowed_ipv4())]
+            maps.append("\t\t}")
+        maps.append("\t}")
+        rules.append(f"{match} ip saddr != @{allow} drop")
+    if not marks:
+        return maps, rules
     if listener.protocol is L4Protocol.TCP:
         # New flows only (a SYN without ACK), the per-node counter of balanced connections.
         rules.append(f'{match} tcp flags & (syn | ack) == syn counter comment "syn {name}"')

@@ -110,6 +110,20 @@ class L4ListenerSpec(_Wire):
     tombstones: tuple[L4TombstoneSpec, ...] = Field(
         (), description="Places of recently removed members: in the table, owning no slot."
     )
+    allowed_cidrs: tuple[str, ...] = Field(
+        (),
+        description="Octavia's allowed_cidrs: the only sources whose flows the node balances "
+        "(IPv4 or IPv6 networks; empty: every source). Sent only when some listener has "
+        "some, so agents that predate it keep working until a listener needs it, and then "
+        "refuse the spec (unknown field) instead of leaving it unenforced.",
+    )
+
+    @field_validator("allowed_cidrs")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for cidr in value:
+            ipaddress.ip_network(cidr, strict=False)
+        return value
 
     @model_validator(mode="after")
     def _distinct_places(self) -> L4ListenerSpec:

@@ -596,6 +596,31 @@ class TestListeners(ResourceTests):
             )
             api.create_listener(lb["id"], protocol="TCP")
 
+    def test_allowed_cidrs_a_provider_cannot_enforce_are_refused(
+        self, api: Api, plane: Any
+    ) -> None:
+        lb = api.create_lb()
+        plain = api.create_listener(lb["id"], protocol="TCP", protocol_port=81)
+        why = (
+            "Provider 'noop' does not support a requested option: allowed_cidrs on TCP "
+            "listeners (its data plane cannot drop the other sources, so the restriction "
+            "would not be enforced)"
+        )
+        cidrs = {"allowed_cidrs": ["10.1.0.0/16"]}
+        with provider_declaring(plane, allowed_cidrs_protocols=frozenset({"HTTP"})):
+            refused(
+                api,
+                lb["id"],
+                lambda: post_listener(api, lb["id"], protocol="TCP", **cidrs),
+                400,
+                why,
+            )
+            path = f"{LISTENERS}/{plain['id']}"
+            refused(api, lb["id"], lambda: api.put(path, {"listener": cidrs}), 400, why)
+            # Without networks, or on a protocol it filters, the same provider takes them.
+            api.create_listener(lb["id"], protocol="TCP", protocol_port=82, allowed_cidrs=[])
+            api.create_listener(lb["id"], protocol="HTTP", protocol_port=83, **cidrs)
+
 
 class TestListenerQuota:
     @pytest.fixture

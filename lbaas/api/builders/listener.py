@@ -14,7 +14,11 @@ from datetime import datetime
 from typing import Any
 
 from lbaas.api.builders.common import add_new_row, new_object_columns
-from lbaas.api.capabilities import require_capability, require_datagram_ip_version
+from lbaas.api.capabilities import (
+    require_allowed_cidrs,
+    require_capability,
+    require_datagram_ip_version,
+)
 from lbaas.api.certificates import require_certificates
 from lbaas.api.schemas.listener import ListenerCommon, ListenerOptions, ListenerUpdate
 from lbaas.api.services import ApiServices
@@ -209,6 +213,7 @@ def build_listener(
         values["default_pool_id"] = default_pool.id
     values["allowed_cidrs"] = rules.normalise_cidrs(values["allowed_cidrs"])
     rules.check_cidrs(values["allowed_cidrs"], _vip_addresses(lb), lb.vip_sg_ids or [])
+    require_allowed_cidrs(services, lb.provider, protocol, values["allowed_cidrs"])
     _sent_refs(services, lb, data)
     row = ListenerRow(
         **new_object_columns(lb.project_id, now),
@@ -244,6 +249,7 @@ def update_listener(
     if data.given("allowed_cidrs"):
         values["allowed_cidrs"] = rules.normalise_cidrs(values["allowed_cidrs"])
         rules.check_cidrs(values["allowed_cidrs"], _vip_addresses(lb), lb.vip_sg_ids or [])
+        require_allowed_cidrs(services, lb.provider, protocol, values["allowed_cidrs"])
     _sent_refs(services, lb, data)
     _store(row, values, settings)
     if data.given("admin_state_up"):

@@ -53,6 +53,17 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
     l7_actions=frozenset(E.L7PolicyAction),
     # L7 policies are HTTP routing: HAProxy evaluates them in HTTP mode only.
     l7_listener_protocols=frozenset({E.ListenerProtocol.HTTP, E.ListenerProtocol.TERMINATED_HTTPS}),
+    # HAProxy's frontends reject other sources (tcp-request connection reject); UDP, where
+    # offered, is filtered by the namespace's nftables (``lbaas.amphora.vip_filter``).
+    allowed_cidrs_protocols=frozenset(
+        {
+            E.ListenerProtocol.HTTP,
+            E.ListenerProtocol.HTTPS,
+            E.ListenerProtocol.TCP,
+            E.ListenerProtocol.PROMETHEUS,
+            E.ListenerProtocol.TERMINATED_HTTPS,
+        }
+    ),
     l7_rule_types=frozenset(
         {
             E.L7RuleType.HOST_NAME,
@@ -124,6 +135,7 @@ def amphora_capabilities(netns: bool) -> ProviderCapabilities:
     return dataclasses.replace(
         caps,
         listener_protocols=caps.listener_protocols | {E.ListenerProtocol.UDP},
+        allowed_cidrs_protocols=caps.allowed_cidrs_protocols | {E.ListenerProtocol.UDP},
         pool_protocols=caps.pool_protocols | {E.PoolProtocol.UDP},
         health_monitor_types=caps.health_monitor_types | {E.HealthMonitorType.UDP_CONNECT},
         lb_algorithms_by_pool_protocol={E.PoolProtocol.UDP: UDP_LB_ALGORITHMS},

@@ -100,11 +100,9 @@ def vip_filter(graph: LoadBalancer) -> VipFilter:
         ListenerPort(
             protocol="udp" if listener.protocol is ListenerProtocol.UDP else "tcp",
             port=listener.protocol_port,
-            allowed_cidrs=tuple(
-                c
-                for c in listener.allowed_cidrs
-                if ipaddress.ip_network(c, strict=False).version == 4
-            ),
+            # Every CIDR, IPv6 ones included: a list of IPv6 CIDRs only must still close
+            # the port to IPv4 sources (``lbaas.amphora.vip_filter`` keeps the IPv4 ones).
+            allowed_cidrs=listener.allowed_cidrs,
         )
         for listener in graph.listeners
         if listener.admin_state_up and listener.protocol is not ListenerProtocol.SCTP

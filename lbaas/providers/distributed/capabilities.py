@@ -45,6 +45,8 @@ DISTRIBUTED_CAPABILITIES = ProviderCapabilities(
         }
     ),
     l7_listener_protocols=frozenset(),
+    # Each node's nftables drops other sources before the Maglev decision (``lbaas.l4.nft``).
+    allowed_cidrs_protocols=frozenset({E.ListenerProtocol.TCP, E.ListenerProtocol.UDP}),
     flavor_keys={
         PREFER_LOCAL_MEMBERS: "When true, each node balances a client's new flows over the "
         "members on the client's own host (a port bound to that host holds the member's "

@@ -5,7 +5,10 @@ the listener and the pool are admin up; the pool's admin-up members (weight 0 in
 the node reports them; it gives them no new flows). Backup members go with ``backup``: the
 engine balances them only while no primary member is healthy on that node. The hash comes from the pool's algorithm and session
 persistence (``lbaas.l4.service.hash_key_for``). A disabled health monitor is no monitor:
-members then count as healthy, as with HAProxy.
+members then count as healthy, as with HAProxy. A listener's ``allowed_cidrs`` go as they
+are (each node drops other sources before balancing). Which listener fields reach the
+spec, and which are known not to, is checked over the API schema by
+tests/unit/providers/test_distributed_listener_fields.py.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ def _listener(listener: Listener, pool: Pool | None) -> L4ListenerSpec:
         table_size=table_size_for(len(members)),
         members=members,
         monitor=pool_monitor(pool),
+        allowed_cidrs=listener.allowed_cidrs,
     )
 
 

@@ -124,6 +124,18 @@ def test_the_filter_lets_in_listener_ports_icmp_and_peers_and_drops_the_rest() -
     assert "vip_in" not in render("10.1.0.5", "lbvleg", None, ())  # no filter sent: open
 
 
+@pytest.mark.root
+def test_a_port_whose_cidrs_are_all_ipv6_is_closed_to_ipv4_sources() -> None:
+    ports = (
+        ListenerPort(protocol="udp", port=53, allowed_cidrs=("2001:db8::/32",)),
+        ListenerPort(protocol="udp", port=54, allowed_cidrs=("2001:db8::/32", "10.9.0.0/16")),
+    )
+    text = render("10.1.0.5", "lbvleg", VipFilter(listener_ports=ports), ())
+    assert "dport 53" not in text  # no accept rule: the chain's drop takes it
+    assert "ip daddr 10.1.0.5 ip saddr { 10.9.0.0/16 } udp dport 54 accept" in text
+    assert _nft_check(text).returncode == 0
+
+
 def _nft_check(text: str) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("nft") or shutil.which("nft", path="/usr/sbin:/sbin")
     if binary is None:

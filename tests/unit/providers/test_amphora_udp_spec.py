@@ -106,7 +106,7 @@ def test_source_ip_hashes_the_source_masked_to_the_granularity() -> None:
 def test_the_vip_filter_lets_in_each_enabled_listener_port() -> None:
     ports = vip_filter(GRAPH).listener_ports
     assert [(p.protocol, p.port, p.allowed_cidrs) for p in ports] == [
-        ("tcp", 80, ("192.0.2.0/24",)),  # IPv6 CIDRs have no IPv4 VIP to guard
+        ("tcp", 80, ("192.0.2.0/24", "2001:db8::/32")),  # the agent keeps the IPv4 ones
         ("udp", 53, ()),
     ]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
@@ -82,6 +84,27 @@ def test_new_flow_counts_read_the_syn_counters() -> None:
 @pytest.mark.root
 def test_nft_accepts_it() -> None:
     done = nft_check(dsr.render([_service("10.1.2.3", "10.1.2.4")]))
+    assert done.returncode == 0, done.stderr
+
+
+def _filtered(cidrs: tuple[str, ...]) -> L4Service:
+    base = _service("10.1.2.3", "10.1.2.4")
+    listener = base.listeners[0]
+    return L4Service(base.lb_id, base.vip, (replace(listener, allowed_cidrs=cidrs),))
+
+
+def test_allowed_cidrs_drop_other_sources_before_the_mark() -> None:
+    text = dsr.render([_filtered(("10.1.0.0/16", "2001:db8::/32"))])
+    drop = "ip daddr 10.9.0.200 meta l4proto tcp th dport 80 ip saddr != @ad5e0c1a23b4c_tcp_80 drop"
+    assert drop in text and text.index(drop) < text.index("notrack meta mark set")
+    assert "\t\t\t10.1.0.0/16,\n\t\t}" in text and "2001:db8" not in text
+    assert "@ad5e0c1a23b4c" not in dsr.render([_service("10.1.2.3")])
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("cidrs", [("10.1.0.0/16", "192.0.2.7/32"), ("2001:db8::/32",)])
+def test_nft_accepts_allowed_cidrs(cidrs: tuple[str, ...]) -> None:
+    done = nft_check(dsr.render([_filtered(cidrs)]))
     assert done.returncode == 0, done.stderr
 
 

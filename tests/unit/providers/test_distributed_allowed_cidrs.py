@@ -16,7 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from lbaas.config import load_settings
-from lbaas.db.job_queue import Claim
+from lbaas.db.jobs.job_queue import Claim
 from lbaas.fleet.client_l4 import _older
 from lbaas.model.enums import LbAlgorithm, ListenerProtocol, PoolProtocol
 from lbaas.model.graph import LoadBalancer

@@ -24,7 +24,8 @@ or in its own script that imports ``run_measurements`` and its own table.
   partitioned (then healed: one VIP holder must remain) and lost; takeover, failed
   requests, longest gap, replacement BACKUP ready.
 - ``host_loss`` (``failover_host_loss.py``, no root needed): SINGLE load balancers of a
-  lost host serving again from other hosts (``bench/host_loss.py`` runs only this one).
+  lost host serving again from other hosts, on loopback agents (``bench/host_loss.py``
+  measures the same in the lab, with the host lost at one instant).
 
 Targets (issue 11): takeover p50 <= 0.5 s and max < 1 s; host-loss recovery <= 5 s; zero
 spurious takeovers.

@@ -19,7 +19,7 @@ on a new connection. Trials, one after the other on the same load balancer:
   failovers in 300 s), so more than two partitions plus the host loss leave the last
   replacement undone: ``--lab-trials`` is 1 by default.
 - ``host_down`` (one, last: the host does not come back): the MASTER's host is lost
-  (``lab.host_down``: its agent and every process of its amphorae SIGKILLed, links down).
+  (``lab.host_down``: its processes frozen, its links cut, then all SIGKILLed).
   The same figures, without the heal.
 """
 
@@ -108,8 +108,8 @@ def _trial(
     done = time.monotonic()  # the host is cut off or dead from here on
     figures: dict[str, Any] = {"host": lost, "cut_s": done - cut}
     figures["vip_moved_s"] = _wait(lambda: survivor in vip_holders(world, vip, skip))
-    # The outage starts with the first request that fails after the cut: host_down kills
-    # the host's processes one by one, and its MASTER may serve a little while it does.
+    # The outage starts with the first request that fails after the cut (a request in
+    # flight when the host is lost may still have been answered).
     _wait(lambda: client.served_after(done) is not None)
     outage = _first_failure(client, cut)
     served = client.served_after(outage)

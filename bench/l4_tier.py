@@ -6,7 +6,8 @@ Builds the tier of tests/e2e/tier (a lab: router and three L4 nodes running BIRD
 announced by all three, three backends, a client; root only) and, per trial, takes one node
 out (nodes in turn) in one of two ways:
 
-- ``host_down``: ``Lab.host_down`` — the node's BIRD is SIGKILLed, then its links go down;
+- ``host_down``: ``Lab.host_down`` — the node lost at one instant (its BIRD frozen, its
+  links cut, then SIGKILLed): it says nothing, so BFD (or the hold timer) must notice;
 - ``link_loss``: ``Lab.partition`` — its links go down while its BIRD runs on, so only BFD
   (or, with ``--no-bfd``, the BGP hold timer of 3 s) can notice.
 

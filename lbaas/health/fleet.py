@@ -16,9 +16,13 @@
   it instead of at the next sweep: the window in which both hold the VIP is the agent's
   heartbeat interval plus one DELETE, not that plus a sweep interval.
 
-A host's amphorae are failed over by their own silence (``lbaas.health.stale``), not by
-the host being DOWN: a host whose agent died while its HAProxies serve is agent-degraded,
-not lost, and the data-plane probe tells the two apart per amphora.
+* Failing over a lost host's amphorae: in the iteration that marks hosts DOWN, the
+  sweeper hands their ids to ``on_down`` (the stale-amphora sweeper's
+  ``fail_over_hosts``), which requests the failover of every amphora on them at once,
+  rather than when that sweeper's own round next comes and finds them silent. The same
+  guards decide as for silence: the storm guard (more than the threshold's share of the
+  hosts lost at once is our fault, not theirs), and the data-plane probe, since a host
+  whose agent died while its HAProxies serve is agent-degraded, not lost.
 """
 
 from __future__ import annotations
@@ -122,7 +126,8 @@ class StaleAmphoraCleaner:
 
 
 class HostSweeper:
-    """Marks silent hosts DOWN, then cleans the stale amphorae of live ones."""
+    """Marks silent hosts DOWN (and has their amphorae failed over), then cleans the stale
+    amphorae of live ones."""
 
     def __init__(
         self,
@@ -132,18 +137,23 @@ class HostSweeper:
         cleaner: StaleAmphoraCleaner | None = None,
         clock: Callable[[], float] = time.time,
         wake: threading.Event | None = None,
+        on_down: Callable[[list[str]], object] = lambda _hosts: None,
     ) -> None:
         self._registry = registry
+        self._on_down = on_down
         # Set by the registry when a heartbeat announces a stray amphora: sweep now.
         self._wake = wake if wake is not None else threading.Event()
         self._stale_after = stale_after
         self._cleaner = cleaner
         self._clock = clock
         self._started = clock()
+        self._cleaned_at: float | None = None
         self.errors = 0
 
-    def sweep(self) -> list[str]:
-        """One round; the ids of hosts marked DOWN by it."""
+    def sweep(self, *, woken: bool = True) -> list[str]:
+        """One round; the ids of hosts marked DOWN by it. The cleaner runs when woken (a
+        stray announced) and otherwise once per third of ``stale_after``: the sweep runs
+        more often than that, for the hosts' sake, not the cleaner's."""
         now = self._clock()
         # Silence before this sweeper started is not held against a host: a health
         # manager back from an outage of its own first listens for one whole period.
@@ -152,19 +162,23 @@ class HostSweeper:
             down = self._registry.mark_silent_down(now - self._stale_after)
         for host_id in down:
             log.warning("host %s silent for over %.1fs: marked DOWN", host_id, self._stale_after)
-        if self._cleaner is not None:
+        if down:  # their amphorae's failovers, in this same iteration
+            self._on_down(down)
+        due = self._cleaned_at is None or now - self._cleaned_at >= self._stale_after / 3
+        if self._cleaner is not None and (woken or due):
+            self._cleaned_at = now
             self._cleaner.clean()
         return down
 
     def run(self, stop: threading.Event, interval: float) -> None:
         """Sweep every ``interval`` seconds, and at once when woken, until ``stop``."""
         while True:
-            self._wake.wait(interval)
+            woken = self._wake.wait(interval)
             self._wake.clear()
             if stop.is_set():
                 return
             try:  # the top of the host sweep loop: log, count, sweep again later
-                self.sweep()
+                self.sweep(woken=woken)
             except Exception:
                 self.errors += 1
                 log.exception("host sweep failed")

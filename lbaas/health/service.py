@@ -94,6 +94,7 @@ def start_health_manager(
         stale_after=health.host_stale_after,
         cleaner=StaleAmphoraCleaner(hosts, agents),
         wake=stray_heard,
+        on_down=sweeper.fail_over_hosts,
     )
     if metrics is not None:
         metrics.register(HealthManagerCollector(receiver, sweeper))
@@ -114,6 +115,12 @@ def start_health_manager(
     return stop_all
 
 
+def host_sweep_interval(host_stale_after: float) -> float:
+    """How often the host sweeper looks for silent hosts: a tenth of ``host_stale_after``
+    (one indexed query), at least 0.1 s."""
+    return max(0.1, host_stale_after / 10)
+
+
 def _start_sweepers(
     stop: threading.Event,
     sweeper: StaleAmphoraSweeper,
@@ -131,7 +138,9 @@ def _start_sweepers(
         ),
         threading.Thread(
             target=host_sweeper.run,
-            args=(stop, max(0.2, health.host_stale_after / 3)),
+            # Finer than the amphora sweep: a host marked DOWN has its amphorae failed
+            # over in the same iteration, so this interval is part of a host loss's outage.
+            args=(stop, host_sweep_interval(health.host_stale_after)),
             name="host-sweeper",
             daemon=True,
         ),

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from lbaas.health.lb_breaker import LoadBalancerBreaker
@@ -86,6 +86,8 @@ class StaleAmphoraSweeper:
         self._breaker = breaker
         self._agent_silent: set[AmphoraId] = set()
         self._listening_since = clock()
+        # The host sweeper's thread sweeps too (``fail_over_hosts``): one sweep at a time.
+        self._sweeping = threading.Lock()
         self._alarm: str | None = None
         self.errors = 0
         """Sweeps that raised (counted by ``run``)."""
@@ -105,12 +107,25 @@ class StaleAmphoraSweeper:
 
     def sweep(self) -> SweepResult:
         """Look at every amphora once; request failovers or raise the alarm."""
+        return self.fail_over_hosts(())
+
+    def fail_over_hosts(self, lost_hosts: Collection[str]) -> SweepResult:
+        """A sweep in which every amphora on ``lost_hosts`` (just marked DOWN) counts as
+        stale however recently it was heard: the host sweeper calls it in the iteration
+        that marks them DOWN, so their failovers do not wait for this sweeper's own next
+        round. The storm guard, the data-plane probe and the breaker apply as ever."""
+        with self._sweeping:
+            return self._sweep(frozenset(lost_hosts))
+
+    def _sweep(self, lost_hosts: frozenset[str]) -> SweepResult:
         now = self._clock()
         # Silence before we were listening is not evidence against an amphora.
         cutoff = now - self._stale_after
         heard = self._store.list_amphora_heartbeats()
         stale = tuple(
-            hb.amphora_id for hb in heard if max(hb.last_seen, self._listening_since) < cutoff
+            hb.amphora_id
+            for hb in heard
+            if max(hb.last_seen, self._listening_since) < cutoff or hb.host in lost_hosts
         )
         storm = storm_reason(
             heard, set(stale), threshold=self._threshold, min_storm_size=self._min_storm_size
@@ -131,9 +146,8 @@ class StaleAmphoraSweeper:
         self.failovers_requested += len(requested)
         for amphora_id in requested:
             log.warning(
-                "amphora %s and its data plane silent for more than %.1fs: failover requested",
+                "amphora %s and its data plane silent (or its host DOWN): failover requested",
                 amphora_id,
-                self._stale_after,
             )
         return SweepResult(len(heard), stale, requested, None, tuple(sorted(serving)))
 

@@ -79,7 +79,16 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         "--metrics", action="store_true", help="print it as Prometheus' text exposition instead"
     )
     for command, text in (
-        ("host-down", "lose a host: its processes die, its links go down"),
+        (
+            "host-down",
+            "lose a host at one instant: its processes frozen, its links cut in one batch, "
+            "then all SIGKILLed (prints how long it took as host_down)",
+        ),
+        (
+            "host-shutdown",
+            "stop a host gracefully, in order: its processes die one by one, then its "
+            "links go down",
+        ),
         ("partition", "cut a host off: its links go down"),
         ("heal", "bring a host's links back up"),
     ):
@@ -172,6 +181,7 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
     if getattr(args, "tier_return", None):
         tier = tier.model_copy(update={"return_mode": args.tier_return})
     policy = LeasePolicy.from_settings(tier)
+    figures: dict[str, float | int] | None = None
     try:
         if args.lab_command == "up":
             _up(
@@ -197,7 +207,9 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
         elif args.lab_command == "agent-restart":
             restart_agent(lab, args.host)
         elif args.lab_command == "host-down":
-            lab.host_down(args.host)
+            figures = lab.host_down(args.host).figures()
+        elif args.lab_command == "host-shutdown":
+            lab.host_shutdown(args.host)
         elif args.lab_command == "partition":
             lab.partition(args.host)
         elif args.lab_command == "heal":
@@ -208,6 +220,8 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
     status = lab.status()
     if status["up"] and any(status["hosts"][h]["processes"] for h in status["hosts"]):
         status["services"] = services_status(lab)
+    if figures is not None:
+        status["host_down"] = figures
     print(json.dumps(status, indent=2, sort_keys=True))
     return 0
 

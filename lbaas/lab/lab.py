@@ -33,6 +33,7 @@ from lbaas.lab.addresses import (
     pick_networks,
 )
 from lbaas.lab.base import LabError, LabExists, Runner
+from lbaas.lab.host_loss import HostLoss, lose_host
 from lbaas.lab.netns import Netns
 from lbaas.lab.state import (
     LabState,
@@ -248,10 +249,33 @@ class Lab:
         state.processes.setdefault(owner, []).append(RegisteredProcess(pid, start_time))
         self._file.save(state)
 
-    def host_down(self, host: str) -> None:
-        """Lose ``host``: its registered processes and those in its namespace and its
-        amphorae's namespaces die, its links go down (the namespaces stay, as a dead host's
-        disks do, until ``down``)."""
+    def host_down(self, host: str) -> HostLoss:
+        """Lose ``host`` at one instant (``lbaas.lab.host_loss``): every process of it
+        frozen, its links cut in one batch, then all SIGKILLed; what it took. The
+        namespaces stay, as a dead host's disks do, until ``down``."""
+        state, index = self._host(host)
+        registered = [
+            p.pid
+            for p in state.processes.pop(host, [])
+            if process_start_time(p.pid) == p.start_time
+        ]
+        amphorae = [ns for ns in self._netns.names() if self.names.on_host(ns, index)]
+        loss = lose_host(
+            self._run,
+            self.names.fabric,
+            [n.host_port(index, net) for net in self._bridged_networks(state)],
+            registered,
+            [self.names.host(index), *amphorae],
+            process_running,
+            _EXIT_WAIT,
+        )
+        self._mark_links(state, index, up=False)
+        return loss
+
+    def host_shutdown(self, host: str) -> None:
+        """Stop ``host`` in order, as a graceful shutdown does: its registered processes
+        die, then those in its namespace and its amphorae's, then its links go down (a
+        killed BIRD's sessions close cleanly while the links are still up)."""
         state, index = self._host(host)
         self._kill(state.processes.pop(host, []))
         amphorae = [ns for ns in self._netns.names() if self.names.on_host(ns, index)]
@@ -273,6 +297,9 @@ class Lab:
         # host sees no carrier but keeps its addresses and routes, so heal needs nothing else.
         for net in self._bridged_networks(state):
             self._netns.set_link(self.names.fabric, n.host_port(index, net), up=up)
+        self._mark_links(state, index, up=up)
+
+    def _mark_links(self, state: LabState, index: int, *, up: bool) -> None:
         state.down_hosts = sorted(set(state.down_hosts) - {index} | ({index} if not up else set()))
         self._file.save(state)
 

@@ -129,6 +129,8 @@ class AmphoraProvider(ProviderDriver):
             realtime_priority=settings.providers.amphora_vrrp_realtime_priority or None,
         )
         self._secret_vault: SecretVault | None = None
+        self.skipped_removals: list[tuple[str, str]] = []
+        """(host id, amphora id) of each removal not sent because the host was DOWN."""
         self._barbican = barbican_material(settings.keymanager)
 
     def _agent_pool(self) -> AgentPool:
@@ -165,10 +167,21 @@ class AmphoraProvider(ProviderDriver):
         self._agents.close()
 
     def _remove(self, amphora_id: str, *, failover: bool) -> None:
-        """Ask the amphora's agent to remove it; an unreachable fleet host is tolerated
-        when it is DOWN or the amphora is being failed over (a lost host is the usual
-        reason): the host's stale amphorae are removed when it is heard from again."""
+        """Ask the amphora's agent to remove it. A host whose row says DOWN gets no call
+        at all (a lost host would hold the failover for the connect timeout): the retired
+        row, still naming the host, is the record of what was skipped, and the stale
+        amphora cleaner removes the amphora when the host is heard from again and lists
+        it (``lbaas.health.fleet``). An unreachable UP host is tolerated only when the
+        amphora is being failed over."""
         where = self._store.agent_of(amphora_id)
+        if where is not None and where.status is HostStatus.DOWN:
+            self.skipped_removals.append((where.host.host_id, amphora_id))
+            LOG.warning(
+                "amphora %s: host %s is DOWN, its agent not called; removed when the host is back",
+                amphora_id,
+                where.host.host_id,
+            )
+            return
         try:
             if failover and where is not None:
                 # Its host is probably the silent one: a pooled connection to it held a
@@ -183,7 +196,7 @@ class AmphoraProvider(ProviderDriver):
                     amphora_id
                 )
         except AgentUnreachable as exc:
-            if where is None or not (failover or where.status is HostStatus.DOWN):
+            if where is None or not failover:
                 raise
             LOG.warning(
                 "agent of amphora %s (host %s) unreachable: retired without it; removed "

@@ -1,0 +1,163 @@
+"""A lost host: its amphorae's failovers are requested in the sweep that marks it DOWN, and
+the worker sends that host no call until it is back, when its leftovers are removed.
+
+The pieces are the real ones (``HostSweeper``, ``StaleAmphoraSweeper``, ``AmphoraProvider``,
+``StaleAmphoraCleaner``) over in-memory stores; every agent is a ``RecordingAgent`` passed
+in, so a call to the lost host's agent would show in its record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from lbaas.config import load_settings
+from lbaas.db.jobs.job_queue import Claim
+from lbaas.fleet.client_pool import AgentPool
+from lbaas.health.fleet import HostSweeper, StaleAmphoraCleaner
+from lbaas.health.memory_store import InMemoryHealthStore
+from lbaas.health.stale import StaleAmphoraSweeper
+from lbaas.model.enums import AmphoraStatus, HostStatus
+from lbaas.model.fleet import HostAddress, HostAnnouncement
+from lbaas.model.graph import AmphoraId, LoadBalancerId
+from lbaas.providers.amphora.driver import AmphoraProvider
+from lbaas.providers.base import ProviderContext
+from tests.support.clock import FakeClock
+from tests.support.graphs import listener, load_balancer
+from tests.unit.providers.amphora_fakes import GONE, MemoryAmphoraStore, RecordingAgent
+
+T0 = 10_000.0
+HOSTS = [HostAddress(f"h{i}", "127.0.0.1", 9440 + i) for i in range(1, 4)]
+
+
+class Hosts:
+    """A ``HostRegistry`` over the provider's memory store: DOWN/UP is the store's fleet
+    status, and a host's report is what its agent was last given and not told to delete."""
+
+    def __init__(self, store: MemoryAmphoraStore, agents: dict[str, RecordingAgent]) -> None:
+        self.store, self.agents = store, agents
+        self.heard: dict[str, float] = {h.host_id: T0 for h in HOSTS}
+
+    def record(self, seen: HostAnnouncement, epoch: int, sequence: int, at: float) -> bool:
+        self.heard[seen.host_id] = at
+        self._set(seen.host_id, HostStatus.UP)
+        return True
+
+    def _set(self, host_id: str, status: HostStatus) -> None:
+        where = next(h for h in self.store.fleet if h.host_id == host_id)
+        zone, capacity, _ = self.store.fleet[where]
+        self.store.fleet[where] = (zone, capacity, status)
+
+    def mark_silent_down(self, heard_before: float) -> list[str]:
+        up = {h.host_id for h, (_, _, s) in self.store.fleet.items() if s is HostStatus.UP}
+        silent = sorted(h for h, at in self.heard.items() if h in up and at < heard_before)
+        for host_id in silent:
+            self._set(host_id, HostStatus.DOWN)
+        return silent
+
+    def misplaced(self) -> list[tuple[HostAddress, list[str]]]:
+        found = []
+        for where, (_, _, status) in self.store.fleet.items():
+            agent = self.agents[where.host_id]
+            runs = [a for a in agent.specs if a not in agent.deleted]
+            stale = [
+                a
+                for a in runs
+                if self.store.amphorae[a].status in GONE or self.store.hosts[a] != where
+            ]
+            if status is HostStatus.UP and stale:
+                found.append((where, stale))
+        return found
+
+
+class World:
+    def __init__(self, tmp_path: Path) -> None:
+        self.clock = FakeClock(T0)
+        self.store = MemoryAmphoraStore()
+        for where in HOSTS:
+            self.store.fleet[where] = ("nova", 10, HostStatus.UP)
+        self.agents = {h.host_id: RecordingAgent() for h in HOSTS}
+        legacy: Any = RecordingAgent(unreachable=True)
+        pool = AgentPool(lambda h: self.agents[h.host_id], legacy)  # type: ignore[arg-type,return-value]
+        settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+        self.provider = AmphoraProvider(ProviderContext(settings), store=self.store, agents=pool)
+        self.health = InMemoryHealthStore()
+        self.amphorae = StaleAmphoraSweeper(
+            self.health, stale_after=3.0, failover_threshold=0.5, clock=self.clock
+        )
+        self.hosts = Hosts(self.store, self.agents)
+        self.host_sweeper = HostSweeper(
+            self.hosts,
+            stale_after=1.5,
+            clock=self.clock,
+            cleaner=StaleAmphoraCleaner(self.hosts, pool),
+            on_down=self.amphorae.fail_over_hosts,
+        )
+
+    def place(self, name: str) -> tuple[Any, str, str]:
+        """A SINGLE load balancer placed and heard from; it, its amphora and its host."""
+        lb = load_balancer([listener("web")], [])
+        lb = replace(lb, id=f"lb-{name}")
+        self.provider.apply(lb, Claim(lb.id, 1, "w", 0, rebuild=False))
+        [amphora] = self.store.live_amphorae(lb.id)
+        host = self.store.hosts[amphora].host_id
+        self.health.add_amphora(AmphoraId(amphora), LoadBalancerId(lb.id), T0, host=host)
+        return lb, amphora, host
+
+    def hear_all_but(self, lost: set[str]) -> None:
+        for host_id in self.hosts.heard:
+            if host_id not in lost:
+                self.hosts.heard[host_id] = self.clock()
+
+
+def test_a_host_marked_down_has_its_amphorae_failed_over_in_the_same_sweep(
+    tmp_path: Path,
+) -> None:
+    world = World(tmp_path)
+    placed = [world.place(str(i)) for i in range(3)]
+    lost = placed[0][2]
+    world.clock.advance(2.0)  # past the hosts' 1.5 s, within the amphorae's 3 s
+    world.hear_all_but({lost})
+    assert world.amphorae.sweep().failovers_requested == ()  # amphora silence: not yet
+    assert world.host_sweeper.sweep() == [lost]
+    on_lost = sorted(a for _, a, h in placed if h == lost)
+    assert sorted(world.health.failover_requests()) == on_lost
+
+
+def test_two_of_three_hosts_down_at_once_is_a_storm_and_nothing_is_failed_over(
+    tmp_path: Path,
+) -> None:
+    world = World(tmp_path)
+    placed = [world.place(str(i)) for i in range(3)]
+    lost = {h for _, _, h in placed[:2]}
+    assert len(lost) == 2
+    world.clock.advance(2.0)
+    world.hear_all_but(lost)
+    assert world.host_sweeper.sweep() == sorted(lost)
+    assert world.health.failover_requests() == []
+    assert world.amphorae.alarm is not None and "2 of 3 hosts" in world.amphorae.alarm
+
+
+def test_a_down_host_gets_no_call_and_its_leftover_is_removed_when_it_is_back(
+    tmp_path: Path,
+) -> None:
+    world = World(tmp_path)
+    lb, old, lost = world.place("x")
+    world.clock.advance(2.0)
+    world.hear_all_but({lost})
+    world.host_sweeper.sweep()
+    before = (world.agents[lost].calls, list(world.agents[lost].gets))
+    world.provider.apply(lb, Claim(lb.id, 1, "w", 0, rebuild=True), rebuild=True)
+    assert (world.agents[lost].calls, world.agents[lost].gets) == before
+    assert world.agents[lost].deleted == []
+    assert world.provider.skipped_removals == [(lost, old)]
+    assert world.store.amphorae[old].status is AmphoraStatus.DELETED
+    [new] = world.store.live_amphorae(lb.id)
+    assert world.store.hosts[new].host_id != lost
+    world.clock.advance(0.5)  # the cleaner's own cadence
+    world.hosts.record(
+        HostAnnouncement(lost, "127.0.0.1", 9441, "nova", 10, (old,)), 2, 1, world.clock()
+    )
+    world.host_sweeper.sweep()
+    assert world.agents[lost].deleted == [old]

@@ -4,8 +4,6 @@ resourceVersion per write, 409 for a stale one)."""
 
 from __future__ import annotations
 
-import copy
-import itertools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,37 +11,13 @@ import pytest
 from pydantic import ValidationError
 
 from lbaas.config import KubernetesSettings
-from lbaas.integrations.kubernetes.base import Conflict, Json
+from lbaas.integrations.kubernetes.base import Conflict
 from lbaas.integrations.kubernetes.election import Action, Election, ElectionTimings
 from tests.support.clock import FakeClock
+from tests.support.fake_leases import LeaseStore
 
 TIMINGS = ElectionTimings(lease_duration=15, renew_deadline=10.0, retry_period=2.0)
 WALL = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-
-
-class LeaseStore:
-    """One Lease, kept as the API server keeps it."""
-
-    def __init__(self) -> None:
-        self.lease: Json | None = None
-        self._versions = itertools.count(1)
-
-    def read(self) -> Json | None:
-        return copy.deepcopy(self.lease)
-
-    def write(self, action: Action, body: Json) -> Json:
-        if action is Action.CREATE:
-            if self.lease is not None:
-                raise Conflict("exists")
-            self.lease = copy.deepcopy(body)
-        else:
-            assert self.lease is not None
-            wanted = (body.get("metadata") or {}).get("resourceVersion")
-            if wanted != self.lease["metadata"]["resourceVersion"]:
-                raise Conflict("stale")
-            self.lease["spec"].update(body["spec"])
-        self.lease["metadata"]["resourceVersion"] = str(next(self._versions))
-        return copy.deepcopy(self.lease)
 
 
 class Replica:

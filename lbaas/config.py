@@ -734,6 +734,50 @@ class KubernetesSettings(_Section):
         ge=0,
         description="Seconds between full resyncs against Octavia (0: only at start and 410).",
     )
+    leader_election: bool = Field(
+        True,
+        description=(
+            "Act only while holding a coordination.k8s.io/v1 Lease, so that replicas of the "
+            "controller take turns (the others wait, ready to take over)."
+        ),
+    )
+    lease_name: str = Field("lbaas-kubernetes", description="The Lease replicas compete for.")
+    lease_namespace: str | None = Field(
+        None,
+        description=(
+            "The Lease's namespace; unset: the pod's own namespace inside a cluster, "
+            "`default` outside one."
+        ),
+    )
+    lease_duration: int = Field(
+        15,
+        ge=1,
+        description=(
+            "Seconds a follower waits, after it last saw the Lease renewed, before taking "
+            "it over (written as the Lease's leaseDurationSeconds)."
+        ),
+    )
+    renew_deadline: float = Field(
+        10.0,
+        gt=0,
+        description=(
+            "Seconds the leader may go without a successful renewal before it stops acting; "
+            "less than `lease_duration`, so it stops before another can take over."
+        ),
+    )
+    retry_period: float = Field(
+        2.0,
+        gt=0,
+        description="Seconds between attempts to renew (leader) or to acquire (followers).",
+    )
+
+    @model_validator(mode="after")
+    def _leader_stops_before_the_lease_expires(self) -> KubernetesSettings:
+        if not self.renew_deadline < self.lease_duration:
+            raise ValueError("renew_deadline must be less than lease_duration")
+        if not self.retry_period < self.renew_deadline:
+            raise ValueError("retry_period must be less than renew_deadline")
+        return self
 
 
 class KeyManagerSettings(_Section):

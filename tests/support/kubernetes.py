@@ -29,6 +29,7 @@ SERVICES = "v1/services"
 SLICES = "discovery.k8s.io/v1/endpointslices"
 ENDPOINTS = "v1/endpoints"
 EVENTS = "v1/events"
+LEASES = "coordination.k8s.io/v1/leases"
 
 
 async def read(kmock: Any, path: str) -> dict[str, Any] | None:
@@ -42,7 +43,7 @@ async def read(kmock: Any, path: str) -> dict[str, Any] | None:
 
 
 def declare_resources(kmock: Any) -> None:
-    for resource in (SERVICES, SLICES, ENDPOINTS, EVENTS):
+    for resource in (SERVICES, SLICES, ENDPOINTS, EVENTS, LEASES):
         kmock.resources[resource] = {}
 
 

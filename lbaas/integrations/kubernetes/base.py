@@ -1,7 +1,7 @@
-"""The two interfaces the controller's core is given: the Octavia v2 API and the
-Kubernetes API. Implementations: ``octavia_sdk`` and ``kube_client`` (lightkube); tests
-pass in the same implementations pointed at lbaas and kmock (or wrappers of them that
-count calls). Objects cross both as plain JSON dicts, which is what the pure core reads.
+"""The interfaces the controller's core is given: the Octavia v2 API, the Kubernetes API
+and, apart, the Lease calls of leader election. Implementations: ``octavia_sdk`` and
+``kube_client`` (lightkube); tests pass in the same implementations pointed at lbaas and
+kmock (or wrappers of them that count calls, or cut them). Objects cross both as plain JSON dicts, which is what the pure core reads.
 """
 
 from __future__ import annotations
@@ -12,13 +12,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from lbaas.errors import LbaasError, PermanentError
+from lbaas.errors import LbaasError, PermanentError, TemporaryError
 
 Json = dict[str, Any]
 
 
 class OctaviaNotFound(PermanentError):
     """404 from the Octavia API: the object is gone (often what a caller wanted)."""
+
+
+class Conflict(TemporaryError):
+    """409 from the Kubernetes API: the name exists already (create), or the object
+    changed since the ``resourceVersion`` the write carried (optimistic concurrency)."""
 
 
 class WatchExpired(LbaasError):
@@ -95,3 +100,21 @@ class KubeApi(ABC):
 
     @abstractmethod
     async def aclose(self) -> None: ...
+
+
+class LeaseApi(ABC):
+    """The ``coordination.k8s.io/v1`` Lease calls leader election makes. Errors as
+    ``KubeApi``'s, with ``Conflict`` for 409."""
+
+    @abstractmethod
+    async def get_lease(self, namespace: str, name: str) -> Json | None:
+        """The Lease, or None when there is none."""
+
+    @abstractmethod
+    async def create_lease(self, body: Json) -> Json:
+        """Create the Lease ``body`` names; ``Conflict`` when it exists already."""
+
+    @abstractmethod
+    async def update_lease(self, namespace: str, name: str, body: Json) -> Json:
+        """A JSON merge patch carrying ``metadata.resourceVersion`` as its precondition:
+        ``Conflict`` when the Lease changed since that version."""

@@ -6,11 +6,13 @@ lightkube reads kubeconfig files itself (tokens, ``tokenFile``, client certifica
 files or inline data, ``insecure-skip-tls-verify``, exec plugins). What is added here:
 its errors become ``ConfigError``, and a context without a user (``kubectl proxy``, a
 plain-HTTP test server) gets an empty one, since lightkube 1.0.1 refuses a config with
-no user at all.
+no user at all. The leader-election Lease's namespace defaults, inside a cluster, to the
+service account's own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -54,6 +56,18 @@ def _single(config: KubeConfig, context_name: str | None, where: str) -> SingleC
     if single.user is None:
         single = single._replace(user=User())
     return single
+
+
+def lease_namespace(settings: KubernetesSettings) -> str:
+    """Where the leader-election Lease lives: as set, else the pod's own namespace inside
+    a cluster, else ``default``."""
+    if settings.lease_namespace:
+        return settings.lease_namespace
+    with contextlib.suppress(OSError):
+        own = (IN_CLUSTER_DIR / "namespace").read_text().strip()
+        if own:
+            return own
+    return "default"
 
 
 def from_settings(settings: KubernetesSettings) -> SingleConfig:

@@ -36,31 +36,7 @@ DEFAULT_NAME = "lab"
 
 def add_arguments(lab: argparse.ArgumentParser) -> None:
     sub = lab.add_subparsers(dest="lab_command", required=True)
-    up = sub.add_parser("up", help="build N simulated hosts and their networks")
-    up.add_argument("--hosts", type=int, required=True)
-    up.add_argument("--members", type=int, default=1, help="member networks (default 1)")
-    up.add_argument(
-        "--tier",
-        type=int,
-        default=0,
-        metavar="K",
-        help="an L4 tier: a BIRD router peered with hosts h1-hK, each with a lease agent, "
-        "and the lease watcher; with services, distributed load balancers are served "
-        "through it",
-    )
-    up.add_argument(
-        "--tier-return",
-        choices=("nat", "dsr"),
-        default=None,
-        help="how members answer the tier's distributed VIPs (tier.return_mode; default: "
-        "the setting's); dsr needs members that hold the VIP on lo (lbaas.lab.tier_dsr)",
-    )
-    up.add_argument(
-        "--network-only",
-        action="store_true",
-        help="build the namespaces and links only: no control plane, no agents",
-    )
-    up.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _up_arguments(sub)
     run_in = sub.add_parser(
         "exec",
         help="run a command inside one of the lab's namespaces (ctl: with OS_* set for the "
@@ -96,6 +72,34 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
     for parser in (lab, *sub.choices.values(), *verbs):
         parser.add_argument("--name", default=argparse.SUPPRESS, help="lab name (default lab)")
         parser.add_argument("--state-dir", default=argparse.SUPPRESS, help="holds labs/<name>.json")
+
+
+def _up_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    up = sub.add_parser("up", help="build N simulated hosts and their networks")
+    up.add_argument("--hosts", type=int, required=True)
+    up.add_argument("--members", type=int, default=1, help="member networks (default 1)")
+    up.add_argument(
+        "--tier",
+        type=int,
+        default=0,
+        metavar="K",
+        help="an L4 tier: a BIRD router peered with hosts h1-hK, each with a lease agent, "
+        "and the lease watcher; with services, distributed load balancers are served "
+        "through it",
+    )
+    up.add_argument(
+        "--tier-return",
+        choices=("nat", "dsr"),
+        default=None,
+        help="how members answer the tier's distributed VIPs (tier.return_mode; default: "
+        "the setting's); dsr needs members that hold the VIP on lo (lbaas.lab.tier_dsr)",
+    )
+    up.add_argument(
+        "--network-only",
+        action="store_true",
+        help="build the namespaces and links only: no control plane, no agents",
+    )
+    up.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
 def _instance_arguments(

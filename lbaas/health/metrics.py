@@ -27,9 +27,9 @@ class HealthManagerCollector(Collector):
         heartbeats = CounterMetricFamily(
             "lbaas_heartbeats",
             "Heartbeat datagrams this health manager received, by outcome: accepted, "
-            "ignored (unknown amphora), rejected_signature, rejected_throttled (from a "
-            "source blocked for forging, refused before the hash), rejected_replay, rejected_late "
-            "(outside the freshness window), malformed, dropped (queue full), failed.",
+            "ignored (unknown amphora), rejected_signature, rejected_replay (a copy or an "
+            "older one), rejected_late (outside the freshness window), malformed, dropped "
+            "(queue full), failed.",
             labels=["outcome"],
         )
         for outcome, number in asdict(self._receiver.counters.snapshot()).items():

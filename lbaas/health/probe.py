@@ -4,16 +4,25 @@ Heartbeats come from the agent, not from HAProxy. An agent that is paused, wedge
 restarting falls silent while HAProxy goes on serving every listener; rebuilding the
 amphora then would interrupt traffic that was fine (and lock the load balancer against
 tenant changes while it runs). So before the sweeper fails a silent amphora over, it asks
-the data plane itself, from the health manager, over the VIP:
+the data plane itself, from the health manager, over the VIP, for proof that HAProxy
+lives, which must not depend on the tenant's backends:
 
-* a TCP-family listener whose port refuses the connection, or accepts it and then says
-  nothing at all, is not evidence of life: the kernel completes the handshake from the
-  listen backlog even for a process that is stopped;
-* HAProxy doing anything with the connection is: any bytes back, or closing it. HTTP,
-  HTTPS, TERMINATED_HTTPS and PROMETHEUS listeners are sent a small HTTP request so that
-  HAProxy (or, for HTTPS pass-through, the backend through it) has something to answer;
-  TCP listeners are sent nothing (the tenant's protocol is unknown), so they count only
-  if the backend speaks first or HAProxy closes the connection.
+* a TCP-family listener whose port refuses the connection, or accepts it and then does
+  nothing, is not evidence of life: the kernel completes the handshake from the listen
+  backlog even for a process that is stopped (SIGSTOP, wedged);
+* HAProxy acting on the connection is. The probe sends no request: it half-closes the
+  connection at once. HAProxy answers that itself (an HTTP frontend with a 400, a TCP one
+  by closing), without waiting for a server; a request sent through (``HEAD /``, as
+  before) waited for the backend, and right after the only backend of an HTTP listener
+  died HAProxy answered only after its connect retries (some 3 s, past the 1 s
+  ``health.probe_timeout``): a paused agent plus a dying backend looked like a dead
+  amphora and a healthy one was failed over.
+* Where the health manager may send from the VIP itself (the same host, loopback mode) it
+  does, from ``VIP_PROBE_SOURCE_PORT``: every rendered frontend rejects that source at
+  ``tcp-request connection`` time (``lbaas.render.haproxy.probe_source``), closing the
+  connection unlogged, so the probe reaches neither the tenant's access log nor its
+  session counts. From elsewhere the half-closed connection is logged as one empty
+  connection (``<BADREQ>`` or ``CC``), never as a request.
 
 UDP and SCTP listeners are not probed. A load balancer none of whose listeners answers
 is taken for dead, as before the probe existed: the probe can only prevent a failover.
@@ -24,22 +33,24 @@ from __future__ import annotations
 import abc
 import logging
 import socket
+import struct
 
 from lbaas.model.enums import ListenerProtocol
 from lbaas.model.graph import Listener, LoadBalancer
+from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
 
 log = logging.getLogger(__name__)
 
-_REQUESTING = frozenset(
+_PROBED = frozenset(
     {
         ListenerProtocol.HTTP,
         ListenerProtocol.HTTPS,
         ListenerProtocol.TERMINATED_HTTPS,
         ListenerProtocol.PROMETHEUS,
+        ListenerProtocol.TCP,
     }
 )
-_PROBED = _REQUESTING | {ListenerProtocol.TCP}
-_REQUEST = b"HEAD / HTTP/1.0\r\nUser-Agent: lbaas-health-probe\r\n\r\n"
+_RESET_ON_CLOSE = struct.pack("ii", 1, 0)
 
 
 class DataPlaneProbe(abc.ABC):
@@ -71,13 +82,16 @@ class ListenerProbe(DataPlaneProbe):
         return False
 
     def answers(self, address: str, listener: Listener) -> bool:
-        """Whether whatever listens on ``address``:``listener.protocol_port`` reacts."""
+        """Whether the process listening on ``address``:``listener.protocol_port`` acts on a
+        connection that ends before any request."""
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
         try:
-            with socket.create_connection(
-                (address, listener.protocol_port), timeout=self._timeout
-            ) as conn:
-                if listener.protocol in _REQUESTING:
-                    conn.sendall(_REQUEST)
+            with socket.socket(family, socket.SOCK_STREAM) as conn:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET_ON_CLOSE)
+                _send_from_the_probe_source(conn, address)
+                conn.settimeout(self._timeout)
+                conn.connect((address, listener.protocol_port))
+                conn.shutdown(socket.SHUT_WR)
                 conn.recv(1)  # bytes, or b"" when closed: either way someone acted
                 return True
         except ConnectionResetError:
@@ -85,3 +99,13 @@ class ListenerProbe(DataPlaneProbe):
         except OSError as exc:  # refused, unreachable, or silent until the timeout
             log.debug("probe of %s:%d: %s", address, listener.protocol_port, exc)
             return False
+
+
+def _send_from_the_probe_source(conn: socket.socket, address: str) -> None:
+    """Bind ``conn`` to (``address``, VIP_PROBE_SOURCE_PORT) if that address is this
+    host's; else leave the kernel to choose."""
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        conn.bind((address, VIP_PROBE_SOURCE_PORT))
+    except OSError:  # not a local address, or the agent's probe holds the port just now
+        pass

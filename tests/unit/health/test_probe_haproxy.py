@@ -1,0 +1,168 @@
+"""The data-plane probe against a real HAProxy whose only backend has just died.
+
+Issue 31 point 2: an agent paused a moment before the only backend of an HTTP listener
+stopped; the probe sent ``HEAD /`` through HAProxy, which answered only after its connect
+retries (some 3 s), past the 1 s timeout, and a healthy amphora was failed over. Here
+HAProxy runs a configuration rendered by lbaas for one HTTP listener in front of one
+member, the member's server is stopped, and the probe (its default timeout) must still
+find HAProxy alive; a stopped HAProxy (SIGSTOP: its socket still completes handshakes)
+must not. From the VIP itself the probe is rejected before a session exists, so the
+frontend's session count does not move.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lbaas.health.probe import ListenerProbe
+from lbaas.model.enums import ListenerProtocol
+from lbaas.model.graph import LoadBalancer
+from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
+from tests.support import graphs
+from tests.unit.render.haproxy_runner import haproxy_binary, prepare_run_dir
+
+pytestmark = pytest.mark.haproxy
+
+VIP = "127.0.0.1"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((VIP, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _runtime(sock_path: Path, command: str) -> str:
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(10)
+        conn.connect(str(sock_path))
+        conn.sendall(command.encode() + b"\n")
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks).decode()
+
+
+def _frontend_sessions(sock_path: Path) -> int:
+    """Sessions the listener's frontend has counted (``stot``)."""
+    lines = _runtime(sock_path, "show stat").splitlines()
+    header = lines[0].lstrip("# ").split(",")
+    rows = [dict(zip(header, line.split(","), strict=False)) for line in lines[1:] if line]
+    return sum(int(row["stot"]) for row in rows if row["svname"] == "FRONTEND")
+
+
+@pytest.fixture
+def backend() -> Iterator[socket.socket]:
+    """A member answering every request with 200 until its socket is closed."""
+    server = socket.socket()
+    server.bind((VIP, 0))
+    server.listen(16)
+    thread = threading.Thread(target=_answer, args=(server,), daemon=True)
+    thread.start()
+    yield server
+    try:
+        server.shutdown(socket.SHUT_RDWR)  # wakes the accept
+    except OSError:  # the test already stopped it
+        pass
+    server.close()
+    thread.join(30)
+
+
+def _answer(server: socket.socket) -> None:
+    while True:
+        try:
+            conn, _ = server.accept()
+        except OSError:  # closed: the member died
+            return
+        with conn:
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+
+@pytest.fixture
+def haproxy(backend: socket.socket) -> Iterator[tuple[LoadBalancer, subprocess.Popen[bytes], Path]]:
+    member = graphs.member("only", VIP, int(backend.getsockname()[1]))
+    pool = graphs.pool("p", [member])
+    listener = graphs.listener("l", ListenerProtocol.HTTP, _free_port(), default_pool="p")
+    lb = graphs.load_balancer([listener], [pool], vip_address=VIP)
+    with tempfile.TemporaryDirectory(prefix="lbprobe-") as tmp:
+        run_dir = Path(tmp)
+        prepare_run_dir(run_dir)
+        ctx = HaproxyContext(VIP, str(run_dir / "rt.sock"), str(run_dir), 1000)
+        config = run_dir / "haproxy.cfg"
+        config.write_text(render_haproxy_config(lb, ctx))
+        process = subprocess.Popen(
+            [haproxy_binary(), "-db", "-f", str(config)],
+            cwd=run_dir,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait_for(run_dir / "rt.sock", process)
+            yield lb, process, run_dir / "rt.sock"
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def _wait_for(sock_path: Path, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30  # a bound against hanging, not an assertion
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "haproxy exited during start-up"
+        try:
+            _runtime(sock_path, "show info")
+            return
+        except OSError:
+            time.sleep(0.05)
+    pytest.fail("haproxy's runtime socket did not come up")
+
+
+def test_haproxy_whose_only_backend_just_died_is_judged_alive(
+    haproxy: tuple[LoadBalancer, subprocess.Popen[bytes], Path], backend: socket.socket
+) -> None:
+    lb, _, _ = haproxy
+    probe = ListenerProbe()  # health.probe_timeout's default
+    assert probe.serving(lb)
+    backend.shutdown(socket.SHUT_RDWR)
+    backend.close()  # the only backend dies: HAProxy retries it for every request
+    assert probe.serving(lb)
+
+
+def test_a_stopped_haproxy_is_not_judged_alive(
+    haproxy: tuple[LoadBalancer, subprocess.Popen[bytes], Path],
+) -> None:
+    lb, process, _ = haproxy
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        assert not ListenerProbe(timeout=0.5).serving(lb)  # its socket still accepts
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+    assert ListenerProbe().serving(lb)
+
+
+def test_the_probe_from_the_vip_is_no_session_of_the_tenant(
+    haproxy: tuple[LoadBalancer, subprocess.Popen[bytes], Path],
+) -> None:
+    lb, _, runtime = haproxy
+    before = _frontend_sessions(runtime)
+    for _ in range(3):
+        assert ListenerProbe().serving(lb)
+    assert _frontend_sessions(runtime) == before
+    with socket.create_connection((VIP, lb.listeners[0].protocol_port), timeout=10) as client:
+        client.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    deadline = time.monotonic() + 30  # a bound against hanging, not an assertion
+    while _frontend_sessions(runtime) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _frontend_sessions(runtime) == before + 1  # a client's connection is counted

@@ -54,7 +54,7 @@ from lbaas.compose import build_control_plane  # noqa: E402
 from lbaas.config import load_settings  # noqa: E402
 from lbaas.dashboard.stream import dashboard_events  # noqa: E402
 from lbaas.dashboard.tracker import TopologyTracker  # noqa: E402
-from lbaas.db.health.counter_totals import TOTAL_COLUMNS, record_totals  # noqa: E402
+from lbaas.db.counter_totals import TOTAL_COLUMNS, record_totals  # noqa: E402
 from lbaas.db.tables import ListenerStatsRow, MemberRow, table_of  # noqa: E402
 from lbaas.model.enums import OperatingStatus  # noqa: E402
 from lbaas.progress import Progress  # noqa: E402

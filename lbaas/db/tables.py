@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from lbaas.db.health.counter_totals import record_totals
+from lbaas.db.counter_totals import record_totals
 
 
 class Base(DeclarativeBase):

@@ -12,7 +12,7 @@ two scrapes little moves:
   each object's label text are reused. Any change re-reads the statuses whole (a write
   that forgot to stamp ``updated_at`` still shows within ``STATUS_REFRESH_SECONDS``).
 * counters: each object's records are read and summed every scrape, as integer
-  columns (``lbaas.db.health.counter_totals``: no JSON is parsed); an object whose sums
+  columns (``lbaas.db.counter_totals``: no JSON is parsed); an object whose sums
   are those of the last scrape keeps its figures and formatted lines, so only objects
   whose traffic moved are formatted again (an idle member's heartbeat repeats the same
   numbers). When neither statuses nor any sum moved, the last scrape's text is the

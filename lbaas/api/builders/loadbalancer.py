@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from lbaas.api import graph_create
+from lbaas.api.builders import graph_create
 from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
 from lbaas.api.context import RequestContext
 from lbaas.api.lookups import NIL_UUID

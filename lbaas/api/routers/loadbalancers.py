@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
-from lbaas.api import graph_create
+from lbaas.api.builders import graph_create
 from lbaas.api.builders.loadbalancer import (
     apply_loadbalancer_update,
     authorized_project,

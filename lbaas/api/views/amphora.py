@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from lbaas.api.views.common import timestamp
-from lbaas.db.health.counter_totals import STATS_COUNTERS
+from lbaas.db.counter_totals import STATS_COUNTERS
 from lbaas.db.hosts import host_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import AmphoraRow, ListenerStatsRow

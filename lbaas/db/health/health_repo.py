@@ -19,7 +19,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from lbaas.db.health.counter_totals import TOTAL_COLUMNS, record_totals
+from lbaas.db.counter_totals import TOTAL_COLUMNS, record_totals
 from lbaas.db.jobs import job_queue
 from lbaas.db.tables import (
     AmphoraRow,

@@ -19,7 +19,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from lbaas.db.health.counter_totals import STATS_COUNTERS, TOTAL_COLUMNS
+from lbaas.db.counter_totals import STATS_COUNTERS, TOTAL_COLUMNS
 from lbaas.db.tables import ListenerRow, ListenerStatsRow, MemberRow, PoolRow, table_of
 
 #: The API's ``/stats`` counters (Octavia's five) and the request count, which only

@@ -37,6 +37,10 @@ Measures, in one run:
   directly, with the Python client (no C UDP load tool is installed). ``--repeats``
   interleaved rounds of ``--seconds`` each (VIP and direct swapping places); medians, the
   ratio of medians and the median of each round's own VIP/direct ratio;
+- ``allowed_cidrs`` (root; ``bench/l4_cidrs.py``; alone with ``--only-cidrs``): wrk's
+  keep-alive requests/s and new connections/s through the VIP with 1, 100 and 10,000
+  allowed networks against none, and each over none (``--repeats`` rounds of
+  ``--seconds``); with ``--quick`` only the table's load time with 1 and 100 networks;
 - ``traffic`` (root, not with ``--quick``): request/response rates of one Python client
   in a client namespace through the VIP against directly to one backend, TCP with a new
   connection per request and UDP (medians of five interleaved one-second runs); client and servers are Python on the same two cores, so
@@ -84,6 +88,7 @@ from lbaas.providers.distributed.places import max_tombstones  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 import l4_c  # noqa: E402  (the C tools' half of the distributed run)
+import l4_cidrs  # noqa: E402  (what allowed_cidrs costs the data plane)
 
 LB_ID = "b3f1c2d4-0000-4000-8000-00000000l4b0"
 C_BACKEND_PORT = 8080  # the HAProxy backends' port beside the Python ones' 8000
@@ -511,6 +516,14 @@ def _provisioning(lab: Any, lb_id: str) -> str:
     return status
 
 
+def cidr_figures(seconds: float, rounds: int) -> dict[str, Any]:
+    """The allowed_cidrs rows (``bench/l4_cidrs.py``): wrk and HAProxy needed."""
+    if not l4_c.have_c_tools():
+        return {"skipped": "wrk or haproxy not installed"}
+    sys.path.insert(0, str(ROOT / "tests" / "e2e" / "l4"))
+    return l4_cidrs.traffic_figures(seconds, rounds)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
@@ -520,11 +533,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="interleaved provider rounds")
     parser.add_argument("--no-distributed", action="store_true", help="skip the provider run")
     parser.add_argument("--only-distributed", action="store_true", help="only the provider run")
+    parser.add_argument("--only-cidrs", action="store_true", help="only the allowed_cidrs rows")
     args = parser.parse_args()
     size, count = (1009, 50) if args.quick else (args.size, args.members)
     repeats = 1 if args.quick else 7
     root = os.geteuid() == 0
     sizes = [251, 1009] if args.quick else [4099, 16411, 65537, 131071]
+    if args.only_cidrs:
+        json.dump({"allowed_cidrs": cidr_figures(args.seconds, args.repeats)}, sys.stdout, indent=2)
+        print()
+        return
     if args.only_distributed:
         json.dump(
             {"distributed": distributed_figures(args.seconds, args.repeats)}, sys.stdout, indent=2
@@ -544,8 +562,11 @@ def main() -> None:
         with ScratchNamespace() as scratch:
             figures["sizes"] = size_figures(sizes, min(count, 1000), scratch.name)
             figures["kernel"] = kernel_figures(size, count, scratch.name, 1 if args.quick else 5)
+            if args.quick:
+                figures["allowed_cidrs"] = {"loads": l4_cidrs.load_figures(scratch.name)}
         if not args.quick:
             figures["traffic"] = traffic_figures(1.0)
+            figures["allowed_cidrs"] = cidr_figures(args.seconds, args.repeats)
             if not args.no_distributed:
                 figures["distributed"] = distributed_figures(args.seconds, args.repeats)
     json.dump(figures, sys.stdout, indent=2)

@@ -94,6 +94,27 @@ class TestLoadBalancers(ResourceTests):
         )
         assert self._snapshot(api, {}) == before
 
+    def test_vip_qos_policy_is_refused_saying_why_and_what_instead(self, api: Api) -> None:
+        policy = "11111111-2222-4333-8444-555555555555"
+        before = self._snapshot(api, {})
+        refused = api.post(
+            "/v2/lbaas/loadbalancers",
+            {"loadbalancer": {"vip_subnet_id": LOOPBACK_SUBNET, "vip_qos_policy_id": policy}},
+        )
+        assert_fault(refused, 400, "lbaas enforces no QoS policies")
+        assert "connection_limit" in refused.json()["faultstring"]
+        assert self._snapshot(api, {}) == before
+        lb = api.create_lb()
+        path = f"/v2/lbaas/loadbalancers/{lb['id']}"
+        assert_fault(
+            api.put(path, {"loadbalancer": {"vip_qos_policy_id": policy}}),
+            400,
+            "vip_qos_policy_id is not supported",
+        )
+        cleared = api.put(path, {"loadbalancer": {"vip_qos_policy_id": None}})
+        assert cleared.status_code == 200, cleared.text
+        assert cleared.json()["loadbalancer"]["vip_qos_policy_id"] is None
+
     def test_409_while_load_balancer_pending(self, api: Api, plane: Any) -> None:
         ctx: dict[str, Any] = {}
         lb = self._create(api, ctx)

@@ -33,3 +33,7 @@ def test_quick_run_prints_the_l4_figures() -> None:
         rebuilt = kernel["member_removed_plain_rebuild_slots_rewritten"]
         assert kernel["member_removed_slots_rewritten"] < rebuilt
         assert kernel["full_reload_ms"] > 0
+        # allowed_cidrs: with --quick only the table's load with 1 and 100 networks.
+        loads = figures["allowed_cidrs"]["loads"]
+        assert [row["allowed_cidrs"] for row in loads] == [1, 100]
+        assert all(row["load_ms"] > 0 for row in loads)

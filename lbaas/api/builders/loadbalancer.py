@@ -35,9 +35,17 @@ def authorized_project(ctx: RequestContext, data: LoadBalancerCreate) -> str:
     return project
 
 
+VIP_QOS_REFUSAL = (
+    "vip_qos_policy_id is not supported: lbaas enforces no QoS policies (no data plane "
+    "rate-limits a VIP), so a policy would be accepted and never applied. Leave "
+    "vip_qos_policy_id out (or null); to bound a listener's load, set its connection_limit."
+)
+"""Why a VIP QoS policy is refused and what to do instead (docs/api-compat.md)."""
+
+
 def reject_unsupported_vip_options(qos_policy_id: str | None, sg_ids: list[str] | None) -> None:
     if qos_policy_id is not None:
-        raise InvalidInput("VIP QoS policy is not allowed in this deployment.")
+        raise InvalidInput(VIP_QOS_REFUSAL)
     for sg in sg_ids or []:
         raise InvalidInput(f"Security Group {sg} not found.")
 

@@ -1,7 +1,8 @@
 """Listeners, pools, health monitors and members of an existing load balancer.
 
 Reads first, then only the writes that change something: a Service whose endpoints did
-not move costs reads only, and a member change is one batch ``PUT …/members`` per pool
+not move costs reads only, a change of source ranges is one ``PUT`` of each listener's
+``allowed_cidrs``, and a member change is one batch ``PUT …/members`` per pool
 (Octavia makes the pool's member set equal to the body), whatever the number of members.
 The caller is known only as the small ``LoadBalancerWriter`` protocol below, which keeps the
 import graph of the package acyclic.
@@ -15,6 +16,8 @@ from lbaas.integrations.kubernetes.base import Json, OctaviaApi
 from lbaas.integrations.kubernetes.desired import DesiredListener, DesiredLoadBalancer
 from lbaas.integrations.kubernetes.octavia_bodies import (
     listener_body,
+    listener_differs,
+    listener_options,
     member_body,
     members_differ,
     monitor_body,
@@ -57,6 +60,9 @@ def converge_listeners(
         if listener is None:
             body = listener_body(wanted, tags) | {"loadbalancer_id": lb_id}
             listener = api.post(f"{V2}/listeners", {"listener": body})["listener"]
+            converger.wait_active(lb_id)
+        elif listener_differs(wanted, listener):
+            api.put(f"{V2}/listeners/{listener['id']}", {"listener": listener_options(wanted)})
             converger.wait_active(lb_id)
         pool = pools.get(listener.get("default_pool_id") or "")
         pool_id = _converge_pool(converger, lb_id, listener["id"], pool, wanted, tags)

@@ -1,7 +1,8 @@
 """Service + ready endpoints → the load balancer it should have (pure).
 
 One listener and one pool per Service port and protocol, one member per ready endpoint
-address and the target port that endpoint serves for that Service port. Everything here
+address and the target port that endpoint serves for that Service port; every listener
+admits the Service's source ranges (``source_ranges``). Everything here
 is a function of its arguments, so it is tested without any server.
 """
 
@@ -16,6 +17,7 @@ from lbaas.config import KubernetesSettings
 from lbaas.errors import PermanentError
 from lbaas.integrations.kubernetes import names
 from lbaas.integrations.kubernetes.objects import Endpoint, Service, ServicePort
+from lbaas.integrations.kubernetes.source_ranges import allowed_cidrs
 
 SUPPORTED_PROTOCOLS = ("TCP", "UDP")
 HEALTH_MONITOR_TYPES = ("TCP", "HTTP", "UDP-CONNECT")
@@ -49,6 +51,8 @@ class DesiredListener:
     source_ip_persistence: bool
     monitor: DesiredMonitor | None
     members: tuple[DesiredMember, ...]
+    allowed_cidrs: tuple[str, ...] = ()
+    """The Service's source ranges, normalised and sorted; empty admits every source."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -68,12 +72,14 @@ class DesiredLoadBalancer:
     listeners: tuple[DesiredListener, ...]
 
     def spec_record(self) -> dict[str, object]:
-        """What the spec annotation records: everything but the member lists, which are
-        summarised by count and digest (annotations are limited to 256 KiB together)."""
+        """What the spec annotation records: everything but the member and source range
+        lists, which are summarised by count and digest (annotations are limited to
+        256 KiB together, and a Service may list thousands of ranges)."""
         record = asdict(self)
         for listener in record["listeners"]:
             members = listener.pop("members")
             listener["member_count"] = len(members)
+            listener["allowed_cidr_count"] = len(listener.pop("allowed_cidrs"))
         record["digest"] = self.digest()
         return record
 
@@ -172,6 +178,7 @@ def desired_load_balancer(
     """The load balancer a selected Service should have; PermanentError if it cannot."""
     listeners: list[DesiredListener] = []
     algorithm = _algorithm(service)
+    cidrs = allowed_cidrs(service)
     for port in service.ports:
         if port.protocol not in SUPPORTED_PROTOCOLS:
             raise PermanentError(f"port {port.port}: protocol {port.protocol} is not supported")
@@ -184,6 +191,7 @@ def desired_load_balancer(
                 source_ip_persistence=service.session_affinity == "ClientIP",
                 monitor=_monitor(service, port.protocol),
                 members=_members(port, endpoints),
+                allowed_cidrs=cidrs,
             )
         )
     cluster = settings.cluster_name

@@ -25,6 +25,10 @@ ANNOTATION_HEALTH_MONITOR = f"{DOMAIN}/health-monitor"
 """``none``, ``TCP``, ``UDP-CONNECT``, ``HTTP`` or ``HTTP:/path``; TCP (UDP-CONNECT for UDP
 ports) when absent."""
 
+ANNOTATION_SOURCE_RANGES = "service.beta.kubernetes.io/load-balancer-source-ranges"
+"""Kubernetes' comma-separated source ranges, read when ``spec.loadBalancerSourceRanges``
+is empty (that field wins when both are set)."""
+
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 """The label an EndpointSlice names its Service with."""
 

@@ -47,6 +47,7 @@ class Service:
     session_affinity: str
     external_traffic_policy: str | None
     ports: tuple[ServicePort, ...]
+    load_balancer_source_ranges: tuple[str, ...]
     annotations: Mapping[str, str]
     finalizers: tuple[str, ...]
     deleting: bool
@@ -80,6 +81,9 @@ def parse_service(obj: JsonObject) -> Service:
         session_affinity=str(spec.get("sessionAffinity") or "None"),
         external_traffic_policy=spec.get("externalTrafficPolicy"),
         ports=ports,
+        load_balancer_source_ranges=tuple(
+            str(item) for item in spec.get("loadBalancerSourceRanges") or ()
+        ),
         annotations=dict(meta.get("annotations") or {}),
         finalizers=tuple(meta.get("finalizers") or ()),
         deleting=bool(meta.get("deletionTimestamp")),

@@ -52,13 +52,27 @@ def pool_body(listener: DesiredListener, tags: Sequence[str]) -> Json:
     )
 
 
+def listener_options(listener: DesiredListener) -> Json:
+    """The listener fields that may change in place (``null`` clears the networks)."""
+    return {"allowed_cidrs": list(listener.allowed_cidrs) or None}
+
+
 def listener_body(listener: DesiredListener, tags: Sequence[str]) -> Json:
-    return {
+    body: Json = {
         "name": listener.name,
         "protocol": listener.protocol,
         "protocol_port": listener.port,
         "tags": list(tags),
     }
+    if listener.allowed_cidrs:
+        body["allowed_cidrs"] = list(listener.allowed_cidrs)
+    return body
+
+
+def listener_differs(listener: DesiredListener, found: Json) -> bool:
+    """Whether the listener's networks differ from the desired ones (as sets: the API
+    keeps the order it was sent, the desired state is sorted)."""
+    return set(found.get("allowed_cidrs") or ()) != set(listener.allowed_cidrs)
 
 
 def load_balancer_body(desired: DesiredLoadBalancer, member_subnet: str | None) -> Json:

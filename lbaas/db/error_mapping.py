@@ -75,7 +75,8 @@ def _is_missing_schema(exc: DBAPIError) -> bool:
     sqlstate = getattr(exc.orig, "sqlstate", None)
     if sqlstate is not None:
         return sqlstate in _UNDEFINED
-    return isinstance(exc, OperationalError) and str(exc.orig).startswith(_SQLITE_MISSING)
+    text = str(exc.orig)
+    return isinstance(exc, OperationalError) and any(words in text for words in _SQLITE_MISSING)
 
 
 def _schema_error(engine: Engine, exc: DBAPIError) -> SchemaMismatch:

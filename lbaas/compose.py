@@ -21,6 +21,7 @@ from lbaas.db.engine import Database
 from lbaas.db.hosts import host_repo
 from lbaas.db.jobs import job_queue
 from lbaas.db.jobs.job_notify import PostgresJobListener
+from lbaas.db.schema_check import schema_mismatch
 from lbaas.db.secrets.secret_vault import SecretVault, count_sealed
 from lbaas.errors import ConfigError
 from lbaas.fleet.enrolment import Enrolment, write_bundle
@@ -49,12 +50,20 @@ LOG = logging.getLogger(__name__)
 
 
 def open_database(settings: Settings, *, upgrade: bool = True) -> Database:
-    """Connect; in the embedded default also create or upgrade the schema and seed subnets."""
+    """Connect; in the embedded default also create or upgrade the schema and seed subnets.
+
+    Stops (``ConfigError``) when the database lacks a table or column the code uses,
+    naming it and the remedy, rather than failing on the first request that touches it.
+    """
     database = Database(settings.database_url, pool_size=settings.database.pool_size)
     if upgrade:
         from lbaas.db.migrate import upgrade_database  # alembic: not for every process
 
         upgrade_database(database)
+    mismatch = schema_mismatch(database.engine)
+    if mismatch is not None:
+        database.dispose()
+        raise ConfigError(mismatch)
     seed_subnets(database, settings.network)
     return database
 

@@ -18,7 +18,9 @@ client, ``haproxy -c`` in the agent).
     │   ├── NotFound (404)
     │   ├── Conflict (409)             duplicates, in-use, immutable (PENDING_*)
     │   ├── NotImplementedByProvider (501)
+    │   ├── SchemaMismatch (500)       the database lacks a table or column the code uses
     │   └── ServiceUnavailable (503)
+    │       └── DatabaseConnectionLost  the server ended the session (replayable or not)
     ├── ConvergeError                  raised by providers and converge
     │   ├── TemporaryError             retry after .delay seconds
     │   │   └── AgentUnreachable
@@ -97,6 +99,31 @@ class NotImplementedByProvider(ApiError):
 
 class ServiceUnavailable(ApiError):
     status_code = 503
+
+
+class DatabaseConnectionLost(ServiceUnavailable):
+    """The database server ended the session (restart, ``pg_terminate_backend``).
+
+    ``replayable`` says whether the request that met it may run again from the start:
+    true unless a transaction of the request was committed, or the loss came during
+    COMMIT (whose outcome is then unknown).
+    """
+
+    def __init__(self, message: str, *, replayable: bool) -> None:
+        super().__init__(message)
+        self.replayable = replayable
+
+
+class SchemaMismatch(ApiError):
+    """The database lacks a table or column the code uses: a migration was not run, or
+    a model changed without one. Never worth retrying; ``operator_message`` names the
+    table, the column and what to run."""
+
+    status_code = 500
+
+    def __init__(self, operator_message: str) -> None:
+        super().__init__("The service's database schema does not match its code.")
+        self.operator_message = operator_message
 
 
 class ConvergeError(LbaasError):

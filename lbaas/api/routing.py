@@ -5,12 +5,19 @@ so FastAPI's recursive ``jsonable_encoder`` pass over every list item is pure ov
 it was the largest single cost of listing a thousand load balancers. Results that are
 already ``Response`` objects pass through unchanged. Bodies are parsed by
 ``json_body.CheckedJsonRequest``.
+
+The route is also where a request that lost its database connection runs once more on a
+fresh one (oslo.db's retry on disconnect): any request, write or read, whose attempt had
+committed nothing when the server ended the session (``db.error_mapping`` decides). The
+API's handlers change nothing outside the database before their transaction commits
+(VIP ports are rows too), so running one again from the start is the same request.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -21,7 +28,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from lbaas.api.json_body import CheckedJsonRequest
-from lbaas.errors import ServiceUnavailable
+from lbaas.db.error_mapping import replay_scope
+from lbaas.errors import DatabaseConnectionLost, ServiceUnavailable
+
+LOG = logging.getLogger(__name__)
 
 
 class JsonResponse(Response):
@@ -55,14 +65,22 @@ class JsonRoute(APIRoute):
 
         async def checked(request: Request) -> Response:
             checked_request = CheckedJsonRequest(request.scope, request.receive)
-            if request.method != "GET":
-                return await handler(checked_request)
             try:
-                return await handler(checked_request)
+                with replay_scope():
+                    return await handler(checked_request)
+            except DatabaseConnectionLost as exc:
+                if not exc.replayable:
+                    raise  # lost during or after a COMMIT: running it again could repeat it
+                LOG.info(
+                    "%s %s lost its database connection; running it again",
+                    request.method,
+                    request.url.path,
+                )
             except ServiceUnavailable:
-                # A read that lost its database connection (a restarted or terminated
-                # backend) runs once more on a fresh one. Writes are not repeated: a
-                # connection lost during COMMIT leaves the outcome unknown.
+                if request.method != "GET":
+                    raise
+            # The body was read once and is kept by the request object.
+            with replay_scope():
                 return await handler(checked_request)
 
         return checked

@@ -22,7 +22,7 @@ from lbaas.db.loadbalancers import status_writer
 from lbaas.db.loadbalancers.graph_loader import graph_from_tree
 from lbaas.db.loadbalancers.tree_loader import load_tree
 from lbaas.db.session import Session
-from lbaas.errors import PermanentError
+from lbaas.errors import PermanentError, SchemaMismatch
 from lbaas.model.enums import OperatingStatus, ProvisioningStatus
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
@@ -92,10 +92,19 @@ class Converger:
         LOG.debug("load balancer %s converged", graph.id)
 
     def give_up(self, request: ConvergeRequest, reason: str, settle: Settle) -> None:
-        """Record a permanent failure: ERROR on the load balancer, reason kept."""
-        with self._db.write() as session:
-            if settle(session, error=reason) is not Fence.LOST:
-                status_writer.finish_failed(session, request.loadbalancer_id, utcnow())
+        """Record a permanent failure: ERROR on the load balancer, reason kept.
+
+        When the tree cannot even be read (a column missing from the database), only the
+        load balancer's own status is written, so it does not stay PENDING for ever.
+        """
+        try:
+            with self._db.write() as session:
+                if settle(session, error=reason) is not Fence.LOST:
+                    status_writer.finish_failed(session, request.loadbalancer_id, utcnow())
+        except SchemaMismatch:
+            with self._db.write() as session:
+                if settle(session, error=reason) is not Fence.LOST:
+                    status_writer.fail_loadbalancer_row(session, request.loadbalancer_id, utcnow())
         LOG.warning("load balancer %s failed: %s", request.loadbalancer_id, reason)
 
 

@@ -10,6 +10,8 @@ take row locks (``SELECT … FOR UPDATE``) where the code asks for them; reads t
 autocommit (see ``Database.__init__``). A transaction that ends in ``IntegrityError``
 raises ``lbaas.errors.Conflict`` from here; inserts that expect a concurrent duplicate
 (seeding, a project's first quota record, VIP ports) use ``db/insert_absent.py`` instead.
+Every other translation of a database error (a lost connection, a missing column) is in
+``error_mapping``.
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from lbaas.db.connection_liveness import check_on_checkout
-from lbaas.errors import Conflict, ServiceUnavailable
+from lbaas.db.error_mapping import mapped_errors, note_commit
+from lbaas.errors import ServiceUnavailable
 from lbaas.private_files import create_private
 
 LOG = logging.getLogger(__name__)
@@ -164,7 +167,7 @@ class Database:
         """
         session = self._sessions()
         try:
-            with _mapped_errors():
+            with mapped_errors(self.engine):
                 yield session
         finally:
             session.close()
@@ -172,11 +175,14 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Session]:
         """One write transaction: committed if the block ends normally, else rolled back."""
-        with self._one_writer(), _mapped_errors():
+        with self._one_writer(), mapped_errors(self.engine) as phase:
             session = self._write_sessions()
             try:
                 yield session
+                session.flush()  # the statements; a lost connection up to here is replayable
+                phase.committing = True
                 session.commit()
+                note_commit()
             except BaseException:
                 session.rollback()
                 raise
@@ -186,7 +192,7 @@ class Database:
     @contextmanager
     def read_connection(self) -> Iterator[Connection]:
         """``read()`` for Core-only work: never committed (on PostgreSQL, no transaction)."""
-        with _mapped_errors(), self._reader.connect() as conn:
+        with mapped_errors(self.engine), self._reader.connect() as conn:
             yield conn
 
     @contextmanager
@@ -196,8 +202,11 @@ class Database:
         The job queue's claims run many times per converge; the session's own bookkeeping
         was most of their cost.
         """
-        with self._one_writer(), _mapped_errors(), self._writer.begin() as conn:
-            yield conn
+        with self._one_writer(), mapped_errors(self.engine) as phase:
+            with self._writer.begin() as conn:
+                yield conn
+                phase.committing = True  # the end of this block sends COMMIT
+            note_commit()
 
     def _one_writer(self) -> AbstractContextManager[object]:
         return self._sqlite_writer if self._sqlite_writer is not None else nullcontext()
@@ -214,20 +223,3 @@ class Database:
         self.engine.dispose()
         if self._sqlite_writer is not None:
             self._sqlite_writer.close()
-
-
-@contextmanager
-def _mapped_errors() -> Iterator[None]:
-    """The one place database errors become API errors (after the rollback).
-
-    An ``OperationalError`` (the server ended the session, or is gone) is a 503 the client
-    may retry, never a 500; the pool has already discarded the dead connection.
-    """
-    try:
-        yield
-    except IntegrityError as exc:
-        LOG.info("integrity error: %s", exc.orig)
-        raise Conflict("Already an entity with that specified id.") from exc
-    except OperationalError as exc:
-        LOG.warning("database busy: %s", exc.orig)
-        raise ServiceUnavailable("Database busy, please try again.") from exc

@@ -7,6 +7,8 @@ do. The state machine, one branch per outcome:
 * ``TemporaryError`` / unknown   → retry after backoff, unless attempts are used up,
   exception                        then as permanent
 * ``PermanentError``             → ERROR on the load balancer, reason kept on the job
+* ``SchemaMismatch``             → the same: a missing column stays missing until an
+                                   operator runs ``lbaas db upgrade``
 * fence says LOST / ``LeaseLost`` → someone else owns it now: write nothing, and no
                                    backoff or attempt is charged to the job
 
@@ -28,7 +30,7 @@ from lbaas.db.engine import Database
 from lbaas.db.jobs import job_queue
 from lbaas.db.jobs.job_queue import Claim, Fence
 from lbaas.db.session import Session
-from lbaas.errors import AgentUnreachable, PermanentError, TemporaryError
+from lbaas.errors import AgentUnreachable, PermanentError, SchemaMismatch, TemporaryError
 from lbaas.jobs.agent_return import AgentReturnWatch
 from lbaas.metrics.process import ProcessMetrics
 from lbaas.providers.base import LeaseLost
@@ -103,6 +105,8 @@ class JobRunner:
             return Outcome.LEASE_LOST
         except PermanentError as exc:
             return self._fail(claim, request, exc.user_message, exc.operator_message)
+        except SchemaMismatch as exc:
+            return self._fail(claim, request, exc.operator_message, exc.operator_message)
         except TemporaryError as exc:
             outcome = self._retry(claim, request, exc.user_message, exc.operator_message, exc.delay)
             address = exc.address if isinstance(exc, AgentUnreachable) else None

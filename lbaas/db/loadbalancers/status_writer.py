@@ -178,6 +178,15 @@ def finish_failed(session: Session, loadbalancer_id: str, now: datetime) -> None
         conn.execute(_status_update(table, True, False), {"ids": ids, "now": now, "prov": ERROR})
 
 
+def fail_loadbalancer_row(session: Session, loadbalancer_id: str, now: datetime) -> None:
+    """ERROR on the load balancer row alone, touching no other column: for a give-up
+    when the tree cannot be loaded (the schema lacks a column the loader reads)."""
+    session.connection().execute(
+        _status_update(_LOADBALANCERS, True, False),
+        {"ids": [loadbalancer_id], "now": now, "prov": ERROR},
+    )
+
+
 def _fails(row: StoredObject) -> bool:
     """Whether a failed converge sets ``row`` to ERROR: what was pending, and the LB."""
     pending = row.provisioning_status in PENDING_CHANGE_STATUSES

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from lbaas.errors import ApiError
+from lbaas.model.enums import EXTENSION_VALUES
 
 LOG = logging.getLogger(__name__)
 
@@ -87,8 +88,9 @@ def _reason(err: Any) -> str:
         return f"Value should have a minimum character requirement of {ctx.get('min_length')}"
     if kind in ("enum", "literal_error"):
         # pydantic says "'A', 'B' or 'C'"; Octavia lists them "A, B, C".
-        expected = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
-        return f"Value should be one of: {expected}"
+        listed = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+        expected = [v for v in listed.split(", ") if v not in EXTENSION_VALUES]
+        return f"Value should be one of: {', '.join(expected)}"
     if kind in _FRIENDLY:
         return _FRIENDLY[kind]
     message = str(err.get("msg", "invalid value"))

@@ -111,6 +111,9 @@ def _validate(kind: ProfileKind, services: ApiServices, provider_name: str, raw:
     )
     if not_boolean:
         raise InvalidInput(f"{', '.join(not_boolean)} must be true or false.")
+    networks = data.get("valid_vip_networks", [])
+    if not isinstance(networks, list) or not all(isinstance(n, str) for n in networks):
+        raise InvalidInput("valid_vip_networks must be a list of network IDs.")
     if unhonoured:
         notes = [capabilities.profile_value_notes.get(key) for key in refused_values]
         why = "; ".join(note for note in notes if note) or "not honoured yet"

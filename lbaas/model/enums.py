@@ -91,6 +91,12 @@ class LbAlgorithm(StrEnum):
     MAGLEV = "MAGLEV"
 
 
+# Values lbaas adds to Octavia's enumerations. They are accepted where a provider offers
+# them, but an error listing the allowed values names Octavia's alone, word for word, so
+# a client matching Octavia's message (openstacksdk's checks do) sees it unchanged.
+EXTENSION_VALUES: frozenset[str] = frozenset({LbAlgorithm.MAGLEV.value})
+
+
 class PersistenceType(StrEnum):
     SOURCE_IP = "SOURCE_IP"
     HTTP_COOKIE = "HTTP_COOKIE"

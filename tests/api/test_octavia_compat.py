@@ -10,6 +10,7 @@ cannot honour yet.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from lbaas.providers.amphora.capabilities import AMPHORA_CAPABILITIES
@@ -76,6 +77,24 @@ def test_enumerations_are_listed_as_octavia_lists_them(api: Api) -> None:
         "Invalid input for field/attribute protocol. Value: 'FTP'. Value should be one of: "
         "HTTP, HTTPS, TCP, TERMINATED_HTTPS, UDP, SCTP, PROMETHEUS"
     )
+
+
+def test_an_unknown_lb_algorithm_lists_octavias_values_only(api: Api) -> None:
+    lb = api.create_lb()
+    expected = (
+        "Invalid input for field/attribute lb_algorithm. Value: 'RANDOM'. Value should be "
+        "one of: ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP, SOURCE_IP_PORT"
+    )
+    body = {"protocol": "TCP", "lb_algorithm": "RANDOM", "loadbalancer_id": lb["id"]}
+    r = api.post("/v2/lbaas/pools", {"pool": body})
+    assert_fault(r, 400)
+    assert r.json()["faultstring"] == expected
+    pool = api.create_pool(lb["id"], protocol="TCP", lb_algorithm="ROUND_ROBIN")
+    r = api.put(f"/v2/lbaas/pools/{pool['id']}", {"pool": {"lb_algorithm": "RANDOM"}})
+    assert r.json()["faultstring"] == expected
+    # The extension value itself is still accepted where the provider offers it.
+    r = api.put(f"/v2/lbaas/pools/{pool['id']}", {"pool": {"lb_algorithm": "MAGLEV"}})
+    assert r.status_code == 200, r.text
 
 
 def test_unknown_attributes_name_octavias_argument_path(api: Api) -> None:
@@ -204,15 +223,21 @@ def test_pool_without_monitor_has_no_healthmonitor_id(api: Api) -> None:
     [listed] = api.get("/v2/lbaas/pools").json()["pools"]
     assert "healthmonitor_id" not in listed
     tree = api.get(f"{LBS}/{t['lb']}/status").json()["statuses"]["loadbalancer"]
-    assert "health_monitor" not in tree["listeners"][0]["pools"][0]
+    # Octavia's status type always has the attribute: null without a monitor.
+    [without] = tree["listeners"][0]["pools"]
+    assert set(without) == {*STATUS_KEYS, "health_monitor", "members"}
+    assert without["health_monitor"] is None
     hm = api.create_healthmonitor(t["lb"], t["pool"], type="TCP", delay=1, timeout=1, max_retries=1)
     assert api.get(f"/v2/lbaas/pools/{t['pool']}").json()["pool"]["healthmonitor_id"] == hm["id"]
     tree = api.get(f"{LBS}/{t['lb']}/status").json()["statuses"]["loadbalancer"]
     assert tree["listeners"][0]["pools"][0]["health_monitor"]["id"] == hm["id"]
 
 
+STATUS_KEYS = {"id", "name", "provisioning_status", "operating_status"}
+
 QUOTA_KEYS = {
     "project_id",
+    "tenant_id",
     "loadbalancer",
     "load_balancer",
     "listener",
@@ -233,6 +258,27 @@ def test_quota_objects_have_octavias_keys(admin: Api) -> None:
     defaults = admin.get("/v2/lbaas/quotas/defaults").json()["quota"]
     assert set(defaults) == QUOTA_KEYS and defaults["project_id"] == "defaults"
     assert set(admin.get("/v2/lbaas/quotas/p-alpha").json()["quota"]) == QUOTA_KEYS
+    # Octavia adds tenant_id to every type with project_id: every quota body carries it.
+    bodies = [
+        listed,
+        defaults,
+        admin.get("/v2/lbaas/quotas/p-alpha").json()["quota"],
+        admin.get("/v2/lbaas/quotas/p-beta/default").json()["quota"],
+        admin.put("/v2/lbaas/quotas/p-alpha", {"quota": {"pool": 4}}).json()["quota"],
+    ]
+    for body in bodies:
+        assert set(body) == QUOTA_KEYS and body["tenant_id"] == body["project_id"], body
+
+
+def test_quota_list_leaves_out_projects_without_limits_of_their_own(admin: Api) -> None:
+    # Creating a load balancer makes the record the quota check locks (all null).
+    admin.as_("p-beta", "member").create_lb()
+    assert admin.get("/v2/lbaas/quotas").json()["quotas"] == []
+    admin.put("/v2/lbaas/quotas/p-beta", {"quota": {"member": 2}})
+    listed = admin.get("/v2/lbaas/quotas").json()["quotas"]
+    assert [(q["project_id"], q["member"], q["pool"]) for q in listed] == [("p-beta", 2, None)]
+    assert admin.delete("/v2/lbaas/quotas/p-beta").status_code == 202
+    assert admin.get("/v2/lbaas/quotas").json()["quotas"] == []
 
 
 def test_amphora_lists_octavias_capability_names() -> None:
@@ -348,3 +394,58 @@ def test_openapi_declares_the_error_answers_and_no_422(api: Api) -> None:
     # Bodiless successes are documented without a body.
     reset = document["paths"]["/v2/lbaas/quotas/{project_id}"]["delete"]["responses"]["202"]
     assert "content" not in reset
+
+
+# -- issue 31: availability zones' valid_vip_networks -----------------------------------
+
+
+def test_a_zone_restricts_its_vips_to_its_valid_vip_networks(
+    api: Api, admin: Api, plane: Any
+) -> None:
+    network = api.create_lb()["vip_network_id"]
+    keys = {"valid_vip_networks": "VIP networks", "compute_zone": "zone"}
+    with provider_declaring(plane, availability_zone_keys=keys):
+        zones = []
+        for name, networks in (("open", [network.upper()]), ("closed", ["net-elsewhere"])):
+            data = f'{{"valid_vip_networks": {json.dumps(networks)}}}'
+            profile = admin.post(
+                "/v2/lbaas/availabilityzoneprofiles",
+                {
+                    "availability_zone_profile": {
+                        "name": name,
+                        "provider_name": "noop",
+                        "availability_zone_data": data,
+                    }
+                },
+            )
+            assert profile.status_code == 201, profile.text
+            body = {
+                "name": name,
+                "availability_zone_profile_id": profile.json()["availability_zone_profile"]["id"],
+            }
+            made = admin.post("/v2/lbaas/availabilityzones", {"availability_zone": body})
+            assert made.status_code == 201, made.text
+            zones.append(name)
+        bad = admin.post(
+            "/v2/lbaas/availabilityzoneprofiles",
+            {
+                "availability_zone_profile": {
+                    "name": "bad",
+                    "provider_name": "noop",
+                    "availability_zone_data": '{"valid_vip_networks": "net-1"}',
+                }
+            },
+        )
+        assert_fault(bad, 400, "valid_vip_networks must be a list of network IDs.")
+    before = len(api.get(LBS).json()["loadbalancers"])
+    vip = {"vip_subnet_id": LOOPBACK_SUBNET}
+    r = api.post(LBS, {"loadbalancer": {**vip, "availability_zone": "closed"}})
+    assert_fault(r, 400)
+    assert r.json()["faultstring"] == (
+        "Validation failure: Supplied VIP network_id is not allowed by the configuration "
+        "of this deployment."
+    )
+    assert len(api.get(LBS).json()["loadbalancers"]) == before
+    ok = api.post(LBS, {"loadbalancer": {**vip, "availability_zone": "open"}})
+    assert ok.status_code == 201, ok.text
+    assert ok.json()["loadbalancer"]["vip_network_id"] == network

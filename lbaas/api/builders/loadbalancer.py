@@ -15,7 +15,13 @@ from lbaas.api.schemas.loadbalancer import LoadBalancerCreate, LoadBalancerUpdat
 from lbaas.api.services import ApiServices
 from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
-from lbaas.db.tables import AvailabilityZoneRow, FlavorProfileRow, FlavorRow, LoadBalancerRow
+from lbaas.db.tables import (
+    AvailabilityZoneProfileRow,
+    AvailabilityZoneRow,
+    FlavorProfileRow,
+    FlavorRow,
+    LoadBalancerRow,
+)
 from lbaas.errors import InvalidInput, ValidationFailure
 from lbaas.network.allocation import VipRequest, allocate_vip
 
@@ -114,6 +120,31 @@ def _check_availability_zone(session: Session, name: str | None) -> None:
         )
 
 
+def _zone_vip_networks(session: Session, name: str | None) -> list[str] | None:
+    """The ``valid_vip_networks`` of the named zone's profile (lower case), if it sets any."""
+    zone = None if name is None else session.get(AvailabilityZoneRow, name)
+    profile = (
+        None
+        if zone is None
+        else session.get(AvailabilityZoneProfileRow, zone.availability_zone_profile_id)
+    )
+    data = {} if profile is None else json.loads(profile.availability_zone_data or "{}")
+    networks = data.get("valid_vip_networks") if isinstance(data, dict) else None
+    if not isinstance(networks, list) or not networks:
+        return None
+    return [str(n).lower() for n in networks]
+
+
+def _check_vip_network(session: Session, zone: str | None, network_id: str | None) -> None:
+    """Octavia's rule: in a zone whose profile lists ``valid_vip_networks``, the VIP must be
+    on one of them (the same 400 as its deployment-wide ``valid_vip_networks``)."""
+    allowed = _zone_vip_networks(session, zone)
+    if allowed is not None and (network_id or "").lower() not in allowed:
+        raise ValidationFailure(
+            "Supplied VIP network_id is not allowed by the configuration of this deployment."
+        )
+
+
 def build_loadbalancer(
     session: Session,
     services: ApiServices,
@@ -145,6 +176,7 @@ def build_loadbalancer(
     )
     row.vip_address, row.vip_subnet_id = vip.address, vip.subnet_id
     row.vip_network_id, row.vip_port_id = vip.network_id, vip.port_id
+    _check_vip_network(session, data.availability_zone, vip.network_id)
     row.additional_vips = graph_create.allocate_additional_vips(
         session, data.additional_vips or [], vip, row.id, now
     )

@@ -3,8 +3,9 @@
 A project's limits are stored as one record whose columns are ``null`` where the
 deployment default applies, so changing a default in the configuration moves every project
 that never set its own value. Reads of one project return the *effective* limits (defaults
-filled in); the list returns the records as stored, as Octavia does. DELETE keeps the
-record and clears every limit back to the default.
+filled in); the list returns the records as stored, as Octavia does, leaving out those
+with no limit set (the record enforcement creates, or one reset by DELETE). DELETE keeps
+the record and clears every limit back to the default.
 
 ``/quotas/defaults`` is a real route here (Octavia serves it only by accident, as "the
 quota of project ``defaults``"); it is declared before ``/quotas/{project_id}`` so the
@@ -28,6 +29,7 @@ from lbaas.api.schemas.quota import QuotaUpdateBody
 from lbaas.api.scoping import list_scope
 from lbaas.api.views.quota import default_limits, effective_limits, quota_view, render_quotas
 from lbaas.db.listing import derived_spec
+from lbaas.db.quotas import quota_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import QuotaRow
 from lbaas.errors import InvalidInput, NotFound
@@ -39,7 +41,11 @@ PROJECT_ID_MAX = 36
 
 
 def _visible_quotas(_: Session, request: Request, ctx: RequestContext, __: Any) -> list[Any]:
-    return list_scope(request, ctx, T.project_id, global_rule=Rule.READ_QUOTA_GLOBAL)
+    """The caller's scope, and only records that hold a limit of their own: the record the
+    quota check creates for a project's first object (all ``null``) is not listed, as
+    Octavia under noauth, which keeps no record until a limit is set, lists none."""
+    scope = list_scope(request, ctx, T.project_id, global_rule=Rule.READ_QUOTA_GLOBAL)
+    return [*scope, quota_repo.has_own_limit()]
 
 
 add_list_route(

@@ -24,8 +24,11 @@ def limits_view(limits: Mapping[str, int | None]) -> dict[str, int | None]:
 
 
 def quota_view(project_id: str, limits: Mapping[str, int | None]) -> dict[str, Any]:
-    """Octavia's quota object: ``project_id`` and the limits (no ``tenant_id``)."""
-    return {"project_id": project_id, **limits_view(limits)}
+    """Octavia's quota object: ``project_id``, its ``tenant_id`` twin and the limits.
+
+    Octavia's types add ``tenant_id`` to every type that has ``project_id``, the quota
+    types included, so each quota body (one, list, defaults, PUT) carries both."""
+    return {"project_id": project_id, "tenant_id": project_id, **limits_view(limits)}
 
 
 def stored_limits(row: QuotaRow | None) -> dict[str, int | None]:

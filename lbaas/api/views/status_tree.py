@@ -1,8 +1,8 @@
 """The ``/status`` tree, in the shape Octavia's code returns (not the api-ref example).
 
 Listeners list the pools they send traffic to — the default pool and the redirect pools of
-enabled L7 policies that have rules — each with its health monitor (when there is one) and
-members.
+enabled L7 policies that have rules — each with its health monitor (``null`` when there is none, as Octavia
+sends it) and members.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def _status(
 def _pool(pool: StoredPool) -> dict[str, Any]:
     out = _status(pool)
     hm = pool.health_monitor
-    if hm is not None:
-        out["health_monitor"] = {**_status(hm), "type": hm.type}
+    # Octavia's status type always has the attribute: ``null`` for a pool without one.
+    out["health_monitor"] = None if hm is None else {**_status(hm), "type": hm.type}
     out["members"] = [
         {**_status(m), "address": m.address, "protocol_port": m.protocol_port} for m in pool.members
     ]

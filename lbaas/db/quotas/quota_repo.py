@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqlalchemy import ColumnElement, or_
 from sqlalchemy.orm import Session
 
 from lbaas.db.insert_absent import insert_if_absent
@@ -22,3 +23,9 @@ def lock_quota_record(session: Session, project_id: str) -> QuotaRow:
     record = session.get(QuotaRow, project_id, with_for_update=True, populate_existing=True)
     assert record is not None  # inserted above or by a committed concurrent writer
     return record
+
+
+def has_own_limit() -> ColumnElement[bool]:
+    """A condition true of the records that hold at least one limit (not all ``null``)."""
+    columns = table_of(QuotaRow).c
+    return or_(*(c.is_not(None) for c in columns if c.key != "project_id"))

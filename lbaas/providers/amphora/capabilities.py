@@ -91,7 +91,8 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
         "declare this zone (agent.zone)",
         "volume_zone": f"The volume availability zone. {_NOT_YET}",
         "management_network": f"The management network ID for the amphora. {_NOT_YET}",
-        "valid_vip_networks": f"The network IDs VIPs of this zone may use. {_NOT_YET}",
+        "valid_vip_networks": "The network IDs VIPs of this zone may use (a list); a load "
+        "balancer created in the zone with its VIP on another network is refused",
     },
     unhonoured_keys=frozenset(
         {
@@ -101,7 +102,6 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             "allow_member_sriov",
             "volume_zone",
             "management_network",
-            "valid_vip_networks",
         }
     ),
     profile_values={"loadbalancer_topology": frozenset(E.Topology)},

@@ -36,6 +36,7 @@ class PostgresCoordinator:
         if not _TABLE_NAME.match(table):
             raise ValueError(f"coordination table {table!r} is not a plain lower-case name")
         self._dsn = conninfo(url)
+        self.table = table
         self._table = sql.Identifier(table)
         self._timeout = timeout
         self._lock = threading.Lock()

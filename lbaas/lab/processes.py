@@ -83,22 +83,31 @@ def run_all_to_end(
                 process.wait()
 
 
-def start(namespace: str, argv: Sequence[str], log: Path, cwd: Path) -> int:
+def start(
+    namespace: str,
+    argv: Sequence[str],
+    log: Path,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+) -> int:
     """Start ``argv`` inside ``namespace`` in a session of its own, output to ``log``; its pid.
+    ``env`` adds variables (``LBAAS_CONFIG``: a settings file of the host's own).
 
     The process outlives the caller (``lbaas lab up`` returns while it runs); the lab kills
     it by pid. A thread waits for it so it is reaped if it dies while the caller lives.
     """
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
     try:
-        process = _popen(namespace, argv, fd, cwd)
+        process = _popen(namespace, argv, fd, cwd, env or {})
     finally:
         os.close(fd)
     threading.Thread(target=process.wait, name=f"lab-reaper-{process.pid}", daemon=True).start()
     return process.pid
 
 
-def _popen(namespace: str, argv: Sequence[str], fd: int, cwd: Path) -> subprocess.Popen[bytes]:
+def _popen(
+    namespace: str, argv: Sequence[str], fd: int, cwd: Path, env: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
             on_host(namespace, argv, cwd),
@@ -106,7 +115,7 @@ def _popen(namespace: str, argv: Sequence[str], fd: int, cwd: Path) -> subproces
             stdout=fd,
             stderr=subprocess.STDOUT,
             cwd=cwd,
-            env=_environment({}),
+            env=_environment(env),
             start_new_session=True,
         )
     except OSError as exc:  # nsenter missing, say: the lab's error, not a traceback

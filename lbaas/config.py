@@ -993,6 +993,16 @@ class CoordinationSettings(_Section):
             "(a holder fences by its own clock whatever this is)."
         ),
     )
+    leader_ttl: float = Field(
+        5.0,
+        gt=0,
+        le=3600,
+        description=(
+            "Seconds a control-plane process leads a singleton loop (distributed status "
+            "poll, housekeeping, tier watch) after its last renewal; renewed every third. "
+            "A crashed leader's loops resume in another process after at most this."
+        ),
+    )
 
 
 class Settings(_Section):

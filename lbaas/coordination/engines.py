@@ -7,9 +7,10 @@ etcd; a tier node's agent at the one its control plane uses.
 
 from __future__ import annotations
 
-from lbaas.config import CoordinationSettings
+from lbaas.config import CoordinationSettings, Settings
 from lbaas.coordination.base import Coordinator
 from lbaas.coordination.embedded import EmbeddedCoordinator
+from lbaas.coordination.leader import Leadership
 
 
 def open_coordinator(settings: CoordinationSettings, database_url: str = "") -> Coordinator:
@@ -26,3 +27,13 @@ def open_coordinator(settings: CoordinationSettings, database_url: str = "") -> 
     from lbaas.coordination.etcd import EtcdCoordinator
 
     return EtcdCoordinator(settings.url, settings.timeout)
+
+
+def open_leadership(settings: Settings, loop: str) -> Leadership | None:
+    """The election for singleton ``loop`` on the configured engine, not yet started;
+    None with the embedded engine, where this process leads its own loops."""
+    if settings.coordination.engine == "embedded":
+        return None
+    coordinator = open_coordinator(settings.coordination, settings.database_url)
+    ttl = settings.coordination.leader_ttl
+    return Leadership(coordinator, loop, ttl, owns_engine=True)

@@ -92,6 +92,10 @@ class EtcdCoordinator:
                 raise CoordinationUnavailable(f"etcd coordination: {exc}") from exc
 
     def live(self, prefix: str) -> list[LiveLease]:
+        with self._lock:  # one HTTP session, shared with the renewing thread
+            return self._live(prefix)
+
+    def _live(self, prefix: str) -> list[LiveLease]:
         try:
             found = self._client.get_prefix(self._key(prefix))
             leases = []

@@ -33,6 +33,7 @@ from prometheus_client import start_http_server
 
 from lbaas.config import TierSettings
 from lbaas.coordination.base import Coordinator
+from lbaas.coordination.leader import Leadership
 from lbaas.tier.coordinated_leases import CoordinatedLeaseReader, CoordinatedWatcher
 from lbaas.tier.health_port import tcp_health_check
 from lbaas.tier.host.bird import BirdCommandFailed, BirdControl
@@ -140,10 +141,16 @@ class TierWatch:
         self._server, _ = start_http_server(port, addr=host, registry=registry)
         return int(self._server.server_port)
 
-    def run(self) -> None:
-        """Sweep until ``stop`` (SIGTERM/SIGINT in ``main``)."""
-        self.reconcile()
+    def run(self, leadership: Leadership | None = None) -> None:
+        """Sweep until ``stop`` (SIGTERM/SIGINT in ``main``); with ``leadership``, only
+        while this watcher leads ``tier-watch`` (several watchers, one acting)."""
+        leads = leadership.leads if leadership is not None else (lambda: True)
+        if leads():
+            self.reconcile()
         while not self._stop.wait(self.policy.renew_interval / 2):
+            if not leads():
+                self._applied.clear()  # a new leader reconciles everything afresh
+                continue
             try:
                 self.sweep()
             except Exception:  # noqa: BLE001 - one bad sweep must not end the watch
@@ -158,6 +165,12 @@ class TierWatch:
 
 def main(tier: TierSettings, coordinator: Coordinator | None = None) -> int:
     watch = TierWatch(tier, coordinator=coordinator)
+    # On an engine, several watchers may run: one sweeps and tells the router.
+    leadership = (
+        Leadership(coordinator, "tier-watch", max(1.0, watch.policy.lifetime)).start()
+        if coordinator is not None
+        else None
+    )
     port = watch.serve_metrics()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: watch.stop())
@@ -168,5 +181,7 @@ def main(tier: TierSettings, coordinator: Coordinator | None = None) -> int:
         f"{tier.metrics_host}:{port}" if port else "nothing",
     )
     print("ready", flush=True)
-    watch.run()
+    watch.run(leadership)
+    if leadership is not None:
+        leadership.stop()
     return 0

@@ -450,7 +450,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
 def cmd_tier(args: argparse.Namespace) -> int:
     from lbaas.tier.command import run
 
-    return run(args, _settings(args, create=False).tier)
+    return run(args, _settings(args, create=False))
 
 
 def cmd_kubernetes(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from lbaas.certs.authority import CertificateAuthority
 from lbaas.certs.kek import KeyRing, create_key_ring, load_key_ring
 from lbaas.config import Settings
 from lbaas.converge.converge import Converger
+from lbaas.coordination.engines import open_leadership
 from lbaas.db.engine import Database
 from lbaas.db.hosts import host_repo
 from lbaas.db.jobs import job_queue
@@ -174,7 +175,11 @@ def build_worker(
 
     watch = AgentReturnWatch(expedite)
     runner = JobRunner(database, converger, settings.worker, metrics=metrics, agent_watch=watch)
-    woken.append(Worker(database, runner, settings.worker, slot_tag=slot_tag))
+    # Several workers: one purges (leader election on [coordination]; None: this one).
+    housekeeping = open_leadership(settings, "housekeeping")
+    woken.append(
+        Worker(database, runner, settings.worker, slot_tag=slot_tag, housekeeping=housekeeping)
+    )
     return woken[0]
 
 

@@ -966,6 +966,45 @@ class TierSettings(_Section):
     )
 
 
+class CoordinationSettings(_Section):
+    """Where lbaas processes on several hosts agree: the tier's leases, leaders (issue 29)."""
+
+    engine: Literal["embedded", "postgresql", "etcd"] = Field(
+        "embedded",
+        description=(
+            "embedded: in the process's memory (lbaas serve, one process; nothing to run). "
+            "postgresql: a lease table in PostgreSQL, the database's clock (the default for "
+            "several hosts). etcd: etcd's own leases (whole seconds, at least ~1.5 s)."
+        ),
+    )
+    url: str = Field(
+        "",
+        description=(
+            "postgresql: a postgresql:// or postgresql+psycopg:// URL (empty: database.url). "
+            "etcd: http(s)://host:port of an etcd member's client URL."
+        ),
+    )
+    table: str = Field("lbaas_lease", description="postgresql: the lease table's name.")
+    timeout: float = Field(
+        0.25,
+        gt=0,
+        description=(
+            "Seconds one call to the engine may take before it counts as unavailable "
+            "(a holder fences by its own clock whatever this is)."
+        ),
+    )
+    leader_ttl: float = Field(
+        5.0,
+        gt=0,
+        le=3600,
+        description=(
+            "Seconds a control-plane process leads a singleton loop (distributed status "
+            "poll, housekeeping, tier watch) after its last renewal; renewed every third. "
+            "A crashed leader's loops resume in another process after at most this."
+        ),
+    )
+
+
 class Settings(_Section):
     """Everything lbaas reads from its environment."""
 
@@ -989,6 +1028,7 @@ class Settings(_Section):
     keymanager: KeyManagerSettings = KeyManagerSettings()
     access_log: AccessLogSettings = AccessLogSettings()
     tier: TierSettings = TierSettings()
+    coordination: CoordinationSettings = CoordinationSettings()
 
     @property
     def kek_path(self) -> Path:

@@ -5,7 +5,9 @@ Amphorae push heartbeats; the nodes of the ``distributed`` provider are asked in
 ``interval`` seconds, for every ACTIVE distributed load balancer. The report is rolled up
 and written through the same ``HealthStore.apply_operating_statuses`` as a heartbeat's,
 which refuses to write during a converge (the converge settles statuses itself) and skips
-what is already stored. The poll runs in the health manager, in a thread of its own.
+what is already stored. The poll runs in the health manager, in a thread of its own, and
+only in the health manager that leads ``distributed-poll`` when several run
+(``lbaas.coordination.leader``; ``run``'s ``leads``).
 """
 
 from __future__ import annotations
@@ -55,8 +57,13 @@ class DistributedStatusPoller:
         self.written += written
         return written
 
-    def run(self, stop: threading.Event, interval: float) -> None:
+    def run(
+        self, stop: threading.Event, interval: float, leads: Callable[[], bool] = lambda: True
+    ) -> None:
+        """Poll every ``interval`` s until ``stop``, each round only while ``leads()``."""
         while not stop.wait(interval):
+            if not leads():
+                continue
             # Top of the poll loop: one failed round must not end the polling.
             try:
                 self.poll_once()

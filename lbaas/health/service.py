@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.config import Settings
+from lbaas.coordination.engines import open_leadership
 from lbaas.db.engine import Database
 from lbaas.db.jobs import job_queue
 from lbaas.db.loadbalancers.loadbalancer_repo import active_loadbalancers_of, loadbalancer_kept
@@ -180,9 +181,12 @@ def _start_distributed_poll(
             ),
         ),
     )
+    # Several health managers: one of them polls (leader election on [coordination]).
+    leadership = open_leadership(settings, "distributed-poll")
+    leads = leadership.start().leads if leadership is not None else (lambda: True)
     thread = threading.Thread(
         target=poller.run,
-        args=(stop, settings.providers.distributed_status_interval),
+        args=(stop, settings.providers.distributed_status_interval, leads),
         name="distributed-poll",
         daemon=True,
     )
@@ -190,6 +194,8 @@ def _start_distributed_poll(
 
     def stop_polling() -> None:
         thread.join(5)
+        if leadership is not None:
+            leadership.stop()
         provider.close()
 
     return stop_polling

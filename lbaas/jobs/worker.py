@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from lbaas.config import WorkerSettings
+from lbaas.coordination.leader import Leadership
 from lbaas.db import housekeeping
 from lbaas.db.engine import Database
 from lbaas.db.housekeeping import Purged
@@ -44,8 +45,12 @@ class Worker:
         settings: WorkerSettings,
         clock: Callable[[], float] = time.time,
         slot_tag: str = "",
+        housekeeping: Leadership | None = None,
     ) -> None:
+        """``housekeeping``: the election for the purge when several workers run (None:
+        this worker purges)."""
         self._db = database
+        self._housekeeping = housekeeping
         self._runner = runner
         self._settings = settings
         self._clock = clock
@@ -76,6 +81,8 @@ class Worker:
         self._keeper.start()
         self._spawn(self._resync_loop, "resync")
         if self._settings.deleted_retention > 0:
+            if self._housekeeping is not None:
+                self._housekeeping.start()
             self._spawn(self._housekeeping_loop, "housekeeping")
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
@@ -96,6 +103,8 @@ class Worker:
         self._keeper_stop.set()
         if self._keeper is not None:
             self._keeper.join(2)
+        if self._housekeeping is not None and self._settings.deleted_retention > 0:
+            self._housekeeping.stop()  # released: another worker purges at once
         with self._running_lock:
             unfinished = sorted(self._running)
         if unfinished:
@@ -159,6 +168,8 @@ class Worker:
 
     def _housekeeping_loop(self) -> None:
         while not self._stop.wait(self._settings.housekeeping_interval):
+            if self._housekeeping is not None and not self._housekeeping.leads():
+                continue  # another worker leads the purge
             try:
                 purged = self.purge_expired()
                 if purged.loadbalancers or purged.amphorae:

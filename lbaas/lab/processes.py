@@ -1,10 +1,14 @@
 """Starting lbaas processes inside a lab's namespaces (the lab's only use of ``subprocess``).
 
 A process joins a namespace with ``nsenter --net`` rather than ``ip netns exec``: the latter
-also gives it a mount namespace of its own, where the namespaces an agent creates for its
-amphorae (``ip netns add`` bind-mounts them under /run/netns) would be visible to that agent
-alone, and neither ``lab down`` nor HAProxy's ``ip netns exec`` could find them. ``nsenter``
-execs the program, so the pid it is started with is the program's, which the lab registers.
+gives it a fresh mount namespace of its own (a slave of the caller's), where the namespaces
+an agent creates for its amphorae (``ip netns add`` bind-mounts them under /run/netns)
+would be visible to that agent alone, and neither ``lab down`` nor HAProxy's ``ip netns
+exec`` could find them. A host's long-running processes (``start``) also enter the host's
+own mount namespace (``lbaas.lab.mounts``: private state, sockets and /tmp; /run/netns
+still the machine's); one-shot commands and probes are the operator's and see the
+machine's files. ``nsenter`` execs the program, so the pid it is started with is the
+program's, which the lab registers.
 """
 
 from __future__ import annotations
@@ -17,13 +21,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lbaas.lab.base import LabError
+from lbaas.lab.mounts import enter_options
 from lbaas.private_files import FILE_MODE
 
 _POLL = 0.1
 
 
 def in_namespace(namespace: str, argv: Sequence[str]) -> list[str]:
+    """``argv`` in ``namespace``'s network namespace only (the operator's commands)."""
     return ["nsenter", f"--net=/run/netns/{namespace}", "--", *argv]
+
+
+def on_host(namespace: str, argv: Sequence[str], cwd: Path) -> list[str]:
+    """``argv`` as a process of lab host ``namespace``: its network and mount namespaces."""
+    net = f"--net=/run/netns/{namespace}"
+    return ["nsenter", net, *enter_options(namespace, cwd), "--", *argv]
 
 
 def _environment(extra: Mapping[str, str]) -> dict[str, str]:
@@ -71,30 +83,39 @@ def run_all_to_end(
                 process.wait()
 
 
-def start(namespace: str, argv: Sequence[str], log: Path, cwd: Path) -> int:
+def start(
+    namespace: str,
+    argv: Sequence[str],
+    log: Path,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+) -> int:
     """Start ``argv`` inside ``namespace`` in a session of its own, output to ``log``; its pid.
+    ``env`` adds variables (``LBAAS_CONFIG``: a settings file of the host's own).
 
     The process outlives the caller (``lbaas lab up`` returns while it runs); the lab kills
     it by pid. A thread waits for it so it is reaped if it dies while the caller lives.
     """
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
     try:
-        process = _popen(namespace, argv, fd, cwd)
+        process = _popen(namespace, argv, fd, cwd, env or {})
     finally:
         os.close(fd)
     threading.Thread(target=process.wait, name=f"lab-reaper-{process.pid}", daemon=True).start()
     return process.pid
 
 
-def _popen(namespace: str, argv: Sequence[str], fd: int, cwd: Path) -> subprocess.Popen[bytes]:
+def _popen(
+    namespace: str, argv: Sequence[str], fd: int, cwd: Path, env: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
-            in_namespace(namespace, argv),
+            on_host(namespace, argv, cwd),
             stdin=subprocess.DEVNULL,
             stdout=fd,
             stderr=subprocess.STDOUT,
             cwd=cwd,
-            env=_environment({}),
+            env=_environment(env),
             start_new_session=True,
         )
     except OSError as exc:  # nsenter missing, say: the lab's error, not a traceback

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
+from typing import Protocol
 
 from lbaas.config import TierSettings
 
@@ -20,6 +21,13 @@ _TIMEOUT = TierSettings().lease_store_timeout  # tier.lease_store_timeout's defa
 
 class LeaseStoreUnavailable(Exception):
     """The lease store cannot be read or written (an outage)."""
+
+
+class LeaseReader(Protocol):
+    """What status and metrics read: node -> wall time of its last renewal (this file, or
+    ``lbaas.tier.coordinated_leases.CoordinatedLeaseReader``)."""
+
+    def read(self) -> dict[str, float]: ...
 
 
 class SqliteLeaseStore:

@@ -16,14 +16,14 @@ from typing import Any
 
 from lbaas.tier.host.bird import BirdCommandFailed, BirdControl
 from lbaas.tier.lease import LeasePolicy
-from lbaas.tier.lease_store import LeaseStoreUnavailable, SqliteLeaseStore
+from lbaas.tier.lease_store import LeaseReader, LeaseStoreUnavailable
 
 DownVerdict = Callable[[str], bool]
 
 
 def router_status(
     router: BirdControl,
-    store: SqliteLeaseStore,
+    store: LeaseReader,
     nodes: Iterable[str],
     policy: LeasePolicy,
     down: DownVerdict | None = None,

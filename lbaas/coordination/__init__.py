@@ -1,0 +1,1 @@
+"""Coordination between lbaas processes on several hosts: leases and leader election."""

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 
 from lbaas.db.engine import Database
-
-MIGRATIONS = Path(__file__).parent / "migrations"
+from lbaas.db.schema_check import MIGRATIONS
 
 
 def alembic_config(database: Database) -> Config:

@@ -13,6 +13,8 @@ does not know (a newer schema during a rolling upgrade) breaks nothing.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sqlalchemy import inspect
 from sqlalchemy.engine import Engine
 
@@ -36,12 +38,15 @@ def missing_from_database(engine: Engine) -> list[str]:
     return missing
 
 
+#: Alembic's scripts (as ``lbaas.db.migrate`` runs them; named here, not imported, because
+#: migrate needs the engine, whose error mapping needs this module).
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
 def _revisions(engine: Engine) -> tuple[str | None, str | None]:
     """(the database's Alembic revision, the newest revision this code ships)."""
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
-
-    from lbaas.db.migrate import MIGRATIONS
 
     with engine.connect() as conn:
         current = MigrationContext.configure(conn).get_current_revision()

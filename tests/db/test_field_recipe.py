@@ -19,7 +19,7 @@ from pathlib import Path
 
 from alembic.script import ScriptDirectory
 
-from lbaas.db.migrate import MIGRATIONS
+from lbaas.db.schema_check import MIGRATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELD = "recipe_probe"

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from alembic.script import ScriptDirectory
 
-from lbaas.db.migrate import MIGRATIONS
+from lbaas.db.schema_check import MIGRATIONS
 from tests.e2e.conftest import free_port
 from tests.support.processes import lbaas_env, lbaas_process
 from tests.support.waiting import wait_until

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from lbaas.amphora.converger import AmphoraConverger
 from lbaas.amphora.vip_owners import foreign_listeners
-from lbaas.amphora.vip_probe import ProbeSubject, probe_subject
+from lbaas.amphora.vip_probe import ProbeSubject, probe_errors
 from lbaas.host.runtime_api import RuntimeApiError
 from lbaas.model.graph import ListenerId
 from lbaas.render.haproxy.names import parse_server_name
@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds one connect of the check may take (the periodic probe's default).
 CONNECT_TIMEOUT = 1.0
-ATTEMPTS = 3
-RETRY_PAUSE = 0.2
+ATTEMPTS = 4
+RETRY_PAUSE = 0.3
 
 
 def check_amphora(amp: AmphoraConverger, timeout: float = CONNECT_TIMEOUT) -> AmphoraDiagnosis:
@@ -45,7 +45,8 @@ def check_amphora(amp: AmphoraConverger, timeout: float = CONNECT_TIMEOUT) -> Am
                 VipPortCheck(
                     listener_id=listener_id,
                     port=port,
-                    answers=answers.get(listener_id, False),
+                    answers=listener_id in answers and answers[listener_id] is None,
+                    error=answers.get(listener_id, "not probed"),
                     foreign=tuple(foreign),
                 )
             )
@@ -57,18 +58,22 @@ def check_amphora(amp: AmphoraConverger, timeout: float = CONNECT_TIMEOUT) -> Am
     )
 
 
-def _probe(subject: ProbeSubject, timeout: float) -> Mapping[ListenerId, bool]:
-    """Each port's connect; one that failed is tried again (``ATTEMPTS`` in all, a little
-    apart), since the periodic prober may hold the same source address and port towards
-    it at this very moment."""
-    results = dict(probe_subject(subject, timeout))
+def _probe(subject: ProbeSubject, timeout: float) -> Mapping[ListenerId, str | None]:
+    """Each port's connect (None: it completed; else why not); one that failed is tried
+    again (``ATTEMPTS`` in all, a little apart), since the periodic prober may hold the same
+    source address and port towards it at this very moment. A failure is logged with its
+    reason, which the diagnosis also carries."""
+    results = dict(probe_errors(subject, timeout))
     for _ in range(ATTEMPTS - 1):
-        failed = {lid: port for lid, port in subject.ports.items() if not results.get(lid)}
+        failed = {lid: port for lid, port in subject.ports.items() if results.get(lid)}
         if not failed:
             break
         time.sleep(RETRY_PAUSE)
         again = ProbeSubject(subject.amphora_id, subject.address, failed, subject.namespace)
-        results.update(probe_subject(again, timeout))
+        results.update(probe_errors(again, timeout))
+    for lid, error in results.items():
+        if error is not None:
+            log.warning("diagnosis of amphora %s: listener %s: %s", subject.amphora_id, lid, error)
     return results
 
 

@@ -54,6 +54,11 @@ def connects(address: str, port: int, timeout: float) -> bool:
     Sent from the VIP itself and ``VIP_PROBE_SOURCE_PORT``, which every frontend rejects
     before counting a session; closed with a reset, so no TIME_WAIT holds that port.
     """
+    return connect_error(address, port, timeout) is None
+
+
+def connect_error(address: str, port: int, timeout: float) -> str | None:
+    """Why a connect as ``connects`` makes it failed; None when it completed."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -61,17 +66,28 @@ def connects(address: str, port: int, timeout: float) -> bool:
         sock.settimeout(timeout)
         try:
             sock.bind((address, VIP_PROBE_SOURCE_PORT))
+        except OSError as exc:
+            return f"bind to {address}:{VIP_PROBE_SOURCE_PORT}: {exc.strerror or exc}"
+        try:
             sock.connect((address, port))
-        except OSError:
-            return False
-    return True
+        except TimeoutError:
+            return f"no connect within {timeout:g}s"
+        except OSError as exc:
+            return str(exc.strerror or exc)
+    return None
 
 
 def probe_subject(subject: ProbeSubject, timeout: float) -> dict[ListenerId, bool]:
     """Every listener port of ``subject``, probed from where its clients come in."""
+    return {lid: error is None for lid, error in probe_errors(subject, timeout).items()}
+
+
+def probe_errors(subject: ProbeSubject, timeout: float) -> dict[ListenerId, str | None]:
+    """Every listener port of ``subject`` probed: why each connect failed, None if it
+    completed."""
     if subject.namespace is None:
-        return {lid: connects(subject.address, p, timeout) for lid, p in subject.ports.items()}
-    results: dict[ListenerId, bool] = {}
+        return {lid: connect_error(subject.address, p, timeout) for lid, p in subject.ports.items()}
+    results: dict[ListenerId, str | None] = {}
 
     def inside() -> None:
         # A fresh thread: entering the namespace moves only it, and it ends afterwards.
@@ -79,10 +95,10 @@ def probe_subject(subject: ProbeSubject, timeout: float) -> dict[ListenerId, boo
             enter_network_namespace(str(subject.namespace))
         except OSError as exc:
             log.info("cannot probe amphora %s: %s", subject.amphora_id, exc)
-            results.update(dict.fromkeys(subject.ports, False))
+            results.update(dict.fromkeys(subject.ports, f"cannot enter the namespace: {exc}"))
             return
         for lid, port in subject.ports.items():
-            results[lid] = connects(subject.address, port, timeout)
+            results[lid] = connect_error(subject.address, port, timeout)
 
     thread = threading.Thread(target=inside, name="vip-probe-netns", daemon=True)
     thread.start()

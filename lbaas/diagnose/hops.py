@@ -108,16 +108,22 @@ def vip_hops(
             yield Verdict("vip", verdict.level, f"{where}: {verdict.detail}")
 
 
+Witness = tuple[ProbeFacts, bool, str | None]
+"""One amphora's probe of a listener: what it found, whether made now, why it failed."""
+
+
 def _witnesses(
     facts: LoadBalancerFacts, listener: Listener, heard: set[str], looks: AgentLooks
-) -> list[tuple[ProbeFacts, bool]]:
-    """(probe, made now) per amphora: its agent's connect now, else its fresh heartbeat's."""
-    found = {p.amphora_id: (p, False) for p in facts.probes.get(listener.id, [])}
+) -> list[Witness]:
+    """Per amphora: its agent's connect now, else its fresh heartbeat's probe."""
+    found: dict[str, Witness] = {
+        p.amphora_id: (p, False, None) for p in facts.probes.get(listener.id, [])
+    }
     found = {amp: seen for amp, seen in found.items() if amp in heard}
     for amphora_id, look in looks.seen.items():
         for port in look.vip_ports:
             if port.listener_id == listener.id:
-                found[amphora_id] = (ProbeFacts(amphora_id, port.answers), True)
+                found[amphora_id] = (ProbeFacts(amphora_id, port.answers), True, port.error)
     return [found[amp] for amp in sorted(found)]
 
 
@@ -125,16 +131,17 @@ def _answers(
     facts: LoadBalancerFacts,
     listener: Listener,
     probe: VipProbe,
-    witnesses: list[tuple[ProbeFacts, bool]],
+    witnesses: list[Witness],
 ) -> Verdict:
     """Whether the listener answers; the detail without the listener's name."""
     if witnesses:
         said = ", ".join(
             f"amphora {p.amphora_id}: {'answers' if p.answered else 'no answer'}"
             + (" now" if made_now else "")
-            for p, made_now in witnesses
+            + (f" ({error})" if error and not p.answered else "")
+            for p, made_now, error in witnesses
         )
-        if any(p.answered for p, _ in witnesses):
+        if any(p.answered for p, _, _ in witnesses):
             return Verdict("vip", Level.OK, f"answers (agent probe from {said})")
         healthy = _members_fine(facts, listener.default_pool_id)
         why = "; its members are healthy: the break is between clients and the VIP"

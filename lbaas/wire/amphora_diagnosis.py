@@ -37,6 +37,7 @@ class VipPortCheck(_Wire):
     listener_id: str
     port: int = Field(ge=1, le=65535)
     answers: bool = Field(description="A connect from the agent's probe source completed.")
+    error: str | None = Field(None, description="Why the last connect failed, when it did.")
     foreign: tuple[ListeningProcess, ...] = Field(
         (), description="Listening on the VIP:port, and not the amphora's HAProxy."
     )

@@ -80,8 +80,13 @@ def test_master_killed_the_backup_takes_over_and_keeps_the_member(pair: VrrpPair
     )
     assert served.body == before.body  # the BACKUP's HAProxy knew the client's member
     assert pair.entered(backup, AmphoraRole.MASTER) == 1
-    # The killed keepalived is not reported; the survivor reports MASTER.
-    assert pair.manager.vrrp_states() == {backup: "MASTER"}
+    # The killed keepalived is not reported; the survivor reports MASTER once its notify
+    # script (forked by keepalived after it logs the transition) has written the state.
+    wait_until(
+        lambda: pair.manager.vrrp_states() == {backup: "MASTER"},
+        timeout=10,
+        what="the survivor's notify script to report MASTER",
+    )
 
     # The agent's supervisor brings the dead processes back; keepalived starts by removing
     # the VIP, and nopreempt keeps the new MASTER in place.

@@ -72,6 +72,14 @@ def _with(looks: AgentLooks, port: VipPortCheck, *, foreign: bool) -> AgentLooks
     return AgentLooks({"amp-1": seen.model_copy(update={"vip_ports": (checked,)})})
 
 
+def test_a_vip_with_no_answer_now_says_why() -> None:
+    port = VipPortCheck(listener_id=LISTENER, port=80, answers=False, error="Connection refused")
+    looks = AgentLooks({"amp-1": AmphoraDiagnosis(amphora_id="amp-1", haproxy_pids=(7,))})
+    (verdict,) = vip_hops(_facts(), _NeverAsked(), 30.0, NOW, _with(looks, port, foreign=False))
+    assert verdict.level is Level.FAIL, verdict
+    assert "amphora amp-1: no answer now (Connection refused)" in verdict.detail
+
+
 def test_a_down_member_says_why_in_haproxys_words() -> None:
     refused = ServerCheck(
         backend="be_p",

@@ -34,7 +34,6 @@ from lbaas.lab.addresses import (
 )
 from lbaas.lab.base import LabError, LabExists, Runner
 from lbaas.lab.host_loss import HostLoss, lose_host
-from lbaas.lab.mounts import MOUNT_NAMESPACES, HostFiles, HostMounts
 from lbaas.lab.netns import Netns
 from lbaas.lab.state import (
     LabState,
@@ -60,12 +59,10 @@ class Lab:
         *,
         run: Runner = run_command,
         rng: random.Random | None = None,
-        mount_root: Path = MOUNT_NAMESPACES,
     ) -> None:
         self.names = n.LabNames(name)
         self._file = StateFile(state_dir, name)
         self._netns = Netns(run)
-        self._mounts = HostMounts(run, mount_root)
         self._run = run
         self._rng = rng or random.Random()
 
@@ -109,40 +106,17 @@ class Lab:
         finally:
             self.down()
 
-    def _namespace(self, state: LabState, namespace: str, *, host: bool = True) -> None:
-        """Create ``namespace``; a ``host`` (not the fabric) also gets its mount namespace."""
+    def _namespace(self, state: LabState, namespace: str) -> None:
         state.namespaces.append(namespace)
         self._file.save(state)  # intent first: a crash after this line leaves nothing unnamed
         self._netns.add(namespace)
-        if host:
-            self._mounts.create(namespace, self.host_files(namespace))
-
-    def host_files(self, namespace: str) -> HostFiles:
-        """What a process on lab host ``namespace`` sees of the lab's files: its own
-        directories; the rest of every lab's state and access-log sockets is hidden.
-
-        ``tier/leases`` is the one directory several hosts (the tier nodes, the router)
-        share: the tier's SQLite lease store, the cheat issue 29 names, until the leases
-        move onto a coordination service."""
-        tier = self.services_dir / "tier"
-        rest = namespace.removeprefix(self.names.prefix)
-        own: list[Path] = []
-        if rest == "ctl":
-            own = [self.services_dir / "ctl"]
-        elif rest == "rtr":
-            own = [tier / "rtr", tier / "watch", tier / "leases"]
-        elif rest[:1] == "h" and rest[1:].isdigit():
-            own = [self.services_dir / rest, tier / rest, self.names.log_sockets / rest]
-            own.append(tier / "leases")
-        hidden = (self.services_dir.parent, n.LOG_SOCKETS_ROOT)
-        return HostFiles(own=tuple(own), hidden=hidden)
 
     def _bridged_networks(self, state: LabState) -> list[str]:
         return [net for net in state.networks if net != "out"]
 
     def _build_fabric(self, state: LabState) -> None:
         fabric = self.names.fabric
-        self._namespace(state, fabric, host=False)
+        self._namespace(state, fabric)
         self._netns.bridge(fabric, n.FABRIC_BRIDGE)
         self._netns.bridge(fabric, n.VIP_BRIDGE)
         for index in range(state.members):
@@ -243,9 +217,6 @@ class Lab:
             self._kill_pids(self._netns.pids(namespace))
             if self._netns.delete(namespace):
                 removed.append(namespace)
-        for namespace in self._mounts.names():
-            if self.names.is_ours(namespace):
-                self._mounts.remove(namespace)
         self._file.remove()
         # The processes' state directories (databases, amphora files, logs) go with them.
         shutil.rmtree(self._file.services_dir, ignore_errors=True)
@@ -347,7 +318,6 @@ class Lab:
         """End the processes in one of the lab's namespaces and delete it."""
         self._kill_pids(self._netns.pids(namespace))
         self._netns.delete(namespace)
-        self._mounts.remove(namespace)
         state = self._loaded()
         state.namespaces = [ns for ns in state.namespaces if ns != namespace]
         self._file.save(state)

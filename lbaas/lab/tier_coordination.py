@@ -1,7 +1,7 @@
 """The lab tier's leases over the network: etcd on the control host, a lease process per node.
 
-Since each lab host has its own files (``lbaas.lab.mounts``), the one way left for the
-tier's nodes to share their leases is the network, as on real hosts (issue 29.2). This
+Real hosts share no file, so the tier's nodes share their leases over the network, as
+on real hosts (issue 29.2), never through a file of the machine the lab runs on. This
 starts etcd (Debian's ``etcd-server``) in ``<lab>-ctl``, listening on the control host's
 fabric address, tuned (``--election-timeout 100``) so a lease may be as short as one
 second, with its data in the control host's own directory; and on node ``hN`` the

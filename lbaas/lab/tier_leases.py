@@ -1,9 +1,8 @@
 """Leases in a lab tier: a node agent per node, the control plane's watcher in this process.
 
 Each node runs ``lbaas.tier.node_agent`` (registered with the lab as the node's host, so
-``host-down`` kills it), renewing its lease in ``<services_dir>/tier/leases/leases.sqlite``
-(the one directory the lab's hosts share, ``Lab.host_files``) and answering on its health
-port on the fabric. The watcher sweeps in a thread: it checks a
+``host-down`` kills it), renewing its lease in ``<services_dir>/tier/leases.sqlite`` and
+answering on its health port on the fabric. The watcher sweeps in a thread: it checks a
 node's health port from the router's namespace (a TCP connect; ``tier.health_check_tries``
 tries of ``tier.health_check_timeout`` seconds, 2 of 1 s by default) and withdraws
 a node marked down by disabling the router's BGP session with it, which removes the node's
@@ -20,7 +19,6 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from prometheus_client import start_http_server
@@ -28,21 +26,14 @@ from prometheus_client import start_http_server
 from lbaas.host.commands import run_command
 from lbaas.lab import processes
 from lbaas.lab.addresses import FIRST_HOST, address, bare
-from lbaas.lab.lab import Lab
 from lbaas.lab.tier import ROUTER, LabTier, node_protocol
 from lbaas.lab.tier_status import tier_status
-from lbaas.private_files import make_private_directory
 from lbaas.tier.lease import LeasePolicy, LeaseTable
 from lbaas.tier.lease_store import SqliteLeaseStore
 from lbaas.tier.metrics import tier_registry
 from lbaas.tier.watcher import LeaseWatcher, SweepReport
 
 HEALTH_PORT = 9180
-
-
-def lease_store_path(lab: Lab) -> Path:
-    """The tier's SQLite lease store, in the directory the tier's hosts share."""
-    return lab.services_dir / "tier" / "leases" / "leases.sqlite"
 
 
 class LabLeases:
@@ -56,8 +47,7 @@ class LabLeases:
         self.tier = tier
         self.static_vips = tuple(static_vips)
         self.policy = policy or LeasePolicy()
-        make_private_directory(lease_store_path(tier.lab).parent)
-        self.store = SqliteLeaseStore(lease_store_path(tier.lab))
+        self.store = SqliteLeaseStore(tier.lab.services_dir / "tier" / "leases.sqlite")
         self.store.create()
         self.table = LeaseTable(self.policy, time.monotonic)
         self.watcher = LeaseWatcher(

@@ -24,7 +24,7 @@ def _control(lab: Lab, owner: str) -> BirdControl:
 
 
 def _leases(lab: Lab) -> dict[str, float] | None:
-    path = lab.services_dir / "tier" / "leases" / "leases.sqlite"  # tier_leases' store
+    path = lab.services_dir / "tier" / "leases.sqlite"
     try:
         return SqliteLeaseStore(path).read() if path.exists() else None
     except LeaseStoreUnavailable:

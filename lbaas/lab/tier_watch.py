@@ -2,7 +2,7 @@
 
 ``lbaas lab up --tier K`` starts it after the nodes' lease agents, registered with the lab as
 ``tier-watch`` (``down`` kills it; ``host-down`` of a node does not). It reads a settings
-file written here, ``<services_dir>/tier/watch/watch.toml`` (the router host's own directory): the nodes' health ports on the fabric,
+file written here, ``<services_dir>/tier/watch.toml``: the nodes' health ports on the fabric,
 the lease store, the router BIRD's control socket, the lease timings the ``lbaas lab``
 command was given, and ``/metrics`` on the router's fabric address (port ``METRICS_PORT``),
 so a scraper in the control namespace reaches it over the fabric.
@@ -19,8 +19,8 @@ from lbaas.lab.addresses import FIRST_HOST, ROUTER_HOST, address, bare
 from lbaas.lab.lab import Lab
 from lbaas.lab.services import toml_text
 from lbaas.lab.tier import ROUTER, node_protocol
-from lbaas.lab.tier_leases import HEALTH_PORT, lease_store_path
-from lbaas.private_files import make_private_directory, write_private
+from lbaas.lab.tier_leases import HEALTH_PORT
+from lbaas.private_files import write_private
 
 OWNER = "tier-watch"
 METRICS_PORT = 9181
@@ -31,7 +31,7 @@ def watch_settings(lab: Lab, nodes: range, tier: TierSettings) -> dict[str, obje
     fabric = lab.state().networks["fab"]
     directory = lab.services_dir / "tier"
     return {
-        "state_dir": str(directory / "watch" / "state"),  # not ./state in its working directory
+        "state_dir": str(directory / "watch-state"),  # not ./state in its working directory
         "tier": {
             "lease_renew_interval": tier.lease_renew_interval,
             "lease_missed_renewals": tier.lease_missed_renewals,
@@ -42,7 +42,7 @@ def watch_settings(lab: Lab, nodes: range, tier: TierSettings) -> dict[str, obje
                 node_protocol(i): f"{bare(address(fabric, FIRST_HOST + i))}:{HEALTH_PORT}"
                 for i in nodes
             },
-            "lease_store": str(lease_store_path(lab)),
+            "lease_store": str(directory / "leases.sqlite"),
             "router_bird_socket": str(directory / ROUTER / "bird.ctl"),
             "metrics_host": metrics_host(lab),
             "metrics_port": METRICS_PORT,
@@ -56,9 +56,8 @@ def metrics_host(lab: Lab) -> str:
 
 def start_watch(lab: Lab, nodes: range, tier: TierSettings) -> int:
     """Start the watcher and wait for its /metrics; its pid."""
-    directory = lab.services_dir / "tier" / "watch"  # the router host's own (Lab.host_files)
-    make_private_directory(directory)
-    config = watch_config(lab)
+    directory = lab.services_dir / "tier"
+    config = directory / "watch.toml"
     write_private(config, toml_text(watch_settings(lab, nodes, tier)))
     argv = [sys.executable, "-m", "lbaas.cli", "--config", str(config), "tier", "watch"]
     log = directory / "watch.log"
@@ -69,8 +68,4 @@ def start_watch(lab: Lab, nodes: range, tier: TierSettings) -> int:
 
 
 def watch_log(lab: Lab) -> Path:
-    return lab.services_dir / "tier" / "watch" / "watch.log"
-
-
-def watch_config(lab: Lab) -> Path:
-    return lab.services_dir / "tier" / "watch" / "watch.toml"
+    return lab.services_dir / "tier" / "watch.log"

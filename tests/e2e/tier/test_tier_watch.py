@@ -27,8 +27,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from lbaas.lab.lab import Lab
 from lbaas.lab.tier import ROUTER, LabTier
-from lbaas.lab.tier_leases import LabLeases, lease_store_path
-from lbaas.lab.tier_watch import OWNER, watch_config, watch_log
+from lbaas.lab.tier_leases import LabLeases
+from lbaas.lab.tier_watch import OWNER, watch_log
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -53,7 +53,7 @@ def _wait(what: str, test: Callable[[], bool], timeout: float = 30.0) -> None:
 
 
 def _metrics(lab: Lab) -> dict[tuple[str, str], float]:
-    config = tomllib.loads(watch_config(lab).read_text())["tier"]
+    config = tomllib.loads((lab.services_dir / "tier" / "watch.toml").read_text())["tier"]
     url = f"http://{config['metrics_host']}:{config['metrics_port']}/metrics"
     done = subprocess.run(
         ["ip", "netns", "exec", lab.names.router, "curl", "-sf", "-m", "10", url],
@@ -103,7 +103,7 @@ def test_the_watcher_process_withdraws_dead_nodes_and_not_on_a_store_outage(
         assert shown[("lbaas_tier_lease_store_up", "")] == 1.0
 
         # The lease store gone for 4 s: every lease expires (1.5 s), every health port answers.
-        store = lease_store_path(lab)
+        store = lab.services_dir / "tier" / "leases.sqlite"
         store.rename(store.with_suffix(".away"))
         try:
             time.sleep(2.0)
@@ -142,7 +142,7 @@ def test_the_watcher_process_withdraws_dead_nodes_and_not_on_a_store_outage(
         _wait("h2 up", lambda: _metrics(lab)[("lbaas_tier_node_up", "h2")] == 1.0)
 
         # The operator's view, from the router: the watcher's own settings file.
-        config = str(watch_config(lab))
+        config = str(lab.services_dir / "tier" / "watch.toml")
         status: dict[str, Any] = json.loads(_cli("--config", config, "tier", "status").stdout)
         assert status["lease_store"] == "ok"
         assert status["nodes"]["h1"]["announced"] == [f"{vip}/32"]

@@ -46,7 +46,7 @@ class RecordingRunner:
 
 def test_every_namespace_is_recorded_before_it_is_created(tmp_path: Path) -> None:
     runner = RecordingRunner(StateFile(tmp_path, "lab"))
-    Lab("lab", tmp_path, mount_root=tmp_path / "mnt", run=runner).up(hosts=3, members=2)
+    Lab("lab", tmp_path, run=runner).up(hosts=3, members=2)
     created = [argv[3] for argv in runner.commands if argv[:3] == ["ip", "netns", "add"]]
     assert created == ["lab-fab", "lab-rtr", "lab-ctl", "lab-h1", "lab-h2", "lab-h3", "lab-cli"]
     assert runner.unrecorded == []
@@ -60,7 +60,7 @@ def test_every_namespace_is_recorded_before_it_is_created(tmp_path: Path) -> Non
 def test_up_refuses_an_existing_lab_and_changes_nothing(tmp_path: Path) -> None:
     runner = RecordingRunner(StateFile(tmp_path, "lab"), existing="lab-h1 (id: 3)\n")
     with pytest.raises(LabExists):
-        Lab("lab", tmp_path, mount_root=tmp_path / "mnt", run=runner).up(hosts=2)
+        Lab("lab", tmp_path, run=runner).up(hosts=2)
     assert runner.commands == [["ip", "netns", "list"]]
     assert not StateFile(tmp_path, "lab").exists()
 
@@ -71,7 +71,7 @@ def test_up_refuses_bad_sizes_before_running_anything(
 ) -> None:
     runner = RecordingRunner(StateFile(tmp_path, "lab"))
     with pytest.raises(LabError):
-        Lab("lab", tmp_path, mount_root=tmp_path / "mnt", run=runner).up(hosts, members)
+        Lab("lab", tmp_path, run=runner).up(hosts, members)
     assert runner.commands == []
 
 
@@ -108,12 +108,7 @@ def test_the_state_file_round_trips_with_its_processes(tmp_path: Path) -> None:
 
 
 def test_host_commands_on_a_lab_that_is_not_up_are_refused(tmp_path: Path) -> None:
-    lab = Lab(
-        "lab",
-        tmp_path,
-        mount_root=tmp_path / "mnt",
-        run=RecordingRunner(StateFile(tmp_path, "lab")),
-    )
+    lab = Lab("lab", tmp_path, run=RecordingRunner(StateFile(tmp_path, "lab")))
     with pytest.raises(LabError, match="not up"):
         lab.partition("h1")
     lab.up(hosts=2)
@@ -129,7 +124,7 @@ def test_down_without_a_readable_state_file_removes_the_labs_namespaces_by_name(
     store.path.parent.mkdir()
     store.path.write_text('{"name": "lab", "hos')  # cut short
     runner = RecordingRunner(store, existing="lab-h1\nlab2-h1\nlab-fab (id: 2)\nother\n")
-    removed = Lab("lab", tmp_path, mount_root=tmp_path / "mnt", run=runner).down()
+    removed = Lab("lab", tmp_path, run=runner).down()
     assert removed == ["lab-h1", "lab-fab"]
     deleted = [argv[3] for argv in runner.commands if argv[:3] == ["ip", "netns", "delete"]]
     assert deleted == ["lab-h1", "lab-fab"] and not store.exists()
@@ -144,12 +139,7 @@ def test_down_removes_the_labs_access_log_sockets_and_no_other_labs(tmp_path: Pa
         for path in sockets:
             path.parent.mkdir(parents=True)
             path.write_bytes(b"")  # a socket left by an agent killed with the lab
-        lab = Lab(
-            name,
-            tmp_path,
-            mount_root=tmp_path / "mnt",
-            run=RecordingRunner(StateFile(tmp_path, name)),
-        )
+        lab = Lab(name, tmp_path, run=RecordingRunner(StateFile(tmp_path, name)))
         lab.up(hosts=1)
         lab.down()
         assert not LabNames(name).log_sockets.exists()

@@ -91,6 +91,15 @@ def _setup_logging(settings: Settings) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
+def _check_exposure(settings: Settings) -> None:
+    """Refuse noauth beyond loopback (ConfigError: one line, exit 2), or warn when allowed."""
+    from lbaas.identity.exposure import exposure_warning
+
+    warning = exposure_warning(settings.api)
+    if warning is not None:
+        print(f"lbaas: {warning}", file=sys.stderr, flush=True)
+
+
 def _serve_api(settings: Settings, app: Any, listening: socket.socket) -> None:
     import uvicorn
 
@@ -125,6 +134,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     observed = serve_metrics(_settings(args))
     settings = observed.settings
+    _check_exposure(settings)
     lock = StateLock.acquire(settings.state_dir, "lbaas serve")  # held while it runs
     listening, agent_socket = bind_api(settings), bind_embedded_agent(settings)
     _setup_logging(settings)
@@ -229,6 +239,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     from lbaas.compose import http_app, open_database, open_providers, open_vault, wakeup_sender
 
     settings = _settings(args)
+    _check_exposure(settings)
     listening = bind_api(settings)
     _setup_logging(settings)
     stopping = hold_stop_signals()

@@ -97,13 +97,21 @@ def open_vault(settings: Settings, database: Database) -> SecretVault | None:
 
 
 def http_app(services: ApiServices) -> ASGIApp:
-    """What the API port serves: the Octavia API, and the key manager under /key-manager."""
+    """What the API port serves: the Octavia API, and the key manager under /key-manager,
+    behind Keystone token validation when ``api.auth_strategy = "keystone"``."""
     # Imported here: a worker never serves HTTP, and a restarted one must not spend
     # seconds importing the API before it converges again (issue 10).
     from lbaas.api.app import create_asgi_app
     from lbaas.keymanager.app import with_key_manager
 
-    return with_key_manager(services, create_asgi_app(services))
+    served = with_key_manager(services, create_asgi_app(services))
+    if services.settings.api.auth_strategy != "keystone":
+        return served
+    from lbaas.identity.keystone_tokens import KeystoneTokens
+    from lbaas.identity.token_middleware import KeystoneTokenMiddleware
+
+    keystone = services.settings.keystone_authtoken
+    return KeystoneTokenMiddleware(served, KeystoneTokens(keystone).validate, keystone)
 
 
 def open_providers(settings: Settings, database: Database) -> ProviderRegistry:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from lbaas.errors import ConfigError
 from lbaas.state_directory import DEFAULT_TEXT as DEFAULT_STATE_DIR_TEXT
@@ -70,12 +70,31 @@ class ApiSettings(_Section):
 
     host: str = Field("127.0.0.1", description="Address the API listens on.")
     port: int = Field(9876, description="Port the API listens on (Octavia's default).")
-    auth_strategy: Literal["noauth", "keystone_headers"] = Field(
+    auth_strategy: Literal["noauth", "keystone_headers", "keystone"] = Field(
         "noauth",
         description=(
             "noauth: identity from X-Project-Id / X-Roles when sent, else default_project_id "
-            "and default_roles. keystone_headers: a Keystone auth_token middleware in front "
-            "sets those headers; a request without roles may do nothing."
+            "and default_roles; served on loopback addresses only (allow_insecure_noauth). "
+            "keystone_headers: a Keystone auth_token middleware in front sets those "
+            "headers; a request without roles may do nothing. keystone: every request "
+            "carries a token lbaas validates against Keystone ([keystone_authtoken])."
+        ),
+    )
+    allow_insecure_noauth: bool = Field(
+        False,
+        description=(
+            "Let auth_strategy = noauth listen on an address beyond loopback, where anyone "
+            "who reaches it is whoever their headers say (an administrator when they say "
+            "nothing). Without it such a start is refused; with it, it warns at every start."
+        ),
+    )
+    policy_file: Path | None = Field(
+        None,
+        description=(
+            "An oslo.policy file (YAML) overriding Octavia's rules by name "
+            "(os_load-balancer_api:loadbalancer:get_one, load-balancer:read, ...); "
+            "`oslopolicy-sample-generator --namespace lbaas` prints them all. Re-read when "
+            "it changes. Unset: the defaults only, no file is searched for."
         ),
     )
     default_project_id: str = Field(
@@ -1005,6 +1024,72 @@ class CoordinationSettings(_Section):
     )
 
 
+class KeystoneAuthtokenSettings(_Section):
+    """Token validation against Keystone (api.auth_strategy = "keystone"), named as
+    keystonemiddleware's [keystone_authtoken] options are."""
+
+    www_authenticate_uri: str = Field(
+        "",
+        description=(
+            "The Keystone endpoint clients are sent to, in a 401's "
+            "`WWW-Authenticate: Keystone uri=...` header. Empty: auth_url."
+        ),
+    )
+    auth_url: str = Field(
+        "", description="Keystone's endpoint lbaas authenticates to and validates tokens at."
+    )
+    username: str = Field("", description="The service user that validates tokens.")
+    password: SecretStr | None = Field(None, description="The service user's password.")
+    user_domain_name: str = Field("Default", description="The service user's domain.")
+    project_name: str = Field("", description="The service user's project.")
+    project_domain_name: str = Field("Default", description="That project's domain.")
+    application_credential_id: str = Field(
+        "", description="An application credential instead of the user and password."
+    )
+    application_credential_secret: SecretStr | None = Field(
+        None, description="The application credential's secret."
+    )
+    token_cache_time: float = Field(
+        300.0,
+        ge=0,
+        description=(
+            "Seconds a validated (or refused) token is remembered, never past its expiry: "
+            "within this time a revoked token may still be accepted. 0: ask Keystone "
+            "on every request."
+        ),
+    )
+    token_cache_size: int = Field(
+        10000, ge=1, description="Tokens remembered at most; the oldest are forgotten first."
+    )
+    service_token_roles: tuple[str, ...] = Field(
+        ("service",),
+        description="A service token (X-Service-Token) needs one of these roles to count.",
+    )
+    service_token_roles_required: bool = Field(
+        False,
+        description=(
+            "true: a service token without one of service_token_roles is refused (401); "
+            "false: it is ignored, as keystonemiddleware's default."
+        ),
+    )
+    timeout: float = Field(10.0, gt=0, description="Seconds to wait for Keystone's answer.")
+
+    def credentials_problem(self) -> str | None:
+        """What is missing for lbaas to authenticate itself, None when nothing is."""
+        if not self.auth_url:
+            return "keystone_authtoken.auth_url is required"
+        if self.application_credential_id:
+            if self.application_credential_secret is None:
+                return "keystone_authtoken.application_credential_secret is required"
+            return None
+        if not (self.username and self.password is not None and self.project_name):
+            return (
+                "keystone_authtoken needs username, password and project_name "
+                "(or application_credential_id and application_credential_secret)"
+            )
+        return None
+
+
 class Settings(_Section):
     """Everything lbaas reads from its environment."""
 
@@ -1029,6 +1114,15 @@ class Settings(_Section):
     access_log: AccessLogSettings = AccessLogSettings()
     tier: TierSettings = TierSettings()
     coordination: CoordinationSettings = CoordinationSettings()
+    keystone_authtoken: KeystoneAuthtokenSettings = KeystoneAuthtokenSettings()
+
+    @model_validator(mode="after")
+    def _keystone_is_configured(self) -> Settings:
+        if self.api.auth_strategy == "keystone":
+            problem = self.keystone_authtoken.credentials_problem()
+            if problem is not None:
+                raise ValueError(f"api.auth_strategy = keystone: {problem}")
+        return self
 
     @property
     def kek_path(self) -> Path:

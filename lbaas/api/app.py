@@ -29,6 +29,7 @@ from lbaas.metadata.signing import shared_secret
 
 def create_app(services: ApiServices) -> FastAPI:
     operator_policy.check_defaults(services.settings.api)
+    _ = services.policy  # a broken policy file stops the start, not the first request
     app = FastAPI(
         title="lbaas",
         version=__version__,

@@ -19,10 +19,8 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import get_catalog_row
-from lbaas.api.policy import Rule, require_admin, require_reader
 from lbaas.api.read_routes import Conditions, Listing, add_list_route, add_show_route, path_id
 from lbaas.api.routing import add_write_routes
 from lbaas.api.schemas.catalog import reject_nulls
@@ -34,6 +32,8 @@ from lbaas.db.listing import derived_spec
 from lbaas.db.loadbalancers import loadbalancer_repo
 from lbaas.db.session import Session
 from lbaas.errors import Conflict, InvalidInput
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, require_admin, require_reader
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ from typing import NamedTuple
 from fastapi import Depends
 from starlette.requests import Request
 
-from lbaas.api.context import RequestContext, build_context
+from lbaas.api.metrics import route_template
 from lbaas.api.services import ApiServices
+from lbaas.identity.context import RequestContext, build_context
 
 
 def services_of(request: Request) -> ApiServices:
@@ -28,7 +29,8 @@ async def get_services(request: Request) -> ApiServices:
 async def get_context(request: Request) -> RequestContext:
     services = services_of(request)
     request_id = getattr(request.state, "request_id", "")
-    return build_context(request, services.settings.api, request_id)
+    route = route_template(request.scope)
+    return build_context(request, services.settings.api, request_id, services.policy, route)
 
 
 class Call(NamedTuple):

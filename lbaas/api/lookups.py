@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from lbaas.api.context import RequestContext
-from lbaas.api.policy import Rule, authorize
 from lbaas.db import table_rows
 from lbaas.db.session import Session
 from lbaas.db.tables import (
@@ -22,6 +20,8 @@ from lbaas.db.tables import (
     PoolRow,
 )
 from lbaas.errors import NotFound
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, authorize
 from lbaas.model.enums import ProvisioningStatus
 
 RowT = TypeVar("RowT", bound=Base)

@@ -19,10 +19,8 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import get_catalog_row
-from lbaas.api.policy import Rule, require_admin
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, no_conditions
 from lbaas.api.routing import add_write_routes
 from lbaas.api.schemas.catalog import check_profile_data, reject_nulls
@@ -32,6 +30,8 @@ from lbaas.api.writes import utcnow
 from lbaas.db.listing import ListSpec, derived_spec
 from lbaas.db.session import Session
 from lbaas.errors import Conflict, InvalidInput
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, require_admin
 from lbaas.providers.base import ProviderCapabilities
 
 

@@ -19,14 +19,14 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import list_page, parse_list_params, select_fields
-from lbaas.api.policy import Rule
 from lbaas.api.scoping import list_scope
 from lbaas.api.services import ApiServices
 from lbaas.db.listing import ListSpec, typed_filters
 from lbaas.db.session import Session
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule
 from lbaas.model.enums import ProvisioningStatus
 
 RenderMany = Callable[[Session, list[Any]], list[dict[str, Any]]]

@@ -10,9 +10,9 @@ from typing import Any
 
 from starlette.requests import Request
 
-from lbaas.api.context import RequestContext
-from lbaas.api.policy import Rule, allowed, authorize
 from lbaas.errors import Forbidden
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, allowed, authorize
 
 
 def list_scope(

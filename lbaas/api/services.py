@@ -9,6 +9,7 @@ from functools import cached_property
 from lbaas.config import Settings
 from lbaas.db.engine import Database
 from lbaas.db.secrets.secret_vault import SecretVault
+from lbaas.identity.enforcer import PolicyEnforcer
 from lbaas.keyrefs.base import KeyMaterial
 from lbaas.keyrefs.configured import barbican_material, routed
 from lbaas.keyrefs.vault_material import VaultMaterial
@@ -33,3 +34,11 @@ class ApiServices:
     def key_material(self) -> KeyMaterial:
         """Where certificate references are read: the vault, and the operator's Barbican."""
         return routed(VaultMaterial(self.vault), barbican_material(self.settings.keymanager))
+
+    @cached_property
+    def policy(self) -> PolicyEnforcer:
+        """Octavia's rules and the operator's policy file (read once at app creation)."""
+        api = self.settings.api
+        return PolicyEnforcer(
+            enforce_new_defaults=api.enforce_new_defaults, policy_file=api.policy_file
+        )

@@ -15,10 +15,10 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.read_routes import Render, path_key
 from lbaas.api.writes import TreeWrite, tree_write
+from lbaas.identity.context import RequestContext
 
 # (write, caller, the request's object) -> the new row
 Create = Callable[[TreeWrite, RequestContext, Any], Any]

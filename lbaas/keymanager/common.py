@@ -9,11 +9,11 @@ from typing import NamedTuple
 from fastapi import Depends
 from starlette.requests import Request
 
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
-from lbaas.api.policy import Rule, authorize
 from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.errors import InvalidInput, NotFound, ServiceUnavailable
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, authorize
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100

@@ -90,7 +90,8 @@ def control_settings(
         "state_dir": str(directory),
         # On every address: the agents read their ports and forward metadata requests
         # over the fabric; the CLI in ctl keeps 127.0.0.1.
-        "api": {"host": "0.0.0.0", "port": API_PORT},
+        # The lab's namespaces are its own network: noauth beyond loopback is meant here.
+        "api": {"host": "0.0.0.0", "port": API_PORT, "allow_insecure_noauth": True},
         "metadata": {"shared_secret": metadata_secret},
         "health": {
             "bind_host": _fabric_address(state, CONTROL_HOST),

@@ -21,7 +21,6 @@ from lbaas.api.builders.l7policy import build_l7policy
 from lbaas.api.builders.listener import build_listener
 from lbaas.api.builders.member import build_member
 from lbaas.api.builders.pool import build_pool
-from lbaas.api.context import RequestContext
 from lbaas.api.errors import validation_message
 from lbaas.api.quota import check_quota
 from lbaas.api.schemas.listener import ListenerNested
@@ -36,6 +35,7 @@ from lbaas.db import table_rows
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import InvalidInput, ValidationFailure
+from lbaas.identity.context import RequestContext
 from lbaas.model.graph import Vip
 from lbaas.network.allocation import VipRequest, allocate_vip
 

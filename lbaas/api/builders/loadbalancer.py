@@ -7,9 +7,7 @@ from datetime import datetime
 
 from lbaas.api.builders import graph_create
 from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
-from lbaas.api.context import RequestContext
 from lbaas.api.lookups import NIL_UUID
-from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreate, LoadBalancerUpdate
 from lbaas.api.services import ApiServices
@@ -23,6 +21,8 @@ from lbaas.db.tables import (
     LoadBalancerRow,
 )
 from lbaas.errors import InvalidInput, ValidationFailure
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, authorize
 from lbaas.network.allocation import VipRequest, allocate_vip
 
 

@@ -18,7 +18,6 @@ from starlette.responses import Response
 
 from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import select_fields
-from lbaas.api.policy import require_admin
 from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
 from lbaas.api.views.amphora import listener_stats_view, render_amphorae
@@ -29,6 +28,7 @@ from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import AmphoraRow, LoadBalancerRow
 from lbaas.errors import Conflict, NotFound
+from lbaas.identity.policy import require_admin
 from lbaas.model.enums import AmphoraStatus, ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["amphorae"])

@@ -17,13 +17,13 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response, StreamingResponse
 
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
-from lbaas.api.policy import Rule, allowed, authorize
 from lbaas.dashboard.snapshot import read_snapshot
 from lbaas.dashboard.stream import dashboard_events
 from lbaas.dashboard.tracker import TopologyTracker
 from lbaas.errors import Forbidden, NotFound
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, allowed, authorize
 
 router = APIRouter(tags=["dashboard"])
 _STATIC = resources.files("lbaas.dashboard") / "static"

@@ -14,9 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from lbaas.api.builders.healthmonitor import apply_healthmonitor_update, build_healthmonitor
-from lbaas.api.context import RequestContext
 from lbaas.api.lookups import find_pool, get_pool, get_visible
-from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
@@ -35,6 +33,8 @@ from lbaas.db.loadbalancers import pool_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import HealthMonitorRow, PoolRow
 from lbaas.errors import InvalidInput
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule
 from lbaas.model.enums import OperatingStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["healthmonitors"])

@@ -10,9 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from lbaas.api.builders.l7policy import build_l7policy, renumber_without, update_l7policy
-from lbaas.api.context import RequestContext
 from lbaas.api.lookups import get_l7policy, get_listener
-from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
@@ -31,6 +29,8 @@ from lbaas.db.loadbalancers import l7_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, ListenerRow
 from lbaas.errors import NotFound
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule
 
 router = APIRouter(route_class=JsonRoute, tags=["l7policies"])
 SPEC = derived_spec(L7PolicyRow, aliases={"tenant_id": "project_id"})

@@ -12,10 +12,8 @@ from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse
 
 from lbaas.api.builders.l7rule import build_l7rule, update_l7rule
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import get_l7policy
-from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, live_children
 from lbaas.api.routing import JsonRoute
@@ -28,6 +26,8 @@ from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, LoadBalancerRow
 from lbaas.errors import NotFound
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule
 from lbaas.model.enums import ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["l7rules"])

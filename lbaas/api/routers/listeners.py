@@ -14,10 +14,8 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from lbaas.api.builders.listener import build_listener, update_listener
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.lookups import get_listener, get_loadbalancer
-from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
@@ -36,6 +34,8 @@ from lbaas.db.listing import derived_spec
 from lbaas.db.loadbalancers import l7_repo
 from lbaas.db.tables import ListenerRow
 from lbaas.errors import ValidationFailure
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule
 
 router = APIRouter(route_class=JsonRoute, tags=["listeners"])
 SPEC = derived_spec(ListenerRow, aliases={"tenant_id": "project_id"})

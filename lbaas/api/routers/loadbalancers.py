@@ -14,7 +14,6 @@ from lbaas.api.builders.loadbalancer import (
     build_loadbalancer,
     reject_unsupported_vip_options,
 )
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import (
     TRUE_WORDS,
@@ -23,7 +22,6 @@ from lbaas.api.listing import (
     parse_list_params,
 )
 from lbaas.api.lookups import get_loadbalancer
-from lbaas.api.policy import Rule
 from lbaas.api.read_routes import add_show_route, live_rows_of_caller
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.loadbalancer import (
@@ -43,6 +41,8 @@ from lbaas.db.loadbalancers.loadbalancer_json import list_loadbalancers_json
 from lbaas.db.loadbalancers.tree_loader import load_tree
 from lbaas.db.tables import LoadBalancerRow
 from lbaas.errors import ValidationFailure
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule
 
 router = APIRouter(route_class=JsonRoute, tags=["loadbalancers"])
 SPEC = derived_spec(

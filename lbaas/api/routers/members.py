@@ -17,11 +17,9 @@ from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.builders.member import apply_batch, apply_member_update, build_member, check_subnet
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import TRUE_WORDS
 from lbaas.api.lookups import find_pool, get_pool, has_live_monitor
-from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, live_children
 from lbaas.api.routing import JsonRoute
@@ -38,6 +36,8 @@ from lbaas.db.listing import derived_spec
 from lbaas.db.session import Session
 from lbaas.db.tables import MemberRow, PoolRow
 from lbaas.errors import NotFound, ValidationFailure
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, authorize
 from lbaas.model.enums import ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["members"])

@@ -19,13 +19,13 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
-from lbaas.api.policy import Rule, allowed, authorize, require_reader
 from lbaas.api.routing import JsonRoute
 from lbaas.db.network import network_repo
 from lbaas.db.tables import NetworkRow, PortRow, SubnetRow
 from lbaas.errors import Forbidden, NotFound
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, allowed, authorize, require_reader
 from lbaas.model.enums import NetworkResourceStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["networking"])

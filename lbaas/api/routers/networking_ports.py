@@ -15,9 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
-from lbaas.api.policy import Rule, allowed, authorize, require_reader
 from lbaas.api.routers.networking import matches, port_view, visible
 from lbaas.api.routing import JsonRoute
 from lbaas.api.schemas.port import PortChanges, PortCreate, PortCreateBody, PortUpdateBody
@@ -26,6 +24,8 @@ from lbaas.db.network import network_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import PortRow
 from lbaas.errors import Conflict, NotFound
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, allowed, authorize, require_reader
 from lbaas.network import ports
 
 router = APIRouter(route_class=JsonRoute, tags=["networking"])

@@ -7,9 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from lbaas.api.builders.pool import apply_pool_update, build_pool
-from lbaas.api.context import RequestContext
 from lbaas.api.lookups import find_live, get_loadbalancer, get_pool
-from lbaas.api.policy import Rule
 from lbaas.api.quota import check_quota
 from lbaas.api.read_routes import Listing, add_list_route, add_show_route, tree_conditions
 from lbaas.api.routing import JsonRoute
@@ -22,6 +20,8 @@ from lbaas.db.loadbalancers import pool_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow, PoolRow
 from lbaas.errors import Conflict, NotFound, ValidationFailure
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule
 
 router = APIRouter(route_class=JsonRoute, tags=["pools"])
 SPEC = derived_spec(PoolRow, aliases={"tenant_id": "project_id"})

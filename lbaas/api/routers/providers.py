@@ -15,13 +15,13 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
 from lbaas.api.listing import select_fields
-from lbaas.api.policy import Rule, authorize
 from lbaas.api.routing import JsonRoute
 from lbaas.api.services import ApiServices
 from lbaas.errors import InvalidInput
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, authorize
 from lbaas.providers.base import ProviderCapabilities
 
 router = APIRouter(route_class=JsonRoute, tags=["providers"])

@@ -19,9 +19,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
-from lbaas.api.context import RequestContext
 from lbaas.api.deps import Call, get_call
-from lbaas.api.policy import Rule, authorize
 from lbaas.api.quota import KINDS
 from lbaas.api.read_routes import Listing, add_list_route
 from lbaas.api.routing import JsonRoute
@@ -33,6 +31,8 @@ from lbaas.db.quotas import quota_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import QuotaRow
 from lbaas.errors import InvalidInput, NotFound
+from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import Rule, authorize
 
 router = APIRouter(route_class=JsonRoute, tags=["quotas"])
 T = QuotaRow

@@ -26,14 +26,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, make_url
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from lbaas.db.connection_liveness import check_on_checkout
 from lbaas.db.error_mapping import mapped_errors, note_commit
-from lbaas.errors import ServiceUnavailable
+from lbaas.errors import ConfigError, ServiceUnavailable
 from lbaas.private_files import create_private
 
 LOG = logging.getLogger(__name__)
@@ -136,7 +136,10 @@ class Database:
         else:
             kwargs["pool_size"] = pool_size
             kwargs["max_overflow"] = pool_size
-        self.engine = create_engine(url, **kwargs)
+        try:
+            self.engine = create_engine(url, **kwargs)
+        except (ArgumentError, NoSuchModuleError) as exc:
+            raise ConfigError(f"database.url {shown_url(url)} cannot be used: {exc}") from exc
         if self.is_sqlite:
             _configure_sqlite(self.engine)
         else:
@@ -223,3 +226,11 @@ class Database:
         self.engine.dispose()
         if self._sqlite_writer is not None:
             self._sqlite_writer.close()
+
+
+def shown_url(url: str) -> str:
+    """``url`` fit for a message: its password hidden, or nothing of it when unparseable."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(not a database URL)"

@@ -6,9 +6,11 @@ from collections.abc import Callable
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy.exc import OperationalError
 
-from lbaas.db.engine import Database
+from lbaas.db.engine import Database, shown_url
 from lbaas.db.schema_check import MIGRATIONS
+from lbaas.errors import ConfigError
 
 
 def alembic_config(database: Database) -> Config:
@@ -34,11 +36,23 @@ def upgrade_database(
     config = alembic_config(database)
     if on_applied is not None:
         config.attributes["on_version_apply"] = on_applied
-    command.upgrade(config, revision)
+    try:
+        command.upgrade(config, revision)
+    except OperationalError as exc:
+        raise _unreachable(database, exc) from exc
+
+
+def _unreachable(database: Database, exc: OperationalError) -> ConfigError:
+    """A database that cannot be reached (or refuses us), in one line without a password."""
+    reason = str(exc.orig or exc).strip().splitlines()[0]
+    return ConfigError(f"cannot use the database at {shown_url(database.url)}: {reason}")
 
 
 def current_revision(database: Database) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
-    with database.engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+    try:
+        with database.engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    except OperationalError as exc:
+        raise _unreachable(database, exc) from exc

@@ -170,3 +170,22 @@ def test_a_taken_heartbeat_port_is_one_line(tmp_path: Path) -> None:
         "change health.bind_host/bind_port"
     )
     assert "API listening" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("bogus://x", "lbaas: configuration error: database.url bogus://x cannot be used: "),
+        (
+            "postgresql+psycopg://u:sekret@127.0.0.1:1/x",
+            "lbaas: configuration error: cannot use the database at "
+            "postgresql+psycopg://u:***@127.0.0.1:1/x: ",
+        ),
+    ],
+)
+def test_an_unusable_database_url_is_one_line_without_its_password(
+    tmp_path: Path, url: str, said: str
+) -> None:
+    done = _lbaas(["db", "upgrade", "--database-url", url], {"state_dir": str(tmp_path)})
+    assert _refused(done).startswith(said), done.stderr
+    assert "sekret" not in done.stderr + done.stdout

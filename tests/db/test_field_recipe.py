@@ -80,6 +80,7 @@ with running_control_plane(settings) as plane, TestClient(asgi_app(plane)) as cl
     assert listener["FIELD"] == "kept", listener
     shown = api.get(f"/v2/lbaas/listeners/{listener['id']}").json()["listener"]
     assert shown["FIELD"] == "kept", shown
+    api.wait_lb(lb["id"], timeout=60)  # a write while PENDING_UPDATE is Octavia's 409
     r = api.put(f"/v2/lbaas/listeners/{listener['id']}", {"listener": {"FIELD": None}})
     assert r.status_code == 200 and r.json()["listener"]["FIELD"] is None, r.text
     api.wait_lb(lb["id"], timeout=60)

@@ -64,8 +64,8 @@ def udp_names(vip: str, port: int, count: int) -> list[str]:
             sock.close()
 
 
-def hold(vip: str, port: int) -> None:
-    with socket.create_connection((vip, port), timeout=5) as conn:
+def hold(vip: str, port: int, source: str = "") -> None:
+    with socket.create_connection((vip, port), timeout=5, source_address=(source, 0)) as conn:
         stream = conn.makefile("rw")
         print(stream.readline().strip(), flush=True)
         for line in sys.stdin:
@@ -104,7 +104,7 @@ def main() -> None:
     elif mode == "rate":
         print(json.dumps(round(rate(args[0], args[1], int(args[2]), float(args[3])))))
     elif mode == "hold":
-        hold(args[0], int(args[1]))
+        hold(args[0], int(args[1]), *args[2:3])
     else:
         collect = tcp_names if mode == "tcp" else udp_names
         print(json.dumps(collect(args[0], int(args[1]), int(args[2]))))

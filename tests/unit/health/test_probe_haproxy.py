@@ -29,34 +29,22 @@ from lbaas.model.enums import ListenerProtocol
 from lbaas.model.graph import LoadBalancer
 from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
 from tests.support import graphs
-from tests.unit.render.haproxy_runner import haproxy_binary, prepare_run_dir
+from tests.unit.render.haproxy_runner import (
+    free_port,
+    haproxy_binary,
+    prepare_run_dir,
+    runtime_command,
+    wait_for_runtime,
+)
 
 pytestmark = pytest.mark.haproxy
 
 VIP = "127.0.0.1"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((VIP, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _runtime(sock_path: Path, command: str) -> str:
-    with socket.socket(socket.AF_UNIX) as conn:
-        conn.settimeout(10)
-        conn.connect(str(sock_path))
-        conn.sendall(command.encode() + b"\n")
-        chunks = []
-        while chunk := conn.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks).decode()
-
-
 def _frontend_sessions(sock_path: Path) -> int:
     """Sessions the listener's frontend has counted (``stot``)."""
-    lines = _runtime(sock_path, "show stat").splitlines()
+    lines = runtime_command(sock_path, "show stat").splitlines()
     header = lines[0].lstrip("# ").split(",")
     rows = [dict(zip(header, line.split(","), strict=False)) for line in lines[1:] if line]
     return sum(int(row["stot"]) for row in rows if row["svname"] == "FRONTEND")
@@ -94,7 +82,7 @@ def _answer(server: socket.socket) -> None:
 def haproxy(backend: socket.socket) -> Iterator[tuple[LoadBalancer, subprocess.Popen[bytes], Path]]:
     member = graphs.member("only", VIP, int(backend.getsockname()[1]))
     pool = graphs.pool("p", [member])
-    listener = graphs.listener("l", ListenerProtocol.HTTP, _free_port(), default_pool="p")
+    listener = graphs.listener("l", ListenerProtocol.HTTP, free_port(VIP), default_pool="p")
     lb = graphs.load_balancer([listener], [pool], vip_address=VIP)
     with tempfile.TemporaryDirectory(prefix="lbprobe-") as tmp:
         run_dir = Path(tmp)
@@ -109,24 +97,12 @@ def haproxy(backend: socket.socket) -> Iterator[tuple[LoadBalancer, subprocess.P
             stderr=subprocess.DEVNULL,
         )
         try:
-            _wait_for(run_dir / "rt.sock", process)
+            wait_for_runtime(run_dir / "rt.sock", process, 30)
             yield lb, process, run_dir / "rt.sock"
         finally:
             os.kill(process.pid, signal.SIGCONT)
             process.terminate()
             process.wait(timeout=30)
-
-
-def _wait_for(sock_path: Path, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30  # a bound against hanging, not an assertion
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "haproxy exited during start-up"
-        try:
-            _runtime(sock_path, "show info")
-            return
-        except OSError:
-            time.sleep(0.05)
-    pytest.fail("haproxy's runtime socket did not come up")
 
 
 def test_haproxy_whose_only_backend_just_died_is_judged_alive(

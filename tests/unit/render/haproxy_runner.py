@@ -10,7 +10,9 @@ configuration nobody checked with HAProxy is not known to work.
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -54,3 +56,37 @@ def check_config(path: Path) -> subprocess.CompletedProcess[str]:
         timeout=30,
         check=False,
     )
+
+
+def free_port(address: str = "127.0.0.1") -> int:
+    """A TCP port free on ``address`` now, for a listener of a rendered configuration."""
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def runtime_command(sock_path: Path, command: str, timeout: float = 10) -> str:
+    """One command's whole answer on HAProxy's runtime socket."""
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(timeout)
+        conn.connect(str(sock_path))
+        conn.sendall(command.encode() + b"\n")
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks).decode()
+
+
+def wait_for_runtime(sock_path: Path, process: subprocess.Popen[bytes], limit: float) -> None:
+    """Until HAProxy answers on its runtime socket; fails if it exits or ``limit`` seconds
+    pass (a bound against hanging, not an assertion on speed)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "haproxy exited during start-up"
+        try:
+            runtime_command(sock_path, "show info")
+            return
+        except OSError:
+            time.sleep(0.05)
+    pytest.fail("haproxy's runtime socket did not come up")

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import http.client
 import re
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -24,46 +22,22 @@ from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
 from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
 
 from .golden_cases import HOSTILE_URL, HOSTILE_VALUES, l7_hostile_values
-from .haproxy_runner import haproxy_binary, prepare_run_dir
+from .haproxy_runner import (
+    free_port,
+    haproxy_binary,
+    prepare_run_dir,
+    runtime_command,
+    wait_for_runtime,
+)
 
 pytestmark = pytest.mark.haproxy
 
 _ACL_LINE = re.compile(r"^(\d+) \(\) acl '[^']*' file '(.*)' line \d+\.", re.MULTILINE)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _runtime(sock_path: Path, command: str) -> str:
-    with socket.socket(socket.AF_UNIX) as conn:
-        conn.settimeout(5)
-        conn.connect(str(sock_path))
-        conn.sendall(command.encode() + b"\n")
-        chunks = []
-        while chunk := conn.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks).decode()
-
-
-def _wait_for_socket(sock_path: Path, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "haproxy exited during start-up"
-        try:
-            _runtime(sock_path, "show info")
-            return
-        except OSError:
-            time.sleep(0.05)
-    pytest.fail("haproxy's runtime socket did not come up")
-
-
 @pytest.fixture(scope="module")
 def running() -> Iterator[tuple[Path, Path, int]]:
-    port = _free_port()
+    port = free_port()
     lb = l7_hostile_values()
     lb = replace(lb, listeners=tuple(replace(lst, protocol_port=port) for lst in lb.listeners))
     with tempfile.TemporaryDirectory(prefix="lbhx-") as tmp:
@@ -79,7 +53,7 @@ def running() -> Iterator[tuple[Path, Path, int]]:
             stderr=subprocess.DEVNULL,
         )
         try:
-            _wait_for_socket(run_dir / "rt.sock", process)
+            wait_for_runtime(run_dir / "rt.sock", process, 10)
             yield config, run_dir / "rt.sock", port
         finally:
             process.terminate()
@@ -88,11 +62,11 @@ def running() -> Iterator[tuple[Path, Path, int]]:
 
 def test_every_acl_holds_exactly_the_tenant_value(running: tuple[Path, Path, int]) -> None:
     config, sock, _ = running
-    listing = _runtime(sock, "show acl")
+    listing = runtime_command(sock, "show acl", timeout=5)
     ids = [acl_id for acl_id, path in _ACL_LINE.findall(listing) if path == str(config)]
     patterns = []
     for acl_id in ids:
-        entries = _runtime(sock, f"show acl #{acl_id}").removesuffix("\n\n")
+        entries = runtime_command(sock, f"show acl #{acl_id}", timeout=5).removesuffix("\n\n")
         assert entries.startswith("0x") and "\n0x" not in entries, entries
         patterns.append(entries.split(" ", 1)[1])
     # Besides the tenant's: the frontend's rule for the agent's VIP probe (its address, port).

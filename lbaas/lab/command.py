@@ -27,7 +27,7 @@ from lbaas.lab.services import (
     start_services,
 )
 from lbaas.lab.tier import LabTier
-from lbaas.lab.tier_leases import LabLeases
+from lbaas.lab.tier_coordination import start_node_lease, tier_engine
 from lbaas.lab.tier_status import tier_status
 from lbaas.lab.tier_watch import start_watch
 from lbaas.progress import Progress
@@ -171,16 +171,21 @@ def _up(
 
 
 def start_tier(lab: Lab, nodes: int, settings: TierSettings | None = None) -> None:
-    """A BIRD router peered with h1-hK (BFD on), a lease agent on every node and the lease
+    """A BIRD router peered with h1-hK (BFD on), a lease process on every node and the lease
     watcher (``lbaas tier watch``) in the router's namespace; the nodes announce what their
-    lbaas agents are given (the distributed provider's VIPs), nothing without services."""
+    lbaas agents are given (the distributed provider's VIPs), nothing without services.
+
+    The leases live on a coordination engine every node reaches over the fabric (etcd on
+    the control host, or the database host's PostgreSQL): a node cut off cannot renew, and
+    fences itself (``lbaas.tier.node_lease``)."""
     settings = settings or TierSettings()
     tier = LabTier(lab, range(1, nodes + 1))
     tier.start()
-    leases = LabLeases(tier, LeasePolicy.from_settings(settings))
+    policy = LeasePolicy.from_settings(settings)
+    engine = tier_engine(lab)
     for index in tier.nodes:
-        leases.start_agent(index)
-    start_watch(lab, range(1, nodes + 1), settings)
+        start_node_lease(lab, index, policy, engine[1], engine[0])
+    start_watch(lab, range(1, nodes + 1), settings, engine)
 
 
 def _tier(lab: Lab, policy: LeasePolicy, metrics: bool) -> None:

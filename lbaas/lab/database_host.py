@@ -5,7 +5,7 @@ the network, so their one database is a server on a host of its own, reached ove
 fabric as real control hosts reach theirs: not the machine's PostgreSQL (the lab makes
 nothing in the machine's own network namespace, and that server listens on its loopback),
 and not a file. It is Debian's PostgreSQL (``/usr/lib/postgresql/<version>/bin``), a fresh
-cluster per lab: ``initdb`` into ``/run/lbaas/lab-db/<lab>`` (owned by ``postgres``, which
+cluster per lab: ``initdb`` into ``/run/lbaas-lab-db/<lab>`` (owned by ``postgres``, which
 cannot enter the lab's private state directory), then ``postgres`` listening on the
 database host's fabric address only, trusting the fabric's /24 (the lab's own network) and
 tuned for a throwaway cluster (no fsync). Started under ``setpriv`` as ``postgres`` (it
@@ -70,7 +70,9 @@ def start_database(lab: Lab) -> str:
     as_postgres += ["--clear-groups", "--"]
     data = lab.names.database_dir
     shutil.rmtree(data, ignore_errors=True)  # a lab's data from a crash before its down
-    data.mkdir(parents=True, mode=0o700)
+    data.parent.mkdir(exist_ok=True)
+    data.parent.chmod(0o711)  # postgres passes through to its own directory, lists nothing
+    data.mkdir(mode=0o700)
     shutil.chown(data, account.pw_uid, account.pw_gid)
     namespace = lab.names.database
     initdb = [str(binaries / "initdb"), "-D", str(data), "-U", USER, "--auth=trust"]

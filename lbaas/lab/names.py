@@ -31,7 +31,8 @@ CLIENT_IF = "eth0"
 LOG_SOCKETS_ROOT = Path("/run/lbaas/lab-access-log")
 # PostgreSQL of a lab with several control hosts runs as the postgres user, which cannot
 # enter the lab's private state directory: its data directory lives here instead.
-DATABASE_ROOT = Path("/run/lbaas/lab-db")
+# (/run/lbaas is root's alone; this directory only lets postgres pass through to its own).
+DATABASE_ROOT = Path("/run/lbaas-lab-db")
 
 
 def member_bridge(index: int) -> str:

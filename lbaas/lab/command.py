@@ -264,9 +264,9 @@ def _exec(lab: Lab, node: str, argv: list[str]) -> int:
     if not argv:
         raise LabError("lbaas lab exec NODE -- COMMAND: no command given")
     state = lab.state()
-    namespaces = {"cli": lab.names.client, "rtr": lab.names.router}
     controls = {control_name(i): i for i in range(1, state.control + 1)}
-    namespaces |= {name: lab.names.control_host(i) for name, i in controls.items()}
+    namespaces = {name: lab.names.control_host(i) for name, i in controls.items()}
+    namespaces |= {"cli": lab.names.client, "rtr": lab.names.router}
     if state.control > 1:
         namespaces["db"] = lab.names.database
     namespaces |= {f"h{i}": lab.names.host(i) for i in range(1, state.hosts + 1)}

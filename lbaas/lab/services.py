@@ -291,18 +291,9 @@ def start_services(
     state = lab.state()
     names = lab.names
     step("database schema")
-    database = start_database(lab) if state.control > 1 else ""
-    metadata_secret, key = secrets.token_hex(32), secrets.token_hex(32)
+    metadata_secret = secrets.token_hex(32)
     controls = range(1, state.control + 1)
-    control_files = {}
-    for index in controls:
-        directory = control_dir(lab, index)
-        tree = control_settings(
-            state, directory, key, metadata_secret, tier, return_mode,
-            index=index, database=database,
-        )  # fmt: skip
-        control_files[index] = _write_settings(directory, tree)
-    control = control_files[1]
+    control = _write_control_settings(lab, metadata_secret, tier, return_mode)
     processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"))
     hosts = range(1, state.hosts + 1)
     agent_files = {}
@@ -339,6 +330,22 @@ def start_services(
         agent_address = _fabric_address(state, FIRST_HOST + index)
         processes.wait_listening(names.host(index), agent_address, AGENT_PORT, log, _START_TIMEOUT)
     return services_status(lab)
+
+
+def _write_control_settings(lab: Lab, metadata_secret: str, tier: int, return_mode: str) -> Path:
+    """Every control host's settings file (the database host's PostgreSQL started first
+    when there are several); the first one's path."""
+    state = lab.state()
+    database = start_database(lab) if state.control > 1 else ""
+    key = secrets.token_hex(32)
+    for index in range(state.control, 0, -1):
+        directory = control_dir(lab, index)
+        tree = control_settings(
+            state, directory, key, metadata_secret, tier, return_mode,
+            index=index, database=database,
+        )  # fmt: skip
+        written = _write_settings(directory, tree)
+    return written
 
 
 def control_dir(lab: Lab, index: int) -> Path:

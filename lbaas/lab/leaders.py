@@ -4,7 +4,8 @@ The leaders are the live ``leader/<loop>`` leases on the lab's PostgreSQL, which
 lab's network reaches: ``leaders`` runs this module (``python -m lbaas.lab.leaders URL``)
 in the database host's namespace and maps each holder (``<hostname>:<pid>:<tag>``, the
 hostname the same in every namespace) to the control host whose registered process that
-pid is. A lease whose pid belongs to no live control host shows as ``unknown``.
+pid is (``tier-watch`` for the tier's watcher). A lease whose pid the lab did not start
+shows as ``unknown``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import sys
 from typing import Any
 
 from lbaas.coordination.postgres import PostgresCoordinator
-from lbaas.lab import names as n
 from lbaas.lab import processes
 from lbaas.lab.database_host import database_url
 from lbaas.lab.lab import Lab
@@ -23,15 +23,11 @@ PREFIX = "leader/"
 
 
 def leaders(lab: Lab) -> dict[str, dict[str, Any]]:
-    """loop -> {"host": ctl|ctl2…|unknown, "pid", "remaining_s"} for every live leader."""
+    """loop -> {"host": ctl|ctl2…|tier-watch|unknown, "pid", "remaining_s"} per live leader."""
     state = lab.state()
     argv = [sys.executable, "-m", "lbaas.lab.leaders", database_url(lab)]
     leases = json.loads(processes.output_of(lab.names.database, argv))
-    owners = {
-        p.pid: n.control_name(index)
-        for index in range(1, state.control + 1)
-        for p in state.processes.get(n.control_name(index), [])
-    }
+    owners = {p.pid: owner for owner, started in state.processes.items() for p in started}
     shown: dict[str, dict[str, Any]] = {}
     for lease in leases:
         pid = _pid(lease["holder"])

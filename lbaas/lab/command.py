@@ -71,7 +71,8 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         ("partition", "cut a host off: its links go down"),
         ("heal", "bring a host's links back up"),
     ):
-        sub.add_parser(command, help=text).add_argument("host", help="h1, h2, ...")
+        hosts = "h1, h2, ... (host-down: also ctl, ctl2, ...)" if command == "host-down" else ""
+        sub.add_parser(command, help=text).add_argument("host", help=hosts or "h1, h2, ...")
     for parser in (lab, *sub.choices.values(), *verbs):
         parser.add_argument("--name", default=argparse.SUPPRESS, help="lab name (default lab)")
         parser.add_argument("--state-dir", default=argparse.SUPPRESS, help="holds labs/<name>.json")

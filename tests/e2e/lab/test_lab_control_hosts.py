@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
+from lab_probe import lab_links
 
 from lbaas.lab.lab import Lab
 from lbaas.lab.services import start_services
@@ -46,3 +47,6 @@ def test_a_control_host_lost_while_twenty_load_balancers_change(
         assert {loss.leaders_after[loop] for loop in SINGLETONS} <= set(loss.survivors)
     finally:
         lab.down()
+    # Nothing of the lab is left: no link, no PostgreSQL cluster.
+    assert lab_links(f"{lab_name}-") == []
+    assert not lab.names.database_dir.exists()

@@ -432,6 +432,45 @@ def cmd_rotate_kek(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_certs(args: argparse.Namespace) -> int:
+    from lbaas.certs.authority import CertificateAuthority
+    from lbaas.certs.renewal import utc_now
+    from lbaas.compose import open_database
+    from lbaas.fleet.client_pool import tls_client_factory
+    from lbaas.health.certificates import CONTROLLER, FleetCertificates, enrolled_hosts
+
+    settings = _existing_state(args)
+    database = open_database(settings, upgrade=False)
+    pki = settings.state_dir.absolute() / "pki"
+    try:
+        ca = CertificateAuthority.load_or_create(pki)
+        tls = ca.ensure_identity(pki / CONTROLLER, CONTROLLER, "client")
+        certificates = FleetCertificates(
+            pki,
+            lambda: enrolled_hosts(database),
+            tls_client_factory(tls, timeout=10, handshake_timeout=None),
+        )
+        if args.certs_command == "status":
+            for found in certificates.expiries():
+                end = "unreadable" if found.not_after is None else found.not_after.isoformat()
+                print(f"{found.role:10} {found.host or '-':20} {end:32} {found.issuer}")
+        elif args.certs_command == "renew":
+            renewed = certificates.renew_due(utc_now())
+            print(f"renewed: {', '.join(renewed) or 'nothing was due'}")
+        elif args.phase == "begin":
+            hosts = certificates.begin_rotation()
+            print(
+                f"new CA trusted and signing; the controller and {len(hosts)} host(s) reissued; "
+                "run `lbaas certs rotate-ca finish` to retire the old CA"
+            )
+        else:
+            hosts = certificates.finish_rotation()
+            print(f"old CA retired on this state directory and {len(hosts)} host(s)")
+    finally:
+        database.dispose()
+    return 0
+
+
 def cmd_config_reference(_args: argparse.Namespace) -> int:
     from lbaas.config_reference import render_reference
 
@@ -574,6 +613,19 @@ def _add_maintenance_commands(sub: Any) -> None:
     cs.add_argument("--state-dir", help=STATE_DIR_HELP)
     cs.add_argument("--database-url")
     cs.set_defaults(func=cmd_create_subnet)
+    certs = sub.add_parser("certs", help="the certificates of the controller-agent link")
+    certs_sub = certs.add_subparsers(dest="certs_command", required=True)
+    for name, text in (
+        ("status", "each certificate's expiry: the CA's, the controller's, every agent's"),
+        ("renew", "renew now every certificate past two thirds of its lifetime"),
+        ("rotate-ca", "rotate the CA: begin (trust and sign with a new one), finish"),
+    ):
+        command = certs_sub.add_parser(name, help=text)
+        if name == "rotate-ca":
+            command.add_argument("phase", choices=("begin", "finish"))
+        command.add_argument("--state-dir", help=STATE_DIR_HELP)
+        command.add_argument("--database-url")
+        command.set_defaults(func=cmd_certs)
     km = sub.add_parser("keymanager", help="the key manager's key-encryption key")
     km_sub = km.add_subparsers(dest="keymanager_command", required=True)
     rot = km_sub.add_parser(

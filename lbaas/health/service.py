@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from lbaas.certs.authority import CertificateAuthority
+from lbaas.certs.renewal import RenewalLoop
 from lbaas.config import Settings
 from lbaas.coordination.engines import open_leadership
 from lbaas.db.engine import Database
@@ -18,6 +19,8 @@ from lbaas.db.jobs import job_queue
 from lbaas.db.loadbalancers.loadbalancer_repo import active_loadbalancers_of, loadbalancer_kept
 from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_pool import AgentPool, tls_client_factory
+from lbaas.health.certificate_metrics import CertificateExpiryTimestamps
+from lbaas.health.certificates import FleetCertificates, enrolled_hosts
 from lbaas.health.distributed_poll import DistributedStatusPoller
 from lbaas.health.fleet import HostSweeper, SqlHostRegistry, StaleAmphoraCleaner
 from lbaas.health.flusher import Flusher, flush_interval
@@ -97,14 +100,24 @@ def start_health_manager(
         wake=stray_heard,
         on_down=sweeper.fail_over_hosts,
     )
+    certificates = FleetCertificates(
+        settings.state_dir.absolute() / "pki", lambda: enrolled_hosts(database), agents.fresh
+    )
+    renewal = None
+    if health.certificate_renewal_interval > 0:
+        renewal = RenewalLoop([certificates.renew_due], health.certificate_renewal_interval)
+        renewal.start()
     if metrics is not None:
         metrics.register(HealthManagerCollector(receiver, sweeper))
+        metrics.register(CertificateExpiryTimestamps(certificates))
     stop = threading.Event()
     threads = _start_sweepers(stop, sweeper, host_sweeper, settings)
     stop_polling = _start_distributed_poll(settings, database, store, stop)
 
     def stop_all() -> None:
         stop.set()
+        if renewal is not None:
+            renewal.stop()
         stray_heard.set()  # the host sweeper waits on it
         for thread in threads:
             thread.join(5)

@@ -1,0 +1,204 @@
+"""The fleet's certificates from the control plane: renewal rounds and CA rotation.
+
+The health manager runs ``renew_due`` every ``health.certificate_renewal_interval``
+seconds: the controller's client certificate (``<state_dir>/pki/controller``, which the
+worker, API and health processes on this state directory all read again for their next
+connection) and every UP host's agent certificate are renewed once two thirds of their
+lifetime have passed (``lbaas.certs.renewal``); a host's certificate from another CA than
+the signing one is reissued too. Several health managers may do it at once: each
+renewal is whole, the last one wins, and every one of them is valid.
+
+``lbaas certs rotate-ca begin`` and ``finish`` (``begin_rotation``, ``finish_rotation``)
+walk the CA directory through ``lbaas.certs.rotation``'s phases and tell every enrolled
+agent at the right moment, over its mutual-TLS API:
+
+* begin: the new CA trusted alongside the old, here and then on every agent; only once
+  every agent trusts both does the new CA sign: the controller's certificate and every
+  agent's are reissued under it. An agent that cannot be reached stops the command
+  before the new CA signs anything (run it again: every step is idempotent).
+* finish: refused while an agent (or the controller) still presents a certificate of
+  the old CA; then every agent, and this state directory, trust the new CA alone.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+
+from lbaas.certs import rotation
+from lbaas.certs.authority import CertificateAuthority, TlsFiles
+from lbaas.db.engine import Database
+from lbaas.db.hosts import host_repo
+from lbaas.errors import CommandRefused, LbaasError
+from lbaas.fleet.cert_renewal import presented, renew_agent, renew_if_due
+from lbaas.fleet.client import AgentClient
+from lbaas.model.enums import HostStatus
+from lbaas.model.fleet import HostAddress
+
+log = logging.getLogger(__name__)
+
+CONTROLLER = "controller"
+
+
+@dataclass(frozen=True)
+class FleetHost:
+    where: HostAddress
+    up: bool
+
+
+HostSource = Callable[[], Sequence[FleetHost]]
+
+
+def enrolled_hosts(database: Database) -> list[FleetHost]:
+    """Every host of the registry, UP or not."""
+    with database.read() as session:
+        rows = host_repo.list_hosts(session)
+    return [
+        FleetHost(HostAddress(r.host_id, r.address, r.port), r.status == HostStatus.UP)
+        for r in rows
+    ]
+
+
+ClientFactory = Callable[[HostAddress], AgentClient]
+
+
+@dataclass(frozen=True)
+class CertificateExpiry:
+    """One certificate's end, as ``lbaas diagnose`` and the metric show it."""
+
+    role: str  # ca, controller or agent
+    host: str  # the host id of an agent; "" for the CA and the controller
+    not_after: datetime.datetime | None  # None: not readable (an agent away)
+    issuer: str = ""
+
+
+class FleetCertificates:
+    def __init__(self, pki: Path, hosts: HostSource, clients: ClientFactory) -> None:
+        """``clients`` makes a new client per call (closed after it)."""
+        self.pki = pki
+        self._hosts = hosts
+        self._clients = clients
+        #: Each host's certificate end as the last renewal round saw it (the metric's).
+        self.seen: dict[str, datetime.datetime] = {}
+
+    def authority(self) -> CertificateAuthority:
+        # Loaded afresh each time: another process may have rotated it.
+        return CertificateAuthority.load_or_create(self.pki)
+
+    def controller_identity(self, now: datetime.datetime | None = None) -> TlsFiles:
+        """The controller's client certificate, reissued if due or foreign."""
+        ca = self.authority()
+        return ca.ensure_identity(self.pki / CONTROLLER, CONTROLLER, "client", now=now)
+
+    def renew_due(self, now: datetime.datetime) -> list[str]:
+        """One renewal round; the ids of the hosts whose certificate was renewed."""
+        self.controller_identity(now)
+        ca = self.authority()
+        renewed = []
+        for host in self._hosts():
+            if not host.up:
+                continue
+            try:
+                with self._clients(host.where) as client:
+                    if renew_if_due(client, ca, host.where, now):
+                        renewed.append(host.where.host_id)
+                    self.seen[host.where.host_id] = presented(client).not_valid_after_utc
+            except LbaasError as exc:  # one host away must not stop the others' renewal
+                log.warning("certificate of host %s not renewed: %s", host.where.host_id, exc)
+        for host_id in renewed:
+            log.info("renewed the certificate of host %s", host_id)
+        return renewed
+
+    def begin_rotation(self) -> list[str]:
+        """Trust a new CA everywhere, then reissue every certificate under it; the hosts."""
+        if rotation.phase(self.pki) != "issuing":
+            stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")
+            rotation.begin_trust(self.pki, common_name=f"lbaas local CA {stamp}")
+        bundle = (self.pki / "trust.pem").read_text()
+        hosts = list(self._hosts())
+        if rotation.phase(self.pki) == "trusting":
+            self._tell_every(hosts, lambda client: client.set_trust(bundle))
+            rotation.switch_signer(self.pki)
+        ca = self.authority()
+        self.controller_identity()
+        done = []
+        for host in hosts:
+            with self._clients(host.where) as client:
+                if not client.certificate().self_renewing:
+                    renew_agent(client, ca, host.where)
+            done.append(host.where.host_id)
+        return done
+
+    def finish_rotation(self) -> list[str]:
+        """Retire the old CA once nothing presents its certificates; the hosts."""
+        if rotation.phase(self.pki) == "trusting":
+            raise CommandRefused("the new CA does not sign yet: run `rotate-ca begin` again")
+        ca = self.authority()
+        self.controller_identity()
+        hosts = list(self._hosts())
+        stale = []
+        for host in hosts:
+            with self._clients(host.where) as client:
+                if not ca.issued_this(presented(client)):
+                    stale.append(host.where.host_id)
+        if stale:
+            raise CommandRefused(
+                f"host(s) {', '.join(stale)} still present a certificate of the old CA: "
+                "run `rotate-ca begin` again (a self-renewing agent renews within seconds)"
+            )
+        bundle = rotation.bundle_pem([ca.certificate]).decode()
+        self._tell_every(hosts, lambda client: client.set_trust(bundle))
+        rotation.retire(self.pki)
+        return [host.where.host_id for host in hosts]
+
+    def _tell_every(self, hosts: Sequence[FleetHost], act: Callable[[AgentClient], object]) -> None:
+        """``act`` on every host's agent; refused, naming them, if any could not be told."""
+        failed = []
+        for host in hosts:
+            try:
+                with self._clients(host.where) as client:
+                    act(client)
+            except LbaasError as exc:
+                failed.append(f"{host.where.host_id} ({exc})")
+        if failed:
+            raise CommandRefused(
+                f"could not reach the agent of {', '.join(failed)}: nothing was retired; "
+                "bring it back (or remove the host) and run the command again"
+            )
+
+    def expiries(self) -> list[CertificateExpiry]:
+        """The CA's, the controller's and every host's certificate end (None: unread)."""
+        ca = self.authority()
+        found = [
+            CertificateExpiry("ca", "", ca.certificate.not_valid_after_utc, _cn(ca.certificate))
+        ]
+        try:
+            mine = x509.load_pem_x509_certificate(
+                (self.pki / CONTROLLER / f"{CONTROLLER}.pem").read_bytes()
+            )
+            found.append(CertificateExpiry(CONTROLLER, "", mine.not_valid_after_utc, _cn(mine)))
+        except (OSError, ValueError):
+            found.append(CertificateExpiry(CONTROLLER, "", None))
+        for host in self._hosts():
+            try:
+                with self._clients(host.where) as client:
+                    theirs = presented(client)
+            except LbaasError:
+                found.append(CertificateExpiry("agent", host.where.host_id, None))
+                continue
+            found.append(
+                CertificateExpiry(
+                    "agent", host.where.host_id, theirs.not_valid_after_utc, _cn(theirs)
+                )
+            )
+        return found
+
+
+def _cn(certificate: x509.Certificate) -> str:
+    names = certificate.issuer.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
+    return str(names[0].value) if names else ""

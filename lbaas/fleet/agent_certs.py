@@ -4,7 +4,7 @@ The files are the ones the HTTPS server was started with (``TlsFiles``: an enrol
 bundle's ``agent.pem``/``agent.key``/``ca.pem``, or the state directory's); replacing them
 is all it takes, since the server's context is rebuilt from them for each new connection
 (``lbaas.certs.reloading``). A new key is made here, kept in memory until its certificate
-comes back, and written before the certificate (both renamed into place). Anything that
+comes back (the last few: two health managers renewing at once both succeed), and written before the certificate (both renamed into place). Anything that
 would leave the agent unreachable is refused with 400: a certificate for another key, or
 from a CA it does not trust; a trust bundle under which its own certificate is foreign.
 """
@@ -32,6 +32,8 @@ from lbaas.wire.certificates import (
     SigningRequest,
     TrustBundle,
 )
+
+MAX_PENDING = 4
 
 
 def _spki(key: CertificatePublicKeyTypes) -> bytes:
@@ -64,7 +66,7 @@ class AgentCertificates:
     def __init__(self, files: TlsFiles, *, self_renewing: bool) -> None:
         self.files = files
         self.self_renewing = self_renewing
-        self._pending: ec.EllipticCurvePrivateKey | None = None
+        self._pending: dict[bytes, ec.EllipticCurvePrivateKey] = {}
         self._lock = threading.Lock()
 
     def state(self) -> CertificateState:
@@ -84,16 +86,18 @@ class AgentCertificates:
             .sign(key, hashes.SHA256())
         )
         with self._lock:
-            self._pending = key
+            self._pending[_spki(key.public_key())] = key
+            while len(self._pending) > MAX_PENDING:
+                del self._pending[next(iter(self._pending))]
         return SigningRequest(csr=csr.public_bytes(serialization.Encoding.PEM).decode())
 
     def install(self, body: NewCertificate) -> CertificateState:
         """Present the certificate of the pending key from now on."""
         certificate = _certificates(body.certificate, "certificate")[0]
         with self._lock:
-            key = self._pending
-            if key is None or _spki(certificate.public_key()) != _spki(key.public_key()):
-                raise InvalidInput("the certificate is not for the key this agent requested")
+            key = self._pending.pop(_spki(certificate.public_key()), None)
+            if key is None:
+                raise InvalidInput("the certificate is not for a key this agent requested")
             trust = x509.load_pem_x509_certificates(self.files.ca.read_bytes())
             if not _issued_by_one(certificate, trust):
                 raise InvalidInput("no CA this agent trusts issued the certificate")
@@ -104,7 +108,6 @@ class AgentCertificates:
             )
             write_private(self.files.key, key_pem)
             write_public(self.files.cert, certificate.public_bytes(serialization.Encoding.PEM))
-            self._pending = None
         return self.state()
 
     def trust(self, body: TrustBundle) -> CertificateState:

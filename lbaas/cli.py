@@ -436,6 +436,7 @@ def cmd_certs(args: argparse.Namespace) -> int:
     from lbaas.certs.authority import CertificateAuthority
     from lbaas.certs.renewal import utc_now
     from lbaas.compose import open_database
+    from lbaas.diagnose.link_certificates import render_expiries
     from lbaas.fleet.client_pool import tls_client_factory
     from lbaas.health.certificates import CONTROLLER, FleetCertificates, enrolled_hosts
 
@@ -451,9 +452,7 @@ def cmd_certs(args: argparse.Namespace) -> int:
             tls_client_factory(tls, timeout=10, handshake_timeout=None),
         )
         if args.certs_command == "status":
-            for found in certificates.expiries():
-                end = "unreadable" if found.not_after is None else found.not_after.isoformat()
-                print(f"{found.role:10} {found.host or '-':20} {end:32} {found.issuer}")
+            print(render_expiries(certificates.expiries(), utc_now()))
         elif args.certs_command == "renew":
             renewed = certificates.renew_due(utc_now())
             print(f"renewed: {', '.join(renewed) or 'nothing was due'}")

@@ -28,9 +28,13 @@ def presented(client: AgentClient) -> x509.Certificate:
 
 
 def renew_agent(
-    client: AgentClient, ca: CertificateAuthority, host: HostAddress
+    client: AgentClient,
+    ca: CertificateAuthority,
+    host: HostAddress,
+    now: datetime.datetime | None = None,
 ) -> x509.Certificate:
-    """Issue the agent a certificate for a new key of its own; returns it, installed."""
+    """Issue the agent a certificate for a new key of its own, valid from ``now`` (the
+    clock's by default); returns it, installed."""
     request = x509.load_pem_x509_csr(client.signing_request().csr.encode())
     if not request.is_signature_valid:
         raise PermanentError(
@@ -39,7 +43,7 @@ def renew_agent(
         )
     ips, dns = identity_names(host.host_id, host.address)
     certificate = ca.sign(
-        request.public_key(), host.host_id, "server", ip_addresses=ips, dns_names=dns
+        request.public_key(), host.host_id, "server", ip_addresses=ips, dns_names=dns, now=now
     )
     client.install_certificate(certificate.public_bytes(serialization.Encoding.PEM).decode())
     return certificate
@@ -56,5 +60,5 @@ def renew_if_due(
     current = x509.load_pem_x509_certificate(state.certificate.encode())
     if ca.issued_this(current) and not renewal_due(current, now):
         return False
-    renew_agent(client, ca, host)
+    renew_agent(client, ca, host, now)
     return True

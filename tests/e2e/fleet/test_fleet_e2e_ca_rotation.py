@@ -13,6 +13,8 @@ presents a certificate of the new CA and refuses the controller's old one.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -150,6 +152,7 @@ def test_the_ca_rotates_under_converges_heartbeats_and_traffic(
                 lbs.append({**lb, "pool_id": pool_id, "member_id": members[0]["id"]})
             placed = {a["compute_id"] for lb in lbs for a in api.amphorae(lb["id"])}
             assert placed == {"host-0", "host-1"}, placed  # both agents take part
+            first_host = next(a["compute_id"] for a in api.amphorae(lbs[0]["id"]))
             before = scrape(ports["health"]).total("lbaas_heartbeats_total", outcome="accepted")
 
             with Load(api, fleet, lbs) as load:
@@ -190,8 +193,21 @@ def test_the_ca_rotates_under_converges_heartbeats_and_traffic(
             presented(fleet, "host-0", stale)
         # Every certificate's expiry, as the operator and Prometheus see it.
         status = fleet.lbaas("certs", "status")
-        assert {line.split()[0] for line in status.splitlines()} == {"ca", "controller", "agent"}
-        assert "host-0" in status and "host-1" in status
+        rows = [line.split() for line in status.splitlines()[1:]]
+        assert [row[:2] for row in rows] == [
+            ["ca", "expires"], ["controller", "expires"], ["agent", "host-0"], ["agent", "host-1"]
+        ]  # fmt: skip
+        assert "not readable" not in status and "EXPIRED" not in status
+        # lbaas diagnose ends with the link's certificates (the host of this load balancer).
+        diagnosed = subprocess.run(
+            [sys.executable, "-m", "lbaas.cli", "diagnose", lbs[0]["id"]],
+            env=fleet.env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert diagnosed.returncode in (0, 1), diagnosed.stderr  # 1: a hop failed, not ours
+        tail = diagnosed.stdout.split("certificates of the controller-agent link:")[1]
+        assert [line.split()[:2] for line in tail.strip().splitlines()] == [
+            ["ca", "expires"], ["controller", "expires"], ["agent", first_host]
+        ]  # fmt: skip
         expiry = "lbaas_certificate_expiry_timestamp_seconds"
         assert health.value(expiry, role="ca") == new_ca.certificate.not_valid_after_utc.timestamp()
         assert health.value(expiry, role="agent", host="host-1") > time.time()

@@ -111,8 +111,9 @@ def test_the_ca_rotates_under_a_running_server_and_client(
 
     rotation.retire(pki)
     assert len(rotation.trusted(pki)) == 1
-    assert _served_serial(server, client) == x509.load_pem_x509_certificate(
-        new_server.cert.read_bytes()
-    ).serial_number
+    assert (
+        _served_serial(server, client)
+        == x509.load_pem_x509_certificate(new_server.cert.read_bytes()).serial_number
+    )
     with pytest.raises(httpx.HTTPError):  # the retired CA's certificate is refused now
         _served_serial(server, old_client)

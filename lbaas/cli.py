@@ -6,6 +6,7 @@ lbaas health                the heartbeat receiver and stale-amphora sweeper
 lbaas agent                 the per-host agent that runs HAProxy for amphorae
 lbaas agent enrol HOST_ID   issue a new agent host's bundle (certificate, key, settings)
 lbaas host list             the agent hosts of the fleet: zone, capacity, status, load
+lbaas certs status|renew|rotate-ca   the controller-agent link's certificates and CA
 lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
 lbaas cleanup               stop what a stopped serve or agent left running (HAProxy)
@@ -21,7 +22,6 @@ import argparse
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -349,26 +349,9 @@ def cmd_agent_enrol(args: argparse.Namespace) -> int:
 
 
 def cmd_host_list(args: argparse.Namespace) -> int:
-    import json
-    from dataclasses import asdict
+    from lbaas.compose import host_table, list_hosts, open_database
 
-    from lbaas.compose import list_hosts, open_database
-
-    hosts = list_hosts(open_database(_existing_state(args), upgrade=False))
-    if args.json:
-        print(json.dumps([asdict(h) for h in hosts], indent=2))
-        return 0
-    print(f"{'host':20} {'address':24} {'zone':12} {'status':6} amphorae/capacity  heard")
-    for h in hosts:
-        heard = (
-            "never"
-            if h.last_heartbeat_at is None
-            else f"{time.time() - h.last_heartbeat_at:.1f}s ago"
-        )
-        where = f"{h.address}:{h.port}"
-        print(
-            f"{h.host_id:20} {where:24} {h.zone:12} {h.status:6} {h.amphorae:>8}/{h.capacity:<8}  {heard}"
-        )
+    print(host_table(list_hosts(open_database(_existing_state(args), upgrade=False)), args.json))
     return 0
 
 
@@ -429,44 +412,6 @@ def cmd_rotate_kek(args: argparse.Namespace) -> int:
         f"new key-encryption key {vault.ring.primary} in {settings.kek_path}; "
         f"{count} secret(s) re-sealed, older keys removed"
     )
-    return 0
-
-
-def cmd_certs(args: argparse.Namespace) -> int:
-    from lbaas.certs.authority import CertificateAuthority
-    from lbaas.certs.renewal import utc_now
-    from lbaas.compose import open_database
-    from lbaas.diagnose.link_certificates import render_expiries
-    from lbaas.fleet.client_pool import tls_client_factory
-    from lbaas.health.certificates import CONTROLLER, FleetCertificates, enrolled_hosts
-
-    settings = _existing_state(args)
-    database = open_database(settings, upgrade=False)
-    pki = settings.state_dir.absolute() / "pki"
-    try:
-        ca = CertificateAuthority.load_or_create(pki)
-        tls = ca.ensure_identity(pki / CONTROLLER, CONTROLLER, "client")
-        certificates = FleetCertificates(
-            pki,
-            lambda: enrolled_hosts(database),
-            tls_client_factory(tls, timeout=10, handshake_timeout=None),
-        )
-        if args.certs_command == "status":
-            print(render_expiries(certificates.expiries(), utc_now()))
-        elif args.certs_command == "renew":
-            renewed = certificates.renew_due(utc_now())
-            print(f"renewed: {', '.join(renewed) or 'nothing was due'}")
-        elif args.phase == "begin":
-            hosts = certificates.begin_rotation()
-            print(
-                f"new CA trusted and signing; the controller and {len(hosts)} host(s) reissued; "
-                "run `lbaas certs rotate-ca finish` to retire the old CA"
-            )
-        else:
-            hosts = certificates.finish_rotation()
-            print(f"old CA retired on this state directory and {len(hosts)} host(s)")
-    finally:
-        database.dispose()
     return 0
 
 
@@ -592,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_maintenance_commands(sub: Any) -> None:
-    """``db upgrade``, ``network create-subnet`` and ``keymanager rotate-kek``."""
+    """``db upgrade``, ``network create-subnet``, ``certs`` and ``keymanager rotate-kek``."""
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")
@@ -612,19 +557,9 @@ def _add_maintenance_commands(sub: Any) -> None:
     cs.add_argument("--state-dir", help=STATE_DIR_HELP)
     cs.add_argument("--database-url")
     cs.set_defaults(func=cmd_create_subnet)
-    certs = sub.add_parser("certs", help="the certificates of the controller-agent link")
-    certs_sub = certs.add_subparsers(dest="certs_command", required=True)
-    for name, text in (
-        ("status", "each certificate's expiry: the CA's, the controller's, every agent's"),
-        ("renew", "renew now every certificate past two thirds of its lifetime"),
-        ("rotate-ca", "rotate the CA: begin (trust and sign with a new one), finish"),
-    ):
-        command = certs_sub.add_parser(name, help=text)
-        if name == "rotate-ca":
-            command.add_argument("phase", choices=("begin", "finish"))
-        command.add_argument("--state-dir", help=STATE_DIR_HELP)
-        command.add_argument("--database-url")
-        command.set_defaults(func=cmd_certs)
+    from lbaas.certs_command import add_parser as add_certs_parser
+
+    add_certs_parser(sub, STATE_DIR_HELP, _existing_state)
     km = sub.add_parser("keymanager", help="the key manager's key-encryption key")
     km_sub = km.add_subparsers(dest="keymanager_command", required=True)
     rot = km_sub.add_parser(

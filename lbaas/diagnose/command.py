@@ -15,7 +15,8 @@ from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.diagnose.agent_view import TlsAgentView
 from lbaas.diagnose.base import VipProbe
 from lbaas.diagnose.diagnosis import Diagnosis, first_failure, render
-from lbaas.diagnose.link_certificates import link_expiries, render_expiries
+from lbaas.diagnose.link_certificates import link_expiries
+from lbaas.health.certificates import render_expiries
 from lbaas.health.probe import ListenerProbe
 from lbaas.keyrefs.base import KeyMaterial
 from lbaas.keyrefs.configured import barbican_material, routed

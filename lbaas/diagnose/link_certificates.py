@@ -6,7 +6,6 @@ ends in a week fails nothing yet."""
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 from lbaas.certs.authority import CertificateAuthority
@@ -30,16 +29,3 @@ def link_expiries(
     clients = tls_client_factory(tls, timeout=5, handshake_timeout=None)
     listed = [FleetHost(hosts[h], up=True) for h in sorted(hosts)]
     return FleetCertificates(pki, lambda: listed, clients).expiries()
-
-
-def render_expiries(expiries: list[CertificateExpiry], now: dt.datetime) -> str:
-    lines = ["certificates of the controller-agent link:"]
-    for found in expiries:
-        who = f"{found.role} {found.host}".strip()
-        if found.not_after is None:
-            lines.append(f"  {who:<24} not readable (agent unreachable?)")
-            continue
-        days = (found.not_after - now).total_seconds() / 86400
-        left = f"{days:.0f} days left" if days >= 0 else "EXPIRED"
-        lines.append(f"  {who:<24} expires {found.not_after:%Y-%m-%d %H:%M} UTC ({left})")
-    return "\n".join(lines)

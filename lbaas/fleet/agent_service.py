@@ -80,6 +80,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SUPERVISE_INTERVAL = 1.0
+SELF_RENEWAL_INTERVAL = 10.0
+"""Seconds between an agent's checks of its own certificate when it holds the CA."""
 
 
 def host_ops_for(agent: AgentSettings) -> HostOps:
@@ -274,7 +276,9 @@ class AgentService:
             ca = CertificateAuthority.load_or_create(pki)
             agent_identity(ca, pki, agent.host, agent.host_id)
 
-        return RenewalLoop([renew], interval)
+        # A local check (no network): often, so a CA rotation's new signer is taken up
+        # within seconds and `rotate-ca finish` need not wait an hour for this agent.
+        return RenewalLoop([renew], min(interval, SELF_RENEWAL_INTERVAL))
 
     def health_reports(self) -> list[tuple[str, HealthReport]]:
         """Each amphora's statistics with its latest VIP probe results."""

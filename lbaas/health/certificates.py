@@ -202,3 +202,16 @@ class FleetCertificates:
 def _cn(certificate: x509.Certificate) -> str:
     names = certificate.issuer.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
     return str(names[0].value) if names else ""
+
+
+def render_expiries(expiries: list[CertificateExpiry], now: datetime.datetime) -> str:
+    lines = ["certificates of the controller-agent link:"]
+    for found in expiries:
+        who = f"{found.role} {found.host}".strip()
+        if found.not_after is None:
+            lines.append(f"  {who:<24} not readable (agent unreachable?)")
+            continue
+        days = (found.not_after - now).total_seconds() / 86400
+        left = f"{days:.0f} days left" if days >= 0 else "EXPIRED"
+        lines.append(f"  {who:<24} expires {found.not_after:%Y-%m-%d %H:%M} UTC ({left})")
+    return "\n".join(lines)

@@ -100,24 +100,16 @@ def start_health_manager(
         wake=stray_heard,
         on_down=sweeper.fail_over_hosts,
     )
-    certificates = FleetCertificates(
-        settings.state_dir.absolute() / "pki", lambda: enrolled_hosts(database), agents.fresh
-    )
-    renewal = None
-    if health.certificate_renewal_interval > 0:
-        renewal = RenewalLoop([certificates.renew_due], health.certificate_renewal_interval)
-        renewal.start()
+    renewal = _certificate_renewal(settings, database, agents, metrics)
     if metrics is not None:
         metrics.register(HealthManagerCollector(receiver, sweeper))
-        metrics.register(CertificateExpiryTimestamps(certificates))
     stop = threading.Event()
     threads = _start_sweepers(stop, sweeper, host_sweeper, settings)
     stop_polling = _start_distributed_poll(settings, database, store, stop)
 
     def stop_all() -> None:
         stop.set()
-        if renewal is not None:
-            renewal.stop()
+        renewal.stop()
         stray_heard.set()  # the host sweeper waits on it
         for thread in threads:
             thread.join(5)
@@ -127,6 +119,23 @@ def start_health_manager(
         agents.close()
 
     return stop_all
+
+
+def _certificate_renewal(
+    settings: Settings, database: Database, agents: AgentPool, metrics: ProcessMetrics | None
+) -> RenewalLoop:
+    """The rounds renewing the controller's and the agents' certificates (started unless
+    ``health.certificate_renewal_interval`` is 0), and their expiry metric."""
+    certificates = FleetCertificates(
+        settings.state_dir.absolute() / "pki", lambda: enrolled_hosts(database), agents.fresh
+    )
+    interval = settings.health.certificate_renewal_interval
+    renewal = RenewalLoop([certificates.renew_due], interval)
+    if interval > 0:
+        renewal.start()
+    if metrics is not None:
+        metrics.register(CertificateExpiryTimestamps(certificates))
+    return renewal
 
 
 def host_sweep_interval(host_stale_after: float) -> float:

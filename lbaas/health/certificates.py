@@ -122,53 +122,62 @@ class FleetCertificates:
         bundle = (self.pki / "trust.pem").read_text()
         hosts = list(self._hosts())
         if rotation.phase(self.pki) == "trusting":
-            self._tell_every(hosts, lambda client: client.set_trust(bundle))
+            self._tell_every(hosts, lambda client, _: client.set_trust(bundle))
             rotation.switch_signer(self.pki)
         ca = self.authority()
         self.controller_identity()
-        done = []
-        for host in hosts:
-            with self._clients(host.where) as client:
-                if not client.certificate().self_renewing:
-                    renew_agent(client, ca, host.where)
-            done.append(host.where.host_id)
-        return done
+
+        def reissue(client: AgentClient, where: HostAddress) -> None:
+            if not client.certificate().self_renewing:
+                renew_agent(client, ca, where)
+
+        self._tell_every(hosts, reissue)
+        return [host.where.host_id for host in hosts]
 
     def finish_rotation(self) -> list[str]:
         """Retire the old CA once nothing presents its certificates; the hosts."""
+        if rotation.phase(self.pki) == "none":
+            raise CommandRefused("no CA rotation under way: `rotate-ca begin` starts one")
         if rotation.phase(self.pki) == "trusting":
             raise CommandRefused("the new CA does not sign yet: run `rotate-ca begin` again")
         ca = self.authority()
         self.controller_identity()
         hosts = list(self._hosts())
-        stale = []
-        for host in hosts:
-            with self._clients(host.where) as client:
-                if not ca.issued_this(presented(client)):
-                    stale.append(host.where.host_id)
+        stale: list[str] = []
+
+        def check(client: AgentClient, where: HostAddress) -> None:
+            if not ca.issued_this(presented(client)):
+                stale.append(where.host_id)
+
+        self._tell_every(hosts, check)
         if stale:
             raise CommandRefused(
                 f"host(s) {', '.join(stale)} still present a certificate of the old CA: "
                 "run `rotate-ca begin` again (a self-renewing agent renews within seconds)"
             )
         bundle = rotation.bundle_pem([ca.certificate]).decode()
-        self._tell_every(hosts, lambda client: client.set_trust(bundle))
+        self._tell_every(hosts, lambda client, _: client.set_trust(bundle))
         rotation.retire(self.pki)
         return [host.where.host_id for host in hosts]
 
-    def _tell_every(self, hosts: Sequence[FleetHost], act: Callable[[AgentClient], object]) -> None:
-        """``act`` on every host's agent; refused, naming them, if any could not be told."""
+    def _tell_every(
+        self, hosts: Sequence[FleetHost], act: Callable[[AgentClient, HostAddress], object]
+    ) -> None:
+        """``act`` on every host's agent; refused, naming them, if any could not be told
+        (the others were: each step is idempotent, so the command is run again)."""
         failed = []
         for host in hosts:
             try:
                 with self._clients(host.where) as client:
-                    act(client)
+                    act(client, host.where)
             except LbaasError as exc:
-                failed.append(f"{host.where.host_id} ({exc})")
+                detail = getattr(exc, "operator_message", None) or str(exc)
+                failed.append(f"{host.where.host_id} ({detail})")
         if failed:
             raise CommandRefused(
-                f"could not reach the agent of {', '.join(failed)}: nothing was retired; "
-                "bring it back (or remove the host) and run the command again"
+                f"the agent of {', '.join(failed)} could not be told; nothing was retired "
+                "and both CAs stay trusted: bring it back (or remove the host) and run the "
+                "command again"
             )
 
     def expiries(self) -> list[CertificateExpiry]:

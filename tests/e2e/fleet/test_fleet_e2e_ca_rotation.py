@@ -163,6 +163,7 @@ def test_the_ca_rotates_under_converges_heartbeats_and_traffic(
                 time.sleep(3)  # and with the old CA retired
             assert "2 host(s) reissued" in begun, begun
             assert "retired" in finished, finished
+            print(f"under the rotation: {load.converges} converges, {load.requests} requests")
             assert load.failures == [], load.failures[:5]
             assert load.converges >= 4 and load.requests >= 20, (load.converges, load.requests)
 

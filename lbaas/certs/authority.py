@@ -17,6 +17,7 @@ once two thirds of its lifetime have passed (``lbaas.certs.renewal``).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fcntl
 import ipaddress
@@ -285,6 +286,13 @@ def _write_atomically(path: Path, data: bytes, mode: int) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def ca_lock(directory: Path) -> contextlib.AbstractContextManager[None]:
+    """The lock ``load_or_create`` takes on a CA directory: held while the CA's files are
+    replaced (``lbaas.certs.rotation``), so no process loads a key of one CA with the
+    certificate of the other."""
+    return _locked(directory / _LOCK_FILE)
 
 
 @contextmanager

@@ -29,6 +29,7 @@ from lbaas.certs.authority import (
     CA_KEY_FILE,
     TRUST_FILE,
     CertificateAuthority,
+    ca_lock,
     write_private,
     write_public,
 )
@@ -79,12 +80,12 @@ def switch_signer(pki: Path) -> CertificateAuthority:
     both = trusted(pki)
     retiring, following = pki / RETIRING_DIR, pki / NEXT_DIR
     retiring.mkdir(mode=0o700, exist_ok=True)
-    write_private(retiring / CA_KEY_FILE, (pki / CA_KEY_FILE).read_bytes())
-    write_public(retiring / CA_CERT_FILE, (pki / CA_CERT_FILE).read_bytes())
-    # Key first: a reader that sees the new certificate finds its key with it.
-    write_private(pki / CA_KEY_FILE, (following / CA_KEY_FILE).read_bytes())
-    write_public(pki / CA_CERT_FILE, (following / CA_CERT_FILE).read_bytes())
-    write_public(pki / TRUST_FILE, bundle_pem(both))
+    with ca_lock(pki):  # key and certificate change together for every loader
+        write_private(retiring / CA_KEY_FILE, (pki / CA_KEY_FILE).read_bytes())
+        write_public(retiring / CA_CERT_FILE, (pki / CA_CERT_FILE).read_bytes())
+        write_private(pki / CA_KEY_FILE, (following / CA_KEY_FILE).read_bytes())
+        write_public(pki / CA_CERT_FILE, (following / CA_CERT_FILE).read_bytes())
+        write_public(pki / TRUST_FILE, bundle_pem(both))
     shutil.rmtree(following)
     return CertificateAuthority.load_or_create(pki)
 

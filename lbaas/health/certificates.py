@@ -83,7 +83,7 @@ class FleetCertificates:
         self.pki = pki
         self._hosts = hosts
         self._clients = clients
-        #: Each host's certificate end as the last renewal round saw it (the metric's).
+        #: Each UP host's certificate end as the last renewal round saw it (the metric's).
         self.seen: dict[str, datetime.datetime] = {}
 
     def authority(self) -> CertificateAuthority:
@@ -99,7 +99,7 @@ class FleetCertificates:
         """One renewal round; the ids of the hosts whose certificate was renewed."""
         self.controller_identity(now)
         ca = self.authority()
-        renewed = []
+        renewed, seen = [], {}
         for host in self._hosts():
             if not host.up:
                 continue
@@ -107,9 +107,10 @@ class FleetCertificates:
                 with self._clients(host.where) as client:
                     if renew_if_due(client, ca, host.where, now):
                         renewed.append(host.where.host_id)
-                    self.seen[host.where.host_id] = presented(client).not_valid_after_utc
+                    seen[host.where.host_id] = presented(client).not_valid_after_utc
             except LbaasError as exc:  # one host away must not stop the others' renewal
                 log.warning("certificate of host %s not renewed: %s", host.where.host_id, exc)
+        self.seen = seen  # replaced whole: a scrape reads one round's
         for host_id in renewed:
             log.info("renewed the certificate of host %s", host_id)
         return renewed
@@ -222,5 +223,8 @@ def render_expiries(expiries: list[CertificateExpiry], now: datetime.datetime) -
             continue
         days = (found.not_after - now).total_seconds() / 86400
         left = f"{days:.0f} days left" if days >= 0 else "EXPIRED"
-        lines.append(f"  {who:<24} expires {found.not_after:%Y-%m-%d %H:%M} UTC ({left})")
+        lines.append(
+            f"  {who:<24} expires {found.not_after:%Y-%m-%d %H:%M} UTC ({left}), "
+            f"issued by {found.issuer or '?'}"
+        )
     return "\n".join(lines)

@@ -60,6 +60,7 @@ class ReloadingContext(ssl.SSLContext):
         self._build = build
         self._lock = threading.Lock()
         self._signature = _signature(files)
+        self._failed: _Signature | None = None
         self._current = build(files)  # a broken identity at start is the caller's error
         self.reloads = 0
 
@@ -67,12 +68,14 @@ class ReloadingContext(ssl.SSLContext):
         """The context of the files as they are on disk (rebuilt if they changed)."""
         seen = _signature(self.files)
         with self._lock:
-            if seen == self._signature:
+            if seen in (self._signature, self._failed):
                 return self._current
             try:
                 fresh = self._build(self.files)
             except (OSError, ssl.SSLError, ValueError) as exc:
-                # Mid-rename, or broken: keep serving with what worked; retried next time.
+                # Mid-rename, or broken: keep serving with what worked; tried again (and
+                # logged again) only once the files change.
+                self._failed = seen
                 log.warning("TLS files %s not reloaded (kept the previous): %s", self.files, exc)
                 return self._current
             self._current, self._signature = fresh, seen

@@ -82,9 +82,14 @@ def test_a_half_written_identity_keeps_the_previous_one(
     client = ReloadingContext(_client_identity(pki, tmp_path / "ctl"), client_context)
     first = _served_serial(server, client)
     files = _server_identity(pki)
-    other = CertificateAuthority.load_or_create(pki).issue("agent", "server")
+    other = CertificateAuthority.load_or_create(pki).issue(
+        "agent", "server", ip_addresses=["127.0.0.1"]
+    )
     files.key.write_bytes(other.key_pem)  # the new key, the old certificate still there
     assert _served_serial(server, client) == first
+    assert _served_serial(server, client) == first  # not tried again: nothing changed
+    files.cert.write_bytes(other.cert_pem)  # its certificate lands: taken at once
+    assert _served_serial(server, client) == other.certificate.serial_number
 
 
 def test_the_ca_rotates_under_a_running_server_and_client(

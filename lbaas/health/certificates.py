@@ -15,9 +15,11 @@ agent at the right moment, over its mutual-TLS API:
 * begin: the new CA trusted alongside the old, here and then on every agent; only once
   every agent trusts both does the new CA sign: the controller's certificate and every
   agent's are reissued under it. An agent that cannot be reached stops the command
-  before the new CA signs anything (run it again: every step is idempotent).
-* finish: refused while an agent (or the controller) still presents a certificate of
-  the old CA; then every agent, and this state directory, trust the new CA alone.
+  before the new CA signs anything, or (lost during the reissue) with both CAs still
+  trusted everywhere; either way it is run again: every step is idempotent.
+* finish: refused while an agent still presents a certificate of the old CA (the
+  controller's is reissued if it does); then every agent, and this state directory,
+  trust the new CA alone.
 """
 
 from __future__ import annotations

@@ -43,6 +43,13 @@ def add_parser(
         command = sub.add_parser(name, help=text)
         if name == "rotate-ca":
             command.add_argument("phase", choices=("begin", "finish"))
+            command.add_argument(
+                "--skip",
+                action="append",
+                default=[],
+                metavar="HOST_ID",
+                help="leave out a host gone for good (repeat); enrol it again afterwards",
+            )
         command.add_argument("--state-dir", help=state_dir_help)
         command.add_argument("--database-url")
         command.set_defaults(func=lambda args: run(args, settings_of(args)))
@@ -65,13 +72,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             renewed = certificates.renew_due(utc_now())
             print(f"renewed: {', '.join(renewed) or 'no agent certificate was due'}")
         elif args.phase == "begin":
-            hosts = certificates.begin_rotation()
+            hosts = certificates.begin_rotation(frozenset(args.skip))
             print(
                 f"new CA trusted and signing; the controller and {len(hosts)} host(s) "
                 "reissued; run `lbaas certs rotate-ca finish` to retire the old CA"
             )
         else:
-            hosts = certificates.finish_rotation()
+            hosts = certificates.finish_rotation(frozenset(args.skip))
             print(f"old CA retired on this state directory and {len(hosts)} host(s)")
     finally:
         database.dispose()

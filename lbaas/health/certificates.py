@@ -117,13 +117,14 @@ class FleetCertificates:
             log.info("renewed the certificate of host %s", host_id)
         return renewed
 
-    def begin_rotation(self) -> list[str]:
-        """Trust a new CA everywhere, then reissue every certificate under it; the hosts."""
+    def begin_rotation(self, skip: frozenset[str] = frozenset()) -> list[str]:
+        """Trust a new CA everywhere, then reissue every certificate under it; the hosts.
+        ``skip``: host ids left out (gone for good: enrolled again after the rotation)."""
         if rotation.phase(self.pki) != "issuing":
             stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")
             rotation.begin_trust(self.pki, common_name=f"lbaas local CA {stamp}")
         bundle = (self.pki / "trust.pem").read_text()
-        hosts = list(self._hosts())
+        hosts = [h for h in self._hosts() if h.where.host_id not in skip]
         if rotation.phase(self.pki) == "trusting":
             self._tell_every(hosts, lambda client, _: client.set_trust(bundle))
             rotation.switch_signer(self.pki)
@@ -137,7 +138,7 @@ class FleetCertificates:
         self._tell_every(hosts, reissue)
         return [host.where.host_id for host in hosts]
 
-    def finish_rotation(self) -> list[str]:
+    def finish_rotation(self, skip: frozenset[str] = frozenset()) -> list[str]:
         """Retire the old CA once nothing presents its certificates; the hosts."""
         if rotation.phase(self.pki) == "none":
             raise CommandRefused("no CA rotation under way: `rotate-ca begin` starts one")
@@ -145,7 +146,7 @@ class FleetCertificates:
             raise CommandRefused("the new CA does not sign yet: run `rotate-ca begin` again")
         ca = self.authority()
         self.controller_identity()
-        hosts = list(self._hosts())
+        hosts = [h for h in self._hosts() if h.where.host_id not in skip]
         stale: list[str] = []
 
         def check(client: AgentClient, where: HostAddress) -> None:
@@ -179,8 +180,8 @@ class FleetCertificates:
         if failed:
             raise CommandRefused(
                 f"the agent of {', '.join(failed)} could not be told; nothing was retired "
-                "and both CAs stay trusted: bring it back (or remove the host) and run the "
-                "command again"
+                "and both CAs stay trusted: bring it back and run the command again (or "
+                "leave a host gone for good out with --skip HOST_ID, and enrol it again)"
             )
 
     def expiries(self) -> list[CertificateExpiry]:

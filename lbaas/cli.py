@@ -6,6 +6,7 @@ lbaas health                the heartbeat receiver and stale-amphora sweeper
 lbaas agent                 the per-host agent that runs HAProxy for amphorae
 lbaas agent enrol HOST_ID   issue a new agent host's bundle (certificate, key, settings)
 lbaas host list             the agent hosts of the fleet: zone, capacity, status, load
+lbaas certs status|renew|rotate-ca   the controller-agent link's certificates and CA
 lbaas db upgrade            create or migrate the schema
 lbaas network create-subnet register a subnet VIPs and members can use
 lbaas cleanup               stop what a stopped serve or agent left running (HAProxy)
@@ -21,7 +22,6 @@ import argparse
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -349,26 +349,9 @@ def cmd_agent_enrol(args: argparse.Namespace) -> int:
 
 
 def cmd_host_list(args: argparse.Namespace) -> int:
-    import json
-    from dataclasses import asdict
+    from lbaas.compose import host_table, list_hosts, open_database
 
-    from lbaas.compose import list_hosts, open_database
-
-    hosts = list_hosts(open_database(_existing_state(args), upgrade=False))
-    if args.json:
-        print(json.dumps([asdict(h) for h in hosts], indent=2))
-        return 0
-    print(f"{'host':20} {'address':24} {'zone':12} {'status':6} amphorae/capacity  heard")
-    for h in hosts:
-        heard = (
-            "never"
-            if h.last_heartbeat_at is None
-            else f"{time.time() - h.last_heartbeat_at:.1f}s ago"
-        )
-        where = f"{h.address}:{h.port}"
-        print(
-            f"{h.host_id:20} {where:24} {h.zone:12} {h.status:6} {h.amphorae:>8}/{h.capacity:<8}  {heard}"
-        )
+    print(host_table(list_hosts(open_database(_existing_state(args), upgrade=False)), args.json))
     return 0
 
 
@@ -554,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_maintenance_commands(sub: Any) -> None:
-    """``db upgrade``, ``network create-subnet`` and ``keymanager rotate-kek``."""
+    """``db upgrade``, ``network create-subnet``, ``certs`` and ``keymanager rotate-kek``."""
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     up = db_sub.add_parser("upgrade", help="create or migrate the schema")
@@ -574,6 +557,9 @@ def _add_maintenance_commands(sub: Any) -> None:
     cs.add_argument("--state-dir", help=STATE_DIR_HELP)
     cs.add_argument("--database-url")
     cs.set_defaults(func=cmd_create_subnet)
+    from lbaas.certs_command import add_parser as add_certs_parser
+
+    add_certs_parser(sub, STATE_DIR_HELP, _existing_state)
     km = sub.add_parser("keymanager", help="the key manager's key-encryption key")
     km_sub = km.add_subparsers(dest="keymanager_command", required=True)
     rot = km_sub.add_parser(

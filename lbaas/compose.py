@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -302,3 +303,21 @@ def enrol_agent(settings: Settings, database: Database, enrolment: Enrolment, ou
 def list_hosts(database: Database) -> list[HostView]:
     with database.read() as session:
         return host_repo.list_hosts(session)
+
+
+def host_table(hosts: list[HostView], as_json: bool) -> str:
+    """``lbaas host list``'s answer: a table for people, or JSON for scripts."""
+    if as_json:
+        return json.dumps([asdict(h) for h in hosts], indent=2)
+    lines = [f"{'host':20} {'address':24} {'zone':12} {'status':6} amphorae/capacity  heard"]
+    for h in hosts:
+        heard = (
+            "never"
+            if h.last_heartbeat_at is None
+            else f"{time.time() - h.last_heartbeat_at:.1f}s ago"
+        )
+        where = f"{h.address}:{h.port}"
+        lines.append(
+            f"{h.host_id:20} {where:24} {h.zone:12} {h.status:6} {h.amphorae:>8}/{h.capacity:<8}  {heard}"
+        )
+    return "\n".join(lines)

@@ -485,6 +485,15 @@ class HealthSettings(_Section):
             "stops and an alarm is raised (a failover storm is more likely our fault)."
         ),
     )
+    certificate_renewal_interval: float = Field(
+        3600.0,
+        ge=0,
+        description=(
+            "Seconds between certificate renewal rounds while running: the health manager "
+            "renews the controller's certificate and every agent's past two thirds of its "
+            "lifetime (over the agent's API), lbaas serve's agent its own. 0: only at start."
+        ),
+    )
     metrics_port: int = Field(
         0,
         ge=0,

@@ -8,10 +8,16 @@ usage of their role (server or client), so a stolen agent certificate cannot act
 controller's client certificate. Keys are ECDSA P-256: small, fast, and accepted by every
 TLS stack lbaas talks to. Private keys are written with mode 0600 and renamed into place,
 so a reader never sees half a key.
+
+What peers trust is ``trust.pem``, not ``ca.pem``: normally the same one certificate, but
+while the CA is rotated (``lbaas.certs.rotation``) it holds the old CA and the new one, so
+certificates of either are accepted until every one is reissued. A certificate is renewed
+once two thirds of its lifetime have passed (``lbaas.certs.renewal``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fcntl
 import ipaddress
@@ -27,12 +33,15 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from lbaas.certs.renewal import renewal_due
 from lbaas.errors import ConfigError
 
 CA_CERT_FILE = "ca.pem"
 CA_KEY_FILE = "ca.key"
+TRUST_FILE = "trust.pem"
 _LOCK_FILE = ".lock"
 CertKind = Literal["server", "client"]
 
@@ -70,8 +79,9 @@ class CertificateAuthority:
 
     @property
     def ca_file(self) -> Path:
-        """The CA certificate (public) that peers load as their only trust anchor."""
-        return self.directory / CA_CERT_FILE
+        """The trust bundle (public) that peers load as their only trust anchors: this CA,
+        and during a rotation the other one too."""
+        return self.directory / TRUST_FILE
 
     @classmethod
     def load_or_create(
@@ -82,7 +92,10 @@ class CertificateAuthority:
         with _locked(directory / _LOCK_FILE):
             cert_path, key_path = directory / CA_CERT_FILE, directory / CA_KEY_FILE
             if cert_path.exists() and key_path.exists():
-                return cls(directory, *_load_pair(cert_path, key_path))
+                loaded = cls(directory, *_load_pair(cert_path, key_path))
+                if not (directory / TRUST_FILE).exists():  # a CA from before trust.pem
+                    write_public(directory / TRUST_FILE, cert_path.read_bytes())
+                return loaded
             if cert_path.exists() or key_path.exists():
                 raise ConfigError(
                     f"incomplete CA in {directory}: need both {CA_CERT_FILE} and {CA_KEY_FILE}"
@@ -120,6 +133,7 @@ class CertificateAuthority:
             )
             write_private(key_path, _key_pem(key))
             write_public(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+            write_public(directory / TRUST_FILE, cert.public_bytes(serialization.Encoding.PEM))
             return cls(directory, cert, key)
 
     def issue(
@@ -130,10 +144,35 @@ class CertificateAuthority:
         ip_addresses: Iterable[str] = (),
         dns_names: Iterable[str] = (),
         validity_days: int = 365,
+        now: datetime.datetime | None = None,
     ) -> IssuedCertificate:
         """Sign a new key pair for ``common_name`` as a TLS server or client certificate."""
         key = ec.generate_private_key(ec.SECP256R1())
-        now = _now()
+        cert = self.sign(
+            key.public_key(),
+            common_name,
+            kind,
+            ip_addresses=ip_addresses,
+            dns_names=dns_names,
+            validity_days=validity_days,
+            now=now,
+        )
+        return IssuedCertificate(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+    def sign(
+        self,
+        public_key: CertificatePublicKeyTypes,
+        common_name: str,
+        kind: CertKind,
+        *,
+        ip_addresses: Iterable[str] = (),
+        dns_names: Iterable[str] = (),
+        validity_days: int = 365,
+        now: datetime.datetime | None = None,
+    ) -> x509.Certificate:
+        """A certificate for a key held elsewhere (an agent's, from its signing request),
+        valid from ``now`` (default: the clock's)."""
+        now = now or _now()
         usage = {
             "server": ExtendedKeyUsageOID.SERVER_AUTH,
             "client": ExtendedKeyUsageOID.CLIENT_AUTH,
@@ -142,7 +181,7 @@ class CertificateAuthority:
             x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
             .issuer_name(self.certificate.subject)
-            .public_key(key.public_key())
+            .public_key(public_key)
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=validity_days))
@@ -156,8 +195,7 @@ class CertificateAuthority:
         names = _subject_alternative_names(ip_addresses, dns_names)
         if names:
             builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-        cert = builder.sign(self._key, hashes.SHA256())
-        return IssuedCertificate(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+        return builder.sign(self._key, hashes.SHA256())
 
     def issued_this(self, certificate: x509.Certificate) -> bool:
         """Whether ``certificate`` carries a valid signature of this CA."""
@@ -175,24 +213,26 @@ class CertificateAuthority:
         *,
         ip_addresses: Iterable[str] = (),
         dns_names: Iterable[str] = (),
-        renew_within_days: int = 30,
+        now: datetime.datetime | None = None,
     ) -> TlsFiles:
-        """Files of the identity ``name``, (re)issued if missing, expiring, foreign or stale.
+        """Files of the identity ``name``, (re)issued if missing, due, foreign or stale.
 
-        Idempotent: an existing certificate from this CA with the same names that is valid for
-        more than ``renew_within_days`` is kept as it is.
+        Idempotent: an existing certificate from this CA with the same names that has not
+        lived two thirds of its lifetime (at ``now``, default the clock's) is kept as it is.
         """
         ips, dns = sorted(set(ip_addresses)), sorted(set(dns_names))
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         files = TlsFiles(directory / f"{name}.pem", directory / f"{name}.key", self.ca_file)
         with _locked(directory / f".{name}.lock"):
-            if not self._still_good(files, ips, dns, renew_within_days):
-                issued = self.issue(name, kind, ip_addresses=ips, dns_names=dns)
+            if not self._still_good(files, ips, dns, now or _now()):
+                issued = self.issue(name, kind, ip_addresses=ips, dns_names=dns, now=now)
                 write_private(files.key, issued.key_pem)
                 write_public(files.cert, issued.cert_pem)
         return files
 
-    def _still_good(self, files: TlsFiles, ips: list[str], dns: list[str], days: int) -> bool:
+    def _still_good(
+        self, files: TlsFiles, ips: list[str], dns: list[str], now: datetime.datetime
+    ) -> bool:
         try:
             cert = x509.load_pem_x509_certificate(files.cert.read_bytes())
             if not files.key.exists():
@@ -201,7 +241,7 @@ class CertificateAuthority:
             return False
         if not self.issued_this(cert):
             return False
-        if cert.not_valid_after_utc - _now() < datetime.timedelta(days=days):
+        if renewal_due(cert, now):
             return False
         wanted = _subject_alternative_names(ips, dns)
         try:
@@ -246,6 +286,13 @@ def _write_atomically(path: Path, data: bytes, mode: int) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def ca_lock(directory: Path) -> contextlib.AbstractContextManager[None]:
+    """The lock ``load_or_create`` takes on a CA directory: held while the CA's files are
+    replaced (``lbaas.certs.rotation``), so no process loads a key of one CA with the
+    certificate of the other."""
+    return _locked(directory / _LOCK_FILE)
 
 
 @contextmanager

@@ -5,6 +5,7 @@ database directly, as the rest of the command does, not the API."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 
 from lbaas.certs.kek import load_key_ring
@@ -14,6 +15,8 @@ from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.diagnose.agent_view import TlsAgentView
 from lbaas.diagnose.base import VipProbe
 from lbaas.diagnose.diagnosis import Diagnosis, first_failure, render
+from lbaas.diagnose.link_certificates import link_expiries
+from lbaas.health.certificates import render_expiries
 from lbaas.health.probe import ListenerProbe
 from lbaas.keyrefs.base import KeyMaterial
 from lbaas.keyrefs.configured import barbican_material, routed
@@ -67,4 +70,6 @@ def run(settings: Settings, database: Database, word: str) -> int:
         return 2
     loadbalancer_id = ids[0]
     sys.stdout.write(render(loadbalancer_id, verdicts) + "\n")
+    expiries = link_expiries(settings, database, loadbalancer_id)
+    sys.stdout.write(render_expiries(expiries, dt.datetime.now(dt.UTC)) + "\n")
     return 0 if first_failure(verdicts) is None else 1

@@ -26,6 +26,7 @@ from lbaas.errors import (
     LbaasError,
     NotFound,
 )
+from lbaas.fleet.agent_certs import AgentCertificates, serve_certificates
 from lbaas.host.base import HostOpsError
 from lbaas.l4node.api import serve_l4
 from lbaas.l4node.manager import L4NodeManager
@@ -47,16 +48,22 @@ def _error(status: int, kind: str, message: str, detail: str | None = None) -> J
 
 
 def create_agent_app(
-    manager: AmphoraRegistry, info: Callable[[], AgentInfo], l4: L4NodeManager | None = None
+    manager: AmphoraRegistry,
+    info: Callable[[], AgentInfo],
+    l4: L4NodeManager | None = None,
+    certificates: AgentCertificates | None = None,
 ) -> FastAPI:
     """The ASGI app serving ``manager`` (and ``l4``'s kernel load balancers, if given);
-    ``info`` builds the answer to GET /v1/info."""
+    ``info`` builds the answer to GET /v1/info; ``certificates``: the routes that renew
+    the agent's certificate and trust bundle (``lbaas.wire.certificates``)."""
     app = FastAPI(title="lbaas agent", version="1", docs_url=None, redoc_url=None)
     _answer_errors(app)
     serve_amphorae(app, manager)
     _serve_info(app, info)
     if l4 is not None:
         serve_l4(app, l4)
+    if certificates is not None:
+        serve_certificates(app, certificates)
     return app
 
 

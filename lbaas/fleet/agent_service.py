@@ -24,6 +24,7 @@ the host's stale amphorae removed when it hears the host again.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import ipaddress
 import logging
@@ -42,9 +43,11 @@ from lbaas.amphora.udp_health import namespace_checker
 from lbaas.amphora.vip_probe import VipProber, with_probes
 from lbaas.background import BackgroundLoop
 from lbaas.certs.authority import CertificateAuthority, TlsFiles, certificate_expiry
+from lbaas.certs.renewal import RenewalLoop
 from lbaas.config import AgentSettings, Settings
 from lbaas.errors import ConfigError
 from lbaas.fleet.agent_app import create_agent_app
+from lbaas.fleet.agent_certs import AgentCertificates
 from lbaas.fleet.enrolment import HEARTBEAT_KEY_FILE, bundle_tls
 from lbaas.fleet.heartbeat_sender import HeartbeatSender
 from lbaas.fleet.server import AgentHttpsServer
@@ -77,6 +80,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SUPERVISE_INTERVAL = 1.0
+SELF_RENEWAL_INTERVAL = 10.0
+"""Seconds between an agent's checks of its own certificate when it holds the CA."""
 
 
 def host_ops_for(agent: AgentSettings) -> HostOps:
@@ -235,10 +240,10 @@ class AgentService:
         if adopted:
             log.info("adopted amphorae %s", ", ".join(adopted))
         self._haproxy_version: str | None = None
-        # The amphorae's identity is this agent's certificate: its expiry is theirs.
-        self._cert_expiration = certificate_expiry(self.tls.cert)
+        self.certificates = AgentCertificates(self.tls, self_renewing=self.ca is not None)
+        self.renewal = self._self_renewal(settings, state_dir)
         self.l4, self.l4_checker = l4_node_manager(settings.agent, state_dir / "l4")
-        app = create_agent_app(self.manager, self.info, self.l4)
+        app = create_agent_app(self.manager, self.info, self.l4, self.certificates)
         self.server = _api_server(app, settings, self.tls, listening)
         # Its first round restarts the adopted HAProxies that died with the old agent, in
         # the background: the converges waiting for this agent need not wait for that.
@@ -257,6 +262,23 @@ class AgentService:
             host_report=self.host_report,
             member_counters=settings.agent.heartbeat_member_counters,
         )
+
+    def _self_renewal(self, settings: Settings, state_dir: Path) -> RenewalLoop | None:
+        """With the CA at hand (``lbaas serve``), the agent renews its own certificate;
+        an enrolled agent's is renewed by the controller (``lbaas.fleet.cert_renewal``)."""
+        interval = settings.health.certificate_renewal_interval
+        if self.ca is None or interval <= 0:
+            return None
+        agent, pki = settings.agent, state_dir / "pki"
+
+        def renew(_now: datetime.datetime) -> None:
+            # Loaded again each round: a CA rotation may have changed the signer.
+            ca = CertificateAuthority.load_or_create(pki)
+            agent_identity(ca, pki, agent.host, agent.host_id)
+
+        # A local check (no network): often, so a CA rotation's new signer is taken up
+        # within seconds and `rotate-ca finish` need not wait an hour for this agent.
+        return RenewalLoop([renew], min(interval, SELF_RENEWAL_INTERVAL))
 
     def health_reports(self) -> list[tuple[str, HealthReport]]:
         """Each amphora's statistics with its latest VIP probe results."""
@@ -277,7 +299,9 @@ class AgentService:
             capacity=agent.capacity,
             amphorae=tuple(self.manager.amphora_ids()),
             vrrp=tuple(sorted(self.manager.vrrp_states().items())),
-            cert_expiration=self._cert_expiration,
+            # The amphorae's identity is this agent's certificate: its expiry is theirs
+            # (read each round: it is renewed while the agent runs).
+            cert_expiration=certificate_expiry(self.tls.cert),
         )
         return host_sender(agent.host_id), to_host_payload(seen)
 
@@ -319,12 +343,16 @@ class AgentService:
             self.metadata.start()
         self.prober.start()
         self.heartbeat.start()
+        if self.renewal is not None:
+            self.renewal.start()
         log.info("agent (%s mode) listening on %s", self.mode, self.base_url)
 
     def stop(self, *, stop_haproxy: bool = False) -> None:
         """Stop the agent; HAProxy keeps serving unless ``stop_haproxy``."""
         # First: the tier's router stops sending this node flows while it can still serve.
         self.l4.withdraw_all()
+        if self.renewal is not None:
+            self.renewal.stop()
         self.heartbeat.stop()
         self.prober.stop()
         if self.metadata is not None:

@@ -27,6 +27,7 @@ import httpx
 from pydantic import ValidationError
 
 from lbaas.certs.authority import TlsFiles
+from lbaas.certs.reloading import ReloadingContext
 from lbaas.certs.tlsconfig import client_context
 from lbaas.errors import (
     AgentUnreachable,
@@ -37,6 +38,15 @@ from lbaas.errors import (
 from lbaas.fleet.handshake import patient_transport
 from lbaas.wire.amphora import API_PREFIX, AgentInfo, AmphoraSpec, AmphoraStatus, ErrorBody
 from lbaas.wire.amphora_diagnosis import AmphoraDiagnosis
+from lbaas.wire.certificates import (
+    CERTIFICATE_PATH,
+    SIGNING_REQUEST_PATH,
+    TRUST_PATH,
+    CertificateState,
+    NewCertificate,
+    SigningRequest,
+    TrustBundle,
+)
 
 _UNREACHABLE_STATUSES = frozenset({502, 503, 504})
 
@@ -61,7 +71,8 @@ class AgentClient:
         if ssl_context is not None:
             verify = ssl_context
         elif tls is not None:
-            verify = client_context(tls)
+            # A renewed controller certificate or trust bundle reaches new connections.
+            verify = ReloadingContext(tls, client_context)
         else:
             verify = True
         if handshake_timeout is not None and transport is None:
@@ -119,6 +130,26 @@ class AgentClient:
 
     def info(self) -> AgentInfo:
         return AgentInfo.model_validate_json(self._request("GET", f"{API_PREFIX}/info").content)
+
+    def certificate(self) -> CertificateState:
+        """The certificate and trust bundle the agent serves with now."""
+        response = self._request("GET", f"{API_PREFIX}{CERTIFICATE_PATH}")
+        return CertificateState.model_validate_json(response.content)
+
+    def signing_request(self) -> SigningRequest:
+        """Have the agent make a new key; its signing request."""
+        response = self._request("POST", f"{API_PREFIX}{SIGNING_REQUEST_PATH}", content="{}")
+        return SigningRequest.model_validate_json(response.content)
+
+    def install_certificate(self, certificate_pem: str) -> CertificateState:
+        body = NewCertificate(certificate=certificate_pem).model_dump_json()
+        response = self._request("PUT", f"{API_PREFIX}{CERTIFICATE_PATH}", content=body)
+        return CertificateState.model_validate_json(response.content)
+
+    def set_trust(self, ca_bundle_pem: str) -> CertificateState:
+        body = TrustBundle(ca_bundle=ca_bundle_pem).model_dump_json()
+        response = self._request("PUT", f"{API_PREFIX}{TRUST_PATH}", content=body)
+        return CertificateState.model_validate_json(response.content)
 
     def _request(
         self, method: str, path: str, *, content: str | None = None, allow_404: bool = False

@@ -1,7 +1,8 @@
 """Serving the agent's app over HTTPS with mutual TLS, in a background thread.
 
 uvicorn serves the ASGI app with the context from ``lbaas.certs.tlsconfig.server_context``
-(handed over through ``ssl_context_factory``), so a client without a certificate from the
+(handed over through ``ssl_context_factory``, rebuilt when its files change: see
+``lbaas.certs.reloading``), so a client without a certificate from the
 project's CA fails the TLS handshake before any route runs. The listening socket is bound in
 the constructor, which lets callers (and tests) ask for port 0 and read the real port
 before the server thread starts, and makes a port clash fail at once and in the caller.
@@ -21,6 +22,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from lbaas.certs.authority import TlsFiles
+from lbaas.certs.reloading import ReloadingContext
 from lbaas.certs.tlsconfig import server_context
 
 
@@ -48,7 +50,8 @@ class AgentHttpsServer:
         def tls_context(
             config: uvicorn.Config, default: Callable[[], ssl.SSLContext]
         ) -> ssl.SSLContext:
-            return server_context(tls)
+            # Renewed certificates and trust bundles reach new connections (``reloading``).
+            return ReloadingContext(tls, server_context)
 
         config = uvicorn.Config(
             app,

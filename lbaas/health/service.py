@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from lbaas.certs.authority import CertificateAuthority
+from lbaas.certs.renewal import RenewalLoop
 from lbaas.config import Settings
 from lbaas.coordination.engines import open_leadership
 from lbaas.db.engine import Database
@@ -18,6 +19,8 @@ from lbaas.db.jobs import job_queue
 from lbaas.db.loadbalancers.loadbalancer_repo import active_loadbalancers_of, loadbalancer_kept
 from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_pool import AgentPool, tls_client_factory
+from lbaas.health.certificate_metrics import CertificateExpiryTimestamps
+from lbaas.health.certificates import FleetCertificates, enrolled_hosts
 from lbaas.health.distributed_poll import DistributedStatusPoller
 from lbaas.health.fleet import HostSweeper, SqlHostRegistry, StaleAmphoraCleaner
 from lbaas.health.flusher import Flusher, flush_interval
@@ -97,6 +100,7 @@ def start_health_manager(
         wake=stray_heard,
         on_down=sweeper.fail_over_hosts,
     )
+    renewal = _certificate_renewal(settings, database, agents, metrics)
     if metrics is not None:
         metrics.register(HealthManagerCollector(receiver, sweeper))
     stop = threading.Event()
@@ -105,6 +109,7 @@ def start_health_manager(
 
     def stop_all() -> None:
         stop.set()
+        renewal.stop()
         stray_heard.set()  # the host sweeper waits on it
         for thread in threads:
             thread.join(5)
@@ -114,6 +119,23 @@ def start_health_manager(
         agents.close()
 
     return stop_all
+
+
+def _certificate_renewal(
+    settings: Settings, database: Database, agents: AgentPool, metrics: ProcessMetrics | None
+) -> RenewalLoop:
+    """The rounds renewing the controller's and the agents' certificates (started unless
+    ``health.certificate_renewal_interval`` is 0), and their expiry metric."""
+    certificates = FleetCertificates(
+        settings.state_dir.absolute() / "pki", lambda: enrolled_hosts(database), agents.fresh
+    )
+    interval = settings.health.certificate_renewal_interval
+    renewal = RenewalLoop([certificates.renew_due], interval)
+    if interval > 0:
+        renewal.start()
+    if metrics is not None:
+        metrics.register(CertificateExpiryTimestamps(certificates))
+    return renewal
 
 
 def host_sweep_interval(host_stale_after: float) -> float:

@@ -18,6 +18,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
+from lbaas.health.certificate_metrics import CertificateExpiryTimestamps
+from lbaas.health.certificates import FleetCertificates
 from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.metrics import HealthManagerCollector
 from lbaas.health.processor import HeartbeatProcessor
@@ -64,9 +66,14 @@ def _exported(state_dir: Path) -> set[str]:
     others = _collected(
         HealthManagerCollector(receiver, sweeper),
         TierCollector(lambda: tier_status),
+        CertificateExpiryTimestamps(FleetCertificates(state_dir / "pki", list, _no_client)),
         WorkerRelay("http://127.0.0.1:9/metrics", timeout=0.5),  # port 9: nobody answers
     )
     return _sample_names(scraped.text) | _sample_names(others)
+
+
+def _no_client(host: Any) -> Any:
+    raise AssertionError("a scrape calls no agent")
 
 
 def _rule_expressions() -> list[str]:
@@ -86,7 +93,7 @@ def test_promtool_accepts_the_alert_rules() -> None:
         [promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 21 rules found" in checked.stdout
+    assert "SUCCESS: 23 rules found" in checked.stdout
 
 
 def test_dashboard_and_rules_use_only_exported_metrics(state_dir: Path) -> None:

@@ -75,3 +75,25 @@ def require_allowed_cidrs(
             f"{protocol.value} listeners (its data plane cannot drop the other sources, "
             "so the restriction would not be enforced)"
         )
+
+
+def require_vip_sg_enforced(
+    services: ApiServices, provider: str, protocols: Collection[ListenerProtocol]
+) -> None:
+    """400 unless the provider can filter the sources of every listener protocol given.
+
+    A VIP's security groups become each listener's source networks, which the data plane
+    enforces where it enforces ``allowed_cidrs``; a provider (or a listener protocol) that
+    cannot drop the other sources must refuse the groups, never accept and ignore them."""
+    supported = services.providers.capabilities(provider).allowed_cidrs_protocols
+    if not supported:
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: vip_sg_ids (its "
+            "data plane cannot filter a VIP's sources, so the groups would not be enforced)"
+        )
+    for protocol in sorted(set(protocols) - set(supported)):
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: vip_sg_ids with "
+            f"{protocol.value} listeners (its data plane cannot drop the sources the "
+            "groups do not allow)"
+        )

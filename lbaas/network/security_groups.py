@@ -97,9 +97,7 @@ def update_group(session: Session, group: SecurityGroupRow, changes: dict[str, o
 def delete_group(session: Session, group: SecurityGroupRow) -> None:
     if repo.loadbalancers_using(session, group.project_id, group.id):
         raise Conflict(f"Security Group {group.id} in use.")
-    for rule in repo.rules_of(session, [group.id]):
-        session.delete(rule)
-    session.delete(group)
+    repo.delete_group(session, group.id)
 
 
 def _protocol(text: str | None) -> tuple[str | None, int | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
@@ -85,3 +85,9 @@ def loadbalancers_using(session: Session, project_id: str, group_id: str) -> lis
         LoadBalancerRow.provisioning_status.not_in([s.value for s in GONE_STATUSES]),
     )
     return [row.id for row in session.execute(query) if group_id in (row.vip_sg_ids or [])]
+
+
+def delete_group(session: Session, group_id: str) -> None:
+    """The group and its rules, in Core, children first (the ORM orders neither)."""
+    session.execute(delete(SecurityGroupRuleRow).where(_RULES.security_group_id == group_id))
+    session.execute(delete(SecurityGroupRow).where(SecurityGroupRow.id == group_id))

@@ -97,3 +97,19 @@ def require_vip_sg_enforced(
             f"{protocol.value} listeners (its data plane cannot drop the sources the "
             "groups do not allow)"
         )
+
+
+def require_pool_tls(
+    services: ApiServices, provider: str, protocol: str, tls_enabled: bool
+) -> None:
+    """400 if a re-encrypting pool (``tls_enabled``) is of a protocol the provider cannot
+    talk TLS to members on (``ProviderCapabilities.pool_tls_protocols``): accepting it
+    would send the members' traffic in the clear."""
+    if tls_enabled and PoolProtocol(protocol) not in (
+        services.providers.capabilities(provider).pool_tls_protocols
+    ):
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: tls_enabled on "
+            f"{protocol} pools (its data plane cannot encrypt to members, so the traffic "
+            "would go in the clear)"
+        )

@@ -109,6 +109,10 @@ class ProviderCapabilities:
     # other source). Empty by default: a listener with allowed_cidrs on any other protocol
     # is refused (400), never accepted and left unenforced (a security control).
     allowed_cidrs_protocols: frozenset[ListenerProtocol] = frozenset()
+    # Pool protocols whose members the data plane can talk TLS to (``tls_enabled``).
+    # Empty by default: a re-encrypting pool is refused (400) rather than accepted and
+    # sent in the clear.
+    pool_tls_protocols: frozenset[PoolProtocol] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ changes, the data planes get the new source networks within a converge).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
@@ -87,12 +87,19 @@ def _shown(session: Session, row: SecurityGroupRow) -> dict[str, Any]:
     return group_view(row, repo.rules_of(session, [row.id]))
 
 
-def _group(session: Session, ctx: RequestContext, group_id: str, rule: Rule) -> SecurityGroupRow:
-    row = repo.get_group(session, group_id)
+R = TypeVar("R", SecurityGroupRow, SecurityGroupRuleRow)
+
+
+def _owned(ctx: RequestContext, row: R | None, what: str, ident: str, rule: Rule) -> R:
+    """404 as Neutron words it, then 403 unless the caller may ``rule`` its project."""
     if row is None:
-        raise NotFound(f"Security group {group_id} does not exist")
+        raise NotFound(f"{what} {ident} does not exist")
     authorize(ctx, rule, row.project_id)
     return row
+
+
+def _group(session: Session, ctx: RequestContext, group_id: str, rule: Rule) -> SecurityGroupRow:
+    return _owned(ctx, repo.get_group(session, group_id), "Security group", group_id, rule)
 
 
 def _converge_users(w: TreeWrite, group: SecurityGroupRow) -> None:
@@ -170,11 +177,7 @@ def list_rules(request: Request, call: Call = Depends(get_call)) -> dict[str, An
 
 
 def _rule(session: Session, ctx: RequestContext, rule_id: str, rule: Rule) -> SecurityGroupRuleRow:
-    row = repo.get_rule(session, rule_id)
-    if row is None:
-        raise NotFound(f"Security group rule {rule_id} does not exist")
-    authorize(ctx, rule, row.project_id)
-    return row
+    return _owned(ctx, repo.get_rule(session, rule_id), "Security group rule", rule_id, rule)
 
 
 @router.get("/security-group-rules/{rule_id}")

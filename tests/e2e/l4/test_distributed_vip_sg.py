@@ -22,7 +22,7 @@ import time
 import pytest
 import test_distributed_allowed_cidrs as cidrs_test
 from dist_lab import BACKEND_PORT, DistLab
-from test_distributed_allowed_cidrs import LB, attempt, hold, ok, served_soon, settle
+from test_distributed_allowed_cidrs import LB, attempt, hold, ok, release, served_soon, settle
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 lab = cidrs_test.lab  # the same lab fixture
@@ -74,8 +74,4 @@ def test_only_what_the_vip_groups_allow_is_balanced(lab: DistLab) -> None:
         assert held.ask("and now") == f"{greeting} and now"
         assert attempt(lab, "x1") in ("b1", "b2")
     finally:
-        process.kill()
-        process.wait(10)
-        for pipe in (process.stdin, process.stdout):
-            if pipe is not None:
-                pipe.close()
+        release(process)

@@ -9,8 +9,9 @@ each provider. A field is, for one provider, in exactly one of:
   exists (which provider, where the VIP is allocated);
 - the provider's ``carried``: a distinctive value is set in the graph the provider is
   given and looked for in what it renders (HAProxy's configuration and the kernel part of
-  the amphora spec; the L4 spec every distributed and tier node loads), or, for a value
-  with nothing to look for (a flag), the rendering must change;
+  the amphora spec; for the distributed provider and the L4 tier, the spec every node
+  loads with the node's nftables table and the tier's DSR table), or, for a value with
+  nothing to look for (a flag), the rendering must change;
 - the provider's ``refused``: the provider's declared capabilities refuse the requests
   where the field would mean something (each claim is checked against the capabilities);
 - the provider's ``gaps``: accepted and not enforced today. Each is varied too and must
@@ -35,6 +36,8 @@ from pydantic import BaseModel
 from lbaas.api.schemas.listener import ListenerCreate, ListenerUpdate
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreate, LoadBalancerUpdate
 from lbaas.api.schemas.pool import PoolCreate, PoolUpdate
+from lbaas.l4.nft import render_full
+from lbaas.l4node.manager import l4_service
 from lbaas.model.enums import (
     ClientAuthentication,
     LbAlgorithm,
@@ -51,6 +54,7 @@ from lbaas.providers.distributed.capabilities import DISTRIBUTED_CAPABILITIES
 from lbaas.providers.distributed.translate import service_spec
 from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
 from lbaas.render.haproxy.tls import ListenerTlsFiles, PoolTlsFiles
+from lbaas.tier import dsr
 from tests.support.graphs import listener, load_balancer, member, persistence, pool
 
 SCHEMAS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
@@ -326,7 +330,11 @@ AMPHORA = Plane(
 
 
 def distributed_render(lb: LoadBalancer) -> str:
-    return service_spec(lb, version=1).model_dump_json()
+    """The spec a node is sent, the node's nftables table, and the tier's DSR table."""
+    spec = service_spec(lb, version=1)
+    service = l4_service(spec, {})
+    tables = {li.name: li.table() for li in service.listeners}
+    return "\n".join((spec.model_dump_json(), render_full(service, tables), dsr.render([service])))
 
 
 DISTRIBUTED_BASE = load_balancer(

@@ -113,3 +113,14 @@ def require_pool_tls(
             f"{protocol} pools (its data plane cannot encrypt to members, so the traffic "
             "would go in the clear)"
         )
+
+
+def require_additional_vips(services: ApiServices, provider: str, count: int) -> None:
+    """400 if additional VIPs are asked of a provider whose data plane binds only the
+    primary one (``ProviderCapabilities.additional_vips``)."""
+    if count and not services.providers.capabilities(provider).additional_vips:
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: additional_vips "
+            "(its data plane serves the primary VIP only, so the other addresses would "
+            "never answer)"
+        )

@@ -113,6 +113,9 @@ class ProviderCapabilities:
     # Empty by default: a re-encrypting pool is refused (400) rather than accepted and
     # sent in the clear.
     pool_tls_protocols: frozenset[PoolProtocol] = frozenset()
+    # Whether the data plane binds a load balancer's ``additional_vips``. False by default:
+    # they are refused (400) rather than allocated, shown and never answered on.
+    additional_vips: bool = False
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def test_another_project_neither_sees_nor_changes_a_group(api: Api) -> None:
 
 def test_rules_are_checked_as_neutron_checks_them(api: Api) -> None:
     gid = _group(api)["id"]
-    bad = [
+    bad: list[tuple[dict[str, Any], str]] = [
         ({"port_range_min": 80, "port_range_max": 80}, "Must also specify protocol"),
         ({"protocol": "tcp", "port_range_min": 90, "port_range_max": 80}, "port_range_min"),
         ({"protocol": "tcp", "port_range_min": 0, "port_range_max": 80}, "port 0"),

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from lbaas.api.builders import graph_create
 from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
-from lbaas.api.capabilities import require_vip_sg_enforced
+from lbaas.api.capabilities import require_additional_vips, require_vip_sg_enforced
 from lbaas.api.lookups import NIL_UUID
 from lbaas.api.quota import check_quota
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreate, LoadBalancerUpdate
@@ -180,6 +180,7 @@ def build_loadbalancer(
 ) -> LoadBalancerRow:
     """Validate a new load balancer, allocate its VIPs and add it (PENDING_CREATE)."""
     provider = _resolve_provider(session, services, data.provider, data.flavor_id)
+    require_additional_vips(services, provider, len(data.additional_vips or []))
     _check_availability_zone(session, data.availability_zone)
     check_quota(session, services.settings.quota, project, "loadbalancer")
     row = LoadBalancerRow(

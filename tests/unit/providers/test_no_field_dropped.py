@@ -28,14 +28,17 @@ import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from lbaas.api.builders.loadbalancer import reject_unsupported_vip_options
 from lbaas.api.schemas.listener import ListenerCreate, ListenerUpdate
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreate, LoadBalancerUpdate
 from lbaas.api.schemas.pool import PoolCreate, PoolUpdate
+from lbaas.errors import InvalidInput
 from lbaas.l4.nft import render_full
 from lbaas.l4node.manager import l4_service
 from lbaas.model.enums import (
@@ -149,28 +152,31 @@ VIP_ADDRESS = Carried(moved_vip, "10.79.1.2")
 LB_DOWN = Carried(on_lb(admin_state_up=False))
 
 
-def no_graph_field(name: str) -> Change:
-    """A field the graph has no place for: nothing to vary, so the check is that it is
-    still absent from the graph (the day it gets one, this gap must be reclassified)."""
-
-    def change(lb: LoadBalancer) -> LoadBalancer:
-        assert name not in {f.name for f in dataclasses.fields(LoadBalancer)}
-        return lb
-
-    return change
-
-
-# Octavia's additional VIPs: allocated and shown, but the graph has no place for them, so
-# no provider binds them (an accepted-and-ignored field, to be closed).
-ADDITIONAL_VIPS = no_graph_field("additional_vips")
-
-
 @dataclass(frozen=True)
 class Refused:
     """Why the provider never gets the field with a meaning, checked on its capabilities."""
 
     why: str
     holds: Callable[[ProviderCapabilities], bool]
+
+
+def _qos_refused(caps: ProviderCapabilities) -> bool:
+    try:
+        reject_unsupported_vip_options("00000000-0000-4000-8000-000000000000")
+    except InvalidInput:
+        return True
+    return False
+
+
+QOS_REFUSED = Refused("refused by the API for every provider (VIP_QOS_REFUSAL)", _qos_refused)
+ONE_VIP = Refused(
+    "the graph carries the primary VIP only, so a provider that binds more must declare "
+    "it (ProviderCapabilities.additional_vips); the others refuse them",
+    lambda caps: (
+        not caps.additional_vips
+        and "additional_vips" not in {f.name for f in dataclasses.fields(LoadBalancer)}
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -197,7 +203,8 @@ TLS_FILES = ListenerTlsFiles(
 
 def amphora_render(lb: LoadBalancer) -> str:
     haproxy_graph, udp = split_udp(lb)
-    pools_tls = {p.id: PoolTlsFiles("/run/amp/tls/client.pem") for p in lb.pools if p.tls_enabled}
+    client = PoolTlsFiles("/run/amp/tls/client.pem")
+    pools_tls: dict[str, PoolTlsFiles] = {p.id: client for p in lb.pools if p.tls_enabled}
     ctx = HaproxyContext(
         bind_address=lb.vip.address,
         runtime_socket="/run/amp/haproxy.sock",
@@ -232,11 +239,20 @@ AMPHORA_BASE = load_balancer(
     ],
     vip_address="10.9.9.9",
 )
-TLS_MATERIAL = Refused(
-    "a reference to key-manager material: the agent writes it as the files the "
-    "configuration names (tests/unit/providers/test_amphora_tls_material.py)",
-    lambda caps: True,
-)
+TLS_E2E = Path(__file__).parents[2] / "e2e" / "amphora" / "test_tls_termination.py"
+
+
+def _sent_by_tls_e2e(name: str) -> Refused:
+    """A key-manager reference: the agent writes its material as the files HAProxy's
+    configuration names, shown with real certificates and clients end to end. The check
+    here: that test still sends the field."""
+    text = TLS_E2E.read_text()
+    return Refused(
+        f"carried as files, end to end in {TLS_E2E.name}",
+        lambda caps: f'"{name}"' in text or f"{name}=" in text,
+    )
+
+
 # A UDP listener of an amphora in netns mode: balanced by the kernel (``split_udp``).
 AMPHORA_UDP = load_balancer(
     [listener("dns", ListenerProtocol.UDP, 53, default_pool="u")],
@@ -299,7 +315,7 @@ AMPHORA = Plane(
     },
     refused={
         **{
-            ("listener", name): TLS_MATERIAL
+            ("listener", name): _sent_by_tls_e2e(name)
             for name in (
                 "default_tls_container_ref",
                 "sni_container_refs",
@@ -308,14 +324,12 @@ AMPHORA = Plane(
             )
         },
         **{
-            ("pool", name): TLS_MATERIAL
+            ("pool", name): _sent_by_tls_e2e(name)
             for name in ("tls_container_ref", "ca_tls_container_ref", "crl_container_ref")
         },
-        ("loadbalancer", "vip_qos_policy_id"): Refused(
-            "refused by the API for every provider (VIP_QOS_REFUSAL)", lambda caps: True
-        ),
+        ("loadbalancer", "vip_qos_policy_id"): QOS_REFUSED,
+        ("loadbalancer", "additional_vips"): ONE_VIP,
     },
-    gaps={("loadbalancer", "additional_vips"): ADDITIONAL_VIPS},
     partial_gaps={
         # The kernel's UDP balancing has no connection limit or timeouts of the listener's.
         ("listener", "connection_limit"): (AMPHORA_UDP, on_listener(connection_limit=10)),
@@ -428,9 +442,8 @@ DISTRIBUTED = Plane(
             "a pool's protocol must be its listener's (TCP or UDP here), which is carried",
             lambda caps: caps.pool_protocols == {PoolProtocol.TCP, PoolProtocol.UDP},
         ),
-        ("loadbalancer", "vip_qos_policy_id"): AMPHORA.refused[
-            ("loadbalancer", "vip_qos_policy_id")
-        ],
+        ("loadbalancer", "vip_qos_policy_id"): QOS_REFUSED,
+        ("loadbalancer", "additional_vips"): ONE_VIP,
     },
     gaps={
         # Accepted on TCP/UDP listeners, not enforced by the kernel engine yet.
@@ -439,7 +452,6 @@ DISTRIBUTED = Plane(
         ("listener", "timeout_member_connect"): on_timeouts(member_connect=1000),
         ("listener", "timeout_member_data"): on_timeouts(member_data=1000),
         ("listener", "timeout_tcp_inspect"): on_timeouts(tcp_inspect=1000),
-        ("loadbalancer", "additional_vips"): ADDITIONAL_VIPS,
     },
 )
 

@@ -17,7 +17,8 @@ What is decided here, and why:
   to another VIP), so such a rule admits nobody. It is kept, shown and counted as Neutron
   would, so a real Neutron behind the seam (``lbaas/network/base.py``) can fill it in.
 - A protocol of None (any) covers every listener; a number or name covers the listeners
-  of that IP protocol; ports only narrow protocols that have them.
+  of that IP protocol; ports only narrow protocols that have them. Only rules of the
+  VIP's ethertype count (an IPv6 rule admits nobody to an IPv4 VIP).
 - No rule covering a listener closes it to everyone. The data planes read an empty
   network list as "no filter", so a closed listener gets ``NO_SOURCE``: the unspecified
   addresses, which no packet that opens a TCP connection or a UDP flow carries as its
@@ -108,15 +109,20 @@ def _covers(rule: IngressRule, ip_protocol: int, port: int) -> bool:
 
 
 def listener_sources(
-    rules: Iterable[IngressRule], protocol: ListenerProtocol, port: int
+    rules: Iterable[IngressRule], protocol: ListenerProtocol, port: int, vip_version: int
 ) -> tuple[str, ...]:
-    """The networks that may open a flow to a ``protocol`` listener on ``port``."""
+    """The networks that may open a flow to a ``protocol`` listener on ``port`` of a VIP of
+    IP version ``vip_version`` (rules of the other ethertype cannot reach it, and are left
+    out rather than handed to data planes that might map one family onto the other)."""
     ip_protocol = listener_ip_protocol(protocol)
+    ethertype = IPV4 if vip_version == 4 else IPV6
     networks: list[str] = []
     for rule in rules:
-        if rule.remote_group_id is not None or not _covers(rule, ip_protocol, port):
+        if rule.remote_group_id is not None or rule.ethertype != ethertype:
             continue
-        whole = "0.0.0.0/0" if rule.ethertype == IPV4 else "::/0"
+        if not _covers(rule, ip_protocol, port):
+            continue
+        whole = "0.0.0.0/0" if ethertype == IPV4 else "::/0"
         network = str(ipaddress.ip_network(rule.remote_ip_prefix or whole, strict=False))
         if network not in networks:
             networks.append(network)

@@ -14,6 +14,7 @@ error, so nothing is copied with the wrong type or silently left at its default.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Callable
 from dataclasses import fields
@@ -202,14 +203,17 @@ _LISTENER = copied_fields(
 
 
 def _listener(
-    row: S.StoredListener, live_pools: set[G.PoolId], rules: list[IngressRule] | None
+    row: S.StoredListener,
+    live_pools: set[G.PoolId],
+    rules: list[IngressRule] | None,
+    vip_version: int,
 ) -> G.Listener:
     """``rules``: the ingress rules of the load balancer's security groups, None without
     groups; with them, they decide the listener's source networks (``security_rules``)."""
     protocol = E.ListenerProtocol(row.protocol)
     cidrs = tuple(row.allowed_cidrs or ())
     if rules is not None:
-        cidrs = listener_sources(rules, protocol, row.protocol_port)
+        cidrs = listener_sources(rules, protocol, row.protocol_port, vip_version)
     default_pool = (
         row.default_pool_id if G.PoolId(row.default_pool_id or "") in live_pools else None
     )
@@ -287,6 +291,7 @@ def graph_from_tree(conn: Connection, lb: S.StoredLoadBalancer) -> G.LoadBalance
         for s in conn.execute(_SUBNETS_BY_ID, {"ids": sorted(subnet_ids)})
     )
     rules = ingress_rules(conn, lb.vip_sg_ids) if lb.vip_sg_ids else None
+    vip_version = ipaddress.ip_address(lb.vip_address).version if lb.vip_address else 4
     return G.LoadBalancer(
         **_LOADBALANCER(lb),
         id=G.LoadBalancerId(lb.id),
@@ -301,7 +306,7 @@ def graph_from_tree(conn: Connection, lb: S.StoredLoadBalancer) -> G.LoadBalance
         topology=E.Topology(lb.topology),
         flavor=_flavor_data(conn, lb.flavor_id),
         listeners=tuple(
-            _listener(li, live_pools, rules)
+            _listener(li, live_pools, rules, vip_version)
             for li in lb.listeners
             if E.is_live(li.provisioning_status)
         ),

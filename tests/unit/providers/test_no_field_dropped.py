@@ -136,7 +136,7 @@ def with_groups(lb: LoadBalancer) -> LoadBalancer:
     rules = [IngressRule(IPV4, 6, remote_ip_prefix="10.78.0.0/16")]
     listeners = tuple(
         dataclasses.replace(
-            li, allowed_cidrs=listener_sources(rules, li.protocol, li.protocol_port)
+            li, allowed_cidrs=listener_sources(rules, li.protocol, li.protocol_port, 4)
         )
         for li in lb.listeners
     )

@@ -20,6 +20,7 @@ from lbaas.api.routers import (
     metrics,
     networking,
     networking_ports,
+    networking_security_groups,
     versions,
 )
 from lbaas.api.services import ApiServices
@@ -54,6 +55,7 @@ def create_app(services: ApiServices) -> FastAPI:
     app.include_router(networking.router, prefix="/v2")
     for prefix in ("/v2.0", "/v2"):
         app.include_router(networking_ports.router, prefix=prefix)
+        app.include_router(networking_security_groups.router, prefix=prefix)
     app.include_router(identity.router)
     if services.settings.metadata.enabled:
         app.state.metadata_secret = shared_secret(

@@ -75,3 +75,52 @@ def require_allowed_cidrs(
             f"{protocol.value} listeners (its data plane cannot drop the other sources, "
             "so the restriction would not be enforced)"
         )
+
+
+def require_vip_sg_enforced(
+    services: ApiServices, provider: str, protocols: Collection[ListenerProtocol]
+) -> None:
+    """400 unless the provider can filter the sources of every listener protocol given.
+
+    A VIP's security groups become each listener's source networks, which the data plane
+    enforces where it enforces ``allowed_cidrs``; a provider (or a listener protocol) that
+    cannot drop the other sources must refuse the groups, never accept and ignore them."""
+    supported = services.providers.capabilities(provider).allowed_cidrs_protocols
+    if not supported:
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: vip_sg_ids (its "
+            "data plane cannot filter a VIP's sources, so the groups would not be enforced)"
+        )
+    for protocol in sorted(set(protocols) - set(supported)):
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: vip_sg_ids with "
+            f"{protocol.value} listeners (its data plane cannot drop the sources the "
+            "groups do not allow)"
+        )
+
+
+def require_pool_tls(
+    services: ApiServices, provider: str, protocol: str, tls_enabled: bool
+) -> None:
+    """400 if a re-encrypting pool (``tls_enabled``) is of a protocol the provider cannot
+    talk TLS to members on (``ProviderCapabilities.pool_tls_protocols``): accepting it
+    would send the members' traffic in the clear."""
+    if tls_enabled and PoolProtocol(protocol) not in (
+        services.providers.capabilities(provider).pool_tls_protocols
+    ):
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: tls_enabled on "
+            f"{protocol} pools (its data plane cannot encrypt to members, so the traffic "
+            "would go in the clear)"
+        )
+
+
+def require_additional_vips(services: ApiServices, provider: str, count: int) -> None:
+    """400 if additional VIPs are asked of a provider whose data plane binds only the
+    primary one (``ProviderCapabilities.additional_vips``)."""
+    if count and not services.providers.capabilities(provider).additional_vips:
+        raise InvalidInput(
+            f"Provider '{provider}' does not support a requested option: additional_vips "
+            "(its data plane serves the primary VIP only, so the other addresses would "
+            "never answer)"
+        )

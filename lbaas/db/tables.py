@@ -316,6 +316,41 @@ class PortRow(Base):
     dns_name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
 
 
+class SecurityGroupRow(TimestampMixin, Base):
+    """A tenant's security group (Neutron's shape); a load balancer names it in
+    ``vip_sg_ids`` and its VIP then admits what the group's ingress rules allow."""
+
+    __tablename__ = "security_groups"
+
+    id: Mapped[str] = _id()
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)
+    name: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    description: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    stateful: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+
+
+class SecurityGroupRuleRow(Base):
+    """One rule of a security group. ``protocol`` is stored as sent (a name or a number,
+    or None for any); the ports only mean something for protocols that have ports."""
+
+    __tablename__ = "security_group_rules"
+
+    id: Mapped[str] = _id()
+    security_group_id: Mapped[str] = mapped_column(
+        ForeignKey("security_groups.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    project_id: Mapped[str] = mapped_column(String(36), nullable=False)
+    direction: Mapped[str] = mapped_column(String(16), nullable=False)
+    ethertype: Mapped[str] = mapped_column(String(8), nullable=False)
+    protocol: Mapped[str | None] = mapped_column(String(40))
+    port_range_min: Mapped[int | None] = mapped_column(Integer)
+    port_range_max: Mapped[int | None] = mapped_column(Integer)
+    remote_ip_prefix: Mapped[str | None] = mapped_column(String(64))
+    remote_group_id: Mapped[str | None] = mapped_column(String(36))
+    description: Mapped[str] = mapped_column(String(255), nullable=False, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, nullable=False)
+
+
 class AmphoraRow(TimestampMixin, Base):
     __tablename__ = "amphorae"
 

@@ -109,6 +109,13 @@ class ProviderCapabilities:
     # other source). Empty by default: a listener with allowed_cidrs on any other protocol
     # is refused (400), never accepted and left unenforced (a security control).
     allowed_cidrs_protocols: frozenset[ListenerProtocol] = frozenset()
+    # Pool protocols whose members the data plane can talk TLS to (``tls_enabled``).
+    # Empty by default: a re-encrypting pool is refused (400) rather than accepted and
+    # sent in the clear.
+    pool_tls_protocols: frozenset[PoolProtocol] = frozenset()
+    # Whether the data plane binds a load balancer's ``additional_vips``. False by default:
+    # they are refused (400) rather than allocated, shown and never answered on.
+    additional_vips: bool = False
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,8 @@ class NoopProvider(ProviderDriver):
             l7_rule_types=frozenset(E.L7RuleType),
             # Nothing to enforce on, so nothing left unenforced: it records the graph.
             allowed_cidrs_protocols=frozenset(E.ListenerProtocol),
+            pool_tls_protocols=frozenset(E.PoolProtocol),
+            additional_vips=True,
             flavor_keys={"loadbalancer_topology": "SINGLE or ACTIVE_STANDBY (recorded only)"},
             availability_zone_keys={"compute_zone": "Recorded only"},
         )

@@ -104,3 +104,11 @@ def test_prefer_local_members_is_a_distributed_flavor_key_that_must_be_boolean(
     assert admin.get(profiles).json()["flavorprofiles"] == []
     made = admin.post(profiles, profile("distributed", '{"prefer_local_members": true}'))
     assert made.status_code == 201, made.text
+
+
+def test_a_re_encrypting_pool_is_refused_not_sent_in_the_clear(api: Api) -> None:
+    why = "tls_enabled on TCP pools (its data plane cannot encrypt to members"
+    assert_fault(api.post(LBS, single_call("TCP", "MAGLEV", tls_enabled=True)), 400, why)
+    assert lb_count(api) == 0
+    # Without tls_enabled, the same pool is taken.
+    assert api.post(LBS, single_call("TCP", "MAGLEV", tls_enabled=False)).status_code == 201

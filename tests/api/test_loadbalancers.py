@@ -7,6 +7,7 @@ from typing import Any
 from tests.api.resource_base import ResourceTests, assert_fault
 from tests.support.api_client import LOOPBACK_SUBNET, Api
 from tests.support.control_plane import noop_of
+from tests.support.fake_providers import provider_declaring
 
 LOOPBACK_NETWORK = "7f000a00-0000-4000-8000-000000000000"
 
@@ -194,3 +195,15 @@ class TestLoadBalancers(ResourceTests):
         api.wait_lb(lb["id"], "DELETED")
         assert_fault(api.get(f"/v2/lbaas/loadbalancers/{lb['id']}"), 404, "not found")
         assert lb["id"] not in {o["id"] for o in self._snapshot(api, {})}
+
+
+LBS_PATH = "/v2/lbaas/loadbalancers"
+
+
+def test_additional_vips_a_provider_cannot_bind_are_refused(api: Api, plane: Any) -> None:
+    body = {"vip_subnet_id": "7f000a00-0000-4000-8000-000000000001",
+            "additional_vips": [{"subnet_id": "7f000a00-0000-4000-8000-000000000001"}]}  # fmt: skip
+    with provider_declaring(plane, additional_vips=False):
+        why = "Provider 'noop' does not support a requested option: additional_vips"
+        assert_fault(api.post(LBS_PATH, {"loadbalancer": body}), 400, why)
+    assert api.get(LBS_PATH).json()["loadbalancers"] == []

@@ -46,9 +46,15 @@ def fuzz_app(
         plane.stop()
 
 
+# The Networking routes are served under /v2.0 and again under /v2 (the stock CLI asks
+# there too) by the same handlers: fuzzing the /v2 copies doubled their time for nothing.
+NETWORKING_ALIASES = r"^/v2/(subnets|networks|floatingips|ports|extensions|security-group)"
+
+
 @pytest.fixture(scope="module")
 def api_schema(fuzz_app: Any) -> Any:
-    return schemathesis.openapi.from_asgi("/openapi.json", fuzz_app)
+    schema = schemathesis.openapi.from_asgi("/openapi.json", fuzz_app)
+    return schema.exclude(path_regex=NETWORKING_ALIASES)
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")

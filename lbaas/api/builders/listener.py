@@ -18,6 +18,7 @@ from lbaas.api.capabilities import (
     require_allowed_cidrs,
     require_capability,
     require_datagram_ip_version,
+    require_vip_sg_enforced,
 )
 from lbaas.api.certificates import require_certificates
 from lbaas.api.schemas.listener import ListenerCommon, ListenerOptions, ListenerUpdate
@@ -214,6 +215,8 @@ def build_listener(
     values["allowed_cidrs"] = rules.normalise_cidrs(values["allowed_cidrs"])
     rules.check_cidrs(values["allowed_cidrs"], _vip_addresses(lb), lb.vip_sg_ids or [])
     require_allowed_cidrs(services, lb.provider, protocol, values["allowed_cidrs"])
+    if lb.vip_sg_ids:
+        require_vip_sg_enforced(services, lb.provider, [protocol])
     _sent_refs(services, lb, data)
     row = ListenerRow(
         **new_object_columns(lb.project_id, now),

@@ -7,29 +7,34 @@ from datetime import datetime
 
 from lbaas.api.builders import graph_create
 from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
+from lbaas.api.capabilities import require_additional_vips, require_vip_sg_enforced
 from lbaas.api.lookups import NIL_UUID
 from lbaas.api.quota import check_quota
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreate, LoadBalancerUpdate
 from lbaas.api.services import ApiServices
 from lbaas.db.listing import set_tags
+from lbaas.db.loadbalancers import loadbalancer_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import (
     AvailabilityZoneProfileRow,
     AvailabilityZoneRow,
     FlavorProfileRow,
     FlavorRow,
+    ListenerRow,
     LoadBalancerRow,
 )
 from lbaas.errors import InvalidInput, ValidationFailure
 from lbaas.identity.context import RequestContext
 from lbaas.identity.policy import Rule, authorize
+from lbaas.model.enums import ListenerProtocol
 from lbaas.network.allocation import VipRequest, allocate_vip
+from lbaas.network.security_groups import EMBEDDED
 
 
 def authorized_project(ctx: RequestContext, data: LoadBalancerCreate) -> str:
     """The project a new load balancer belongs to (400 if none), after the checks of the
     request that need no database: 403 unless the caller may write there, 400 for a QoS
-    policy or security groups."""
+    policy."""
     project = data.project_id or data.tenant_id or ctx.project_id
     if project is None:
         raise ValidationFailure(
@@ -37,7 +42,7 @@ def authorized_project(ctx: RequestContext, data: LoadBalancerCreate) -> str:
             "check the keystone settings in the Octavia configuration."
         )
     authorize(ctx, Rule.WRITE, project)
-    reject_unsupported_vip_options(data.vip_qos_policy_id, data.vip_sg_ids)
+    reject_unsupported_vip_options(data.vip_qos_policy_id)
     return project
 
 
@@ -49,11 +54,32 @@ VIP_QOS_REFUSAL = (
 """Why a VIP QoS policy is refused and what to do instead (docs/api-compat.md)."""
 
 
-def reject_unsupported_vip_options(qos_policy_id: str | None, sg_ids: list[str] | None) -> None:
+def reject_unsupported_vip_options(qos_policy_id: str | None) -> None:
     if qos_policy_id is not None:
         raise InvalidInput(VIP_QOS_REFUSAL)
-    for sg in sg_ids or []:
-        raise InvalidInput(f"Security Group {sg} not found.")
+
+
+def vip_security_groups(
+    session: Session,
+    services: ApiServices,
+    lb: LoadBalancerRow,
+    sent: list[str] | None,
+    listeners: list[ListenerRow],
+) -> list[str]:
+    """The groups a VIP is to use (null is none), after Octavia's checks and lbaas's:
+    each group exists in the project (400), no listener has allowed_cidrs (400, as
+    Octavia's api-ref says), and the provider enforces groups on every listener (400)."""
+    groups = list(dict.fromkeys(sent or []))
+    if not groups:
+        return []
+    EMBEDDED.require_usable(session, lb.project_id, groups)
+    if any(li.allowed_cidrs for li in listeners):
+        raise ValidationFailure(
+            "vip_sg_ids cannot be set on a load balancer whose listeners have allowed_cidrs."
+        )
+    protocols = [ListenerProtocol(li.protocol) for li in listeners]
+    require_vip_sg_enforced(services, lb.provider, protocols)
+    return groups
 
 
 def _resolve_provider(
@@ -154,6 +180,7 @@ def build_loadbalancer(
 ) -> LoadBalancerRow:
     """Validate a new load balancer, allocate its VIPs and add it (PENDING_CREATE)."""
     provider = _resolve_provider(session, services, data.provider, data.flavor_id)
+    require_additional_vips(services, provider, len(data.additional_vips or []))
     _check_availability_zone(session, data.availability_zone)
     check_quota(session, services.settings.quota, project, "loadbalancer")
     row = LoadBalancerRow(
@@ -168,6 +195,9 @@ def build_loadbalancer(
         vip_sg_ids=[],
         additional_vips=[],
     )
+    # Before the children: a listener created with the load balancer is checked against
+    # its groups (``create_listener``).
+    row.vip_sg_ids = vip_security_groups(session, services, row, data.vip_sg_ids, [])
     vip = allocate_vip(
         session,
         VipRequest(data.vip_port_id, data.vip_network_id, data.vip_subnet_id, data.vip_address),
@@ -184,13 +214,14 @@ def build_loadbalancer(
 
 
 def apply_loadbalancer_update(
-    session: Session, row: LoadBalancerRow, data: LoadBalancerUpdate
+    session: Session, services: ApiServices, row: LoadBalancerRow, data: LoadBalancerUpdate
 ) -> None:
     """Apply a PUT body to a locked load balancer row."""
     apply_sent(row, data, ("name", "description"))
     if data.given("vip_qos_policy_id"):
         row.vip_qos_policy_id = None
     if data.given("vip_sg_ids"):
-        row.vip_sg_ids = []
+        listeners = loadbalancer_repo.live_listeners(session, row.id)
+        row.vip_sg_ids = vip_security_groups(session, services, row, data.vip_sg_ids, listeners)
     if data.given("tags") and data.tags is not None:
         set_tags(session, row.id, data.tags)

@@ -10,7 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from lbaas.api.builders.common import add_new_row, apply_sent, new_object_columns
-from lbaas.api.capabilities import require_algorithm_for_protocol, require_capability
+from lbaas.api.capabilities import (
+    require_algorithm_for_protocol,
+    require_capability,
+    require_pool_tls,
+)
 from lbaas.api.certificates import require_pool_certificates
 from lbaas.api.schemas.pool import PoolCreate, PoolSingleCreate, PoolUpdate
 from lbaas.api.services import ApiServices
@@ -58,6 +62,7 @@ def _checked_create(
             sp.type.value, sp.cookie_name, sp.persistence_timeout, sp.persistence_granularity
         )
         persistence = _persistence(services, lb.provider, wanted, protocol)
+    require_pool_tls(services, lb.provider, protocol, bool(data.tls_enabled))
     rules.check_tls_refs_on_create(
         rules.TlsRefs(data.tls_container_ref, data.ca_tls_container_ref, data.crl_container_ref)
     )
@@ -193,4 +198,6 @@ def apply_pool_update(
         row.lb_algorithm = data.lb_algorithm.value
     if data.given("session_persistence"):
         _update_persistence(services, lb.provider, row, data)
+    if data.given("tls_enabled"):
+        require_pool_tls(services, lb.provider, row.protocol, bool(data.tls_enabled))
     _update_tls(services, lb.project_id, row, data)

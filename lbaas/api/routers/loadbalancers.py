@@ -112,11 +112,11 @@ def _update(
     w: TreeWrite, ctx: RequestContext, lb_id: str, data: LoadBalancerUpdate
 ) -> LoadBalancerRow:
     reject_unsupported_vip_options(
-        data.vip_qos_policy_id if data.given("vip_qos_policy_id") else None, data.vip_sg_ids
+        data.vip_qos_policy_id if data.given("vip_qos_policy_id") else None
     )
     row = get_loadbalancer(w.session, ctx, lb_id, Rule.WRITE)
     w.lock_own(row, ACTIVE)
-    apply_loadbalancer_update(w.session, row, data)
+    apply_loadbalancer_update(w.session, w.services, row, data)
     w.changed(row)
     return row
 

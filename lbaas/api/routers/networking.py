@@ -23,7 +23,7 @@ from lbaas.api.deps import Call, get_call
 from lbaas.api.routing import JsonRoute
 from lbaas.db.network import network_repo
 from lbaas.db.tables import NetworkRow, PortRow, SubnetRow
-from lbaas.errors import Forbidden, NotFound
+from lbaas.errors import Conflict, Forbidden, NotFound
 from lbaas.identity.context import RequestContext
 from lbaas.identity.policy import Rule, allowed, authorize, require_reader
 from lbaas.model.enums import NetworkResourceStatus
@@ -95,6 +95,15 @@ def matches(obj: dict[str, Any], request: Request) -> bool:
 def visible(ctx: RequestContext, project_id: str | None) -> bool:
     """Shared (no project) objects are visible to every reader; the rest as ``Rule.READ``."""
     return project_id is None or allowed(ctx, Rule.READ, project_id)
+
+
+def owner_project(ctx: RequestContext, project_id: str | None, tenant_id: str | None) -> str | None:
+    """The project a new object is for: the caller's unless an admin names another."""
+    if project_id and tenant_id and project_id != tenant_id:
+        raise Conflict("project_id and tenant_id do not match.")
+    project = project_id or tenant_id or ctx.project_id
+    authorize(ctx, Rule.WRITE, project)
+    return project
 
 
 @router.get("/subnets")

@@ -16,14 +16,14 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.deps import Call, get_call
-from lbaas.api.routers.networking import matches, port_view, visible
+from lbaas.api.routers.networking import matches, owner_project, port_view, visible
 from lbaas.api.routing import JsonRoute
-from lbaas.api.schemas.port import PortChanges, PortCreate, PortCreateBody, PortUpdateBody
+from lbaas.api.schemas.port import PortChanges, PortCreateBody, PortUpdateBody
 from lbaas.api.writes import utcnow
 from lbaas.db.network import network_repo
 from lbaas.db.session import Session
 from lbaas.db.tables import PortRow
-from lbaas.errors import Conflict, NotFound
+from lbaas.errors import NotFound
 from lbaas.identity.context import RequestContext
 from lbaas.identity.policy import Rule, allowed, authorize, require_reader
 from lbaas.network import ports
@@ -44,21 +44,11 @@ def _fields(body: PortChanges) -> ports.PortFields:
     return ports.PortFields(**{column: getattr(body, attr) for attr, column in _FIELDS.items()})
 
 
-def _owner(ctx: RequestContext, body: PortCreate) -> str | None:
-    """The project the port is for: the caller's unless an admin names another."""
-    if body.project_id and body.tenant_id and body.project_id != body.tenant_id:
-        raise Conflict("project_id and tenant_id do not match.")
-    named = body.project_id or body.tenant_id
-    project = named or ctx.project_id
-    authorize(ctx, Rule.WRITE, project)
-    return project
-
-
 @router.post("/ports", status_code=201)
 def create_port(body: PortCreateBody, call: Call = Depends(get_call)) -> JSONResponse:
     services, ctx = call
     request = body.port
-    project = _owner(ctx, request)
+    project = owner_project(ctx, request.project_id, request.tenant_id)
     fixed = request.fixed_ips[0] if request.fixed_ips else None
     new = ports.NewPort(
         network_id=request.network_id,

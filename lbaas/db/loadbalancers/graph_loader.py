@@ -14,6 +14,7 @@ error, so nothing is copied with the wrong type or silently left at its default.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Callable
 from dataclasses import fields
@@ -25,6 +26,7 @@ from sqlalchemy.engine import Connection
 
 from lbaas.db.loadbalancers import stored_tree as S
 from lbaas.db.loadbalancers.tree_loader import load_tree
+from lbaas.db.network.security_group_repo import ingress_rules
 from lbaas.db.tables import (
     FlavorProfileRow,
     FlavorRow,
@@ -34,6 +36,7 @@ from lbaas.db.tables import (
 )
 from lbaas.model import enums as E
 from lbaas.model import graph as G
+from lbaas.model.security_rules import IngressRule, listener_sources
 
 _SUBNETS = table_of(SubnetRow)
 
@@ -199,14 +202,25 @@ _LISTENER = copied_fields(
 )
 
 
-def _listener(row: S.StoredListener, live_pools: set[G.PoolId]) -> G.Listener:
+def _listener(
+    row: S.StoredListener,
+    live_pools: set[G.PoolId],
+    rules: list[IngressRule] | None,
+    vip_version: int,
+) -> G.Listener:
+    """``rules``: the ingress rules of the load balancer's security groups, None without
+    groups; with them, they decide the listener's source networks (``security_rules``)."""
+    protocol = E.ListenerProtocol(row.protocol)
+    cidrs = tuple(row.allowed_cidrs or ())
+    if rules is not None:
+        cidrs = listener_sources(rules, protocol, row.protocol_port, vip_version)
     default_pool = (
         row.default_pool_id if G.PoolId(row.default_pool_id or "") in live_pools else None
     )
     return G.Listener(
         **_LISTENER(row),
         id=G.ListenerId(row.id),
-        protocol=E.ListenerProtocol(row.protocol),
+        protocol=protocol,
         name=row.name or "",
         default_pool_id=G.PoolId(default_pool) if default_pool else None,
         timeouts=G.ListenerTimeouts(
@@ -216,7 +230,7 @@ def _listener(row: S.StoredListener, live_pools: set[G.PoolId]) -> G.Listener:
             tcp_inspect=row.timeout_tcp_inspect,
         ),
         insert_headers=dict(row.insert_headers or {}),
-        allowed_cidrs=tuple(row.allowed_cidrs or ()),
+        allowed_cidrs=cidrs,
         l7policies=tuple(
             _policy(p)
             for p in sorted(row.l7policies, key=lambda p: p.position)
@@ -276,6 +290,8 @@ def graph_from_tree(conn: Connection, lb: S.StoredLoadBalancer) -> G.LoadBalance
         )
         for s in conn.execute(_SUBNETS_BY_ID, {"ids": sorted(subnet_ids)})
     )
+    rules = ingress_rules(conn, lb.vip_sg_ids) if lb.vip_sg_ids else None
+    vip_version = ipaddress.ip_address(lb.vip_address).version if lb.vip_address else 4
     return G.LoadBalancer(
         **_LOADBALANCER(lb),
         id=G.LoadBalancerId(lb.id),
@@ -290,7 +306,9 @@ def graph_from_tree(conn: Connection, lb: S.StoredLoadBalancer) -> G.LoadBalance
         topology=E.Topology(lb.topology),
         flavor=_flavor_data(conn, lb.flavor_id),
         listeners=tuple(
-            _listener(li, live_pools) for li in lb.listeners if E.is_live(li.provisioning_status)
+            _listener(li, live_pools, rules, vip_version)
+            for li in lb.listeners
+            if E.is_live(li.provisioning_status)
         ),
         pools=pools,
         subnets=subnets,

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from lbaas.db.engine import Database
 from lbaas.db.table_rows import count_rows, id_set_value, in_id_set
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow, TagRow
-from lbaas.model.enums import ProvisioningStatus
+from lbaas.model.enums import ProvisioningStatus, is_live
 
 
 def lock_loadbalancer(session: Session, loadbalancer_id: str) -> LoadBalancerRow | None:
@@ -47,6 +47,12 @@ LIVE_STATUSES = tuple(s.value for s in ProvisioningStatus if s is not Provisioni
 
 
 @functools.cache
+def live_listeners(session: Session, loadbalancer_id: str) -> list[ListenerRow]:
+    """The load balancer's listeners that are not being deleted."""
+    query = select(ListenerRow).where(ListenerRow.loadbalancer_id == loadbalancer_id)
+    return [li for li in session.scalars(query) if is_live(li.provisioning_status)]
+
+
 def _loadbalancer_children_query(dialect: str) -> Any:
     listeners, pools, tags = ListenerRow.__table__.c, PoolRow.__table__.c, TagRow.__table__.c
     return union_all(

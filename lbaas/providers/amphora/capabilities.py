@@ -37,6 +37,17 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.PoolProtocol.PROXYV2,
         }
     ),
+    # HAProxy's ``ssl`` server option (``render/haproxy/tls.py``); UDP pools are the
+    # kernel's, which has no TLS.
+    pool_tls_protocols=frozenset(
+        {
+            E.PoolProtocol.HTTP,
+            E.PoolProtocol.HTTPS,
+            E.PoolProtocol.TCP,
+            E.PoolProtocol.PROXY,
+            E.PoolProtocol.PROXYV2,
+        }
+    ),
     lb_algorithms=frozenset(
         {E.LbAlgorithm.ROUND_ROBIN, E.LbAlgorithm.LEAST_CONNECTIONS, E.LbAlgorithm.SOURCE_IP}
     ),

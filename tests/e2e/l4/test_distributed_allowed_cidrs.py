@@ -114,6 +114,15 @@ def hold(lab: DistLab) -> tuple[subprocess.Popen[str], HeldConnection]:
     return process, HeldConnection(process)
 
 
+def release(process: subprocess.Popen[str]) -> None:
+    """Stop a ``hold`` process and close its pipes."""
+    process.kill()
+    process.wait(10)
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            pipe.close()
+
+
 def test_only_allowed_sources_are_served_and_changes_keep_established_flows(
     lab: DistLab,
 ) -> None:
@@ -148,8 +157,4 @@ def test_only_allowed_sources_are_served_and_changes_keep_established_flows(
         assert held.ask("and now") == f"{greeting} and now"  # its established one kept
         assert attempt(lab, "x1") in ("b1", "b2")
     finally:
-        process.kill()
-        process.wait(10)
-        for pipe in (process.stdin, process.stdout):
-            if pipe is not None:
-                pipe.close()
+        release(process)

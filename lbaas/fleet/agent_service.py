@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from lbaas.amphora.access_log import AccessLogs
 from lbaas.amphora.haproxy_process import max_connections_for
 from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.amphora.socket_room import check_socket_room
 from lbaas.amphora.udp_health import namespace_checker
 from lbaas.amphora.vip_probe import VipProber, with_probes
 from lbaas.background import BackgroundLoop
@@ -77,6 +78,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SUPERVISE_INTERVAL = 1.0
+#: The amphorae's directories, under the state directory.
+AMPHORAE = "amphorae"
 
 
 def host_ops_for(agent: AgentSettings) -> HostOps:
@@ -123,16 +126,28 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
     return manager, checker
 
 
+def access_log_sockets(settings: Settings) -> Path:
+    """Where the amphorae's access-log sockets are. As root HAProxy's workers drop to their
+    own user, who cannot cross the 0700 state directory; otherwise they run as this
+    agent's user and the state directory does."""
+    if os.geteuid() == 0:
+        return settings.access_log.socket_directory
+    return settings.state_dir.absolute() / "amphorae-logs"
+
+
+def check_agent_socket_room(settings: Settings) -> None:
+    """Refuse to run amphorae whose HAProxy sockets cannot fit (``socket_room``)."""
+    state_dir = settings.state_dir.absolute()
+    check_socket_room(state_dir, state_dir / AMPHORAE, access_log_sockets(settings))
+
+
 def access_logs_of(settings: Settings) -> AccessLogs:
     """The readers writing every amphora's access log on this host (``access_log``)."""
     conf = settings.access_log
     state_dir = settings.state_dir.absolute()
-    # As root HAProxy's workers drop to their own user, who cannot cross the 0700 state
-    # directory; otherwise they run as this agent's user and the state directory does.
-    sockets = conf.socket_directory if os.geteuid() == 0 else state_dir / "amphorae-logs"
     logs = AccessLogs(
         conf.directory or state_dir / "access-logs",
-        sockets,
+        access_log_sockets(settings),
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
@@ -207,6 +222,7 @@ class AgentService:
         """``listening``: the API's socket, already listening (a service manager's);
         else the agent binds ``agent.host``:``agent.port`` itself."""
         state_dir = settings.state_dir.absolute()
+        check_agent_socket_room(settings)
         self.settings = settings.agent
         self.ca, self.tls, key = _identity(settings, state_dir)
         self.host = host if host is not None else host_ops_for(settings.agent)
@@ -218,7 +234,7 @@ class AgentService:
         if not become_subreaper():
             log.warning("not a child subreaper: orphans of HAProxy/keepalived go to PID 1")
         self.manager = AmphoraRegistry(
-            state_dir / "amphorae",
+            state_dir / AMPHORAE,
             self.host,
             mode=self.mode,
             namespace_prefix=settings.agent.namespace_prefix,

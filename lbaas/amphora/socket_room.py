@@ -6,11 +6,12 @@ keeps room for the ``.<pid>.tmp`` name it binds before renaming the socket into 
 Each amphora's HAProxy binds ``<amphorae>/<id>/master.sock`` (its master CLI) and
 ``<amphorae>/<id>/stats.sock`` (its runtime API), and sends its access log to
 ``<socket directory>/<id>.sock``; the controller names amphorae by UUID (36 characters).
-So the state directory's length bounds them all: 39 bytes with the default layout.
-
-An agent whose directories leave no room would put every amphora it is given in ERROR with
-HAProxy's message about one path; it refuses to start instead, naming the limit, the path
-that does not fit and what to shorten (``check_socket_room``).
+So the state directory's length bounds them all: 39 bytes with the default layout; a
+longer one is reached through a short link (``short_root``). When even that leaves no
+room (a root agent's ``access_log.socket_directory`` set too long, a very long
+``$XDG_RUNTIME_DIR``), the agent refuses to start, naming the limit and the path that
+does not fit (``check_socket_room``), rather than put every amphora in ERROR with
+HAProxy's message about one path.
 """
 
 from __future__ import annotations
@@ -41,22 +42,19 @@ def socket_path_problem(path: str) -> str | None:
 def check_socket_room(state_dir: Path, amphora_root: Path, log_sockets: Path) -> None:
     """Refuse (CommandRefused) directories that leave an amphora's sockets too long.
 
-    ``amphora_root`` holds one directory per amphora, ``log_sockets`` the access-log
-    sockets; both are measured with a UUID amphora id."""
-    state_dir = state_dir.absolute()
+    ``amphora_root`` holds one directory per amphora (the state directory's, or its
+    short link), ``log_sockets`` the access-log sockets; both measured with a UUID id."""
     master = amphora_root.absolute() / SAMPLE_ID / LONGEST_NAME
     problem = socket_path_problem(str(master))
     if problem is not None:
-        room = HAPROXY_SOCKET_PATH_MAX - (len(str(master).encode()) - len(str(state_dir).encode()))
         raise CommandRefused(
-            f"state directory {state_dir} is too long for HAProxy: {problem} "
-            f"(an amphora's master socket); use a state directory of at most {room} bytes"
+            f"the amphorae of state directory {state_dir.absolute()} cannot run: {problem} "
+            f"(an amphora's master socket, under {amphora_root})"
         )
     logs = log_sockets.absolute() / f"{SAMPLE_ID}.sock"
     problem = socket_path_problem(str(logs))
     if problem is not None:
         raise CommandRefused(
             f"access-log socket directory {log_sockets} is too long for HAProxy: {problem} "
-            "(an amphora's access-log socket); set a shorter access_log.socket_directory, "
-            "or a shorter state directory"
+            "(an amphora's access-log socket); set a shorter access_log.socket_directory"
         )

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from lbaas.amphora.access_log import AccessLogs
 from lbaas.amphora.haproxy_process import max_connections_for
 from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.amphora.short_root import LOGS_SUFFIX, short_root
 from lbaas.amphora.socket_room import check_socket_room
 from lbaas.amphora.udp_health import namespace_checker
 from lbaas.amphora.vip_probe import VipProber, with_probes
@@ -126,28 +127,32 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
     return manager, checker
 
 
-def access_log_sockets(settings: Settings) -> Path:
+def access_log_sockets(settings: Settings, amphora_root: Path) -> Path:
     """Where the amphorae's access-log sockets are. As root HAProxy's workers drop to their
     own user, who cannot cross the 0700 state directory; otherwise they run as this
-    agent's user and the state directory does."""
+    agent's user and the state directory does: ``<amphora_root>-logs``."""
     if os.geteuid() == 0:
         return settings.access_log.socket_directory
-    return settings.state_dir.absolute() / "amphorae-logs"
+    return amphora_root.with_name(amphora_root.name + LOGS_SUFFIX)
 
 
-def check_agent_socket_room(settings: Settings) -> None:
-    """Refuse to run amphorae whose HAProxy sockets cannot fit (``socket_room``)."""
+def amphora_root_of(settings: Settings) -> Path:
+    """The amphorae's directory as HAProxy will name it: ``<state>/amphorae``, or its short
+    link when that is too long for HAProxy's sockets (``short_root``); CommandRefused
+    when even that leaves no room."""
     state_dir = settings.state_dir.absolute()
-    check_socket_room(state_dir, state_dir / AMPHORAE, access_log_sockets(settings))
+    root = short_root(state_dir / AMPHORAE)
+    check_socket_room(state_dir, root, access_log_sockets(settings, root))
+    return root
 
 
-def access_logs_of(settings: Settings) -> AccessLogs:
+def access_logs_of(settings: Settings, amphora_root: Path) -> AccessLogs:
     """The readers writing every amphora's access log on this host (``access_log``)."""
     conf = settings.access_log
     state_dir = settings.state_dir.absolute()
     logs = AccessLogs(
         conf.directory or state_dir / "access-logs",
-        access_log_sockets(settings),
+        access_log_sockets(settings, amphora_root),
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
@@ -222,7 +227,7 @@ class AgentService:
         """``listening``: the API's socket, already listening (a service manager's);
         else the agent binds ``agent.host``:``agent.port`` itself."""
         state_dir = settings.state_dir.absolute()
-        check_agent_socket_room(settings)
+        amphora_root = amphora_root_of(settings)
         self.settings = settings.agent
         self.ca, self.tls, key = _identity(settings, state_dir)
         self.host = host if host is not None else host_ops_for(settings.agent)
@@ -234,7 +239,7 @@ class AgentService:
         if not become_subreaper():
             log.warning("not a child subreaper: orphans of HAProxy/keepalived go to PID 1")
         self.manager = AmphoraRegistry(
-            state_dir / AMPHORAE,
+            amphora_root,
             self.host,
             mode=self.mode,
             namespace_prefix=settings.agent.namespace_prefix,
@@ -245,7 +250,7 @@ class AgentService:
                 batch_count=settings.agent.l4_health_batch_size,
                 batch_delay=settings.agent.l4_health_batch_delay,
             ),
-            access_logs=access_logs_of(settings),
+            access_logs=access_logs_of(settings, amphora_root),
         )
         adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
         if adopted:

@@ -1,35 +1,30 @@
-"""A state directory too long for HAProxy's UNIX sockets (issue 31, point 3).
+"""Any state directory works, however long (issue 31, point 3).
 
-HAProxy takes socket paths of at most 97 bytes; an amphora's master socket is
-``<state>/amphorae/<uuid>/master.sock``. ``lbaas serve`` given a longer state directory
-used to start and then put every amphora in ERROR with HAProxy's message about one path;
-it refuses to start its agent instead (exit 2, before any amphora), naming the limit, the path and the longest directory that
-fits. The limit itself is HAProxy's: its configuration check accepts a 97-byte socket
-path and refuses a 98-byte one, and an amphora with a UUID id runs under a state
-directory of exactly the length the refusal names.
+HAProxy takes UNIX socket paths of at most 97 bytes; an amphora's master socket is
+``<state>/amphorae/<uuid>/master.sock``, so a state directory of 40 bytes or more used to
+put every amphora in ERROR. The agent now runs its amphorae through a short private link
+to ``<state>/amphorae`` (``lbaas.amphora.short_root``): the limit is HAProxy's own (its
+configuration check), and ``lbaas serve`` with a 120-byte state directory balances
+traffic, its files inside that directory, its HAProxy naming the link.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lbaas.amphora.registry import AmphoraRegistry
-from lbaas.amphora.socket_room import HAPROXY_SOCKET_PATH_MAX, SAMPLE_ID, check_socket_room
-from lbaas.errors import CommandRefused
-from lbaas.host.loopback import LoopbackHostOps
-from lbaas.wire.amphora import AmphoraSpec, VipSpec
-from tests.e2e.agent.agent_e2e_support import Backend, Server, haproxy_config, random_loopback
-from tests.e2e.amphora.serve_process import free_port, serve_settings
-from tests.support.processes import lbaas_env
+from lbaas.amphora.short_root import LOGS_SUFFIX, link_for
+from lbaas.amphora.socket_room import HAPROXY_SOCKET_PATH_MAX
+from tests.e2e.amphora.conftest import BackendFleet
+from tests.e2e.amphora.serve_process import running_serve
+from tests.e2e.amphora.topology import http_service, loadbalancer
+from tests.e2e.amphora.traffic import spread, wait_serving
 
 pytestmark = pytest.mark.haproxy
 
@@ -41,15 +36,6 @@ def scratch() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
-
-
-def _state_dir(scratch: Path, length: int) -> Path:
-    """A directory under ``scratch`` whose absolute path is ``length`` bytes long."""
-    pad = length - len(str(scratch)) - 1
-    path = scratch / ("d" * pad)
-    path.mkdir()
-    assert len(str(path)) == length
-    return path
 
 
 def _haproxy_check(scratch: Path, socket_path: str) -> subprocess.CompletedProcess[str]:
@@ -68,64 +54,28 @@ def test_the_limit_is_haproxys(scratch: Path) -> None:
     assert f"too long (max {HAPROXY_SOCKET_PATH_MAX})" in refused.stdout + refused.stderr
 
 
-def test_a_uuid_amphora_runs_under_the_longest_state_directory_that_fits(scratch: Path) -> None:
-    # <state>/amphorae/<36>/master.sock must be at most 97 bytes: 39 for the state directory.
-    longest = HAPROXY_SOCKET_PATH_MAX - len(f"/amphorae/{SAMPLE_ID}/master.sock")
-    state = _state_dir(scratch, longest)
-    check_socket_room(state, state / "amphorae", state / "amphorae-logs")
-    with pytest.raises(CommandRefused) as refused:
-        longer = _state_dir(scratch, longest + 1)
-        check_socket_room(longer, longer / "amphorae", longer / "amphorae-logs")
-    assert f"at most {longest} bytes" in str(refused.value)
-    manager = AmphoraRegistry(state / "amphorae", LoopbackHostOps())
-    backend = Backend("only")
-    amphora_id = "0a1b2c3d-0000-4000-8000-00000000abcd"
-    try:
-        vip = random_loopback()
-        config = haproxy_config(
-            manager.root / amphora_id,
-            vip,
-            free_port(vip),
-            [Server("m0", backend.address, backend.port)],
-        )
-        spec = AmphoraSpec(
-            version=1,
-            loadbalancer_id="lb-long",
-            **config,
-            vip=VipSpec(address=vip, subnet_cidr=f"{vip}/8", network_id="lo"),
-        )
-        status = manager.put(amphora_id, spec)
-        assert status.last_outcome == "STARTED" and status.master_pid is not None
-        assert len(str(manager.root / amphora_id / "master.sock")) == HAPROXY_SOCKET_PATH_MAX
-    finally:
-        for each in manager.amphora_ids():
-            manager.delete(each)
-        backend.close()
+def _cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
 
 
-def test_serve_refuses_a_state_directory_haproxy_cannot_fit(scratch: Path) -> None:
-    state = _state_dir(scratch, 120)
-    settings = serve_settings(state)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lbaas.cli", "serve"],
-        env=lbaas_env(settings),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        _out, err = process.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        pytest.fail("lbaas serve started with a state directory HAProxy's sockets cannot fit")
-    master = f"{state}/amphorae/{SAMPLE_ID}/master.sock"
-    assert process.returncode == 2, err
-    assert "Traceback" not in err
-    assert err.strip().splitlines()[-1] == (
-        f"lbaas: state directory {state} is too long for HAProxy: the UNIX socket path "
-        f"{master} is {len(master)} bytes, and HAProxy takes at most 97 (an amphora's "
-        "master socket); use a state directory of at most 39 bytes"
-    )
-    assert not (state / "amphorae").exists()
+@pytest.mark.slow
+def test_serve_balances_with_a_120_byte_state_directory(backends: BackendFleet) -> None:
+    one, two = backends.http("one", "two")
+    with running_serve(state_dir_length=120) as serve:
+        link = link_for(serve.state_dir / "amphorae", os.geteuid(), os.environ)
+        try:
+            with serve.api() as api, loadbalancer(api, "long") as lb:
+                service = http_service(lb, [one, two])
+                wait_serving(service.vip, service.port)
+                assert set(spread(service.vip, service.port, 8)) == {"one", "two"}
+                (amphora,) = api.amphorae(lb.id)
+                # The files are in the state directory; HAProxy names them by the link.
+                real = serve.state_dir / "amphorae" / amphora["id"]
+                assert (real / "master.sock").is_socket() and (real / "stats.sock").is_socket()
+                pid = int((real / "haproxy.pid").read_text().split()[0])
+                assert f"{link}/{amphora['id']}/haproxy.cfg" in _cmdline(pid)
+                assert link.resolve() == (serve.state_dir / "amphorae").resolve()
+                assert (link.parent.stat().st_mode & 0o777) == 0o700
+        finally:
+            for each in (link, link.with_name(link.name + LOGS_SUFFIX)):
+                each.unlink(missing_ok=True)

@@ -6,7 +6,8 @@ connection. After a Ctrl-C or a SIGKILL that is meant to be final, they keep ser
 VIPs, and nothing else stops them. This command does, for one state directory.
 
 It finds them the way the agent itself recognises its processes: an ``haproxy`` or
-``keepalived`` whose command line names a file under the state directory (their
+``keepalived`` whose command line names a file under the state directory (or under the
+short link of its amphorae, ``lbaas.amphora.short_root``) (their
 configuration, pid file and master socket all live there), which the pid files alone
 would miss (a reloading master's old workers, a keepalived's VRRP child). It first takes
 the state directory's lock, so it refuses while a live ``lbaas serve``/``lbaas agent``
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lbaas.amphora.short_root import link_for
 from lbaas.state_directory import StateLock, missing_state
 
 DAEMONS = ("haproxy", "keepalived")
@@ -64,6 +66,8 @@ def cleanup(state_dir: Path, timeout: float = 10.0, say: Callable[[str], None] =
 def processes_of(state_dir: Path) -> list[LeftProcess]:
     """Live HAProxy and keepalived processes whose command line names a file under it."""
     roots = {str(state_dir.absolute()), str(state_dir.resolve())}
+    # An agent whose state directory is too long runs its HAProxies through a short link.
+    roots.add(str(link_for(state_dir.absolute() / "amphorae", os.geteuid(), os.environ)))
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():

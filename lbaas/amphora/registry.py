@@ -31,6 +31,7 @@ from lbaas.amphora.converger import (
 )
 from lbaas.amphora.haproxy_process import RuntimeApiFactory
 from lbaas.amphora.plumbing import DEFAULT_NAMESPACE_PREFIX
+from lbaas.amphora.socket_room import LONGEST_NAME, socket_path_problem
 from lbaas.amphora.vip_probe import ProbeSubject
 from lbaas.errors import InvalidInput
 from lbaas.host.base import HostOps, KeepalivedOps
@@ -44,7 +45,6 @@ log = logging.getLogger(__name__)
 
 #: Seconds a heartbeat waits for an amphora's statistics (shorter than any sane interval).
 STATS_DEADLINE = 0.8
-_UNIX_PATH_MAX = 107
 
 __all__ = ["STATS_DEADLINE", "AgentMode", "AmphoraRegistry", "NftOpsFactory", "UdpCheckerFactory"]
 
@@ -263,8 +263,9 @@ class AmphoraRegistry:
     def _entry(self, amphora_id: str) -> AmphoraConverger:
         if re.fullmatch(AMPHORA_ID_PATTERN, amphora_id) is None:
             raise InvalidInput(f"invalid amphora id {amphora_id!r}")
-        if len(str(self.root / amphora_id / "master.sock")) > _UNIX_PATH_MAX:
-            raise InvalidInput(f"amphora id {amphora_id!r} is too long for this agent's paths")
+        problem = socket_path_problem(str(self.root / amphora_id / LONGEST_NAME))
+        if problem is not None:
+            raise InvalidInput(f"amphora {amphora_id!r} cannot run here: {problem}")
         with self._lock:
             amp = self._amphorae.get(amphora_id)
             if amp is None:

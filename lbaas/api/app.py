@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp
 
 from lbaas import __version__
@@ -10,6 +10,7 @@ from lbaas.api.edge import EdgeMiddleware
 from lbaas.api.errors import install_error_handlers
 from lbaas.api.metrics import MetricsPage
 from lbaas.api.openapi import describe_errors
+from lbaas.api.query_hook import query_parameters_hook
 from lbaas.api.request_guard import RequestGuard
 from lbaas.api.routers import (
     ROUTERS,
@@ -48,7 +49,7 @@ def create_app(services: ApiServices) -> FastAPI:
     install_error_handlers(app)
     app.include_router(versions.router)
     for router in ROUTERS:
-        app.include_router(router, prefix="/v2")
+        app.include_router(router, prefix="/v2", dependencies=[Depends(query_parameters_hook)])
     # The stock CLI discovers "v2" from our root document and asks the Networking API
     # there too, so the registry is served under both /v2.0 (Neutron's) and /v2.
     app.include_router(networking.router, prefix="/v2.0")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI
@@ -20,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from lbaas.api.query_hook import HookRefused
 from lbaas.errors import ApiError
 from lbaas.model.enums import EXTENSION_VALUES
 
@@ -35,6 +37,25 @@ def fault(status: int, message: str) -> JSONResponse:
         },
         status_code=status,
     )
+
+
+def pecan_fault(status: int, description: str | None) -> JSONResponse:
+    """The body pecan gives what fails outside Octavia's WSME handlers: a path no
+    controller serves (404), a method it does not take (405), the checks of its query
+    hook (400, ``query_hook``)."""
+    return JSONResponse(
+        {"code": status, "title": HTTPStatus(status).phrase, "description": description},
+        status_code=status,
+    )
+
+
+def _routing_description(request: Request) -> str | None:
+    """What pecan says of a path or method it cannot route: ``""`` under ``/v2``, where
+    Octavia's REST controllers ``abort`` (Octavia 19: ``GET /v2/lbaas/nothing``,
+    ``PATCH /v2/lbaas/loadbalancers/<id>``), ``null`` above them, where pecan's router
+    raises a bare 404 (``GET /nothing``)."""
+    first = request.url.path.lstrip("/").split("/", 1)[0]
+    return "" if first in ("v2", "v2.0") else None
 
 
 def _value_text(value: Any) -> str:
@@ -206,6 +227,8 @@ def allowed_methods(request: Request) -> list[str]:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> Response:
+        if isinstance(exc, HookRefused):
+            return pecan_fault(exc.status_code, exc.message)
         return fault(exc.status_code, exc.message)
 
     @app.exception_handler(RequestValidationError)
@@ -217,7 +240,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        response = fault(exc.status_code, str(exc.detail))
+        if exc.status_code in (404, 405):
+            # No route, or not this method: pecan's routing answers those in Octavia.
+            response = pecan_fault(exc.status_code, _routing_description(request))
+        else:
+            response = fault(exc.status_code, str(exc.detail))
         response.headers.update(exc.headers or {})
         if exc.status_code == 405:
             response.headers["Allow"] = ", ".join(allowed_methods(request))

@@ -1,7 +1,8 @@
 """Octavia's list parameters: limit/marker/page_reverse, sort, fields, filters and tags.
 
-Parsing is strict where Octavia is strict (unknown filter keys, bad sort keys or
-directions, bad limits and markers are 400s with its messages) and lenient where it is
+Parsing is strict where Octavia is strict (unknown filter keys, bad sort keys and
+markers are 400s with its messages; limits and sort directions are checked earlier, for
+every GET, by ``query_hook``, in pecan's body) and lenient where it is
 lenient (boolean filters, ``fields`` names it does not know). Links follow the reference:
 ``next`` whenever a page is full, ``previous`` whenever a marker was given, filters and
 ``fields`` not carried over.
@@ -19,6 +20,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from lbaas.api.query_hook import parse_limit, parse_sort
 from lbaas.db.listing import BadMarker, ListQuery, ListSpec, list_rows, timestamp_filters
 from lbaas.db.loadbalancers.loadbalancer_json import PageRenderer
 from lbaas.db.session import Connection, Session
@@ -57,39 +59,11 @@ def _split_multi(request: Request, key: str) -> list[str]:
 
 
 def _parse_sort(request: Request, spec: ListSpec) -> list[tuple[str, bool]]:
-    params = request.query_params
-    pairs: list[tuple[str, str]] = []
-    if params.get("sort"):
-        for item in params["sort"].split(","):
-            key, _, direction = item.strip().partition(":")
-            pairs.append((key.strip(), direction.strip() or "asc"))
-    elif params.get("sort_key"):
-        keys = [k.strip() for k in params["sort_key"].split(",")]
-        dirs = [d.strip() for d in params.get("sort_dir", "").split(",") if d.strip()]
-        pairs = [(k, dirs[i] if i < len(dirs) else "asc") for i, k in enumerate(keys)]
-    sort: list[tuple[str, bool]] = []
-    for key, direction in pairs:
+    sort = parse_sort(request)
+    for key, _ascending in sort:
         if key not in spec.columns:
             raise InvalidInput(f"Supplied sort key '{key}' is not valid.")
-        if direction.lower() not in ("asc", "desc"):
-            raise InvalidInput(f"Supplied sort direction '{direction}' is not valid.")
-        sort.append((key, direction.lower() == "asc"))
     return sort
-
-
-def _parse_limit(request: Request, max_limit: int) -> int | None:
-    raw = request.query_params.get("limit")
-    if raw is None:
-        return max_limit if max_limit > 0 else None
-    if raw == "infinite":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput(f"Supplied pagination limit '{raw}' is not valid.") from None
-    if value <= 0:
-        return None
-    return min(value, max_limit) if max_limit > 0 else value
 
 
 _BAD_FILTER = "One or more arguments are either duplicate or invalid"
@@ -153,7 +127,7 @@ def parse_list_params(
         not_tags_all=_split_multi(request, "not-tags"),
         not_tags_any=_split_multi(request, "not-tags-any"),
         sort=_parse_sort(request, spec),
-        limit=_parse_limit(request, max_limit),
+        limit=parse_limit(params.get("limit"), max_limit),
         marker=params.get("marker"),
         page_reverse=params.get("page_reverse") == "True",
     )

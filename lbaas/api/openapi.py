@@ -2,7 +2,8 @@
 
 FastAPI documents each operation's success code and a 422 it never sends (schema failures
 are 400s in Octavia's shape, ``lbaas.api.errors``). This adds the error statuses every
-operation can answer, all with the fault body, drops the 422, and marks the successes
+operation can answer, with the fault body (pecan's for 405, 406 and a GET's page
+parameters, ``query_hook``), drops the 422, and marks the successes
 that carry no body (204, and the 202s of quota reset, failover, config push and the batch
 member update) as bodiless.
 """
@@ -22,12 +23,15 @@ FAULT_SCHEMA: dict[str, Any] = {
         "debuginfo": {"type": "null"},
     },
 }
-NOT_ACCEPTABLE_SCHEMA: dict[str, Any] = {
+# What pecan answers outside Octavia's handlers (``errors.pecan_fault``): 405, 406, and a
+# GET's bad ``limit`` or sort direction (400, ``query_hook``).
+PECAN_SCHEMA: dict[str, Any] = {
     "type": "object",
+    "required": ["code", "title", "description"],
     "properties": {
         "code": {"type": "integer"},
         "title": {"type": "string"},
-        "description": {"type": "string"},
+        "description": {"type": ["string", "null"]},
     },
 }
 # What any operation may answer besides its success: bad input, policy or quota, missing
@@ -53,7 +57,7 @@ def _fault(description: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _describe(operation: dict[str, Any]) -> None:
+def _describe(operation: dict[str, Any], method: str) -> None:
     responses: dict[str, Any] = operation.setdefault("responses", {})
     responses.pop("422", None)
     for status, response in list(responses.items()):
@@ -61,7 +65,13 @@ def _describe(operation: dict[str, Any]) -> None:
             responses[status] = {"description": response.get("description", "No content")}
     for status, description in ERROR_STATUSES.items():
         responses.setdefault(status, _fault(description, FAULT_SCHEMA))
-    responses.setdefault("406", _fault("Accept excludes JSON", NOT_ACCEPTABLE_SCHEMA))
+    responses["405"] = _fault(ERROR_STATUSES["405"], PECAN_SCHEMA)
+    responses.setdefault("406", _fault("Accept excludes JSON", PECAN_SCHEMA))
+    if method == "get":
+        either = {"anyOf": [FAULT_SCHEMA, PECAN_SCHEMA]}
+        responses["400"] = _fault(
+            ERROR_STATUSES["400"] + " (a bad limit or sort direction in pecan's body)", either
+        )
 
 
 def _empty(response: dict[str, Any]) -> bool:
@@ -80,7 +90,7 @@ def describe_errors(app: FastAPI) -> None:
             for item in schema.get("paths", {}).values():
                 for method in _METHODS:
                     if method in item:
-                        _describe(item[method])
+                        _describe(item[method], method)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING
 from lbaas.amphora.access_log import AccessLogs
 from lbaas.amphora.haproxy_process import max_connections_for
 from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.amphora.short_root import LOGS_SUFFIX, short_root
+from lbaas.amphora.socket_room import check_socket_room
 from lbaas.amphora.udp_health import namespace_checker
 from lbaas.amphora.vip_probe import VipProber, with_probes
 from lbaas.background import BackgroundLoop
@@ -82,6 +84,8 @@ log = logging.getLogger(__name__)
 SUPERVISE_INTERVAL = 1.0
 SELF_RENEWAL_INTERVAL = 10.0
 """Seconds between an agent's checks of its own certificate when it holds the CA."""
+#: The amphorae's directories, under the state directory.
+AMPHORAE = "amphorae"
 
 
 def host_ops_for(agent: AgentSettings) -> HostOps:
@@ -128,16 +132,32 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
     return manager, checker
 
 
-def access_logs_of(settings: Settings) -> AccessLogs:
+def access_log_sockets(settings: Settings, amphora_root: Path) -> Path:
+    """Where the amphorae's access-log sockets are. As root HAProxy's workers drop to their
+    own user, who cannot cross the 0700 state directory; otherwise they run as this
+    agent's user and the state directory does: ``<amphora_root>-logs``."""
+    if os.geteuid() == 0:
+        return settings.access_log.socket_directory
+    return amphora_root.with_name(amphora_root.name + LOGS_SUFFIX)
+
+
+def amphora_root_of(settings: Settings) -> Path:
+    """The amphorae's directory as HAProxy will name it: ``<state>/amphorae``, or its short
+    link when that is too long for HAProxy's sockets (``short_root``); CommandRefused
+    when even that leaves no room."""
+    state_dir = settings.state_dir.absolute()
+    root = short_root(state_dir / AMPHORAE)
+    check_socket_room(state_dir, root, access_log_sockets(settings, root))
+    return root
+
+
+def access_logs_of(settings: Settings, amphora_root: Path) -> AccessLogs:
     """The readers writing every amphora's access log on this host (``access_log``)."""
     conf = settings.access_log
     state_dir = settings.state_dir.absolute()
-    # As root HAProxy's workers drop to their own user, who cannot cross the 0700 state
-    # directory; otherwise they run as this agent's user and the state directory does.
-    sockets = conf.socket_directory if os.geteuid() == 0 else state_dir / "amphorae-logs"
     logs = AccessLogs(
         conf.directory or state_dir / "access-logs",
-        sockets,
+        access_log_sockets(settings, amphora_root),
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
@@ -212,6 +232,7 @@ class AgentService:
         """``listening``: the API's socket, already listening (a service manager's);
         else the agent binds ``agent.host``:``agent.port`` itself."""
         state_dir = settings.state_dir.absolute()
+        amphora_root = amphora_root_of(settings)
         self.settings = settings.agent
         self.ca, self.tls, key = _identity(settings, state_dir)
         self.host = host if host is not None else host_ops_for(settings.agent)
@@ -223,7 +244,7 @@ class AgentService:
         if not become_subreaper():
             log.warning("not a child subreaper: orphans of HAProxy/keepalived go to PID 1")
         self.manager = AmphoraRegistry(
-            state_dir / "amphorae",
+            amphora_root,
             self.host,
             mode=self.mode,
             namespace_prefix=settings.agent.namespace_prefix,
@@ -234,7 +255,7 @@ class AgentService:
                 batch_count=settings.agent.l4_health_batch_size,
                 batch_delay=settings.agent.l4_health_batch_delay,
             ),
-            access_logs=access_logs_of(settings),
+            access_logs=access_logs_of(settings, amphora_root),
         )
         adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
         if adopted:

@@ -170,8 +170,13 @@ def test_single_amphora_shows_its_host_and_never_a_vrrp_role(
         "az-3",
         "127.0.30.3",
     )
-    assert view["ha_ip"] == lb["vip_address"]
+    # Octavia 19 records the VIP's address and port on every amphora, SINGLE included
+    # (``UpdateAmphoraVIPData`` in ``_get_amp_net_subflow`` of both topologies' flows).
+    assert (view["ha_ip"], view["ha_port_id"]) == (lb["vip_address"], lb["vip_port_id"])
     assert view["cert_expiration"] == "2027-11-26T01:02:03"
+    # Its vrrp_ip/vrrp_port_id are the amphora's own port on the VIP network, which a
+    # SINGLE amphora here has not (the VIP is its only address there), and it runs no
+    # VRRP: those stay null (Octavia shows vrrp_id 1; docs/api-compat.md).
     for absent in ("vrrp_ip", "vrrp_port_id", "vrrp_interface", "vrrp_id", "vrrp_priority"):
         assert view[absent] is None, absent
     assert view["image_id"] is None and view["compute_flavor"] is None

@@ -226,8 +226,41 @@ def test_stats(api: Api, admin: Api, plane: Any) -> None:
             },
         ]
     }
+    # Octavia 19 looks no amphora up: an unknown id is the same 404 as an amphora
+    # without records (recorded from its API: ``AmphoraStatsController.get``).
     missing = str(uuid.uuid4())
-    assert_fault(admin.get(f"{AMPHORAE}/{missing}/stats"), 404, f"Amphora {missing} not found.")
+    r = admin.get(f"{AMPHORAE}/{missing}/stats")
+    assert_fault(r, 404)
+    assert r.json()["faultstring"] == f"Amphora stats for {missing} not found."
+
+
+# Octavia 19.0.0's answers for an amphora in each status, without and then with one
+# listener record, recorded from its own API (the functional-test app of
+# ``octavia.tests.functional.api.v2.base.BaseAPITest``: noauth, noop driver, SQLite):
+# 404 ``Amphora stats for <id> not found.`` without, 200 with, whatever the status;
+# the amphora itself is 404 once DELETED, its statistics are not.
+STATUSES = ("BOOTING", "ALLOCATED", "READY", "PENDING_CREATE", "PENDING_DELETE", "ERROR", "DELETED")
+
+
+def test_stats_answer_as_octavias_in_every_amphora_status(api: Api, admin: Api, plane: Any) -> None:
+    lb = api.create_lb()
+    listener = api.create_listener(lb["id"])
+    for n, status in enumerate(STATUSES):
+        amp_id = add_amphora(plane, lb["id"], n, status=status)
+        path = f"{AMPHORAE}/{amp_id}/stats"
+        assert_fault(admin.get(path), 404, f"Amphora stats for {amp_id} not found.")
+        last = {"bytes_in": 1, "bytes_out": 2, "active_connections": 3}
+        last |= {"total_connections": 4, "request_errors": 5}
+        add_counters(plane, amp_id, lb["id"], listener["id"], base={}, last=last)
+        r = admin.get(path)
+        assert r.status_code == 200, (status, r.text)
+        assert r.json() == {
+            "amphora_stats": [
+                {"id": amp_id, "loadbalancer_id": lb["id"], "listener_id": listener["id"], **last}
+            ]
+        }
+        shown = admin.get(f"{AMPHORAE}/{amp_id}")
+        assert shown.status_code == (404 if status == "DELETED" else 200), status
 
 
 def test_the_health_managers_failover_request_wakes_the_workers(api: Api, plane: Any) -> None:

@@ -3,7 +3,7 @@
 Each test asserts Octavia's exact status and wording: child-collection filters, WSME's
 error texts (enumerations, argument paths of unknown attributes, bodies that are not
 JSON, values it cannot convert), 415 for a body that is not JSON, 405 with ``Allow`` in
-the fault shape, the pool's absent ``healthmonitor_id``, the quota keys, the empty
+pecan's shape, the pool's absent ``healthmonitor_id``, the quota keys, the empty
 floating-IP list the Ansible collection reads, and profile keys a provider lists but
 cannot honour yet.
 """
@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from lbaas.providers.amphora.capabilities import AMPHORA_CAPABILITIES
-from tests.api.resource_base import assert_fault
+from tests.api.resource_base import assert_fault, assert_pecan
 from tests.support.api_client import LOOPBACK_SUBNET, Api
 from tests.support.fake_providers import provider_declaring
 
@@ -208,7 +208,8 @@ def test_methods_a_path_does_not_serve_are_405_with_allow(api: Api) -> None:
         ("POST", "/v2/lbaas/quotas/defaults", "GET"),
     ):
         r = api.request(method, path)
-        assert_fault(r, 405, "Method Not Allowed")
+        # pecan's body, as Octavia 19 answers (tests/api/test_octavia_wire_shapes.py).
+        assert_pecan(r, 405, "")
         assert r.headers["allow"] == allow, (method, path)
     assert api.get(f"{LBS}/{lb['id']}").json()["loadbalancer"]["provisioning_status"] == "ACTIVE"
 
@@ -390,7 +391,13 @@ def test_openapi_declares_the_error_answers_and_no_422(api: Api) -> None:
         for status in ("400", "403", "404", "405", "409", "413", "415", "406"):
             assert status in responses, (method, path, status)
         fault = responses["400"]["content"]["application/json"]["schema"]
-        assert fault["required"] == ["faultcode", "faultstring", "debuginfo"]
+        # A GET's 400 may also be pecan's (a bad limit or sort direction, from the hook).
+        shapes = fault["anyOf"] if method == "get" else [fault]
+        assert [s["required"] for s in shapes][0] == ["faultcode", "faultstring", "debuginfo"]
+        if method == "get":
+            assert shapes[1]["required"] == ["code", "title", "description"]
+        pecan = responses["405"]["content"]["application/json"]["schema"]
+        assert pecan["required"] == ["code", "title", "description"]
     # Bodiless successes are documented without a body.
     reset = document["paths"]["/v2/lbaas/quotas/{project_id}"]["delete"]["responses"]["202"]
     assert "content" not in reset

@@ -132,11 +132,12 @@ def push_amphora_config(amphora_id: str, call: Call = Depends(get_call)) -> Resp
 
 @router.get(PATH + "/{amphora_id}/stats")
 def amphora_stats(amphora_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
+    """The amphora's listener records, whatever its status (a DELETED amphora's too), as
+    Octavia answers: no record, or no such amphora, is its 404 ``Amphora stats for``."""
     services, ctx = call
     require_admin(ctx)
     with services.database.read() as session:
-        amp = get_amphora(session, amphora_id)
-        rows = stats_repo.amphora_counter_records(session, amp.id)
+        rows = stats_repo.amphora_counter_records(session, amphora_id)
     if not rows:
         raise NotFound(f"Amphora stats for {amphora_id} not found.")
-    return {"amphora_stats": [listener_stats_view(r) for r in rows]}
+    return {"amphora_stats": [listener_stats_view(r, lb) for r, lb in rows]}

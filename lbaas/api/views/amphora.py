@@ -51,8 +51,8 @@ def render_amphorae(session: Session, rows: list[AmphoraRow]) -> list[dict[str, 
     return [amphora_view(r, zones.get(r.compute_id or "")) for r in rows]
 
 
-def listener_stats_view(row: ListenerStatsRow) -> dict[str, Any]:
-    """One listener as one amphora saw it.
+def listener_stats_view(row: ListenerStatsRow, loadbalancer_id: str | None) -> dict[str, Any]:
+    """One listener as one amphora saw it; ``loadbalancer_id`` the amphora's.
 
     Cumulative counters are the total folded in before the last restart of the data plane
     plus the latest report; the connection gauge is only the latest. The record keeps
@@ -60,7 +60,7 @@ def listener_stats_view(row: ListenerStatsRow) -> dict[str, Any]:
     """
     view: dict[str, Any] = {
         "id": row.amphora_id,
-        "loadbalancer_id": row.loadbalancer_id,
+        "loadbalancer_id": loadbalancer_id,
         "listener_id": row.listener_id,
     }
     for name in STATS_COUNTERS:

@@ -43,6 +43,9 @@ def create_amphora(
     *,
     compute_id: str | None = None,
 ) -> AmphoraRow:
+    """A PENDING_CREATE amphora; ``ha_ip``/``ha_port_id`` are the VIP's address and port,
+    as Octavia records them for every topology."""
+    served = session.get(LoadBalancerRow, loadbalancer_id)
     row = AmphoraRow(
         id=str(uuid.uuid4()),
         loadbalancer_id=loadbalancer_id,
@@ -51,6 +54,7 @@ def create_amphora(
         host=host,
         lb_network_ip=host,
         ha_ip=vip_address,
+        ha_port_id=None if served is None else served.vip_port_id,
         compute_id=compute_id,
         failover_pending=False,
         created_at=now,

@@ -20,7 +20,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from lbaas.db.counter_totals import STATS_COUNTERS, TOTAL_COLUMNS
-from lbaas.db.tables import ListenerRow, ListenerStatsRow, MemberRow, PoolRow, table_of
+from lbaas.db.tables import (
+    AmphoraRow,
+    ListenerRow,
+    ListenerStatsRow,
+    MemberRow,
+    PoolRow,
+    table_of,
+)
 
 #: The API's ``/stats`` counters (Octavia's five) and the request count, which only
 #: ``/metrics`` and the dashboard show: Octavia's stats body has no such field.
@@ -56,18 +63,22 @@ def summed_totals(session: Session, listener_ids: Sequence[str]) -> dict[str, in
     return total
 
 
-def amphora_counter_records(session: Session, amphora_id: str) -> list[ListenerStatsRow]:
-    """The stored counters of every listener the amphora reported, by listener id."""
-    return list(
-        session.scalars(
-            select(ListenerStatsRow)
-            .where(ListenerStatsRow.amphora_id == amphora_id)
-            # Pools' and members' records share the table: only listeners' are shown.
-            .where(ListenerStatsRow.listener_id.not_in(select(PoolRow.id)))
-            .where(ListenerStatsRow.listener_id.not_in(select(MemberRow.id)))
-            .order_by(ListenerStatsRow.listener_id)
-        )
+def amphora_counter_records(
+    session: Session, amphora_id: str
+) -> list[tuple[ListenerStatsRow, str | None]]:
+    """The stored counters of every listener the amphora reported, by listener id, each
+    with the amphora's load balancer. Whatever the amphora's status, DELETED included:
+    Octavia's amphora statistics join its listener records with the amphora, nothing more."""
+    rows = session.execute(
+        select(ListenerStatsRow, AmphoraRow.loadbalancer_id)
+        .join(AmphoraRow, AmphoraRow.id == ListenerStatsRow.amphora_id)
+        .where(ListenerStatsRow.amphora_id == amphora_id)
+        # Pools' and members' records share the table: only listeners' are shown.
+        .where(ListenerStatsRow.listener_id.not_in(select(PoolRow.id)))
+        .where(ListenerStatsRow.listener_id.not_in(select(MemberRow.id)))
+        .order_by(ListenerStatsRow.listener_id)
     )
+    return [(record, loadbalancer_id) for record, loadbalancer_id in rows]
 
 
 def as_dict(value: Any) -> Mapping[str, Any]:

@@ -96,6 +96,14 @@ def _short_state_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
 
 
+def long_directory(parent: Path, length: int) -> Path:
+    """A new directory under ``parent`` whose absolute path is ``length`` bytes long."""
+    path = parent.absolute() / ("d" * (length - len(str(parent.absolute())) - 1))
+    path.mkdir()
+    assert len(str(path)) == length
+    return path
+
+
 def _merged(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in extra.items():
@@ -129,12 +137,17 @@ def serve_settings(state_dir: Path, extra: Mapping[str, Any] | None = None) -> d
 
 @contextmanager
 def running_serve(
-    extra_settings: Mapping[str, Any] | None = None, *, prefix: str = "lbe-"
+    extra_settings: Mapping[str, Any] | None = None,
+    *,
+    prefix: str = "lbe-",
+    state_dir_length: int | None = None,
 ) -> Iterator[ServeInstance]:
-    """Start ``lbaas serve`` (amphora provider by default); clean everything up after."""
+    """Start ``lbaas serve`` (amphora provider by default); clean everything up after.
+    ``state_dir_length``: a state directory of that many bytes (``long_directory``)."""
     if shutil.which("haproxy") is None:
         raise AssertionError("haproxy is not installed: the amphora e2e tests need it")
-    state_dir = _short_state_dir(prefix)
+    scratch = _short_state_dir(prefix)
+    state_dir = scratch if state_dir_length is None else long_directory(scratch, state_dir_length)
     settings = serve_settings(state_dir, extra_settings)
     log = state_dir / "serve.log"
     instance = _spawn(settings, state_dir, log)
@@ -145,7 +158,7 @@ def running_serve(
         try:
             stop_serve(instance)
         finally:
-            shutil.rmtree(state_dir, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _spawn(settings: dict[str, Any], state_dir: Path, log: Path) -> ServeInstance:

@@ -65,6 +65,15 @@ class Agent:
         if force:
             self._last_full = self._clock()
 
+    def _reconcile(self) -> bool:
+        """The start's comparison of both sides; False (tried again next round) on failure."""
+        try:
+            reconcile(self.client, self.reporter, owned_loadbalancers(self.client))
+        except Exception:  # noqa: BLE001 - the rounds go on; the next one tries again
+            LOG.exception("lbaas provider agent could not reconcile with Octavia yet")
+            return False
+        return True
+
     def _stats(self, listener_id: str) -> None:
         found: Any = self.client.read(f"/listeners/{listener_id}/stats")
         if found:
@@ -75,10 +84,9 @@ class Agent:
         A failed round (lbaas or the driver agent's sockets away) is logged and retried."""
         reconciled = False
         while not exit_event.is_set():
+            if not reconciled:
+                reconciled = self._reconcile()
             try:
-                if not reconciled:
-                    reconcile(self.client, self.reporter, owned_loadbalancers(self.client))
-                    reconciled = True
                 self.round()
             except Exception:  # noqa: BLE001 - the agent outlives any one failure
                 LOG.exception("lbaas provider agent round failed; retrying")

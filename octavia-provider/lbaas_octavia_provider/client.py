@@ -20,6 +20,8 @@ import httpx
 from lbaas_octavia_provider.settings import Settings
 
 LOG = logging.getLogger(__name__)
+# httpx logs every request at INFO: the provider agent's rounds would fill Octavia's logs.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 PREFIX = "/v2/lbaas"
 # lbaas answers these while it is briefly unable to (a restart behind a proxy, the
 # database busy); 409 "immutable" while an earlier change of the load balancer converges.

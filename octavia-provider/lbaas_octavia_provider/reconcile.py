@@ -35,8 +35,11 @@ _NESTED = {
 _COLLECTION = {"rules": "l7rules"}
 
 
-def octavia_objects(provider_lb: dict[str, Any]) -> set[Key]:
-    """Every (collection, id) of a load balancer's provider dictionary."""
+def octavia_objects(provider_lb: Any) -> set[Key]:
+    """Every (collection, id) of a load balancer as the driver agent gives it (octavia-lib's
+    ``LoadBalancer``, or its dictionary)."""
+    if hasattr(provider_lb, "to_dict"):
+        provider_lb = provider_lb.to_dict(recurse=True)
     found: set[Key] = {("loadbalancers", str(provider_lb["loadbalancer_id"]))}
 
     def walk(name: str, items: Any) -> None:

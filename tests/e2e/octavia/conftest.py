@@ -1,7 +1,8 @@
 """A real Octavia with lbaas as its provider: ``lbaas serve`` (amphora provider, real
 HAProxy on loopback VIPs), Octavia's API and driver agent on a fresh MariaDB database, and
-one endpoint in front for the stock ``openstack`` CLI. Module-scoped: starting Octavia
-costs tens of seconds; each test makes and removes its own load balancer."""
+one endpoint in front for the stock ``openstack`` CLI. One for the package: starting
+Octavia costs tens of seconds; each test makes and removes its own load balancer (and the
+restart test leaves the driver agent running again)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class Sides:
         return str(ipaddress.ip_network(self.serve.vip_subnet)[host])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def sides() -> Iterator[Sides]:
     with running_serve(prefix="lbo-") as serve, running_octavia(serve.url) as octavia:
         with catalog_proxy(octavia.url, serve.url) as front:

@@ -19,6 +19,7 @@ from lbaas.api.deps import Call, get_call
 from lbaas.api.read_routes import Render, path_key
 from lbaas.api.writes import TreeWrite, tree_write
 from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import check_given_id
 
 # (write, caller, the request's object) -> the new row
 Create = Callable[[TreeWrite, RequestContext, Any], Any]
@@ -41,6 +42,7 @@ def add_create_route(
 
     def create_endpoint(body: Any, call: Call = Depends(get_call)) -> JSONResponse:
         services, ctx = call
+        check_given_id(ctx, getattr(body, wrapper))
         with tree_write(services) as w:
             row = create(w, ctx, getattr(body, wrapper))
             view = w.view(render, row)

@@ -48,3 +48,10 @@ def require_admin(ctx: RequestContext) -> None:
 def require_reader(ctx: RequestContext) -> None:
     """Catalog reads: anyone who may read their own project's objects."""
     authorize(ctx, Rule.READ, ctx.project_id)
+
+
+def check_given_id(ctx: RequestContext, data: object) -> None:
+    """A create that names its object's id (the ``GivenId`` extension, sent by Octavia's
+    lbaas provider driver): administrators only, so no project can squat ids."""
+    if getattr(data, "id", None) is not None:
+        require_admin(ctx)

@@ -18,12 +18,17 @@ RowT = TypeVar("RowT", bound=Base)
 
 
 def new_object_columns(
-    project_id: str, now: datetime, operating: OperatingStatus = OperatingStatus.OFFLINE
+    project_id: str,
+    now: datetime,
+    operating: OperatingStatus = OperatingStatus.OFFLINE,
+    data: Schema | None = None,
 ) -> dict[str, Any]:
-    """The columns every new object of the tree starts with: a fresh id, the project of its
-    load balancer, PENDING_CREATE, the operating status it starts in, created ``now``."""
+    """The columns every new object of the tree starts with: the id ``data`` gives (an
+    administrator's, see ``GivenId``) or a fresh one, the project of its load balancer,
+    PENDING_CREATE, the operating status it starts in, created ``now``."""
+    given = getattr(data, "id", None)
     return {
-        "id": str(uuid.uuid4()),
+        "id": str(given) if given else str(uuid.uuid4()),
         "project_id": project_id,
         "provisioning_status": ProvisioningStatus.PENDING_CREATE.value,
         "operating_status": operating.value,

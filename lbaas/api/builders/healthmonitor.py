@@ -49,7 +49,7 @@ def build_healthmonitor(
     if table_rows.count_rows(session, HealthMonitorRow, HealthMonitorRow.pool_id == pool.id):
         raise Conflict("This pool already has a health monitor")
     row = HealthMonitorRow(
-        **new_object_columns(pool.project_id, now),
+        **new_object_columns(pool.project_id, now, data=data),
         pool_id=pool.id,
         name=data.name,
         admin_state_up=data.admin_state_up,

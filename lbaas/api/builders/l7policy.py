@@ -104,7 +104,7 @@ def build_l7policy(
         _check_target(session, lb, listener, redirect_pool, redirect.pool_id)
     siblings = policies_in_order(session, listener.id)
     row = L7PolicyRow(
-        **new_object_columns(lb.project_id, now),
+        **new_object_columns(lb.project_id, now, data=data),
         listener_id=listener.id,
         name=data.name,
         description=data.description,

@@ -47,7 +47,7 @@ def build_l7rule(
     if in_use >= MAX_RULES_PER_POLICY:
         raise Conflict(f"Too many rules on L7 policy {policy.id}")
     row = L7RuleRow(
-        **new_object_columns(policy.project_id, now),
+        **new_object_columns(policy.project_id, now, data=data),
         l7policy_id=policy.id,
         admin_state_up=bool(data.admin_state_up),
         type=rule_type.value,

@@ -219,7 +219,7 @@ def build_listener(
         require_vip_sg_enforced(services, lb.provider, [protocol])
     _sent_refs(services, lb, data)
     row = ListenerRow(
-        **new_object_columns(lb.project_id, now),
+        **new_object_columns(lb.project_id, now, data=data),
         loadbalancer_id=lb.id,
         admin_state_up=bool(data.admin_state_up),
         protocol=protocol.value,

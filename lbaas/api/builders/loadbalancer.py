@@ -184,7 +184,7 @@ def build_loadbalancer(
     _check_availability_zone(session, data.availability_zone)
     check_quota(session, services.settings.quota, project, "loadbalancer")
     row = LoadBalancerRow(
-        **new_object_columns(project, now),
+        **new_object_columns(project, now, data=data),
         name=data.name,
         description=data.description,
         admin_state_up=data.admin_state_up,

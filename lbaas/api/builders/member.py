@@ -104,7 +104,7 @@ def build_member(
         _check_unique(session, pool.id, data.address, data.protocol_port)
     status = OperatingStatus.OFFLINE if has_monitor else OperatingStatus.NO_MONITOR
     row = MemberRow(
-        **new_object_columns(pool.project_id, now, status),
+        **new_object_columns(pool.project_id, now, status, data),
         pool_id=pool.id,
         name=data.name,
         admin_state_up=data.admin_state_up,

@@ -100,7 +100,7 @@ def build_pool(
     """
     protocol, algorithm, persistence = _checked_create(services, lb, data, listener)
     row = PoolRow(
-        **new_object_columns(lb.project_id, now),
+        **new_object_columns(lb.project_id, now, data=data),
         loadbalancer_id=lb.id,
         name=data.name,
         description=data.description,

@@ -27,7 +27,7 @@ from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, LoadBalancerRow
 from lbaas.errors import NotFound
 from lbaas.identity.context import RequestContext
-from lbaas.identity.policy import Rule
+from lbaas.identity.policy import Rule, check_given_id
 from lbaas.model.enums import ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["l7rules"])
@@ -81,6 +81,7 @@ def create_l7rule(
     l7policy_id: str, body: L7RuleCreateBody, call: Call = Depends(get_call)
 ) -> JSONResponse:
     services, ctx = call
+    check_given_id(ctx, body.rule)
     with tree_write(services) as w:
         policy = _policy(w.session, ctx, l7policy_id, Rule.WRITE)
         lb, listener = _lock_for_rule_change(w, policy)

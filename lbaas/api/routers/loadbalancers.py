@@ -42,7 +42,7 @@ from lbaas.db.loadbalancers.tree_loader import load_tree
 from lbaas.db.tables import LoadBalancerRow
 from lbaas.errors import ValidationFailure
 from lbaas.identity.context import RequestContext
-from lbaas.identity.policy import Rule
+from lbaas.identity.policy import Rule, check_given_id
 
 router = APIRouter(route_class=JsonRoute, tags=["loadbalancers"])
 SPEC = derived_spec(
@@ -86,6 +86,7 @@ def create_loadbalancer(
 ) -> JSONResponse:
     services, ctx = call
     data = body.loadbalancer
+    check_given_id(ctx, data)
     project = authorized_project(ctx, data)
     with tree_write(services) as w:
         row = build_loadbalancer(w.session, services, project, data, w.now)

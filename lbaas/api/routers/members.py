@@ -37,7 +37,7 @@ from lbaas.db.session import Session
 from lbaas.db.tables import MemberRow, PoolRow
 from lbaas.errors import NotFound, ValidationFailure
 from lbaas.identity.context import RequestContext
-from lbaas.identity.policy import Rule, authorize
+from lbaas.identity.policy import Rule, authorize, check_given_id
 from lbaas.model.enums import ProvisioningStatus
 
 router = APIRouter(route_class=JsonRoute, tags=["members"])
@@ -71,6 +71,7 @@ def create_member(
     pool_id: str, body: MemberCreateBody, call: Call = Depends(get_call)
 ) -> JSONResponse:
     services, ctx = call
+    check_given_id(ctx, body.member)
     with tree_write(services) as w:
         pool = get_pool(w.session, ctx, pool_id, Rule.WRITE)
         lb, listeners = w.lock_pool(pool)
@@ -113,6 +114,8 @@ def batch_update_members(
     call: Call = Depends(get_call),
 ) -> Response:
     services, ctx = call
+    for item in body.members:
+        check_given_id(ctx, item)
     with tree_write(services) as w:
         # Creating, updating and (unless additive) deleting all need the write rule.
         pool = get_pool(w.session, ctx, pool_id, Rule.WRITE)

@@ -27,6 +27,7 @@ from lbaas.api.schemas.types import (
     Schema,
     ShortText,
     Tags,
+    Uuid,
 )
 
 
@@ -60,8 +61,20 @@ class EnabledChange(Schema):
     admin_state_up: AdminState | None = None
 
 
-class ProjectOnCreate(Schema):
-    """The project a create may name, by its current name or its deprecated one.
+class GivenId(Schema):
+    """An lbaas extension: the id a new object is to have, given by a trusted service.
+
+    Octavia's lbaas provider driver (``octavia-provider/``) sends the ids Octavia chose, so
+    one object has one id on both sides. Administrators only (403 for anyone else); an id
+    already taken is the usual 409. Absent, lbaas picks a fresh UUID as Octavia does.
+    """
+
+    id: Uuid | None = None
+
+
+class ProjectOnCreate(GivenId):
+    """The project a create may name, by its current name or its deprecated one (and the
+    id a trusted service gives, see ``GivenId``).
 
     A load balancer takes it; its children accept and ignore it, because they belong to
     their load balancer's project.

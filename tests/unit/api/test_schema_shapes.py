@@ -35,7 +35,7 @@ from lbaas.api.schemas.pool import (
 )
 from lbaas.api.schemas.types import Schema
 
-PROJECT = {"project_id", "tenant_id"}
+PROJECT = {"project_id", "tenant_id", "id"}
 
 # create schema, update schema, the create fields a PUT cannot send
 PAIRS: list[tuple[type[Schema], type[Schema], set[str]]] = [

@@ -1,0 +1,104 @@
+"""The provider agent: runs in Octavia's driver agent (``enabled_provider_agents = lbaas``)
+and keeps Octavia told what lbaas has.
+
+Each round lists lbaas's load balancers that an Octavia owns (tag ``octavia-provider``),
+reads each one's statuses and its listeners' counters, and pushes what changed; every
+``full_push_interval`` it pushes everything again, so a report lost with a restarting API
+process or driver agent is made good. On start it reconciles the two sides first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from lbaas_octavia_provider import translate
+from lbaas_octavia_provider.client import LbaasClient
+from lbaas_octavia_provider.reconcile import reconcile
+from lbaas_octavia_provider.reporter import Reporter, Sink, driver_library
+from lbaas_octavia_provider.settings import Settings, load
+from lbaas_octavia_provider.status import snapshot
+
+LOG = logging.getLogger(__name__)
+
+
+class ExitEvent(Protocol):
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+def owned_loadbalancers(client: LbaasClient) -> list[str]:
+    """The ids of lbaas's load balancers an Octavia created through this driver."""
+    found = client.read(
+        "/loadbalancers", {"tags": translate.TAG, "fields": "id", "limit": "100000"}
+    )
+    return [str(lb["id"]) for lb in (found or {}).get("loadbalancers", [])]
+
+
+class Agent:
+    def __init__(
+        self,
+        client: LbaasClient,
+        sink: Sink,
+        settings: Settings,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.reporter = Reporter(sink)
+        self.settings = settings
+        self._clock = clock
+        self._last_full = float("-inf")
+
+    def round(self) -> None:
+        """One pass over every owned load balancer (and those it told Octavia of before,
+        so one lbaas no longer has is reported DELETED)."""
+        force = self._clock() - self._last_full >= self.settings.full_push_interval
+        ids = owned_loadbalancers(self.client)
+        for lb_id in dict.fromkeys([*ids, *self.reporter.known()]):
+            snap = snapshot(self.client, lb_id)
+            self.reporter.push(snap, force=force)
+            for listener_id in snap.listener_ids:
+                self._stats(listener_id)
+        if force:
+            self._last_full = self._clock()
+
+    def _reconcile(self) -> bool:
+        """The start's comparison of both sides; False (tried again next round) on failure."""
+        try:
+            reconcile(self.client, self.reporter, owned_loadbalancers(self.client))
+        except Exception:  # noqa: BLE001 - the rounds go on; the next one tries again
+            LOG.exception("lbaas provider agent could not reconcile with Octavia yet")
+            return False
+        return True
+
+    def _stats(self, listener_id: str) -> None:
+        found: Any = self.client.read(f"/listeners/{listener_id}/stats")
+        if found:
+            self.reporter.push_stats(listener_id, found.get("stats", {}))
+
+    def run(self, exit_event: ExitEvent) -> None:
+        """Reconcile, then a round every ``poll_interval`` until the driver agent stops.
+        A failed round (lbaas or the driver agent's sockets away) is logged and retried."""
+        reconciled = False
+        while not exit_event.is_set():
+            if not reconciled:
+                reconciled = self._reconcile()
+            try:
+                self.round()
+            except Exception:  # noqa: BLE001 - the agent outlives any one failure
+                LOG.exception("lbaas provider agent round failed; retrying")
+            exit_event.wait(self.settings.poll_interval)
+
+
+def provider_agent(exit_event: ExitEvent) -> None:
+    """The ``octavia.driver_agent.provider_agents`` entry point."""
+    settings = load()
+    LOG.info("lbaas provider agent reports %s to Octavia", settings.url)
+    client = LbaasClient(settings)
+    try:
+        Agent(client, driver_library(settings), settings).run(exit_event)
+    finally:
+        client.close()

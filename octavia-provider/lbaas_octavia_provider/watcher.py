@@ -1,0 +1,68 @@
+"""After each write the driver hands to lbaas, wait for lbaas to settle and tell Octavia.
+
+Runs in Octavia's API process, one short thread per write (as ovn-octavia-provider's
+driver reports from its own helper thread): the load balancer leaves PENDING_* in Octavia
+as soon as lbaas has converged, not at the provider agent's next round. If the process
+dies first, the provider agent's rounds (``agent``) send the same statuses.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from lbaas_octavia_provider.client import LbaasClient
+from lbaas_octavia_provider.reporter import Reporter
+from lbaas_octavia_provider.status import Key, snapshot
+
+LOG = logging.getLogger(__name__)
+# Octavia commits its own PENDING_* statuses after the driver returns: the first look
+# waits that long, so a fast lbaas is not reported before Octavia wrote what it replaces.
+FIRST_LOOK = 0.3
+INTERVAL = 0.2
+GIVE_UP = 900.0
+
+
+class Watcher:
+    def __init__(
+        self,
+        client: LbaasClient,
+        reporter: Reporter,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.reporter = reporter
+        self._clock = clock
+        self._sleep = sleep
+
+    def watch(self, lb_id: str, deleted: list[Key] | None = None) -> threading.Thread:
+        thread = threading.Thread(
+            target=self.settle,
+            args=(lb_id, deleted or []),
+            name=f"lbaas-watch-{lb_id[:8]}",
+            daemon=True,
+        )
+        thread.start()
+        return thread
+
+    def settle(self, lb_id: str, deleted: list[Key]) -> None:
+        """Poll lbaas until nothing of the load balancer is PENDING_*, then push all of it
+        (and ``deleted`` as DELETED)."""
+        self._sleep(FIRST_LOOK)
+        deadline = self._clock() + GIVE_UP
+        try:
+            while True:
+                snap = snapshot(self.client, lb_id)
+                if not snap.pending or self._clock() > deadline:
+                    self.reporter.push(snap, force=True, deleted=deleted)
+                    return
+                self._sleep(INTERVAL)
+        except Exception:  # noqa: BLE001 - a thread's end: the agent's round reports instead
+            LOG.exception(
+                "lbaas status of load balancer %s not reported; the provider "
+                "agent's next round will",
+                lb_id,
+            )

@@ -1,0 +1,66 @@
+"""A real Octavia with lbaas as its provider: ``lbaas serve`` (amphora provider, real
+HAProxy on loopback VIPs), Octavia's API and driver agent on a fresh MariaDB database, and
+one endpoint in front for the stock ``openstack`` CLI. One for the package: starting
+Octavia costs tens of seconds; each test makes and removes its own load balancer (and the
+restart test leaves the driver agent running again)."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from tests.e2e.amphora.backends import HttpBackend
+from tests.e2e.amphora.openstack_cli import OpenstackCli
+from tests.e2e.amphora.serve_process import ServeInstance, running_serve
+from tests.support.catalog_proxy import catalog_proxy
+from tests.support.octavia_service import Octavia, running_octavia
+from tests.support.openstack_venv import openstack_command
+
+PROJECT = "p-octavia"
+
+
+@dataclass
+class Sides:
+    """Both control planes, a client of each, and the CLI pointed at Octavia."""
+
+    serve: ServeInstance
+    octavia: Octavia
+    cli: OpenstackCli
+    octavia_api: httpx.Client
+    lbaas_api: httpx.Client
+
+    def vip(self, host: int) -> str:
+        return str(ipaddress.ip_network(self.serve.vip_subnet)[host])
+
+
+@pytest.fixture(scope="package")
+def sides() -> Iterator[Sides]:
+    with running_serve(prefix="lbo-") as serve, running_octavia(serve.url) as octavia:
+        with catalog_proxy(octavia.url, serve.url) as front:
+            cli = OpenstackCli(front)
+            cli.base = [
+                openstack_command("openstack"),
+                "--os-auth-type",
+                "none",
+                "--os-endpoint",
+                front,
+            ]
+            with (
+                httpx.Client(base_url=octavia.url, timeout=30) as o_api,
+                httpx.Client(base_url=serve.url, timeout=30) as l_api,
+            ):
+                yield Sides(serve, octavia, cli, o_api, l_api)
+
+
+@pytest.fixture
+def backends() -> Iterator[list[HttpBackend]]:
+    started = [HttpBackend("one"), HttpBackend("two")]
+    try:
+        yield started
+    finally:
+        for backend in started:
+            backend.close()

@@ -64,33 +64,45 @@ def token_validation_cost(start: Start, tmp: Path, requests: int, rounds: int) -
             "LBAAS_KEYSTONE_AUTHTOKEN__PASSWORD": service_password,
             "LBAAS_KEYSTONE_AUTHTOKEN__PROJECT_NAME": "service",
         }
-        servers = {"noauth": start(tmp / "noauth", {}), "keystone": start(tmp / "ks", settings)}
-        headers = {
-            "noauth": {"X-Project-Id": project, "X-Roles": "member,reader"},
-            "keystone": {"X-Auth-Token": token},
-        }
+        servers: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
         try:
-            clients = {
-                mode: httpx.Client(base_url=url, headers=headers[mode], timeout=30)
-                for mode, (_, url) in servers.items()
-            }
-            for client in clients.values():
-                body = {"loadbalancer": {"name": "one", "vip_subnet_id": SUBNET}}
-                client.post(LB, json=body).raise_for_status()
-                for _ in range(50):  # warm: imports, the token cache, the database pages
-                    client.get(LB).raise_for_status()
-            times: dict[str, list[float]] = {mode: [] for mode in servers}
-            cpu = dict.fromkeys(servers, 0.0)
-            for _ in range(rounds):
-                for mode, client in clients.items():
-                    got, spent = _round(client, servers[mode][0].pid, requests)
-                    times[mode] += got
-                    cpu[mode] += spent
-            return _figures(times, cpu)
+            servers["noauth"] = start(tmp / "noauth", {})
+            servers["keystone"] = start(tmp / "ks", settings)
+            return _measure(servers, project, token, requests, rounds)
         finally:
             for proc, _ in servers.values():
                 proc.terminate()
                 proc.wait(20)
+
+
+def _measure(
+    servers: dict[str, tuple[subprocess.Popen[bytes], str]],
+    project: str,
+    token: str,
+    requests: int,
+    rounds: int,
+) -> dict[str, Any]:
+    headers = {
+        "noauth": {"X-Project-Id": project, "X-Roles": "member,reader"},
+        "keystone": {"X-Auth-Token": token},
+    }
+    clients = {
+        mode: httpx.Client(base_url=url, headers=headers[mode], timeout=30)
+        for mode, (_, url) in servers.items()
+    }
+    for client in clients.values():
+        body = {"loadbalancer": {"name": "one", "vip_subnet_id": SUBNET}}
+        client.post(LB, json=body).raise_for_status()
+        for _ in range(50):  # warm: imports, the token cache, the database pages
+            client.get(LB).raise_for_status()
+    times: dict[str, list[float]] = {mode: [] for mode in servers}
+    cpu = dict.fromkeys(servers, 0.0)
+    for _ in range(rounds):
+        for mode, client in clients.items():
+            got, spent = _round(client, servers[mode][0].pid, requests)
+            times[mode] += got
+            cpu[mode] += spent
+    return _figures(times, cpu)
 
 
 def _figures(times: dict[str, list[float]], cpu: dict[str, float]) -> dict[str, Any]:

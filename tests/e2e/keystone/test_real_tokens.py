@@ -18,7 +18,7 @@ from tests.e2e.keystone.conftest import serve_with_keystone
 from tests.support.api_client import LOOPBACK_SUBNET
 from tests.support.keystone_server import KeystoneServer
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 CACHE_SECONDS = 3.0
 LBS = "/v2/lbaas/loadbalancers"
 

@@ -21,18 +21,12 @@ from typing import Any
 
 import httpx
 
+from bench.control_plane import _cpu_seconds, _pct
 from tests.support.keystone_server import keystone_server
 
 Start = Callable[[Path, dict[str, str]], tuple[subprocess.Popen[bytes], str]]
 LB = "/v2/lbaas/loadbalancers"
 SUBNET = "7f000a00-0000-4000-8000-000000000001"
-
-
-def _cpu_seconds(pid: int) -> float:
-    import os
-
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _round(client: httpx.Client, pid: int, n: int) -> tuple[list[float], float]:
@@ -44,11 +38,6 @@ def _round(client: httpx.Client, pid: int, n: int) -> tuple[list[float], float]:
         client.get(LB).raise_for_status()
         times.append(time.perf_counter() - start)
     return times, _cpu_seconds(pid) - cpu
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000, 3)
 
 
 def token_validation_cost(start: Start, tmp: Path, requests: int, rounds: int) -> dict[str, Any]:

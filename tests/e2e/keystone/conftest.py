@@ -20,14 +20,18 @@ def keystone() -> Iterator[KeystoneServer]:
 
 
 def serve_with_keystone(
-    tmp_path: Path, keystone: KeystoneServer, service_user: str, **authtoken: Any
+    tmp_path: Path,
+    keystone: KeystoneServer,
+    service_user: str,
+    api: dict[str, Any] | None = None,
+    **authtoken: Any,
 ) -> Iterator[Served]:
     """``lbaas serve`` (noop provider) with auth_strategy = keystone against ``keystone``,
-    validating as ``service_user`` (made here)."""
+    validating as ``service_user`` (made here); ``api``: more [api] settings."""
     name, password = keystone.service_user(service_user)
     settings: dict[str, Any] = {
         "providers": {"enabled": ["noop"], "default": "noop"},
-        "api": {"auth_strategy": "keystone", "enforce_new_defaults": False},
+        "api": {"auth_strategy": "keystone", "enforce_new_defaults": False, **(api or {})},
         "keystone_authtoken": {
             "auth_url": keystone.url,
             "username": name,

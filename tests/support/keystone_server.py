@@ -200,16 +200,30 @@ class KeystoneServer:
 
     def cli_env(self, user: str, password: str, project: str) -> dict[str, str]:
         """The environment with which the stock ``openstack`` CLI logs in as ``user``."""
-        base = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
         return {
-            **base,
-            "OS_AUTH_URL": self.url,
+            **self._cli_base(),
             "OS_AUTH_TYPE": "password",
             "OS_USERNAME": user,
             "OS_PASSWORD": password,
             "OS_PROJECT_NAME": project,
             "OS_USER_DOMAIN_NAME": "Default",
             "OS_PROJECT_DOMAIN_NAME": "Default",
+        }
+
+    def cli_env_application_credential(self, credential: tuple[str, str]) -> dict[str, str]:
+        """The same, logging in with an application credential (id, secret)."""
+        return {
+            **self._cli_base(),
+            "OS_AUTH_TYPE": "v3applicationcredential",
+            "OS_APPLICATION_CREDENTIAL_ID": credential[0],
+            "OS_APPLICATION_CREDENTIAL_SECRET": credential[1],
+        }
+
+    def _cli_base(self) -> dict[str, str]:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+        return {
+            **base,
+            "OS_AUTH_URL": self.url,
             "OS_IDENTITY_API_VERSION": "3",
             "OS_REGION_NAME": REGION,
             "OS_INTERFACE": "public",
@@ -264,6 +278,17 @@ class KeystoneServer:
         password = secrets.token_urlsafe(12)
         self.user(name, password, "service", ("service",))
         return name, password
+
+    def application_credential(
+        self, user: str, password: str, project: str, name: str
+    ) -> tuple[str, str]:
+        """An application credential ``user`` makes for itself in ``project``: id, secret."""
+        own = self.session(user, password, project)
+        user_id = own.get_user_id()
+        body = {"application_credential": {"name": name}}
+        reply = own.post(f"{self.url}/users/{user_id}/application_credentials", json=body)
+        made = reply.json()["application_credential"]
+        return str(made["id"]), str(made["secret"])
 
     def catalog(self) -> list[dict[str, Any]]:
         """The service catalog, as a project-scoped token of admin carries it."""

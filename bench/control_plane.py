@@ -1,6 +1,6 @@
 """Control-plane benchmark: prints JSON figures for `lbaas serve` with the noop provider.
 
-    python bench/control_plane.py [--quick] [--database-url URL]
+    python bench/control_plane.py [--quick] [--database-url URL] [--keystone]
 
 Measures, against a fresh `lbaas serve` process on a free loopback port:
 POST latency (p50/p95); POST→ACTIVE for one load balancer and for a full tree (load
@@ -9,6 +9,10 @@ for ACTIVE as a client must, and as one fully-populated POST); list throughput w
 and 1000 load balancers; 50 load balancers created by 10 threads (time until all ACTIVE,
 errors); a batch member PUT of 1000 members, then of 1000 that replace half of them.
 Figures go to stdout; nothing here asserts on time.
+
+``--keystone`` is the Keystone-on run instead: the cost per request of token validation
+with a warm cache, against noauth (``bench/token_cost.py``; needs the OpenStack
+environment, ``.venv-openstack`` or LBAAS_OPENSTACK_VENV).
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from typing import Any
 
 import httpx
 import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 SUBNET = "7f000a00-0000-4000-8000-000000000001"
 LB = "/v2/lbaas/loadbalancers"
@@ -330,7 +337,7 @@ def _start_server(
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # a loaded 2-core machine starts it slowly
     while time.monotonic() < deadline:
         try:
             if httpx.get(url + "/", timeout=1).status_code == 200:
@@ -345,8 +352,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     parser.add_argument("--database-url", default="")
+    parser.add_argument(
+        "--keystone", action="store_true", help="token validation's cost against noauth"
+    )
     args = parser.parse_args()
     q = args.quick
+    if args.keystone:
+        _keystone_run(args.database_url, q)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = _start_server(Path(tmp), args.database_url)
         try:
@@ -383,6 +396,23 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(20)
+
+
+def _keystone_run(database_url: str, quick: bool) -> None:
+    from bench.token_cost import token_validation_cost
+
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def start(state: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+            return _start_server(state, database_url, env)
+
+        figures = {
+            "database": database_url or "sqlite",
+            "token_validation_warm_cache": token_validation_cost(
+                start, Path(tmp), 20 if quick else 200, 2 if quick else 10
+            ),
+        }
+    print(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

@@ -38,9 +38,9 @@ def serve(tmp_path: Path, settings: dict[str, Any]) -> Iterator[Served]:
     env = lbaas_env(
         {
             "state_dir": str(state_dir),
-            "api": {"port": port},
             "worker": {"poll_interval": 0.1},
             **settings,
+            "api": {"port": port, **settings.get("api", {})},
         }
     )
     url = f"http://127.0.0.1:{port}"

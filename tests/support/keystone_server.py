@@ -173,16 +173,19 @@ class KeystoneServer:
         self._admin = self.session("admin", self.admin_password, "admin")
 
     # --- sessions and tokens -------------------------------------------------------
-    def session(self, user: str, password: str, project: str | None) -> session.Session:
+    def session(
+        self, user: str, password: str, project: str | None, url: str | None = None
+    ) -> session.Session:
         """A keystoneauth1 session authenticated as ``user`` (project-scoped, or system
-        scoped when ``project`` is None)."""
+        scoped when ``project`` is None), at ``url`` (another server, short_lived's) or
+        this server."""
         scope: dict[str, Any] = (
             {"project_name": project, "project_domain_name": "Default"}
             if project is not None
             else {"system_scope": "all"}
         )
         auth = v3.Password(
-            auth_url=self.url,
+            auth_url=url or self.url,
             username=user,
             password=password,
             user_domain_name="Default",
@@ -190,9 +193,9 @@ class KeystoneServer:
         )
         return session.Session(auth=auth, timeout=30)
 
-    def token(self, user: str, password: str, project: str | None) -> str:
-        """A new token of ``user``."""
-        token = self.session(user, password, project).get_token()
+    def token(self, user: str, password: str, project: str | None, url: str | None = None) -> str:
+        """A new token of ``user`` (issued at ``url``: see session)."""
+        token = self.session(user, password, project, url).get_token()
         assert token
         return str(token)
 

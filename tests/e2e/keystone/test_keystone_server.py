@@ -7,7 +7,7 @@ from keystoneauth1 import session
 
 from tests.support.keystone_server import KeystoneServer
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 
 def test_a_user_gets_a_token_keystone_validates_and_revokes(keystone: KeystoneServer) -> None:

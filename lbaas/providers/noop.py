@@ -39,7 +39,7 @@ GATE_LIMIT = 60.0
 
 
 class NoopProvider(ProviderDriver):
-    description = "Accepts everything, carries no traffic (for tests and benchmarks)."
+    description = "Accepts everything and carries no traffic (for tests and benchmarks)."
 
     def __init__(self, context: ProviderContext) -> None:
         super().__init__(context)

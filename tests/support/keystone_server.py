@@ -66,6 +66,11 @@ def _conf(directory: Path, expiration: int) -> str:
             f"log_file = {directory / 'keystone.log'}",
             "[database]",
             f"connection = sqlite:///{directory / 'keystone.db'}",
+            # bcrypt at 4 rounds, Keystone's minimum, not its default 12: every token a
+            # test asks for checks a password, and at 12 rounds a loaded 2-core machine
+            # takes seconds per token (tempest creates users for every test class).
+            "[identity]",
+            "password_hash_rounds = 4",
             "[token]",
             "provider = fernet",
             f"expiration = {expiration}",

@@ -90,8 +90,10 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
     # The keys Octavia's amphora driver lists, so clients find the names they know; all
     # but the topology are not honoured yet and say so.
     flavor_keys={
-        "loadbalancer_topology": "The load balancer topology. One of: SINGLE, ACTIVE_STANDBY "
-        "(ACTIVE_STANDBY needs agents in netns mode)",
+        # Octavia's own words, which clients and octavia-tempest-plugin compare against
+        # (ACTIVE_STANDBY needs agents in netns mode: docs/api-compat.md).
+        "loadbalancer_topology": "The load balancer topology. One of: SINGLE - One amphora "
+        "per load balancer. ACTIVE_STANDBY - Two amphora per load balancer.",
         "compute_flavor": f"The compute driver flavor ID. {_NOT_YET}",
         "amp_image_tag": f"The amphora image tag. {_NOT_YET}",
         "sriov_vip": f"When true, the VIP port uses SR-IOV (a VF). {_NOT_YET}",

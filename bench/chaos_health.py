@@ -69,8 +69,17 @@ class Backend:
                 pass
 
         ThreadingHTTPServer.allow_reuse_address = True
-        self.server = ThreadingHTTPServer((self.address, self.port), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        server = None
+        for _ in range(50):  # the port can stay held a moment after the last stop
+            try:
+                server = ThreadingHTTPServer((self.address, self.port), Handler)
+                break
+            except OSError:
+                time.sleep(0.1)
+        if server is None:
+            raise SystemExit(f"backend port {self.address}:{self.port} stays in use")
+        self.server = server
+        threading.Thread(target=server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
         if self.server is not None:
@@ -247,8 +256,12 @@ def forged_flood(world: World, seconds: float) -> dict[str, Any]:
     results: dict[str, Any] = {"normal_status_delay": normal, "agent_source": list(source)}
     for name, forged in (("own_source", source), ("many_sources", None)):
         before, amphorae = world.log_counts(), world.amphorae()
-        sent = multiprocessing.Value("q", 0)
-        sender = multiprocessing.Process(target=flood, args=(target, forged, seconds, sent))
+        # Spawned, not forked: a forked sender held a copy of the backend's listening
+        # socket, so the "stopped" backend still completed HAProxy's connects (its checks
+        # then failed only by timeout: the member took 3 s longer to read ERROR).
+        spawn = multiprocessing.get_context("spawn")
+        sent = spawn.Value("q", 0)
+        sender = spawn.Process(target=flood, args=(target, forged, seconds, sent))
         start = time.monotonic()
         sender.start()
         time.sleep(min(2.0, seconds / 4))

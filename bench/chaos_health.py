@@ -173,10 +173,14 @@ class World:
         self.fleet = Fleet(workdir, self.env, 0.5, "inherited")
         self.fleet.start_all()
         self.health_log = workdir / "health.log"
-        if not wait_for_api(self.url, 120):
-            raise SystemExit("the API did not start")
         self.http = httpx.Client(base_url=self.url, timeout=10)
-        self.lb_id, self.member_id, self.pool_id = self._create(monitor)
+        try:
+            if not wait_for_api(self.url, 120):
+                raise SystemExit("the API did not start")
+            self.lb_id, self.member_id, self.pool_id = self._create(monitor)
+        except BaseException:
+            self.stop()  # the caller gets no World to stop
+            raise
 
     def _create(self, monitor: bool) -> tuple[str, str, str]:
         member = {"address": self.backend.address, "protocol_port": self.backend.port}

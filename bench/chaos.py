@@ -30,6 +30,12 @@ the longest PENDING episode of any load balancer (the five longest with the kill
 them), and the machine's load.
 
     python bench/chaos.py [--quick] [--duration 180] [--database-url postgresql+psycopg://...]
+    python bench/chaos.py --case single-crash [--trials 5] [--deployments split,serve]
+    python bench/chaos.py --case forged-flood | stalled-agent
+
+The other cases are described in ``bench/chaos_single.py`` (PENDING after one crash of each
+kind, serve's time to answer) and ``bench/chaos_health.py`` (the health manager under a
+forged heartbeat flood; a stalled agent whose only backend dies).
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ from lbaas.jobs.wakeup import wakeup_directory
 
 LB = "/v2/lbaas/loadbalancers"
 KINDS = ("api", "worker", "health", "agent", "haproxy")
+CASES = ("campaign", "single-crash", "forged-flood", "stalled-agent")
 PENDING = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
 # The health manager says nothing when it is ready: it counts as serving after this long.
 HEALTH_READY_AFTER = 3.0
@@ -692,6 +699,18 @@ def report(
     }
 
 
+def run_case(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    if args.case == "single-crash":
+        from chaos_single import single_crash
+
+        return single_crash(args, workdir)
+    if args.case in ("forged-flood", "stalled-agent"):
+        from chaos_health import health_case
+
+        return health_case(args, workdir)
+    return campaign(args, workdir)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of about a minute")
@@ -715,6 +734,24 @@ def main() -> int:
         default=KINDS,
         help="comma-separated kinds of process to kill (default: all of " + ",".join(KINDS) + ")",
     )
+    parser.add_argument(
+        "--case",
+        choices=CASES,
+        default="campaign",
+        help="campaign: the random kills; single-crash: PENDING after one crash of each "
+        "kind and serve's time to answer (chaos_single.py); forged-flood, stalled-agent: "
+        "the health manager under a forged heartbeat flood, and a stalled agent whose only "
+        "backend dies (chaos_health.py)",
+    )
+    parser.add_argument("--trials", type=int, default=5, help="single-crash, stalled-agent")
+    parser.add_argument("--flood-seconds", type=float, default=30.0, help="forged-flood: each")
+    parser.add_argument("--stall-seconds", type=float, default=10.0, help="stalled-agent")
+    parser.add_argument(
+        "--deployments",
+        type=lambda text: tuple(text.split(",")),
+        default=("split", "serve"),
+        help="single-crash: split (lbaas api/worker/health/agent) and/or serve",
+    )
     args = parser.parse_args()
     if args.quick:
         args.duration, args.kill_interval, args.load_balancers = 15.0, 1.5, 3
@@ -723,7 +760,7 @@ def main() -> int:
         return 1
     workdir = Path(tempfile.mkdtemp(prefix="lbaas-chaos-"))
     try:
-        figures = campaign(args, workdir)
+        figures = run_case(args, workdir)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -4,8 +4,9 @@ The API and the worker used to share one interpreter, and so one GIL: a converge
 beside a request doubled that request's latency on a two-core machine. As a child process
 the worker has a core of its own; committed jobs reach it through the wakeup sockets
 (``lbaas.jobs.wakeup``) and the database, exactly as they reach a separate
-``lbaas worker``. If the child dies it is started again after a backoff (1 s, doubling up to
-30 s, back to 1 s after a child that lived 30 s); its leased jobs are claimed again at once,
+``lbaas worker``. If the child dies it is started again at once, and only a crash loop is
+backed off (``lbaas.restart_policy``: more than 3 exits in 60 s, then 1 s doubling up to
+30 s); its leased jobs are claimed again at once,
 because serve knows the child is dead and frees its leases. If ``serve`` dies, even by
 SIGKILL, the child notices its parent is gone (``--parent-pid``) and stops. On SIGTERM
 serve stops the child in order (``stop``): SIGTERM, ``worker.stop_timeout`` for its
@@ -17,26 +18,26 @@ from __future__ import annotations
 import logging
 import subprocess
 import threading
-import time
 from collections.abc import Callable
+
+from lbaas.restart_policy import RestartPolicy
 
 LOG = logging.getLogger(__name__)
 
-# A child that lived this long was healthy: the backoff before the next start resets.
-_HEALTHY_AFTER = 30.0
-_MAX_BACKOFF = 30.0
-
 
 class ChildWorker:
-    """Start a child process, restart it with backoff when it exits, stop it on request."""
+    """Start a child process, restart it when it exits (backing off a crash loop), stop it
+    on request."""
 
     def __init__(
         self,
         command: list[str],
         on_death: Callable[[int], None] = lambda _pid: None,
         stop_timeout: float = 15.0,
+        policy: RestartPolicy | None = None,
     ) -> None:
         self._command = command
+        self._policy = policy if policy is not None else RestartPolicy()
         # Told the pid of a child that died, before the next one starts.
         self._on_death = on_death
         self._stop_timeout = stop_timeout
@@ -56,27 +57,23 @@ class ChildWorker:
                 self._process = subprocess.Popen(self._command)
 
     def _supervise(self) -> None:
-        backoff = 1.0
         while not self._stopping.is_set():
             with self._lock:
                 process = self._process
             assert process is not None
-            started = time.monotonic()
             code = process.wait()
             if self._stopping.is_set():
                 return
-            if time.monotonic() - started > _HEALTHY_AFTER:
-                backoff = 1.0
+            delay = self._policy.exited()
             LOG.error(
-                "worker process %d exited with %d; restarting in %.0f s", process.pid, code, backoff
+                "worker process %d exited with %d; restarting in %.0f s", process.pid, code, delay
             )
             try:
                 self._on_death(process.pid)
             except Exception:  # noqa: BLE001 - the restart must happen regardless
                 LOG.exception("cleaning up after worker process %d failed", process.pid)
-            if self._stopping.wait(backoff):
+            if delay and self._stopping.wait(delay):
                 return
-            backoff = min(_MAX_BACKOFF, backoff * 2)
             self._spawn()
 
     def stop(self) -> None:

@@ -19,6 +19,7 @@ lbaas kubernetes            turn Kubernetes Services into load balancers (any Oc
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import sys
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from lbaas.api.validation import operator_policy
 from lbaas.config import Settings, load_settings
 from lbaas.errors import CommandRefused, ConfigError
-from lbaas.listening import bind_agent, bind_api, bind_embedded_agent
+from lbaas.listening import bind_agent, bind_api, bind_embedded_agent, bind_embedded_heartbeats
 from lbaas.private_files import make_private_directory
 from lbaas.startup_heap import freeze_startup_heap
 from lbaas.state_directory import DEFAULT_TEXT as DEFAULT_STATE_DIR
@@ -38,6 +39,9 @@ from lbaas.stop_signals import StopSignals, hold_stop_signals
 
 if TYPE_CHECKING:
     import socket
+
+    from lbaas.after_listening import AfterListening
+    from lbaas.child_worker import ChildWorker
 
 LOG = logging.getLogger("lbaas")
 
@@ -100,7 +104,11 @@ def _check_exposure(settings: Settings) -> None:
         print(f"lbaas: {warning}", file=sys.stderr, flush=True)
 
 
-def _serve_api(settings: Settings, app: Any, listening: socket.socket) -> None:
+def _serve_api(
+    settings: Settings, app: Any, listening: socket.socket, after: AfterListening | None = None
+) -> None:
+    """Serve ``app`` on ``listening`` until a stop signal; ``after`` starts what the API
+    does not need once it answers."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -116,20 +124,15 @@ def _serve_api(settings: Settings, app: Any, listening: socket.socket) -> None:
     server = uvicorn.Server(config)
     freeze_startup_heap()  # before serving: full collections then skip start-up objects
     print(f"lbaas API listening on http://{settings.api.host}:{settings.api.port}", flush=True)
+    if after is not None:
+        after.watch(server)
     server.run(sockets=[listening])
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from lbaas import compose
+    from lbaas.after_listening import AfterListening, has_agents, start_embedded_parts
     from lbaas.api.services import ApiServices
-    from lbaas.child_worker import ChildWorker
-    from lbaas.compose import (
-        http_app,
-        open_database,
-        open_providers,
-        open_vault,
-        release_dead_worker,
-        wakeup_sender,
-    )
     from lbaas.metrics.serve_metrics import serve_metrics
 
     observed = serve_metrics(_settings(args))
@@ -137,31 +140,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _check_exposure(settings)
     lock = StateLock.acquire(settings.state_dir, "lbaas serve")  # held while it runs
     listening, agent_socket = bind_api(settings), bind_embedded_agent(settings)
+    heartbeat_socket = bind_embedded_heartbeats(settings)  # a taken port: refused here too
     _setup_logging(settings)
     stopping = hold_stop_signals()
-    database = open_database(settings)  # creates or upgrades the schema before the child starts
-    vault = open_vault(settings, database)  # a wrong key-encryption key stops here
-    providers = open_providers(settings, database)
-    child = ChildWorker(
-        _child_worker_command(args, observed.worker_address),
-        on_death=lambda pid: release_dead_worker(database, pid),
-        stop_timeout=settings.worker.stop_timeout + CHILD_EXIT_GRACE,
-    )
-    sender = wakeup_sender(settings)
+    database = compose.open_database(settings)  # the schema made or upgraded before the child
+    vault = compose.open_vault(settings, database)  # a wrong key-encryption key stops here
+    providers = compose.open_providers(settings, database)
+    child = _serve_child(args, observed.worker_address, settings, database)
+    sender = compose.wakeup_sender(settings)
     extras: list[Callable[[], None]] = []
     # One registry for the API and the embedded health manager: both show in /metrics,
     # with the worker child's converges (read from the child at each scrape).
     metrics = observed.metrics
+    # The health manager and the agent start once the API answers.
+    sockets = (agent_socket, heartbeat_socket)
+    parts = (settings, database, sender.notify, metrics, sockets, extras)
+    after = AfterListening(functools.partial(start_embedded_parts, *parts))
     try:
-        child.start()
-        _start_embedded_extras(settings, database, sender.notify, metrics, agent_socket, extras)
+        if has_agents(settings):  # before the worker: a new amphora is placed on it
+            compose.enrol_local_agent(settings, database)
+        child.start()  # first: its imports run on the other core meanwhile
         print(f"lbaas database: {settings.database_url}", flush=True)
         print(observed.announcement(), flush=True)
         if not stopping.is_set():
-            services = ApiServices(settings, database, providers, sender.notify, metrics)
-            services.vault = vault
-            _serve_api(settings, http_app(services), listening)
+            services = ApiServices(
+                settings, database, providers, sender.notify, metrics, vault=vault
+            )
+            _serve_api(settings, compose.http_app(services), listening, after)
     finally:
+        failed = after.finish()  # the extras are all started (or failed) before any stops
         # In order: the API has stopped accepting; the worker finishes or frees its jobs
         # (it may still need the agent for them); then the health manager (before the
         # agent, whose silence it would take for a dead amphora) and the agent (HAProxy
@@ -172,12 +179,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
         sender.close()
         providers.close()
         database.dispose()
-        for each in (listening, agent_socket):
+        for each in (listening, agent_socket, heartbeat_socket):
             if each is not None:
                 each.close()
         LOG.info("lbaas serve stopped")
         lock.release()
+    if failed is not None:
+        raise failed
     return 0
+
+
+def _serve_child(
+    args: argparse.Namespace, metrics_address: Any, settings: Settings, database: Any
+) -> ChildWorker:
+    """serve's worker child; the leases of a dead one are freed at once."""
+    from lbaas.child_worker import ChildWorker
+    from lbaas.compose import release_dead_worker
+
+    return ChildWorker(
+        _child_worker_command(args, metrics_address),
+        on_death=lambda pid: release_dead_worker(database, pid),
+        stop_timeout=settings.worker.stop_timeout + CHILD_EXIT_GRACE,
+    )
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -201,37 +224,6 @@ def _child_worker_command(
     if metrics_address is not None:
         command += ["--metrics-address", "{}:{}".format(*metrics_address)]
     return command
-
-
-def _start_embedded_extras(
-    settings: Settings,
-    database: Any,
-    notify: Callable[[], None],
-    metrics: Any,
-    agent_socket: socket.socket | None,
-    stops: list[Callable[[], None]],
-) -> None:
-    """Health manager (amphora or distributed provider: heartbeats, node polls) and local
-    agent (amphora provider, on ``agent_socket``); each one's stop is added to ``stops``
-    as it starts, so a later one's failure still stops the earlier ones."""
-    enabled = settings.providers.enabled
-    if "amphora" not in enabled and "distributed" not in enabled:
-        return
-    from lbaas.compose import enrol_local_agent
-    from lbaas.health.service import start_health_manager
-
-    enrol_local_agent(settings, database)
-    stops.append(start_health_manager(settings, database, notify, metrics))
-    if "amphora" in enabled:
-        stops.append(_start_agent(settings, agent_socket))
-
-
-def _start_agent(settings: Settings, listening: socket.socket | None = None) -> Callable[[], None]:
-    from lbaas.fleet.agent_service import AgentService
-
-    service = AgentService(settings, listening=listening)
-    service.start()
-    return service.stop
 
 
 def cmd_api(args: argparse.Namespace) -> int:
@@ -303,6 +295,7 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
+    from lbaas.after_listening import start_agent
     from lbaas.host.activation import inherited_socket
 
     # First, before anything starts a child: the service manager's socket, if it passed one.
@@ -312,7 +305,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     listening = inherited or bind_agent(settings)
     _setup_logging(settings)
     signals = StopSignals()
-    stop = _start_agent(settings, listening)
+    stop = start_agent(settings, listening)
     freeze_startup_heap()
     where = "an inherited socket" if inherited else f"{settings.agent.host}:{settings.agent.port}"
     print(f"lbaas agent ({settings.agent.mode} mode) on {where}", flush=True)

@@ -61,3 +61,34 @@ def bind_embedded_agent(settings: Settings) -> socket.socket | None:
     if "amphora" not in settings.providers.enabled:
         return None
     return bind_agent(settings)
+
+
+RECEIVE_BUFFER = 64 * 1024 * 1024
+"""Bytes asked of the kernel for the heartbeat socket's receive queue (forced if the
+process may, else capped at ``net.core.rmem_max``): some 0.4 s of a 100,000/s flood of
+small datagrams, so a receive thread the scheduler holds off for a moment loses none."""
+_SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+
+
+def bind_heartbeats(host: str, port: int) -> socket.socket:
+    """The heartbeat receiver's UDP socket, its receive queue grown."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, _SO_RCVBUFFORCE, RECEIVE_BUFFER)
+        except OSError:  # not CAP_NET_ADMIN: the kernel caps the request at rmem_max
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise address_refused("heartbeat", host, port, "health.bind_host/bind_port", exc) from None
+    return sock
+
+
+def bind_embedded_heartbeats(settings: Settings) -> socket.socket | None:
+    """``serve``'s embedded health manager's socket (a provider of agents enabled), bound
+    before anything starts."""
+    if not {"amphora", "distributed"} & set(settings.providers.enabled):
+        return None
+    return bind_heartbeats(settings.health.bind_host, settings.health.bind_port)

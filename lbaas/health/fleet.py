@@ -150,10 +150,10 @@ class HostSweeper:
         self._cleaned_at: float | None = None
         self.errors = 0
 
-    def sweep(self, *, woken: bool = True) -> list[str]:
-        """One round; the ids of hosts marked DOWN by it. The cleaner runs when woken (a
-        stray announced) and otherwise once per third of ``stale_after``: the sweep runs
-        more often than that, for the hosts' sake, not the cleaner's."""
+    def mark_down(self) -> list[str]:
+        """Mark DOWN the hosts silent for ``stale_after``; their ids. The amphora sweeper
+        calls it too, first in each of its sweeps (``StaleAmphoraSweeper(silent_hosts=)``),
+        so that no failover is decided while its amphora's lost host still reads UP."""
         now = self._clock()
         # Silence before this sweeper started is not held against a host: a health
         # manager back from an outage of its own first listens for one whole period.
@@ -162,6 +162,14 @@ class HostSweeper:
             down = self._registry.mark_silent_down(now - self._stale_after)
         for host_id in down:
             log.warning("host %s silent for over %.1fs: marked DOWN", host_id, self._stale_after)
+        return down
+
+    def sweep(self, *, woken: bool = True) -> list[str]:
+        """One round; the ids of hosts marked DOWN by it. The cleaner runs when woken (a
+        stray announced) and otherwise once per third of ``stale_after``: the sweep runs
+        more often than that, for the hosts' sake, not the cleaner's."""
+        now = self._clock()
+        down = self.mark_down()
         if down:  # their amphorae's failovers, in this same iteration
             self._on_down(down)
         due = self._cleaned_at is None or now - self._cleaned_at >= self._stale_after / 3

@@ -44,7 +44,7 @@ from lbaas.health.datagram_batch import DatagramBatch
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.health.recent_tags import RecentTags
 from lbaas.health.refusals import RefusalLog
-from lbaas.listening import address_refused
+from lbaas.listening import bind_heartbeats
 from lbaas.model.graph import AmphoraId
 from lbaas.wire.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
 from lbaas.wire.heartbeat.host_codec import from_host_payload, is_host_payload
@@ -55,11 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RECEIVE_BUFFER = 64 * 1024 * 1024
-"""Bytes asked of the kernel for the socket's receive queue (forced if the process may,
-else capped at ``net.core.rmem_max``): some 0.4 s of a 100,000/s flood of small datagrams,
-so a receive thread the scheduler holds off for a moment loses none."""
-_SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 _TAG_LEN = hashlib.sha256().digest_size
 _BURST_BATCHES = 256
 """Batches drained in a row before the loop looks at ``stop`` and flushes its tally."""
@@ -135,8 +130,12 @@ class HeartbeatReceiver:
         refusals: RefusalLog | None = None,
         hosts: HostRegistry | None = None,
         use_recvmmsg: bool = True,
+        bound: socket.socket | None = None,
     ) -> None:
+        """``bound``: a socket ``bind_heartbeats`` bound earlier (``lbaas serve`` binds
+        every port before the API answers), used instead of binding ``host:port``."""
         self._processor = processor
+        self._bound = bound
         self._hosts = hosts
         self._key = key
         self._guard = replay_guard
@@ -163,17 +162,8 @@ class HeartbeatReceiver:
         """Bind the socket and start serving it."""
         if self._threads:
             raise RuntimeError("heartbeat receiver already started")
-        family = socket.AF_INET6 if ":" in self._bind[0] else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_DGRAM)
-        try:
-            _grow_receive_buffer(sock)
-            sock.bind(self._bind)
-        except OSError as exc:
-            sock.close()
-            host, port = self._bind[0], self._bind[1]
-            raise address_refused(
-                "heartbeat", host, port, "health.bind_host/bind_port", exc
-            ) from None
+        sock = self._bound if self._bound is not None else bind_heartbeats(*self._bind)
+        self._bound = None  # closed by stop(): a restart binds again
         sock.setblocking(False)
         self._socket = sock
         self._stopping.clear()
@@ -366,11 +356,3 @@ _REASONS: dict[CountName, str] = {
     "rejected_signature": "not a heartbeat signed with our key",
     "rejected_replay": "a copy of a heartbeat already received",
 }
-
-
-def _grow_receive_buffer(sock: socket.socket) -> None:
-    """Ask for RECEIVE_BUFFER bytes, past ``net.core.rmem_max`` if the process may."""
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, _SO_RCVBUFFORCE, RECEIVE_BUFFER)
-    except OSError:  # not CAP_NET_ADMIN: the kernel caps the request at rmem_max
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)

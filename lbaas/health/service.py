@@ -6,6 +6,7 @@ function that stops both.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -65,13 +66,14 @@ def start_health_manager(
     database: Database,
     notify: Callable[[], None] = lambda: None,
     metrics: ProcessMetrics | None = None,
+    heartbeat_socket: socket.socket | None = None,
 ) -> Callable[[], None]:
     """``notify`` wakes the workers when a failover job was committed; ``metrics``, if
-    given, is the registry the manager's counts are shown in (the API's, in ``serve``)."""
+    given, is the registry the manager's counts are shown in (the API's, in ``serve``);
+    ``heartbeat_socket``: the receiver's, if the caller bound it."""
     health = settings.health
     store = SqlHealthStore(database, notify)
-    # A returning host's stray amphorae (a partitioned MASTER still holding its VIP) are
-    # removed at its first heartbeat, not at the next host sweep.
+    # A returning host's stray amphorae (an old MASTER) go at its first heartbeat.
     stray_heard = threading.Event()
     hosts = SqlHostRegistry(database, on_stray=stray_heard.set)
     receiver = HeartbeatReceiver(
@@ -81,6 +83,7 @@ def start_health_manager(
         host=health.bind_host,
         port=health.bind_port,
         hosts=hosts,
+        bound=heartbeat_socket,
     )
     receiver.start()  # first: a taken port stops start-up with no thread left running
     flusher = Flusher(store, flush_interval(health.stale_after))
@@ -91,6 +94,7 @@ def start_health_manager(
         failover_threshold=health.failover_threshold,
         probe=ListenerProbe(timeout=health.probe_timeout) if health.probe_timeout else None,
         breaker=_breaker(settings, database),
+        silent_hosts=lambda: host_sweeper.mark_down(),  # bound below, before any sweep
     )
     agents = _controller_agents(settings)
     host_sweeper = HostSweeper(

@@ -72,7 +72,10 @@ class StaleAmphoraSweeper:
         min_storm_size: int = 2,
         probe: DataPlaneProbe | None = None,
         breaker: LoadBalancerBreaker | None = None,
+        silent_hosts: Callable[[], Collection[str]] = lambda: (),
     ) -> None:
+        """``silent_hosts`` marks the hosts silent too long DOWN and returns their ids
+        (``HostSweeper.mark_down``); each sweep calls it first (see ``_sweep``)."""
         if stale_after <= 0:
             raise ValueError("stale_after must be positive")
         if not 0 <= failover_threshold <= 1:
@@ -84,6 +87,7 @@ class StaleAmphoraSweeper:
         self._min_storm_size = min_storm_size
         self._probe = probe if probe is not None else NoProbe()
         self._breaker = breaker
+        self._silent_hosts = silent_hosts
         self._agent_silent: set[AmphoraId] = set()
         self._listening_since = clock()
         # The host sweeper's thread sweeps too (``fail_over_hosts``): one sweep at a time.
@@ -118,6 +122,12 @@ class StaleAmphoraSweeper:
             return self._sweep(frozenset(lost_hosts))
 
     def _sweep(self, lost_hosts: frozenset[str]) -> SweepResult:
+        # Hosts first: an amphora found stale here whose host is silent too would
+        # otherwise be failed over while the host still reads UP, and the failover's
+        # call to that lost host waited out its connect timeout (issue 29). Marked now,
+        # the host is DOWN before the failover is requested, and its amphorae count as
+        # lost, whichever sweeper got there first.
+        lost_hosts = lost_hosts | frozenset(self._silent_hosts())
         now = self._clock()
         # Silence before we were listening is not evidence against an amphora.
         cutoff = now - self._stale_after

@@ -103,3 +103,15 @@ def test_serves_own_agent_alone_takes_both_members(idle_plane: Any, idle_api: Ap
     second = _join(store, claim, {"local"})
     assert first.host == second.host and first.host is not None
     assert _compute_ids(idle_plane, claim.loadbalancer_id) == ["local", "local"]
+
+
+def test_agent_of_tells_when_the_host_was_last_heard(idle_plane: Any, idle_api: Api) -> None:
+    # What a failover reads to skip a host that has missed its heartbeats.
+    claim = _claim(idle_plane, idle_api)
+    before = time.time()
+    _enrol(idle_plane, "host-a", "host-b")
+    store = DatabaseAmphoraStore(idle_plane.database)
+    placed = _join(store, claim, set())
+    where = store.agent_of(placed.amphora_id)
+    assert where is not None and where.host == placed.host
+    assert where.heard_at is not None and before <= where.heard_at <= time.time()

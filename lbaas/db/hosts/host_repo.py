@@ -87,6 +87,12 @@ def host_of(session: Session, host_id: str) -> tuple[HostAddress, HostStatus] | 
     return None if row is None else (_address(row), HostStatus(row.status))
 
 
+def heard_at(session: Session, host_id: str) -> float | None:
+    """When the host's last heartbeat was accepted; None if never (or not enrolled)."""
+    row = session.get(HostRow, host_id)
+    return None if row is None else row.last_heartbeat_at
+
+
 def zones(session: Session, host_ids: Iterable[str | None]) -> dict[str, str]:
     """The availability zone of each named host that is enrolled."""
     wanted = sorted({h for h in host_ids if h is not None})

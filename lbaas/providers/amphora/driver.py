@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,7 +47,13 @@ from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
 from lbaas.providers.amphora.capabilities import amphora_capabilities
 from lbaas.providers.amphora.kernel_spec import split_udp, vip_filter
-from lbaas.providers.amphora.store.base import AmphoraStore, PairMember, PairSite, PairStore
+from lbaas.providers.amphora.store.base import (
+    AgentLocation,
+    AmphoraStore,
+    PairMember,
+    PairSite,
+    PairStore,
+)
 from lbaas.providers.amphora.store.database import DatabaseAmphoraStore
 from lbaas.providers.amphora.tls_material import tls_bundle
 from lbaas.providers.amphora.topology import PairConverger, VrrpTimers, pair_filter
@@ -102,9 +109,11 @@ class AmphoraProvider(ProviderDriver):
         store: AmphoraStore | None = None,
         client: AgentClient | None = None,
         agents: AgentPool | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """Build from settings; ``store``, ``client`` (every host's agent) or ``agents``
-        replace the database and the agents."""
+        replace the database and the agents; ``clock`` tells how old a host's last
+        heartbeat is."""
         super().__init__(context)
         if store is None:
             if context.database is None:
@@ -130,7 +139,10 @@ class AmphoraProvider(ProviderDriver):
         )
         self._secret_vault: SecretVault | None = None
         self.skipped_removals: list[tuple[str, str]] = []
-        """(host id, amphora id) of each removal not sent because the host was DOWN."""
+        """(host id, amphora id) of each removal not sent: its host DOWN, or silent."""
+        self._clock = clock
+        # A failover does not call a host that has missed two heartbeats (see _remove).
+        self._host_silent_after = 2 * settings.health.heartbeat_interval
         self._barbican = barbican_material(settings.keymanager)
 
     def _agent_pool(self) -> AgentPool:
@@ -172,14 +184,23 @@ class AmphoraProvider(ProviderDriver):
         row, still naming the host, is the record of what was skipped, and the stale
         amphora cleaner removes the amphora when the host is heard from again and lists
         it (``lbaas.health.fleet``). An unreachable UP host is tolerated only when the
-        amphora is being failed over."""
+        amphora is being failed over.
+
+        A failover does not call a host still UP but silent for two heartbeat intervals
+        either: the health manager may have failed the amphora over before marking its
+        host DOWN, and the call to a lost host waited out the 3 s connect timeout (issue
+        29: host loss p50 4.4 s). If the host lives, its next heartbeat lists the retired
+        amphora and the same cleaner removes it."""
         where = self._store.agent_of(amphora_id)
-        if where is not None and where.status is HostStatus.DOWN:
+        if where is not None and (
+            where.status is HostStatus.DOWN or (failover and self._host_silent(where))
+        ):
             self.skipped_removals.append((where.host.host_id, amphora_id))
             LOG.warning(
-                "amphora %s: host %s is DOWN, its agent not called; removed when the host is back",
+                "amphora %s: host %s is %s, its agent not called; removed when the host is back",
                 amphora_id,
                 where.host.host_id,
+                "DOWN" if where.status is HostStatus.DOWN else "silent",
             )
             return
         try:
@@ -205,6 +226,13 @@ class AmphoraProvider(ProviderDriver):
                 where.host.host_id,
                 exc.operator_message,
             )
+
+    def _host_silent(self, where: AgentLocation) -> bool:
+        """Whether the host has missed two heartbeats (never heard: not silent, it may
+        predate host heartbeats)."""
+        if where.heard_at is None:
+            return False
+        return self._clock() - where.heard_at > self._host_silent_after
 
     def _network_spec(
         self, graph: LoadBalancer, fence: Claim, amphora_id: str, netns: bool

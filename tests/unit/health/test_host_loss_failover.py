@@ -1,5 +1,7 @@
 """A lost host: its amphorae's failovers are requested in the sweep that marks it DOWN, and
-the worker sends that host no call until it is back, when its leftovers are removed.
+the worker sends that host no call until it is back, when its leftovers are removed. Nor
+does it when the amphora sweeper got there first (it marks silent hosts DOWN before it
+decides), or when the host still reads UP but has missed two heartbeats.
 
 The pieces are the real ones (``HostSweeper``, ``StaleAmphoraSweeper``, ``AmphoraProvider``,
 ``StaleAmphoraCleaner``) over in-memory stores; every agent is a ``RecordingAgent`` passed
@@ -37,7 +39,9 @@ class Hosts:
 
     def __init__(self, store: MemoryAmphoraStore, agents: dict[str, RecordingAgent]) -> None:
         self.store, self.agents = store, agents
-        self.heard: dict[str, float] = {h.host_id: T0 for h in HOSTS}
+        # The provider reads the same record of when each host was last heard.
+        self.heard = store.heard_at
+        self.heard.update({h.host_id: T0 for h in HOSTS})
 
     def record(self, seen: HostAnnouncement, epoch: int, sequence: int, at: float) -> bool:
         self.heard[seen.host_id] = at
@@ -72,7 +76,9 @@ class Hosts:
 
 
 class World:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, hosts_first: bool = False) -> None:
+        """``hosts_first``: the amphora sweeper marks silent hosts DOWN first, as the
+        health manager wires it (``lbaas.health.service``)."""
         self.clock = FakeClock(T0)
         self.store = MemoryAmphoraStore()
         for where in HOSTS:
@@ -81,10 +87,16 @@ class World:
         legacy: Any = RecordingAgent(unreachable=True)
         pool = AgentPool(lambda h: self.agents[h.host_id], legacy)  # type: ignore[arg-type,return-value]
         settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
-        self.provider = AmphoraProvider(ProviderContext(settings), store=self.store, agents=pool)
+        self.provider = AmphoraProvider(
+            ProviderContext(settings), store=self.store, agents=pool, clock=self.clock
+        )
         self.health = InMemoryHealthStore()
         self.amphorae = StaleAmphoraSweeper(
-            self.health, stale_after=3.0, failover_threshold=0.5, clock=self.clock
+            self.health,
+            stale_after=3.0,
+            failover_threshold=0.5,
+            clock=self.clock,
+            silent_hosts=(lambda: self.host_sweeper.mark_down()) if hosts_first else tuple,
         )
         self.hosts = Hosts(self.store, self.agents)
         self.host_sweeper = HostSweeper(
@@ -161,3 +173,51 @@ def test_a_down_host_gets_no_call_and_its_leftover_is_removed_when_it_is_back(
     )
     world.host_sweeper.sweep()
     assert world.agents[lost].deleted == [old]
+
+
+def test_the_amphora_sweeper_marks_a_silent_host_down_before_it_fails_over(
+    tmp_path: Path,
+) -> None:
+    # Amphora and host heartbeats stop together and the amphora sweep runs first: the race
+    # of issue 29, in which the failover called the lost host, still UP, and waited 3 s.
+    world = World(tmp_path, hosts_first=True)
+    placed = [world.place(str(i)) for i in range(3)]
+    lb, old, lost = placed[0]
+    world.clock.advance(3.5)  # past both the hosts' 1.5 s and the amphorae's 3 s
+    world.hear_all_but({lost})
+    for _, amphora, host in placed[1:]:  # the others keep heartbeating
+        world.health.add_amphora(
+            AmphoraId(amphora), LoadBalancerId(f"lb-{host}"), world.clock(), host=host
+        )
+    result = world.amphorae.sweep()
+    assert result.failovers_requested == (old,)
+    assert world.store.fleet[HOSTS[int(lost[1]) - 1]][2] is HostStatus.DOWN
+    assert world.host_sweeper.sweep() == []  # already DOWN: nothing left to do
+    before = world.agents[lost].calls
+    world.provider.apply(lb, Claim(lb.id, 1, "w", 0, rebuild=True), rebuild=True)
+    assert world.agents[lost].calls == before
+    assert world.provider.skipped_removals == [(lost, old)]
+
+
+def test_a_failover_skips_a_host_still_up_that_has_missed_two_heartbeats(
+    tmp_path: Path,
+) -> None:
+    world = World(tmp_path)
+    lb, old, lost = world.place("x")
+    world.clock.advance(2.2)  # 2.2 s since the hosts' last heartbeat (interval 1 s)
+    before = world.agents[lost].calls
+    world.provider.apply(lb, Claim(lb.id, 1, "w", 0, rebuild=True), rebuild=True)
+    assert world.agents[lost].calls == before  # UP, yet not called
+    assert world.provider.skipped_removals == [(lost, old)]
+    assert world.store.amphorae[old].status is AmphoraStatus.DELETED
+
+
+def test_a_failover_still_calls_a_host_heard_within_two_heartbeats(tmp_path: Path) -> None:
+    world = World(tmp_path)
+    lb, old, host = world.place("x")
+    world.clock.advance(5.0)
+    world.hear_all_but(set())
+    world.clock.advance(0.5)
+    world.provider.apply(lb, Claim(lb.id, 1, "w", 0, rebuild=True), rebuild=True)
+    assert world.agents[host].deleted == [old]
+    assert world.provider.skipped_removals == []

@@ -45,6 +45,7 @@ class MemoryAmphoraStore:
         # The fleet: host -> (zone, capacity, status); empty means the one configured agent.
         self.fleet: dict[HostAddress, tuple[str, int, HostStatus]] = {}
         self.hosts: dict[str, HostAddress] = {}  # amphora -> its host
+        self.heard_at: dict[str, float] = {}  # host id -> its last heartbeat (never: absent)
         self.zone_of: dict[str, str] = {}  # availability zone name -> compute_zone
         self.zones_asked: list[str | None] = []
         self._ids = itertools.count(1)
@@ -105,7 +106,9 @@ class MemoryAmphoraStore:
 
     def agent_of(self, amphora_id: str) -> AgentLocation | None:
         host = self.hosts.get(amphora_id)
-        return None if host is None else AgentLocation(host, self.fleet[host][2])
+        if host is None:
+            return None
+        return AgentLocation(host, self.fleet[host][2], self.heard_at.get(host.host_id))
 
     def compute_zone(self, availability_zone: str | None) -> str | None:
         return self.zone_of.get(availability_zone or "")

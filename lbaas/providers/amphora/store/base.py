@@ -37,6 +37,8 @@ class AgentLocation:
 
     host: HostAddress
     status: HostStatus
+    heard_at: float | None = None
+    """When its host's last heartbeat was accepted (epoch seconds); None: never."""
 
 
 class AmphoraStore(Protocol):

@@ -138,7 +138,9 @@ class DatabaseAmphoraStore:
         with self._db.read() as session:
             host_id = host_repo.amphora_hosts(session, [amphora_id]).get(amphora_id)
             where = None if host_id is None else host_repo.host_of(session, host_id)
-            return None if where is None else AgentLocation(*where)
+            if where is None or host_id is None:
+                return None
+            return AgentLocation(*where, heard_at=host_repo.heard_at(session, host_id))
 
     def compute_zone(self, availability_zone: str | None) -> str | None:
         if availability_zone is None:

@@ -76,15 +76,7 @@ def start_health_manager(
     # A returning host's stray amphorae (an old MASTER) go at its first heartbeat.
     stray_heard = threading.Event()
     hosts = SqlHostRegistry(database, on_stray=stray_heard.set)
-    receiver = HeartbeatReceiver(
-        HeartbeatProcessor(store),
-        heartbeat_key(health.heartbeat_key, settings.state_dir.absolute()),
-        ReplayGuard(max_age=max(30.0, health.stale_after * 3)),
-        host=health.bind_host,
-        port=health.bind_port,
-        hosts=hosts,
-        bound=heartbeat_socket,
-    )
+    receiver = _receiver(settings, store, hosts, heartbeat_socket)
     receiver.start()  # first: a taken port stops start-up with no thread left running
     flusher = Flusher(store, flush_interval(health.stale_after))
     flusher.start()
@@ -123,6 +115,24 @@ def start_health_manager(
         agents.close()
 
     return stop_all
+
+
+def _receiver(
+    settings: Settings,
+    store: SqlHealthStore,
+    hosts: SqlHostRegistry,
+    bound: socket.socket | None,
+) -> HeartbeatReceiver:
+    health = settings.health
+    return HeartbeatReceiver(
+        HeartbeatProcessor(store),
+        heartbeat_key(health.heartbeat_key, settings.state_dir.absolute()),
+        ReplayGuard(max_age=max(30.0, health.stale_after * 3)),
+        host=health.bind_host,
+        port=health.bind_port,
+        hosts=hosts,
+        bound=bound,
+    )
 
 
 def _certificate_renewal(

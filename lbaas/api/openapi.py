@@ -1,10 +1,11 @@
-"""The OpenAPI document, made to say what the API answers.
+"""The OpenAPI document, made to say what the API answers and what it accepts.
 
 FastAPI documents each operation's success code and a 422 it never sends (schema failures
 are 400s in Octavia's shape, ``lbaas.api.errors``). This adds the error statuses every
 operation can answer, all with the fault body, drops the 422, and marks the successes
 that carry no body (204, and the 202s of quota reset, failover, config push and the batch
-member update) as bodiless.
+member update) as bodiless; the rules enforced outside the request models are added by
+``openapi_rules`` and the links between operations by ``openapi_links``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
+
+from lbaas.api.openapi_links import add_links
+from lbaas.api.openapi_rules import add_rules
 
 FAULT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -81,6 +85,8 @@ def describe_errors(app: FastAPI) -> None:
                 for method in _METHODS:
                     if method in item:
                         _describe(item[method])
+            add_rules(schema, (name for name, _ in app.state.services.providers.listed()))
+            add_links(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 

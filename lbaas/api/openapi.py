@@ -5,7 +5,7 @@ are 400s in Octavia's shape, ``lbaas.api.errors``). This adds the error statuses
 operation can answer, all with the fault body, drops the 422, and marks the successes
 that carry no body (204, and the 202s of quota reset, failover, config push and the batch
 member update) as bodiless; the rules enforced outside the request models are added by
-``openapi_rules`` and the links between operations by ``openapi_links``.
+``openapi_rules`` (and ``openapi_graph``, for the nested create) and the links between operations by ``openapi_links``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from lbaas.api.openapi_graph import add_graph_create
 from lbaas.api.openapi_links import add_links
 from lbaas.api.openapi_rules import add_rules
 
@@ -85,6 +86,7 @@ def describe_errors(app: FastAPI) -> None:
                 for method in _METHODS:
                     if method in item:
                         _describe(item[method])
+            add_graph_create(schema)
             add_rules(schema, (name for name, _ in app.state.services.providers.listed()))
             add_links(schema)
             app.openapi_schema = schema

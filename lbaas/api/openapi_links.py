@@ -87,6 +87,22 @@ REFERENCES = (
 )
 # Reads whose first element names an object a create may use (the registry's subnets).
 LISTED = (("/v2.0/subnets", "subnets", f"{_LBAAS}/loadbalancers", "loadbalancer", "vip_subnet_id"),)
+# A load balancer made on a listed subnet names nothing else (no network, port, flavor,
+# zone or children), as a client following the link would send it.
+_ON_SUBNET_ONLY = dict.fromkeys(
+    (
+        "vip_network_id",
+        "vip_port_id",
+        "vip_address",
+        "additional_vips",
+        "flavor_id",
+        "availability_zone",
+        "listeners",
+        "pools",
+        "vip_qos_policy_id",
+        "vip_sg_ids",
+    )
+)
 # Operations under a path parameter set by a PUT (a quota is made by its first PUT).
 PUT_ITEMS = ((f"{_LBAAS}/quotas/{{project_id}}", "project_id"),)
 
@@ -146,7 +162,8 @@ def add_links(schema: dict[str, Any]) -> None:
         source, target = paths.get(ref.source, {}), paths.get(ref.target, {})
         _link(source.get("post"), "201", target.get("post"), f"_{ref.field}", requestBody=body)
     for path, collection, target_path, wrapper, field in LISTED:
-        body = {wrapper: {field: f"$response.body#/{collection}/0/id"}}
+        fields: dict[str, Any] = {field: f"$response.body#/{collection}/0/id", **_ON_SUBNET_ONLY}
+        body = {wrapper: fields}
         source, target = paths.get(path, {}), paths.get(target_path, {})
         _link(source.get("get"), "200", target.get("post"), f"_{field}", requestBody=body)
     for item, param in PUT_ITEMS:

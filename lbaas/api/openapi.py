@@ -1,11 +1,13 @@
-"""The OpenAPI document, made to say what the API answers.
+"""The OpenAPI document, made to say what the API answers and what it accepts.
 
 FastAPI documents each operation's success code and a 422 it never sends (schema failures
 are 400s in Octavia's shape, ``lbaas.api.errors``). This adds the error statuses every
 operation can answer, with the fault body (pecan's for 405, 406 and a GET's page
 parameters, ``query_hook``), drops the 422, and marks the successes
 that carry no body (204, and the 202s of quota reset, failover, config push and the batch
-member update) as bodiless.
+member update) as bodiless; the rules enforced outside the request models are added by
+``openapi_rules`` (and ``openapi_graph``, for the nested create) and the links between
+operations by ``openapi_links``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
+
+from lbaas.api.openapi_graph import add_graph_create
+from lbaas.api.openapi_links import add_links
+from lbaas.api.openapi_rules import add_rules
 
 FAULT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -91,6 +97,9 @@ def describe_errors(app: FastAPI) -> None:
                 for method in _METHODS:
                     if method in item:
                         _describe(item[method], method)
+            add_graph_create(schema)
+            add_rules(schema, (name for name, _ in app.state.services.providers.listed()))
+            add_links(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -18,11 +18,18 @@ from typing import Annotated
 
 from pydantic import Field
 
-from lbaas.api.schemas.types import Description, Name, Schema, Uuid
+from lbaas.api.schemas.types import Description, Name, ProviderName, Schema, Uuid
 from lbaas.errors import InvalidInput
 
-ProviderName = Annotated[str, Field(max_length=255)]
-ProfileData = Annotated[str, Field(max_length=4096)]
+# A JSON object in a string; which keys it may hold depends on the provider named beside it
+# (``GET /v2/lbaas/providers/{provider}/flavor_capabilities``), so no schema states them.
+ProfileData = Annotated[
+    str,
+    Field(
+        max_length=4096,
+        json_schema_extra={"contentMediaType": "application/json", "examples": ["{}"]},
+    ),
+]
 
 
 def reject_nulls(data: Schema, *names: str) -> None:

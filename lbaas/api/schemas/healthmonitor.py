@@ -19,11 +19,14 @@ from lbaas.api.schemas.groups import EnabledChange, EnabledOnCreate, Named, Proj
 from lbaas.api.schemas.types import Schema, Uuid
 from lbaas.api.validation.healthmonitor import (
     DEFAULT_MAX_RETRIES_DOWN,
+    DOMAIN_NAME_PATTERN,
+    URL_PATH_PATTERN,
     is_domain_name,
     is_expected_codes,
     is_url_path,
 )
 from lbaas.model.enums import HealthMonitorType, HttpMethod
+from lbaas.render.haproxy.inputs import EXPECTED_CODES_LIST
 
 MAX_INT = 2147483647
 HTTP_VERSIONS = (1.0, 1.1)
@@ -69,10 +72,28 @@ def _null_is_default_retries_down(value: object) -> object:
 
 Seconds = Annotated[int, Field(ge=0, le=MAX_INT)]
 Retries = Annotated[int, Field(ge=1, le=10)]
-UrlPath = Annotated[str, Field(max_length=2048), AfterValidator(_url_path)]
-ExpectedCodes = Annotated[str, Field(max_length=64), AfterValidator(_expected_codes)]
-HttpVersion = Annotated[float | None, BeforeValidator(_http_version)]
-DomainName = Annotated[str, AfterValidator(_domain_name)]
+# The validators decide; ``json_schema_extra`` tells the OpenAPI document what they accept
+# (a range of codes, "200-204", is accepted too, but a pattern cannot say "start <= end").
+UrlPath = Annotated[
+    str,
+    Field(max_length=2048, json_schema_extra={"pattern": URL_PATH_PATTERN}),
+    AfterValidator(_url_path),
+]
+ExpectedCodes = Annotated[
+    str,
+    Field(max_length=64, json_schema_extra={"pattern": f"^{EXPECTED_CODES_LIST}$"}),
+    AfterValidator(_expected_codes),
+]
+HttpVersion = Annotated[
+    float | None,
+    BeforeValidator(_http_version),
+    Field(json_schema_extra={"enum": [*HTTP_VERSIONS, None]}),
+]
+DomainName = Annotated[
+    str,
+    Field(json_schema_extra={"pattern": DOMAIN_NAME_PATTERN, "maxLength": 255}),
+    AfterValidator(_domain_name),
+]
 
 
 class HealthMonitorOptions(Named, Tagged):

@@ -45,8 +45,15 @@ def _redirect_code(value: int) -> int:
     return value
 
 
-RedirectUrl = Annotated[str, Field(max_length=255), AfterValidator(_url)]
-RedirectCode = Annotated[int, AfterValidator(_redirect_code)]
+# For the OpenAPI document: a part of what ``_url`` accepts (host names without user or
+# IPv6 literal, ports below 10000), which any generated value must pass.
+URL_PATTERN = r"^[hH][tT][tT][pP][sS]?://[A-Za-z0-9][A-Za-z0-9.-]*(?::[0-9]{1,4})?(?:[/?#][!-~]*)?$"
+RedirectUrl = Annotated[
+    str, Field(max_length=255, json_schema_extra={"pattern": URL_PATTERN}), AfterValidator(_url)
+]
+RedirectCode = Annotated[
+    int, AfterValidator(_redirect_code), Field(json_schema_extra={"enum": list(REDIRECT_CODES)})
+]
 Position = Annotated[int, Field(ge=1, le=2147483647)]
 
 

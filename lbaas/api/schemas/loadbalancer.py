@@ -6,12 +6,19 @@ it, else into ``LoadBalancerCreate``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, WithJsonSchema
 
 from lbaas.api.schemas.groups import Described, EnabledChange, EnabledOnCreate, ProjectOnCreate
-from lbaas.api.schemas.types import IpAddress, Schema, Uuid
+from lbaas.api.schemas.types import (
+    EMPTY_IS_DEFAULT,
+    PROVIDER_MARK,
+    IpAddress,
+    Schema,
+    Uuid,
+    given_one_of,
+)
 
 
 class AdditionalVip(Schema):
@@ -22,17 +29,26 @@ class AdditionalVip(Schema):
 class LoadBalancerOptions(Described):
     """Fields both create and update accept (all optional)."""
 
-    vip_qos_policy_id: Uuid | None = None
-    vip_sg_ids: list[Uuid] | None = None
+    # Accepted only empty: lbaas applies no QoS policy and knows no security group, and
+    # answers 400 for any (``builders.loadbalancer.reject_unsupported_vip_options``).
+    vip_qos_policy_id: Annotated[Uuid | None, WithJsonSchema({"type": "null"})] = None
+    vip_sg_ids: Annotated[list[Uuid] | None, Field(json_schema_extra={"maxItems": 0})] = None
 
 
 class LoadBalancerCreate(LoadBalancerOptions, EnabledOnCreate, ProjectOnCreate):
+    model_config = ConfigDict(
+        json_schema_extra=given_one_of("vip_port_id", "vip_network_id", "vip_subnet_id")
+    )
+
     vip_subnet_id: Uuid | None = None
     vip_network_id: Uuid | None = None
     vip_port_id: Uuid | None = None
     vip_address: IpAddress | None = None
     additional_vips: list[AdditionalVip] | None = None
-    provider: str | None = Field(None, max_length=64)
+    provider: (
+        Annotated[str, Field(max_length=64, json_schema_extra={PROVIDER_MARK: EMPTY_IS_DEFAULT})]
+        | None
+    ) = None
     flavor_id: Uuid | None = None
     availability_zone: str | None = Field(None, max_length=255)
     # Graph create: validated by the listener and pool schemas (see graph_create).

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from lbaas.api.schemas.groups import (
@@ -32,6 +32,7 @@ from lbaas.api.schemas.types import (
     NullFalse,
     Schema,
     Uuid,
+    given_one_of,
 )
 from lbaas.model.enums import LbAlgorithm, PersistenceType, PoolProtocol
 
@@ -46,7 +47,11 @@ def _ciphers(value: str) -> str:
     return value
 
 
-Ciphers = Annotated[str, Field(max_length=2048), AfterValidator(_ciphers)]
+Ciphers = Annotated[
+    str,
+    Field(max_length=2048, json_schema_extra={"pattern": _CIPHER_CHARS.pattern}),
+    AfterValidator(_ciphers),
+]
 Timeout = Annotated[int, Field(ge=0, le=2147483647)]
 
 
@@ -83,6 +88,8 @@ class PoolFields(PoolOptions, EnabledOnCreate):
 
 
 class PoolCreate(PoolFields, ProjectOnCreate):
+    model_config = ConfigDict(json_schema_extra=given_one_of("loadbalancer_id", "listener_id"))
+
     protocol: PoolProtocol
     lb_algorithm: LbAlgorithm
     loadbalancer_id: Uuid | None = None

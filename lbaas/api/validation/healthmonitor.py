@@ -27,6 +27,11 @@ DEFAULT_MAX_RETRIES_DOWN = 3
 _PATH_CHARS = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?#%\[\]]*")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+# The two rules below as patterns, for the OpenAPI document (no lookarounds: generators
+# build strings from them). A domain name is also at most 255 characters long.
+_URL_CHAR = r"%[0-9A-Fa-f]{2}|[A-Za-z0-9\-._~!$&'()*+,;=:@?#\[\]]"
+URL_PATH_PATTERN = rf"^/(?:(?:{_URL_CHAR})(?:{_URL_CHAR}|/)*)?$"
+DOMAIN_NAME_PATTERN = rf"^{_LABEL.pattern}(?:\.{_LABEL.pattern})*\.?$"
 
 
 def is_url_path(value: str) -> bool:

@@ -26,7 +26,8 @@ from lbaas.render.haproxy.pcre2 import pcre2_error
 
 FETCH_ARGUMENT = re.compile(r"[A-Za-z0-9!%&*+.^_`|~-]+")
 _STATUS = r"[0-9]{3}"
-EXPECTED_CODES = re.compile(rf"{_STATUS}(?:[ \t]*,[ \t]*{_STATUS})*|({_STATUS})-({_STATUS})")
+EXPECTED_CODES_LIST = rf"{_STATUS}(?:[ \t]*,[ \t]*{_STATUS})*"
+EXPECTED_CODES = re.compile(rf"{EXPECTED_CODES_LIST}|({_STATUS})-({_STATUS})")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

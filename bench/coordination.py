@@ -1,6 +1,6 @@
 """The coordination engines measured: a lease renewal's latency, a leader change's time.
 
-    python bench/coordination.py [--renewals 300] [--changes 5]
+    python bench/coordination.py [--renewals 300] [--changes 5] [--quick]
 
 Against the real engines on this machine: the suite's PostgreSQL (127.0.0.1:5432, database
 ``test``, a lease table of this run's name, dropped after) and an etcd this script starts
@@ -15,7 +15,8 @@ installed). Per engine:
 
 The TTL asked for is 0.5 s (TLB's lease); etcd grants whole seconds of at least its
 minimum, which ``takeover_s`` shows. Prints JSON with the machine's load average before
-and after; asserts nothing on time.
+and after; asserts nothing on time. ``--quick`` (20 renewals, one leader change per
+engine) is what ``tests/bench/test_bench_smoke_coordination.py`` runs.
 """
 
 from __future__ import annotations
@@ -100,7 +101,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--renewals", type=int, default=300)
     parser.add_argument("--changes", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="20 renewals, one change")
     args = parser.parse_args()
+    if args.quick:
+        args.renewals, args.changes = 20, 1
     result: dict[str, Any] = {"load_before": os.getloadavg(), "ttl_s": TTL}
     table = f"lbaas_lease_bench_{uuid.uuid4().hex[:8]}"
     owner = PostgresCoordinator(POSTGRES_URL, table)

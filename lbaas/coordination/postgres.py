@@ -41,6 +41,7 @@ class PostgresCoordinator:
         self._timeout = timeout
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[tuple[object, ...]] | None = None
+        self._made = False  # the table exists (made by the first process that needs it)
 
     def _connection(self) -> psycopg.Connection[tuple[object, ...]]:
         if self._conn is None or self._conn.closed:
@@ -51,6 +52,9 @@ class PostgresCoordinator:
                 connect_timeout=max(1, round(self._timeout)),
                 options=f"-c statement_timeout={milliseconds}",
             )
+            if not self._made:
+                self._conn.execute(self._create_query())
+                self._made = True
         return self._conn
 
     def _run(self, query: sql.Composed, params: tuple[object, ...]) -> list[tuple[object, ...]]:
@@ -64,15 +68,18 @@ class PostgresCoordinator:
                 raise CoordinationUnavailable(f"PostgreSQL coordination: {exc}") from exc
 
     def create(self) -> None:
-        """Make the lease table (``lbaas coordination create``, tests): idempotent."""
-        query = sql.SQL(
+        """Make the lease table (tests; every process makes it at its first connection)."""
+        self._run(self._create_query(), ())
+
+    def _create_query(self) -> sql.Composed:
+        return sql.SQL(
             "create table if not exists {} (name text primary key, holder text not null,"
             " expires timestamptz not null)"
         ).format(self._table)
-        self._run(query, ())
 
     def drop(self) -> None:
         self._run(sql.SQL("drop table if exists {}").format(self._table), ())
+        self._made = False
 
     def renew(self, name: str, holder: str, ttl: float) -> bool:
         check_lease(name, holder, ttl)

@@ -15,8 +15,9 @@ from collections.abc import Iterable, Sequence
 from lbaas.lab.base import LabError, Runner
 
 ROUTER_HOST = 1
-CONTROL_HOST = 2
+CONTROL_HOST = 2  # control host k (ctl, ctl2…) is CONTROL_HOST + k - 1 on the fabric
 CLIENT_HOST = 2
+DATABASE_HOST = 9  # the database host of a lab with several control hosts
 FIRST_HOST = 10
 
 
@@ -56,6 +57,11 @@ def address(network: str, host: int) -> str:
     """The ``host``-th address of ``network`` with its prefix length (10.70.3.11/24)."""
     net = ipaddress.IPv4Network(network)
     return f"{net.network_address + host}/{net.prefixlen}"
+
+
+def control_host(index: int) -> int:
+    """Control host ``index``'s host number on the fabric (ctl: 2, ctl2: 3, …)."""
+    return CONTROL_HOST + index - 1
 
 
 def bare(address_with_prefix: str) -> str:

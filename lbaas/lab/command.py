@@ -15,16 +15,19 @@ from lbaas.lab import processes
 from lbaas.lab.base import LabError, LabExists
 from lbaas.lab.instances import Instances
 from lbaas.lab.lab import Lab
+from lbaas.lab.leaders import leaders
+from lbaas.lab.names import control_name
 from lbaas.lab.netns import Netns
 from lbaas.lab.services import (
     API_PORT,
     SETTINGS_FILE,
+    control_dir,
     restart_agent,
     services_status,
     start_services,
 )
 from lbaas.lab.tier import LabTier
-from lbaas.lab.tier_leases import LabLeases
+from lbaas.lab.tier_coordination import start_node_lease, tier_engine
 from lbaas.lab.tier_status import tier_status
 from lbaas.lab.tier_watch import start_watch
 from lbaas.progress import Progress
@@ -42,7 +45,7 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         help="run a command inside one of the lab's namespaces (ctl: with OS_* set for the "
         "API; an instance by its name)",
     )
-    run_in.add_argument("node", help="ctl, cli, rtr, h1, h2, ...")
+    run_in.add_argument("node", help="ctl, ctl2.., db, cli, rtr, h1, h2, ...")
     run_in.add_argument("argv", nargs=argparse.REMAINDER, help="-- command and arguments")
     verbs = _instance_arguments(sub)
     sub.add_parser("agent-restart", help="SIGKILL a host's agent and start it again").add_argument(
@@ -68,7 +71,8 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
         ("partition", "cut a host off: its links go down"),
         ("heal", "bring a host's links back up"),
     ):
-        sub.add_parser(command, help=text).add_argument("host", help="h1, h2, ...")
+        hosts = "h1, h2, ... (host-down: also ctl, ctl2, ...)" if command == "host-down" else ""
+        sub.add_parser(command, help=text).add_argument("host", help=hosts or "h1, h2, ...")
     for parser in (lab, *sub.choices.values(), *verbs):
         parser.add_argument("--name", default=argparse.SUPPRESS, help="lab name (default lab)")
         parser.add_argument("--state-dir", default=argparse.SUPPRESS, help="holds labs/<name>.json")
@@ -78,6 +82,14 @@ def _up_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     up = sub.add_parser("up", help="build N simulated hosts and their networks")
     up.add_argument("--hosts", type=int, required=True)
     up.add_argument("--members", type=int, default=1, help="member networks (default 1)")
+    up.add_argument(
+        "--control",
+        type=int,
+        default=1,
+        metavar="K",
+        help="control-plane hosts ctl, ctl2… (default 1, on SQLite); K > 1: each runs api, "
+        "worker and health against one PostgreSQL on a database host of its own",
+    )
     up.add_argument(
         "--tier",
         type=int,
@@ -138,13 +150,14 @@ def _up(
     quiet: bool,
     tier: int = 0,
     settings: TierSettings | None = None,
+    control: int = 1,
 ) -> None:
     if not 0 <= tier <= hosts:
         raise LabError(f"--tier {tier}: the tier's nodes are among the {hosts} hosts")
     # Named steps: the network's four plus one per host, then the services' four.
     progress = Progress("lab up", 4 + hosts + (4 if services else 0), quiet=quiet)
     try:
-        lab.up(hosts, members, progress)
+        lab.up(hosts, members, progress, control=control)
         if services:
             mode = (settings or TierSettings()).return_mode
             start_services(lab, progress, tier, mode)
@@ -159,16 +172,21 @@ def _up(
 
 
 def start_tier(lab: Lab, nodes: int, settings: TierSettings | None = None) -> None:
-    """A BIRD router peered with h1-hK (BFD on), a lease agent on every node and the lease
+    """A BIRD router peered with h1-hK (BFD on), a lease process on every node and the lease
     watcher (``lbaas tier watch``) in the router's namespace; the nodes announce what their
-    lbaas agents are given (the distributed provider's VIPs), nothing without services."""
+    lbaas agents are given (the distributed provider's VIPs), nothing without services.
+
+    The leases live on a coordination engine every node reaches over the fabric (etcd on
+    the control host, or the database host's PostgreSQL): a node cut off cannot renew, and
+    fences itself (``lbaas.tier.node_lease``)."""
     settings = settings or TierSettings()
     tier = LabTier(lab, range(1, nodes + 1))
     tier.start()
-    leases = LabLeases(tier, LeasePolicy.from_settings(settings))
+    policy = LeasePolicy.from_settings(settings)
+    engine = tier_engine(lab)
     for index in tier.nodes:
-        leases.start_agent(index)
-    start_watch(lab, range(1, nodes + 1), settings)
+        start_node_lease(lab, index, policy, engine[1], engine[0])
+    start_watch(lab, range(1, nodes + 1), settings, engine)
 
 
 def _tier(lab: Lab, policy: LeasePolicy, metrics: bool) -> None:
@@ -196,6 +214,7 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
                 quiet=args.quiet,
                 tier=args.tier,
                 settings=tier,
+                control=args.control,
             )
         elif args.lab_command == "tier":
             _tier(lab, policy, args.metrics)
@@ -224,10 +243,20 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
     status = lab.status()
     if status["up"] and any(status["hosts"][h]["processes"] for h in status["hosts"]):
         status["services"] = services_status(lab)
+        if lab.state().control > 1:
+            status["leaders"] = _leaders(lab)
     if figures is not None:
         status["host_down"] = figures
     print(json.dumps(status, indent=2, sort_keys=True))
     return 0
+
+
+def _leaders(lab: Lab) -> dict[str, object]:
+    """Who leads each singleton loop (several control hosts), or why it is not known."""
+    try:
+        return dict(leaders(lab))
+    except LabError as exc:
+        return {"unknown": str(exc)}
 
 
 def _exec(lab: Lab, node: str, argv: list[str]) -> int:
@@ -236,15 +265,19 @@ def _exec(lab: Lab, node: str, argv: list[str]) -> int:
     if not argv:
         raise LabError("lbaas lab exec NODE -- COMMAND: no command given")
     state = lab.state()
-    namespaces = {"ctl": lab.names.control, "cli": lab.names.client, "rtr": lab.names.router}
+    controls = {control_name(i): i for i in range(1, state.control + 1)}
+    namespaces = {name: lab.names.control_host(i) for name, i in controls.items()}
+    namespaces |= {"cli": lab.names.client, "rtr": lab.names.router}
+    if state.control > 1:
+        namespaces["db"] = lab.names.database
     namespaces |= {f"h{i}": lab.names.host(i) for i in range(1, state.hosts + 1)}
     namespaces |= {name: record["namespace"] for name, record in state.instances.items()}
     if node not in namespaces:
         raise LabError(f"no node {node!r} in lab {lab.names.lab}: {', '.join(namespaces)}")
     env = {}
-    if node == "ctl":
+    if node in controls:
         env = {"OS_AUTH_TYPE": "none", "OS_ENDPOINT": f"http://127.0.0.1:{API_PORT}"}
         # ``lbaas host list`` (and any lbaas command) reads the control plane's settings.
-        env["LBAAS_CONFIG"] = str(lab.services_dir / "ctl" / SETTINGS_FILE)
+        env["LBAAS_CONFIG"] = str(control_dir(lab, controls[node]) / SETTINGS_FILE)
     processes.exec_in(namespaces[node], argv, env)
     return 0  # not reached: exec replaced this process

@@ -25,9 +25,11 @@ from lbaas.lab import names as n
 from lbaas.lab.addresses import (
     CLIENT_HOST,
     CONTROL_HOST,
+    DATABASE_HOST,
     FIRST_HOST,
     ROUTER_HOST,
     address,
+    control_host,
     network_names,
     networks_in_use,
     pick_networks,
@@ -68,18 +70,28 @@ class Lab:
 
     # -- building -------------------------------------------------------------------------
 
-    def up(self, hosts: int, members: int = 1, progress: Progress | None = None) -> Lab:
-        """Build the lab. On an error the state file stays, so ``down`` can remove the rest."""
+    def up(
+        self, hosts: int, members: int = 1, progress: Progress | None = None, control: int = 1
+    ) -> Lab:
+        """Build the lab. On an error the state file stays, so ``down`` can remove the rest.
+
+        ``control`` > 1: that many control hosts (ctl, ctl2…) and a database host (db)."""
         if not 1 <= hosts <= n.MAX_HOSTS or not 1 <= members <= n.MAX_MEMBER_NETWORKS:
             raise LabError(
                 f"a lab has 1-{n.MAX_HOSTS} hosts and 1-{n.MAX_MEMBER_NETWORKS} member networks"
             )
+        if not 1 <= control <= n.MAX_CONTROL_HOSTS:
+            raise LabError(f"a lab has 1-{n.MAX_CONTROL_HOSTS} control hosts")
         if self._file.exists() or any(map(self.names.is_ours, self._netns.names())):
             raise LabExists(f"lab {self.names.lab} exists; run 'lbaas lab down' first")
         wanted = network_names(members)
         picked = pick_networks(len(wanted), networks_in_use(self._run), self._rng)
         state = LabState(
-            self.names.lab, hosts, members, {k: str(v) for k, v in zip(wanted, picked, strict=True)}
+            self.names.lab,
+            hosts,
+            members,
+            {k: str(v) for k, v in zip(wanted, picked, strict=True)},
+            control=control,
         )
         self._file.save(state)
         step = progress.step if progress is not None else (lambda _: None)
@@ -88,7 +100,10 @@ class Lab:
         step("router")
         self._build_router(state)
         step("control node")
-        self._build_control(state)
+        for index in range(1, control + 1):
+            self._build_control(state, index)
+        if control > 1:
+            self._build_database(state)
         for index in range(1, hosts + 1):
             step(f"host h{index}")
             self._build_host(state, index)
@@ -151,16 +166,22 @@ class Lab:
                 f"{neigh}.retrans_time_ms=300",
             )
 
-    def _build_control(self, state: LabState) -> None:
-        control = self.names.control
-        self._namespace(state, control)
-        self._netns.veth(
-            control, n.FABRIC_IF, self.names.fabric, n.control_port(), bridge=n.FABRIC_BRIDGE
+    def _build_control(self, state: LabState, index: int) -> None:
+        self._fabric_only(
+            state, self.names.control_host(index), n.control_port(index), control_host(index)
         )
+
+    def _build_database(self, state: LabState) -> None:
+        self._fabric_only(state, self.names.database, n.DATABASE_PORT, DATABASE_HOST)
+
+    def _fabric_only(self, state: LabState, namespace: str, port: str, host: int) -> None:
+        """A host with one link, on the fabric (a control host, the database host)."""
+        self._namespace(state, namespace)
+        self._netns.veth(namespace, n.FABRIC_IF, self.names.fabric, port, bridge=n.FABRIC_BRIDGE)
         self._netns.ip(
-            control, "addr", "add", address(state.networks["fab"], CONTROL_HOST), "dev", n.FABRIC_IF
+            namespace, "addr", "add", address(state.networks["fab"], host), "dev", n.FABRIC_IF
         )
-        self._default_route(control, state.networks["fab"])
+        self._default_route(namespace, state.networks["fab"])
 
     def _build_host(self, state: LabState, index: int) -> None:
         host = self.names.host(index)
@@ -221,6 +242,7 @@ class Lab:
         # The processes' state directories (databases, amphora files, logs) go with them.
         shutil.rmtree(self._file.services_dir, ignore_errors=True)
         shutil.rmtree(self.names.log_sockets, ignore_errors=True)
+        shutil.rmtree(self.names.database_dir, ignore_errors=True)
         return removed
 
     def _kill(self, processes: list[RegisteredProcess]) -> None:
@@ -252,7 +274,10 @@ class Lab:
     def host_down(self, host: str) -> HostLoss:
         """Lose ``host`` at one instant (``lbaas.lab.host_loss``): every process of it
         frozen, its links cut in one batch, then all SIGKILLed; what it took. The
-        namespaces stay, as a dead host's disks do, until ``down``."""
+        namespaces stay, as a dead host's disks do, until ``down``. ``host`` may be a
+        control host (ctl, ctl2…): its api, worker and health go with it."""
+        if n.control_index(host):
+            return self._control_down(host)
         state, index = self._host(host)
         registered = [
             p.pid
@@ -270,6 +295,31 @@ class Lab:
             _EXIT_WAIT,
         )
         self._mark_links(state, index, up=False)
+        return loss
+
+    def _control_down(self, host: str) -> HostLoss:
+        state = self._loaded()
+        index = n.control_index(host)
+        if not 1 <= index <= state.control:
+            raise LabError(
+                f"lab {self.names.lab} has {state.control} control host(s), not {host!r}"
+            )
+        registered = [
+            p.pid
+            for p in state.processes.pop(host, [])
+            if process_start_time(p.pid) == p.start_time
+        ]
+        loss = lose_host(
+            self._run,
+            self.names.fabric,
+            [n.control_port(index)],
+            registered,
+            [self.names.control_host(index)],
+            process_running,
+            _EXIT_WAIT,
+        )
+        state.down_controls = sorted({*state.down_controls, index})
+        self._file.save(state)
         return loss
 
     def host_shutdown(self, host: str) -> None:
@@ -364,6 +414,21 @@ class Lab:
             "networks": state.networks,
             "router": self._node(state, self.names.router, ROUTER_HOST),
             "control": self._node(state, self.names.control, CONTROL_HOST, only=("fab",)),
+            "control_hosts": {
+                n.control_name(index): {
+                    **self._node(
+                        state, self.names.control_host(index), control_host(index), ("fab",)
+                    ),
+                    "links_up": index not in state.down_controls,
+                    "processes": [p.pid for p in state.processes.get(n.control_name(index), [])],
+                }
+                for index in range(1, state.control + 1)
+            },
+            "database": (
+                self._node(state, self.names.database, DATABASE_HOST, only=("fab",))
+                if state.control > 1
+                else None
+            ),
             "client": self._node(state, self.names.client, CLIENT_HOST, only=("out",)),
             "hosts": {
                 f"h{index}": {

@@ -18,6 +18,7 @@ from lbaas.lab.base import LabError
 _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 MAX_HOSTS = 200  # host i takes .10+i in each /24
 MAX_MEMBER_NETWORKS = 9
+MAX_CONTROL_HOSTS = 7  # control host k takes .1+k of the fabric (.2-.8), the database .9
 
 FABRIC_BRIDGE = "br-fab"
 VIP_BRIDGE = "br-vip"
@@ -28,6 +29,10 @@ CLIENT_IF = "eth0"
 # The lab's agents run as root, and their HAProxy workers (no longer root) must reach the
 # access-log sockets: not below the lab's private state directory, so below /run.
 LOG_SOCKETS_ROOT = Path("/run/lbaas/lab-access-log")
+# PostgreSQL of a lab with several control hosts runs as the postgres user, which cannot
+# enter the lab's private state directory: its data directory lives here instead.
+# (/run/lbaas is root's alone; this directory only lets postgres pass through to its own).
+DATABASE_ROOT = Path("/run/lbaas-lab-db")
 
 
 def member_bridge(index: int) -> str:
@@ -64,7 +69,22 @@ class LabNames:
 
     @property
     def control(self) -> str:
+        """The first control host's namespace (the only one unless ``up --control K``)."""
         return f"{self.lab}-ctl"
+
+    def control_host(self, index: int) -> str:
+        """Control host ``index``'s namespace: ``<lab>-ctl`` for the first, ``<lab>-ctl2``…"""
+        return self.control if index == 1 else f"{self.lab}-{control_name(index)}"
+
+    @property
+    def database(self) -> str:
+        """The database host of a lab with several control hosts (PostgreSQL)."""
+        return f"{self.lab}-db"
+
+    @property
+    def database_dir(self) -> Path:
+        """PostgreSQL's data directory for this lab, removed with it."""
+        return DATABASE_ROOT / self.lab
 
     def host(self, index: int) -> str:
         return f"{self.lab}-h{index}"
@@ -83,7 +103,7 @@ class LabNames:
         """True for a namespace name this lab would make (used when its state file is lost),
         its hosts' amphorae (``<lab>-h2-amp-…``) included."""
         rest = namespace.removeprefix(self.prefix)
-        pattern = r"fab|rtr|cli|ctl|dsr[0-9]+|h[0-9]+(-[a-z0-9-]+)?"
+        pattern = r"fab|rtr|cli|ctl[0-9]*|db|dsr[0-9]+|h[0-9]+(-[a-z0-9-]+)?"
         return rest != namespace and re.fullmatch(pattern, rest) is not None
 
     def on_host(self, namespace: str, index: int) -> bool:
@@ -115,5 +135,22 @@ def router_port(network: str) -> str:
     return f"r-{network}"
 
 
-def control_port() -> str:
-    return "c-fab"
+def control_port(index: int = 1) -> str:
+    """The bridge-side end of control host ``index``'s fabric link."""
+    return "c-fab" if index == 1 else f"c{index}-fab"
+
+
+def control_name(index: int) -> str:
+    """Control host ``index``'s name in the lab's commands: ctl, ctl2, ctl3…"""
+    return "ctl" if index == 1 else f"ctl{index}"
+
+
+def control_index(name: str) -> int:
+    """The index of control host ``name`` (ctl → 1, ctl3 → 3); 0 for another name."""
+    if name == "ctl":
+        return 1
+    rest = name.removeprefix("ctl")
+    return int(rest) if rest != name and rest.isdigit() and int(rest) >= 2 else 0
+
+
+DATABASE_PORT = "d-fab"

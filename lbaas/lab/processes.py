@@ -71,6 +71,25 @@ def run_all_to_end(
                 process.wait()
 
 
+def output_of(namespace: str, argv: Sequence[str], *, timeout: float = 30.0) -> str:
+    """What ``argv`` run inside ``namespace`` prints; LabError when it fails."""
+    try:
+        done = subprocess.run(
+            in_namespace(namespace, argv),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=_environment({}),
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LabError(f"cannot run {' '.join(argv)} in {namespace}: {exc}") from exc
+    if done.returncode != 0:
+        raise LabError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
 def start(
     namespace: str,
     argv: Sequence[str],

@@ -28,7 +28,9 @@ from typing import Any
 
 from lbaas.lab import names as n
 from lbaas.lab import processes
-from lbaas.lab.addresses import CONTROL_HOST, FIRST_HOST, ROUTER_HOST, address, bare
+from lbaas.lab.addresses import FIRST_HOST, ROUTER_HOST, address, bare, control_host
+from lbaas.lab.control_secrets import share_control_secrets
+from lbaas.lab.database_host import start_database
 from lbaas.lab.lab import Lab
 from lbaas.lab.state import LabState
 from lbaas.private_files import make_private_directory, write_private
@@ -43,6 +45,9 @@ _START_TIMEOUT = 60.0
 SETTINGS_FILE = "lbaas.toml"
 #: The lab's agents read their ports this often (the default is 1 s).
 METADATA_SYNC_INTERVAL = 0.5
+#: With several control hosts: a lost leader's singleton loops resume elsewhere within this.
+LEADER_TTL = 3.0
+NOOP_DELAY = 0.2
 
 
 def network_id(lab: str, net: str) -> str:
@@ -85,8 +90,13 @@ def control_settings(
     metadata_secret: str = "",
     tier: int = 0,
     return_mode: str = "nat",
+    *,
+    index: int = 1,
+    database: str = "",
 ) -> dict[str, Any]:
-    tree = {
+    """Control host ``index``'s settings; ``database``: the PostgreSQL every control host
+    shares (several control hosts), which then coordinates them too."""
+    tree: dict[str, Any] = {
         "state_dir": str(directory),
         # On every address: the agents read their ports and forward metadata requests
         # over the fabric; the CLI in ctl keeps 127.0.0.1.
@@ -94,7 +104,7 @@ def control_settings(
         "api": {"host": "0.0.0.0", "port": API_PORT, "allow_insecure_noauth": True},
         "metadata": {"shared_secret": metadata_secret},
         "health": {
-            "bind_host": _fabric_address(state, CONTROL_HOST),
+            "bind_host": _fabric_address(state, control_host(index)),
             "bind_port": HEALTH_PORT,
             "heartbeat_key": key,
         },
@@ -107,8 +117,14 @@ def control_settings(
         "providers": {
             "enabled": ["amphora", "noop", "distributed"],
             "distributed_status_interval": 0.5,
+            # A noop load balancer converges in a fifth of a second, as a small data plane
+            # would: a control host lost has converges in flight, not only finished ones.
+            "noop_delay": NOOP_DELAY,
         },
     }
+    if database:
+        tree["database"] = {"url": database}
+        tree["coordination"] = {"engine": "postgresql", "leader_ttl": LEADER_TTL}
     if tier:
         # An L4 tier on h1-hK: the distributed VIPs are placed in the one group of every
         # tier node, whose agents announce them over BGP.
@@ -129,8 +145,12 @@ def tier_node_files(services_dir: Path, index: int) -> tuple[Path, Path]:
     return directory / "bird.ctl", directory / "agent-vips.conf"
 
 
-def _health_manager(state: LabState) -> str:
-    return f"{_fabric_address(state, CONTROL_HOST)}:{HEALTH_PORT}"
+def _health_managers(state: LabState) -> list[str]:
+    """Every control host's health process: an agent sends each heartbeat to all."""
+    return [
+        f"{_fabric_address(state, control_host(index))}:{HEALTH_PORT}"
+        for index in range(1, state.control + 1)
+    ]
 
 
 def host_id(index: int) -> str:
@@ -154,13 +174,13 @@ def agent_settings(
         # plane over the fabric, signing with the lab's secret.
         "metadata": {
             "shared_secret": metadata_secret,
-            "registry_url": f"http://{_fabric_address(state, CONTROL_HOST)}:{API_PORT}",
+            "registry_url": f"http://{_fabric_address(state, control_host(1))}:{API_PORT}",
             "sync_interval": METADATA_SYNC_INTERVAL,
         },
         "agent": {
             "host_id": host_id(index),
             "bundle": str(directory / BUNDLE_DIR),
-            "health_managers": [_health_manager(state)],
+            "health_managers": _health_managers(state),
             # The controller reaches the agent over the fabric; the amphorae's legs go on
             # the host's uplink bridges (bridge_mappings).
             "host": _fabric_address(state, FIRST_HOST + index),
@@ -217,6 +237,7 @@ def _value(value: Any) -> str:
 def enrol_command(state: LabState, index: int, control: Path, agent_dir: Path) -> list[str]:
     """``lbaas agent enrol hN …`` with the control plane's settings: host ``hN``'s bundle
     into ``agent_dir/bundle``, the host recorded (DOWN until its first heartbeat)."""
+    managers = [arg for m in _health_managers(state) for arg in ("--health-manager", m)]
     return _lbaas(
         control,
         "agent",
@@ -228,8 +249,7 @@ def enrol_command(state: LabState, index: int, control: Path, agent_dir: Path) -
         str(AGENT_PORT),
         "--mode",
         "netns",
-        "--health-manager",
-        _health_manager(state),
+        *managers,
         "--out",
         str(agent_dir / BUNDLE_DIR),
     )
@@ -260,6 +280,10 @@ def start_services(
     agents announce the VIPs the distributed provider places in their group, whose members
     answer by ``return_mode`` (``tier.return_mode``).
 
+    With several control hosts (``up --control K``), the database host's PostgreSQL is
+    started first and each control host runs api, worker and health against it
+    (``lbaas.lab.control_hosts``).
+
     Every process is registered with the lab before the next starts, so ``down`` (or
     ``host-down``) kills whatever had started when a later step fails.
     """
@@ -267,12 +291,9 @@ def start_services(
     state = lab.state()
     names = lab.names
     step("database schema")
-    control_dir = lab.services_dir / "ctl"
     metadata_secret = secrets.token_hex(32)
-    tree = control_settings(
-        state, control_dir, secrets.token_hex(32), metadata_secret, tier, return_mode
-    )
-    control = _write_settings(control_dir, tree)
+    controls = range(1, state.control + 1)
+    control = _write_control_settings(lab, metadata_secret, tier, return_mode)
     processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"))
     hosts = range(1, state.hosts + 1)
     agent_files = {}
@@ -287,23 +308,59 @@ def start_services(
     step("enrolling agents")
     enrolments = [enrol_command(state, i, control, agent_files[i].parent) for i in hosts]
     processes.run_all_to_end(names.control, enrolments)
+    # The fleet's CA (made by the enrolments) and one key-encryption key, on every
+    # control host as an operator installs them.
+    share_control_secrets([control_dir(lab, index) for index in controls])
     step("starting agents and control plane")
     for index in hosts:
         _start_agent(lab, index)
-    for part in ("api", "worker", "health"):
-        pid = processes.start(
-            names.control, _lbaas(control, part), control_dir / f"{part}.log", control_dir
-        )
-        lab.register_process("ctl", pid)
+    for index in controls:
+        _start_control(lab, index)
     step("waiting for the API and agents")
-    processes.wait_listening(
-        names.control, "127.0.0.1", API_PORT, control_dir / "api.log", _START_TIMEOUT
-    )
+    for index in controls:
+        processes.wait_listening(
+            names.control_host(index),
+            "127.0.0.1",
+            API_PORT,
+            control_dir(lab, index) / "api.log",
+            _START_TIMEOUT,
+        )
     for index in hosts:
         log = agent_files[index].parent / "agent.log"
         agent_address = _fabric_address(state, FIRST_HOST + index)
         processes.wait_listening(names.host(index), agent_address, AGENT_PORT, log, _START_TIMEOUT)
     return services_status(lab)
+
+
+def _write_control_settings(lab: Lab, metadata_secret: str, tier: int, return_mode: str) -> Path:
+    """Every control host's settings file (the database host's PostgreSQL started first
+    when there are several); the first one's path."""
+    state = lab.state()
+    database = start_database(lab) if state.control > 1 else ""
+    key = secrets.token_hex(32)
+    for index in range(state.control, 0, -1):
+        directory = control_dir(lab, index)
+        tree = control_settings(
+            state, directory, key, metadata_secret, tier, return_mode,
+            index=index, database=database,
+        )  # fmt: skip
+        written = _write_settings(directory, tree)
+    return written
+
+
+def control_dir(lab: Lab, index: int) -> Path:
+    """Control host ``index``'s state directory: ``<services_dir>/ctl``, ``…/ctl2``…"""
+    return lab.services_dir / n.control_name(index)
+
+
+def _start_control(lab: Lab, index: int) -> None:
+    directory = control_dir(lab, index)
+    for part in ("api", "worker", "health"):
+        argv = _lbaas(directory / SETTINGS_FILE, part)
+        pid = processes.start(
+            lab.names.control_host(index), argv, directory / f"{part}.log", directory
+        )
+        lab.register_process(n.control_name(index), pid)
 
 
 def _start_agent(lab: Lab, index: int) -> None:
@@ -343,6 +400,13 @@ def services_status(lab: Lab) -> dict[str, Any]:
             for i in range(1, state.hosts + 1)
         },
         "control_processes": [p.pid for p in state.processes.get("ctl", [])],
+        # Every control host's API on its fabric address, reached from any of the lab's
+        # namespaces (cli through the router): a client spreads its calls over these.
+        "apis": {
+            n.control_name(i): f"http://{_fabric_address(state, control_host(i))}:{API_PORT}"
+            for i in range(1, state.control + 1)
+        },
+        "database": "postgresql" if state.control > 1 else "sqlite",
         "vip_subnet_id": subnet_id(state.name, "vip"),
         "member_subnet_ids": {
             net: subnet_id(state.name, net) for net in _served_networks(state) if net != "vip"

@@ -33,6 +33,8 @@ class LabState:
     processes: dict[str, list[RegisteredProcess]] = field(default_factory=dict)
     tenant_networks: dict[str, str] = field(default_factory=dict)  # "net1" -> "10.0.0.0/24"
     instances: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> record
+    control: int = 1  # control hosts: ctl, ctl2… (several share the database host's PostgreSQL)
+    down_controls: list[int] = field(default_factory=list)  # control hosts lost
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"

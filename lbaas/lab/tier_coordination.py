@@ -1,4 +1,4 @@
-"""The lab tier's leases over the network: etcd on the control host, a lease process per node.
+"""The lab tier's leases over the network: an engine on the fabric, a lease process per node.
 
 Real hosts share no file, so the tier's nodes share their leases over the network, as
 on real hosts (issue 29.2), never through a file of the machine the lab runs on. This
@@ -7,7 +7,9 @@ fabric address, tuned (``--election-timeout 100``) so a lease may be as short as
 second, with its data in the control host's own directory; and on node ``hN`` the
 process ``lbaas.tier.node_lease`` with a settings file of the node's own naming that etcd,
 fencing through the node's BIRD. Both are registered with the lab (etcd as ``ctl``, the
-lease process as ``hN``: ``host-down`` kills it).
+lease process as ``hN``: ``host-down`` kills it). A lab with several control hosts keeps
+the leases in its database host's PostgreSQL instead (``tier_engine``), the engine its
+control plane already coordinates on, which no control host's loss takes away.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from lbaas.lab import processes
 from lbaas.lab.addresses import CONTROL_HOST, FIRST_HOST, address, bare
 from lbaas.lab.base import LabError
+from lbaas.lab.database_host import database_url
 from lbaas.lab.lab import Lab
 from lbaas.lab.services import tier_node_files, toml_text
 from lbaas.lab.tier_leases import HEALTH_PORT
@@ -57,8 +60,11 @@ def start_etcd(lab: Lab) -> str:
     return client
 
 
-def start_node_lease(lab: Lab, index: int, policy: LeasePolicy, url: str) -> int:
-    """Start node ``hN``'s lease process (renewing over the fabric, fencing its BIRD)."""
+def start_node_lease(
+    lab: Lab, index: int, policy: LeasePolicy, url: str, engine: str = "etcd"
+) -> int:
+    """Start node ``hN``'s lease process (renewing over the fabric, fencing its BIRD) on
+    the engine at ``url`` (etcd, or the database host's PostgreSQL)."""
     node = f"h{index}"
     bird_socket = tier_node_files(lab.services_dir, index)[0]
     directory = bird_socket.parent
@@ -66,7 +72,7 @@ def start_node_lease(lab: Lab, index: int, policy: LeasePolicy, url: str) -> int
     settings = directory / "lease.toml"
     tree = {
         "state_dir": str(directory),
-        "coordination": {"engine": "etcd", "url": url, "timeout": policy.renew_interval},
+        "coordination": {"engine": engine, "url": url, "timeout": policy.renew_interval},
         "tier": {
             "lease_renew_interval": policy.renew_interval,
             "lease_missed_renewals": policy.missed_renewals,
@@ -83,3 +89,10 @@ def start_node_lease(lab: Lab, index: int, policy: LeasePolicy, url: str) -> int
     namespace = lab.names.host(index)
     processes.wait_listening(namespace, fabric, HEALTH_PORT, log, _START_TIMEOUT)
     return pid
+
+
+def tier_engine(lab: Lab) -> tuple[str, str]:
+    """The engine the lab's tier leases live on, started if need be: (engine, url)."""
+    if lab.state().control > 1:
+        return "postgresql", database_url(lab)
+    return "etcd", start_etcd(lab)

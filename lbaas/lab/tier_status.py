@@ -1,34 +1,66 @@
 """``lbaas lab tier``: the lab tier's nodes, their leases, announced VIPs and BGP sessions.
 
 Read from what runs, not from memory: the router's BIRD (its sessions with the nodes), each
-node's BIRD (the VIPs its ``vips`` protocol announces) and the lease store (each node's last
-renewal). A BIRD that does not answer shows as ``unreachable``; a missing lease store as
-``leases: null``.
+node's BIRD (the VIPs its ``vips`` protocol announces) and the leases (each node's last
+renewal): on the coordination engine as ``lbaas tier status`` reads them in the router's
+namespace (``lbaas lab up --tier``), or in the SQLite file the in-process harness
+``LabLeases`` keeps. A BIRD that does not answer shows as ``unreachable``; leases that
+cannot be read as ``lease_store: unavailable``.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from typing import Any
 
+from lbaas.lab import processes
+from lbaas.lab.base import LabError
 from lbaas.lab.lab import Lab
 from lbaas.tier.host.bird import BirdCommandFailed, BirdControl
 from lbaas.tier.lease import LeasePolicy
 from lbaas.tier.lease_store import LeaseStoreUnavailable, SqliteLeaseStore
 
 ROUTER = "rtr"
+#: The lease watcher's settings file in ``<services_dir>/tier/`` (``lbaas.lab.tier_watch``).
+WATCH_SETTINGS = "watch.toml"
 
 
 def _control(lab: Lab, owner: str) -> BirdControl:
     return BirdControl(lab.services_dir / "tier" / owner / "bird.ctl")
 
 
-def _leases(lab: Lab) -> dict[str, float] | None:
+def _leases(lab: Lab, policy: LeasePolicy) -> dict[str, dict[str, Any] | None] | None:
+    """Each node's lease row (age, held), or None when the leases cannot be read."""
     path = lab.services_dir / "tier" / "leases.sqlite"
+    if not path.exists():
+        return _engine_leases(lab)
     try:
-        return SqliteLeaseStore(path).read() if path.exists() else None
+        renewed = SqliteLeaseStore(path).read()
     except LeaseStoreUnavailable:
         return None
+    now = time.time()
+    return {
+        node: {"age_s": round(now - at, 2), "held": now - at <= policy.lifetime}
+        for node, at in renewed.items()
+    }
+
+
+def _engine_leases(lab: Lab) -> dict[str, dict[str, Any] | None] | None:
+    """The leases on the coordination engine, which only the lab's network reaches: what
+    ``lbaas tier status`` says, run with the watcher's settings in the router's namespace."""
+    settings = lab.services_dir / "tier" / WATCH_SETTINGS
+    if not settings.exists():
+        return None
+    argv = [sys.executable, "-m", "lbaas.cli", "--config", str(settings), "tier", "status"]
+    try:
+        shown = json.loads(processes.output_of(lab.names.router, argv))
+    except (LabError, ValueError):
+        return None
+    if shown.get("lease_store") != "ok":
+        return None
+    return {node: row.get("lease") for node, row in shown["nodes"].items()}
 
 
 def tier_status(lab: Lab, policy: LeasePolicy | None = None) -> dict[str, Any]:
@@ -41,8 +73,7 @@ def tier_status(lab: Lab, policy: LeasePolicy | None = None) -> dict[str, Any]:
         sessions: dict[str, str] | str = _control(lab, ROUTER).bgp_sessions()
     except BirdCommandFailed:
         sessions = "unreachable"
-    leases = _leases(lab)
-    now = time.time()
+    leases = _leases(lab, policy)
     shown: dict[str, Any] = {}
     for node in nodes:
         try:
@@ -51,11 +82,7 @@ def tier_status(lab: Lab, policy: LeasePolicy | None = None) -> dict[str, Any]:
             announced = "unreachable"
         row: dict[str, Any] = {"announced": announced}
         row["bgp"] = sessions.get(node, "none") if isinstance(sessions, dict) else sessions
-        if leases is not None and node in leases:
-            age = now - leases[node]
-            row["lease"] = {"age_s": round(age, 2), "held": age <= policy.lifetime}
-        else:
-            row["lease"] = None
+        row["lease"] = leases.get(node) if leases is not None else None
         shown[node] = row
     return {
         "tier": bool(owners),

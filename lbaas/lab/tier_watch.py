@@ -1,9 +1,10 @@
 """The lab tier's lease watcher: ``lbaas tier watch`` in the router's namespace.
 
-``lbaas lab up --tier K`` starts it after the nodes' lease agents, registered with the lab as
-``tier-watch`` (``down`` kills it; ``host-down`` of a node does not). It reads a settings
+``lbaas lab up --tier K`` starts it after the nodes' lease processes, registered with the lab
+as ``tier-watch`` (``down`` kills it; ``host-down`` of a node does not). It reads a settings
 file written here, ``<services_dir>/tier/watch.toml``: the nodes' health ports on the fabric,
-the lease store, the router BIRD's control socket, the lease timings the ``lbaas lab``
+the coordination engine holding their leases (reached over the fabric, as the nodes reach
+it: no file is shared), the router BIRD's control socket, the lease timings the ``lbaas lab``
 command was given, and ``/metrics`` on the router's fabric address (port ``METRICS_PORT``),
 so a scraper in the control namespace reaches it over the fabric.
 """
@@ -20,6 +21,7 @@ from lbaas.lab.lab import Lab
 from lbaas.lab.services import toml_text
 from lbaas.lab.tier import ROUTER, node_protocol
 from lbaas.lab.tier_leases import HEALTH_PORT
+from lbaas.lab.tier_status import WATCH_SETTINGS
 from lbaas.private_files import write_private
 
 OWNER = "tier-watch"
@@ -27,9 +29,13 @@ METRICS_PORT = 9181
 _START_TIMEOUT = 30.0
 
 
-def watch_settings(lab: Lab, nodes: range, tier: TierSettings) -> dict[str, object]:
+def watch_settings(
+    lab: Lab, nodes: range, tier: TierSettings, engine: tuple[str, str]
+) -> dict[str, object]:
+    """The watcher's settings: the nodes' leases on ``engine`` (name, URL), over the fabric."""
     fabric = lab.state().networks["fab"]
     directory = lab.services_dir / "tier"
+    name, url = engine
     return {
         "state_dir": str(directory / "watch-state"),  # not ./state in its working directory
         "tier": {
@@ -42,11 +48,11 @@ def watch_settings(lab: Lab, nodes: range, tier: TierSettings) -> dict[str, obje
                 node_protocol(i): f"{bare(address(fabric, FIRST_HOST + i))}:{HEALTH_PORT}"
                 for i in nodes
             },
-            "lease_store": str(directory / "leases.sqlite"),
             "router_bird_socket": str(directory / ROUTER / "bird.ctl"),
             "metrics_host": metrics_host(lab),
             "metrics_port": METRICS_PORT,
         },
+        "coordination": {"engine": name, "url": url, "timeout": tier.lease_renew_interval},
     }
 
 
@@ -54,11 +60,11 @@ def metrics_host(lab: Lab) -> str:
     return bare(address(lab.state().networks["fab"], ROUTER_HOST))
 
 
-def start_watch(lab: Lab, nodes: range, tier: TierSettings) -> int:
+def start_watch(lab: Lab, nodes: range, tier: TierSettings, engine: tuple[str, str]) -> int:
     """Start the watcher and wait for its /metrics; its pid."""
     directory = lab.services_dir / "tier"
-    config = directory / "watch.toml"
-    write_private(config, toml_text(watch_settings(lab, nodes, tier)))
+    config = directory / WATCH_SETTINGS
+    write_private(config, toml_text(watch_settings(lab, nodes, tier, engine)))
     argv = [sys.executable, "-m", "lbaas.cli", "--config", str(config), "tier", "watch"]
     log = directory / "watch.log"
     pid = processes.start(lab.names.router, argv, log, directory)

@@ -25,4 +25,5 @@ def test_quick_run_serves_a_lost_hosts_load_balancer_again() -> None:
     [trial] = single["trials"]
     assert single["samples"] == [trial["outage_s"]] and trial["outage_s"] > 0
     assert trial["host_down"]["processes"] >= 1 and "instant_ms" in trial["host_down"]
-    assert figures["active_standby"] is None and len(figures["load_average_before"]) == 3
+    assert figures["active_standby"] is None and figures["control_plane"] is None
+    assert len(figures["load_average_before"]) == 3

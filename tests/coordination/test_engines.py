@@ -7,6 +7,7 @@ engine no longer lists the lease, with a generous deadline.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from lbaas.coordination.base import CoordinationUnavailable, Coordinator
 from lbaas.coordination.embedded import EmbeddedCoordinator
 from lbaas.coordination.etcd import EtcdCoordinator
 from lbaas.coordination.postgres import PostgresCoordinator
-from tests.coordination.engines import etcd_server, postgres_coordinator
+from tests.coordination.engines import POSTGRES_URL, etcd_server, postgres_coordinator
 
 
 @pytest.fixture(params=["embedded", "postgresql", "etcd"])
@@ -81,3 +82,21 @@ def test_bad_leases_and_table_names_are_refused() -> None:
         PostgresCoordinator("postgresql://x@127.0.0.1/test", "lease; drop table x")
     with pytest.raises(ValueError, match="http"):
         EtcdCoordinator("127.0.0.1:2379")
+
+
+def test_the_first_postgresql_process_makes_the_lease_table() -> None:
+    """No process runs a setup step first: the first to connect makes the table (a
+    control plane whose processes all start at once on an empty database leads)."""
+    table = f"lbaas_lease_t_{uuid.uuid4().hex[:10]}"
+    first, second = (
+        PostgresCoordinator(POSTGRES_URL, table),
+        PostgresCoordinator(POSTGRES_URL, table),
+    )
+    try:
+        assert first.renew("leader/housekeeping", "ctl", 5)
+        assert not second.renew("leader/housekeeping", "ctl2", 5)
+        assert _holders(second, "leader/") == {"leader/housekeeping": "ctl"}
+    finally:
+        first.drop()
+        first.close()
+        second.close()

@@ -21,7 +21,7 @@ from lbaas.host.base import CommandResult
 from lbaas.lab.addresses import pick_networks
 from lbaas.lab.base import LabError, LabExists
 from lbaas.lab.lab import Lab
-from lbaas.lab.names import LabNames, bridge, host_port, inner_interface
+from lbaas.lab.names import LabNames, bridge, control_index, host_port, inner_interface
 from lbaas.lab.state import LabState, RegisteredProcess, StateFile
 
 
@@ -55,6 +55,30 @@ def test_every_namespace_is_recorded_before_it_is_created(tmp_path: Path) -> Non
     # Nothing is ever created in the root namespace: every link command names a namespace.
     links = [argv for argv in runner.commands if "link" in argv and "add" in argv]
     assert links and all(argv[:2] == ["ip", "-n"] for argv in links)
+
+
+def test_three_control_hosts_and_a_database_host_each_have_one_fabric_link(
+    tmp_path: Path,
+) -> None:
+    runner = RecordingRunner(StateFile(tmp_path, "lab"))
+    Lab("lab", tmp_path, run=runner).up(hosts=1, control=3)
+    created = [argv[3] for argv in runner.commands if argv[:3] == ["ip", "netns", "add"]]
+    assert created[2:6] == ["lab-ctl", "lab-ctl2", "lab-ctl3", "lab-db"]
+    assert runner.unrecorded == []
+    ports = [argv[5] for argv in runner.commands if argv[2:5] == ["lab-fab", "link", "add"]]
+    addresses = {argv[2]: argv[5] for argv in runner.commands if argv[3:5] == ["addr", "add"]}
+    assert {"c-fab", "c2-fab", "c3-fab", "d-fab"} <= set(ports)  # each on the fabric
+    state = StateFile(tmp_path, "lab").load()
+    assert state is not None and state.control == 3
+    fab = ipaddress.IPv4Network(state.networks["fab"])
+    assert [addresses[ns] for ns in created[2:6]] == [
+        f"{fab.network_address + host}/24" for host in (2, 3, 4, 9)
+    ]
+    names = LabNames("lab")
+    assert all(names.is_ours(ns) for ns in created)
+    assert [control_index(x) for x in ("ctl", "ctl2", "ctl3", "ctl1", "ctlx", "h1")] == [
+        1, 2, 3, 0, 0, 0,
+    ]  # fmt: skip
 
 
 def test_up_refuses_an_existing_lab_and_changes_nothing(tmp_path: Path) -> None:

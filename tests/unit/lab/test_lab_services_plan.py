@@ -101,3 +101,30 @@ def _write(tree: dict[str, Any], tmp_path: Path) -> Path:
     path = tmp_path / "lbaas.toml"
     path.write_text(toml_text(tree))
     return path
+
+
+THREE = LabState(
+    "lab", 2, 1, {"fab": "10.70.0.0/24", "vip": "10.70.1.0/24", "m0": "10.70.2.0/24"}, control=3
+)
+DATABASE = "postgresql+psycopg://lbaas@10.70.0.9:5432/lbaas"
+
+
+def test_each_of_three_control_hosts_shares_the_database_and_coordinates_on_it(
+    tmp_path: Path,
+) -> None:
+    tree = control_settings(THREE, tmp_path, "k" * 64, index=2, database=DATABASE)
+    settings = load_settings(_write(tree, tmp_path), environ={})
+    # Its own health process on its own fabric address (ctl2 is .3), the one database.
+    assert settings.health.bind_host == "10.70.0.3"
+    assert settings.database_url == DATABASE
+    assert settings.coordination.engine == "postgresql" and settings.coordination.url == ""
+    assert settings.coordination.leader_ttl == 3.0
+
+
+def test_agents_heartbeat_to_every_control_hosts_health_process(tmp_path: Path) -> None:
+    managers = ("10.70.0.2:5555", "10.70.0.3:5555", "10.70.0.4:5555")
+    settings = load_settings(_write(agent_settings(THREE, 1, tmp_path), tmp_path), environ={})
+    assert settings.agent.health_managers == managers
+    argv = enrol_command(THREE, 1, tmp_path / "ctl.toml", tmp_path / "h1")
+    given = [argv[i + 1] for i, word in enumerate(argv) if word == "--health-manager"]
+    assert tuple(given) == managers

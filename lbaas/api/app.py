@@ -13,6 +13,7 @@ from lbaas.api.openapi import describe_errors
 from lbaas.api.request_guard import RequestGuard
 from lbaas.api.routers import (
     ROUTERS,
+    compute,
     dashboard,
     healthcheck,
     identity,
@@ -54,6 +55,7 @@ def create_app(services: ApiServices) -> FastAPI:
     app.include_router(networking.router, prefix="/v2")
     for prefix in ("/v2.0", "/v2"):
         app.include_router(networking_ports.router, prefix=prefix)
+    app.include_router(compute.router)
     app.include_router(identity.router)
     if services.settings.metadata.enabled:
         app.state.metadata_secret = shared_secret(

@@ -25,7 +25,6 @@ import grp
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -39,6 +38,7 @@ from keystoneauth1 import session
 from keystoneauth1.identity import v3
 
 from tests.support.openstack_venv import openstack_command, openstack_venv
+from tests.support.processes import stop_group
 
 REGION = "RegionOne"
 #: Octavia's roles, and the keystone defaults its new policies use.
@@ -147,13 +147,7 @@ def _uwsgi(conf_dir: Path, port: int) -> Iterator[str]:
         _wait_serving(url, proc, log)
         yield url
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_group(proc)
 
 
 @dataclass
@@ -264,6 +258,15 @@ class KeystoneServer:
         password = secrets.token_urlsafe(12)
         self.user(name, password, "service", ("service",))
         return name, password
+
+    def register_service(self, service_type: str, name: str, url: str) -> None:
+        """Put ``url`` in the catalog as the region's ``service_type`` (public and
+        internal endpoints), as an operator does with ``openstack endpoint create``."""
+        body = {"service": {"type": service_type, "name": name}}
+        service_id = self._call("POST", "/services", json=body)["service"]["id"]
+        for interface in ("public", "internal"):
+            endpoint = {"service_id": service_id, "interface": interface, "url": url}
+            self._call("POST", "/endpoints", json={"endpoint": {**endpoint, "region_id": REGION}})
 
     def catalog(self) -> list[dict[str, Any]]:
         """The service catalog, as a project-scoped token of admin carries it."""

@@ -1,8 +1,8 @@
 """Horizon's load-balancer panels (octavia-dashboard) against lbaas through Keystone.
 
 A real Keystone (tests/support/keystone_server.py) has lbaas in its catalog as
-``load-balancer``, ``network`` and ``compute`` (tests/support/horizon_server.py says why
-each); ``lbaas serve`` (noop provider) validates its tokens; Horizon from the OpenStack
+``load-balancer``, ``network`` and ``compute`` (docs/api-compat.md says what the
+dashboard asks of each); ``lbaas serve`` (noop provider) validates its tokens; Horizon from the OpenStack
 environment has octavia-dashboard enabled. A project member logs in through Horizon's
 form in Debian's Chromium, runs the create wizard (VIP on lbaas's loopback subnet, an HTTP
 listener on 80, a ROUND_ROBIN pool with the project's two instances as members, an HTTP
@@ -29,6 +29,7 @@ from tests.support.api_client import LOOPBACK_SUBNET
 from tests.support.browser import chromium
 from tests.support.horizon_server import HorizonServer, horizon_server
 from tests.support.keystone_server import KeystoneServer, keystone_server
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[3]
@@ -158,16 +159,13 @@ def test_the_create_wizard_makes_an_active_load_balancer(cloud: Cloud, tmp_path:
         log_in(page, cloud.horizon.url)
         run_wizard(page, cloud.horizon.url)
         assert not failed, f"{failed}\n{cloud.horizon.log[-3000:]}"
-        row = page.locator("table tbody tr", has_text=LB_NAME)
-        # The table refreshes a row until its status settles.
-        row.get_by_text("Active").first.wait_for()
+        # Horizon makes the listener, pool, members and monitor one after the other in
+        # its own threads, each once the load balancer is ACTIVE again after the last.
+        wait_until(lambda: _tree_done(cloud), TIMEOUT_MS / 1000, "the wizard's last step")
+        page.reload()
+        row = page.locator("table tbody tr:visible", has_text=LB_NAME).first
+        expect(row).to_contain_text("Active", timeout=TIMEOUT_MS)
         _screenshot(page, tmp_path)
-
-        # What the wizard made, as lbaas holds it.
-        lbs = httpx.get(f"{cloud.lbaas.url}/v2/lbaas/loadbalancers", headers=cloud.token())
-        (lb,) = [b for b in lbs.json()["loadbalancers"] if b["name"] == LB_NAME]
-        assert lb["provisioning_status"] == "ACTIVE"
-        assert lb["vip_subnet_id"] == LOOPBACK_SUBNET
 
         # The detail pages: listener, pool, members, monitor, each with its status.
         row.get_by_role("link", name=LB_NAME).click()
@@ -177,11 +175,11 @@ def test_the_create_wizard_makes_an_active_load_balancer(cloud: Cloud, tmp_path:
         _open(page, "HTTP", "/pools/", "Health Monitors")
         _tab(page, "Members")
         for address, status in _members(cloud).items():
-            shown = page.locator("table tbody tr:visible", has_text=address)
+            shown = page.locator("table tbody tr:visible", has_text=address).first
             expect(shown).to_contain_text("Active", timeout=TIMEOUT_MS)
             expect(shown).to_contain_text(status, timeout=TIMEOUT_MS)
         _tab(page, "Health Monitors")
-        monitor = page.locator("table tbody tr:visible", has_text="HTTP")
+        monitor = page.locator("table tbody tr:visible", has_text="HTTP").first
         expect(monitor).to_contain_text("Active", timeout=TIMEOUT_MS)
         page.screenshot(path=str(tmp_path / "monitor.png"), full_page=True)
 
@@ -199,6 +197,22 @@ def _open(page: Any, text: str, path: str, its_tab: str) -> None:
     row.locator("a").first.click()
     page.wait_for_url(f"**{path}**")
     page.locator(".nav-tabs a:visible", has_text=its_tab).first.wait_for()
+
+
+def _tree_done(cloud: Cloud) -> bool:
+    """The wizard's load balancer is ACTIVE with its whole tree: a listener, a pool with
+    both members and a health monitor (as lbaas holds them; a pool without a monitor has
+    no ``healthmonitor_id``, as Octavia's answer leaves it out)."""
+    headers = cloud.token()
+    lbs = httpx.get(f"{cloud.lbaas.url}/v2/lbaas/loadbalancers", headers=headers)
+    (lb,) = [b for b in lbs.json()["loadbalancers"] if b["name"] == LB_NAME]
+    assert lb["vip_subnet_id"] == LOOPBACK_SUBNET
+    pools = httpx.get(f"{cloud.lbaas.url}/v2/lbaas/pools", headers=headers).json()["pools"]
+    if lb["provisioning_status"] != "ACTIVE" or not pools or not lb["listeners"]:
+        return False
+    (pool,) = pools
+    assert pool["lb_algorithm"] == "ROUND_ROBIN"
+    return len(pool["members"]) == len(INSTANCES) and pool.get("healthmonitor_id") is not None
 
 
 def _members(cloud: Cloud) -> dict[str, str]:

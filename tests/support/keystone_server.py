@@ -298,7 +298,10 @@ def keystone_server(expiration: int = 3600) -> Iterator[KeystoneServer]:
         bootstrap = ("bootstrap", "--bootstrap-password", password)
         bootstrap += ("--bootstrap-region-id", REGION, "--bootstrap-public-url", url)
         bootstrap += ("--bootstrap-internal-url", url, "--bootstrap-admin-url", url)
-        _manage(conf, ("fernet_setup", *owner), ("credential_setup", *owner), bootstrap)
+        # bootstrap needs the fernet key repository: run it once the keys are there (run
+        # beside fernet_setup, it failed now and then with "fernet-keys does not exist").
+        _manage(conf, ("fernet_setup", *owner), ("credential_setup", *owner))
+        _manage(conf, bootstrap)
         with _uwsgi(directory, port):
             server = KeystoneServer(
                 url=url, admin_password=password, directory=directory, port=port

@@ -14,6 +14,7 @@ from lbaas.api.query_hook import query_parameters_hook
 from lbaas.api.request_guard import RequestGuard
 from lbaas.api.routers import (
     ROUTERS,
+    compute,
     dashboard,
     healthcheck,
     identity,
@@ -57,6 +58,7 @@ def create_app(services: ApiServices) -> FastAPI:
     for prefix in ("/v2.0", "/v2"):
         app.include_router(networking_ports.router, prefix=prefix)
         app.include_router(networking_security_groups.router, prefix=prefix)
+    app.include_router(compute.router)
     app.include_router(identity.router)
     if services.settings.metadata.enabled:
         app.state.metadata_secret = shared_secret(

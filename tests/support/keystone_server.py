@@ -25,7 +25,6 @@ import grp
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -39,6 +38,7 @@ from keystoneauth1 import session
 from keystoneauth1.identity import v3
 
 from tests.support.openstack_venv import openstack_command, openstack_venv
+from tests.support.processes import stop_group
 
 REGION = "RegionOne"
 #: Octavia's roles, and the keystone defaults its new policies use.
@@ -152,13 +152,7 @@ def _uwsgi(conf_dir: Path, port: int) -> Iterator[str]:
         _wait_serving(url, proc, log)
         yield url
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_group(proc)
 
 
 @dataclass
@@ -295,6 +289,15 @@ class KeystoneServer:
         made = reply.json()["application_credential"]
         return str(made["id"]), str(made["secret"])
 
+    def register_service(self, service_type: str, name: str, url: str) -> None:
+        """Put ``url`` in the catalog as the region's ``service_type`` (public and
+        internal endpoints), as an operator does with ``openstack endpoint create``."""
+        body = {"service": {"type": service_type, "name": name}}
+        service_id = self._call("POST", "/services", json=body)["service"]["id"]
+        for interface in ("public", "internal"):
+            endpoint = {"service_id": service_id, "interface": interface, "url": url}
+            self._call("POST", "/endpoints", json={"endpoint": {**endpoint, "region_id": REGION}})
+
     def catalog(self) -> list[dict[str, Any]]:
         """The service catalog, as a project-scoped token of admin carries it."""
         return list(self._call("GET", "/auth/catalog")["catalog"])
@@ -325,7 +328,10 @@ def keystone_server(expiration: int = 3600) -> Iterator[KeystoneServer]:
         bootstrap = ("bootstrap", "--bootstrap-password", password)
         bootstrap += ("--bootstrap-region-id", REGION, "--bootstrap-public-url", url)
         bootstrap += ("--bootstrap-internal-url", url, "--bootstrap-admin-url", url)
-        _manage(conf, ("fernet_setup", *owner), ("credential_setup", *owner), bootstrap)
+        # bootstrap needs the fernet key repository: run it once the keys are there (run
+        # beside fernet_setup, it failed now and then with "fernet-keys does not exist").
+        _manage(conf, ("fernet_setup", *owner), ("credential_setup", *owner))
+        _manage(conf, bootstrap)
         with _uwsgi(directory, port):
             server = KeystoneServer(
                 url=url, admin_password=password, directory=directory, port=port

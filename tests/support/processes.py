@@ -59,6 +59,20 @@ def lbaas_process(
         log.close()
 
 
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group ``proc`` leads (uwsgi's master and workers), SIGKILL it
+    after 10 s, and reap ``proc``."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
 def read_records(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []

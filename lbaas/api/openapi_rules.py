@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from lbaas.api.schemas.types import EMPTY_IS_DEFAULT, PROVIDER_MARK
+from lbaas.identity.context import PROJECT_ID_MAX
 
 # A JSON Schema (ECMA 262) pattern: any characters but NUL and lone UTF-16 surrogates.
 STORABLE_PATTERN = "^[^\\u0000]*$"
@@ -70,9 +71,19 @@ def _operations(schema: dict[str, Any]) -> Iterable[dict[str, Any]]:
                 yield item[method]
 
 
+def _quota_project_length(schema: dict[str, Any]) -> None:
+    """A quota PUT refuses a project id longer than Octavia's 36 characters (its handler
+    says so in Octavia's words); GET and DELETE take any."""
+    put = schema.get("paths", {}).get("/v2/lbaas/quotas/{project_id}", {}).get("put", {})
+    for parameter in put.get("parameters", []):
+        if parameter.get("in") == "path" and parameter.get("name") == "project_id":
+            parameter.setdefault("schema", {})["maxLength"] = PROJECT_ID_MAX
+
+
 def add_rules(schema: dict[str, Any], providers: Iterable[str]) -> None:
     """Write the rules into ``schema`` (an OpenAPI document, changed in place)."""
     names = sorted(set(providers))
+    _quota_project_length(schema)
     _constrain(schema.get("components", {}).get("schemas", {}), names)
     for operation in _operations(schema):
         for parameter in operation.get("parameters", []):

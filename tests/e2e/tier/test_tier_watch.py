@@ -82,6 +82,11 @@ def _sessions(tier: LabTier) -> dict[str, str]:
     return tier.control(ROUTER).bgp_sessions()
 
 
+@pytest.mark.skip(
+    reason="the lab's tier leases moved onto etcd with self-fencing lbaas.tier.node_lease "
+    "processes (issue 29); this test still drives the SQLite lease file and the old agent. "
+    "The watcher's withdrawal on etcd is shown by tests/e2e/labhosts/test_tier_fence.py"
+)
 def test_the_watcher_process_withdraws_dead_nodes_and_not_on_a_store_outage(
     lab_name: str, tmp_path: Path
 ) -> None:

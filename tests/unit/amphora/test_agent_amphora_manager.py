@@ -87,7 +87,9 @@ def test_delete_stops_and_removes_and_is_idempotent(
     assert manager.get("amp-1") is None and not (tmp_path / "amp-1").exists()
     assert host.masters == {}
     manager.delete("amp-1")
-    manager.delete("never-existed")
+    # A short id: the registry checks HAProxy's 97-byte socket path even for an id it never
+    # had, and pytest's temporary path leaves little room.
+    manager.delete("gone")
 
 
 def test_restore_finds_applied_amphorae_and_supervise_restarts_them(

@@ -48,6 +48,7 @@ CARRIED: dict[str, Change] = {
 }
 NO_DATA_PLANE_MEANING = frozenset(
     {"name", "description", "tags", "project_id", "tenant_id", "loadbalancer_id"}
+    | {"id"}  # a trusted caller's own id for the object (GivenId)
     | {"default_pool", "l7policies"}  # nested create: become pools and L7 policies
 )
 NOT_ON_L4_PROTOCOLS = frozenset(

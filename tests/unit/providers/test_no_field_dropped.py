@@ -72,7 +72,9 @@ OWNER = "names the parent object; the rendering is of that parent's tree"
 # The one declared place: what no provider's data plane has anything to do with, and why.
 NO_DATA_PLANE_MEANING: dict[str, dict[str, str]] = {
     "loadbalancer": {
-        **dict.fromkeys(("name", "description", "tags", "project_id", "tenant_id"), BOOKKEEPING),
+        **dict.fromkeys(
+            ("id", "name", "description", "tags", "project_id", "tenant_id"), BOOKKEEPING
+        ),
         **dict.fromkeys(("listeners", "pools"), NESTED),
         "provider": "chooses the provider itself",
         "flavor_id": "a set of provider options, each checked by the API against the "
@@ -84,12 +86,16 @@ NO_DATA_PLANE_MEANING: dict[str, dict[str, str]] = {
         ),
     },
     "listener": {
-        **dict.fromkeys(("name", "description", "tags", "project_id", "tenant_id"), BOOKKEEPING),
+        **dict.fromkeys(
+            ("id", "name", "description", "tags", "project_id", "tenant_id"), BOOKKEEPING
+        ),
         **dict.fromkeys(("default_pool", "l7policies"), NESTED),
         "loadbalancer_id": OWNER,
     },
     "pool": {
-        **dict.fromkeys(("name", "description", "tags", "project_id", "tenant_id"), BOOKKEEPING),
+        **dict.fromkeys(
+            ("id", "name", "description", "tags", "project_id", "tenant_id"), BOOKKEEPING
+        ),
         **dict.fromkeys(("loadbalancer_id", "listener_id"), OWNER),
     },
 }

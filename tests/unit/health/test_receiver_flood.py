@@ -1,18 +1,20 @@
 """A flood of forged datagrams, of any shape, does not cost an amphora its heartbeats.
 
-Real sockets: another process sends forged heartbeats as fast as it can while this one
-sends the genuine heartbeats of two amphorae at the normal interval, as an agent does.
-The flood comes in three shapes: from one socket of its own; from the agent's own source
-address and port (a second socket bound to it with ``SO_REUSEPORT``: to the receiver
-exactly what a forged source address looks like, without raw sockets); and from 256
-sources spread over 127.0.0.0/8. (A receiver
-that blocked sources failing the HMAC lost nearly all of the agent's heartbeats to the
-second shape; one that checked each datagram at some 10,000 a second lost them to the
-kernel's full socket buffer.) Every genuine heartbeat must be processed, unless the
-kernel counted receive-buffer overflows meanwhile (the flood outran the receive thread
-on this loaded machine): then some may be lost with the forged datagrams, but never three
-of one amphora in a row, which is what would make it look silent for ``stale_after``
-(3 intervals). Only counts and sequence numbers are asserted, never speed.
+Real sockets: another process sends forged heartbeats at a steady 5,000 a second while
+this one sends the genuine heartbeats of two amphorae at the normal interval, as an agent
+does. The flood comes in three shapes: from one socket of its own; from the agent's own
+source address and port (a second socket bound to it with ``SO_REUSEPORT``: to the
+receiver exactly what a forged source address looks like, without raw sockets); and from
+256 sources spread over 127.0.0.0/8. A receiver that blocked sources failing the HMAC lost
+nearly all of the agent's heartbeats to the second shape at a few hundred a second (issue
+31); this one must process every genuine heartbeat under all three.
+
+5,000 a second is ten times the rate that silenced an agent, and well inside what one
+receive thread checks even on a loaded 2-core machine, so the assertion is exact. Floods
+at full speed, past what any receive thread can drain, are ``bench/health_flood.py``'s
+(figures in docs/architecture.md): there the kernel's full buffer drops genuine and
+forged datagrams alike, and how many depends on the machine's load, so no test asserts it.
+Only counts are asserted, never speed.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ KEY = b"flood-test-heartbeat-key"
 AMPHORAE = [AmphoraId("amp-flood-1"), AmphoraId("amp-flood-2")]
 ROUNDS = 5
 INTERVAL = 1.0  # health.heartbeat_interval's default
+RATE = 5_000  # forged datagrams a second
+TICK = 0.01  # the flooder sends RATE * TICK datagrams, then sleeps out the tick
 
 
 SHAPES = ["own_socket", "agent_source", "many_sources"]
@@ -63,15 +67,6 @@ class SequenceRecordingStore(InMemoryHealthStore):
         if stamp is not None:
             self.sequences.setdefault(amphora_id, set()).add(stamp.sequence)
         return super().record_heartbeat(amphora_id, loadbalancer_id, received_at, stamp)
-
-
-def _longest_silence(sent: list[int], received: set[int]) -> int:
-    """The most heartbeats in a row, of those ``sent``, that were not ``received``."""
-    longest = run = 0
-    for sequence in sent:
-        run = 0 if sequence in received else run + 1
-        longest = max(longest, run)
-    return longest
 
 
 def _sources(shape: str, agent: tuple[str, int]) -> list[socket.socket]:
@@ -105,14 +100,16 @@ def _flood(
 ) -> None:
     sockets = _sources(shape, agent)
     started.value = 1
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        for sock in sockets:
-            for _ in range(max(1, 256 // len(sockets))):
-                try:
-                    sock.sendto(sample, address)
-                except OSError:
-                    pass
+    per_tick, turn = int(RATE * TICK), 0
+    start = time.monotonic()
+    for tick in range(int(seconds / TICK)):
+        for _ in range(per_tick):
+            turn = (turn + 1) % len(sockets)
+            try:
+                sockets[turn].sendto(sample, address)
+            except OSError:
+                pass
+        time.sleep(max(0.0, start + (tick + 1) * TICK - time.monotonic()))
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -126,7 +123,6 @@ def test_a_flood_loses_no_genuine_heartbeat(shape: str) -> None:
     spawn = multiprocessing.get_context("spawn")
     started = spawn.Value("i", 0)
     agent = _reusing_port(("127.0.0.1", 0))
-    overflows_before = _receive_buffer_errors()
     with receiver, agent:
         seconds, source = ROUNDS * INTERVAL + 2, agent.getsockname()
         flooder = spawn.Process(
@@ -156,21 +152,12 @@ def test_a_flood_loses_no_genuine_heartbeat(shape: str) -> None:
         _wait(lambda: receiver.counters.snapshot().accepted >= sent, limit=20)
         counts = receiver.counters.snapshot()
     assert sent == ROUNDS * len(AMPHORAE)
-    if _receive_buffer_errors() == overflows_before:
-        assert counts.accepted == sent
-    else:  # the kernel's full buffer dropped datagrams, genuine with forged: never 3 in a row
-        for amphora in AMPHORAE:
-            received = store.sequences.get(amphora, set())
-            assert _longest_silence(sent_by[amphora], received) < 3, (amphora, received)
+    assert counts.accepted == sent, (counts, store.sequences)
+    for amphora in AMPHORAE:
+        assert store.sequences.get(amphora) == set(sent_by[amphora])
     assert counts.dropped == counts.failed == counts.malformed == 0
-    assert counts.rejected_signature > 0
-
-
-def _receive_buffer_errors() -> int:
-    """UDP datagrams the kernel dropped for a full socket buffer, host-wide."""
-    with open("/proc/net/snmp") as snmp:
-        rows = [line.split() for line in snmp if line.startswith("Udp:")]
-    return int(rows[1][rows[0].index("RcvbufErrors")])
+    # the flood reached the receiver and was refused on its signature, not lost on the way
+    assert counts.rejected_signature > RATE * ROUNDS * INTERVAL / 2
 
 
 def _wait(condition: Any, limit: float = 30) -> None:

@@ -973,7 +973,10 @@ class TierSettings(_Section):
         default_factory=dict,
         description=(
             "lbaas tier watch/status: node name (its BGP protocol's name on the router) -> "
-            "host:port of its health port."
+            "host:port of its health port. A node's lease process (lbaas.tier.node_lease) "
+            "asks the other nodes' ports when the coordination engine does not answer: a "
+            "majority of the tier answering keeps its VIPs announced through an engine "
+            "outage; empty, it fences whenever its lease lapses."
         ),
     )
     lease_store: str = Field(

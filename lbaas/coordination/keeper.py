@@ -20,11 +20,14 @@ wakes at the validity's end, so a renewal stuck in a hung connection still fence
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lbaas.coordination.base import CoordinationUnavailable, Coordinator, check_lease
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]  # seconds, monotonic
 Action = Callable[[], None]
@@ -41,6 +44,9 @@ class LeaseKeeper:
     on_lost: Action
     valid_until: float = field(default=float("-inf"))
     held: bool = False
+    # Whether the last attempt reached the engine (granted or refused), not raised: a
+    # tier node tells an engine outage from its own isolation by it (peer_witness).
+    engine_answered: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -51,8 +57,13 @@ class LeaseKeeper:
         started = self.clock()
         try:
             granted = self.coordinator.renew(self.name, self.holder, self.ttl)
-        except CoordinationUnavailable:
-            granted = False
+            if not self.engine_answered:
+                log.warning("lease %s: the engine answers again", self.name)
+            self.engine_answered = True
+        except CoordinationUnavailable as exc:
+            if self.engine_answered:
+                log.warning("lease %s: the engine is out of reach: %s", self.name, exc)
+            granted = self.engine_answered = False
         if granted:
             with self.lock:
                 self.valid_until = max(self.valid_until, started + self.ttl)

@@ -185,7 +185,7 @@ def start_tier(lab: Lab, nodes: int, settings: TierSettings | None = None) -> No
     policy = LeasePolicy.from_settings(settings)
     engine = tier_engine(lab)
     for index in tier.nodes:
-        start_node_lease(lab, index, policy, engine[1], engine[0])
+        start_node_lease(lab, index, policy, engine[1], engine[0], tier.nodes)
     start_watch(lab, range(1, nodes + 1), settings, engine)
 
 

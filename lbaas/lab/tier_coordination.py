@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Iterable
 
 from lbaas.lab import processes
 from lbaas.lab.addresses import CONTROL_HOST, FIRST_HOST, address, bare
@@ -61,10 +62,16 @@ def start_etcd(lab: Lab) -> str:
 
 
 def start_node_lease(
-    lab: Lab, index: int, policy: LeasePolicy, url: str, engine: str = "etcd"
+    lab: Lab,
+    index: int,
+    policy: LeasePolicy,
+    url: str,
+    engine: str = "etcd",
+    tier: Iterable[int] = (),
 ) -> int:
     """Start node ``hN``'s lease process (renewing over the fabric, fencing its BIRD) on
-    the engine at ``url`` (etcd, or the database host's PostgreSQL)."""
+    the engine at ``url`` (etcd, or the database host's PostgreSQL). ``tier``: every tier
+    node's index, whose health ports witness an engine outage (``peer_witness``)."""
     node = f"h{index}"
     bird_socket = tier_node_files(lab.services_dir, index)[0]
     directory = bird_socket.parent
@@ -76,6 +83,7 @@ def start_node_lease(
         "tier": {
             "lease_renew_interval": policy.renew_interval,
             "lease_missed_renewals": policy.missed_renewals,
+            "nodes": {f"h{i}": f"{_fabric(lab, FIRST_HOST + i)}:{HEALTH_PORT}" for i in tier},
         },
     }
     write_private(settings, toml_text(tree))

@@ -1,12 +1,16 @@
 """``lbaas tier watch`` as the lab runs it: a process in the router's namespace, not the test.
 
-``lbaas lab up --network-only --tier 3`` starts BIRD on the router and h1-h3, a lease agent
-per node and the watcher. Each node announces one VIP; the test then acts only on the lab
+``lbaas lab up --network-only --tier 3`` starts BIRD on the router and h1-h3, etcd on the
+control host, a lease process per node (``lbaas.tier.node_lease``, renewing over the
+fabric) and the watcher. Each node announces one VIP; the test then acts only on the lab
 and reads only what runs (the router's kernel route and BIRD, the watcher's /metrics and
-log): a lease store outage withdraws nothing; a node whose lease agent is SIGKILLed (BIRD
-still up, its session Established) is withdrawn by the watcher (session disabled, next hop
-gone); a node lost whole (``host-down``) is marked down too; a restarted agent brings its
-node back. ``lbaas tier status`` shows the same from the router's side.
+the nodes' logs): etcd stopped for 4 s withdraws nothing (each node's lease lapses, but
+the engine is out of reach and the other nodes answer: ``peer_witness``; the watcher
+cannot read the engine and marks nothing down); a node whose lease process is SIGKILLed
+(BIRD still up, its session Established, no fence left to withdraw it) is withdrawn by the
+watcher (session disabled, next hop gone); a node lost whole (``host-down``) is marked down
+too; a restarted lease process brings its node back. ``lbaas tier status`` shows the same
+from the router's side.
 """
 
 from __future__ import annotations
@@ -25,17 +29,22 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from lbaas.config import TierSettings
 from lbaas.lab.lab import Lab
+from lbaas.lab.services import tier_node_files
 from lbaas.lab.tier import ROUTER, LabTier
-from lbaas.lab.tier_leases import LabLeases
+from lbaas.lab.tier_coordination import etcd_url, start_node_lease
 from lbaas.lab.tier_watch import OWNER, watch_log
+from lbaas.tier.lease import LeasePolicy
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
-def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+def _cli(*argv: str, namespace: str = "") -> subprocess.CompletedProcess[str]:
+    """``lbaas`` with ``argv``, in ``namespace`` if given (the router's reaches the fabric)."""
+    inside = ["ip", "netns", "exec", namespace] if namespace else []
     done = subprocess.run(
-        [sys.executable, "-m", "lbaas.cli", *argv],
+        [*inside, sys.executable, "-m", "lbaas.cli", *argv],
         capture_output=True,
         text=True,
         timeout=180,
@@ -69,25 +78,32 @@ def _metrics(lab: Lab) -> dict[tuple[str, str], float]:
     }
 
 
-def _agent_pid(lab: Lab, host: str) -> int:
-    """The pid of ``host``'s lease agent among the processes the lab registered for it."""
+def _pid(lab: Lab, host: str, program: bytes) -> int:
+    """The pid of ``program`` among the processes the lab registered for ``host``."""
     for process in lab.state().processes[host]:
-        cmdline = Path(f"/proc/{process.pid}/cmdline").read_bytes()
-        if b"lbaas.tier.node_agent" in cmdline:
+        try:
+            cmdline = Path(f"/proc/{process.pid}/cmdline").read_bytes()
+        except FileNotFoundError:
+            continue
+        if program in cmdline:
             return process.pid
-    raise AssertionError(f"no lease agent registered for {host}")
+    raise AssertionError(f"no {program!r} registered for {host}")
+
+
+def _lease_log(lab: Lab, index: int) -> str:
+    return (tier_node_files(lab.services_dir, index)[0].parent / "lease.log").read_text()
 
 
 def _sessions(tier: LabTier) -> dict[str, str]:
     return tier.control(ROUTER).bgp_sessions()
 
 
-@pytest.mark.skip(
-    reason="the lab's tier leases moved onto etcd with self-fencing lbaas.tier.node_lease "
-    "processes (issue 29); this test still drives the SQLite lease file and the old agent. "
-    "The watcher's withdrawal on etcd is shown by tests/e2e/labhosts/test_tier_fence.py"
-)
-def test_the_watcher_process_withdraws_dead_nodes_and_not_on_a_store_outage(
+def _announcing(tier: LabTier, index: int) -> list[str]:
+    """What node ``index``'s own BIRD exports (its ``vips`` protocol)."""
+    return tier.control(f"h{index}").prefixes("vips")
+
+
+def test_the_watcher_process_withdraws_dead_nodes_and_not_on_an_engine_outage(
     lab_name: str, tmp_path: Path
 ) -> None:
     base = ["--name", lab_name, "--state-dir", str(tmp_path)]
@@ -107,9 +123,9 @@ def test_the_watcher_process_withdraws_dead_nodes_and_not_on_a_store_outage(
             assert shown[("lbaas_tier_node_announced_vips", node)] == 1.0
         assert shown[("lbaas_tier_lease_store_up", "")] == 1.0
 
-        # The lease store gone for 4 s: every lease expires (1.5 s), every health port answers.
-        store = lab.services_dir / "tier" / "leases.sqlite"
-        store.rename(store.with_suffix(".away"))
+        # etcd stopped for 4 s: every lease lapses (1.5 s), but no node is out of the tier.
+        etcd = _pid(lab, "ctl", b"etcd")
+        os.kill(etcd, signal.SIGSTOP)
         try:
             time.sleep(2.0)
             during = _metrics(lab)
@@ -118,22 +134,26 @@ def test_the_watcher_process_withdraws_dead_nodes_and_not_on_a_store_outage(
             time.sleep(2.0)
             assert tier.next_hops(vip) == {1, 2, 3}
             assert set(_sessions(tier).values()) == {"up Established"}
+            assert all(_announcing(tier, i) == [f"{vip}/32"] for i in (1, 2, 3))
         finally:
-            store.with_suffix(".away").rename(store)
-        log = watch_log(lab).read_text()
-        assert "leases expired but health ports answer (kept)" in log, log[-2000:]
-        assert "marked down" not in log, log[-2000:]
+            os.kill(etcd, signal.SIGCONT)
+        for index in (1, 2, 3):
+            text = _lease_log(lab, index)
+            assert "lease engine out of reach, 2 of 2 other nodes answer" in text, text[-2000:]
+            assert "(fenced)" not in text.split("announcing its VIPs", 1)[1], text[-2000:]
+        assert "marked down" not in watch_log(lab).read_text()
 
-        # h2's lease agent SIGKILLed: BIRD still announces, only the watcher can withdraw it.
+        # h2's lease process SIGKILLed: BIRD still announces, only the watcher can withdraw it.
+        _wait("h2 renews again", lambda: _metrics(lab)[("lbaas_tier_lease_store_up", "")] == 1.0)
         assert _sessions(tier)["h2"] == "up Established"
-        os.kill(_agent_pid(lab, "h2"), signal.SIGKILL)
+        os.kill(_pid(lab, "h2", b"lbaas.tier.node_lease"), signal.SIGKILL)
         killed = time.monotonic()
         tier.wait_next_hops(vip, {1, 3}, 30)
         withdrawn_after = time.monotonic() - killed
         assert _sessions(tier)["h2"].startswith("down"), _sessions(tier)
         assert _metrics(lab)[("lbaas_tier_node_up", "h2")] == 0.0
         assert "tier node h2 marked down" in watch_log(lab).read_text()
-        print(f"lease agent killed -> withdrawn by the watcher: {withdrawn_after:.2f} s")
+        print(f"lease process killed -> withdrawn by the watcher: {withdrawn_after:.2f} s")
 
         # h3 lost whole: BFD drops its session, and the watcher marks it down as well.
         _cli("lab", "host-down", "h3", *base)
@@ -141,20 +161,22 @@ def test_the_watcher_process_withdraws_dead_nodes_and_not_on_a_store_outage(
         _wait("h3 marked down", lambda: _metrics(lab)[("lbaas_tier_node_up", "h3")] == 0.0)
         assert _metrics(lab)[("lbaas_tier_node_up", "h1")] == 1.0
 
-        # h2's agent back: its next renewal restores it (session enabled, next hop back).
-        LabLeases(tier).start_agent(2)
+        # h2's lease process back: its first renewal restores it (session enabled, next hop).
+        policy = LeasePolicy.from_settings(TierSettings())
+        start_node_lease(lab, 2, policy, etcd_url(lab), "etcd", tier.nodes)
         tier.wait_next_hops(vip, {1, 2}, 30)
         _wait("h2 up", lambda: _metrics(lab)[("lbaas_tier_node_up", "h2")] == 1.0)
 
         # The operator's view, from the router: the watcher's own settings file.
         config = str(lab.services_dir / "tier" / "watch.toml")
-        status: dict[str, Any] = json.loads(_cli("--config", config, "tier", "status").stdout)
+        shown_status = _cli("--config", config, "tier", "status", namespace=lab.names.router)
+        status: dict[str, Any] = json.loads(shown_status.stdout)
         assert status["lease_store"] == "ok"
         assert status["nodes"]["h1"]["announced"] == [f"{vip}/32"]
         assert status["nodes"]["h1"]["bgp"] == "up Established"
         assert status["nodes"]["h1"]["lease"]["held"] is True
         assert status["nodes"]["h3"]["announced"] == []
-        assert status["nodes"]["h3"]["lease"]["held"] is False
+        assert status["nodes"]["h3"]["lease"] is None  # the engine lists no lease of h3
     finally:
         _cli("lab", "down", *base)
     assert (

@@ -3,7 +3,9 @@
 A node's ``LeaseKeeper`` and the control plane's ``CoordinatedWatcher`` share the embedded
 engine on one fake clock; a renewal's network delay and a loaded node's late renewals are
 clock advances. Every event (the node's own withdraw/announce, the watcher's verdicts) goes
-into one log, so the tests read their order.
+into one log, so the tests read their order. Each node's fence is witnessed by the other
+node (``peer_witness``): a node cut off reaches neither the engine nor its peer; an engine
+outage leaves the nodes reaching each other.
 """
 
 from __future__ import annotations
@@ -14,23 +16,29 @@ from pathlib import Path
 from lbaas.config import TierSettings
 from lbaas.coordination.base import CoordinationUnavailable, LiveLease
 from lbaas.coordination.embedded import EmbeddedCoordinator
-from lbaas.coordination.keeper import LeaseKeeper
 from lbaas.tier.coordinated_leases import CoordinatedLeaseReader, CoordinatedWatcher
 from lbaas.tier.host.bird import BirdControl
 from lbaas.tier.lease import LeasePolicy
 from lbaas.tier.node_lease import BirdFence, node_keeper
+from lbaas.tier.peer_witness import PeerVerdict, PeerWitness, WitnessedFence
 from lbaas.tier.watch_service import TierWatch
 
 POLICY = LeasePolicy(renew_interval=0.125, missed_renewals=4)  # TLB's 500 ms lease
 SWEEP = POLICY.renew_interval / 2
+NODES = ("h1", "h2", "h3")
 
 
 @dataclass
 class World:
     now: float = 1000.0
     log: list[tuple[float, str]] = field(default_factory=list)
-    reachable: dict[str, bool] = field(default_factory=lambda: {"h1": True, "h2": True})
+    reachable: dict[str, bool] = field(default_factory=lambda: {"h1": True, "h2": True, "h3": True})
     watcher_reaches: bool = True
+    engine_up: bool = True
+
+    def answers(self, asking: str, peer: str) -> bool:
+        """Whether ``peer``'s health port answers ``asking`` (both on the network)."""
+        return self.reachable[asking] and self.reachable[peer]
 
     def clock(self) -> float:
         return self.now
@@ -60,7 +68,7 @@ class Network:
             if self.party == "watcher"
             else self.world.reachable[self.party]
         )
-        if not up:
+        if not (up and self.world.engine_up):
             raise CoordinationUnavailable(f"{self.party} cut off")
 
     def renew(self, name: str, holder: str, ttl: float) -> bool:
@@ -79,32 +87,51 @@ class Network:
         pass
 
 
-def _setup() -> tuple[World, dict[str, LeaseKeeper], CoordinatedWatcher]:
+class Node:
+    """One tier node: its keeper, and the fence its peer witnesses."""
+
+    def __init__(self, world: World, engine: EmbeddedCoordinator, node: str) -> None:
+        peers = {peer: (peer, 0) for peer in NODES if peer != node}
+        witness = PeerWitness(
+            peers, lambda host, _port, _t: world.answers(node, host), 0.1, world.clock
+        )
+        self.fence = WitnessedFence(
+            BirdFence(RecordingBird(world, node), node),
+            witness,
+            lambda: self.keeper.engine_answered,
+            lambda: self.keeper.remaining(),
+            POLICY.lifetime,
+            POLICY.renew_interval,
+        )
+        self.keeper = node_keeper(
+            Network(engine, world, node), node, POLICY, self.fence, world.clock
+        )
+
+    def attempt(self) -> None:
+        self.keeper.attempt()
+        self.fence.tick()
+
+    def check(self) -> None:
+        self.keeper.check()
+
+
+def _setup() -> tuple[World, dict[str, Node], CoordinatedWatcher]:
     world = World()
     engine = EmbeddedCoordinator(world.clock)
-    keepers = {
-        node: node_keeper(
-            Network(engine, world, node),
-            node,
-            POLICY,
-            BirdFence(RecordingBird(world, node), node),
-            world.clock,
-        )
-        for node in ("h1", "h2")
-    }
+    keepers = {node: Node(world, engine, node) for node in NODES}
 
     def noted(verdict: str) -> object:
         return lambda node: world.log.append((world.now, f"watcher {verdict} {node}"))
 
     watcher = CoordinatedWatcher(
-        Network(engine, world, "watcher"), ("h1", "h2"), noted("down"), noted("restored")
+        Network(engine, world, "watcher"), NODES, noted("down"), noted("restored")
     )
     return world, keepers, watcher
 
 
 def _run(
     world: World,
-    keepers: dict[str, LeaseKeeper],
+    keepers: dict[str, Node],
     watcher: CoordinatedWatcher,
     seconds: float,
     late: dict[str, float] | None = None,
@@ -164,6 +191,50 @@ def test_an_engine_the_watcher_cannot_reach_marks_nothing_down() -> None:
     world.watcher_reaches = True
     _run(world, keepers, watcher, 0.2)
     assert watcher.is_down("h1")
+
+
+def test_an_engine_outage_withdraws_no_node_that_still_reaches_the_tier() -> None:
+    world, keepers, watcher = _setup()
+    _run(world, keepers, watcher, 0.5)
+    world.log.clear()
+    world.engine_up = False  # every etcd member gone: no lease renews, no lease is read
+    _run(world, keepers, watcher, 2.0)
+    assert world.log == []  # both announce on, and the watcher marks nothing down
+    assert all(node.fence.announcing for node in keepers.values())
+    # Cut off besides, h2 no longer reaches its peers either: now it fences (h1 and h3,
+    # two of three, still answer each other and announce on).
+    world.reachable["h2"] = False
+    cut = world.now
+    _run(world, keepers, watcher, 1.0)
+    assert [event for _, event in world.log] == ["h2 bird disable vips"]
+    assert world.log[0][0] <= cut + 3 * POLICY.renew_interval
+    # The engine back: h1 renews on; h2, back on the network, is held and announces again.
+    world.engine_up = world.reachable["h2"] = True
+    _run(world, keepers, watcher, 0.5)
+    assert [event for _, event in world.log][1:] == ["h2 bird enable vips"]
+    assert not any(watcher.is_down(node) for node in NODES)
+
+
+def test_an_engine_that_answers_and_refuses_fences_whatever_the_peers_say() -> None:
+    world, keepers, watcher = _setup()
+    _run(world, keepers, watcher, 0.5)
+    world.log.clear()
+    engine = keepers["h1"].keeper.coordinator
+    assert isinstance(engine, Network)
+    engine.engine.release("tier/h1", "h1")
+    assert engine.engine.renew("tier/h1", "impostor", 5.0)  # the name taken by another
+    _run(world, keepers, watcher, 1.0)
+    assert "h1 bird disable vips" in [event for _, event in world.log]
+    assert not keepers["h1"].fence.announcing and keepers["h2"].fence.announcing
+
+
+def test_the_majority_counts_the_node_itself() -> None:
+    assert PeerVerdict(0.0, answered=1, peers=1).majority  # 2 of a tier of 2
+    assert not PeerVerdict(0.0, answered=0, peers=1).majority  # 1 of 2 is not more than half
+    assert PeerVerdict(0.0, answered=1, peers=2).majority  # 2 of 3
+    assert not PeerVerdict(0.0, answered=1, peers=3).majority  # 2 of 4
+    # No peers to ask (tier.nodes unset): nothing tells an outage from isolation, so it fences.
+    assert not PeerVerdict(0.0, answered=0, peers=0).majority
 
 
 def test_a_node_that_renews_again_is_restored_and_announces_again() -> None:

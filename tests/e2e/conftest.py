@@ -31,7 +31,16 @@ class Served:
     process: subprocess.Popen[bytes]
 
 
+def free_udp_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
 def serve(tmp_path: Path, settings: dict[str, Any]) -> Iterator[Served]:
+    """``lbaas serve`` with ``settings``; every port it binds is a free one unless given
+    (the API's, the embedded agent's, the heartbeat receiver's), so that it may run beside
+    another test's ``lbaas serve`` (the ``services`` group of tests/conftest.py)."""
     port = free_port()
     state_dir = tmp_path / "serve-state"
     log = tmp_path / "serve.log"
@@ -41,6 +50,8 @@ def serve(tmp_path: Path, settings: dict[str, Any]) -> Iterator[Served]:
             "worker": {"poll_interval": 0.1},
             **settings,
             "api": {"port": port, **settings.get("api", {})},
+            "agent": {"port": free_port(), **settings.get("agent", {})},
+            "health": {"bind_port": free_udp_port(), **settings.get("health", {})},
         }
     )
     url = f"http://127.0.0.1:{port}"

@@ -32,7 +32,14 @@ from lbaas.host.base import HostOps
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.monitor import HealthChange
 from lbaas.l4.host.base import NftOps
-from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
+from lbaas.l4.service import (
+    HashKey,
+    L4Listener,
+    L4Member,
+    L4Protocol,
+    L4Service,
+    LiveFlowPolicy,
+)
 from lbaas.model.graph import ListenerId, MemberId, PoolId
 from lbaas.model.health import (
     ListenerCounters,
@@ -72,6 +79,7 @@ def _l4_listener(listener: UdpListener, healthy: dict[str, bool]) -> L4Listener:
         hash_key=HashKey(listener.hash_key),
         table_size=listener.table_size,
         source_prefix=listener.source_prefix,
+        live_flows=LiveFlowPolicy(listener.member_down),
     )
 
 

@@ -32,7 +32,14 @@ from lbaas.host.base import HostOps
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.monitor import HealthChange
 from lbaas.l4.host.base import NftOps
-from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Service
+from lbaas.l4.service import (
+    HashKey,
+    L4Listener,
+    L4Member,
+    L4Protocol,
+    L4Service,
+    LiveFlowPolicy,
+)
 from lbaas.model.graph import ListenerId, MemberId, PoolId
 from lbaas.model.health import (
     ListenerCounters,
@@ -72,6 +79,7 @@ def _l4_listener(listener: UdpListener, healthy: dict[str, bool]) -> L4Listener:
         hash_key=HashKey(listener.hash_key),
         table_size=listener.table_size,
         source_prefix=listener.source_prefix,
+        live_flows=LiveFlowPolicy(listener.member_down),
     )
 
 
@@ -92,11 +100,12 @@ class _Growth:
 
 
 def _grown(before: _Reading, now: _Reading) -> _Reading:
-    # A counter lower than before was recreated with its table: everything it holds is new.
-    restarted = any(n < b for n, b in zip(now, before, strict=True))
-    if restarted:
-        return now
-    return (now[0] - before[0], now[1] - before[1], now[2] - before[2])
+    """Each counter's growth. A counter lower than before was recreated with its table:
+    everything it holds is new. Judged per counter: the flow count lives in the engine's
+    table, which a member change only updates, the byte counts in the filter table, which
+    every PUT reloads (judging them together counted a member change's flows again)."""
+    flows, bytes_in, bytes_out = (n if n < b else n - b for n, b in zip(now, before, strict=True))
+    return flows, bytes_in, bytes_out
 
 
 class AmphoraDatapath:

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from lbaas.api.services import ApiServices
 from lbaas.errors import InvalidInput
-from lbaas.model.enums import ListenerProtocol, PoolProtocol
+from lbaas.model.enums import ListenerProtocol, MemberDownPolicy, PoolProtocol
 
 
 def require_capability(
@@ -124,3 +124,29 @@ def require_additional_vips(services: ApiServices, provider: str, count: int) ->
             "(its data plane serves the primary VIP only, so the other addresses would "
             "never answer)"
         )
+
+
+_MEMBER_DOWN_WHY = {
+    (MemberDownPolicy.REROUTE, False): "a connection cannot move to another member "
+    "mid-stream; cut closes it, and the client's new connection goes to a healthy member",
+    (MemberDownPolicy.CUT, True): "a UDP flow has no connection to close; reroute sends "
+    "its next datagrams to a healthy member",
+}
+
+
+def require_member_down_policy(
+    services: ApiServices, provider: str, protocol: str, policy: MemberDownPolicy
+) -> None:
+    """400 unless the provider's data plane carries out ``policy`` on ``protocol`` pools
+    (``ProviderCapabilities.member_down_policies``; ``keep``, doing nothing, always)."""
+    if policy is MemberDownPolicy.KEEP:
+        return
+    caps = services.providers.capabilities(provider)
+    if policy in caps.member_down_policies.get(PoolProtocol(protocol), frozenset()):
+        return
+    datagram = protocol == PoolProtocol.UDP.value
+    why = _MEMBER_DOWN_WHY.get((policy, datagram), "its data plane cannot do it")
+    raise InvalidInput(
+        f"Provider '{provider}' does not support a requested option: "
+        f"lbaas_member_down_policy {policy.value} on {protocol} pools ({why})"
+    )

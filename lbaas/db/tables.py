@@ -129,6 +129,10 @@ class PoolRow(StatusMixin, Base):
     tls_ciphers: Mapped[str | None] = mapped_column(String(2048))
     tls_versions: Mapped[list[str] | None] = mapped_column(JSON)
     alpn_protocols: Mapped[list[str] | None] = mapped_column(JSON)
+    # lbaas extension (``MemberDownPolicy``); "keep" for rows made before it existed.
+    member_down_policy: Mapped[str] = mapped_column(
+        String(16), nullable=False, default="keep", server_default="keep"
+    )
 
 
 class MemberRow(StatusMixin, Base):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ssl
 from types import TracebackType
+from typing import Any
 
 import httpx
 from pydantic import ValidationError
@@ -104,7 +105,7 @@ class AgentClient:
         response = self._request(
             "PUT",
             f"{API_PREFIX}/amphorae/{amphora_id}",
-            content=spec.model_dump_json(),
+            content=spec.model_dump_json(exclude=_older_amphora(spec)),
         )
         return AmphoraStatus.model_validate_json(response.content)
 
@@ -190,3 +191,11 @@ def _translate(where: str, response: httpx.Response) -> Exception:
     if status < 500:
         return PermanentError("The load balancer's agent refused the request.", operator)
     return TemporaryError("The load balancer's agent failed to apply the change.", 2.0, operator)
+
+
+def _older_amphora(spec: AmphoraSpec) -> dict[str, Any]:
+    """Fields newer than agents of earlier releases (which refuse unknown fields), left out
+    where they say what those agents do anyway: a UDP listener's ``member_down`` keep."""
+    if all(listener.member_down == "keep" for listener in spec.udp_listeners):
+        return {"udp_listeners": {"__all__": {"member_down"}}}
+    return {}

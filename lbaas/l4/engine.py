@@ -11,9 +11,10 @@ table (checked with ``nft -c`` first). Both leave established flows alone: connt
 the NAT binding of a flow, so a flow stays on its member whatever the table says now.
 
 A removed or down member gets no new flows from the moment the transaction commits. Its live
-flows follow ``LiveFlowPolicy``: KEEP leaves them to end by themselves, CUT deletes their
-conntrack entries after the table changed (TCP peers then see a reset from the member,
-UDP flows are balanced again on their next packet).
+flows follow its listener's ``LiveFlowPolicy`` (as the listener is now): KEEP leaves them to
+end by themselves, CUT and REROUTE delete their conntrack entries after the table changed
+(a TCP flow's next packet then reaches another member, which resets it; a UDP flow's next
+datagram is balanced again, to a healthy member).
 """
 
 from __future__ import annotations
@@ -70,9 +71,8 @@ def plan_update(old: _Applied, service: L4Service) -> tuple[str, int, dict[str, 
 class L4Engine:
     """Programs the L4 tables of the load balancers of one network namespace."""
 
-    def __init__(self, ops: NftOps, live_flows: LiveFlowPolicy = LiveFlowPolicy.KEEP) -> None:
+    def __init__(self, ops: NftOps) -> None:
         self._ops = ops
-        self._live_flows = live_flows
         self._applied: dict[str, _Applied] = {}
 
     def apply(self, service: L4Service) -> ApplyReport:
@@ -95,7 +95,7 @@ class L4Engine:
             values = self._replace(service)
             report = ApplyReport(full_reload=True, moved_slots=sum(map(len, values.values())))
         self._applied[service.lb_id] = _Applied(service, values)
-        if old is not None and self._live_flows is LiveFlowPolicy.CUT:
+        if old is not None:
             report = ApplyReport(report.full_reload, report.moved_slots, self._cut(old, service))
         return report
 
@@ -124,14 +124,15 @@ class L4Engine:
 
 
 def removed_flows(old: L4Service, new: L4Service) -> Iterable[FlowMatch]:
-    """Flows of members that were healthy in ``old`` and are gone or down in ``new``.
+    """Flows of members that were healthy in ``old`` and are gone or down in ``new``, on the
+    listeners whose policy (in ``new``) is not KEEP.
 
     Only listeners present in both count: a deleted listener's table is gone already.
     """
     new_listeners = {listener.name: listener for listener in new.listeners}
     for listener in old.listeners:
         current = new_listeners.get(listener.name)
-        if current is None:
+        if current is None or current.live_flows is LiveFlowPolicy.KEEP:
             continue
         kept = {(m.address, m.port) for m in current.active_members() if m.healthy}
         for member in listener.active_members():

@@ -43,10 +43,15 @@ class HashKey(StrEnum):
 
 
 class LiveFlowPolicy(StrEnum):
-    """What happens to a removed member's established flows."""
+    """What happens to the established flows of a member removed or found down (a pool's
+    ``lbaas_member_down_policy``). CUT and REROUTE are one act, deleting the flows'
+    conntrack entries, named for what follows: a TCP flow's next packet is balanced to
+    another member, which answers it with a reset (cut); a UDP flow's next datagram is
+    balanced to another member, which answers it (rerouted)."""
 
     KEEP = "keep"  # conntrack keeps them on the member until they end
-    CUT = "cut"  # their conntrack entries are deleted: TCP resets, UDP re-balances
+    CUT = "cut"
+    REROUTE = "reroute"
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,8 @@ class L4Listener:
     tombstones: tuple[Tombstone, ...] = ()
     # Octavia's allowed_cidrs: the only sources that may open a flow (empty: every source).
     allowed_cidrs: tuple[str, ...] = ()
+    # What the established flows of a member that goes (or is taken) away do.
+    live_flows: LiveFlowPolicy = LiveFlowPolicy.KEEP
 
     @property
     def name(self) -> str:

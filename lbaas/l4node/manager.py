@@ -48,6 +48,7 @@ from lbaas.l4.service import (
     L4Member,
     L4Protocol,
     L4Service,
+    LiveFlowPolicy,
     Tombstone,
 )
 from lbaas.private_files import make_private_directory, write_private
@@ -118,6 +119,7 @@ def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
         port=listener.port,
         hash_key=HashKey(listener.hash_key),
         table_size=listener.table_size,
+        live_flows=LiveFlowPolicy(listener.member_down),
         members=tuple(
             L4Member(
                 m.id,

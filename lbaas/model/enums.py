@@ -97,6 +97,16 @@ class LbAlgorithm(StrEnum):
 EXTENSION_VALUES: frozenset[str] = frozenset({LbAlgorithm.MAGLEV.value})
 
 
+class MemberDownPolicy(StrEnum):
+    """lbaas extension (a pool's ``lbaas_member_down_policy``): what happens to a member's
+    established connections when its health monitor marks it down. Each provider declares
+    the values each pool protocol takes (``ProviderCapabilities.member_down_policies``)."""
+
+    KEEP = "keep"  # they go on until they end (every data plane's default)
+    CUT = "cut"  # they are closed at once (connection-oriented protocols)
+    REROUTE = "reroute"  # their next packets go to a healthy member (datagram flows)
+
+
 class PersistenceType(StrEnum):
     SOURCE_IP = "SOURCE_IP"
     HTTP_COOKIE = "HTTP_COOKIE"

@@ -23,6 +23,7 @@ from lbaas.model.enums import (
     L7RuleType,
     LbAlgorithm,
     ListenerProtocol,
+    MemberDownPolicy,
     PersistenceType,
     PoolProtocol,
     Topology,
@@ -116,6 +117,7 @@ class Pool:
     tls_ciphers: str | None = None
     tls_versions: tuple[str, ...] | None = None
     alpn_protocols: tuple[str, ...] | None = None
+    member_down_policy: MemberDownPolicy = MemberDownPolicy.KEEP
 
 
 @dataclass(frozen=True)

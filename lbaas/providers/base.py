@@ -35,6 +35,7 @@ from lbaas.model.enums import (
     L7RuleType,
     LbAlgorithm,
     ListenerProtocol,
+    MemberDownPolicy,
     PersistenceType,
     PoolProtocol,
 )
@@ -113,6 +114,12 @@ class ProviderCapabilities:
     # Empty by default: a re-encrypting pool is refused (400) rather than accepted and
     # sent in the clear.
     pool_tls_protocols: frozenset[PoolProtocol] = frozenset()
+    # Per pool protocol, the member-down policies besides ``keep`` (what every data plane
+    # does unasked) that the data plane carries out; a pool asking for another is refused
+    # (400). Empty by default: only ``keep``.
+    member_down_policies: Mapping[PoolProtocol, frozenset[MemberDownPolicy]] = field(
+        default_factory=dict
+    )
     # Whether the data plane binds a load balancer's ``additional_vips``. False by default:
     # they are refused (400) rather than allocated, shown and never answered on.
     additional_vips: bool = False

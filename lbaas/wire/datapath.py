@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lbaas.wire.l4 import L4MonitorSpec
+from lbaas.wire.l4 import L4MonitorSpec, MemberDown
 
 VRRP_PROTOCOL = 112
 #: Largest L4 table a spec may ask for (the engine loads 65537 slots in seconds).
@@ -106,6 +106,11 @@ class UdpListener(_Wire):
     members: tuple[UdpMember, ...] = ()
     monitor: L4MonitorSpec | None = Field(
         None, description="The pool's health monitor, if admin up (None: members unchecked)."
+    )
+    member_down: MemberDown = Field(
+        "keep",
+        description="The pool's member-down policy (``wire.l4.L4ListenerSpec``'s); left out "
+        "of the JSON when keep, so agents that predate it read the spec.",
     )
 
     @model_validator(mode="after")

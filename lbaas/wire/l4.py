@@ -33,6 +33,8 @@ MAX_TABLE_SIZE = 1_310_723
 L4_SPEC_FORMAT: Final = 1
 
 L4MemberHealth = Literal["UP", "DOWN", "NO_CHECK"]
+#: A pool's ``lbaas_member_down_policy`` as the engine's ``LiveFlowPolicy`` takes it.
+MemberDown = Literal["keep", "cut", "reroute"]
 
 
 class _Wire(BaseModel):
@@ -116,6 +118,13 @@ class L4ListenerSpec(_Wire):
         "(IPv4 or IPv6 networks; empty: every source). Sent only when some listener has "
         "some, so agents that predate it keep working until a listener needs it, and then "
         "refuse the spec (unknown field) instead of leaving it unenforced.",
+    )
+    member_down: MemberDown = Field(
+        "keep",
+        description="What the established flows of a member that goes down or away do: keep "
+        "(stay on it), cut or reroute (their conntrack entries are deleted: a TCP flow's next "
+        "packet is reset, a UDP flow's next datagram balanced again). Sent only when not "
+        "keep, as allowed_cidrs.",
     )
 
     @field_validator("allowed_cidrs")

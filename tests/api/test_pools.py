@@ -41,6 +41,7 @@ POOL_KEYS = {
     "tls_ciphers",
     "tls_versions",
     "alpn_protocols",
+    "lbaas_member_down_policy",
 }
 MISSING = "00000000-0000-4000-8000-00000000beef"
 

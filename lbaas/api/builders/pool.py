@@ -13,6 +13,7 @@ from lbaas.api.builders.common import add_new_row, apply_sent, new_object_column
 from lbaas.api.capabilities import (
     require_algorithm_for_protocol,
     require_capability,
+    require_member_down_policy,
     require_pool_tls,
 )
 from lbaas.api.certificates import require_pool_certificates
@@ -25,6 +26,7 @@ from lbaas.db.listing import set_tags
 from lbaas.db.session import Session
 from lbaas.db.tables import ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import Conflict, InvalidInput
+from lbaas.model.enums import MemberDownPolicy
 
 REF_FIELDS = ("tls_container_ref", "ca_tls_container_ref", "crl_container_ref")
 
@@ -63,6 +65,8 @@ def _checked_create(
         )
         persistence = _persistence(services, lb.provider, wanted, protocol)
     require_pool_tls(services, lb.provider, protocol, bool(data.tls_enabled))
+    policy_down = data.lbaas_member_down_policy or MemberDownPolicy.KEEP
+    require_member_down_policy(services, lb.provider, protocol, policy_down)
     rules.check_tls_refs_on_create(
         rules.TlsRefs(data.tls_container_ref, data.ca_tls_container_ref, data.crl_container_ref)
     )
@@ -115,6 +119,7 @@ def build_pool(
         tls_ciphers=data.tls_ciphers,
         tls_versions=data.tls_versions,
         alpn_protocols=data.alpn_protocols,
+        member_down_policy=(data.lbaas_member_down_policy or MemberDownPolicy.KEEP).value,
     )
     if data.tls_enabled:
         _fill_tls_defaults(services, row)
@@ -200,4 +205,8 @@ def apply_pool_update(
         _update_persistence(services, lb.provider, row, data)
     if data.given("tls_enabled"):
         require_pool_tls(services, lb.provider, row.protocol, bool(data.tls_enabled))
+    if data.given("lbaas_member_down_policy"):
+        wanted = data.lbaas_member_down_policy or MemberDownPolicy.KEEP  # null: the default
+        require_member_down_policy(services, lb.provider, row.protocol, wanted)
+        row.member_down_policy = wanted.value
     _update_tls(services, lb.project_id, row, data)

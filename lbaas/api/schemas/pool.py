@@ -34,7 +34,7 @@ from lbaas.api.schemas.types import (
     Uuid,
     given_one_of,
 )
-from lbaas.model.enums import LbAlgorithm, PersistenceType, PoolProtocol
+from lbaas.model.enums import LbAlgorithm, MemberDownPolicy, PersistenceType, PoolProtocol
 
 _CIPHER_CHARS = re.compile(r"^[A-Za-z0-9\-+!:@=_.]*$")
 
@@ -78,6 +78,9 @@ class PoolOptions(Described, TlsProtocols):
     ca_tls_container_ref: ContainerRef | None = None
     crl_container_ref: ContainerRef | None = None
     tls_ciphers: Ciphers | None = None
+    # lbaas extension: what a member's established connections do when it goes down
+    # (null on create: keep; a provider refuses with 400 the values it cannot carry out).
+    lbaas_member_down_policy: MemberDownPolicy | None = None
 
 
 class PoolFields(PoolOptions, EnabledOnCreate):

@@ -45,6 +45,7 @@ def _base(row: PoolRow, listener_ids: list[str], tags: list[str]) -> dict[str, A
         "tls_ciphers": row.tls_ciphers,
         "tls_versions": list(row.tls_versions) if row.tls_versions is not None else None,
         "alpn_protocols": list(row.alpn_protocols) if row.alpn_protocols is not None else None,
+        "lbaas_member_down_policy": row.member_down_policy,
     }
 
 

@@ -125,6 +125,7 @@ _POOL = copied_fields(
             "health_monitor",
             "tls_versions",
             "alpn_protocols",
+            "member_down_policy",
         }
     ),
 )
@@ -142,6 +143,7 @@ def _pool(row: S.StoredPool) -> G.Pool:
         health_monitor=_health_monitor(row.health_monitor),
         tls_versions=_tuple_or_none(row.tls_versions),
         alpn_protocols=_tuple_or_none(row.alpn_protocols),
+        member_down_policy=E.MemberDownPolicy(row.member_down_policy),
     )
 
 

@@ -142,6 +142,7 @@ class StoredPool(StoredObject):
     tls_ciphers: str | None
     tls_versions: list[str] | None
     alpn_protocols: list[str] | None
+    member_down_policy: str
     members: tuple[StoredMember, ...]
     health_monitor: StoredHealthMonitor | None
 

@@ -18,6 +18,15 @@ from lbaas.providers.base import ProviderCapabilities
 
 _NOT_YET = "Not honoured by this provider yet: a profile that sets it is refused."
 
+#: The pool protocols HAProxy balances (UDP pools are the kernel's).
+_HAPROXY_POOLS = (
+    E.PoolProtocol.HTTP,
+    E.PoolProtocol.HTTPS,
+    E.PoolProtocol.TCP,
+    E.PoolProtocol.PROXY,
+    E.PoolProtocol.PROXYV2,
+)
+
 AMPHORA_CAPABILITIES = ProviderCapabilities(
     listener_protocols=frozenset(
         {
@@ -28,26 +37,10 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.ListenerProtocol.TERMINATED_HTTPS,
         }
     ),
-    pool_protocols=frozenset(
-        {
-            E.PoolProtocol.HTTP,
-            E.PoolProtocol.HTTPS,
-            E.PoolProtocol.TCP,
-            E.PoolProtocol.PROXY,
-            E.PoolProtocol.PROXYV2,
-        }
-    ),
+    pool_protocols=frozenset(_HAPROXY_POOLS),
     # HAProxy's ``ssl`` server option (``render/haproxy/tls.py``); UDP pools are the
     # kernel's, which has no TLS.
-    pool_tls_protocols=frozenset(
-        {
-            E.PoolProtocol.HTTP,
-            E.PoolProtocol.HTTPS,
-            E.PoolProtocol.TCP,
-            E.PoolProtocol.PROXY,
-            E.PoolProtocol.PROXYV2,
-        }
-    ),
+    pool_tls_protocols=frozenset(_HAPROXY_POOLS),
     lb_algorithms=frozenset(
         {E.LbAlgorithm.ROUND_ROBIN, E.LbAlgorithm.LEAST_CONNECTIONS, E.LbAlgorithm.SOURCE_IP}
     ),
@@ -118,6 +111,9 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
         }
     ),
     profile_values={"loadbalancer_topology": frozenset(E.Topology)},
+    # HAProxy's ``on-marked-down shutdown-sessions`` closes a down server's connections;
+    # nothing moves a connection to another server mid-stream (docs/architecture.md).
+    member_down_policies=dict.fromkeys(_HAPROXY_POOLS, frozenset({E.MemberDownPolicy.CUT})),
 )
 
 #: Loopback agents (no root, no namespaces) have no link to move a VIP on: SINGLE only.
@@ -152,5 +148,10 @@ def amphora_capabilities(netns: bool) -> ProviderCapabilities:
         pool_protocols=caps.pool_protocols | {E.PoolProtocol.UDP},
         health_monitor_types=caps.health_monitor_types | {E.HealthMonitorType.UDP_CONNECT},
         lb_algorithms_by_pool_protocol={E.PoolProtocol.UDP: UDP_LB_ALGORITHMS},
+        # The kernel forgets a down member's UDP flows: their next datagrams are balanced.
+        member_down_policies={
+            **caps.member_down_policies,
+            E.PoolProtocol.UDP: frozenset({E.MemberDownPolicy.REROUTE}),
+        },
         datagram_ip_versions=frozenset({4}),
     )

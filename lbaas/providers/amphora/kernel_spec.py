@@ -82,6 +82,7 @@ def _udp_listener(graph: LoadBalancer, listener: Listener) -> UdpListener:
             for m in members
         ),
         monitor=pool_monitor(pool) if members else None,
+        member_down=pool.member_down_policy.value if pool is not None else "keep",
     )
 
 

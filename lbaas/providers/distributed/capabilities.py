@@ -57,6 +57,12 @@ DISTRIBUTED_CAPABILITIES = ProviderCapabilities(
         "the node) or dsr (directly; members hold the VIP on lo). Default: tier.return_mode",
     },
     boolean_keys=frozenset({PREFER_LOCAL_MEMBERS}),
+    # Each node deletes a down member's conntrack entries (``lbaas.l4.engine``): a TCP
+    # connection's next packet is answered with a reset, a UDP flow's is balanced again.
+    member_down_policies={
+        E.PoolProtocol.TCP: frozenset({E.MemberDownPolicy.CUT}),
+        E.PoolProtocol.UDP: frozenset({E.MemberDownPolicy.REROUTE}),
+    },
 )
 
 

@@ -61,6 +61,7 @@ def _listener(listener: Listener, pool: Pool | None) -> L4ListenerSpec:
         members=members,
         monitor=pool_monitor(pool),
         allowed_cidrs=listener.allowed_cidrs,
+        member_down=pool.member_down_policy.value if pool is not None else "keep",
     )
 
 

@@ -11,8 +11,9 @@ Members become servers sorted by id, so the text and the server order (which ``b
 uses) do not depend on the order the graph was built in. Octavia's member states map to
 server keywords: weight 0 is HAProxy's weight 0 (no new connections, existing and persisted
 ones stay: Octavia's drain), ``backup`` is ``backup``, admin_state_up false is ``disabled``
-(maintenance). A pool protocol of PROXY or PROXYV2 adds ``send-proxy``/``send-proxy-v2``;
-HAProxy then sends the header on checks too unless the member has a monitor address or
+(maintenance). A pool whose member-down policy is ``cut`` adds ``on-marked-down
+shutdown-sessions``: a server a check marks down loses its connections at once. A pool
+protocol of PROXY or PROXYV2 adds ``send-proxy``/``send-proxy-v2``; HAProxy then sends the header on checks too unless the member has a monitor address or
 port, which is what a separate monitor endpoint wants. HTTPS pools without ``tls_enabled``
 are plain TCP to the member.
 
@@ -29,7 +30,13 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from lbaas.model.enums import LbAlgorithm, ListenerProtocol, PersistenceType, PoolProtocol
+from lbaas.model.enums import (
+    LbAlgorithm,
+    ListenerProtocol,
+    MemberDownPolicy,
+    PersistenceType,
+    PoolProtocol,
+)
 from lbaas.model.graph import Listener, Member, Pool, SessionPersistence
 from lbaas.render.haproxy.addresses import is_ipv6, normalised_address
 from lbaas.render.haproxy.context import PEERS_SECTION, HaproxyContext
@@ -127,6 +134,7 @@ def server_of(member: Member, pool: Pool, check: HealthCheck | None, cookie: boo
         check_port=member.monitor_port if checked else None,
         proxy_protocol=_PROXY_PROTOCOL.get(pool.protocol),
         cookie=member.id if cookie else None,
+        cut_when_down=pool.member_down_policy is MemberDownPolicy.CUT,
     )
 
 

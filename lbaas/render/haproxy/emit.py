@@ -267,6 +267,8 @@ def _server_line(server: Server, check: HealthCheck | None, tls: tuple[str, ...]
         words.append(f"cookie {server.cookie}")
     if server.proxy_protocol is not None:
         words.append(str(server.proxy_protocol))
+    if server.cut_when_down:
+        words.append("on-marked-down shutdown-sessions")
     # Health checks of an ``ssl`` server use its TLS settings (and verification).
     words += tls
     if server.checked and check is not None:

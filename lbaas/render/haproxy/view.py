@@ -210,6 +210,9 @@ class Server:
     check_port: int | None = None
     proxy_protocol: ProxyProtocol | None = None
     cookie: str | None = None
+    # The pool's member-down policy is ``cut``: HAProxy closes the server's connections
+    # the moment a check marks it down.
+    cut_when_down: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Needs root. Two UDP echo backends (each answers its own name) sit on the member network;
 a client namespace on the VIP network sends each request from a new socket, so each is a
-new flow. It shows flows spread over both members (5-tuple hash), SOURCE_IP sending every
+new flow. It shows flows spread over both members (5-tuple hash), a flow moved off its
+removed member by the member-down policy reroute, SOURCE_IP sending every
 flow of one client to one member, a removed member getting no new flow, a port no
 listener serves being dropped, and the listener's counters (new flows, bytes both ways)
 in the agent's health report, which is what ``/stats`` is summed from.
@@ -92,7 +93,11 @@ def test_udp_listener_spreads_sticks_and_drains(
     # port would match an earlier flow's conntrack entry and go to that flow's member.
     source_ports = iter(range(20000, 32700, 50))  # no ask sends more than 50
 
-    def ask(count: int, port: int = UDP_PORT) -> collections.Counter[str]:
+    def ask(
+        count: int, port: int = UDP_PORT, flow_port: int | None = None
+    ) -> collections.Counter[str]:
+        """``count`` new flows, from ``flow_port`` on if given (the same port again: the
+        same flow, new only if the kernel forgot it)."""
         nonlocal sent
         sent += count if port == UDP_PORT else 0
         return udp_echo.ask(
@@ -101,7 +106,7 @@ def test_udp_listener_spreads_sticks_and_drains(
             vip,
             port,
             count,
-            next(source_ports),
+            flow_port or next(source_ports),
         )
 
     try:
@@ -117,13 +122,22 @@ def test_udp_listener_spreads_sticks_and_drains(
         assert spread["timeout"] == 0 and spread["m1"] > 0 and spread["m2"] > 0, spread
         assert ask(3, CLOSED_UDP_PORT) == {"timeout": 3}  # dropped on the VIP leg
 
+        # One flow (a fixed source port) whose member is removed from a pool whose
+        # member-down policy is reroute: its next datagram is answered by the other member.
+        flow = next(source_ports)
+        (member,) = ask(1, flow_port=flow)
+        rest = _listener(nets, (({"m1", "m2"} - {member}).pop(),), "five_tuple")
+        rest = rest.model_copy(update={"member_down": "reroute"})
+        manager.put(amphora_id, _spec(testnet.tag, root, nets, rest, 2))
+        assert ask(1, flow_port=flow) == {rest.members[0].key: 1}
+
         sticky = _listener(nets, ("m1", "m2"), "source_address")
-        manager.put(amphora_id, _spec(testnet.tag, root, nets, sticky, 2))
+        manager.put(amphora_id, _spec(testnet.tag, root, nets, sticky, 3))
         stuck = ask(20)
         assert len(stuck) == 1 and "timeout" not in stuck, stuck
 
         drained = _listener(nets, ("m1",), "five_tuple")
-        manager.put(amphora_id, _spec(testnet.tag, root, nets, drained, 3))
+        manager.put(amphora_id, _spec(testnet.tag, root, nets, drained, 4))
         assert ask(30) == {"m1": 30}
 
         report = report_of(manager, amphora_id)

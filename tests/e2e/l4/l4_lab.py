@@ -12,11 +12,16 @@ deletes the namespaces, and runs even when the test failed.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from lbaas.l4.service import L4Member
 
@@ -100,8 +105,9 @@ class L4Lab:
         per_second: float = json.loads(out)
         return per_second
 
-    def hold(self, port: int) -> HeldConnection:
-        argv = ["ip", "netns", "exec", self.client, sys.executable, PEERS, "hold", VIP, str(port)]
+    def hold(self, port: int, mode: str = "hold") -> HeldConnection:
+        """One held flow: a TCP connection (``hold``) or a UDP socket (``hold-udp``)."""
+        argv = ["ip", "netns", "exec", self.client, sys.executable, PEERS, mode, VIP, str(port)]
         process = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
         )
@@ -123,7 +129,8 @@ class L4Lab:
 
 @dataclass
 class HeldConnection:
-    """One established TCP connection through the VIP, kept open by a client process."""
+    """One established flow through the VIP (a TCP connection, or a UDP socket whose
+    datagrams share one 5-tuple), kept open by a client process."""
 
     process: subprocess.Popen[str]
 
@@ -136,6 +143,19 @@ class HeldConnection:
         self.process.stdin.write(line + "\n")
         self.process.stdin.flush()
         return self.process.stdout.readline().strip()
+
+
+@contextmanager
+def built_lab() -> Iterator[L4Lab]:
+    """A built lab of three backends, removed on the way out (skips without root)."""
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    built = L4Lab()
+    try:
+        built.build()
+        yield built
+    finally:
+        built.close()
 
 
 def namespace_exists(name: str) -> bool:

@@ -6,6 +6,8 @@ l4_peers.py tcp VIP PORT COUNT         COUNT new connections; prints the names a
 l4_peers.py udp VIP PORT COUNT         COUNT new sockets (new source ports); same
 l4_peers.py hold VIP PORT              one connection: prints the greeting, then sends
                                        each stdin line and prints the answer (or ERROR)
+l4_peers.py hold-udp VIP PORT          one UDP socket (one flow): prints the first answer,
+                                       then one answer per stdin line (or ERROR)
 """
 
 from __future__ import annotations
@@ -78,6 +80,20 @@ def hold(vip: str, port: int, source: str = "") -> None:
                 print(f"ERROR {exc!r}", flush=True)
 
 
+def hold_udp(vip: str, port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(5)
+        sock.connect((vip, port))
+        sock.send(b"?")
+        print(sock.recv(100).decode(), flush=True)
+        for _ in sys.stdin:
+            try:
+                sock.send(b"?")
+                print(sock.recv(100).decode(), flush=True)
+            except OSError as exc:
+                print(f"ERROR {exc!r}", flush=True)
+
+
 def rate(protocol: str, address: str, port: int, seconds: float) -> float:
     done = 0
     deadline = time.monotonic() + seconds
@@ -105,6 +121,8 @@ def main() -> None:
         print(json.dumps(round(rate(args[0], args[1], int(args[2]), float(args[3])))))
     elif mode == "hold":
         hold(args[0], int(args[1]), *args[2:3])
+    elif mode == "hold-udp":
+        hold_udp(args[0], int(args[1]))
     else:
         collect = tcp_names if mode == "tcp" else udp_names
         print(json.dumps(collect(args[0], int(args[1]), int(args[2]))))

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from l4_lab import VIP, L4Lab, namespace_exists, run
+from l4_lab import VIP, L4Lab, built_lab, namespace_exists, run
 
 from lbaas.l4 import nft
 from lbaas.l4.engine import L4Engine, slot_values_of
@@ -34,23 +34,21 @@ FLOWS = 45
 
 @pytest.fixture
 def lab() -> Iterator[L4Lab]:
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    built = L4Lab()
-    try:
-        built.build()
+    with built_lab() as built:
         yield built
-    finally:
-        built.close()
 
 
-def service(members: tuple[L4Member, ...], key: HashKey = HashKey.FIVE_TUPLE) -> L4Service:
+def service(
+    members: tuple[L4Member, ...],
+    key: HashKey = HashKey.FIVE_TUPLE,
+    live_flows: LiveFlowPolicy = LiveFlowPolicy.KEEP,
+) -> L4Service:
     return L4Service(
         LB_ID,
         VIP,
         (
-            L4Listener(L4Protocol.TCP, 80, members, key, SIZE),
-            L4Listener(L4Protocol.UDP, 53, members, key, SIZE),
+            L4Listener(L4Protocol.TCP, 80, members, key, SIZE, live_flows=live_flows),
+            L4Listener(L4Protocol.UDP, 53, members, key, SIZE, live_flows=live_flows),
         ),
     )
 
@@ -77,7 +75,7 @@ def test_tcp_and_udp_flows_spread_over_every_member(lab: L4Lab) -> None:
 
 def test_a_removed_member_gets_no_new_flows_and_keeps_its_established_one(lab: L4Lab) -> None:
     members = lab.members()
-    engine = L4Engine(RealNftOps(lab.lb), LiveFlowPolicy.KEEP)
+    engine = L4Engine(RealNftOps(lab.lb))
     engine.apply(service(members))
     held = lab.hold(80)
     gone = held.greeting()
@@ -97,13 +95,14 @@ def test_a_removed_member_gets_no_new_flows_and_keeps_its_established_one(lab: L
 
 def test_cut_ends_the_established_flows_of_a_removed_member(lab: L4Lab) -> None:
     members = lab.members()
-    engine = L4Engine(RealNftOps(lab.lb), LiveFlowPolicy.CUT)
-    engine.apply(service(members))
+    engine = L4Engine(RealNftOps(lab.lb))
+    engine.apply(service(members, live_flows=LiveFlowPolicy.CUT))
     held = lab.hold(80)
     gone = held.greeting()
     assert held.ask("before") == f"{gone} before"
 
-    report = engine.apply(service(tuple(m for m in members if m.key != gone)))
+    rest = tuple(m for m in members if m.key != gone)
+    report = engine.apply(service(rest, live_flows=LiveFlowPolicy.CUT))
 
     assert report.cut_flows >= 1
     assert held.ask("after").startswith("ERROR")

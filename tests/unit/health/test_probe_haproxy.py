@@ -16,7 +16,6 @@ import os
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -27,14 +26,11 @@ import pytest
 from lbaas.health.probe import ListenerProbe
 from lbaas.model.enums import ListenerProtocol
 from lbaas.model.graph import LoadBalancer
-from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
 from tests.support import graphs
 from tests.unit.render.haproxy_runner import (
     free_port,
-    haproxy_binary,
-    prepare_run_dir,
+    running_haproxy,
     runtime_command,
-    wait_for_runtime,
 )
 
 pytestmark = pytest.mark.haproxy
@@ -84,25 +80,8 @@ def haproxy(backend: socket.socket) -> Iterator[tuple[LoadBalancer, subprocess.P
     pool = graphs.pool("p", [member])
     listener = graphs.listener("l", ListenerProtocol.HTTP, free_port(VIP), default_pool="p")
     lb = graphs.load_balancer([listener], [pool], vip_address=VIP)
-    with tempfile.TemporaryDirectory(prefix="lbprobe-") as tmp:
-        run_dir = Path(tmp)
-        prepare_run_dir(run_dir)
-        ctx = HaproxyContext(VIP, str(run_dir / "rt.sock"), str(run_dir), 1000)
-        config = run_dir / "haproxy.cfg"
-        config.write_text(render_haproxy_config(lb, ctx))
-        process = subprocess.Popen(
-            [haproxy_binary(), "-db", "-f", str(config)],
-            cwd=run_dir,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait_for_runtime(run_dir / "rt.sock", process, 30)
-            yield lb, process, run_dir / "rt.sock"
-        finally:
-            os.kill(process.pid, signal.SIGCONT)
-            process.terminate()
-            process.wait(timeout=30)
+    with running_haproxy(lb, VIP, "lbprobe-") as (config, process):
+        yield lb, process, config.parent / "rt.sock"
 
 
 def test_haproxy_whose_only_backend_just_died_is_judged_alive(

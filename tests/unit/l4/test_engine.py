@@ -28,8 +28,18 @@ LB = "0b6c51c8-5d51-4f57-8f55-0a1b2c3d4e5f"
 MEMBERS = tuple(L4Member(f"member-{n}", f"10.30.0.{n}", 8080) for n in range(1, 6))
 
 
-def service(members: tuple[L4Member, ...], size: int = 101, vip: str = "10.30.1.1") -> L4Service:
-    return L4Service(LB, vip, (L4Listener(L4Protocol.TCP, 80, members, table_size=size),))
+def service(
+    members: tuple[L4Member, ...],
+    size: int = 101,
+    vip: str = "10.30.1.1",
+    live_flows: LiveFlowPolicy = LiveFlowPolicy.KEEP,
+) -> L4Service:
+    listener = L4Listener(L4Protocol.TCP, 80, members, table_size=size, live_flows=live_flows)
+    return L4Service(LB, vip, (listener,))
+
+
+def cutting(members: tuple[L4Member, ...]) -> L4Service:
+    return service(members, live_flows=LiveFlowPolicy.CUT)
 
 
 def test_the_first_apply_checks_then_loads_the_whole_table() -> None:
@@ -129,9 +139,9 @@ def test_a_change_of_rules_reloads_the_table(changed: L4Service) -> None:
 
 def test_cut_deletes_the_flows_of_removed_members_only() -> None:
     ops = RecordingNftOps()
-    engine = L4Engine(ops, LiveFlowPolicy.CUT)
-    engine.apply(service(MEMBERS))
-    engine.apply(service(MEMBERS[:3]))
+    engine = L4Engine(ops)
+    engine.apply(cutting(MEMBERS))
+    engine.apply(cutting(MEMBERS[:3]))
     assert ops.deleted_flows == [
         FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.4", 8080),
         FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.5", 8080),
@@ -140,11 +150,11 @@ def test_cut_deletes_the_flows_of_removed_members_only() -> None:
 
 def test_cut_deletes_the_flows_of_a_member_found_down() -> None:
     ops = RecordingNftOps()
-    engine = L4Engine(ops, LiveFlowPolicy.CUT)
-    engine.apply(service(MEMBERS))
-    engine.apply(service(tuple(replace(m, healthy=m != MEMBERS[1]) for m in MEMBERS)))
+    engine = L4Engine(ops)
+    engine.apply(cutting(MEMBERS))
+    engine.apply(cutting(tuple(replace(m, healthy=m != MEMBERS[1]) for m in MEMBERS)))
     assert ops.deleted_flows == [FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.2", 8080)]
-    engine.apply(service(tuple(replace(m, healthy=m != MEMBERS[1]) for m in MEMBERS)))
+    engine.apply(cutting(tuple(replace(m, healthy=m != MEMBERS[1]) for m in MEMBERS)))
     assert len(ops.deleted_flows) == 1  # cut once, not at every apply while it stays down
 
 
@@ -154,6 +164,16 @@ def test_keep_leaves_live_flows_alone() -> None:
     engine.apply(service(MEMBERS))
     engine.apply(service(MEMBERS[:3]))
     assert ops.deleted_flows == []
+
+
+def test_the_policy_is_the_listeners_as_it_is_now() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    engine.apply(service(MEMBERS))  # applied under keep, then the pool asks to reroute
+    engine.apply(service(MEMBERS[1:], live_flows=LiveFlowPolicy.REROUTE))
+    assert ops.deleted_flows == [FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.1", 8080)]
+    engine.apply(service(MEMBERS[2:]))  # back to keep: nothing more is deleted
+    assert len(ops.deleted_flows) == 1
 
 
 def test_removing_a_load_balancer_deletes_its_table() -> None:
@@ -278,7 +298,7 @@ def test_cut_moves_backup_flows_back_when_a_primary_returns() -> None:
     spare = L4Member("spare-1", "10.30.0.91", 8080, backup=True)
     down = replace(MEMBERS[0], healthy=False)
     ops = RecordingNftOps()
-    engine = L4Engine(ops, LiveFlowPolicy.CUT)
-    engine.apply(service((down, spare)))
-    engine.apply(service((MEMBERS[0], spare)))
+    engine = L4Engine(ops)
+    engine.apply(cutting((down, spare)))
+    engine.apply(cutting((MEMBERS[0], spare)))
     assert ops.deleted_flows == [FlowMatch(L4Protocol.TCP, "10.30.1.1", 80, "10.30.0.91", 8080)]

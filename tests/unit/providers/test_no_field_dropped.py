@@ -45,6 +45,7 @@ from lbaas.model.enums import (
     ClientAuthentication,
     LbAlgorithm,
     ListenerProtocol,
+    MemberDownPolicy,
     PersistenceType,
     PoolProtocol,
 )
@@ -318,6 +319,9 @@ AMPHORA = Plane(
         ),
         ("pool", "tls_versions"): Carried(on_pool(tls_versions=("TLSv1.3",))),
         ("pool", "alpn_protocols"): Carried(on_pool(alpn_protocols=("http/1.0",)), "http/1.0"),
+        ("pool", "lbaas_member_down_policy"): Carried(
+            on_pool(member_down_policy=MemberDownPolicy.CUT), "on-marked-down shutdown-sessions"
+        ),
     },
     refused={
         **{
@@ -412,6 +416,9 @@ DISTRIBUTED = Plane(
         ("pool", "admin_state_up"): Carried(on_pool(admin_state_up=False)),
         ("pool", "session_persistence"): Carried(
             on_pool(session_persistence=persistence(PersistenceType.SOURCE_IP))
+        ),
+        ("pool", "lbaas_member_down_policy"): Carried(
+            on_pool(member_down_policy=MemberDownPolicy.CUT), '"member_down":"cut"'
         ),
     },
     refused={
@@ -527,3 +534,10 @@ def test_a_refusal_holds_for_the_providers_capabilities(
 ) -> None:
     plane = PLANES[provider]
     assert plane.refused[key].holds(plane.capabilities), plane.refused[key].why
+
+
+def test_the_amphoras_udp_listeners_carry_the_member_down_policy() -> None:
+    """The amphora's base graph has no UDP listener: its kernel part is checked here."""
+    reroute = on_pool(member_down_policy=MemberDownPolicy.REROUTE)(AMPHORA_UDP)
+    assert '"member_down": "reroute"' in amphora_render(reroute)
+    assert '"member_down": "keep"' in amphora_render(AMPHORA_UDP)

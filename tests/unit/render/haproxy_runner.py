@@ -9,14 +9,21 @@ configuration nobody checked with HAProxy is not known to work.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from lbaas.model.graph import LoadBalancer
+from lbaas.render.haproxy import render_haproxy_config
 from lbaas.render.haproxy.context import HaproxyContext
 
 from .golden_cases import RUN_DIR
@@ -90,3 +97,32 @@ def wait_for_runtime(sock_path: Path, process: subprocess.Popen[bytes], limit: f
         except OSError:
             time.sleep(0.05)
     pytest.fail("haproxy's runtime socket did not come up")
+
+
+@contextmanager
+def running_haproxy(
+    lb: LoadBalancer, vip: str, prefix: str, limit: float = 30
+) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
+    """A real HAProxy (foreground, its own temporary directory) on the configuration lbaas
+    renders for ``lb`` bound to ``vip``; yields the configuration's path (its directory
+    holds the runtime socket ``rt.sock``) and the process. Stopped on the way out, even
+    after a failure."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        run_dir = Path(tmp)
+        prepare_run_dir(run_dir)
+        ctx = HaproxyContext(vip, str(run_dir / "rt.sock"), str(run_dir), 1000)
+        config = run_dir / "haproxy.cfg"
+        config.write_text(render_haproxy_config(lb, ctx))
+        process = subprocess.Popen(
+            [haproxy_binary(), "-db", "-f", str(config)],
+            cwd=run_dir,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_runtime(run_dir / "rt.sock", process, limit)
+            yield config, process
+        finally:
+            os.kill(process.pid, signal.SIGCONT)  # a test may have stopped it
+            process.terminate()
+            process.wait(timeout=30)

@@ -10,24 +10,19 @@ from __future__ import annotations
 
 import http.client
 import re
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
 from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
 
 from .golden_cases import HOSTILE_URL, HOSTILE_VALUES, l7_hostile_values
 from .haproxy_runner import (
     free_port,
-    haproxy_binary,
-    prepare_run_dir,
+    running_haproxy,
     runtime_command,
-    wait_for_runtime,
 )
 
 pytestmark = pytest.mark.haproxy
@@ -40,24 +35,8 @@ def running() -> Iterator[tuple[Path, Path, int]]:
     port = free_port()
     lb = l7_hostile_values()
     lb = replace(lb, listeners=tuple(replace(lst, protocol_port=port) for lst in lb.listeners))
-    with tempfile.TemporaryDirectory(prefix="lbhx-") as tmp:
-        run_dir = Path(tmp)
-        prepare_run_dir(run_dir)
-        ctx = HaproxyContext("127.0.0.1", str(run_dir / "rt.sock"), str(run_dir), 1000)
-        config = run_dir / "haproxy.cfg"
-        config.write_text(render_haproxy_config(lb, ctx))
-        process = subprocess.Popen(
-            [haproxy_binary(), "-db", "-f", str(config)],
-            cwd=run_dir,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait_for_runtime(run_dir / "rt.sock", process, 10)
-            yield config, run_dir / "rt.sock", port
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
+    with running_haproxy(lb, "127.0.0.1", "lbhx-", limit=10) as (config, _):
+        yield config, config.parent / "rt.sock", port
 
 
 def test_every_acl_holds_exactly_the_tenant_value(running: tuple[Path, Path, int]) -> None:

@@ -17,9 +17,9 @@ from datetime import datetime
 
 from keystoneauth1 import access, session
 from keystoneauth1 import exceptions as ksa
-from keystoneauth1.identity import v3
 
 from lbaas.config import KeystoneAuthtokenSettings
+from lbaas.service_auth import service_session
 
 LOG = logging.getLogger(__name__)
 
@@ -43,24 +43,6 @@ class TokenRefused(Exception):
 
 class KeystoneUnavailable(Exception):
     """Keystone could not be asked, or refused lbaas's own credentials."""
-
-
-def _service_auth(settings: KeystoneAuthtokenSettings) -> v3.Auth:
-    if settings.application_credential_id:
-        secret = settings.application_credential_secret
-        return v3.ApplicationCredential(
-            auth_url=settings.auth_url,
-            application_credential_id=settings.application_credential_id,
-            application_credential_secret=secret.get_secret_value() if secret else "",
-        )
-    return v3.Password(
-        auth_url=settings.auth_url,
-        username=settings.username,
-        password=settings.password.get_secret_value() if settings.password else "",
-        user_domain_name=settings.user_domain_name,
-        project_name=settings.project_name,
-        project_domain_name=settings.project_domain_name,
-    )
 
 
 def _tokens_url(auth_url: str) -> str:
@@ -92,9 +74,7 @@ class KeystoneTokens:
         self, settings: KeystoneAuthtokenSettings, http: session.Session | None = None
     ) -> None:
         self._url = _tokens_url(settings.auth_url)
-        self._session = http or session.Session(
-            auth=_service_auth(settings), timeout=settings.timeout
-        )
+        self._session = http or service_session(settings)
 
     def validate(self, token: str) -> TokenIdentity:
         """Who the token is; TokenRefused or KeystoneUnavailable otherwise (blocking)."""

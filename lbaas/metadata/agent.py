@@ -10,12 +10,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from lbaas.config import Settings
+from lbaas import service_auth
+from lbaas.config import KeystoneAuthtokenSettings, Settings
 from lbaas.host.base import HostOps
 from lbaas.metadata import signing
+from lbaas.metadata.base import RegistryUnavailable
 from lbaas.metadata.haproxy_config import MAX_SOCKET_PATH
 from lbaas.metadata.namespaces import NetnsProxyHost
 from lbaas.metadata.proxy import (
+    Credentials,
     HttpPortSource,
     HttpUpstream,
     MetadataForwarder,
@@ -38,6 +41,33 @@ def registry_url(settings: Settings) -> str:
     return f"http://{host}:{settings.api.port}"
 
 
+class KeystoneCredentials:
+    """The agent's service user at Keystone: keystoneauth1's session keeps its token."""
+
+    def __init__(self, settings: KeystoneAuthtokenSettings) -> None:
+        self._session = service_auth.service_session(settings)
+
+    def get_token(self) -> str | None:
+        from keystoneauth1 import exceptions as ksa
+
+        try:
+            token: str | None = self._session.get_token()
+        except ksa.ClientException as exc:  # Keystone down, or the credential refused
+            raise RegistryUnavailable(f"no Keystone token: {type(exc).__name__}") from None
+        return token
+
+    def invalidate(self) -> bool:
+        return bool(self._session.invalidate())
+
+
+def registry_credentials(settings: Settings) -> Credentials | None:
+    """The agent's service user (``[keystone_authtoken]`` in its settings), for an API that
+    validates Keystone tokens; None when the section names none."""
+    if not service_auth.configured(settings.keystone_authtoken):
+        return None
+    return KeystoneCredentials(settings.keystone_authtoken)
+
+
 class MetadataProxies:
     def __init__(self, settings: Settings, host: HostOps, state_dir: Path) -> None:
         root = state_dir / "metadata"
@@ -45,7 +75,7 @@ class MetadataProxies:
         registry = registry_url(settings)
         upstream = (settings.metadata.upstream_url or registry).rstrip("/")
         self.view = StaticPortView()
-        self._source = HttpPortSource(registry)
+        self._source = HttpPortSource(registry, credentials=registry_credentials(settings))
         self._upstream = HttpUpstream(upstream)
         forwarder = MetadataForwarder(self.view, secret, self._upstream)
         self.server = MetadataSocketServer(root / SOCKET_NAME, forwarder)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lbaas.metadata import signing
 from lbaas.metadata.base import (
@@ -122,22 +122,46 @@ class HttpUpstream:
         self._client.close()
 
 
-class HttpPortSource:
-    """The control plane's port registry: ``GET /v2.0/ports?binding:host_id=<host>``."""
+class Credentials(Protocol):
+    """A token for the API, kept until it is near its end or ``invalidate`` is called;
+    ``RegistryUnavailable`` when none can be had."""
 
-    def __init__(self, base_url: str, timeout: float = 10.0) -> None:
+    def get_token(self) -> str | None: ...
+
+    def invalidate(self) -> bool: ...
+
+
+class HttpPortSource:
+    """The control plane's port registry: ``GET /v2.0/ports?binding:host_id=<host>``, with
+    a token of ``credentials`` when the API validates Keystone tokens (a 401 fetches a
+    new token and asks once more: the old one may have been revoked)."""
+
+    def __init__(
+        self, base_url: str, timeout: float = 10.0, credentials: Credentials | None = None
+    ) -> None:
         self._client = _http_client(base_url, timeout)
+        self._credentials = credentials
 
     def ports_of_host(self, host_id: str) -> list[BoundPort]:
         import httpx  # loaded already by _http_client
 
         try:
-            reply = self._client.get("/v2.0/ports", params={"binding:host_id": host_id})
+            reply = self._ask(host_id)
+            if reply.status_code == 401 and self._credentials is not None:
+                self._credentials.invalidate()
+                reply = self._ask(host_id)
             reply.raise_for_status()
             documents = reply.json()["ports"]
         except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
             raise RegistryUnavailable(str(exc)) from exc
         return bound_ports(d for d in documents if d.get("binding:host_id") == host_id)
+
+    def _ask(self, host_id: str) -> httpx.Response:
+        headers = {}
+        if self._credentials is not None:
+            headers["X-Auth-Token"] = self._credentials.get_token() or ""
+        params = {"binding:host_id": host_id}
+        return self._client.get("/v2.0/ports", params=params, headers=headers)
 
     def close(self) -> None:
         self._client.close()

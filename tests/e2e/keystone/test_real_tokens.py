@@ -11,7 +11,12 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
+from lbaas.config import KeystoneAuthtokenSettings
+from lbaas.metadata.agent import KeystoneCredentials
+from lbaas.metadata.base import RegistryUnavailable
+from lbaas.metadata.proxy import HttpPortSource
 from tests.api.resource_base import assert_fault
 from tests.e2e.conftest import Served
 from tests.e2e.keystone.conftest import serve_with_keystone
@@ -116,3 +121,43 @@ def test_service_tokens_need_a_service_role(lbaas: Served, keystone: KeystoneSer
     # service_token_roles_required: a service token without the service role is refused.
     _unauthorized(_get(lbaas, user, **{"X-Service-Token": plain}), keystone)
     _unauthorized(_get(lbaas, user, **{"X-Service-Token": "forged"}), keystone)
+
+
+def test_an_agents_metadata_proxies_read_their_hosts_ports_with_a_token(
+    lbaas: Served, keystone: KeystoneServer
+) -> None:
+    """The netns agents' port source (``HttpPortSource``) in keystone mode: refused without
+    a token; with the agent's service user (``[keystone_authtoken]`` in its settings, a
+    global observer) it reads the ports bound to its host, whichever project owns them."""
+    owner = _member(keystone, "tok-port-owner", "tok-ports")
+    port = {
+        "network_id": _network(lbaas, owner),
+        "name": "bound-to-hq",
+        "binding:host_id": "host-q",
+        "device_id": "instance-q",
+        "fixed_ips": [{"subnet_id": LOOPBACK_SUBNET}],
+    }
+    made = httpx.post(
+        lbaas.url + "/v2.0/ports", json={"port": port}, headers={"X-Auth-Token": owner}
+    )
+    assert made.status_code == 201, made.text
+    with pytest.raises(RegistryUnavailable, match="401"):
+        HttpPortSource(lbaas.url).ports_of_host("host-q")
+    password = "agent-q-pw"
+    keystone.user("agent-q", password, "service", ("service", "load-balancer_global_observer"))
+    settings = KeystoneAuthtokenSettings(
+        auth_url=keystone.url, username="agent-q", password=password, project_name="service"
+    )
+    found = HttpPortSource(lbaas.url, credentials=KeystoneCredentials(settings))
+    assert [p.device_id for p in found.ports_of_host("host-q")] == ["instance-q"]
+    wrong = settings.model_copy(update={"password": SecretStr("not-it")})
+    with pytest.raises(RegistryUnavailable, match="no Keystone token"):
+        HttpPortSource(lbaas.url, credentials=KeystoneCredentials(wrong)).ports_of_host("host-q")
+
+
+def _network(lbaas: Served, token: str) -> str:
+    subnet = httpx.get(
+        f"{lbaas.url}/v2.0/subnets/{LOOPBACK_SUBNET}", headers={"X-Auth-Token": token}
+    )
+    assert subnet.status_code == 200, subnet.text
+    return str(subnet.json()["subnet"]["network_id"])

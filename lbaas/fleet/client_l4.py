@@ -42,7 +42,8 @@ def _older(spec: L4ServiceSpec) -> dict[str, Any]:
     """The fields newer than the agents of earlier releases (which refuse unknown fields),
     left out where they say what those agents do anyway, so such agents keep working:
     ``return_mode`` nat, ``local`` when no member is local, ``allowed_cidrs`` when no
-    listener restricts its sources (an older agent asked to restrict refuses the spec)."""
+    listener restricts its sources (an older agent asked to restrict refuses the spec),
+    ``idle_timeout`` when no listener has one (no UDP listener)."""
     exclude: dict[str, Any] = {}
     if spec.return_mode == "nat":
         exclude["return_mode"] = True
@@ -51,6 +52,8 @@ def _older(spec: L4ServiceSpec) -> dict[str, Any]:
         listener_fields["members"] = {"__all__": {"local"}}
     if not any(listener.allowed_cidrs for listener in spec.listeners):
         listener_fields["allowed_cidrs"] = True
+    if all(listener.idle_timeout is None for listener in spec.listeners):
+        listener_fields["idle_timeout"] = True
     if listener_fields:
         exclude["listeners"] = {"__all__": listener_fields}
     return exclude

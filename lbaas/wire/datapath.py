@@ -107,6 +107,16 @@ class UdpListener(_Wire):
     monitor: L4MonitorSpec | None = Field(
         None, description="The pool's health monitor, if admin up (None: members unchecked)."
     )
+    connection_limit: int | None = Field(
+        None, ge=1, description="The most flows at once (None: no limit); more are dropped."
+    )
+    idle_timeout: int | None = Field(
+        None,
+        ge=1,
+        le=2_073_600,
+        description="Seconds a flow may stay idle before the kernel forgets it (None: the "
+        "kernel's own UDP timeouts).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> UdpListener:

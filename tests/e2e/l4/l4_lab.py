@@ -12,11 +12,16 @@ deletes the namespaces, and runs even when the test failed.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from lbaas.l4.service import L4Member
 
@@ -93,6 +98,12 @@ class L4Lab:
         names: list[str] = json.loads(out)
         return names
 
+    def probe(self, protocol: str, port: int, seconds: float) -> str:
+        """The member that answers one new flow to the VIP, or "timeout" (none within
+        ``seconds``)."""
+        return run("ip", "netns", "exec", self.client, sys.executable, PEERS, "probe", protocol,
+                   VIP, str(port), str(seconds)).strip()  # fmt: skip
+
     def rate(self, protocol: str, address: str, port: int, seconds: float) -> float:
         """Requests/s of one client in the client namespace (bench/l4.py's traffic part)."""
         out = run("ip", "netns", "exec", self.client, sys.executable, PEERS, "rate", protocol,
@@ -119,6 +130,19 @@ class L4Lab:
         for namespace in reversed(self.namespaces):
             subprocess.run(["ip", "netns", "delete", namespace], check=False, timeout=30)
         self.namespaces.clear()
+
+
+@contextmanager
+def built_lab() -> Iterator[L4Lab]:
+    """A built lab (the test skipped without root), closed even when the test failed."""
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    lab = L4Lab()
+    try:
+        lab.build()
+        yield lab
+    finally:
+        lab.close()
 
 
 @dataclass

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from l4_lab import VIP, L4Lab, namespace_exists, run
+from l4_lab import VIP, L4Lab, built_lab, namespace_exists, run
 
 from lbaas.l4 import nft
 from lbaas.l4.engine import L4Engine, slot_values_of
@@ -34,14 +34,8 @@ FLOWS = 45
 
 @pytest.fixture
 def lab() -> Iterator[L4Lab]:
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    built = L4Lab()
-    try:
-        built.build()
+    with built_lab() as built:
         yield built
-    finally:
-        built.close()
 
 
 def service(members: tuple[L4Member, ...], key: HashKey = HashKey.FIVE_TUPLE) -> L4Service:

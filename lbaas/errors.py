@@ -2,7 +2,8 @@
 
 Every error lbaas raises on purpose derives from ``LbaasError``. API errors carry the HTTP
 status they map to (the mapping to Octavia's ``{faultcode, faultstring, debuginfo}`` body
-happens in one place, ``lbaas.api.errors``). Errors raised while converging carry retry
+happens in one place, ``lbaas.api.errors``; the Networking-shaped routes answer Neutron's
+body instead, ``lbaas.api.neutron_errors``). Errors raised while converging carry retry
 meaning, as kopf's do: the job runner retries a ``TemporaryError`` with backoff and turns a
 ``PermanentError`` into ERROR with its reason kept. Third-party exceptions are translated
 at the boundary that sees them (SQLAlchemy in ``lbaas.db``, HTTP clients in the agent
@@ -47,13 +48,18 @@ class CommandRefused(LbaasError):
 
 
 class ApiError(LbaasError):
-    """An error the API returns to a client, with Octavia's wording as the message."""
+    """An error the API returns to a client, with Octavia's wording as the message.
+
+    ``neutron_type``: on the Networking-shaped routes, Neutron's name for the condition
+    (``PortNotFound``), the ``type`` of its error body; None: the status's generic one.
+    """
 
     status_code = 500
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, neutron_type: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.neutron_type = neutron_type
 
 
 class InvalidInput(ApiError):

@@ -60,12 +60,18 @@ _Reading = tuple[int, int, int]  # new flows, bytes in, bytes out
 def l4_service(spec: AmphoraSpec, healthy: dict[str, bool] | None = None) -> L4Service:
     """The L4 engine's input for the spec's UDP listeners, members marked with ``healthy``
     (a member it does not name is healthy: unchecked, or not probed yet)."""
+    return udp_service(spec.loadbalancer_id, spec.vip.address, spec.udp_listeners, healthy)
+
+
+def udp_service(
+    lb_id: str,
+    vip: str,
+    listeners: tuple[UdpListener, ...],
+    healthy: dict[str, bool] | None = None,
+) -> L4Service:
+    """``l4_service`` of the UDP listeners of ``lb_id`` on ``vip``."""
     health = healthy or {}
-    return L4Service(
-        lb_id=spec.loadbalancer_id,
-        vip=spec.vip.address,
-        listeners=tuple(_l4_listener(listener, health) for listener in spec.udp_listeners),
-    )
+    return L4Service(lb_id, vip, tuple(_l4_listener(li, health) for li in listeners))
 
 
 def _l4_listener(listener: UdpListener, healthy: dict[str, bool]) -> L4Listener:
@@ -80,6 +86,8 @@ def _l4_listener(listener: UdpListener, healthy: dict[str, bool]) -> L4Listener:
         table_size=listener.table_size,
         source_prefix=listener.source_prefix,
         live_flows=LiveFlowPolicy(listener.member_down),
+        connection_limit=listener.connection_limit,
+        idle_timeout=listener.idle_timeout,
     )
 
 

@@ -8,10 +8,12 @@ clients treat 4xx as "fix your input" (the issue brief asks for 400).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from enum import StrEnum
+from typing import Any
 
 from lbaas.api.services import ApiServices
+from lbaas.api.validation.listener import DEFAULT_TIMEOUTS
 from lbaas.errors import InvalidInput
 from lbaas.model.enums import ListenerProtocol, MemberDownPolicy, PoolProtocol
 
@@ -150,3 +152,39 @@ def require_member_down_policy(
         f"Provider '{provider}' does not support a requested option: "
         f"lbaas_member_down_policy {policy.value} on {protocol} pools ({why})"
     )
+
+
+def _is_default(name: str, value: int) -> bool:
+    if name == "connection_limit":
+        return value in (-1, 0)  # both "no limit", as the amphora's HAProxy takes them
+    return value == DEFAULT_TIMEOUTS[name]
+
+
+def require_listener_options(
+    services: ApiServices,
+    provider: str,
+    protocol: ListenerProtocol,
+    values: Mapping[str, Any],
+    names: Iterable[str],
+) -> None:
+    """400 if a listener option in ``names`` (``LISTENER_OPTIONS``) has a value other than
+    Octavia's default on a protocol where the provider does not enforce it, or a timeout
+    that is not whole seconds where the data plane counts seconds. ``values``: the merged
+    listener (defaults filled in)."""
+    caps = services.providers.capabilities(provider)
+    for name in names:
+        value = int(values[name])
+        where = f"{name} {value} on {protocol.value} listeners"
+        if not _is_default(name, value) and protocol not in caps.listener_options.get(name, ()):
+            note = caps.refusal_notes.get(name)
+            default = "-1" if name == "connection_limit" else str(DEFAULT_TIMEOUTS[name])
+            raise InvalidInput(
+                f"Provider '{provider}' does not support a requested option: {where}; "
+                f"only Octavia's default ({default}) is accepted there"
+                + (f". {note}" if note else "")
+            )
+        if name.startswith("timeout_") and protocol in caps.whole_second_timeouts and value % 1000:
+            raise InvalidInput(
+                f"Provider '{provider}' does not support a requested option: {where} (its "
+                "data plane keeps flow timeouts in whole seconds; use a multiple of 1000)"
+            )

@@ -19,6 +19,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lbaas.api.metrics import route_template
+from lbaas.api.neutron_errors import is_networking_path, neutron_body
 from lbaas.metrics.process import ProcessMetrics
 
 _ALIASES = (("/v2.0/lbaas", "/v2/lbaas"), ("/v2.0/octavia", "/v2/octavia"))
@@ -38,6 +39,14 @@ def _accepts_json(accept: str) -> bool:
             return True
     # Unparseable values count as acceptable; only a clear non-JSON list is refused.
     return not all("/" in p for p in accept.split(","))
+
+
+def _not_acceptable(path: str) -> dict[str, Any]:
+    """The 406 body: pecan's, as Octavia answers, or Neutron's on the Networking routes."""
+    message = "Only content type application/json is accepted."
+    if is_networking_path(path):
+        return neutron_body(406, message, "HTTPNotAcceptable")
+    return {"code": 406, "title": "Not Acceptable", "description": message}
 
 
 async def _send_json(send: Send, status: int, body: dict[str, Any], request_id: str) -> None:
@@ -106,16 +115,7 @@ class EdgeMiddleware:
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in scope["headers"]}
         json_only = not path.startswith(_NOT_JSON_ONLY) and path not in _TEXT_PAGES
         if json_only and "accept" in headers and not _accepts_json(headers["accept"]):
-            await _send_json(
-                send,
-                406,
-                {
-                    "code": 406,
-                    "title": "Not Acceptable",
-                    "description": "Only content type application/json is accepted.",
-                },
-                request_id,
-            )
+            await _send_json(send, 406, _not_acceptable(path), request_id)
             return
 
         async def send_with_id(message: Message) -> None:

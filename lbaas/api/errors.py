@@ -5,6 +5,8 @@ FastAPI's ``RequestValidationError``. Both become ``{"faultcode", "faultstring",
 "debuginfo"}`` with the status and wording python-octaviaclient shows users: "Unknown
 attribute for argument …", "Invalid input for field/attribute … Value: '…'. …", and so on.
 Anything unexpected is a 500 with a generic message; the detail goes to the log only.
+Requests to the Networking-shaped routes get the same status and message in Neutron's
+body (``neutron_errors``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from lbaas.api.neutron_errors import is_networking_path, neutron_fault
 from lbaas.api.query_hook import HookRefused
 from lbaas.errors import ApiError
 from lbaas.model.enums import EXTENSION_VALUES
@@ -37,6 +40,21 @@ def fault(status: int, message: str) -> JSONResponse:
         },
         status_code=status,
     )
+
+
+def answer(path: str, status: int, message: str, neutron_type: str | None = None) -> JSONResponse:
+    """The error body for a request to ``path``: Neutron's on the Networking routes,
+    Octavia's everywhere else."""
+    if is_networking_path(path):
+        return neutron_fault(status, message, neutron_type)
+    return fault(status, message)
+
+
+#: What a Networking path no route serves (404) or a method it does not take (405) says.
+_NOT_ROUTED = {
+    404: "The resource could not be found.",
+    405: "The method is not allowed for this resource.",
+}
 
 
 def pecan_fault(status: int, description: str | None) -> JSONResponse:
@@ -226,25 +244,29 @@ def allowed_methods(request: Request) -> list[str]:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
-    async def _api_error(_request: Request, exc: ApiError) -> Response:
+    async def _api_error(request: Request, exc: ApiError) -> Response:
         if isinstance(exc, HookRefused):
             return pecan_fault(exc.status_code, exc.message)
-        return fault(exc.status_code, exc.message)
+        return answer(request.url.path, exc.status_code, exc.message, exc.neutron_type)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         media = unsupported_media_type(request)
         if media is not None:
-            return fault(415, f"Unknown mimetype: {media}")
-        return fault(400, validation_message(exc.errors(), _body_wrapper(request), exc.body))
+            return answer(request.url.path, 415, f"Unknown mimetype: {media}")
+        message = validation_message(exc.errors(), _body_wrapper(request), exc.body)
+        return answer(request.url.path, 400, message)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        if exc.status_code in (404, 405):
+        path = request.url.path
+        if exc.status_code in _NOT_ROUTED and is_networking_path(path):
+            response = neutron_fault(exc.status_code, _NOT_ROUTED[exc.status_code])
+        elif exc.status_code in _NOT_ROUTED:
             # No route, or not this method: pecan's routing answers those in Octavia.
             response = pecan_fault(exc.status_code, _routing_description(request))
         else:
-            response = fault(exc.status_code, str(exc.detail))
+            response = answer(path, exc.status_code, str(exc.detail))
         response.headers.update(exc.headers or {})
         if exc.status_code == 405:
             response.headers["Allow"] = ", ".join(allowed_methods(request))
@@ -253,4 +275,4 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:
         LOG.exception("unhandled error on %s %s", request.method, request.url.path)
-        return fault(500, "Internal server error.")
+        return answer(request.url.path, 500, "Internal server error.")

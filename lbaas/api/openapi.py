@@ -3,7 +3,8 @@
 FastAPI documents each operation's success code and a 422 it never sends (schema failures
 are 400s in Octavia's shape, ``lbaas.api.errors``). This adds the error statuses every
 operation can answer, with the fault body (pecan's for 405, 406 and a GET's page
-parameters, ``query_hook``), drops the 422, and marks the successes
+parameters, ``query_hook``; Neutron's for every error of the Networking routes), drops the
+422, and marks the successes
 that carry no body (204, and the 202s of quota reset, failover, config push and the batch
 member update) as bodiless; the rules enforced outside the request models are added by
 ``openapi_rules`` (and ``openapi_graph``, for the nested create) and the links between
@@ -16,6 +17,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from lbaas.api.neutron_errors import NEUTRON_SCHEMA
 from lbaas.api.openapi_graph import add_graph_create
 from lbaas.api.openapi_links import add_links
 from lbaas.api.openapi_rules import add_rules
@@ -69,6 +71,12 @@ def _describe(operation: dict[str, Any], method: str) -> None:
     for status, response in list(responses.items()):
         if status in ("202", "204") and _empty(response):
             responses[status] = {"description": response.get("description", "No content")}
+    if "networking" in operation.get("tags", []):
+        # Neutron's body for every error of the Networking routes (``neutron_errors``).
+        for status, description in ERROR_STATUSES.items():
+            responses.setdefault(status, _fault(description, NEUTRON_SCHEMA))
+        responses.setdefault("406", _fault("Accept excludes JSON", NEUTRON_SCHEMA))
+        return
     for status, description in ERROR_STATUSES.items():
         responses.setdefault(status, _fault(description, FAULT_SCHEMA))
     responses["405"] = _fault(ERROR_STATUSES["405"], PECAN_SCHEMA)

@@ -8,14 +8,14 @@
 * NUL characters in the path or the query string (``/loadbalancers/%00``): PostgreSQL
   cannot store or compare them, SQLite cuts strings at them, HAProxy cannot read them.
 
-Refusals are 413 and 400 in Octavia's error shape.
+Refusals are 413 and 400 in Octavia's error shape (Neutron's on the Networking routes).
 """
 
 from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lbaas.api.errors import fault
+from lbaas.api.errors import answer
 
 _NUL_ESCAPES = (b"%00", b"\x00")
 _TOO_LARGE = "Request is too large."
@@ -44,15 +44,16 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         if _has_nul(scope):
-            await fault(400, "NUL characters are not allowed in the URL.")(scope, receive, send)
+            refusal = answer(scope["path"], 400, "NUL characters are not allowed in the URL.")
+            await refusal(scope, receive, send)
             return
         length = _declared_length(scope)
         if length is not None and length > self.max_body_bytes:
-            await fault(413, _TOO_LARGE)(scope, receive, send)
+            await answer(scope["path"], 413, _TOO_LARGE)(scope, receive, send)
             return
         messages = await self._read_body(receive)
         if messages is None:
-            await fault(413, _TOO_LARGE)(scope, receive, send)
+            await answer(scope["path"], 413, _TOO_LARGE)(scope, receive, send)
             return
         await self.app(scope, _replay(messages, receive), send)
 

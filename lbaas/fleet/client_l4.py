@@ -42,8 +42,9 @@ def _older(spec: L4ServiceSpec) -> dict[str, Any]:
     """The fields newer than the agents of earlier releases (which refuse unknown fields),
     left out where they say what those agents do anyway, so such agents keep working:
     ``return_mode`` nat, ``local`` when no member is local, ``allowed_cidrs`` when no
-    listener restricts its sources, ``member_down`` when every listener keeps (an older
-    agent asked to restrict, cut or reroute refuses the spec)."""
+    listener restricts its sources, ``member_down`` when every listener keeps, ``idle_timeout``
+    when no listener has one (no UDP listener): an older agent asked to restrict, cut,
+    reroute or time out refuses the spec."""
     exclude: dict[str, Any] = {}
     if spec.return_mode == "nat":
         exclude["return_mode"] = True
@@ -54,6 +55,8 @@ def _older(spec: L4ServiceSpec) -> dict[str, Any]:
         listener_fields["allowed_cidrs"] = True
     if all(listener.member_down == "keep" for listener in spec.listeners):
         listener_fields["member_down"] = True
+    if all(listener.idle_timeout is None for listener in spec.listeners):
+        listener_fields["idle_timeout"] = True
     if listener_fields:
         exclude["listeners"] = {"__all__": listener_fields}
     return exclude

@@ -4,7 +4,10 @@ Layout of ``table ip lbaas_<id>``::
 
     map tcp_80  { typeof numgen inc mod M : ip daddr . th dport; elements = { slot : member } }
     set allow_tcp_80 { type ipv4_addr; flags interval; elements = { 10.1.0.0/16, ... } }
+    ct timeout idle_udp_53 { protocol udp; l3proto ip; policy = { unreplied: T, replied: T } }
     chain balance  { ip daddr VIP meta l4proto tcp th dport 80 ip saddr != @allow_tcp_80 drop
+                     ip daddr VIP meta l4proto tcp th dport 80 ct count over N drop
+                     ip daddr VIP meta l4proto udp th dport 53 ct timeout set "idle_udp_53"
                      ip daddr VIP meta l4proto tcp th dport 80 counter
                      dnat ip to jhash <key> mod M seed S map @tcp_80 comment "tcp_80" }
     chain prerouting (nat, dstnat)  -> jump balance     traffic arriving from elsewhere
@@ -21,6 +24,14 @@ whatever the number of networks (one lookup, not a rule per network), checked be
 Maglev decision, so another source's flow is dropped before it is balanced. The NAT chains
 see a flow's first packet only, so a change of the set decides new flows and leaves
 established ones alone (conntrack holds them).
+
+A listener's ``connection_limit`` is a ``ct count`` of its own (the kernel keeps the list of
+the flows that passed the rule and drops their entries as conntrack forgets them): a new
+flow past the limit is dropped before it is balanced, so a TCP client retries its SYN as
+it would against a full HAProxy backlog. The count starts from zero when the table is
+replaced (as a reloaded HAProxy counts only its own connections). A UDP listener's idle
+timeout is a conntrack timeout policy (``ct timeout``) attached to each new flow's entry
+before it is confirmed, for both of UDP's states.
 
 A full load replaces the table in one transaction (declare, delete, define: the usual
 idiom, which works whether or not the table exists); a slot update deletes and re-adds just
@@ -75,10 +86,19 @@ def render_full(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
         lines.extend(_map_lines(listener, tables[listener.name]))
         if listener.allowed_cidrs:
             lines.extend(_allow_set_lines(listener))
+        if listener.idle_timeout is not None:
+            lines.extend(_timeout_lines(listener, listener.idle_timeout))
     lines.append("\tchain balance {")
     for listener in service.listeners:
         if listener.allowed_cidrs:
             lines.append("\t\t" + _filter_rule(service, listener))
+        if listener.connection_limit is not None:
+            lines.append(f"\t\t{_match(service, listener)} ct count over "
+                         f"{listener.connection_limit} drop")  # fmt: skip
+        if listener.idle_timeout is not None:
+            lines.append(
+                f'\t\t{_match(service, listener)} ct timeout set "{_timeout_name(listener)}"'
+            )
         if tables[listener.name].slots:
             lines.append("\t\t" + _rule(service, listener))
     lines.append("\t}")
@@ -120,12 +140,27 @@ def _allow_set_lines(listener: L4Listener) -> list[str]:
     return lines
 
 
+def _match(service: L4Service, listener: L4Listener) -> str:
+    return f"ip daddr {service.vip} meta l4proto {listener.protocol.value} th dport {listener.port}"
+
+
 def _filter_rule(service: L4Service, listener: L4Listener) -> str:
     """Drop a new flow from a source outside the listener's set, before it is balanced."""
-    return (
-        f"ip daddr {service.vip} meta l4proto {listener.protocol.value} "
-        f"th dport {listener.port} ip saddr != @{allow_set_name(listener)} drop"
-    )
+    return f"{_match(service, listener)} ip saddr != @{allow_set_name(listener)} drop"
+
+
+def _timeout_name(listener: L4Listener) -> str:
+    return f"idle_{listener.name}"
+
+
+def _timeout_lines(listener: L4Listener, seconds: int) -> list[str]:
+    """The UDP timeout policy of a listener's flows: ``seconds`` replied or not."""
+    return [
+        f"\tct timeout {_timeout_name(listener)} {{",
+        "\t\tprotocol udp; l3proto ip;",
+        f"\t\tpolicy = {{ unreplied: {seconds}, replied: {seconds} }}",
+        "\t}",
+    ]
 
 
 def render_allow_update(lb_id: str, old: L4Listener, new: L4Listener) -> str:
@@ -150,8 +185,7 @@ def _hash_input(listener: L4Listener) -> str:
 
 def _rule(service: L4Service, listener: L4Listener) -> str:
     return (
-        f"ip daddr {service.vip} meta l4proto {listener.protocol.value} "
-        f"th dport {listener.port} counter dnat ip to jhash {_hash_input(listener)} "
+        f"{_match(service, listener)} counter dnat ip to jhash {_hash_input(listener)} "
         f"mod {listener.table_size} seed {hash_seed(service.lb_id, listener):#010x} "
         f'map @{listener.name} comment "{listener.name}"'
     )

@@ -112,6 +112,18 @@ class L4Listener:
     allowed_cidrs: tuple[str, ...] = ()
     # What the established flows of a member that goes (or is taken) away do.
     live_flows: LiveFlowPolicy = LiveFlowPolicy.KEEP
+    # The most flows the listener carries at once (Octavia's connection_limit, counted by
+    # this kernel's conntrack); a new flow past it is dropped. None: no limit.
+    connection_limit: int | None = None
+    # Seconds a UDP flow may stay idle before the kernel forgets it (its conntrack entry's
+    # timeout, in both directions): its next datagram is balanced anew, a member's late
+    # answer is no longer forwarded. None: the kernel's own UDP timeouts.
+    idle_timeout: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.idle_timeout is not None and self.protocol is not L4Protocol.UDP:
+            # Forgetting a TCP flow does not end it (conntrack picks it up mid-stream).
+            raise ValueError("an idle timeout is for UDP listeners only")
 
     @property
     def name(self) -> str:
@@ -129,12 +141,14 @@ class L4Listener:
         ipv4 = [n for n in networks if isinstance(n, ipaddress.IPv4Network)]
         return tuple(str(n) for n in ipaddress.collapse_addresses(ipv4))
 
-    def shape(self) -> tuple[str, HashKey, int, bool, int | None, bool]:
+    def shape(self) -> tuple[object, ...]:
         """What the rules depend on: a change here needs a full reload, not slot updates
         (a change of the allowed networks, not of whether there are some, is an update)."""
         healthy = any(m.healthy for m in self.members)
         filtered = bool(self.allowed_cidrs)
-        return (self.name, self.hash_key, self.table_size, healthy, self.source_prefix, filtered)
+        limits = (self.connection_limit, self.idle_timeout)
+        return (self.name, self.hash_key, self.table_size, healthy, self.source_prefix, filtered,
+                limits)  # fmt: skip
 
     def active_members(self) -> tuple[L4Member, ...]:
         """The tier that balances: the primaries on this node's own host while one of them

@@ -136,6 +136,7 @@ def _listener(listener: L4ListenerSpec, healthy: dict[str, bool]) -> L4Listener:
         ),
         tombstones=tuple(Tombstone(t.place, t.weight, t.backup) for t in listener.tombstones),
         allowed_cidrs=listener.allowed_cidrs,
+        idle_timeout=listener.idle_timeout,
     )
 
 

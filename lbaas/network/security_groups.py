@@ -78,7 +78,9 @@ def create_group(
 def require_group(session: Session, group_id: str) -> SecurityGroupRow:
     group = repo.get_group(session, group_id)
     if group is None:
-        raise NotFound(f"Security group {group_id} does not exist")
+        raise NotFound(
+            f"Security group {group_id} does not exist", neutron_type="SecurityGroupNotFound"
+        )
     return group
 
 
@@ -88,7 +90,8 @@ def update_group(session: Session, group: SecurityGroupRow, changes: dict[str, o
     ):
         raise Conflict(
             f"Security Group {group.id} is used by a load balancer's VIP, which enforces "
-            "stateful groups only."
+            "stateful groups only.",
+            neutron_type="SecurityGroupInUse",
         )
     for name, value in changes.items():
         setattr(group, name, value)
@@ -96,7 +99,7 @@ def update_group(session: Session, group: SecurityGroupRow, changes: dict[str, o
 
 def delete_group(session: Session, group: SecurityGroupRow) -> None:
     if repo.loadbalancers_using(session, group.project_id, group.id):
-        raise Conflict(f"Security Group {group.id} in use.")
+        raise Conflict(f"Security Group {group.id} in use.", neutron_type="SecurityGroupInUse")
     repo.delete_group(session, group.id)
 
 
@@ -112,7 +115,8 @@ def _protocol(text: str | None) -> tuple[str | None, int | None]:
             "[None, 'ah', 'dccp', 'egp', 'esp', 'gre', 'icmp', 'icmpv6', 'igmp', 'ipip', "
             "'ipv6-encap', 'ipv6-frag', 'ipv6-icmp', 'ipv6-nonxt', 'ipv6-opts', "
             "'ipv6-route', 'ospf', 'pgm', 'rsvp', 'sctp', 'tcp', 'udp', 'udplite', "
-            "'vrrp'] and integer representations [0 to 255] are supported."
+            "'vrrp'] and integer representations [0 to 255] are supported.",
+            neutron_type="SecurityGroupRuleInvalidProtocol",
         ) from None
 
 
@@ -120,11 +124,17 @@ def _ports(number: int | None, low: int | None, high: int | None) -> tuple[int |
     if low is None and high is None:
         return None, None
     if number is None:
-        raise InvalidInput("Must also specify protocol if port range is given.")
+        raise InvalidInput(
+            "Must also specify protocol if port range is given.",
+            neutron_type="SecurityGroupProtocolRequiredWithPorts",
+        )
     if number in ICMP:
         for value in (low, high):
             if value is not None and value > 255:
-                raise InvalidInput(f"Invalid value for ICMP type or code {value}")
+                raise InvalidInput(
+                    f"Invalid value for ICMP type or code {value}",
+                    neutron_type="SecurityGroupInvalidIcmpValue",
+                )
         return low, high
     if number not in PORTED:
         raise InvalidInput(f"Port range is not valid for protocol {number}.")
@@ -133,9 +143,14 @@ def _ports(number: int | None, low: int | None, high: int | None) -> tuple[int |
     high = low if high is None else high
     for value in (low, high):
         if value == 0:
-            raise InvalidInput("Invalid value for port 0")
+            raise InvalidInput(
+                "Invalid value for port 0", neutron_type="SecurityGroupInvalidPortValue"
+            )
     if low > high:
-        raise InvalidInput("For TCP/UDP protocols, port_range_min must be <= port_range_max")
+        raise InvalidInput(
+            "For TCP/UDP protocols, port_range_min must be <= port_range_max",
+            neutron_type="SecurityGroupInvalidPortRange",
+        )
     return low, high
 
 
@@ -147,7 +162,10 @@ def _prefix(ethertype: str, prefix: str | None) -> str | None:
     except ValueError:
         raise InvalidInput(f"'{prefix}' is not a valid IP prefix.") from None
     if (network.version == 4) != (ethertype == IPV4):
-        raise InvalidInput(f"Conflicting value ethertype {ethertype} for CIDR {prefix}")
+        raise InvalidInput(
+            f"Conflicting value ethertype {ethertype} for CIDR {prefix}",
+            neutron_type="SecurityGroupRuleParameterConflict",
+        )
     return str(network)
 
 
@@ -156,11 +174,17 @@ def create_rule(
 ) -> SecurityGroupRuleRow:
     """Check and record a rule of ``group`` (in the caller's transaction)."""
     if request.remote_ip_prefix is not None and request.remote_group_id is not None:
-        raise InvalidInput("Only remote_ip_prefix or remote_group_id may be provided.")
+        raise InvalidInput(
+            "Only remote_ip_prefix or remote_group_id may be provided.",
+            neutron_type="SecurityGroupRemoteGroupAndRemoteIpPrefix",
+        )
     if request.remote_group_id is not None:
         remote = repo.get_group(session, request.remote_group_id)
         if remote is None or remote.project_id != group.project_id:
-            raise NotFound(f"Security group {request.remote_group_id} does not exist")
+            raise NotFound(
+                f"Security group {request.remote_group_id} does not exist",
+                neutron_type="SecurityGroupNotFound",
+            )
     protocol, number = _protocol(request.protocol)
     low, high = _ports(number, request.port_range_min, request.port_range_max)
     rule = SecurityGroupRuleRow(
@@ -179,7 +203,10 @@ def create_rule(
     )
     for other in repo.rules_of(session, [group.id]):
         if _same(other, rule):
-            raise Conflict(f"Security group rule already exists. Rule id is {other.id}.")
+            raise Conflict(
+                f"Security group rule already exists. Rule id is {other.id}.",
+                neutron_type="SecurityGroupRuleExists",
+            )
     session.add(rule)
     session.flush()
     return rule

@@ -48,6 +48,25 @@ if TYPE_CHECKING:
     from lbaas.db.jobs.job_queue import Claim
 
 
+#: Listener options a data plane may honour on some protocols only: where a provider does
+#: not declare one (``ProviderCapabilities.listener_options``), only Octavia's default is
+#: accepted (connection_limit -1 or 0, a timeout's documented default).
+LISTENER_OPTIONS = (
+    "connection_limit",
+    "timeout_client_data",
+    "timeout_member_connect",
+    "timeout_member_data",
+    "timeout_tcp_inspect",
+)
+
+
+def every_listener_option(
+    protocols: frozenset[ListenerProtocol],
+) -> dict[str, frozenset[ListenerProtocol]]:
+    """``listener_options`` for a data plane that enforces them all on ``protocols``."""
+    return dict.fromkeys(LISTENER_OPTIONS, protocols)
+
+
 class LeaseLost(TemporaryError):
     """The converge job's lease was taken over: the provider wrote nothing and stopped.
 
@@ -120,6 +139,14 @@ class ProviderCapabilities:
     member_down_policies: Mapping[PoolProtocol, frozenset[MemberDownPolicy]] = field(
         default_factory=dict
     )
+    # The listener protocols on which the data plane enforces each of ``LISTENER_OPTIONS``
+    # (by option). Elsewhere only Octavia's default is accepted: another value is refused
+    # (400) rather than accepted and left unenforced. ``refusal_notes`` may say why, by
+    # option name.
+    listener_options: Mapping[str, frozenset[ListenerProtocol]] = field(default_factory=dict)
+    # Listener protocols whose timeouts the data plane keeps in whole seconds (the kernel's
+    # conntrack): a timeout that is not a whole number of seconds is refused there.
+    whole_second_timeouts: frozenset[ListenerProtocol] = frozenset()
     # Whether the data plane binds a load balancer's ``additional_vips``. False by default:
     # they are refused (400) rather than allocated, shown and never answered on.
     additional_vips: bool = False

@@ -23,7 +23,13 @@ from lbaas.private_files import FILE_MODE
 
 if TYPE_CHECKING:
     from lbaas.db.jobs.job_queue import Claim
-from lbaas.providers.base import ApplyResult, ProviderCapabilities, ProviderContext, ProviderDriver
+from lbaas.providers.base import (
+    ApplyResult,
+    ProviderCapabilities,
+    ProviderContext,
+    ProviderDriver,
+    every_listener_option,
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,7 @@ class NoopProvider(ProviderDriver):
             l7_rule_types=frozenset(E.L7RuleType),
             # Nothing to enforce on, so nothing left unenforced: it records the graph.
             allowed_cidrs_protocols=frozenset(E.ListenerProtocol),
+            listener_options=every_listener_option(frozenset(E.ListenerProtocol)),
             pool_tls_protocols=frozenset(E.PoolProtocol),
             additional_vips=True,
             flavor_keys={"loadbalancer_topology": "SINGLE or ACTIVE_STANDBY (recorded only)"},

@@ -112,6 +112,16 @@ class UdpListener(_Wire):
         description="The pool's member-down policy (``wire.l4.L4ListenerSpec``'s); left out "
         "of the JSON when keep, so agents that predate it read the spec.",
     )
+    connection_limit: int | None = Field(
+        None, ge=1, description="The most flows at once (None: no limit); more are dropped."
+    )
+    idle_timeout: int | None = Field(
+        None,
+        ge=1,
+        le=2_073_600,
+        description="Seconds a flow may stay idle before the kernel forgets it (None: the "
+        "kernel's own UDP timeouts).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> UdpListener:

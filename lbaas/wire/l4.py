@@ -127,6 +127,16 @@ class L4ListenerSpec(_Wire):
         "keep, as allowed_cidrs.",
     )
 
+    idle_timeout: int | None = Field(
+        None,
+        ge=1,
+        le=2_073_600,
+        description="UDP only: seconds a flow may stay idle before the node forgets it "
+        "(None: the kernel's own UDP timeouts). Left out when no listener has one, so "
+        "agents that predate it keep serving TCP listeners; an older agent sent a UDP "
+        "listener refuses the spec instead of leaving the timeout unenforced.",
+    )
+
     @field_validator("allowed_cidrs")
     @classmethod
     def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -136,6 +146,8 @@ class L4ListenerSpec(_Wire):
 
     @model_validator(mode="after")
     def _distinct_places(self) -> L4ListenerSpec:
+        if self.idle_timeout is not None and self.protocol != "udp":
+            raise ValueError("an idle timeout is for UDP listeners only")
         # Weight-0 members are not in the table, so their id may be a tombstone's place.
         live = [m.place_key for m in self.members if m.weight > 0]
         places = live + [t.place for t in self.tombstones]

@@ -28,6 +28,19 @@ def assert_fault(response: Any, status: int, contains: str = "") -> None:
     assert contains in body["faultstring"], body["faultstring"]
 
 
+def assert_neutron_fault(
+    response: Any, status: int, contains: str = "", kind: str | None = None
+) -> None:
+    """Neutron's error body (the Networking routes'), with ``kind`` as its ``type``."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"NeutronError"}, body
+    error = body["NeutronError"]
+    assert set(error) == {"type", "message", "detail"} and error["detail"] == "", error
+    assert error["type"] == (kind or error["type"]) and error["type"], error
+    assert contains in error["message"], error["message"]
+
+
 def assert_pecan(response: Any, status: int, description: str | None) -> None:
     """Octavia's answers from outside its WSME handlers: pecan's ``code``/``title``/
     ``description`` (a path or method no controller serves, a GET's bad ``limit`` or sort

@@ -9,7 +9,6 @@ refused is 400 in Octavia's fault shape and stores nothing.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,26 +17,21 @@ import pytest
 from lbaas.providers.amphora.capabilities import amphora_capabilities
 from tests.api.resource_base import assert_fault
 from tests.support.api_client import Api
-from tests.support.fake_providers import provider_declaring
+from tests.support.fake_providers import declared_by, provider_declaring
 
 POOLS = "/v2/lbaas/pools"
 LISTENERS = "/v2/lbaas/listeners"
 
 
-def _declared(netns: bool) -> dict[str, Any]:
-    caps = amphora_capabilities(netns)
-    return {f.name: getattr(caps, f.name) for f in dataclasses.fields(caps)}
-
-
 @pytest.fixture
 def netns_amphora(plane: Any) -> Iterator[None]:
-    with provider_declaring(plane, **_declared(True)):
+    with provider_declaring(plane, **declared_by(amphora_capabilities(True))):
         yield
 
 
 @pytest.fixture
 def loopback_amphora(plane: Any) -> Iterator[None]:
-    with provider_declaring(plane, **_declared(False)):
+    with provider_declaring(plane, **declared_by(amphora_capabilities(False))):
         yield
 
 

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from lbaas.model.security_rules import NO_SOURCE
-from tests.api.resource_base import assert_fault
+from tests.api.resource_base import assert_fault, assert_neutron_fault
 from tests.support.api_client import Api
 from tests.support.control_plane import noop_of
 from tests.support.fake_providers import provider_declaring
@@ -66,7 +66,7 @@ def test_a_group_is_kept_shown_listed_changed_and_deleted(api: Api) -> None:
     assert renamed.json()["security_group"]["name"] == "www"
     assert renamed.json()["security_group"]["description"] == "d"
     assert api.delete(f"{GROUPS}/{group['id']}").status_code == 204
-    assert_fault(api.get(f"{GROUPS}/{group['id']}"), 404, "does not exist")
+    assert_neutron_fault(api.get(f"{GROUPS}/{group['id']}"), 404, "does not exist")
     assert api.get(RULES).json()["security_group_rules"] == []
 
 
@@ -75,29 +75,36 @@ def test_another_project_neither_sees_nor_changes_a_group(api: Api) -> None:
     other = api.as_("p-beta", "member")
     assert other.get(GROUPS).json()["security_groups"] == []
     assert other.get(RULES).json()["security_group_rules"] == []
-    assert_fault(other.get(f"{GROUPS}/{group['id']}"), 403)
-    assert_fault(other.delete(f"{GROUPS}/{group['id']}"), 403)
-    assert_fault(_rule(other, group["id"], protocol="tcp"), 403)
-    assert_fault(other.post(GROUPS, {"security_group": {"project_id": "p-alpha"}}), 403)
+    assert_neutron_fault(other.get(f"{GROUPS}/{group['id']}"), 403)
+    assert_neutron_fault(other.delete(f"{GROUPS}/{group['id']}"), 403)
+    assert_neutron_fault(_rule(other, group["id"], protocol="tcp"), 403)
+    assert_neutron_fault(other.post(GROUPS, {"security_group": {"project_id": "p-alpha"}}), 403)
 
 
 def test_rules_are_checked_as_neutron_checks_them(api: Api) -> None:
     gid = _group(api)["id"]
-    bad: list[tuple[dict[str, Any], str]] = [
-        ({"port_range_min": 80, "port_range_max": 80}, "Must also specify protocol"),
-        ({"protocol": "tcp", "port_range_min": 90, "port_range_max": 80}, "port_range_min"),
-        ({"protocol": "tcp", "port_range_min": 0, "port_range_max": 80}, "port 0"),
-        ({"protocol": "bogus"}, "not supported"),
-        ({"protocol": "300"}, "not supported"),
-        ({"ethertype": "IPv4", "remote_ip_prefix": "2001:db8::/32"}, "Conflicting value"),
-        ({"remote_ip_prefix": "10.0.0.0/8", "remote_group_id": gid}, "Only remote_ip_prefix"),
-        ({"remote_ip_prefix": "10.0.0.300/8"}, "not a valid IP prefix"),
-        ({"direction": "sideways"}, "direction"),
-        ({"ethertype": "IPX"}, "ethertype"),
-    ]
-    for fields, reason in bad:
-        assert_fault(_rule(api, gid, **fields), 400, reason)
-    assert_fault(_rule(api, "00000000-0000-4000-8000-000000000000"), 404, "does not exist")
+    # The message and Neutron's name of the condition (its error body's ``type``).
+    bad: list[tuple[dict[str, Any], str, str]] = [
+        ({"port_range_min": 80, "port_range_max": 80}, "Must also specify protocol",
+         "SecurityGroupProtocolRequiredWithPorts"),
+        ({"protocol": "tcp", "port_range_min": 90, "port_range_max": 80}, "port_range_min",
+         "SecurityGroupInvalidPortRange"),
+        ({"protocol": "tcp", "port_range_min": 0, "port_range_max": 80}, "port 0",
+         "SecurityGroupInvalidPortValue"),
+        ({"protocol": "bogus"}, "not supported", "SecurityGroupRuleInvalidProtocol"),
+        ({"protocol": "300"}, "not supported", "SecurityGroupRuleInvalidProtocol"),
+        ({"ethertype": "IPv4", "remote_ip_prefix": "2001:db8::/32"}, "Conflicting value",
+         "SecurityGroupRuleParameterConflict"),
+        ({"remote_ip_prefix": "10.0.0.0/8", "remote_group_id": gid}, "Only remote_ip_prefix",
+         "SecurityGroupRemoteGroupAndRemoteIpPrefix"),
+        ({"remote_ip_prefix": "10.0.0.300/8"}, "not a valid IP prefix", "HTTPBadRequest"),
+        ({"direction": "sideways"}, "direction", "HTTPBadRequest"),
+        ({"ethertype": "IPX"}, "ethertype", "HTTPBadRequest"),
+    ]  # fmt: skip
+    for fields, reason, kind in bad:
+        assert_neutron_fault(_rule(api, gid, **fields), 400, reason, kind)
+    missing = _rule(api, "00000000-0000-4000-8000-000000000000")
+    assert_neutron_fault(missing, 404, "does not exist", "SecurityGroupNotFound")
     made = _rule(api, gid, protocol="TCP", port_range_min=80, remote_ip_prefix="10.1.2.3/16")
     assert made.status_code == 201, made.text
     rule = made.json()["security_group_rule"]
@@ -107,12 +114,12 @@ def test_rules_are_checked_as_neutron_checks_them(api: Api) -> None:
         "10.1.0.0/16",
     )
     again = _rule(api, gid, protocol="6", port_range_min=80, remote_ip_prefix="10.1.0.0/16")
-    assert_fault(again, 409, f"Rule id is {rule['id']}")
+    assert_neutron_fault(again, 409, f"Rule id is {rule['id']}", "SecurityGroupRuleExists")
     listed = api.get(RULES, params={"security_group_id": gid, "direction": "ingress"})
     assert [r["id"] for r in listed.json()["security_group_rules"]] == [rule["id"]]
     assert api.get(f"{RULES}/{rule['id']}").json()["security_group_rule"] == rule
     assert api.delete(f"{RULES}/{rule['id']}").status_code == 204
-    assert_fault(api.get(f"{RULES}/{rule['id']}"), 404)
+    assert_neutron_fault(api.get(f"{RULES}/{rule['id']}"), 404, "", "SecurityGroupRuleNotFound")
 
 
 def test_vip_sg_ids_must_name_the_projects_stateful_groups(api: Api) -> None:
@@ -160,7 +167,7 @@ def test_the_groups_rules_become_each_listeners_sources(api: Api, plane: Any) ->
     assert _sources(plane, lb["id"], 80) == NO_SOURCE
 
     # The group is in use; allowed_cidrs do not mix with groups.
-    assert_fault(api.delete(f"{GROUPS}/{gid}"), 409, "in use")
+    assert_neutron_fault(api.delete(f"{GROUPS}/{gid}"), 409, "in use", "SecurityGroupInUse")
     cidrs = {"allowed_cidrs": ["10.0.0.0/8"]}
     body = {"loadbalancer_id": lb["id"], "protocol": "TCP", "protocol_port": 81, **cidrs}
     assert_fault(api.post("/v2/lbaas/listeners", {"listener": body}), 400, "vip_sg_ids")

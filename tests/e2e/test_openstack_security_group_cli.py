@@ -2,7 +2,8 @@
 ``lbaas serve``, and a load balancer that uses one (``loadbalancer create --vip-sg-id``).
 
 The group is created, listed and shown; rules are added by name and port range, listed
-and deleted; the CLI's refusal of a bad rule carries lbaas's reason; a group a load
+and deleted; the CLI's refusal of a bad rule carries lbaas's reason (read by openstacksdk
+out of Neutron's error body); a group a load
 balancer uses cannot be deleted until the load balancer lets it go.
 """
 
@@ -45,6 +46,11 @@ def test_openstack_security_group_commands(noop_server: Served) -> None:
     refused = _failed(cli, "security", "group", "rule", "create", "--ethertype", "IPv4",
                       "--remote-ip", "2001:db8::/32", "web")  # fmt: skip
     assert "Conflicting value ethertype IPv4 for CIDR 2001:db8::/32" in refused
+    # A bad value: openstacksdk reads the message out of Neutron's error body.
+    refused = _failed(cli, "security", "group", "rule", "create", "--protocol", "300", "web")
+    assert "BadRequestException: 400" in refused
+    assert "Security group rule protocol 300 not supported." in refused
+    assert "NeutronError" not in refused and "faultstring" not in refused
 
     # octaviaclient resolves the group's name through the Networking API.
     lb = cli.json("loadbalancer", "create", "--vip-subnet-id", LOOPBACK_SUBNET,

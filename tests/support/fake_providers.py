@@ -46,6 +46,11 @@ def provider_declaring(plane: ControlPlane, **declared: Any) -> Iterator[NoopDec
         plane.services.providers = real
 
 
+def declared_by(capabilities: ProviderCapabilities) -> dict[str, Any]:
+    """Every capability of ``capabilities``, for ``provider_declaring(plane, **...)``."""
+    return {f.name: getattr(capabilities, f.name) for f in dataclasses.fields(capabilities)}
+
+
 def noop_registry(settings: Any) -> ProviderRegistry:
     """A registry holding only the noop provider, its default."""
     return ProviderRegistry({"noop": NoopProvider(ProviderContext(settings))}, "noop")

@@ -18,6 +18,7 @@ from lbaas.api.capabilities import (
     require_allowed_cidrs,
     require_capability,
     require_datagram_ip_version,
+    require_listener_options,
     require_vip_sg_enforced,
 )
 from lbaas.api.certificates import require_certificates
@@ -36,6 +37,7 @@ from lbaas.model.enums import (
     ListenerProtocol,
     ProvisioningStatus,
 )
+from lbaas.providers.base import LISTENER_OPTIONS
 
 # What each optional field becomes when omitted on create or sent as null.
 NULL_MEANS: dict[str, Any] = {
@@ -215,6 +217,7 @@ def build_listener(
     values["allowed_cidrs"] = rules.normalise_cidrs(values["allowed_cidrs"])
     rules.check_cidrs(values["allowed_cidrs"], _vip_addresses(lb), lb.vip_sg_ids or [])
     require_allowed_cidrs(services, lb.provider, protocol, values["allowed_cidrs"])
+    require_listener_options(services, lb.provider, protocol, values, LISTENER_OPTIONS)
     if lb.vip_sg_ids:
         require_vip_sg_enforced(services, lb.provider, [protocol])
     _sent_refs(services, lb, data)
@@ -253,6 +256,8 @@ def update_listener(
         values["allowed_cidrs"] = rules.normalise_cidrs(values["allowed_cidrs"])
         rules.check_cidrs(values["allowed_cidrs"], _vip_addresses(lb), lb.vip_sg_ids or [])
         require_allowed_cidrs(services, lb.provider, protocol, values["allowed_cidrs"])
+    given = [name for name in LISTENER_OPTIONS if data.given(name)]
+    require_listener_options(services, lb.provider, protocol, values, given)
     _sent_refs(services, lb, data)
     _store(row, values, settings)
     if data.given("admin_state_up"):

@@ -123,7 +123,7 @@ def show_subnet(subnet_id: str, call: Call = Depends(get_call)) -> dict[str, Any
     with services.database.read() as session:
         row = network_repo.get_subnet(session, subnet_id)
         if row is None:
-            raise NotFound(f"Subnet {subnet_id} could not be found.")
+            raise NotFound(f"Subnet {subnet_id} could not be found.", neutron_type="SubnetNotFound")
         if not visible(ctx, row.project_id):
             raise Forbidden()
         return {"subnet": _subnet(row)}
@@ -150,7 +150,9 @@ def show_network(network_id: str, call: Call = Depends(get_call)) -> dict[str, A
     with services.database.read() as session:
         row = network_repo.get_network(session, network_id)
         if row is None:
-            raise NotFound(f"Network {network_id} could not be found.")
+            raise NotFound(
+                f"Network {network_id} could not be found.", neutron_type="NetworkNotFound"
+            )
         if not visible(ctx, row.project_id):
             raise Forbidden()
         subnets = network_repo.subnets_of_network(session, network_id)
@@ -174,7 +176,7 @@ def show_port(port_id: str, call: Call = Depends(get_call)) -> dict[str, Any]:
     with services.database.read() as session:
         row = network_repo.get_port(session, port_id)
         if row is None:
-            raise NotFound(f"Port {port_id} could not be found.")
+            raise NotFound(f"Port {port_id} could not be found.", neutron_type="PortNotFound")
         # No project (an amphora's port): only admins and global observers pass.
         project = network_repo.port_project(session, row)
         authorize(ctx, Rule.READ, project)

@@ -60,7 +60,10 @@ def create_port(body: PortCreateBody, call: Call = Depends(get_call)) -> JSONRes
     with services.database.write() as session:
         network = network_repo.get_network(session, request.network_id)
         if network is None or not visible(ctx, network.project_id):
-            raise NotFound(f"Network {request.network_id} could not be found.")
+            raise NotFound(
+                f"Network {request.network_id} could not be found.",
+                neutron_type="NetworkNotFound",
+            )
         row = ports.create_port(session, new, utcnow())
         view = port_view(row, project)
     return JSONResponse({"port": view}, status_code=201)
@@ -69,7 +72,7 @@ def create_port(body: PortCreateBody, call: Call = Depends(get_call)) -> JSONRes
 def _writable_port(session: Session, ctx: RequestContext, port_id: str) -> PortRow:
     row = network_repo.get_port(session, port_id)
     if row is None:
-        raise NotFound(f"Port {port_id} could not be found.")
+        raise NotFound(f"Port {port_id} could not be found.", neutron_type="PortNotFound")
     authorize(ctx, Rule.WRITE, network_repo.port_project(session, row))
     return row
 

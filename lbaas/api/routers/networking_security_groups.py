@@ -7,8 +7,8 @@ names groups in ``vip_sg_ids`` and its VIP admits what their ingress rules allow
 (``lbaas.model.security_rules``). Scoped like the other networking resources: a member
 writes its own project's groups (an admin any project's, and may name the project),
 readers see their project's; another project's group is a 403 after the 404 check.
-Errors keep the body every lbaas route answers (Octavia's ``faultstring``), which the
-openstack CLI shows as it shows Neutron's.
+Errors are Neutron's body (``lbaas.api.neutron_errors``) with Neutron's wording and, where
+Neutron has one, its name of the condition as ``type`` (``SecurityGroupRuleExists``).
 
 A rule created or deleted changes what the VIPs using its group admit: each such load
 balancer is converged again in the same transaction (``converge_again``: no status
@@ -90,10 +90,15 @@ def _shown(session: Session, row: SecurityGroupRow) -> dict[str, Any]:
 R = TypeVar("R", SecurityGroupRow, SecurityGroupRuleRow)
 
 
+def _not_found_type(what: str) -> str:
+    """Neutron's name of the error: "Security group rule" -> ``SecurityGroupRuleNotFound``."""
+    return what.title().replace(" ", "") + "NotFound"
+
+
 def _owned(ctx: RequestContext, row: R | None, what: str, ident: str, rule: Rule) -> R:
     """404 as Neutron words it, then 403 unless the caller may ``rule`` its project."""
     if row is None:
-        raise NotFound(f"{what} {ident} does not exist")
+        raise NotFound(f"{what} {ident} does not exist", neutron_type=_not_found_type(what))
     authorize(ctx, rule, row.project_id)
     return row
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from lbaas.model import enums as E
-from lbaas.providers.base import ProviderCapabilities
+from lbaas.providers.base import ProviderCapabilities, every_listener_option
 
 _NOT_YET = "Not honoured by this provider yet: a profile that sets it is refused."
 
@@ -67,6 +67,10 @@ AMPHORA_CAPABILITIES = ProviderCapabilities(
             E.ListenerProtocol.PROMETHEUS,
             E.ListenerProtocol.TERMINATED_HTTPS,
         }
+    ),
+    # HAProxy has them all: maxconn, timeout client/connect/server, inspect-delay.
+    listener_options=every_listener_option(
+        frozenset(E.ListenerProtocol) - {E.ListenerProtocol.UDP, E.ListenerProtocol.SCTP}
     ),
     l7_rule_types=frozenset(
         {
@@ -128,6 +132,15 @@ LOOPBACK_CAPABILITIES = dataclasses.replace(
 
 #: What UDP pools of the amphora provider take (the kernel's Maglev table, lbaas.l4).
 UDP_LB_ALGORITHMS = frozenset({E.LbAlgorithm.ROUND_ROBIN, E.LbAlgorithm.SOURCE_IP})
+#: What the kernel enforces of a UDP listener's options (``lbaas.l4.listener_limits``).
+_KERNEL_UDP_OPTIONS = ("connection_limit", "timeout_client_data", "timeout_member_data")
+#: Why the kernel's UDP balancing refuses the other two unless at Octavia's default.
+UDP_OPTION_NOTES = {
+    "timeout_member_connect": "UDP listeners are balanced by the kernel, which has no "
+    "connection to a member to open, so nothing to time",
+    "timeout_tcp_inspect": "UDP listeners are balanced by the kernel, which never waits "
+    "for content to inspect",
+}
 _LOOPBACK_UDP = (
     "UDP is balanced in the kernel inside an amphora namespace: it needs the agents in "
     "netns mode (agent.mode = netns), and this deployment runs them in loopback mode"
@@ -154,4 +167,10 @@ def amphora_capabilities(netns: bool) -> ProviderCapabilities:
             E.PoolProtocol.UDP: frozenset({E.MemberDownPolicy.REROUTE}),
         },
         datagram_ip_versions=frozenset({4}),
+        listener_options={
+            name: protocols | ({E.ListenerProtocol.UDP} if name in _KERNEL_UDP_OPTIONS else set())
+            for name, protocols in caps.listener_options.items()
+        },
+        whole_second_timeouts=frozenset({E.ListenerProtocol.UDP}),
+        refusal_notes=UDP_OPTION_NOTES,
     )

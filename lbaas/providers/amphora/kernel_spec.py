@@ -15,7 +15,11 @@ renderer sees and turns each into the engine's terms:
   for as long as the member set stands, longer than LVS's persistence entries do;
 * the pool's admin-up health monitor goes with the listener (``pool_monitor``): the agent
   checks the members with it from inside the amphora's namespace and gives a member it
-  finds down no new flows; without one every listed member is balanced.
+  finds down no new flows; without one every listed member is balanced;
+* ``connection_limit`` (over 0) caps the listener's flows at once, and the shorter of
+  ``timeout_client_data`` and ``timeout_member_data`` is its flows' idle timeout
+  (``lbaas.l4.listener_limits``); the API refuses the other timeouts unless Octavia's
+  defaults, which have no meaning for UDP.
 
 ``vip_filter`` lists the port of every enabled listener (TCP or UDP, with its
 ``allowed_cidrs``): the agent drops the rest of what reaches the VIP.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 
+from lbaas.l4.listener_limits import connection_limit, idle_timeout
 from lbaas.model.enums import LbAlgorithm, ListenerProtocol, PersistenceType, PoolProtocol
 from lbaas.model.graph import Listener, LoadBalancer, Member, Pool
 from lbaas.wire.datapath import ListenerPort, UdpListener, UdpMember, VipFilter
@@ -83,6 +88,8 @@ def _udp_listener(graph: LoadBalancer, listener: Listener) -> UdpListener:
         ),
         monitor=pool_monitor(pool) if members else None,
         member_down=pool.member_down_policy.value if pool is not None else "keep",
+        connection_limit=connection_limit(listener.connection_limit),
+        idle_timeout=idle_timeout(listener.timeouts),
     )
 
 

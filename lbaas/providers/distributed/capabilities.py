@@ -11,6 +11,10 @@ Flavor keys: ``prefer_local_members`` (``locality``), and, in a deployment with 
 ``tier_group`` (the group that announces the VIP, one of ``tier.groups``) and
 ``tier_return_mode`` (``nat`` or ``dsr``, for this load balancer instead of
 ``tier.return_mode``). Without a tier a profile setting either is refused (400).
+
+Listener options: a UDP listener's ``timeout_client_data`` and ``timeout_member_data`` set
+its flows' idle timeout (the shorter, in whole seconds); everything else of
+``LISTENER_OPTIONS`` is taken at Octavia's default only (``OPTION_NOTES`` says why).
 """
 
 from __future__ import annotations
@@ -20,6 +24,21 @@ from collections.abc import Collection
 
 from lbaas.model import enums as E
 from lbaas.providers.base import ProviderCapabilities
+
+#: Why the kernel engine refuses each listener option it does not enforce (said in the 400).
+OPTION_NOTES = {
+    "connection_limit": "Each node balances its own clients' flows (the nodes of an L4 "
+    "tier group share a VIP's), so no node sees the listener's whole count to cap it",
+    "timeout_client_data": "The kernel forwards TCP without ending idle connections "
+    "(forgetting a flow does not close it); on UDP listeners the shorter of "
+    "timeout_client_data and timeout_member_data is the flows' idle timeout",
+    "timeout_member_connect": "The kernel forwards the client's own connection attempt "
+    "and has no connection to a member of its own to time",
+    "timeout_tcp_inspect": "The kernel balances on addresses and ports and never waits "
+    "for content to inspect",
+}
+OPTION_NOTES["timeout_member_data"] = OPTION_NOTES["timeout_client_data"]
+_UDP = frozenset({E.ListenerProtocol.UDP})
 
 #: The flavor key of ``locality``: true prefers members on the client's own host.
 PREFER_LOCAL_MEMBERS = "prefer_local_members"
@@ -47,6 +66,9 @@ DISTRIBUTED_CAPABILITIES = ProviderCapabilities(
     l7_listener_protocols=frozenset(),
     # Each node's nftables drops other sources before the Maglev decision (``lbaas.l4.nft``).
     allowed_cidrs_protocols=frozenset({E.ListenerProtocol.TCP, E.ListenerProtocol.UDP}),
+    listener_options={"timeout_client_data": _UDP, "timeout_member_data": _UDP},
+    whole_second_timeouts=_UDP,
+    refusal_notes=OPTION_NOTES,
     flavor_keys={
         PREFER_LOCAL_MEMBERS: "When true, each node balances a client's new flows over the "
         "members on the client's own host (a port bound to that host holds the member's "

@@ -6,13 +6,17 @@ the node reports them; it gives them no new flows). Backup members go with ``bac
 engine balances them only while no primary member is healthy on that node. The hash comes from the pool's algorithm and session
 persistence (``lbaas.l4.service.hash_key_for``). A disabled health monitor is no monitor:
 members then count as healthy, as with HAProxy. A listener's ``allowed_cidrs`` go as they
-are (each node drops other sources before balancing). Which listener fields reach the
-spec, and which are known not to, is checked over the API schema by
-tests/unit/providers/test_distributed_listener_fields.py.
+are (each node drops other sources before balancing); a UDP listener's timeouts go as the
+idle timeout of its flows (``lbaas.l4.listener_limits``). The connection limit and the
+other timeouts are refused by the API unless Octavia's default (``capabilities``): each node
+balances its own clients, so no node sees the listener's whole count. Which listener fields reach the
+spec, and which are refused, is checked over the API schema by
+tests/unit/providers/test_no_field_dropped.py.
 """
 
 from __future__ import annotations
 
+from lbaas.l4.listener_limits import idle_timeout
 from lbaas.l4.service import DEFAULT_TABLE_SIZE, hash_key_for
 from lbaas.model.graph import Listener, LoadBalancer, Pool
 from lbaas.wire.l4 import L4ListenerSpec, L4MemberSpec, L4ServiceSpec
@@ -52,9 +56,10 @@ def _listener(listener: Listener, pool: Pool | None) -> L4ListenerSpec:
     members = () if pool is None or not live else _members(pool)
     persistence = pool.session_persistence.type if pool and pool.session_persistence else None
     algorithm = pool.lb_algorithm if pool is not None else "SOURCE_IP_PORT"
+    udp = listener.protocol.value == "UDP"
     return L4ListenerSpec(
         id=listener.id,
-        protocol="udp" if listener.protocol.value == "UDP" else "tcp",
+        protocol="udp" if udp else "tcp",
         port=listener.protocol_port,
         hash_key=hash_key_for(algorithm, persistence).value,
         table_size=table_size_for(len(members)),
@@ -62,6 +67,7 @@ def _listener(listener: Listener, pool: Pool | None) -> L4ListenerSpec:
         monitor=pool_monitor(pool),
         allowed_cidrs=listener.allowed_cidrs,
         member_down=pool.member_down_policy.value if pool is not None else "keep",
+        idle_timeout=idle_timeout(listener.timeouts) if udp else None,
     )
 
 

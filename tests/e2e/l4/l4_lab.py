@@ -98,6 +98,12 @@ class L4Lab:
         names: list[str] = json.loads(out)
         return names
 
+    def probe(self, protocol: str, port: int, seconds: float) -> str:
+        """The member that answers one new flow to the VIP, or "timeout" (none within
+        ``seconds``)."""
+        return run("ip", "netns", "exec", self.client, sys.executable, PEERS, "probe", protocol,
+                   VIP, str(port), str(seconds)).strip()  # fmt: skip
+
     def rate(self, protocol: str, address: str, port: int, seconds: float) -> float:
         """Requests/s of one client in the client namespace (bench/l4.py's traffic part)."""
         out = run("ip", "netns", "exec", self.client, sys.executable, PEERS, "rate", protocol,
@@ -127,6 +133,19 @@ class L4Lab:
         self.namespaces.clear()
 
 
+@contextmanager
+def built_lab() -> Iterator[L4Lab]:
+    """A built lab (the test skipped without root), closed even when the test failed."""
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces need root")
+    lab = L4Lab()
+    try:
+        lab.build()
+        yield lab
+    finally:
+        lab.close()
+
+
 @dataclass
 class HeldConnection:
     """One established flow through the VIP (a TCP connection, or a UDP socket whose
@@ -143,19 +162,6 @@ class HeldConnection:
         self.process.stdin.write(line + "\n")
         self.process.stdin.flush()
         return self.process.stdout.readline().strip()
-
-
-@contextmanager
-def built_lab() -> Iterator[L4Lab]:
-    """A built lab of three backends, removed on the way out (skips without root)."""
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    built = L4Lab()
-    try:
-        built.build()
-        yield built
-    finally:
-        built.close()
 
 
 def namespace_exists(name: str) -> bool:

@@ -8,6 +8,8 @@ l4_peers.py hold VIP PORT              one connection: prints the greeting, then
                                        each stdin line and prints the answer (or ERROR)
 l4_peers.py hold-udp VIP PORT          one UDP socket (one flow): prints the first answer,
                                        then one answer per stdin line (or ERROR)
+l4_peers.py probe tcp|udp VIP PORT S   one new flow: prints the member's name, or
+                                       "timeout" when none answered within S seconds
 """
 
 from __future__ import annotations
@@ -94,6 +96,20 @@ def hold_udp(vip: str, port: int) -> None:
                 print(f"ERROR {exc!r}", flush=True)
 
 
+def probe(protocol: str, vip: str, port: int, seconds: float) -> str:
+    try:
+        if protocol == "tcp":
+            with socket.create_connection((vip, port), timeout=seconds) as conn:
+                return conn.makefile().readline().strip()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.settimeout(seconds)
+            sock.connect((vip, port))
+            sock.send(b"?")
+            return sock.recv(100).decode()
+    except TimeoutError:
+        return "timeout"
+
+
 def rate(protocol: str, address: str, port: int, seconds: float) -> float:
     done = 0
     deadline = time.monotonic() + seconds
@@ -119,6 +135,8 @@ def main() -> None:
         serve(args[0], args[1], int(args[2]))
     elif mode == "rate":
         print(json.dumps(round(rate(args[0], args[1], int(args[2]), float(args[3])))))
+    elif mode == "probe":
+        print(probe(args[0], args[1], int(args[2]), float(args[3])))
     elif mode == "hold":
         hold(args[0], int(args[1]), *args[2:3])
     elif mode == "hold-udp":

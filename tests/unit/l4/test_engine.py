@@ -126,8 +126,13 @@ def test_the_same_service_again_changes_nothing() -> None:
             "10.30.1.1",
             (L4Listener(L4Protocol.TCP, 80, MEMBERS, HashKey.SOURCE_ADDRESS, table_size=101),),
         ),
+        L4Service(
+            LB,
+            "10.30.1.1",
+            (L4Listener(L4Protocol.TCP, 80, MEMBERS, table_size=101, connection_limit=10),),
+        ),
     ],
-    ids=["vip", "size", "no-members", "all-down", "protocol", "hash-key"],
+    ids=["vip", "size", "no-members", "all-down", "protocol", "hash-key", "limit"],
 )
 def test_a_change_of_rules_reloads_the_table(changed: L4Service) -> None:
     ops = RecordingNftOps()

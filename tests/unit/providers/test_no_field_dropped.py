@@ -8,14 +8,18 @@ each provider. A field is, for one provider, in exactly one of:
   with its reason): bookkeeping, nested creates, or choices made before any data plane
   exists (which provider, where the VIP is allocated);
 - the provider's ``carried``: a distinctive value is set in the graph the provider is
-  given and looked for in what it renders (HAProxy's configuration and the kernel part of
-  the amphora spec; for the distributed provider and the L4 tier, the spec every node
-  loads with the node's nftables table and the tier's DSR table), or, for a value with
-  nothing to look for (a flag), the rendering must change;
+  given and looked for in what it renders (HAProxy's configuration, the kernel part of
+  the amphora spec and the nftables table of its UDP listeners; for the distributed
+  provider and the L4 tier, the spec every node loads with the node's nftables table and
+  the tier's DSR table), or, for a value with nothing to look for (a flag), the rendering
+  must change;
 - the provider's ``refused``: the provider's declared capabilities refuse the requests
-  where the field would mean something (each claim is checked against the capabilities);
-- the provider's ``gaps``: accepted and not enforced today. Each is varied too and must
-  leave the rendering unchanged, so a gap closed fails here until it moves to ``carried``.
+  where the field would mean something (each claim is checked against the capabilities).
+
+There is no group for "accepted and not enforced". A field carried on some of a
+provider's listener protocols only is, for each other protocol, either carried there too
+(``also_carried``, with a graph of that protocol) or refused there unless at Octavia's
+default (``refused_on``, checked on the capabilities as ``refused`` is).
 
 Renderers only: no HAProxy, no nft, no database. ``vip_sg_ids`` reaches the graph as each
 listener's source networks (``lbaas.model.security_rules``, applied by the graph loader;
@@ -34,6 +38,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from lbaas.amphora.datapath import udp_service
 from lbaas.api.builders.loadbalancer import reject_unsupported_vip_options
 from lbaas.api.schemas.listener import ListenerCreate, ListenerUpdate
 from lbaas.api.schemas.loadbalancer import LoadBalancerCreate, LoadBalancerUpdate
@@ -53,7 +58,7 @@ from lbaas.model.graph import LoadBalancer
 from lbaas.model.security_rules import IPV4, IngressRule, listener_sources
 from lbaas.providers.amphora.capabilities import amphora_capabilities
 from lbaas.providers.amphora.kernel_spec import split_udp, vip_filter
-from lbaas.providers.base import ProviderCapabilities
+from lbaas.providers.base import LISTENER_OPTIONS, ProviderCapabilities
 from lbaas.providers.distributed.capabilities import DISTRIBUTED_CAPABILITIES
 from lbaas.providers.distributed.translate import service_spec
 from lbaas.render.haproxy import HaproxyContext, render_haproxy_config
@@ -108,6 +113,7 @@ Change = Callable[[LoadBalancer], LoadBalancer]
 class Carried:
     change: Change
     needle: str | None = None  # looked for in the rendering; None: the rendering changes
+    base: LoadBalancer | None = None  # the graph changed, if not the plane's own
 
 
 def on_listener(**values: Any) -> Change:
@@ -154,6 +160,19 @@ def moved_vip(lb: LoadBalancer) -> LoadBalancer:
     return dataclasses.replace(lb, vip=dataclasses.replace(lb.vip, address="10.79.1.2"))
 
 
+def udp_idle_timeouts(base: LoadBalancer) -> dict[tuple[str, str], Carried]:
+    """The two data timeouts as a UDP listener's flows' idle timeout: the shorter, in
+    seconds, in the kernel's timeout policy."""
+    return {
+        ("listener", "timeout_client_data"): Carried(
+            on_timeouts(client_data=43000), "unreplied: 43,", base
+        ),
+        ("listener", "timeout_member_data"): Carried(
+            on_timeouts(member_data=42000), "unreplied: 42,", base
+        ),
+    }
+
+
 GROUPS = Carried(with_groups, "10.78.0.0/16")
 VIP_ADDRESS = Carried(moved_vip, "10.79.1.2")
 LB_DOWN = Carried(on_lb(admin_state_up=False))
@@ -186,6 +205,21 @@ ONE_VIP = Refused(
 )
 
 
+def refused_on(name: str, protocol: ListenerProtocol) -> Refused:
+    """A listener option the provider enforces elsewhere and refuses on ``protocol``."""
+    return Refused(
+        f"only Octavia's default is accepted on {protocol.value} listeners",
+        lambda caps: protocol not in caps.listener_options.get(name, frozenset()),
+    )
+
+
+def refused_everywhere(name: str) -> Refused:
+    return Refused(
+        "only Octavia's default is accepted, on every protocol",
+        lambda caps: not caps.listener_options.get(name),
+    )
+
+
 @dataclass(frozen=True)
 class Plane:
     render: Callable[[LoadBalancer], str]
@@ -193,12 +227,9 @@ class Plane:
     capabilities: ProviderCapabilities
     carried: Mapping[tuple[str, str], Carried]
     refused: Mapping[tuple[str, str], Refused] = field(default_factory=dict)
-    gaps: Mapping[tuple[str, str], Change] = field(default_factory=dict)
-    # Carried on some of the provider's protocols, not on others: the other protocol's
-    # graph and the change that leaves its rendering as it was.
-    partial_gaps: Mapping[tuple[str, str], tuple[LoadBalancer, Change]] = field(
-        default_factory=dict
-    )
+    # A carried field carried on another protocol too (its own graph), or refused there.
+    also_carried: Mapping[tuple[str, str], Carried] = field(default_factory=dict)
+    refused_on: Mapping[tuple[str, str], Refused] = field(default_factory=dict)
 
 
 # -- amphora: HAProxy's configuration and the kernel part of the spec ---------------------
@@ -223,7 +254,10 @@ def amphora_render(lb: LoadBalancer) -> str:
         "vip_filter": json.loads(vip_filter(lb).model_dump_json()),
         "udp": [json.loads(u.model_dump_json()) for u in udp],
     }
-    return render_haproxy_config(haproxy_graph, ctx) + "\n" + json.dumps(kernel, sort_keys=True)
+    service = udp_service(lb.id, lb.vip.address, udp)
+    tables = render_full(service, {li.name: li.table() for li in service.listeners})
+    text = render_haproxy_config(haproxy_graph, ctx)
+    return "\n".join((text, json.dumps(kernel, sort_keys=True), tables))
 
 
 AMPHORA_BASE = load_balancer(
@@ -340,13 +374,17 @@ AMPHORA = Plane(
         ("loadbalancer", "vip_qos_policy_id"): QOS_REFUSED,
         ("loadbalancer", "additional_vips"): ONE_VIP,
     },
-    partial_gaps={
-        # The kernel's UDP balancing has no connection limit or timeouts of the listener's.
-        ("listener", "connection_limit"): (AMPHORA_UDP, on_listener(connection_limit=10)),
-        ("listener", "timeout_client_data"): (AMPHORA_UDP, on_timeouts(client_data=1000)),
-        ("listener", "timeout_member_connect"): (AMPHORA_UDP, on_timeouts(member_connect=1000)),
-        ("listener", "timeout_member_data"): (AMPHORA_UDP, on_timeouts(member_data=1000)),
-        ("listener", "timeout_tcp_inspect"): (AMPHORA_UDP, on_timeouts(tcp_inspect=1000)),
+    # The kernel's UDP balancing: a connection limit and the flows' idle timeout (the
+    # shorter of the two data timeouts, in seconds), nothing to connect or inspect.
+    also_carried={
+        ("listener", "connection_limit"): Carried(
+            on_listener(connection_limit=4321), "ct count over 4321", AMPHORA_UDP
+        ),
+        **udp_idle_timeouts(AMPHORA_UDP),
+    },
+    refused_on={
+        ("listener", name): refused_on(name, ListenerProtocol.UDP)
+        for name in ("timeout_member_connect", "timeout_tcp_inspect")
     },
 )
 
@@ -361,18 +399,19 @@ def distributed_render(lb: LoadBalancer) -> str:
     return "\n".join((spec.model_dump_json(), render_full(service, tables), dsr.render([service])))
 
 
-DISTRIBUTED_BASE = load_balancer(
-    [listener("t", ListenerProtocol.TCP, 80, default_pool="p")],
-    [
-        pool(
-            "p",
-            [member("m", "10.9.0.1", 8000)],
-            protocol=PoolProtocol.TCP,
-            algorithm=LbAlgorithm.SOURCE_IP_PORT,
-        )
-    ],  # fmt: skip
-    vip_address="10.9.9.9",
-)
+def one_listener(protocol: ListenerProtocol, port: int, member_port: int) -> LoadBalancer:
+    """A distributed load balancer: one listener, its pool (SOURCE_IP_PORT), one member."""
+    backends = [member("m", "10.9.0.1", member_port)]
+    pool_protocol = PoolProtocol(protocol.value)
+    tree = pool("p", backends, protocol=pool_protocol, algorithm=LbAlgorithm.SOURCE_IP_PORT)
+    name = protocol.value.lower()
+    return load_balancer(
+        [listener(name, protocol, port, default_pool="p")], [tree], vip_address="10.9.9.9"
+    )
+
+
+DISTRIBUTED_UDP = one_listener(ListenerProtocol.UDP, 53, 53)
+DISTRIBUTED_BASE = one_listener(ListenerProtocol.TCP, 80, 8000)
 L7_PROTOCOLS = frozenset(
     {ListenerProtocol.HTTP, ListenerProtocol.HTTPS, ListenerProtocol.TERMINATED_HTTPS,
      ListenerProtocol.PROMETHEUS}
@@ -420,8 +459,19 @@ DISTRIBUTED = Plane(
         ("pool", "lbaas_member_down_policy"): Carried(
             on_pool(member_down_policy=MemberDownPolicy.CUT), '"member_down":"cut"'
         ),
+        **udp_idle_timeouts(DISTRIBUTED_UDP),
+    },
+    refused_on={
+        ("listener", name): refused_on(name, ListenerProtocol.TCP)
+        for name in ("timeout_client_data", "timeout_member_data")
     },
     refused={
+        # Each node balances its own clients (no node sees a listener's whole count); the
+        # kernel has no member connection of its own to time, and inspects no content.
+        **{
+            ("listener", name): refused_everywhere(name)
+            for name in ("connection_limit", "timeout_member_connect", "timeout_tcp_inspect")
+        },
         **{
             ("listener", name): ONLY_ON_L7
             for name in (
@@ -458,14 +508,6 @@ DISTRIBUTED = Plane(
         ("loadbalancer", "vip_qos_policy_id"): QOS_REFUSED,
         ("loadbalancer", "additional_vips"): ONE_VIP,
     },
-    gaps={
-        # Accepted on TCP/UDP listeners, not enforced by the kernel engine yet.
-        ("listener", "connection_limit"): on_listener(connection_limit=10),
-        ("listener", "timeout_client_data"): on_timeouts(client_data=1000),
-        ("listener", "timeout_member_connect"): on_timeouts(member_connect=1000),
-        ("listener", "timeout_member_data"): on_timeouts(member_data=1000),
-        ("listener", "timeout_tcp_inspect"): on_timeouts(tcp_inspect=1000),
-    },
 )
 
 PLANES = {"amphora": AMPHORA, "distributed": DISTRIBUTED}
@@ -487,13 +529,25 @@ def test_every_accepted_field_is_classified(provider: str) -> None:
         {(kind, name) for kind, names in NO_DATA_PLANE_MEANING.items() for name in names},
         set(plane.carried),
         set(plane.refused),
-        set(plane.gaps),
     ]
     assert sum(len(g) for g in groups) == len(set().union(*groups)), "a field in two groups"
     classified: set[tuple[str, str]] = set().union(*groups)
     assert schema_fields() - classified == set(), "accepted, not classified"
     assert classified - schema_fields() == set(), "classified, no longer accepted"
-    assert set(plane.partial_gaps) <= set(plane.carried), "a partial gap qualifies a carried field"
+    assert set(plane.also_carried) | set(plane.refused_on) <= set(plane.carried)
+
+
+@pytest.mark.parametrize("provider", sorted(PLANES))
+def test_every_listener_option_is_settled_on_every_protocol(provider: str) -> None:
+    """A listener option carried on some protocols is carried or refused on the others."""
+    plane = PLANES[provider]
+    for name in LISTENER_OPTIONS:
+        key = ("listener", name)
+        if key in plane.refused:
+            continue
+        enforced_on = plane.capabilities.listener_options.get(name, frozenset())
+        others = plane.capabilities.listener_protocols - enforced_on
+        assert others == set() or key in plane.also_carried or key in plane.refused_on, name
 
 
 def _cases(part: str) -> list[tuple[str, tuple[str, str]]]:
@@ -504,36 +558,34 @@ def _cases(part: str) -> list[tuple[str, tuple[str, str]]]:
     ]
 
 
-@pytest.mark.parametrize(("provider", "key"), _cases("carried"))
-def test_a_carried_field_reaches_the_rendering(provider: str, key: tuple[str, str]) -> None:
-    plane = PLANES[provider]
-    carried = plane.carried[key]
-    before, after = plane.render(plane.base), plane.render(carried.change(plane.base))
+def _reaches(plane: Plane, carried: Carried) -> None:
+    base = plane.base if carried.base is None else carried.base
+    before, after = plane.render(base), plane.render(carried.change(base))
     assert after != before
     if carried.needle is not None:
         assert carried.needle not in before
         assert carried.needle in after
 
 
-@pytest.mark.parametrize(("provider", "key"), _cases("gaps"))
-def test_a_known_gap_is_still_a_gap(provider: str, key: tuple[str, str]) -> None:
-    plane = PLANES[provider]
-    assert plane.render(plane.gaps[key](plane.base)) == plane.render(plane.base)
+@pytest.mark.parametrize(("provider", "key"), _cases("carried"))
+def test_a_carried_field_reaches_the_rendering(provider: str, key: tuple[str, str]) -> None:
+    _reaches(PLANES[provider], PLANES[provider].carried[key])
 
 
-@pytest.mark.parametrize(("provider", "key"), _cases("partial_gaps"))
-def test_a_partial_gap_is_still_a_gap(provider: str, key: tuple[str, str]) -> None:
-    plane = PLANES[provider]
-    base, change = plane.partial_gaps[key]
-    assert plane.render(change(base)) == plane.render(base)
+@pytest.mark.parametrize(("provider", "key"), _cases("also_carried"))
+def test_a_field_carried_on_another_protocol_reaches_that_rendering(
+    provider: str, key: tuple[str, str]
+) -> None:
+    _reaches(PLANES[provider], PLANES[provider].also_carried[key])
 
 
-@pytest.mark.parametrize(("provider", "key"), _cases("refused"))
+@pytest.mark.parametrize(("provider", "key"), _cases("refused") + _cases("refused_on"))
 def test_a_refusal_holds_for_the_providers_capabilities(
     provider: str, key: tuple[str, str]
 ) -> None:
     plane = PLANES[provider]
-    assert plane.refused[key].holds(plane.capabilities), plane.refused[key].why
+    refusal = plane.refused.get(key) or plane.refused_on[key]
+    assert refusal.holds(plane.capabilities), refusal.why
 
 
 def test_the_amphoras_udp_listeners_carry_the_member_down_policy() -> None:

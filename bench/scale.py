@@ -112,7 +112,7 @@ def main() -> None:
         finally:
             if inner.poll() is None:  # stopped ourselves: the inner run cleans up first
                 inner.terminate()
-                inner.wait(120)
+                inner.wait(300)  # serve and the agent get 70 s and 30 s to stop
             kill_haproxies(state)  # whatever the inner run could not stop
             shutil.rmtree(state, ignore_errors=True)
     if inner.returncode != 0:

@@ -222,7 +222,12 @@ class L4NodeManager:
                 extra["placement"] = placement_of(spec)
             if local:
                 extra["local_members"] = local_members(spec)
-            return self._status(lb_id).model_copy(update=extra)
+            status = self._status(lb_id, with_flows=False)
+        # The flow counters are an ``nft`` subprocess: read outside the lock, so the
+        # health manager's poll (a GET per load balancer per round) does not hold up the
+        # PUTs and health re-applies that need it (issue 34: docs/architecture.md, "Scale").
+        extra["new_flows"] = _flows_by_id(spec, self._engine.new_flows(lb_id))
+        return status.model_copy(update=extra)
 
     def delete(self, lb_id: str) -> None:
         with self._lock:
@@ -338,7 +343,7 @@ class L4NodeManager:
         self._errors.pop(lb_id, None)
         log.debug("L4 service %s applied: %s", lb_id, report)
 
-    def _status(self, lb_id: str) -> L4ServiceStatus:
+    def _status(self, lb_id: str, *, with_flows: bool = True) -> L4ServiceStatus:
         spec = self._specs[lb_id]
         states = self._checker.states(lb_id)
         members: dict[str, L4MemberHealth] = {}
@@ -346,14 +351,19 @@ class L4NodeManager:
             for member in listener.members:
                 seen = states.get(member.id) if listener.monitor is not None else None
                 members[member.id] = "NO_CHECK" if seen is None else ("UP" if seen else "DOWN")
-        by_name = {f"{li.protocol}_{li.port}": li.id for li in spec.listeners}
-        flows = self._engine.new_flows(lb_id)
+        flows = self._engine.new_flows(lb_id) if with_flows else {}
         return L4ServiceStatus(
             loadbalancer_id=lb_id,
             applied_version=spec.version,
             entry=spec.entry,
             announce=spec.announce,
             members=members,
-            new_flows={by_name[name]: count for name, count in flows.items() if name in by_name},
+            new_flows=_flows_by_id(spec, flows),
             last_error=self._errors.get(lb_id) or (self._dsr_error if _is_dsr(spec) else None),
         )
+
+
+def _flows_by_id(spec: L4ServiceSpec, flows: dict[str, int]) -> dict[str, int]:
+    """The engine's flow counts (by table listener name) by listener id."""
+    by_name = {f"{li.protocol}_{li.port}": li.id for li in spec.listeners}
+    return {by_name[name]: count for name, count in flows.items() if name in by_name}

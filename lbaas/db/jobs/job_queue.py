@@ -53,8 +53,14 @@ _JOBS = ConvergeJobRow.__table__.c
 def _enqueue_update(rebuild: bool) -> Any:
     values: dict[str, Any] = {
         "requested_gen": _JOBS.requested_gen + 1,
-        # A fresh change is worth trying at once, even if an older attempt is backing off.
+        # Claims go oldest ``next_attempt_at`` first. A settled job joins the back of the
+        # queue: left at its old time, a load balancer created early was claimed before
+        # every later one each time it was queued again, and a resync that re-queued
+        # converged ones faster than the worker got through them starved the rest for
+        # good (bench/scale.py, issue 34). A job already queued keeps its place; a fresh
+        # change is worth trying at once, even if an older attempt is backing off.
         "next_attempt_at": case(
+            (_JOBS.requested_gen <= _JOBS.done_gen, bindparam("now")),
             (_JOBS.next_attempt_at > bindparam("now"), bindparam("now")),
             else_=_JOBS.next_attempt_at,
         ),

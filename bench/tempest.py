@@ -60,26 +60,6 @@ _RESULT = re.compile(
 )
 
 
-def register_catalog(keystone: KeystoneServer, url: str) -> None:
-    """lbaas as the region's ``load-balancer`` and ``network`` services, at ``url``."""
-    admin = keystone.session("admin", keystone.admin_password, "admin")
-
-    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-        reply = admin.post(keystone.url + path, json=body)
-        return dict(reply.json())
-
-    for service_type, name in (("load-balancer", "octavia"), ("network", "neutron")):
-        service = post("/services", {"service": {"type": service_type, "name": name}})["service"]
-        for interface in ("public", "internal"):
-            endpoint = {
-                "service_id": service["id"],
-                "interface": interface,
-                "region_id": REGION,
-                "url": url,
-            }
-            post("/endpoints", {"endpoint": endpoint})
-
-
 #: A capability each provider lists, as ``name:description`` (oslo.config's dict syntax
 #: splits on commas, so these have none); the capability tests look for it.
 EXPECTED_CAPABILITIES = {
@@ -180,7 +160,8 @@ def lbaas_behind(keystone: KeystoneServer) -> Iterator[ServeInstance]:
         },
     }
     with running_serve(settings, prefix="lbt-") as serve:
-        register_catalog(keystone, serve.url)
+        keystone.register_service("load-balancer", "octavia", serve.url)
+        keystone.register_service("network", "neutron", serve.url)
         yield serve
 
 

@@ -69,7 +69,11 @@ def derived_spec(
 ) -> ListSpec:
     """The ``ListSpec`` of ``table``: every scalar column under its own name (JSON-valued
     columns cannot be compared for equality portably, so they are neither filters nor sort
-    keys), minus ``exclude``, plus ``aliases`` (API name -> column name)."""
+    keys), minus ``exclude``, plus ``aliases`` (API name -> column name).
+
+    The default order is by ``created_at``, then by id; by id alone when ``created_at`` is
+    excluded (flavors, zones and their profiles, which have none in Octavia's API, whose
+    tables then sort by id)."""
     mapper = inspect(table)
     columns: dict[str, InstrumentedAttribute[Any]] = {}
     for attr in mapper.column_attrs:
@@ -84,7 +88,7 @@ def derived_spec(
         table=table,
         columns=columns,
         id_column=getattr(table, primary),
-        created_column=getattr(table, "created_at", None),
+        created_column=None if "created_at" in exclude else getattr(table, "created_at", None),
         tag_capable=tag_capable,
         plain_rows=plain_rows,
         constants=dict(constants or {}),

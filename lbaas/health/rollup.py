@@ -6,11 +6,14 @@ the roll-up is a pure function of the desired graph and the observed report, so 
 (octavia-v2-api.md §3.2) can be read in one place and tested in a table, and whoever owns
 persistence writes the result in one go.
 
-Two things come from the graph alone and so hold with or without a report: an object that
-is administratively down (or under a load balancer that is) is OFFLINE, and a member of
-weight 0 is DRAINING. Without a report (nothing heard from the data plane yet) the result
-is the "just deployed" view: enabled listeners and pools ONLINE, members NO_MONITOR when
-their pool has no enabled health monitor and OFFLINE (not yet checked) otherwise.
+Three things come from the graph alone and so hold with or without a report: an object
+that is administratively down (or under a load balancer that is) is OFFLINE, a pool no
+listener uses (neither as its default pool nor through an L7 policy) is OFFLINE, since
+nothing can send it traffic (as in Octavia, where only the pools a listener reports are
+ever brought ONLINE), and a member of weight 0 is DRAINING. Without a report (nothing
+heard from the data plane yet) the result is the "just deployed" view: enabled listeners
+and the pools they use ONLINE, members NO_MONITOR when their pool has no enabled health
+monitor and OFFLINE (not yet checked) otherwise.
 
 A pool is working when at least one member carries traffic (ONLINE, DRAINING or
 NO_MONITOR); one whose backend is reported down, or with members none of which is working,
@@ -122,12 +125,15 @@ def roll_up(graph: LoadBalancer, report: HealthReport | None) -> OperatingStatus
     pools: dict[PoolId, OperatingStatus] = {}
     members: dict[MemberId, OperatingStatus] = {}
     monitors: dict[HealthMonitorId, OperatingStatus] = {}
+    in_use = {p.id for li in graph.listeners for p in graph.pools_of_listener(li)}
     for pool in graph.pools:
         enabled = lb_up and pool.admin_state_up
         observed = report.pools.get(pool.id) if report is not None else None
         member_statuses = {m.id: _member_status(m, pool, observed, enabled) for m in pool.members}
         members.update(member_statuses)
-        pools[pool.id] = _pool_status(pool, observed, member_statuses, enabled, report is None)
+        pools[pool.id] = _pool_status(
+            pool, observed, member_statuses, enabled and pool.id in in_use, report is None
+        )
         if pool.health_monitor is not None:
             monitors[pool.health_monitor.id] = _enabled(pool.health_monitor.admin_state_up)
     listeners = {li.id: _listener_status(li, lb_up, report) for li in graph.listeners}
@@ -182,10 +188,10 @@ def _pool_status(
     pool: Pool,
     observed: PoolHealth | None,
     member_statuses: Mapping[MemberId, OperatingStatus],
-    enabled: bool,
+    carrying: bool,
     nothing_heard: bool,
 ) -> OperatingStatus:
-    if not enabled:
+    if not carrying:  # disabled, or no listener uses it
         return OFFLINE
     if nothing_heard:
         return ONLINE

@@ -44,6 +44,19 @@ class RecordedCall:
 GATE_LIMIT = 60.0
 
 
+#: The zone keys of Octavia's noop driver (compute_zone, volume_zone) and the others its
+#: amphora driver validates (what octavia-tempest-plugin's zone profiles set, as Octavia's
+#: API job runs them on that driver): recorded only, but ``valid_vip_networks``, which the
+#: API enforces for every provider. Octavia's noop driver validates no key; this one still
+#: refuses a key outside this list with a 400.
+NOOP_ZONE_KEYS = {
+    "compute_zone": "Recorded only",
+    "volume_zone": "Recorded only",
+    "management_network": "Recorded only",
+    "valid_vip_networks": "The network IDs VIPs of this zone may use (a list)",
+}
+
+
 class NoopProvider(ProviderDriver):
     description = "Accepts everything and carries no traffic (for tests and benchmarks)."
 
@@ -76,7 +89,7 @@ class NoopProvider(ProviderDriver):
             pool_tls_protocols=frozenset(E.PoolProtocol),
             additional_vips=True,
             flavor_keys={"loadbalancer_topology": "SINGLE or ACTIVE_STANDBY (recorded only)"},
-            availability_zone_keys={"compute_zone": "Recorded only"},
+            availability_zone_keys=NOOP_ZONE_KEYS,
         )
 
     def _append_record(self, line: dict[str, object]) -> None:

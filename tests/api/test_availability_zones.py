@@ -1,8 +1,8 @@
 """Availability zones and their profiles: catalogue tests plus data, uniqueness, in-use.
 
 Zones are keyed by name (no ``id``), so the shared tests run with ``key = "name"``: the
-markers, paths and filters all use names. The noop provider declares one zone key,
-``compute_zone``.
+markers, paths and filters all use names. The noop provider declares Octavia's zone keys
+(``compute_zone``, ``volume_zone``, ``management_network``, ``valid_vip_networks``).
 """
 
 from __future__ import annotations
@@ -43,13 +43,27 @@ class TestAvailabilityZoneProfiles(CatalogTests):
         return {"name": f"azp{n}", "provider_name": "noop", "availability_zone_data": RACK}
 
     def test_data_must_be_an_object_of_known_keys(self, admin: Api) -> None:
-        for bad in ("{", "[]", '"rack"', '{"volume_zone": "v"}'):
+        for bad in ("{", "[]", '"rack"', '{"rack": "r"}', '{"compute_zone": "z", "rack": 1}'):
             body = {**self.body({}, 0), "availability_zone_data": bad}
             r = admin.post(PROFILES, {self.wrapper: body})
             assert_fault(r, 400, f"{bad} is not a valid option for availability_zone_data")
         body = {**self.body({}, 0), "provider_name": "amphora"}
         assert_fault(admin.post(PROFILES, {self.wrapper: body}), 400, "'amphora' is not enabled")
         assert self._snapshot(admin) == []
+
+    def test_octavias_zone_keys_are_taken(self, admin: Api) -> None:
+        """What octavia-tempest-plugin's zone profiles set, and Octavia's other zone keys."""
+        data = {
+            "compute_zone": "lbaas-az1",
+            "volume_zone": "v1",
+            "management_network": "1f5b0c6e-58a4-4d0f-9a3c-0d4f4b8d3f11",
+            "valid_vip_networks": [],
+        }
+        body = {**self.body({}, 0), "availability_zone_data": json.dumps(data)}
+        r = admin.post(PROFILES, {self.wrapper: body})
+        assert r.status_code == 201, r.text
+        shown = admin.get(self._one(r.json()[self.wrapper])).json()[self.wrapper]
+        assert json.loads(shown["availability_zone_data"]) == data
 
     def test_null_on_put_is_refused(self, admin: Api) -> None:
         profile = self.make(admin, 0)

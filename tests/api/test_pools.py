@@ -358,6 +358,37 @@ class TestPools(ResourceTests):
         assert_fault(post_pool(api, **body), 409, "This listener already has a default pool")
         assert len(api.get("/v2/lbaas/pools").json()["pools"]) == 1
 
+    def test_only_a_pool_on_a_listener_goes_online(self, api: Api) -> None:
+        """As in Octavia (octavia-tempest-plugin's pool tests): a standalone pool carries
+        no traffic and stays OFFLINE once ACTIVE; a listener's pool goes ONLINE, and a
+        standalone one does when made a listener's default pool, and is OFFLINE again
+        when unset. Its member keeps the status it was created with."""
+        require_router(api, "/v2/lbaas/listeners")
+        lb = api.create_lb()
+        listener = api.create_listener(lb["id"])
+
+        def operating(pool_id: str) -> str:
+            shown = api.get(pool_path(pool_id)).json()["pool"]
+            assert shown["provisioning_status"] == "ACTIVE"
+            return str(shown["operating_status"])
+
+        attached = api.create_pool(lb["id"], listener_id=listener["id"])
+        standalone = api.create_pool(lb["id"])
+        member = api.create_member(lb["id"], standalone["id"])
+        assert (operating(attached["id"]), operating(standalone["id"])) == ("ONLINE", "OFFLINE")
+        member_path = f"{pool_path(standalone['id'])}/members/{member['id']}"
+        assert api.get(member_path).json()["member"]["operating_status"] == "NO_MONITOR"
+        other = api.create_listener(lb["id"], protocol_port=8080)
+        for default, expected in ((standalone["id"], "ONLINE"), (None, "OFFLINE")):
+            r = api.put(
+                f"/v2/lbaas/listeners/{other['id']}", {"listener": {"default_pool_id": default}}
+            )
+            assert r.status_code == 200, r.text
+            api.wait_lb(lb["id"])
+            assert operating(standalone["id"]) == expected
+        tree = api.get(f"/v2/lbaas/loadbalancers/{lb['id']}/status").json()["statuses"]
+        assert tree["loadbalancer"]["operating_status"] == "ONLINE"
+
     def test_listener_protocol_compatibility(self, api: Api) -> None:
         require_router(api, "/v2/lbaas/listeners")
         lb = api.create_lb()

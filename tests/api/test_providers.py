@@ -1,7 +1,8 @@
 """Providers: the enabled list, and each provider's flavor and zone keys (admin only).
 
 The suite's control plane enables only the noop provider, which declares one flavor key
-and one zone key; the amphora provider (and its ``octavia`` alias) are not enabled here.
+and Octavia's four zone keys; the amphora provider (and its ``octavia`` alias) are not
+enabled here.
 """
 
 from __future__ import annotations
@@ -48,9 +49,12 @@ def test_availability_zone_capabilities(admin: Api) -> None:
     r = admin.get(ZONE_CAPS)
     assert r.status_code == 200, r.text
     caps = r.json()["availability_zone_capabilities"]
-    assert [c["name"] for c in caps] == ["compute_zone"]
+    names = ["compute_zone", "volume_zone", "management_network", "valid_vip_networks"]
+    assert [c["name"] for c in caps] == names
     filtered = admin.get(ZONE_CAPS, params={"name": "volume_zone"}).json()
-    assert filtered == {"availability_zone_capabilities": []}
+    assert filtered == {"availability_zone_capabilities": [caps[1]]}
+    unknown = admin.get(ZONE_CAPS, params={"name": "rack"}).json()
+    assert unknown == {"availability_zone_capabilities": []}
 
 
 def test_capabilities_of_a_provider_not_enabled(admin: Api) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from lbaas.health.rollup import OperatingStatuses, roll_up
@@ -10,6 +12,8 @@ from lbaas.model.graph import ListenerId, LoadBalancer, LoadBalancerId, MemberId
 from lbaas.model.health import ListenerState, MemberState, PoolState
 
 from .builders import listener, loadbalancer, member, monitor, policy, pool, report, rule
+
+ERROR = OperatingStatus.ERROR
 
 ONLINE = OperatingStatus.ONLINE
 OFFLINE = OperatingStatus.OFFLINE
@@ -28,11 +32,12 @@ NOTHING_HEARD_CASES: list[tuple[str, LoadBalancer, dict[str, OperatingStatus]]] 
             [listener("l", "p")],
             [pool("p", [member("m")], hm=HM), pool("q", [member("n")])],
         ),
+        # q is on no listener: OFFLINE, its members as created.
         {
             "lb-1": ONLINE,
             "l": ONLINE,
             "p": ONLINE,
-            "q": ONLINE,
+            "q": OFFLINE,
             "m": OFFLINE,
             "n": NO_MONITOR,
             "hm-1": ONLINE,
@@ -51,7 +56,7 @@ NOTHING_HEARD_CASES: list[tuple[str, LoadBalancer, dict[str, OperatingStatus]]] 
             "lb-1": ONLINE,
             "l": OFFLINE,
             "p": OFFLINE,
-            "q": ONLINE,
+            "q": OFFLINE,
             "m": OFFLINE,
             "n": OFFLINE,
             "o": DRAINING,
@@ -74,6 +79,53 @@ NOTHING_HEARD_CASES: list[tuple[str, LoadBalancer, dict[str, OperatingStatus]]] 
 )
 def test_nothing_heard_yet(graph: LoadBalancer, expected: dict[str, OperatingStatus]) -> None:
     assert roll_up(graph, None) == expected
+
+
+def _redirecting(pool_id: str, *, rules: bool = True, admin: bool = True) -> LoadBalancer:
+    """A listener with no default pool whose one L7 policy sends traffic to ``pool_id``."""
+    sends = policy("pol", [rule("r")] if rules else [], admin=admin)
+    sends = dataclasses.replace(sends, redirect_pool_id=PoolId(pool_id))
+    return loadbalancer([listener("l", policies=[sends])], [pool(pool_id, [member("m")])])
+
+
+# (graph, whether the pool is on a listener): a pool carries traffic, and so can be ONLINE,
+# only when a listener uses it, as its default pool or through an enabled L7 policy with
+# rules; any other is OFFLINE whatever a report says of it (as Octavia leaves it).
+POOL_USE_CASES: list[tuple[str, LoadBalancer, bool]] = [
+    ("default pool", loadbalancer([listener("l", "q")], [pool("q", [member("m")])]), True),
+    ("standalone", loadbalancer([listener("l")], [pool("q", [member("m")])]), False),
+    ("no listener at all", loadbalancer([], [pool("q", [member("m")])]), False),
+    ("an L7 policy's target", _redirecting("q"), True),
+    ("target of a policy without rules", _redirecting("q", rules=False), False),
+    ("target of a disabled policy", _redirecting("q", admin=False), False),
+]
+
+
+@pytest.mark.parametrize("heard", [True, False], ids=["reported up", "nothing heard"])
+@pytest.mark.parametrize(
+    ("graph", "on_a_listener"),
+    [case[1:] for case in POOL_USE_CASES],
+    ids=[case[0] for case in POOL_USE_CASES],
+)
+def test_only_a_pool_a_listener_uses_goes_online(
+    graph: LoadBalancer, on_a_listener: bool, heard: bool
+) -> None:
+    healthy = report({"l": ListenerState.OPEN}, {"q": (PoolState.UP, {"m": UP})})
+    statuses = roll_up(graph, healthy if heard else None)
+    assert statuses.pools[PoolId("q")] is (ONLINE if on_a_listener else OFFLINE)
+    # Its member (no monitor) keeps the status it was created with, as in Octavia.
+    assert statuses.members[MemberId("m")] is NO_MONITOR
+    assert statuses.loadbalancer is ONLINE
+
+
+def test_a_standalone_pool_in_error_does_not_lower_the_load_balancer() -> None:
+    graph = loadbalancer([listener("l")], [pool("q", [member("m")], hm=HM)])
+    down = report({"l": ListenerState.OPEN}, {"q": (PoolState.DOWN, {"m": MemberState.DOWN})})
+    statuses = roll_up(graph, down)
+    assert statuses.pools[PoolId("q")] is OFFLINE
+    assert statuses.loadbalancer is ONLINE
+    attached = roll_up(loadbalancer([listener("l", "q")], list(graph.pools)), down)
+    assert (attached.pools[PoolId("q")], attached.loadbalancer) == (ERROR, ERROR)
 
 
 def test_load_balancer_admin_down_takes_everything_below_offline() -> None:

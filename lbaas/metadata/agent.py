@@ -59,6 +59,9 @@ class KeystoneCredentials:
     def invalidate(self) -> bool:
         return bool(self._session.invalidate())
 
+    def close(self) -> None:
+        self._session.session.close()  # keystoneauth1's requests session: its sockets
+
 
 def registry_credentials(settings: Settings) -> Credentials | None:
     """The agent's service user (``[keystone_authtoken]`` in its settings), for an API that

@@ -130,6 +130,8 @@ class Credentials(Protocol):
 
     def invalidate(self) -> bool: ...
 
+    def close(self) -> None: ...
+
 
 class HttpPortSource:
     """The control plane's port registry: ``GET /v2.0/ports?binding:host_id=<host>``, with
@@ -165,3 +167,5 @@ class HttpPortSource:
 
     def close(self) -> None:
         self._client.close()
+        if self._credentials is not None:
+            self._credentials.close()

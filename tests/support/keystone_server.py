@@ -140,7 +140,12 @@ def _uwsgi(conf_dir: Path, port: int) -> Iterator[str]:
         # uwsgi's HTTP socket closes each connection: say so, or clients reuse a closed one.
         *("--add-header", "Connection: close"),
         *("--virtualenv", str(openstack_venv()), "--master", "--processes", "1"),
-        *("--threads", "4", "--die-on-term", "--need-app", "--disable-logging"),
+        *("--threads", "8", "--die-on-term", "--need-app", "--disable-logging"),
+        # Under a loaded machine (tempest's credential set-up beside the system tests) the
+        # default 4 s socket timeout and 100-connection backlog closed token requests
+        # unanswered (RemoteDisconnected at POST /v3/auth/tokens). One process still:
+        # Keystone's SQLite takes one writer at a time.
+        *("--socket-timeout", "60", "--listen", "128"),
     ]
     env = {**os.environ, "OS_KEYSTONE_CONFIG_DIR": str(conf_dir)}
     with open(log, "ab") as out:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import closing
 
 import httpx
 import pytest
@@ -138,21 +139,23 @@ def test_an_agents_metadata_proxies_read_their_hosts_ports_with_a_token(
         "fixed_ips": [{"subnet_id": LOOPBACK_SUBNET}],
     }
     made = httpx.post(
-        lbaas.url + "/v2.0/ports", json={"port": port}, headers={"X-Auth-Token": owner}
+        lbaas.url + "/v2.0/ports", json={"port": port}, headers={"X-Auth-Token": owner}, timeout=30
     )
     assert made.status_code == 201, made.text
-    with pytest.raises(RegistryUnavailable, match="401"):
-        HttpPortSource(lbaas.url).ports_of_host("host-q")
+    with closing(HttpPortSource(lbaas.url)) as anonymous:
+        with pytest.raises(RegistryUnavailable, match="401"):
+            anonymous.ports_of_host("host-q")
     password = "agent-q-pw"
     keystone.user("agent-q", password, "service", ("service", "load-balancer_global_observer"))
     settings = KeystoneAuthtokenSettings(
         auth_url=keystone.url, username="agent-q", password=password, project_name="service"
     )
-    found = HttpPortSource(lbaas.url, credentials=KeystoneCredentials(settings))
-    assert [p.device_id for p in found.ports_of_host("host-q")] == ["instance-q"]
+    with closing(HttpPortSource(lbaas.url, credentials=KeystoneCredentials(settings))) as found:
+        assert [p.device_id for p in found.ports_of_host("host-q")] == ["instance-q"]
     wrong = settings.model_copy(update={"password": SecretStr("not-it")})
-    with pytest.raises(RegistryUnavailable, match="no Keystone token"):
-        HttpPortSource(lbaas.url, credentials=KeystoneCredentials(wrong)).ports_of_host("host-q")
+    with closing(HttpPortSource(lbaas.url, credentials=KeystoneCredentials(wrong))) as refused:
+        with pytest.raises(RegistryUnavailable, match="no Keystone token"):
+            refused.ports_of_host("host-q")
 
 
 def _network(lbaas: Served, token: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -30,7 +29,8 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lbaas.certs.authority import CA_CERT_FILE, CA_KEY_FILE, CertificateAuthority  # noqa: E402
+from lbaas.certs.authority import CertificateAuthority  # noqa: E402
+from tests.support.certificates import state_dir_sharing_ca  # noqa: E402
 from tests.support.processes import lbaas_env  # noqa: E402
 
 BACKEND_PORT = 8000
@@ -115,13 +115,6 @@ class ScaleWorld:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.api_port}"
 
-    def _dir(self, name: str) -> Path:
-        directory = self.state / name
-        (directory / "pki").mkdir(parents=True, exist_ok=True)
-        for file in (CA_CERT_FILE, CA_KEY_FILE):
-            shutil.copy2(self.state / "ca" / file, directory / "pki" / file)
-        return directory
-
     def start(self) -> None:
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
         CertificateAuthority.load_or_create(self.state / "ca")
@@ -130,7 +123,7 @@ class ScaleWorld:
         )
         assert self.backend.stdout is not None and self.backend.stdout.readline() == "ready\n"
         settings = {
-            "state_dir": str(self._dir("node")),
+            "state_dir": str(state_dir_sharing_ca(self.state, "node")),
             "log_level": "WARNING",
             "agent": {"host": "127.0.0.1", "port": self.node_port},
             "health": self._health(),
@@ -152,7 +145,7 @@ class ScaleWorld:
 
     def serve_settings(self, resync_interval: float) -> dict[str, Any]:
         return {
-            "state_dir": str(self._dir("serve")),
+            "state_dir": str(state_dir_sharing_ca(self.state, "serve")),
             "log_level": "WARNING",
             "database": {"url": self.database_url},
             "api": {"port": self.api_port},

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from lbaas.certs.authority import CA_CERT_FILE, CA_KEY_FILE
 
 _NOW = dt.datetime.now(dt.UTC)
 
@@ -119,3 +123,13 @@ def crl(ca: Issued, revoked: list[x509.Certificate]) -> bytes:
             .build()
         )
     return builder.sign(ca.key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
+def state_dir_sharing_ca(root: Path, name: str) -> Path:
+    """``root/name``, a process's state directory holding (in ``pki/``) the CA that
+    ``root/ca`` holds, so that processes started from it trust one another."""
+    directory = root / name
+    (directory / "pki").mkdir(parents=True, exist_ok=True)
+    for file in (CA_CERT_FILE, CA_KEY_FILE):
+        shutil.copy2(root / "ca" / file, directory / "pki" / file)
+    return directory

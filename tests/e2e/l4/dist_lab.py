@@ -33,8 +33,9 @@ from typing import Any
 
 from l4_lab import PEERS, run
 
-from lbaas.certs.authority import CA_CERT_FILE, CA_KEY_FILE, CertificateAuthority
+from lbaas.certs.authority import CertificateAuthority
 from tests.e2e.amphora.serve_process import kill_haproxies_under
+from tests.support.certificates import state_dir_sharing_ca
 from tests.support.processes import lbaas_env
 from tests.support.scratch_subnets import pick_subnets
 
@@ -111,17 +112,10 @@ class DistLab:
     def stop_backend(self, index: int) -> None:
         self._stop(f"b{index}")
 
-    def _state_dir(self, name: str) -> Path:
-        directory = self.state / name
-        (directory / "pki").mkdir(parents=True, exist_ok=True)
-        for file in (CA_CERT_FILE, CA_KEY_FILE):
-            shutil.copy2(self.state / "ca" / file, directory / "pki" / file)
-        return directory
-
     def start_control_plane(self) -> None:
         nodes = [f"https://{self.address(n)}:{AGENT_PORT}" for n in NODES]
         settings: dict[str, Any] = {
-            "state_dir": str(self._state_dir("ctl")),
+            "state_dir": str(state_dir_sharing_ca(self.state, "ctl")),
             "api": {"port": API_PORT},
             "providers": {"enabled": ["amphora", "distributed"], "distributed_nodes": nodes,
                           "distributed_status_interval": 0.5},
@@ -153,7 +147,7 @@ class DistLab:
 
     def start_agent(self, node: str) -> None:
         settings = {
-            "state_dir": str(self._state_dir(node)),
+            "state_dir": str(state_dir_sharing_ca(self.state, node)),
             "agent": {"host": self.address(node), "port": AGENT_PORT,
                       "l4_health_batch_delay": 0.1},
             "health": {"bind_host": self.address("ctl")},

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from lbaas.fleet.client import AgentClient
-from lbaas.wire.l4 import L4_PREFIX, L4ServiceSpec, L4ServiceStatus
+from lbaas.wire.l4 import L4_PREFIX, L4NodeStatuses, L4ServiceSpec, L4ServiceStatus
 
 
 class L4AgentClient(AgentClient):
@@ -32,6 +32,16 @@ class L4AgentClient(AgentClient):
         if response.status_code == 404:
             return None
         return L4ServiceStatus.model_validate_json(response.content)
+
+    def list_l4(self, *, local: bool = False) -> dict[str, L4ServiceStatus] | None:
+        """What the node sees of every load balancer it carries, by id, in one call; None
+        from an agent of an earlier release, which has no such route (ask per load
+        balancer then)."""
+        path = f"{L4_PREFIX}?local=true" if local else L4_PREFIX
+        response = self._request("GET", path, allow_404=True)
+        if response.status_code == 404:
+            return None
+        return L4NodeStatuses.model_validate_json(response.content).services
 
     def delete_l4(self, loadbalancer_id: str) -> None:
         """Remove the load balancer's table from the node (succeeds if it is gone)."""

@@ -31,11 +31,14 @@ class DistributedStatusPoller:
         self,
         store: HealthStore,
         loadbalancers: Callable[[], list[str]],
-        report: Reporter,
+        start_round: Callable[[], Reporter],
     ) -> None:
+        """``start_round`` is called once per round, after the load balancers are listed,
+        and gives the round's reporter: it reads every node once (``node_views``), so a
+        round costs one call per node rather than one per node and load balancer."""
         self._store = store
         self._loadbalancers = loadbalancers
-        self._report = report
+        self._start_round = start_round
         self.written = 0
 
     def poll_once(self) -> int:
@@ -45,14 +48,17 @@ class DistributedStatusPoller:
         # No heartbeat revalidates these graphs: without this, one read before a member was
         # added would be used until a status write (up to status_refresh, 30 s) refreshed it.
         self._store.refresh_graphs(ids)
+        if not ids:
+            return 0
+        report = self._start_round()
         for lb_id in ids:
             graph = self._store.load_graph(lb_id)
             if graph is None:
                 continue
-            report = self._report(graph)
-            if report is None:  # no node answered: keep what is stored
+            health = report(graph)
+            if health is None:  # no node answered: keep what is stored
                 continue
-            if self._store.apply_operating_statuses(graph.id, roll_up(graph, report)):
+            if self._store.apply_operating_statuses(graph.id, roll_up(graph, health)):
                 written += 1
         self.written += written
         return written

@@ -22,7 +22,7 @@ from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_pool import AgentPool, tls_client_factory
 from lbaas.health.certificate_metrics import CertificateExpiryTimestamps
 from lbaas.health.certificates import FleetCertificates, enrolled_hosts
-from lbaas.health.distributed_poll import DistributedStatusPoller
+from lbaas.health.distributed_poll import DistributedStatusPoller, Reporter
 from lbaas.health.fleet import HostSweeper, SqlHostRegistry, StaleAmphoraCleaner
 from lbaas.health.flusher import Flusher, flush_interval
 from lbaas.health.lb_breaker import LoadBalancerBreaker, SqlRetirementHistory
@@ -192,6 +192,22 @@ def _start_sweepers(
 LOCALITY_RECONVERGE_GAP = 5.0
 
 
+def _round_reporter(database: Database, provider: DistributedProvider) -> Reporter:
+    """One poll round's reporter: every node read once, then each load balancer combined."""
+    views = provider.node_views()
+    return lambda graph: provider.report(
+        graph,
+        lambda lb_id: loadbalancer_kept(database, lb_id),
+        # A port binding moved under a node: a converge reads the bindings afresh. At
+        # most one per LOCALITY_RECONVERGE_GAP: a node that keeps differing (its apply
+        # fails) must not turn the 2 s poll into a 2 s converge loop.
+        lambda lb_id: job_queue.enqueue_if_settled(
+            database, lb_id, time.time(), LOCALITY_RECONVERGE_GAP
+        ),
+        views,
+    )
+
+
 def _start_distributed_poll(
     settings: Settings, database: Database, store: SqlHealthStore, stop: threading.Event
 ) -> Callable[[], None]:
@@ -206,16 +222,7 @@ def _start_distributed_poll(
     poller = DistributedStatusPoller(
         store,
         lambda: active_loadbalancers_of(database, name),
-        lambda graph: provider.report(
-            graph,
-            lambda lb_id: loadbalancer_kept(database, lb_id),
-            # A port binding moved under a node: a converge reads the bindings afresh. At
-            # most one per LOCALITY_RECONVERGE_GAP: a node that keeps differing (its apply
-            # fails) must not turn the 2 s poll into a 2 s converge loop.
-            lambda lb_id: job_queue.enqueue_if_settled(
-                database, lb_id, time.time(), LOCALITY_RECONVERGE_GAP
-            ),
-        ),
+        lambda: _round_reporter(database, provider),
     )
     # Several health managers: one of them polls (leader election on [coordination]).
     leadership = open_leadership(settings, "distributed-poll")

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from lbaas.errors import LbaasError
 from lbaas.l4 import nft
 from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
 from lbaas.l4.service import L4Listener, L4Service, LiveFlowPolicy
@@ -94,10 +95,59 @@ class L4Engine:
         if report is None:
             values = self._replace(service)
             report = ApplyReport(full_reload=True, moved_slots=sum(map(len, values.values())))
+        return self._applied_now(old, service, values, report)
+
+    def apply_many(self, services: Iterable[L4Service]) -> dict[str, ApplyReport | LbaasError]:
+        """``apply`` for several load balancers, their slot updates in one transaction.
+
+        A node's health batch touches many load balancers at once; one ``nft`` per load
+        balancer made a batch's cost grow with them (issue 34, docs/architecture.md,
+        "Scale"). The services whose shape is unchanged are updated together; if the kernel
+        refuses that transaction (nothing of it applied), each is applied on its own, so
+        one table changed behind the engine's back does not hold up the others. Services
+        that need a full reload are loaded one by one, as ``apply`` does. Each load
+        balancer's outcome: its report, or the error that left it as it was.
+        """
+        outcomes: dict[str, ApplyReport | LbaasError] = {}
+        planned: list[tuple[_Applied, L4Service, int, dict[str, list[str]]]] = []
+        texts: list[str] = []
+        alone: list[L4Service] = []
+        for service in services:
+            old = self._applied.get(service.lb_id)
+            if old is None or old.service.shape() != service.shape():
+                alone.append(service)
+                continue
+            text, moved, values = plan_update(old, service)
+            planned.append((old, service, moved, values))
+            texts.append(text)
+        try:
+            if any(texts):
+                self._ops.load("".join(texts))
+        except NftCommandFailed:
+            alone.extend(service for _old, service, _moved, _values in planned)
+            planned = []
+        for old, service, moved, values in planned:
+            report = ApplyReport(full_reload=False, moved_slots=moved)
+            outcomes[service.lb_id] = self._applied_now(old, service, values, report)
+        for service in alone:
+            try:
+                outcomes[service.lb_id] = self.apply(service)
+            except LbaasError as exc:
+                outcomes[service.lb_id] = exc
+        return outcomes
+
+    def _applied_now(
+        self,
+        old: _Applied | None,
+        service: L4Service,
+        values: dict[str, list[str]],
+        report: ApplyReport,
+    ) -> ApplyReport:
+        """Remember ``service`` as applied and cut what its policy says of ``old``'s flows."""
         self._applied[service.lb_id] = _Applied(service, values)
-        if old is not None:
-            report = ApplyReport(report.full_reload, report.moved_slots, self._cut(old, service))
-        return report
+        if old is None:
+            return report
+        return ApplyReport(report.full_reload, report.moved_slots, self._cut(old, service))
 
     def _replace(self, service: L4Service) -> dict[str, list[str]]:
         tables = {listener.name: listener.table() for listener in service.listeners}
@@ -113,6 +163,14 @@ class L4Engine:
         """Flows each listener balanced since its table was loaded (empty: no table)."""
         listing = self._ops.list_chain_json(nft.table_name(lb_id), "balance")
         return nft.new_flow_counts(listing) if listing is not None else {}
+
+    def new_flows_of(self, lb_ids: Iterable[str]) -> dict[str, dict[str, int]]:
+        """``new_flows`` of every load balancer of ``lb_ids`` from one listing of the
+        namespace's tables (without their maps' and sets' elements): one ``nft`` for a
+        node's whole status, whatever the number of load balancers."""
+        listing = self._ops.list_rules_json()
+        by_table = nft.new_flow_counts_by_table(listing) if listing is not None else {}
+        return {lb_id: by_table.get(nft.table_name(lb_id), {}) for lb_id in lb_ids}
 
     def remove(self, lb_id: str) -> None:
         """Delete the load balancer's table; established flows keep their conntrack NAT."""

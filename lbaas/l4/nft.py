@@ -232,6 +232,17 @@ def new_flow_counts(listing: Mapping[str, Any]) -> dict[str, int]:
     return counts
 
 
+def new_flow_counts_by_table(listing: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """``new_flow_counts`` of every table's ``balance`` chain, by table name, from one
+    ``nft -j -t list ruleset ip`` (rules carry their table and chain)."""
+    rules: dict[str, list[Any]] = {}
+    for item in listing.get("nftables", []):
+        rule = item.get("rule")
+        if rule and rule.get("chain") == "balance" and "table" in rule:
+            rules.setdefault(str(rule["table"]), []).append(item)
+    return {table: new_flow_counts({"nftables": items}) for table, items in rules.items()}
+
+
 def render_slot_update(lb_id: str, listener_name: str, changes: Iterable[tuple[int, str]]) -> str:
     """Rewrite the given slots (slot, ``address . port``) of one map in one transaction."""
     pairs = sorted(changes)

@@ -10,7 +10,13 @@ from fastapi import FastAPI, Path, Response
 
 from lbaas.errors import NotFound
 from lbaas.l4node.manager import L4NodeManager
-from lbaas.wire.l4 import L4_ID_PATTERN, L4_PREFIX, L4ServiceSpec, L4ServiceStatus
+from lbaas.wire.l4 import (
+    L4_ID_PATTERN,
+    L4_PREFIX,
+    L4NodeStatuses,
+    L4ServiceSpec,
+    L4ServiceStatus,
+)
 
 LoadBalancerIdPath = Path(pattern=L4_ID_PATTERN)
 
@@ -27,6 +33,10 @@ def serve_l4(app: FastAPI, manager: L4NodeManager) -> None:
         spec: L4ServiceSpec, loadbalancer_id: str = LoadBalancerIdPath
     ) -> L4ServiceStatus:
         return manager.put(loadbalancer_id, spec)
+
+    @app.get(L4_PREFIX, response_model=L4NodeStatuses, response_model_exclude_none=True)
+    def list_services(local: bool = False) -> L4NodeStatuses:
+        return L4NodeStatuses(services=manager.statuses(local=local))
 
     @app.get(
         f"{L4_PREFIX}/{{loadbalancer_id}}",

@@ -26,8 +26,9 @@ node's DSR table) could not be programmed is not announced until a later PUT or 
 batch programs it, and ``withdraw_all`` (the agent stopping) withdraws every VIP and
 announces nothing more. A node that dies without stopping is the watcher's to withdraw.
 
-One lock serialises specs and health batches: both end in one nft transaction per load
-balancer, and two must not interleave.
+One lock serialises specs and health batches: a PUT ends in one nft transaction for its
+load balancer, a health batch in one for every load balancer it touches (as long as their
+tables keep their shape), and two must not interleave.
 """
 
 from __future__ import annotations
@@ -165,6 +166,9 @@ class L4NodeManager:
         self._stopping = False  # withdraw_all was called: announce nothing any more
         self._checker = checker
         self._specs: dict[str, L4ServiceSpec] = {}
+        # Which load balancers each member id belongs to: a health batch finds what it
+        # touches without scanning every spec (issue 34).
+        self._member_lbs: dict[str, set[str]] = {}
         self._errors: dict[str, str] = {}
         self._lock = threading.RLock()
 
@@ -196,6 +200,7 @@ class L4NodeManager:
                 self._check_dsr(spec)
             make_private_directory(self.root)
             write_private(self.root / f"{lb_id}.json", spec.model_dump_json().encode())
+            self._index(lb_id, known, spec)
             self._specs[lb_id] = spec
             self._checker.set_targets(lb_id, health_targets(spec))
             try:
@@ -232,6 +237,7 @@ class L4NodeManager:
     def delete(self, lb_id: str) -> None:
         with self._lock:
             known = self._specs.pop(lb_id, None)
+            self._index(lb_id, known, None)
             self._announce()  # withdrawn before its tables go
             self._apply_dsr()
             self._checker.set_targets(lb_id, [])
@@ -241,24 +247,50 @@ class L4NodeManager:
             self._errors.pop(lb_id, None)
             (self.root / f"{lb_id}.json").unlink(missing_ok=True)
 
+    def statuses(self, *, local: bool = False) -> dict[str, L4ServiceStatus]:
+        """This node's view of every load balancer it carries, the flow counters of all
+        of them read in one ``nft`` call outside the lock (the health manager's poll asks
+        once per round, not once per load balancer: issue 34); ``local`` as for ``get``."""
+        with self._lock:
+            specs = dict(self._specs)
+            statuses = {lb_id: self._status(lb_id, with_flows=False) for lb_id in specs}
+        flows = self._engine.new_flows_of(specs)
+        for lb_id, spec in specs.items():
+            extra: dict[str, object] = {"new_flows": _flows_by_id(spec, flows[lb_id])}
+            if local:
+                extra["local_members"] = local_members(spec)
+            statuses[lb_id] = statuses[lb_id].model_copy(update=extra)
+        return statuses
+
     def ids(self) -> list[str]:
         with self._lock:
             return sorted(self._specs)
 
+    def _index(self, lb_id: str, old: L4ServiceSpec | None, new: L4ServiceSpec | None) -> None:
+        for spec, add in ((old, False), (new, True)):
+            for member_id in {m.id for li in spec.listeners for m in li.members} if spec else ():
+                owners = self._member_lbs.setdefault(member_id, set())
+                if add:
+                    owners.add(lb_id)
+                else:
+                    owners.discard(lb_id)
+                if not owners:
+                    del self._member_lbs[member_id]
+
     def on_health_changes(self, changes: list[HealthChange]) -> None:
-        """Re-apply every load balancer one of ``changes`` belongs to (checker's sink)."""
-        keys = {change.key for change in changes}
+        """Re-apply every load balancer one of ``changes`` belongs to (checker's sink), in
+        one ``nft`` transaction where their tables' shapes stay (``L4Engine.apply_many``)."""
         with self._lock:
-            touched = [
-                lb_id
-                for lb_id, spec in self._specs.items()
-                if any(m.id in keys for listener in spec.listeners for m in listener.members)
-            ]
-            for lb_id in touched:
-                try:
-                    self._apply(lb_id)
-                except LbaasError as exc:  # kept as last_error; the next change retries
-                    log.error("L4 service %s not updated from health: %s", lb_id, exc)
+            touched = sorted(
+                {lb_id for change in changes for lb_id in self._member_lbs.get(change.key, ())}
+            )
+            services = [l4_service(self._specs[lb], self._checker.states(lb)) for lb in touched]
+            for lb_id, outcome in self._engine.apply_many(services).items():
+                if isinstance(outcome, LbaasError):  # kept as last_error; the next change retries
+                    self._errors[lb_id] = str(outcome)
+                    log.error("L4 service %s not updated from health: %s", lb_id, outcome)
+                else:
+                    self._errors.pop(lb_id, None)
             try:
                 self._apply_dsr()
             except LbaasError as exc:

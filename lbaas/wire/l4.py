@@ -234,6 +234,15 @@ class L4ServiceStatus(_Wire):
     last_error: str | None = None
 
 
+class L4NodeStatuses(_Wire):
+    """What this node sees of every load balancer it carries (``GET /v1/l4``): the health
+    manager's poll reads a node in one call per round (issue 34)."""
+
+    services: dict[str, L4ServiceStatus] = Field(
+        default_factory=dict, description="Per load balancer id, as ``GET /v1/l4/{id}``."
+    )
+
+
 def refuse_unreadable_format(data: Any, kind: str, readable: int) -> Any:
     """Refuse, before anything else is read, a ``kind`` spec of a format this code cannot
     read (a spec without ``spec_format`` is format 1); ``data`` otherwise, unchanged."""

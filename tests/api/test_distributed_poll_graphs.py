@@ -25,7 +25,7 @@ def test_each_round_polls_the_graph_as_stored_now(api: Api, plane: Any) -> None:
         seen.append(sum(len(p.members) for p in graph.pools))
         return None  # nothing to write: what the round read is the point
 
-    poller = DistributedStatusPoller(SqlHealthStore(plane.database), lambda: [lb], report)
+    poller = DistributedStatusPoller(SqlHealthStore(plane.database), lambda: [lb], lambda: report)
     poller.poll_once()
     listener = api.create_listener(lb)
     pool = api.create_pool(lb, listener_id=listener["id"])

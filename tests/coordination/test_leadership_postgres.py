@@ -69,7 +69,9 @@ def test_a_poller_polls_only_while_its_process_leads() -> None:
         asked.append("poll")
         return []
 
-    poller = DistributedStatusPoller(InMemoryHealthStore(), loadbalancers, lambda graph: None)
+    poller = DistributedStatusPoller(
+        InMemoryHealthStore(), loadbalancers, lambda: lambda graph: None
+    )
     poller.run(CountingEvent(5), 0.01, leads=lambda: False)
     assert asked == []
     turns = iter([False, True, True, False, True])

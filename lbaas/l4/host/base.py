@@ -107,6 +107,12 @@ class NftOps(abc.ABC):
     def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
         """``nft -j list chain ip <table> <chain>`` parsed, or None if it does not exist."""
 
+    @abc.abstractmethod
+    def list_rules_json(self) -> dict[str, Any] | None:
+        """``nft -j -t list ruleset ip`` parsed: every table, chain and rule of the
+        namespace's ``ip`` family, without the elements of maps and sets (a node's 10,000
+        slot maps stay in the kernel); None if ``nft`` failed. No change."""
+
     def count_flows(self, protocol: L4Protocol, vip: str, port: int) -> int:
         """How many conntrack entries (live flows) go to ``vip``:``port``. No change.
 

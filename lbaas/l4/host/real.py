@@ -78,6 +78,13 @@ class RealNftOps(NamespaceCommands, NftOps):
         listing: dict[str, Any] = json.loads(done.stdout)
         return listing
 
+    def list_rules_json(self) -> dict[str, Any] | None:
+        done = self._run([self._nft, "-j", "-t", "list", "ruleset", "ip"])
+        if done.returncode != 0:
+            return None
+        listing: dict[str, Any] = json.loads(done.stdout)
+        return listing
+
     def count_flows(self, protocol: L4Protocol, vip: str, port: int) -> int:
         argv = [self._conntrack, "-L", "-p", protocol.value, "--orig-dst", vip]
         done = self._run([*argv, "--orig-port-dst", str(port)])

@@ -16,6 +16,7 @@ class RecordingNftOps(NftOps):
         self.deleted_flows: list[FlowMatch] = []
         # What list_chain_json answers, set by the test.
         self.chains: dict[tuple[str, str], dict[str, Any]] = {}
+        self.rule_listings = 0  # how many times list_rules_json was called
         # What count_flows answers, by (protocol, VIP, port), set by the test.
         self.flow_counts: dict[tuple[L4Protocol, str, int], int] = {}
 
@@ -30,6 +31,17 @@ class RecordingNftOps(NftOps):
 
     def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
         return self.chains.get((table, chain))
+
+    def list_rules_json(self) -> dict[str, Any] | None:
+        """The chains set by the test, each rule tagged with its table and chain as
+        ``nft -j`` tags them."""
+        self.rule_listings += 1
+        items: list[Any] = []
+        for (table, chain), listing in self.chains.items():
+            for item in listing.get("nftables", []):
+                if "rule" in item:
+                    items.append({"rule": {**item["rule"], "table": table, "chain": chain}})
+        return {"nftables": items}
 
     def count_flows(self, protocol: L4Protocol, vip: str, port: int) -> int:
         return self.flow_counts.get((protocol, vip, port), 0)

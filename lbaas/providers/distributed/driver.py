@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,6 +94,15 @@ def _directory(context: ProviderContext) -> NodeDirectory:
     if context.database is None or not providers.distributed_use_hosts:
         return listed
     return RegistryNodeDirectory(context.database, listed, bool(providers.distributed_nodes))
+
+
+@dataclass(frozen=True)
+class NodeViews:
+    """One status round's reading of the nodes (``DistributedProvider.node_views``): per
+    node name that answered, its views by load balancer id, or None for an agent of an
+    earlier release (asked per load balancer). A node left out did not answer."""
+
+    by_node: dict[str, dict[str, L4ServiceStatus] | None]
 
 
 class DistributedProvider(ProviderDriver):
@@ -184,11 +194,45 @@ class DistributedProvider(ProviderDriver):
             graph = self._graphs.get(loadbalancer_id)
         return None if graph is None else self.report(graph)
 
+    def node_views(self) -> NodeViews:
+        """Every node's view of every load balancer it carries, one call per node, all
+        nodes at once: what one round of the status poll reads (issue 34: a call per load
+        balancer per node made a round's cost grow with the load balancers). A node that
+        does not answer is left out and logged once per round, not once per load balancer."""
+        nodes = self._directory.nodes()
+
+        def listing(node: Node) -> tuple[str, dict[str, L4ServiceStatus] | None] | None:
+            try:
+                return node.name, self._client(node).list_l4(local=True)
+            except LbaasError as exc:
+                LOG.warning("node %s did not report: %s", node.name, exc)
+                return None
+
+        if not nodes:
+            return NodeViews({})
+        with ThreadPoolExecutor(max_workers=min(len(nodes), _MAX_PARALLEL)) as pool:
+            answers = [answer for answer in pool.map(listing, nodes) if answer is not None]
+        return NodeViews(dict(answers))
+
+    def _view_of(
+        self, node: Node, lb_id: str, local: bool, views: NodeViews | None
+    ) -> L4ServiceStatus | None:
+        """``node``'s view of ``lb_id``: from ``views`` where the round read it, else asked."""
+        if views is None:
+            return self._client(node).get_l4(lb_id, local=local)
+        if node.name not in views.by_node:
+            raise AgentUnreachable("The node did not answer this round.", 2.0, node.name)
+        listed = views.by_node[node.name]
+        if listed is None:  # an agent of an earlier release: asked per load balancer
+            return self._client(node).get_l4(lb_id, local=local)
+        return listed.get(lb_id)
+
     def report(
         self,
         graph: LoadBalancer,
         kept: Callable[[str], bool] = lambda _lb_id: True,
         reconverge: Callable[[str], object] | None = None,
+        round_views: NodeViews | None = None,
     ) -> HealthReport | None:
         """Every node's view of ``graph``, combined by majority (None: no node answered).
 
@@ -199,7 +243,9 @@ class DistributedProvider(ProviderDriver):
         a node whose local members no longer match the ports (``locality_moved``) is left
         as it is and ``reconverge`` is called once: the poll's graph may be one read old,
         so a fresh converge reprograms. Without it (the converge's own status call, right
-        after it read the bindings) locality is not asked about.
+        after it read the bindings) locality is not asked about. ``round_views``: the round's
+        ``node_views`` (the poll), read instead of asking each node about ``graph``; a node
+        it lacks did not answer this round and does not vote.
         """
         views: list[L4ServiceStatus | None] = []
         nodes = self._directory.nodes()
@@ -212,7 +258,7 @@ class DistributedProvider(ProviderDriver):
         for node in sorted(nodes, key=lambda node: node.name not in announcing):
             announce = node.name in announcing
             try:
-                view = self._client(node).get_l4(graph.id, local=local)
+                view = self._view_of(node, graph.id, local, round_views)
                 # A host new to the fleet (or back with nothing), or the entry or group moved.
                 if view is None or (view.entry, view.announce) != (node == entry, announce):
                     if not kept(graph.id):
@@ -225,7 +271,10 @@ class DistributedProvider(ProviderDriver):
                     moved.append(node.name)
                 views.append(view)
             except LbaasError as exc:
-                LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
+                if (
+                    round_views is None or node.name in round_views.by_node
+                ):  # else node_views logged
+                    LOG.warning("node %s did not report on %s: %s", node.name, graph.id, exc)
         if moved and reconverge is not None:
             LOG.info("port bindings moved members onto or off nodes %s of %s: converging it",
                      ", ".join(moved), graph.id)  # fmt: skip

@@ -70,6 +70,9 @@ def test_tcp_and_udp_flows_spread_over_every_member(lab: L4Lab) -> None:
     assert set(lab.names("udp", 53, FLOWS)) == {"b1", "b2", "b3"}
     # every flow was balanced here, and counted once (NAT rules see first packets only)
     assert engine.new_flows(LB_ID) == {"tcp_80": FLOWS, "udp_53": FLOWS}
+    # the same counters from one terse listing of every table (a node's status round)
+    counted = engine.new_flows_of([LB_ID, "not-applied"])
+    assert counted == {LB_ID: {"tcp_80": FLOWS, "udp_53": FLOWS}, "not-applied": {}}
     assert kernel_slots(lab, "tcp_80") == slot_values_of(service(members).listeners[0])
 
 

@@ -74,3 +74,20 @@ def test_a_node_says_which_members_are_local_only_when_asked(client: TestClient)
     asked = client.get(f"/v1/l4/{GRAPH.id}?local=true&placement=true").json()
     assert asked["local_members"] == [member_a.id]
     assert set(asked["placement"]) == {GRAPH.listeners[0].id}
+
+
+def test_a_node_answers_for_every_load_balancer_in_one_call(client: TestClient) -> None:
+    assert client.get("/v1/l4").json() == {"services": {}}
+    spec = service_spec(GRAPH, version=9)
+    put = client.put(
+        f"/v1/l4/{GRAPH.id}",
+        content=spec.model_dump_json(),
+        headers={"content-type": "application/json"},
+    )
+    assert put.status_code == 200, put.text
+    listed = client.get("/v1/l4").json()["services"]
+    assert set(listed) == {GRAPH.id}
+    # the same view as the single GET, local members only when asked
+    assert listed[GRAPH.id] == client.get(f"/v1/l4/{GRAPH.id}").json()
+    local = client.get("/v1/l4?local=true").json()["services"][GRAPH.id]
+    assert local["local_members"] == []

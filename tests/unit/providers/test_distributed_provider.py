@@ -93,6 +93,8 @@ class FakeNode:
         self.vips = RecordingVipHolder()
         self.manager = L4NodeManager(root, L4Engine(self.ops), checker, self.vips)
         self.reachable = True
+        self.lists = True  # False: an agent of an earlier release, without GET /v1/l4
+        self.single_gets = 0
 
     def _check(self) -> None:
         if not self.reachable:
@@ -106,7 +108,12 @@ class FakeNode:
         self, lb_id: str, *, placement: bool = False, local: bool = False
     ) -> L4ServiceStatus | None:
         self._check()
+        self.single_gets += 1
         return self.manager.get(lb_id, placement=placement, local=local)
+
+    def list_l4(self, *, local: bool = False) -> dict[str, L4ServiceStatus] | None:
+        self._check()
+        return self.manager.statuses(local=local) if self.lists else None
 
     def delete_l4(self, lb_id: str) -> None:
         self._check()
@@ -247,7 +254,7 @@ def test_the_health_manager_poll_writes_the_majority_and_skips_silence() -> None
     def report(graph: LoadBalancer) -> HealthReport | None:
         return combine(graph, views, answered=reports["answered"])
 
-    poller = DistributedStatusPoller(store, lambda: [GRAPH.id, "gone"], report)
+    poller = DistributedStatusPoller(store, lambda: [GRAPH.id, "gone"], lambda: report)
     assert poller.poll_once() == 1
     written = store.statuses(GRAPH.id)
     assert written is not None and written[MEMBERS[0].id] is OperatingStatus.ERROR

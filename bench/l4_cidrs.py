@@ -70,7 +70,7 @@ def load_figures(namespace: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _start_backends(lab: Any, directory: Path) -> tuple[L4Member, ...]:
+def start_backends(lab: Any, directory: Path) -> tuple[L4Member, ...]:
     """An HAProxy answering itself in each backend namespace (killed by ``lab.close``)."""
     members = []
     for index in range(1, lab.backends + 1):
@@ -95,7 +95,7 @@ def traffic_figures(seconds: float, rounds: int) -> dict[str, Any]:
     scratch = tempfile.TemporaryDirectory(prefix="l4-cidrs-")
     try:
         lab.build()
-        members = _start_backends(lab, Path(scratch.name))
+        members = start_backends(lab, Path(scratch.name))
         engine = L4Engine(RealNftOps(lab.lb))
         prefix = ("ip", "netns", "exec", lab.client)
         for round_ in range(rounds):

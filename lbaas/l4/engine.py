@@ -6,8 +6,9 @@ listener went from or to no members or from or to having allowed networks) it re
 just the slots whose member moved and the networks that changed, one transaction for the
 whole load balancer;
 otherwise, for a load balancer it has not applied since it started, and when the kernel
-refuses a slot update (its table was changed behind the engine's back), it replaces the
-table (checked with ``nft -c`` first). Both leave established flows alone: conntrack keeps
+refuses a slot update (its table was changed behind the engine's back), it rewrites the
+load balancer's chain and maps (checked with ``nft -c`` first), knowing what to remove from
+what it applied last or, when it has not, from the kernel's table. Both leave established flows alone: conntrack keeps
 the NAT binding of a flow, so a flow stays on its member whatever the table says now.
 
 A removed or down member gets no new flows from the moment the transaction commits. Its live
@@ -19,13 +20,19 @@ datagram is balanced again, to a healthy member).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lbaas.errors import LbaasError
+from lbaas.errors import InvalidRenderedConfig, LbaasError
 from lbaas.l4 import nft
 from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
 from lbaas.l4.service import L4Listener, L4Service, LiveFlowPolicy
+
+log = logging.getLogger(__name__)
+
+#: Load balancers loaded whole in one transaction by ``apply_many`` (a restore).
+FULL_LOADS_PER_TRANSACTION = 200
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,9 @@ class L4Engine:
     def __init__(self, ops: NftOps) -> None:
         self._ops = ops
         self._applied: dict[str, _Applied] = {}
+        # What the kernel's table held when the engine first needed to know of a load
+        # balancer it had not loaded itself (None: not read yet); entries go as they are used.
+        self._kernel: dict[str, nft.Footprint] | None = None
 
     def apply(self, service: L4Service) -> ApplyReport:
         """Make the kernel balance ``service``; raises what NftOps raises, changing nothing.
@@ -105,7 +115,8 @@ class L4Engine:
         "Scale"). The services whose shape is unchanged are updated together; if the kernel
         refuses that transaction (nothing of it applied), each is applied on its own, so
         one table changed behind the engine's back does not hold up the others. Services
-        that need a full reload are loaded one by one, as ``apply`` does. Each load
+        that need a full reload are loaded together too, up to
+        ``FULL_LOADS_PER_TRANSACTION`` at a time (one by one if refused). Each load
         balancer's outcome: its report, or the error that left it as it was.
         """
         outcomes: dict[str, ApplyReport | LbaasError] = {}
@@ -124,12 +135,50 @@ class L4Engine:
             if any(texts):
                 self._ops.load("".join(texts))
         except NftCommandFailed:
-            alone.extend(service for _old, service, _moved, _values in planned)
+            # Each on its own: its slot update, or a full load where its table changed.
+            for _old, service, _moved, _values in planned:
+                try:
+                    outcomes[service.lb_id] = self.apply(service)
+                except LbaasError as exc:
+                    outcomes[service.lb_id] = exc
             planned = []
         for old, service, moved, values in planned:
             report = ApplyReport(full_reload=False, moved_slots=moved)
             outcomes[service.lb_id] = self._applied_now(old, service, values, report)
-        for service in alone:
+        for start in range(0, len(alone), FULL_LOADS_PER_TRANSACTION):
+            outcomes.update(self._load_together(alone[start : start + FULL_LOADS_PER_TRANSACTION]))
+        return outcomes
+
+    def _load_together(self, services: list[L4Service]) -> dict[str, ApplyReport | LbaasError]:
+        """Full loads of ``services`` in one transaction (an agent restoring thousands of
+        load balancers: each ``nft`` reads the table's state first, so one per load
+        balancer made a restore grow with their square); one by one if it is refused."""
+        outcomes: dict[str, ApplyReport | LbaasError] = {}
+        if len(services) > 1:
+            tables = [{li.name: li.table() for li in service.listeners} for service in services]
+            texts = ["\n".join(nft.render_base()) + "\n"]
+            for service, table in zip(services, tables, strict=True):
+                before, legacy = self._before(service.lb_id, fresh=False)
+                texts.append(nft.render_full(service, table, before, legacy=legacy, base=False))
+            text = "".join(texts)
+            try:
+                self._ops.check(text)
+                self._ops.load(text)
+            except (InvalidRenderedConfig, NftCommandFailed) as exc:
+                log.info("%d full loads refused together (%s): one by one", len(services), exc)
+                self._kernel = None  # what was taken from it for them is read again
+            else:
+                for service, table in zip(services, tables, strict=True):
+                    values = {
+                        li.name: nft.slot_values(li, table[li.name]) for li in service.listeners
+                    }
+                    report = ApplyReport(
+                        full_reload=True, moved_slots=sum(map(len, values.values()))
+                    )
+                    old = self._applied.get(service.lb_id)
+                    outcomes[service.lb_id] = self._applied_now(old, service, values, report)
+                return outcomes
+        for service in services:
             try:
                 outcomes[service.lb_id] = self.apply(service)
             except LbaasError as exc:
@@ -151,30 +200,55 @@ class L4Engine:
 
     def _replace(self, service: L4Service) -> dict[str, list[str]]:
         tables = {listener.name: listener.table() for listener in service.listeners}
-        text = nft.render_full(service, tables)
-        self._ops.check(text)
-        self._ops.load(text)
+        remembered = service.lb_id in self._applied
+        for fresh in (False, True):
+            before, legacy = self._before(service.lb_id, fresh=fresh)
+            text = nft.render_full(service, tables, before, legacy=legacy)
+            try:
+                self._ops.check(text)
+                self._ops.load(text)
+                break
+            except (InvalidRenderedConfig, NftCommandFailed):
+                # What the engine remembers may be wrong (the table was changed behind
+                # its back): read the kernel and try once more.
+                if fresh or not remembered:
+                    raise
         return {
             listener.name: nft.slot_values(listener, tables[listener.name])
             for listener in service.listeners
         }
 
+    def _before(self, lb_id: str, *, fresh: bool) -> tuple[nft.Footprint, bool]:
+        """What ``lb_id`` holds in the table now, and whether it may still have a table of
+        the old layout: from memory, or (not loaded since the engine started, or
+        ``fresh``) from the kernel, read once and kept for the others."""
+        applied = self._applied.get(lb_id)
+        if applied is not None and not fresh:
+            return nft.footprint(applied.service), False
+        if self._kernel is None or fresh:
+            self._kernel = self._read_kernel()
+        return self._kernel.pop(nft.lb_key(lb_id), nft.Footprint()), True
+
+    def _read_kernel(self) -> dict[str, nft.Footprint]:
+        dispatch = self._ops.list_json(("map", "ip", nft.TABLE, "dispatch"))
+        entry = self._ops.list_json(("set", "ip", nft.TABLE, "entry_vips"))
+        return nft.kernel_footprints(dispatch or {}, entry or {})
+
     def new_flows(self, lb_id: str) -> dict[str, int]:
-        """Flows each listener balanced since its table was loaded (empty: no table)."""
-        listing = self._ops.list_chain_json(nft.table_name(lb_id), "balance")
-        return nft.new_flow_counts(listing) if listing is not None else {}
+        """Flows each listener received since its dispatch element was added (empty: none)."""
+        return self.new_flows_of([lb_id])[lb_id]
 
     def new_flows_of(self, lb_ids: Iterable[str]) -> dict[str, dict[str, int]]:
         """``new_flows`` of every load balancer of ``lb_ids`` from one listing of the
-        namespace's tables (without their maps' and sets' elements): one ``nft`` for a
-        node's whole status, whatever the number of load balancers."""
-        listing = self._ops.list_rules_json()
-        by_table = nft.new_flow_counts_by_table(listing) if listing is not None else {}
-        return {lb_id: by_table.get(nft.table_name(lb_id), {}) for lb_id in lb_ids}
+        dispatch map's counters: one ``nft`` for a node's whole status."""
+        listing = self._ops.list_json(("map", "ip", nft.TABLE, "dispatch"))
+        by_chain = nft.dispatch_counts(listing) if listing is not None else {}
+        return {lb_id: by_chain.get(nft.chain_name(lb_id), {}) for lb_id in lb_ids}
 
     def remove(self, lb_id: str) -> None:
-        """Delete the load balancer's table; established flows keep their conntrack NAT."""
-        self._ops.load(nft.render_delete(lb_id))
+        """Delete the load balancer; established flows keep their conntrack NAT."""
+        before, legacy = self._before(lb_id, fresh=False)
+        self._ops.load(nft.render_delete(lb_id, before, legacy=legacy))
         self._applied.pop(lb_id, None)
 
     def _cut(self, old: _Applied, service: L4Service) -> int:

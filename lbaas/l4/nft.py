@@ -1,25 +1,37 @@
-"""nftables text for one load balancer: its own table, one slot map per listener.
+"""nftables text for the L4 engine: one shared table, a chain and maps per load balancer.
 
-Layout of ``table ip lbaas_<id>``::
+Layout of ``table ip lbaas`` (one per network namespace)::
 
-    map tcp_80  { typeof numgen inc mod M : ip daddr . th dport; elements = { slot : member } }
-    set allow_tcp_80 { type ipv4_addr; flags interval; elements = { 10.1.0.0/16, ... } }
-    ct timeout idle_udp_53 { protocol udp; l3proto ip; policy = { unreplied: T, replied: T } }
-    chain balance  { ip daddr VIP meta l4proto tcp th dport 80 ip saddr != @allow_tcp_80 drop
+    map dispatch   { type ipv4_addr . inet_proto . inet_service : verdict;
+                     elements = { VIP . tcp . 80 : jump lb_<key>, ... } }
+    set entry_vips { type ipv4_addr; elements = { VIP of each entry load balancer } }
+    chain prerouting  (nat, dstnat)   ip daddr . meta l4proto . th dport vmap @dispatch
+    chain output      (nat, -100)     the same, for traffic from this namespace itself
+    chain postrouting (nat, srcnat)   ct status dnat ct original ip daddr @entry_vips
+                                      fib saddr type != local masquerade
+    map m_<key>_tcp_80 { typeof numgen inc mod M : ip daddr . th dport; elements = { slot : member } }
+    set a_<key>_tcp_80 { type ipv4_addr; flags interval; elements = { 10.1.0.0/16, ... } }
+    ct timeout t_<key>_udp_53 { protocol udp; l3proto ip; policy = { unreplied: T, replied: T } }
+    chain lb_<key> { ip daddr VIP meta l4proto tcp th dport 80 ip saddr != @a_<key>_tcp_80 drop
                      ip daddr VIP meta l4proto tcp th dport 80 ct count over N drop
-                     ip daddr VIP meta l4proto udp th dport 53 ct timeout set "idle_udp_53"
+                     ip daddr VIP meta l4proto udp th dport 53 ct timeout set "t_<key>_udp_53"
                      ip daddr VIP meta l4proto tcp th dport 80 counter
-                     dnat ip to jhash <key> mod M seed S map @tcp_80 comment "tcp_80" }
-    chain prerouting (nat, dstnat)  -> jump balance     traffic arriving from elsewhere
-    chain output     (nat, -100)    -> jump balance     traffic from this namespace itself
-    chain entry      (nat, srcnat)  masquerade          entry node only (``L4Service.entry``)
+                     dnat ip to jhash <key> mod M seed S map @m_<key>_tcp_80 comment "tcp_80" }
 
-One map lookup per new flow (conntrack handles the rest of the flow), whatever the number
-of members: a data map of slot -> address . port needs no chain per member (a verdict map
-to per-member DNAT chains would do the same with one more jump). ``jhash`` takes an explicit seed derived
-from the load balancer and listener, so every node sends a given flow to the same slot.
+``<key>`` is the first 12 hex digits of the load balancer id. A new flow's first packet
+does one lookup in ``dispatch`` (a hash of VIP, protocol and port), whatever the number of
+load balancers, and jumps to its load balancer's chain; conntrack handles the rest of the
+flow. Issue 34 measured why not a table per load balancer, as before: every table hooked
+its own base chains, so the kernel walked every load balancer's chains for each new flow,
+and refused the 1,025th base chain on a hook (``Argument list too long``): a node could not
+hold more than about a thousand distributed load balancers.
 
-``allow_<listener>`` exists only for a listener with ``allowed_cidrs``: one interval set
+One map lookup per new flow picks the member, whatever the number of members: a data map
+of slot -> address . port needs no chain per member. ``jhash`` takes an explicit seed
+derived from the load balancer and listener, so every node sends a given flow to the same
+slot.
+
+``a_<key>_<listener>`` exists only for a listener with ``allowed_cidrs``: one interval set
 whatever the number of networks (one lookup, not a rule per network), checked before the
 Maglev decision, so another source's flow is dropped before it is balanced. The NAT chains
 see a flow's first packet only, so a change of the set decides new flows and leaves
@@ -28,15 +40,20 @@ established ones alone (conntrack holds them).
 A listener's ``connection_limit`` is a ``ct count`` of its own (the kernel keeps the list of
 the flows that passed the rule and drops their entries as conntrack forgets them): a new
 flow past the limit is dropped before it is balanced, so a TCP client retries its SYN as
-it would against a full HAProxy backlog. The count starts from zero when the table is
-replaced (as a reloaded HAProxy counts only its own connections). A UDP listener's idle
+it would against a full HAProxy backlog. The count starts from zero when the chain is
+rewritten (as a reloaded HAProxy counts only its own connections). A UDP listener's idle
 timeout is a conntrack timeout policy (``ct timeout``) attached to each new flow's entry
 before it is confirmed, for both of UDP's states.
 
-A full load replaces the table in one transaction (declare, delete, define: the usual
-idiom, which works whether or not the table exists); a slot update deletes and re-adds just
-the moved elements, and a change of allowed networks deletes and adds just the networks
-that changed, in the same transaction, so no packet sees a half-written map or set.
+A full load rewrites one load balancer in one transaction: the shared part declared (every
+statement idempotent), its chain flushed and refilled, each map, set and timeout declared,
+deleted and defined again (the idiom that works whether or not it exists, whatever its old
+definition), what it held before and holds no more removed (``Footprint``), its dispatch
+elements added. A VIP, protocol and port another load balancer of the namespace holds
+already is refused by the kernel ("File exists"): one of them would never see a flow. A
+slot update deletes and re-adds just the moved elements, and a change of allowed networks
+just the networks that changed, in the same transaction, so no packet sees a half-written
+map or set.
 """
 
 from __future__ import annotations
@@ -44,21 +61,82 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from lbaas.l4.maglev import MaglevTable
 from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Service
 
-TABLE_PREFIX = "lbaas_"
+TABLE = "lbaas"
+#: The table of one load balancer before the shared table (removed when it is next loaded).
+LEGACY_PREFIX = "lbaas_"
 _HASH_INPUT = {
     HashKey.FIVE_TUPLE: "ip saddr . th sport . ip daddr . th dport",
     HashKey.SOURCE_ADDRESS: "ip saddr",
 }
+#: Each element counts the packets it dispatched: the NAT chains see a flow's first packet
+#: only, so that is the flows each listener received (read without listing the maps).
+DISPATCH_BODY = "type ipv4_addr . inet_proto . inet_service : verdict; counter;"
+#: A definition each kind of object can be declared with before it is deleted, whatever
+#: it was (the kernel keeps an existing object as it is on a declaration).
+_DECLARATIONS = {
+    "map": "typeof numgen inc mod 2 : ip daddr . th dport;",
+    "set": "type ipv4_addr; flags interval;",
+    "ct timeout": "protocol udp; l3proto ip; policy = { unreplied: 1, replied: 1 };",
+}
 
 
-def table_name(lb_id: str) -> str:
-    """``lbaas_`` and the first 12 hex digits of the load balancer id."""
-    return TABLE_PREFIX + lb_id.replace("-", "")[:12]
+def lb_key(lb_id: str) -> str:
+    """The first 12 hex digits of the load balancer id: its names' part in the table."""
+    return lb_id.replace("-", "")[:12]
+
+
+def chain_name(lb_id: str) -> str:
+    return f"lb_{lb_key(lb_id)}"
+
+
+def map_name(lb_id: str, listener_name: str) -> str:
+    """The slot map of one listener (``m_<key>_tcp_80``)."""
+    return f"m_{lb_key(lb_id)}_{listener_name}"
+
+
+def allow_set_name(lb_id: str, listener: L4Listener) -> str:
+    """The interval set of the sources a listener admits (``a_<key>_tcp_80``)."""
+    return f"a_{lb_key(lb_id)}_{listener.name}"
+
+
+def timeout_name(lb_id: str, listener: L4Listener) -> str:
+    return f"t_{lb_key(lb_id)}_{listener.name}"
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one load balancer holds in the shared table besides its chain: its dispatch
+    keys (``VIP . tcp . 80``), its VIP in ``entry_vips`` if it is the entry, and its maps,
+    sets and timeouts as (kind, name)."""
+
+    dispatch: frozenset[str] = frozenset()
+    entry_vips: frozenset[str] = frozenset()
+    objects: frozenset[tuple[str, str]] = frozenset()
+
+
+def footprint(service: L4Service) -> Footprint:
+    objects: set[tuple[str, str]] = set()
+    for listener in service.listeners:
+        objects.add(("map", map_name(service.lb_id, listener.name)))
+        if listener.allowed_cidrs:
+            objects.add(("set", allow_set_name(service.lb_id, listener)))
+        if listener.idle_timeout is not None:
+            objects.add(("ct timeout", timeout_name(service.lb_id, listener)))
+    return Footprint(
+        dispatch=frozenset(_dispatch_key(service, listener) for listener in service.listeners),
+        entry_vips=frozenset({service.vip}) if service.entry else frozenset(),
+        objects=frozenset(objects),
+    )
+
+
+def _dispatch_key(service: L4Service, listener: L4Listener) -> str:
+    return f"{service.vip} . {listener.protocol.value} . {listener.port}"
 
 
 def hash_seed(lb_id: str, listener: L4Listener) -> int:
@@ -78,66 +156,121 @@ def _target(member: L4Member) -> str:
     return f"{member.address} . {member.port}"
 
 
-def render_full(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
-    """The whole table of ``service`` as one transaction; ``tables`` by listener name."""
-    name = table_name(service.lb_id)
-    lines = [f"table ip {name}", f"delete table ip {name}", f"table ip {name} {{"]
+def render_base() -> list[str]:
+    """The shared part, every statement idempotent: the dispatch map, the entry set and the
+    base chains with their one rule each."""
+    lines = [
+        f"add table ip {TABLE}",
+        f"add map ip {TABLE} dispatch {{ {DISPATCH_BODY} }}",
+        f"add set ip {TABLE} entry_vips {{ type ipv4_addr; }}",
+    ]
+    hooks = (
+        ("prerouting", "prerouting", "dstnat", "ip daddr . meta l4proto . th dport vmap @dispatch"),
+        ("output", "output", "-100", "ip daddr . meta l4proto . th dport vmap @dispatch"),
+        # Entry nodes: masquerade what came from elsewhere (not from a local socket) and
+        # was DNATed to a member on another host, whose answer must come back through
+        # this node to be un-NATed. Local clients keep their address.
+        ("postrouting", "postrouting", "srcnat",
+         "ct status dnat ct original ip daddr @entry_vips fib saddr type != local masquerade"),
+    )  # fmt: skip
+    for name, hook, priority, rule in hooks:
+        where = f"ip {TABLE} {name}"
+        lines += [
+            f"add chain {where} {{ type nat hook {hook} priority {priority}; policy accept; }}",
+            f"flush chain {where}",
+            f"add rule {where} {rule}",
+        ]
+    return lines
+
+
+def render_full(
+    service: L4Service,
+    tables: Mapping[str, MaglevTable],
+    before: Footprint = Footprint(),
+    *,
+    legacy: bool = False,
+    base: bool = True,
+) -> str:
+    """One load balancer rewritten in one transaction; ``tables`` by listener name.
+
+    ``before``: what it held in the table (from the engine's memory or the kernel), so
+    what it holds no more goes; ``legacy``: also remove its table of the old layout;
+    ``base``: with the shared part first (several load balancers in one transaction need
+    it once).
+    """
+    lb_id = service.lb_id
+    chain = f"ip {TABLE} {chain_name(lb_id)}"
+    lines = [*(render_base() if base else []), f"add chain {chain}", f"flush chain {chain}"]
+    if legacy:
+        lines += _legacy_delete(lb_id)
+    now = footprint(service)
+    lines += _forget(before, now)
     for listener in service.listeners:
-        lines.extend(_map_lines(listener, tables[listener.name]))
+        lines += _map_lines(lb_id, listener, tables[listener.name])
         if listener.allowed_cidrs:
-            lines.extend(_allow_set_lines(listener))
+            lines += _allow_set_lines(lb_id, listener)
         if listener.idle_timeout is not None:
-            lines.extend(_timeout_lines(listener, listener.idle_timeout))
-    lines.append("\tchain balance {")
+            lines += _timeout_lines(lb_id, listener, listener.idle_timeout)
     for listener in service.listeners:
         if listener.allowed_cidrs:
-            lines.append("\t\t" + _filter_rule(service, listener))
+            lines.append(f"add rule {chain} {_filter_rule(service, listener)}")
         if listener.connection_limit is not None:
-            lines.append(f"\t\t{_match(service, listener)} ct count over "
+            lines.append(f"add rule {chain} {_match(service, listener)} ct count over "
                          f"{listener.connection_limit} drop")  # fmt: skip
         if listener.idle_timeout is not None:
-            lines.append(
-                f'\t\t{_match(service, listener)} ct timeout set "{_timeout_name(listener)}"'
-            )
+            name = timeout_name(lb_id, listener)
+            lines.append(f'add rule {chain} {_match(service, listener)} ct timeout set "{name}"')
         if tables[listener.name].slots:
-            lines.append("\t\t" + _rule(service, listener))
-    lines.append("\t}")
-    lines.extend(_hook_chain("prerouting", "prerouting", "dstnat"))
-    lines.extend(_hook_chain("output", "output", "-100"))
-    if service.entry:
-        lines.extend(_entry_chain(service.vip))
-    lines.append("}")
+            lines.append(f"add rule {chain} {_rule(service, listener)}")
+    jump = f"jump {chain_name(lb_id)}"
+    lines += [
+        f"add element ip {TABLE} dispatch {{ {key} : {jump} }}" for key in sorted(now.dispatch)
+    ]
+    lines += [f"add element ip {TABLE} entry_vips {{ {vip} }}" for vip in sorted(now.entry_vips)]
     return "\n".join(lines) + "\n"
 
 
-def _map_lines(listener: L4Listener, table: MaglevTable) -> list[str]:
-    lines = [
-        f"\tmap {listener.name} {{",
-        f"\t\ttypeof numgen inc mod {listener.table_size} : ip daddr . th dport",
+def _forget(before: Footprint, now: Footprint) -> list[str]:
+    """Remove what ``before`` holds and ``now`` does not (elements first: a rule or element
+    that refers to an object keeps it from being deleted)."""
+    lines = []
+    if gone := sorted(before.dispatch - now.dispatch):
+        lines.append(f"delete element ip {TABLE} dispatch {{ {', '.join(gone)} }}")
+    if gone := sorted(before.entry_vips - now.entry_vips):
+        lines.append(f"delete element ip {TABLE} entry_vips {{ {', '.join(gone)} }}")
+    for kind, name in sorted(before.objects - now.objects):  # declared first: it may be gone
+        where = f"ip {TABLE} {name}"
+        lines += [f"add {kind} {where} {{ {_DECLARATIONS[kind]} }}", f"delete {kind} {where}"]
+    return lines
+
+
+def _legacy_delete(lb_id: str) -> list[str]:
+    name = LEGACY_PREFIX + lb_key(lb_id)
+    return [f"add table ip {name}", f"delete table ip {name}"]
+
+
+def _declared(kind: str, name: str, body: str, elements: list[str]) -> list[str]:
+    """Declare, delete, define: ``name`` as ``body`` says, whether or not it existed, and
+    whatever it was before."""
+    where = f"ip {TABLE} {name}"
+    full = body + (f" elements = {{ {', '.join(elements)} }}" if elements else "")
+    return [
+        f"add {kind} {where} {{ {body} }}",
+        f"delete {kind} {where}",
+        f"add {kind} {where} {{ {full} }}",
     ]
-    if table.slots:
-        values = slot_values(listener, table)
-        lines.append("\t\telements = {")
-        lines.extend(f"\t\t\t{slot} : {value}," for slot, value in enumerate(values))
-        lines.append("\t\t}")
-    lines.append("\t}")
-    return lines
 
 
-def allow_set_name(listener: L4Listener) -> str:
-    """The interval set of the sources a listener admits (``allow_tcp_80``)."""
-    return f"allow_{listener.name}"
+def _map_lines(lb_id: str, listener: L4Listener, table: MaglevTable) -> list[str]:
+    body = f"typeof numgen inc mod {listener.table_size} : ip daddr . th dport;"
+    values = slot_values(listener, table) if table.slots else []
+    elements = [f"{slot} : {value}" for slot, value in enumerate(values)]
+    return _declared("map", map_name(lb_id, listener.name), body, elements)
 
 
-def _allow_set_lines(listener: L4Listener) -> list[str]:
-    lines = [f"\tset {allow_set_name(listener)} {{", "\t\ttype ipv4_addr; flags interval;"]
-    networks = listener.allowed_ipv4()
-    if networks:
-        lines.append("\t\telements = {")
-        lines.extend(f"\t\t\t{network}," for network in networks)
-        lines.append("\t\t}")
-    lines.append("\t}")
-    return lines
+def _allow_set_lines(lb_id: str, listener: L4Listener) -> list[str]:
+    body = "type ipv4_addr; flags interval;"
+    return _declared("set", allow_set_name(lb_id, listener), body, list(listener.allowed_ipv4()))
 
 
 def _match(service: L4Service, listener: L4Listener) -> str:
@@ -146,27 +279,20 @@ def _match(service: L4Service, listener: L4Listener) -> str:
 
 def _filter_rule(service: L4Service, listener: L4Listener) -> str:
     """Drop a new flow from a source outside the listener's set, before it is balanced."""
-    return f"{_match(service, listener)} ip saddr != @{allow_set_name(listener)} drop"
+    name = allow_set_name(service.lb_id, listener)
+    return f"{_match(service, listener)} ip saddr != @{name} drop"
 
 
-def _timeout_name(listener: L4Listener) -> str:
-    return f"idle_{listener.name}"
-
-
-def _timeout_lines(listener: L4Listener, seconds: int) -> list[str]:
+def _timeout_lines(lb_id: str, listener: L4Listener, seconds: int) -> list[str]:
     """The UDP timeout policy of a listener's flows: ``seconds`` replied or not."""
-    return [
-        f"\tct timeout {_timeout_name(listener)} {{",
-        "\t\tprotocol udp; l3proto ip;",
-        f"\t\tpolicy = {{ unreplied: {seconds}, replied: {seconds} }}",
-        "\t}",
-    ]
+    body = f"protocol udp; l3proto ip; policy = {{ unreplied: {seconds}, replied: {seconds} }};"
+    return _declared("ct timeout", timeout_name(lb_id, listener), body, [])
 
 
 def render_allow_update(lb_id: str, old: L4Listener, new: L4Listener) -> str:
     """Delete and add the networks that differ between two versions of a listener's set."""
     was, now = set(old.allowed_ipv4()), set(new.allowed_ipv4())
-    where = f"ip {table_name(lb_id)} {allow_set_name(new)}"
+    where = f"ip {TABLE} {allow_set_name(lb_id, new)}"
     text = ""
     if was - now:
         text += f"delete element {where} {{ {', '.join(sorted(was - now))} }}\n"
@@ -187,60 +313,38 @@ def _rule(service: L4Service, listener: L4Listener) -> str:
     return (
         f"{_match(service, listener)} counter dnat ip to jhash {_hash_input(listener)} "
         f"mod {listener.table_size} seed {hash_seed(service.lb_id, listener):#010x} "
-        f'map @{listener.name} comment "{listener.name}"'
+        f'map @{map_name(service.lb_id, listener.name)} comment "{listener.name}"'
     )
 
 
-def _hook_chain(name: str, hook: str, priority: str) -> list[str]:
-    return [
-        f"\tchain {name} {{",
-        f"\t\ttype nat hook {hook} priority {priority}; policy accept;",
-        "\t\tjump balance",
-        "\t}",
-    ]
-
-
-def _entry_chain(vip: str) -> list[str]:
-    """Masquerade flows to the VIP that came from elsewhere (not from a local socket).
-
-    A client with no node of its own reaches the VIP here, is DNATed to a member on
-    another host and must get the answer back through this node to be un-NATed: the
-    member sees this node's address. Local clients keep their address (source is local).
-    """
-    return [
-        "\tchain entry {",
-        "\t\ttype nat hook postrouting priority srcnat; policy accept;",
-        f"\t\tct status dnat ct original ip daddr {vip} fib saddr type != local masquerade",
-        "\t}",
-    ]
-
-
-def new_flow_counts(listing: Mapping[str, Any]) -> dict[str, int]:
-    """New flows per listener from ``nft -j list chain ip <table> balance``.
-
-    NAT chains see only the first packet of a connection, so the packet count of a
-    listener's rule (found by its comment) is the number of flows it balanced.
-    """
-    counts: dict[str, int] = {}
-    for item in listing.get("nftables", []):
-        rule = item.get("rule")
-        if not rule or "comment" not in rule:
-            continue
-        for expression in rule.get("expr", []):
-            if "counter" in expression:
-                counts[rule["comment"]] = int(expression["counter"]["packets"])
+def dispatch_counts(listing: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """Flows per listener (``tcp_80``) by load balancer chain, from ``nft -j list map ip
+    lbaas dispatch``: each element's counter is the flows it sent to its chain (dropped
+    there by ``allowed_cidrs`` or ``connection_limit`` included). One listing of one map,
+    whatever else the table holds: listing a chain or the table would make ``nft`` read
+    every map's elements first (seconds at a thousand load balancers)."""
+    counts: dict[str, dict[str, int]] = {}
+    for key, verdict in _dispatch_elements(listing):
+        _vip, protocol, port = key.split(" . ")
+        chain = str(verdict.get("jump", {}).get("target", ""))
+        counts.setdefault(chain, {})[f"{protocol}_{port}"] = _packets(verdict)
     return counts
 
 
-def new_flow_counts_by_table(listing: Mapping[str, Any]) -> dict[str, dict[str, int]]:
-    """``new_flow_counts`` of every table's ``balance`` chain, by table name, from one
-    ``nft -j -t list ruleset ip`` (rules carry their table and chain)."""
-    rules: dict[str, list[Any]] = {}
-    for item in listing.get("nftables", []):
-        rule = item.get("rule")
-        if rule and rule.get("chain") == "balance" and "table" in rule:
-            rules.setdefault(str(rule["table"]), []).append(item)
-    return {table: new_flow_counts({"nftables": items}) for table, items in rules.items()}
+def _dispatch_elements(listing: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(``VIP . protocol . port``, verdict with the element's ``counter``) of each element."""
+    found = []
+    for item in _items(listing, "map"):
+        for key, verdict in item.get("elem", []):
+            counted = key.get("elem", {})  # a map with counters wraps its keys
+            value = counted.get("val", key)
+            text = " . ".join(map(str, value["concat"]))
+            found.append((text, {**verdict, "counter": counted.get("counter", {})}))
+    return found
+
+
+def _packets(verdict: Mapping[str, Any]) -> int:
+    return int(verdict.get("counter", {}).get("packets", 0))
 
 
 def render_slot_update(lb_id: str, listener_name: str, changes: Iterable[tuple[int, str]]) -> str:
@@ -248,13 +352,55 @@ def render_slot_update(lb_id: str, listener_name: str, changes: Iterable[tuple[i
     pairs = sorted(changes)
     if not pairs:
         return ""
-    where = f"ip {table_name(lb_id)} {listener_name}"
+    where = f"ip {TABLE} {map_name(lb_id, listener_name)}"
     slots = ", ".join(str(slot) for slot, _ in pairs)
     values = ", ".join(f"{slot} : {value}" for slot, value in pairs)
     return f"delete element {where} {{ {slots} }}\nadd element {where} {{ {values} }}\n"
 
 
-def render_delete(lb_id: str) -> str:
-    """Remove the load balancer's table (declared first, so a missing table is fine)."""
-    name = table_name(lb_id)
-    return f"table ip {name}\ndelete table ip {name}\n"
+def render_delete(lb_id: str, before: Footprint, *, legacy: bool = False) -> str:
+    """Remove the load balancer: its dispatch elements first (no new flow reaches its chain
+    then), its chain, what else ``before`` says it holds; established flows keep their
+    conntrack NAT. Declared first, so a load balancer that is not there is fine."""
+    chain = f"ip {TABLE} {chain_name(lb_id)}"
+    lines = [*render_base()[:3], f"add chain {chain}", f"flush chain {chain}"]
+    lines += _forget(before, Footprint())  # after the flush: its rules refer to them
+    lines.append(f"delete chain {chain}")
+    if legacy:
+        lines += _legacy_delete(lb_id)
+    return "\n".join(lines) + "\n"
+
+
+def kernel_footprints(
+    dispatch: Mapping[str, Any], entry: Mapping[str, Any]
+) -> dict[str, Footprint]:
+    """What each load balancer holds in the kernel's table, by ``lb_key``, read from
+    ``nft -j list map ip lbaas dispatch`` and ``nft -j list set ip lbaas entry_vips``: for
+    load balancers the engine has not loaded since it started (an agent restarted), so
+    what they hold no more can still go. Their maps, sets and timeouts are named after
+    their dispatch keys' listeners (removed with declare-then-delete, whether or not each
+    exists): listing the objects themselves would read every map's elements."""
+    keys: dict[str, set[str]] = {}
+    for key, verdict in _dispatch_elements(dispatch):
+        target = str(verdict.get("jump", {}).get("target", ""))
+        if target.startswith("lb_"):
+            keys.setdefault(target[3:], set()).add(key)
+    entry_vips = {str(vip) for item in _items(entry, "set") for vip in item.get("elem", [])}
+    footprints = {}
+    for lb, held in keys.items():
+        vips = {key.split(" . ")[0] for key in held}
+        listeners = {"_".join(key.split(" . ")[1:]) for key in held}
+        footprints[lb] = Footprint(
+            dispatch=frozenset(held),
+            entry_vips=frozenset(vips & entry_vips),
+            objects=frozenset(
+                (kind, f"{prefix}_{lb}_{name}")
+                for name in listeners
+                for kind, prefix in (("map", "m"), ("set", "a"), ("ct timeout", "t"))
+            ),
+        )
+    return footprints
+
+
+def _items(listing: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
+    return [item[kind] for item in listing.get("nftables", []) if kind in item]

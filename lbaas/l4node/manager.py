@@ -173,16 +173,45 @@ class L4NodeManager:
         self._lock = threading.RLock()
 
     def restore(self) -> list[str]:
-        """Program again the load balancers an earlier agent left specs for."""
+        """Program again the load balancers an earlier agent left specs for, many in one
+        nft transaction (``L4Engine.apply_many``): a node restarting with thousands of
+        them would otherwise read the whole table once per load balancer."""
         if not self.root.is_dir():
             return []
+        specs: list[L4ServiceSpec] = []
         for path in sorted(self.root.glob("*.json")):
             try:
                 spec = L4ServiceSpec.model_validate_json(path.read_bytes())
-                self.put(spec.loadbalancer_id, spec)
+                if _is_dsr(spec):
+                    self._check_dsr(spec)
+                if spec.announce and self._announcer is None:
+                    raise InvalidInput("asked to announce, but this node is no L4 tier node")
+                specs.append(spec)
             except (ValueError, LbaasError) as exc:
                 log.error("L4 service %s not restored: %s", path.name, exc)
-        return sorted(self._specs)
+        with self._lock:
+            for spec in specs:
+                self._index(spec.loadbalancer_id, self._specs.get(spec.loadbalancer_id), spec)
+                self._specs[spec.loadbalancer_id] = spec
+                self._checker.set_targets(spec.loadbalancer_id, health_targets(spec))
+            services = [
+                l4_service(spec, self._checker.states(spec.loadbalancer_id)) for spec in specs
+            ]
+            for lb_id, outcome in self._engine.apply_many(services).items():
+                if isinstance(outcome, LbaasError):
+                    self._errors[lb_id] = str(outcome)
+                    log.error("L4 service %s not restored: %s", lb_id, outcome)
+                else:
+                    self._errors.pop(lb_id, None)
+            try:
+                self._apply_dsr()
+            except LbaasError as exc:
+                log.error("DSR table not restored: %s", exc)
+            for spec in specs:
+                if spec.loadbalancer_id not in self._errors:
+                    self._hold_vip(None, spec)
+            self._announce_or_log()
+            return sorted(self._specs)
 
     def put(self, lb_id: str, spec: L4ServiceSpec) -> L4ServiceStatus:
         if spec.loadbalancer_id != lb_id:

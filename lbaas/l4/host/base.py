@@ -108,10 +108,9 @@ class NftOps(abc.ABC):
         """``nft -j list chain ip <table> <chain>`` parsed, or None if it does not exist."""
 
     @abc.abstractmethod
-    def list_rules_json(self) -> dict[str, Any] | None:
-        """``nft -j -t list ruleset ip`` parsed: every table, chain and rule of the
-        namespace's ``ip`` family, without the elements of maps and sets (a node's 10,000
-        slot maps stay in the kernel); None if ``nft`` failed. No change."""
+    def list_json(self, words: Sequence[str], *, terse: bool = False) -> dict[str, Any] | None:
+        """``nft -j [-t] list <words>`` parsed (``-t``: without the elements of maps and
+        sets), or None if ``nft`` refused (no such object). No change."""
 
     def count_flows(self, protocol: L4Protocol, vip: str, port: int) -> int:
         """How many conntrack entries (live flows) go to ``vip``:``port``. No change.

@@ -78,8 +78,8 @@ class RealNftOps(NamespaceCommands, NftOps):
         listing: dict[str, Any] = json.loads(done.stdout)
         return listing
 
-    def list_rules_json(self) -> dict[str, Any] | None:
-        done = self._run([self._nft, "-j", "-t", "list", "ruleset", "ip"])
+    def list_json(self, words: Sequence[str], *, terse: bool = False) -> dict[str, Any] | None:
+        done = self._run([self._nft, "-j", *(["-t"] if terse else []), "list", *words])
         if done.returncode != 0:
             return None
         listing: dict[str, Any] = json.loads(done.stdout)

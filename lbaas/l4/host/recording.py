@@ -16,7 +16,9 @@ class RecordingNftOps(NftOps):
         self.deleted_flows: list[FlowMatch] = []
         # What list_chain_json answers, set by the test.
         self.chains: dict[tuple[str, str], dict[str, Any]] = {}
-        self.rule_listings = 0  # how many times list_rules_json was called
+        # What list_json answers, by its words, set by the test; and what it was asked.
+        self.listings: dict[tuple[str, ...], dict[str, Any]] = {}
+        self.listings_read: list[tuple[str, ...]] = []
         # What count_flows answers, by (protocol, VIP, port), set by the test.
         self.flow_counts: dict[tuple[L4Protocol, str, int], int] = {}
 
@@ -32,16 +34,24 @@ class RecordingNftOps(NftOps):
     def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
         return self.chains.get((table, chain))
 
-    def list_rules_json(self) -> dict[str, Any] | None:
-        """The chains set by the test, each rule tagged with its table and chain as
-        ``nft -j`` tags them."""
-        self.rule_listings += 1
-        items: list[Any] = []
-        for (table, chain), listing in self.chains.items():
-            for item in listing.get("nftables", []):
-                if "rule" in item:
-                    items.append({"rule": {**item["rule"], "table": table, "chain": chain}})
-        return {"nftables": items}
+    def list_json(self, words: Sequence[str], *, terse: bool = False) -> dict[str, Any] | None:
+        """What the test set in ``listings`` (``set_flows`` sets the dispatch map's)."""
+        self.listings_read.append(tuple(words))
+        return self.listings.get(tuple(words))
+
+    def set_flows(self, chain: str, vip: str, flows: dict[str, int]) -> None:
+        """Have the dispatch map's listing count ``flows`` (by listener name, ``tcp_80``)
+        for the load balancer chain ``chain`` at ``vip``, as ``nft -j`` lists it."""
+        key = ("map", "ip", "lbaas", "dispatch")
+        listing = self.listings.setdefault(key, {"nftables": [{"map": {"name": "dispatch"}}]})
+        elements = listing["nftables"][0]["map"].setdefault("elem", [])
+        for name, packets in flows.items():
+            protocol, port = name.split("_")
+            value = {"concat": [vip, protocol, int(port)]}
+            elements[:] = [e for e in elements if e[0]["elem"]["val"] != value]
+            counter = {"packets": packets, "bytes": 60 * packets}
+            elements.append([{"elem": {"val": value, "counter": counter}},
+                             {"jump": {"target": chain}}])  # fmt: skip
 
     def count_flows(self, protocol: L4Protocol, vip: str, port: int) -> int:
         return self.flow_counts.get((protocol, vip, port), 0)

@@ -206,15 +206,15 @@ def test_distributed_load_balancer_on_two_nodes_beside_an_amphora(lab: DistLab) 
     assert amphora["project_id"] == shown["project_id"]
     amp_names = lab.names("ctl", "tcp", amphora["vip_address"], 80, 9)
     assert set(amp_names) == backends, amp_names
-    tables = lab.in_ns("n1", "nft", "list", "tables").split()
-    assert [t for t in tables if t.startswith("lbaas_")] == [nft.table_name(lb_id)]
+    chains = lab.in_ns("n1", "nft", "list", "chains", "ip").split()
+    assert [c for c in chains if c.startswith("lb_")] == [nft.chain_name(lb_id)]
     assert set(lab.names("n1", "udp", vip, 80, FLOWS)) == backends
 
     # Deleting the distributed load balancer removes its table from every node.
     status, _ = lab.call("DELETE", f"{LB}/{lb_id}?cascade=true")
     assert status == 204
-    wait_for(lambda: all(nft.table_name(lb_id) not in lab.in_ns(n, "nft", "list", "tables")
-                         for n in NODES), "tables gone", lab)  # fmt: skip
+    wait_for(lambda: all(nft.chain_name(lb_id) not in lab.in_ns(n, "nft", "list", "chains", "ip")
+                         for n in NODES), "chains gone", lab)  # fmt: skip
     assert set(lab.names("ctl", "tcp", amphora["vip_address"], 80, 6)) <= backends
 
     # A tenant picks the provider with the unmodified openstack CLI.

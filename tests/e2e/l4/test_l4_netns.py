@@ -56,7 +56,7 @@ def service(
 def kernel_slots(lab: L4Lab, listener: str) -> list[str]:
     """The slot map as the kernel holds it, in ``address . port`` form by slot."""
     out = run("ip", "netns", "exec", lab.lb, "nft", "-j", "list", "map", "ip",
-              nft.table_name(LB_ID), listener)  # fmt: skip
+              nft.TABLE, nft.map_name(LB_ID, listener))  # fmt: skip
     found = next(item["map"] for item in json.loads(out)["nftables"] if "map" in item)
     slots = {key: " . ".join(map(str, value["concat"])) for key, value in found["elem"]}
     return [slots[slot] for slot in range(len(slots))]
@@ -122,16 +122,19 @@ def test_an_sctp_listener_loads_into_the_kernel(lab: L4Lab) -> None:
     # can be sent; what can be shown is that nftables takes the SCTP rule and map.
     sctp = L4Service(LB_ID, VIP, (L4Listener(L4Protocol.SCTP, 9000, lab.members(), table_size=7),))
     L4Engine(RealNftOps(lab.lb)).apply(sctp)
-    listed = RealNftOps(lab.lb).list_table(nft.table_name(LB_ID))
+    listed = RealNftOps(lab.lb).list_table(nft.TABLE)
     assert listed is not None and "sctp dport 9000" in listed
+    assert f"{VIP} . sctp . 9000 counter packets 0 bytes 0 : jump {nft.chain_name(LB_ID)}" in listed
 
 
-def test_removing_the_load_balancer_deletes_its_table(lab: L4Lab) -> None:
+def test_removing_the_load_balancer_deletes_its_chain_maps_and_dispatch(lab: L4Lab) -> None:
     engine = L4Engine(RealNftOps(lab.lb))
     engine.apply(service(lab.members()))
     engine.remove(LB_ID)
-    assert RealNftOps(lab.lb).list_table(nft.table_name(LB_ID)) is None
+    listed = RealNftOps(lab.lb).list_table(nft.TABLE) or ""
+    assert nft.lb_key(LB_ID) not in listed and VIP not in listed, listed
     engine.remove(LB_ID)  # idempotent
+    L4Engine(RealNftOps(lab.lb)).remove(LB_ID)  # and so for an engine that never loaded it
 
 
 def test_the_lab_leaves_nothing_behind() -> None:
@@ -152,7 +155,7 @@ def test_a_table_deleted_behind_the_engines_back_is_loaded_again(lab: L4Lab) -> 
     members = lab.members()
     engine = L4Engine(RealNftOps(lab.lb))
     engine.apply(service(members))
-    run("ip", "netns", "exec", lab.lb, "nft", "delete", "table", "ip", nft.table_name(LB_ID))
+    run("ip", "netns", "exec", lab.lb, "nft", "delete", "table", "ip", nft.TABLE)
 
     report = engine.apply(service(members[1:]))
 

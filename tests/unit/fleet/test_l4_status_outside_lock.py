@@ -8,6 +8,7 @@ that read held up every PUT (a converge) and health re-apply behind it (issue 34
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ WAIT = 30.0  # generous: only a lock held across the read makes the PUT wait thi
 
 
 class SlowCounters(RecordingNftOps):
-    """The next ``list_chain_json`` after ``arm`` blocks until ``release`` is set."""
+    """The next ``list_json`` (the flow counters) after ``arm`` blocks until ``release``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -30,12 +31,12 @@ class SlowCounters(RecordingNftOps):
         self.reading = threading.Event()
         self.release = threading.Event()
 
-    def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
+    def list_json(self, words: Sequence[str], *, terse: bool = False) -> dict[str, Any] | None:
         if self.armed:
             self.armed = False
             self.reading.set()
             assert self.release.wait(WAIT)
-        return super().list_chain_json(table, chain)
+        return super().list_json(words, terse=terse)
 
 
 def test_a_put_goes_through_while_a_status_read_waits_for_nft(tmp_path: Path) -> None:

@@ -35,14 +35,14 @@ def test_overlapping_networks_merge_and_ipv6_ones_stay_out_of_the_ipv4_set() -> 
 
 def test_no_allowed_cidrs_renders_no_set_and_no_filter() -> None:
     text = render(service(()))
-    assert "allow_tcp_80" not in text and " drop" not in text
+    assert "a_0b6c51c85d51_tcp_80" not in text and " drop" not in text
 
 
 def test_the_filter_comes_before_the_balancing_rule() -> None:
     text = render(service(("10.1.0.0/16",)))
-    drop = text.index("ip saddr != @allow_tcp_80 drop")
+    drop = text.index("ip saddr != @a_0b6c51c85d51_tcp_80 drop")
     assert drop < text.index("dnat ip to jhash")
-    assert "set allow_tcp_80 {\n\t\ttype ipv4_addr; flags interval;" in text
+    assert "add set ip lbaas a_0b6c51c85d51_tcp_80 { type ipv4_addr; flags interval;" in text
 
 
 def test_a_change_of_networks_is_an_element_update_with_the_slot_update() -> None:
@@ -53,10 +53,10 @@ def test_a_change_of_networks_is_an_element_update_with_the_slot_update() -> Non
     assert not report.full_reload and report.moved_slots > 0
     update = ops.loaded[-1]
     assert update.splitlines()[:2] == [
-        "delete element ip lbaas_0b6c51c85d51 allow_tcp_80 { 10.3.0.0/16 }",
-        "add element ip lbaas_0b6c51c85d51 allow_tcp_80 { 10.4.0.0/16 }",
+        "delete element ip lbaas a_0b6c51c85d51_tcp_80 { 10.3.0.0/16 }",
+        "add element ip lbaas a_0b6c51c85d51_tcp_80 { 10.4.0.0/16 }",
     ]
-    assert "delete element ip lbaas_0b6c51c85d51 tcp_80 {" in update  # one transaction
+    assert "delete element ip lbaas m_0b6c51c85d51_tcp_80 {" in update  # one transaction
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ def test_turning_the_filter_on_or_off_reloads_the_table(
     engine = L4Engine(ops)
     engine.apply(service(before))
     assert engine.apply(service(after)).full_reload
-    assert ("@allow_tcp_80" in ops.loaded[-1]) == bool(after)
+    assert ("@a_0b6c51c85d51_tcp_80" in ops.loaded[-1]) == bool(after)
 
 
 def test_an_unchanged_set_writes_nothing() -> None:

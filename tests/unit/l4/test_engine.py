@@ -47,7 +47,11 @@ def test_the_first_apply_checks_then_loads_the_whole_table() -> None:
     report = L4Engine(ops).apply(service(MEMBERS))
     assert report.full_reload and report.moved_slots == 101
     assert ops.checked == ops.loaded
-    assert "table ip lbaas_0b6c51c85d51 {" in ops.loaded[0]
+    assert "flush chain ip lbaas lb_0b6c51c85d51\n" in ops.loaded[0]
+    assert (
+        "add element ip lbaas dispatch { 10.30.1.1 . tcp . 80 : jump lb_0b6c51c85d51 }"
+        in ops.loaded[0]
+    )
 
 
 def test_a_member_change_rewrites_only_the_moved_slots() -> None:
@@ -139,7 +143,7 @@ def test_a_change_of_rules_reloads_the_table(changed: L4Service) -> None:
     engine = L4Engine(ops)
     engine.apply(service(MEMBERS))
     assert engine.apply(changed).full_reload
-    assert ops.loaded[-1].startswith("table ip lbaas_0b6c51c85d51\ndelete table")
+    assert "flush chain ip lbaas lb_0b6c51c85d51\n" in ops.loaded[-1]
 
 
 def test_cut_deletes_the_flows_of_removed_members_only() -> None:
@@ -186,7 +190,11 @@ def test_removing_a_load_balancer_deletes_its_table() -> None:
     engine = L4Engine(ops)
     engine.apply(service(MEMBERS))
     engine.remove(LB)
-    assert ops.loaded[-1] == "table ip lbaas_0b6c51c85d51\ndelete table ip lbaas_0b6c51c85d51\n"
+    removal = ops.loaded[-1]
+    assert "delete element ip lbaas dispatch { 10.30.1.1 . tcp . 80 }" in removal
+    assert removal.endswith(
+        "delete map ip lbaas m_0b6c51c85d51_tcp_80\ndelete chain ip lbaas lb_0b6c51c85d51\n"
+    )
     assert engine.apply(service(MEMBERS)).full_reload
 
 
@@ -223,32 +231,12 @@ def test_what_the_engine_cannot_do_is_a_400(
 
 
 # What nft 1.0.6 prints for `nft -j list chain ip <table> balance` (one listener shown).
-LISTING = {
-    "nftables": [
-        {"metainfo": {"version": "1.0.6", "json_schema_version": 1}},
-        {"chain": {"family": "ip", "table": "lbaas_0b6c51c85d51", "name": "balance"}},
-        {
-            "rule": {
-                "family": "ip",
-                "table": "lbaas_0b6c51c85d51",
-                "chain": "balance",
-                "comment": "tcp_80",
-                "expr": [
-                    {"match": {"op": "==", "left": {"payload": {}}, "right": "10.30.1.1"}},
-                    {"counter": {"packets": 17, "bytes": 1020}},
-                    {"dnat": {"family": "ip", "addr": {"map": {"data": "@tcp_80"}}}},
-                ],
-            }
-        },
-    ]
-}
-
-
-def test_new_flows_are_read_from_the_rule_counters() -> None:
+def test_new_flows_are_read_from_the_dispatch_counters() -> None:
     ops = RecordingNftOps()
     engine = L4Engine(ops)
     assert engine.new_flows(LB) == {}
-    ops.chains[("lbaas_0b6c51c85d51", "balance")] = LISTING
+    ops.set_flows("lb_0b6c51c85d51", "10.30.1.1", {"tcp_80": 17})
+    ops.set_flows("lb_ffffffffffff", "10.30.1.2", {"tcp_80": 5})  # another load balancer
     assert engine.new_flows(LB) == {"tcp_80": 17}
 
 

@@ -7,7 +7,6 @@ both used to cost one ``nft`` each. With a recording NftOps: what is loaded, how
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from lbaas.errors import LbaasError
 from lbaas.l4 import nft
@@ -30,14 +29,14 @@ def service(lb: int, down: int | None = None, vip: str | None = None) -> L4Servi
 
 
 class RefusesBatches(RecordingNftOps):
-    """Refuses a transaction that updates slots of more than one table, as the kernel does
+    """Refuses a transaction that updates slots of more than one map, as the kernel does
     when one of them changed behind the engine's back."""
 
     def load(self, ruleset: str) -> None:
-        tables = {
-            line.split()[3] for line in ruleset.splitlines() if line.startswith("delete element")
+        maps = {
+            line.split()[4] for line in ruleset.splitlines() if line.startswith("delete element")
         }
-        if len(tables) > 1:
+        if len(maps) > 1:
             raise NftCommandFailed(["nft", "-f", "-"], 1, "No such file or directory")
         super().load(ruleset)
 
@@ -56,8 +55,8 @@ def test_slot_updates_of_several_load_balancers_are_one_transaction() -> None:
     outcomes = engine.apply_many([service(0, down=1), service(1, down=2), service(2)])
     assert len(ops.loaded) == 1 and not ops.checked
     for lb in (0, 1):
-        assert f"ip {nft.table_name(LBS[lb])} tcp_80" in ops.loaded[0]
-    assert nft.table_name(LBS[2]) not in ops.loaded[0]  # nothing moved there
+        assert f"ip lbaas {nft.map_name(LBS[lb], 'tcp_80')}" in ops.loaded[0]
+    assert nft.lb_key(LBS[2]) not in ops.loaded[0]  # nothing moved there
     reports = [outcomes[LBS[lb]] for lb in range(3)]
     assert all(isinstance(r, ApplyReport) and not r.full_reload for r in reports)
     assert [r.moved_slots for r in reports if isinstance(r, ApplyReport)][2] == 0
@@ -75,7 +74,7 @@ def test_a_refused_batch_is_applied_load_balancer_by_load_balancer() -> None:
     assert all(isinstance(o, ApplyReport) for o in outcomes.values())
 
 
-def test_a_new_shape_is_a_full_reload_beside_the_batch() -> None:
+def test_new_shapes_are_full_loads_together_beside_the_batch() -> None:
     ops = RecordingNftOps()
     engine = L4Engine(ops)
     applied(engine, ops, 2)
@@ -85,7 +84,9 @@ def test_a_new_shape_is_a_full_reload_beside_the_batch() -> None:
     for lb in (1, 3):  # a moved VIP, a load balancer never applied
         report = outcomes[LBS[lb]]
         assert isinstance(report, ApplyReport) and report.full_reload
-    assert len(ops.checked) == 2 and len(ops.loaded) == 3
+    # the slot update, then both full loads checked and loaded together
+    assert len(ops.checked) == 1 and len(ops.loaded) == 2
+    assert nft.chain_name(LBS[3]) in ops.loaded[1] and nft.chain_name(LBS[1]) in ops.loaded[1]
 
 
 class RefusesOneTable(RecordingNftOps):
@@ -100,32 +101,19 @@ class RefusesOneTable(RecordingNftOps):
 
 
 def test_one_load_balancer_failing_leaves_the_others_applied() -> None:
-    ops = RefusesOneTable(nft.table_name(LBS[1]))
+    ops = RefusesOneTable(nft.chain_name(LBS[1]))
     engine = L4Engine(ops)
     outcomes = engine.apply_many([service(0), service(1)])
     assert isinstance(outcomes[LBS[0]], ApplyReport)
     assert isinstance(outcomes[LBS[1]], LbaasError)
 
 
-def rule(table: str, chain: str, comment: str, packets: int) -> dict[str, Any]:
-    counter = {"counter": {"packets": packets, "bytes": 60 * packets}}
-    return {"rule": {"family": "ip", "table": table, "chain": chain, "comment": comment,
-                     "expr": [counter]}}  # fmt: skip
-
-
 def test_every_load_balancers_counters_come_from_one_listing() -> None:
     ops = RecordingNftOps()
     engine = L4Engine(ops)
-    first, second = (nft.table_name(lb) for lb in LBS[:2])
-    ops.chains[(first, "balance")] = {"nftables": [rule(first, "balance", "tcp_80", 7)]}
-    ops.chains[(second, "balance")] = {
-        "nftables": [rule(second, "balance", "tcp_80", 3), rule(second, "balance", "udp_53", 2)]
-    }
-    ops.chains[(second, "entry")] = {"nftables": [rule(second, "entry", "tcp_80", 99)]}
+    first, second = (nft.chain_name(lb) for lb in LBS[:2])
+    ops.set_flows(first, "10.31.0.100", {"tcp_80": 7})
+    ops.set_flows(second, "10.31.1.100", {"tcp_80": 3, "udp_53": 2})
     counted = engine.new_flows_of(LBS[:3])
-    assert ops.rule_listings == 1
-    assert counted == {
-        LBS[0]: {"tcp_80": 7},
-        LBS[1]: {"tcp_80": 3, "udp_53": 2},  # the balance chain's rules only
-        LBS[2]: {},
-    }
+    assert ops.listings_read == [("map", "ip", "lbaas", "dispatch")]
+    assert counted == {LBS[0]: {"tcp_80": 7}, LBS[1]: {"tcp_80": 3, "udp_53": 2}, LBS[2]: {}}

@@ -62,8 +62,8 @@ def test_nft_refuses_a_broken_ruleset() -> None:
 def test_a_slot_update_rewrites_only_the_given_slots() -> None:
     text = nft.render_slot_update(LB_ID, "udp_53", [(9, "10.0.0.2 . 53"), (2, "10.0.0.3 . 53")])
     assert text == (
-        "delete element ip lbaas_5f0c1b7e2d4a udp_53 { 2, 9 }\n"
-        "add element ip lbaas_5f0c1b7e2d4a udp_53 { 2 : 10.0.0.3 . 53, 9 : 10.0.0.2 . 53 }\n"
+        "delete element ip lbaas m_5f0c1b7e2d4a_udp_53 { 2, 9 }\n"
+        "add element ip lbaas m_5f0c1b7e2d4a_udp_53 { 2 : 10.0.0.3 . 53, 9 : 10.0.0.2 . 53 }\n"
     )
     assert nft.render_slot_update(LB_ID, "udp_53", []) == ""
 

@@ -18,6 +18,8 @@ from pydantic import ValidationError
 from lbaas.config import load_settings
 from lbaas.db.jobs.job_queue import Claim
 from lbaas.fleet.client_l4 import _older
+from lbaas.l4 import nft
+from lbaas.l4.service import L4Listener, L4Protocol
 from lbaas.model.enums import LbAlgorithm, ListenerProtocol, PoolProtocol
 from lbaas.model.graph import LoadBalancer
 from lbaas.providers.base import ProviderContext
@@ -67,10 +69,11 @@ def test_every_node_drops_other_sources_before_balancing(tmp_path: Path) -> None
     provider.apply(lb, Claim(lb.id, generation=1, owner="w", attempts=0, rebuild=False))
     for fake in fleet.fakes.values():
         text = fake.ops.loaded[-1]
-        drop = "ip daddr 10.9.9.9 meta l4proto tcp th dport 80 ip saddr != @allow_tcp_80 drop"
+        allow = nft.allow_set_name(lb.id, L4Listener(L4Protocol.TCP, 80, ()))
+        drop = f"ip daddr 10.9.9.9 meta l4proto tcp th dport 80 ip saddr != @{allow} drop"
         assert drop in text and text.index(drop) < text.index("dnat ip to jhash")
-        assert "10.1.0.0/16," in text and "192.0.2.7/32," in text
-        assert "@allow_udp_53" not in text
+        assert "10.1.0.0/16," in text and "192.0.2.7/32 }" in text
+        assert "@a_" not in text.replace(f"@{allow}", "")  # the UDP listener has no set
 
 
 def test_the_field_is_sent_only_when_some_listener_has_networks() -> None:

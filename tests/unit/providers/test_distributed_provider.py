@@ -314,7 +314,7 @@ def test_one_node_chosen_per_load_balancer_holds_the_vip_and_masquerades(
     assert fleet.fakes[entry].vips.held == {"10.9.9.9"}
     assert entry_node(GRAPH.id, fleet.nodes()) == Node(entry, f"https://{entry}:9443")
     for name, fake in fleet.fakes.items():
-        masquerades = "fib saddr type != local masquerade" in fake.ops.loaded[-1]
+        masquerades = "add element ip lbaas entry_vips { 10.9.9.9 }" in fake.ops.loaded[-1]
         assert masquerades == (name == entry)
         assert (fake.manager.get(GRAPH.id) or view()).entry == (name == entry)
     del fleet.fakes[entry]  # its host went DOWN: the next poll picks another

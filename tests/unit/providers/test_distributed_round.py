@@ -127,9 +127,9 @@ def test_a_health_batch_over_several_load_balancers_is_one_transaction(tmp_path:
     checker.down.update(sick)
     manager.on_health_changes([HealthChange(key, False, 1.0) for key in sick])
     assert len(ops.loaded) == 1
-    assert nft.table_name(GRAPHS[0].id) in ops.loaded[0]
-    assert nft.table_name(GRAPHS[1].id) in ops.loaded[0]
-    assert nft.table_name(GRAPHS[2].id) not in ops.loaded[0]  # untouched
+    assert nft.lb_key(GRAPHS[0].id) in ops.loaded[0]
+    assert nft.lb_key(GRAPHS[1].id) in ops.loaded[0]
+    assert nft.lb_key(GRAPHS[2].id) not in ops.loaded[0]  # untouched
     status = manager.get(GRAPHS[0].id)
     assert status is not None and status.members[sick[0]] == "DOWN"
     # a deleted load balancer's members no longer lead to it

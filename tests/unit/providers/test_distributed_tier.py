@@ -27,7 +27,8 @@ from lbaas.wire.l4 import L4ServiceSpec, L4ServiceStatus
 from tests.unit.providers.test_distributed_provider import CLAIM, GRAPH, NeverProbes
 
 VIP = "10.9.9.9"
-MASQUERADE = "fib saddr type != local masquerade"
+#: What a node that masquerades the VIP's flows (entry, or tier NAT return) loads.
+MASQUERADE = "add element ip lbaas entry_vips { 10.9.9.9 }"
 GROUPS = {"g0": ("n0", "n1"), "g1": ("n2",)}
 
 

@@ -36,7 +36,8 @@ from tests.support.graphs import listener, load_balancer, member, pool
 from tests.unit.providers.test_distributed_provider import CLAIM, NeverProbes
 
 VIP = "10.9.9.9"
-MASQUERADE = "fib saddr type != local masquerade"
+#: What a node that masquerades the VIP's flows (entry, or tier NAT return) loads.
+MASQUERADE = "add element ip lbaas entry_vips { 10.9.9.9 }"
 GROUPS = {"g0": ("n0", "n1"), "g1": ("n2",)}
 DSR_GRAPH = load_balancer(
     [listener("tcp", ListenerProtocol.TCP, 80, default_pool="tcp")],

@@ -1,0 +1,177 @@
+"""A node holding many distributed load balancers (issue 34): programming and per-flow cost.
+
+    python bench/l4_node_scale.py [--quick] [--sizes 1,1000,10000] [--seconds S] [--rounds R]
+
+In the L4 end-to-end test's lab (client, balancer and two backends in namespaces this run
+creates), the balancer namespace holds one load balancer on the lab's VIP, with the two
+HAProxy backends as members, and the engine then holds more and more load balancers
+beside it (other VIPs, two members each, tables of 1,021 slots as the distributed provider
+sizes them for small pools). At each size, JSON:
+
+- ``load_s``: the extra load balancers loaded by one engine's ``apply_many`` (full loads,
+  ``FULL_LOADS_PER_TRANSACTION`` per transaction: what an agent's restore does);
+- ``one_more_ms``: ``apply`` of one more load balancer (check and load), median of 5;
+- ``slot_update_ms``: one member of the VIP's load balancer marked down (a slot update),
+  median of 5 (back up between tries);
+- ``remove_ms``: removing a load balancer, median of 5;
+- ``counters_ms``: every load balancer's flow counters in one listing, median of 3;
+- ``restarted_remove_ms``: a restarted engine's first removal (it reads what the kernel
+  holds first, to learn what it did not load itself);
+- traffic (not with ``--quick``): wrk through the VIP, keep-alive requests/s and
+  ``Connection: close`` new connections/s, medians of ``--rounds`` runs of ``--seconds``,
+  and each over the size-1 figure (the issue's target: within 10 % at 10,000).
+
+Root only (namespaces and nftables). ``--quick``: sizes 1 and 20, no traffic (the smoke
+test). The machine's load average is printed before and after; nothing asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "e2e" / "l4"))
+
+import l4_c  # noqa: E402
+from l4_cidrs import start_backends  # noqa: E402
+from l4_lab import VIP, L4Lab  # noqa: E402
+
+from lbaas.l4.engine import L4Engine  # noqa: E402
+from lbaas.l4.host.real import RealNftOps  # noqa: E402
+from lbaas.l4.service import L4Listener, L4Member, L4Protocol, L4Service  # noqa: E402
+
+LB_ID = "c0de0000-0000-4000-8000-00000000c0de"
+TABLE_SIZE = 1021  # lbaas.providers.distributed.translate.table_size_for a small pool
+
+
+def other(index: int) -> L4Service:
+    """The index-th extra load balancer: its own VIP (10.210.0.0/15), two members."""
+    members = tuple(L4Member(f"x{index}-{k}", f"10.212.{index % 250}.{k}", 8080) for k in (1, 2))
+    lb_id = str(uuid.UUID(hex=f"{index + 1:012x}40008000{0:012x}"))
+    vip = f"10.{210 + index // 62500}.{index // 250 % 250}.{index % 250 + 1}"
+    return L4Service(lb_id, vip, (L4Listener(L4Protocol.TCP, 80, members, table_size=TABLE_SIZE),))
+
+
+def vip_service(members: tuple[L4Member, ...]) -> L4Service:
+    listener = L4Listener(L4Protocol.TCP, 80, members, table_size=TABLE_SIZE)
+    return L4Service(LB_ID, VIP, (listener,))
+
+
+def median_ms(action: Callable[[int], object], times: int) -> float:
+    spent = []
+    for attempt in range(times):
+        start = time.perf_counter()
+        action(attempt)
+        spent.append(time.perf_counter() - start)
+    return round(statistics.median(spent) * 1000, 1)
+
+
+def programming(
+    namespace: str, engine: L4Engine, members: tuple[L4Member, ...], held: int
+) -> dict[str, Any]:
+    """What programming costs with ``held`` load balancers in the namespace."""
+    # A restarted engine first reads what the kernel holds (then removes nothing here).
+    restarted = L4Engine(RealNftOps(namespace))
+    row: dict[str, Any] = {
+        "restarted_remove_ms": median_ms(lambda _: restarted.remove(str(uuid.uuid4())), 1)
+    }
+    row["one_more_ms"] = median_ms(lambda n: engine.apply(other(held + n)), 5)
+    down = (replace(members[0], healthy=False), *members[1:])
+
+    def flip(_attempt: int) -> None:
+        engine.apply(vip_service(down))
+        engine.apply(vip_service(members))
+
+    row["slot_update_ms"] = round(median_ms(flip, 5) / 2, 1)
+    row["remove_ms"] = median_ms(lambda n: engine.remove(other(held + n).lb_id), 5)
+    ids = [LB_ID, *(other(n).lb_id for n in range(held))]
+    row["counters_ms"] = median_ms(lambda _: engine.new_flows_of(ids), 3)
+    return row
+
+
+def traffic(lab: Any, seconds: float, rounds: int) -> dict[str, float]:
+    prefix = ("ip", "netns", "exec", lab.client)
+    samples: dict[str, list[float]] = {"keepalive": [], "new_connection": []}
+    for _ in range(rounds):
+        for mode in samples:
+            run = l4_c.wrk_run(prefix, VIP, 80, seconds, mode == "keepalive")
+            if run["errors"]:
+                raise RuntimeError(f"wrk errors through the VIP: {run}")
+            samples[mode].append(run["per_s"])
+    return {f"{mode}_per_s": round(statistics.median(values)) for mode, values in samples.items()}
+
+
+def measure(sizes: list[int], seconds: float, rounds: int, quick: bool) -> dict[str, Any]:
+    load_before = os.getloadavg()
+    lab = L4Lab(backends=2)
+    scratch = tempfile.TemporaryDirectory(prefix="l4-node-scale-")
+    rows: list[dict[str, Any]] = []
+    try:
+        lab.build()
+        members = start_backends(lab, Path(scratch.name)) if not quick else lab.members()
+        engine = L4Engine(RealNftOps(lab.lb))
+        engine.apply(vip_service(members))
+        held = 0
+        for size in sizes:
+            start = time.perf_counter()
+            loaded = engine.apply_many(other(n) for n in range(held, size - 1))
+            failed = [lb for lb, outcome in loaded.items() if not hasattr(outcome, "full_reload")]
+            if failed:
+                raise RuntimeError(f"{len(failed)} load balancers not loaded: {loaded[failed[0]]}")
+            row: dict[str, Any] = {
+                "load_balancers": size,
+                "load_s": round(time.perf_counter() - start, 1),
+            }
+            held = max(size - 1, 0)
+            row.update(programming(lab.lb, engine, members, held))
+            if not quick:
+                row.update(traffic(lab, seconds, rounds))
+            row["load_average"] = [round(value, 2) for value in os.getloadavg()]
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    finally:
+        lab.close()
+        scratch.cleanup()
+    first = rows[0]
+    for row in rows:
+        for mode in ("keepalive", "new_connection"):
+            if f"{mode}_per_s" in row:
+                row[f"{mode}_over_one"] = round(row[f"{mode}_per_s"] / first[f"{mode}_per_s"], 3)
+    return {
+        "rows": rows,
+        "table_size": TABLE_SIZE,
+        "seconds_per_run": seconds,
+        "rounds": rounds,
+        "load_average_before": [round(value, 2) for value in load_before],
+        "load_average_after": [round(value, 2) for value in os.getloadavg()],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sizes", default="1,1000,10000")
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench/l4_node_scale.py needs root (network namespaces, nftables)")
+    sizes = [1, 20] if args.quick else sorted({int(size) for size in args.sizes.split(",")})
+    print(json.dumps(measure(sizes, args.seconds, args.rounds, args.quick), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -194,19 +194,7 @@ class L4NodeManager:
                 self._index(spec.loadbalancer_id, self._specs.get(spec.loadbalancer_id), spec)
                 self._specs[spec.loadbalancer_id] = spec
                 self._checker.set_targets(spec.loadbalancer_id, health_targets(spec))
-            services = [
-                l4_service(spec, self._checker.states(spec.loadbalancer_id)) for spec in specs
-            ]
-            for lb_id, outcome in self._engine.apply_many(services).items():
-                if isinstance(outcome, LbaasError):
-                    self._errors[lb_id] = str(outcome)
-                    log.error("L4 service %s not restored: %s", lb_id, outcome)
-                else:
-                    self._errors.pop(lb_id, None)
-            try:
-                self._apply_dsr()
-            except LbaasError as exc:
-                log.error("DSR table not restored: %s", exc)
+            self._apply_all([spec.loadbalancer_id for spec in specs], "restored")
             for spec in specs:
                 if spec.loadbalancer_id not in self._errors:
                     self._hold_vip(None, spec)
@@ -313,19 +301,24 @@ class L4NodeManager:
             touched = sorted(
                 {lb_id for change in changes for lb_id in self._member_lbs.get(change.key, ())}
             )
-            services = [l4_service(self._specs[lb], self._checker.states(lb)) for lb in touched]
-            for lb_id, outcome in self._engine.apply_many(services).items():
-                if isinstance(outcome, LbaasError):  # kept as last_error; the next change retries
-                    self._errors[lb_id] = str(outcome)
-                    log.error("L4 service %s not updated from health: %s", lb_id, outcome)
-                else:
-                    self._errors.pop(lb_id, None)
-            try:
-                self._apply_dsr()
-            except LbaasError as exc:
-                log.error("DSR table not updated from health: %s", exc)
+            self._apply_all(touched, "updated from health")
             self._announce_or_log()
         log.info("health changes %s applied to %s", [(c.key, c.healthy) for c in changes], touched)
+
+    def _apply_all(self, lb_ids: list[str], what: str) -> None:
+        """Apply ``lb_ids`` with this node's health (``apply_many``), then the DSR table; a
+        failure is kept as the load balancer's last_error (the next change retries)."""
+        services = [l4_service(self._specs[lb], self._checker.states(lb)) for lb in lb_ids]
+        for lb_id, outcome in self._engine.apply_many(services).items():
+            if isinstance(outcome, LbaasError):
+                self._errors[lb_id] = str(outcome)
+                log.error("L4 service %s not %s: %s", lb_id, what, outcome)
+            else:
+                self._errors.pop(lb_id, None)
+        try:
+            self._apply_dsr()
+        except LbaasError as exc:
+            log.error("DSR table not %s: %s", what, exc)
 
     def _check_dsr(self, spec: L4ServiceSpec) -> None:
         if self._dsr is None:

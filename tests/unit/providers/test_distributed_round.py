@@ -137,3 +137,19 @@ def test_a_health_batch_over_several_load_balancers_is_one_transaction(tmp_path:
     ops.loaded.clear()
     manager.on_health_changes([HealthChange(sick[1], True, 2.0)])
     assert ops.loaded == []
+
+
+def test_a_restarted_node_loads_its_stored_load_balancers_together(tmp_path: Path) -> None:
+    first = L4NodeManager(
+        tmp_path, L4Engine(RecordingNftOps()), ChosenStates(), RecordingVipHolder()
+    )
+    for version, g in enumerate(GRAPHS, start=1):
+        first.put(g.id, service_spec(g, version))
+    ops = RecordingNftOps()
+    restarted = L4NodeManager(tmp_path, L4Engine(ops), ChosenStates(), RecordingVipHolder())
+    assert restarted.restore() == sorted(g.id for g in GRAPHS)
+    assert len(ops.checked) == len(ops.loaded) == 1  # one transaction for all three
+    for g in GRAPHS:
+        assert f"add chain ip lbaas {nft.chain_name(g.id)}" in ops.loaded[0]
+        status = restarted.get(g.id)
+        assert status is not None and status.last_error is None

@@ -29,6 +29,7 @@ import httpx
 from tests.support.openstack_venv import openstack_command
 from tests.support.waiting import wait_until
 
+PROVIDER = str(Path(__file__).resolve().parents[2] / "octavia-provider")
 MARIADB = ["mysql", "-uroot", "-h127.0.0.1", "-P3306"]
 START_TIMEOUT = 90.0
 
@@ -136,6 +137,9 @@ def running_octavia(lbaas_url: str) -> Iterator[Octavia]:
         (directory / "lbaas-provider.ini").write_text(_provider_config(lbaas_url))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LBAAS_", "OS_"))}
         env["OCTAVIA_LBAAS_PROVIDER_CONFIG"] = str(directory / "lbaas-provider.ini")
+        # This checkout's driver before the one installed (editable, perhaps from another
+        # worktree of the same repository): the entry points' names are the same.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [PROVIDER, env.get("PYTHONPATH")]))
         subprocess.run(
             [
                 openstack_command("octavia-db-manage"),

@@ -1,6 +1,6 @@
 """A real Octavia (from PyPI, in the OpenStack environment): its API and its driver agent,
-on a fresh MariaDB database, with the lbaas provider driver enabled beside Octavia's noop
-driver. Started by the tests that need it, and everything stopped and removed after,
+on a fresh MariaDB database, with the lbaas provider drivers enabled beside Octavia's noop
+and amphora drivers. Started by the tests that need it, and everything stopped and removed after,
 whatever happened.
 
 Octavia's own drivers (compute, network, amphora) are its no-op ones: there is no Nova or

@@ -63,8 +63,10 @@ def test_a_listener_created_while_the_driver_agent_is_down_ends_active(sides: Si
             # Both, not one then the other: the driver agent writes each object of one
             # report in a transaction of its own, the listener a moment before its parent.
             wait_until(
-                lambda: _status(sides.octavia_api, path, "listener") == "ACTIVE"
-                and _status(sides.octavia_api, lb_path, "loadbalancer") == "ACTIVE",
+                lambda: (
+                    _status(sides.octavia_api, path, "listener") == "ACTIVE"
+                    and _status(sides.octavia_api, lb_path, "loadbalancer") == "ACTIVE"
+                ),
                 90,
                 "the listener and its load balancer ACTIVE in Octavia after the restart",
             )

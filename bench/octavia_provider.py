@@ -12,10 +12,15 @@ ACTIVE, then deletes it (cascade) and waits for it to go:
 - ``octavia_lbaas``: POST to Octavia's API with ``provider: lbaas``: the driver's call to
   lbaas inside Octavia's request, lbaas's converge, then the report back through the
   driver agent's status socket (the watcher thread in Octavia's API process).
+- ``octavia_amphora_noop``: POST to Octavia's API with ``provider: amphora``, Octavia's own
+  amphora driver: its API casts to ``octavia-worker`` over the machine's RabbitMQ
+  (127.0.0.1:5672, guest), and the worker runs its create flow (amphora record,
+  certificate signed, compute create and wait, VIP plug, listeners update) against
+  Octavia's no-op compute, network and amphora drivers, which answer at once: Octavia's
+  own control-plane path to ACTIVE, with no VM booted and no HAProxy started.
 - ``octavia_noop``: POST to Octavia's API with ``provider: noop_driver``. Octavia's no-op
   provider never reports ACTIVE, so only the POST's own latency is measured
-  (``post_ms``): Octavia's API overhead without any provider work. Octavia's amphora
-  driver with no-op compute (octavia-worker over RabbitMQ) is not measured here.
+  (``post_ms``): Octavia's API overhead without any provider work.
 """
 
 from __future__ import annotations
@@ -58,7 +63,10 @@ def _status(api: httpx.Client, lb_id: str) -> str:
     answer = api.get(f"/v2/lbaas/loadbalancers/{lb_id}")
     if answer.status_code == 404:
         return "GONE"
-    return str(answer.json()["loadbalancer"]["provisioning_status"])
+    status = str(answer.json()["loadbalancer"]["provisioning_status"])
+    if status == "ERROR":  # a failed create or delete is not a figure: stop here
+        raise RuntimeError(f"load balancer {lb_id} went ERROR")
+    return status
 
 
 def _trial(api: httpx.Client, body: dict[str, Any], until_active: bool) -> dict[str, float]:
@@ -92,13 +100,17 @@ def _summary(trials: list[dict[str, float]]) -> dict[str, Any]:
 
 
 def run(trials: int) -> dict[str, Any]:
-    with running_serve(prefix="lbb-") as serve, running_octavia(serve.url) as octavia:
+    with (
+        running_serve(prefix="lbb-") as serve,
+        running_octavia(serve.url, worker=True) as octavia,
+    ):
         subnet = ipaddress.ip_network(serve.vip_subnet)
         lbaas = httpx.Client(base_url=serve.url, timeout=60)
         octa = httpx.Client(base_url=octavia.url, timeout=60)
         variants: dict[str, list[dict[str, float]]] = {
             "lbaas_direct": [],
             "octavia_lbaas": [],
+            "octavia_amphora_noop": [],
             "octavia_noop": [],
         }
         for i in range(trials):
@@ -106,6 +118,8 @@ def run(trials: int) -> dict[str, Any]:
             base = {"project_id": PROJECT, "vip_subnet_id": LOOPBACK_SUBNET_ID, "vip_address": vip}
             variants["lbaas_direct"].append(_trial(lbaas, dict(base), True))
             variants["octavia_lbaas"].append(_trial(octa, {**base, "provider": "lbaas"}, True))
+            amphora = {**base, "provider": "amphora"}
+            variants["octavia_amphora_noop"].append(_trial(octa, amphora, True))
             variants["octavia_noop"].append(
                 _trial(octa, {**base, "provider": "noop_driver"}, False)
             )
@@ -113,7 +127,8 @@ def run(trials: int) -> dict[str, Any]:
             "variants": {name: _summary(t) for name, t in variants.items()},
             "load_average": os.getloadavg(),
             "note": "octavia_noop never reaches ACTIVE (Octavia's no-op provider reports "
-            "nothing): post_ms only",
+            "nothing): post_ms only; octavia_amphora_noop boots no VM and starts no HAProxy "
+            "(Octavia's no-op compute, network and amphora drivers)",
         }
 
 

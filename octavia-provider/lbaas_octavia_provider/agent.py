@@ -57,13 +57,24 @@ class Agent:
         so one lbaas no longer has is reported DELETED)."""
         force = self._clock() - self._last_full >= self.settings.full_push_interval
         ids = owned_loadbalancers(self.client)
-        for lb_id in dict.fromkeys([*ids, *self.reporter.known()]):
+        every = dict.fromkeys([*ids, *self.reporter.known()])
+        failed = [lb_id for lb_id in every if not self._one(lb_id, force)]
+        if force and not failed:
+            self._last_full = self._clock()
+
+    def _one(self, lb_id: str, force: bool) -> bool:
+        """Report one load balancer; False when that failed. One that fails (Octavia
+        refusing its status, lbaas failing its reads) does not hold back the others: the
+        rest of the round reports them, and the next round tries it again."""
+        try:
             snap = snapshot(self.client, lb_id)
             self.reporter.push(snap, force=force)
             for listener_id in snap.listener_ids:
                 self._stats(listener_id)
-        if force:
-            self._last_full = self._clock()
+        except Exception:  # noqa: BLE001 - logged; the round goes on with the next one
+            LOG.exception("lbaas provider agent could not report load balancer %s", lb_id)
+            return False
+        return True
 
     def _reconcile(self) -> bool:
         """The start's comparison of both sides; False (tried again next round) on failure."""

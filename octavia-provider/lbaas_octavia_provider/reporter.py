@@ -4,6 +4,14 @@
 one). ``Reporter`` remembers what Octavia was last told of each object and sends what
 changed; an object lbaas no longer has is sent as DELETED. A push that fails (the driver
 agent restarting) is forgotten, so the next round sends it again.
+
+Only settled statuses are sent, never lbaas's PENDING_*: Octavia sets its own PENDING_*
+when it hands a change to the driver, and two reporters (the watcher in the API process,
+the provider agent's rounds) push snapshots read at different times, so a PENDING_* read
+before lbaas converged could land after the ACTIVE read later, and put Octavia's load
+balancer back to PENDING_* (a user's next change then meets Octavia's 409 "immutable"
+until the next round). An object lbaas holds PENDING_* is left out and forgotten, so its
+settled status is sent as a change once lbaas has one.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from lbaas_octavia_provider.settings import Settings
-from lbaas_octavia_provider.status import Key, Snapshot, Status, status_message
+from lbaas_octavia_provider.status import PENDING, Key, Snapshot, Status, status_message
 
 LOG = logging.getLogger(__name__)
 STATS_FIELDS = (
@@ -84,16 +92,19 @@ class Reporter:
         with self._lock:
             told = self._told.get(snap.loadbalancer_id, {})
             now = snap.statuses if snap.exists else {}
-            changed = {k: v for k, v in now.items() if force or told.get(k) != v}
+            settled = {k: v for k, v in now.items() if not v[0].startswith(PENDING)}
+            changed = {k: v for k, v in settled.items() if force or told.get(k) != v}
             gone = [k for k in told if k not in now]
             gone += [k for k in deleted if k not in now and k not in gone]
             if not snap.exists and ("loadbalancers", snap.loadbalancer_id) not in gone:
                 gone.append(("loadbalancers", snap.loadbalancer_id))
             if not changed and not gone:
+                if snap.exists:  # a pending object is forgotten: its outcome is news
+                    self._told[snap.loadbalancer_id] = settled
                 return False
             self.sink.update_loadbalancer_status(status_message(changed, gone))
             if snap.exists:
-                self._told[snap.loadbalancer_id] = dict(now)
+                self._told[snap.loadbalancer_id] = settled
             else:
                 self._told.pop(snap.loadbalancer_id, None)
             return True

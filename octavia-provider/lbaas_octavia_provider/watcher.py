@@ -23,6 +23,9 @@ LOG = logging.getLogger(__name__)
 FIRST_LOOK = 0.3
 INTERVAL = 0.2
 GIVE_UP = 900.0
+# A failed read or report is tried again this many times, waiting 1 s, 2 s... (at most 5).
+PUSH_TRIES = 6
+RETRY_WAIT = 1.0
 
 
 class Watcher:
@@ -53,16 +56,27 @@ class Watcher:
         (and ``deleted`` as DELETED)."""
         self._sleep(FIRST_LOOK)
         deadline = self._clock() + GIVE_UP
-        try:
-            while True:
+        tries = 0
+        while True:
+            try:
                 snap = snapshot(self.client, lb_id)
                 if not snap.pending or self._clock() > deadline:
                     self.reporter.push(snap, force=True, deleted=deleted)
                     return
-                self._sleep(INTERVAL)
-        except Exception:  # noqa: BLE001 - a thread's end: the agent's round reports instead
-            LOG.exception(
-                "lbaas status of load balancer %s not reported; the provider "
-                "agent's next round will",
-                lb_id,
-            )
+            except Exception:  # noqa: BLE001 - retried, then left to the provider agent
+                # The driver agent busy or restarting (its answer takes over 30 s under
+                # load), or lbaas away beyond the client's retries. The agent's rounds
+                # send only what changed since they last looked: a change lbaas converged
+                # between two of them would wait for their full push, so try again here.
+                tries += 1
+                if tries >= PUSH_TRIES:
+                    LOG.exception(
+                        "lbaas status of load balancer %s not reported; the provider "
+                        "agent's rounds will",
+                        lb_id,
+                    )
+                    return
+                LOG.warning("lbaas status of load balancer %s: report retried", lb_id)
+                self._sleep(min(RETRY_WAIT * tries, 5.0))
+                continue
+            self._sleep(INTERVAL)

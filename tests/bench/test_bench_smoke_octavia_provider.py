@@ -15,5 +15,6 @@ def test_quick_run_measures_every_variant() -> None:
     variants = figures["variants"]
     assert variants["lbaas_direct"]["active_ms"]["p50"] > 0
     assert variants["octavia_lbaas"]["active_ms"]["p50"] > 0
+    assert variants["octavia_amphora_noop"]["active_ms"]["p50"] > 0
     assert variants["octavia_noop"]["post_ms"]["p50"] > 0
     assert "active_ms" not in variants["octavia_noop"]

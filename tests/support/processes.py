@@ -59,7 +59,7 @@ def lbaas_process(
         log.close()
 
 
-def stop_group(proc: subprocess.Popen[bytes]) -> None:
+def stop_group(proc: subprocess.Popen[Any]) -> None:
     """SIGTERM the process group ``proc`` leads (uwsgi's master and workers), SIGKILL it
     after 10 s, and reap ``proc``."""
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -24,36 +25,49 @@ PROJECT = "p-octavia"
 
 
 @dataclass
-class Sides:
-    """Both control planes, a client of each, and the CLI pointed at Octavia."""
+class Front:
+    """Octavia in front of one lbaas, a client of each, and the CLI pointed at Octavia."""
 
-    serve: ServeInstance
     octavia: Octavia
     cli: OpenstackCli
     octavia_api: httpx.Client
     lbaas_api: httpx.Client
 
+
+@dataclass
+class Sides(Front):
+    """Both control planes, lbaas being ``lbaas serve`` with the amphora provider."""
+
+    serve: ServeInstance
+
     def vip(self, host: int) -> str:
         return str(ipaddress.ip_network(self.serve.vip_subnet)[host])
 
 
+@contextmanager
+def octavia_for(lbaas_url: str) -> Iterator[Front]:
+    """A real Octavia whose lbaas providers drive the lbaas API at ``lbaas_url``, and the
+    stock CLI through one endpoint in front of both (a catalog's routing)."""
+    with running_octavia(lbaas_url) as octavia, catalog_proxy(octavia.url, lbaas_url) as front:
+        cli = OpenstackCli(front)
+        cli.base = [
+            openstack_command("openstack"),
+            "--os-auth-type",
+            "none",
+            "--os-endpoint",
+            front,
+        ]
+        with (
+            httpx.Client(base_url=octavia.url, timeout=30) as o_api,
+            httpx.Client(base_url=lbaas_url, timeout=30) as l_api,
+        ):
+            yield Front(octavia, cli, o_api, l_api)
+
+
 @pytest.fixture(scope="package")
 def sides() -> Iterator[Sides]:
-    with running_serve(prefix="lbo-") as serve, running_octavia(serve.url) as octavia:
-        with catalog_proxy(octavia.url, serve.url) as front:
-            cli = OpenstackCli(front)
-            cli.base = [
-                openstack_command("openstack"),
-                "--os-auth-type",
-                "none",
-                "--os-endpoint",
-                front,
-            ]
-            with (
-                httpx.Client(base_url=octavia.url, timeout=30) as o_api,
-                httpx.Client(base_url=serve.url, timeout=30) as l_api,
-            ):
-                yield Sides(serve, octavia, cli, o_api, l_api)
+    with running_serve(prefix="lbo-") as serve, octavia_for(serve.url) as front:
+        yield Sides(front.octavia, front.cli, front.octavia_api, front.lbaas_api, serve)
 
 
 @pytest.fixture

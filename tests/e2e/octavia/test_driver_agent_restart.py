@@ -60,15 +60,19 @@ def test_a_listener_created_while_the_driver_agent_is_down_ends_active(sides: Si
 
         sides.octavia.start("octavia-driver-agent")
         try:
+            # Both, not one then the other: the driver agent writes each object of one
+            # report in a transaction of its own, the listener a moment before its parent.
             wait_until(
-                lambda: _status(sides.octavia_api, path, "listener") == "ACTIVE",
+                lambda: (
+                    _status(sides.octavia_api, path, "listener") == "ACTIVE"
+                    and _status(sides.octavia_api, lb_path, "loadbalancer") == "ACTIVE"
+                ),
                 90,
-                "the listener ACTIVE in Octavia after the driver agent's restart",
+                "the listener and its load balancer ACTIVE in Octavia after the restart",
             )
         except AssertionError as exc:
             log = sides.octavia.log_tail("octavia-driver-agent", 6000)
             raise AssertionError(f"{exc}; the driver agent's log ends:\n{log}") from exc
-        assert _status(sides.octavia_api, lb_path, "loadbalancer") == "ACTIVE"
         assert _status(sides.lbaas_api, path, "listener") == "ACTIVE"
     finally:
         # Through Octavia as a user would; lbaas's own clean-up (running_serve) removes

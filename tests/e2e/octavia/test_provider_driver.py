@@ -16,34 +16,15 @@ import pytest
 
 from tests.e2e.amphora.backends import HttpBackend
 from tests.e2e.amphora.topology import LOOPBACK_SUBNET_ID, free_port_on
+from tests.e2e.octavia.both_sides import gone, member_status, nothing_left
 from tests.e2e.octavia.conftest import PROJECT, Sides
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
-COLLECTIONS = ("loadbalancers", "listeners", "pools", "healthmonitors", "l7policies")
-
-
-def _member_status(sides: Sides, lb_id: str) -> dict[int, str]:
-    """Octavia's operating status of each member, by backend port."""
-    tree = sides.octavia_api.get(f"/v2/lbaas/loadbalancers/{lb_id}/status").json()
-    return {
-        member["protocol_port"]: member["operating_status"]
-        for listener in tree["statuses"]["loadbalancer"]["listeners"]
-        for pool in listener["pools"]
-        for member in pool["members"]
-    }
 
 
 def _names(url: str, count: int) -> list[str]:
     return [httpx.get(url, timeout=5).text for _ in range(count)]
-
-
-def _nothing_left(sides: Sides) -> None:
-    for api in (sides.octavia_api, sides.lbaas_api):
-        for collection in COLLECTIONS:
-            found = api.get(f"/v2/lbaas/{collection}").json()[collection]
-            live = [o for o in found if o.get("provisioning_status") != "DELETED"]
-            assert live == [], f"{collection} left at {api.base_url}: {live}"
 
 
 def _build(sides: Sides, backends: list[HttpBackend], vip: str, port: int) -> dict[str, Any]:
@@ -131,11 +112,11 @@ def test_a_load_balancer_of_provider_lbaas_through_octavias_cli(
     assert lbaas_side["vip_address"] == vip
     ports = {b.port for b in backends}
     wait_until(
-        lambda: set(_member_status(sides, lb["id"]).values()) == {"ONLINE"},
+        lambda: set(member_status(sides, lb["id"]).values()) == {"ONLINE"},
         30,
         "both members ONLINE in Octavia",
     )
-    assert set(_member_status(sides, lb["id"])) == ports
+    assert set(member_status(sides, lb["id"])) == ports
 
     names = _names(f"http://{vip}:{port}/", 10)
     assert sorted(set(names)) == ["one", "two"], names
@@ -152,7 +133,7 @@ def test_a_load_balancer_of_provider_lbaas_through_octavias_cli(
     backends[1].stop()
     killed = time.monotonic()
     wait_until(
-        lambda: _member_status(sides, lb["id"])[backends[1].port] in ("ERROR", "OFFLINE"),
+        lambda: member_status(sides, lb["id"])[backends[1].port] in ("ERROR", "OFFLINE"),
         10,
         "the killed backend's member to show ERROR or OFFLINE in Octavia within 10 s",
     )
@@ -162,16 +143,7 @@ def test_a_load_balancer_of_provider_lbaas_through_octavias_cli(
     assert set(_names(f"http://{vip}:{port}/", 4)) == {"one"}
 
     sides.cli.run("loadbalancer", "delete", "--cascade", "--wait", lb["id"])
-    wait_until(lambda: _gone(sides, lb["id"]), 30, "the load balancer gone on both sides")
-    _nothing_left(sides)
+    wait_until(lambda: gone(sides, lb["id"]), 30, "the load balancer gone on both sides")
+    nothing_left(sides)
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"http://{vip}:{port}/", timeout=2)
-
-
-def _gone(sides: Sides, lb_id: str) -> bool:
-    lbaas = sides.lbaas_api.get(f"/v2/lbaas/loadbalancers/{lb_id}").status_code == 404
-    octavia = sides.octavia_api.get(f"/v2/lbaas/loadbalancers/{lb_id}")
-    return lbaas and (
-        octavia.status_code == 404
-        or octavia.json()["loadbalancer"]["provisioning_status"] == "DELETED"
-    )

@@ -89,3 +89,27 @@ def test_listener_counters_are_sent_when_they_change() -> None:
         "request_errors": 0,
         "total_connections": 3,
     }
+
+
+def test_lbaas_pending_statuses_are_never_sent_and_their_outcome_always_is() -> None:
+    # Octavia sets its own PENDING_*; a PENDING_* read before lbaas converged and sent
+    # after the ACTIVE read later would put Octavia's load balancer back to PENDING_*.
+    sink = RecordingSink()
+    reporter = Reporter(sink)
+    reporter.push(_snap(loadbalancers__lb=("ACTIVE", "ONLINE"), listeners__l=("ACTIVE", "ONLINE")))
+    busy = _snap(loadbalancers__lb=("PENDING_UPDATE", "ONLINE"), listeners__l=("ACTIVE", "ONLINE"))
+    assert not reporter.push(busy)
+    assert reporter.push(busy, force=True)
+    assert sink.sent[-1] == {
+        "listeners": [{"id": "l", "provisioning_status": "ACTIVE", "operating_status": "ONLINE"}]
+    }
+    # ACTIVE again, as before the change: still news, Octavia holds its own PENDING_UPDATE
+    assert reporter.push(
+        _snap(loadbalancers__lb=("ACTIVE", "ONLINE"), listeners__l=("ACTIVE", "ONLINE"))
+    )
+    assert sink.sent[-1] == {
+        "loadbalancers": [
+            {"id": "lb", "provisioning_status": "ACTIVE", "operating_status": "ONLINE"}
+        ]
+    }
+    assert all("PENDING" not in str(sent) for sent in sink.sent)

@@ -64,6 +64,7 @@ function showLogin(why) {
   document.getElementById("count").textContent = "";
   document.getElementById("who").hidden = true;
   document.getElementById("logout").hidden = true;
+  document.getElementById("notice").hidden = true;
   const live = document.getElementById("live");
   live.dataset.state = "out";
   live.textContent = "logged out";
@@ -75,7 +76,7 @@ function showLogin(why) {
 async function call(path, options) {
   const response = await fetch(path, { ...options, headers: headers(options.headers) });
   if (response.status === 401) {
-    showLogin(login ? "Your token expired or was revoked: log in again."
+    showLogin(login ? "Keystone refused the token (expired, revoked or not valid): log in again."
       : "Log in with your OpenStack user to see your project's load balancers.");
   }
   return response;

@@ -2,9 +2,9 @@
 Keystone (tests/support/keystone_server.py, one for this module): the page asks for a
 login, a member logs in with a password and sees the project's load balancer live and
 drains a member; a reader logs in and cannot drain or fail over (the API's own 403); a
-revoked token brings the login back. No request the page makes carries the token in its
-URL (where access logs would keep it): the token goes in X-Auth-Token, the event stream
-included.
+revoked token, and a token's expiry, bring the login back; a pasted token works too. No
+request the page makes carries the token in its URL (where access logs would keep it):
+the token goes in X-Auth-Token, the event stream included.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def test_a_revoked_token_brings_the_login_back(
     keystone.revoke(token)
     # The next stream (every 2 s) is refused once the 1 s cache lets the token go.
     page.locator("#live[data-state='out']").wait_for(timeout=20_000)
-    assert "expired or was revoked" in page.locator("#login-why").inner_text()
+    assert "refused the token" in page.locator("#login-why").inner_text()
     assert page.locator("section.lb").count() == 0
     assert page.evaluate("sessionStorage.getItem('lbaas-keystone-token')") is None
     _no_token_in_urls(pages, token)
@@ -180,4 +180,12 @@ def test_a_pasted_token_works_too(
     assert page.locator("#who").inner_text() == "token"
     page.locator("#logout").click()
     page.locator("#login-password").wait_for()
+    assert page.locator("section.lb").count() == 0
+    # A login that says when its token ends (as POST /dashboard/login does) ends then.
+    soon = "new Date(Date.now() + 3000).toISOString()"
+    page.evaluate(
+        f"t => loggedIn({{token: t, expires_at: {soon}, user: 'u', project: 'p'}})", token
+    )
+    page.locator(f"section.lb[data-id='{tree['lb']['id']}']").wait_for()
+    page.locator("#login-why", has_text="Your token expired").wait_for()
     assert page.locator("section.lb").count() == 0

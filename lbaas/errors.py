@@ -73,6 +73,12 @@ class ValidationFailure(InvalidInput):
         super().__init__(f"Validation failure: {detail}")
 
 
+class Unauthorized(ApiError):
+    """No (valid) credentials: what lbaas's own login route answers a refused password."""
+
+    status_code = 401
+
+
 class Forbidden(ApiError):
     status_code = 403
 

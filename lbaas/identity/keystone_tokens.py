@@ -45,7 +45,7 @@ class KeystoneUnavailable(Exception):
     """Keystone could not be asked, or refused lbaas's own credentials."""
 
 
-def _tokens_url(auth_url: str) -> str:
+def tokens_url(auth_url: str) -> str:
     base = auth_url.rstrip("/")
     return f"{base}/auth/tokens" if base.endswith("/v3") else f"{base}/v3/auth/tokens"
 
@@ -73,7 +73,7 @@ class KeystoneTokens:
     def __init__(
         self, settings: KeystoneAuthtokenSettings, http: session.Session | None = None
     ) -> None:
-        self._url = _tokens_url(settings.auth_url)
+        self._url = tokens_url(settings.auth_url)
         self._session = http or service_session(settings)
 
     def validate(self, token: str) -> TokenIdentity:

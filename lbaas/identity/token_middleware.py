@@ -11,7 +11,8 @@ invalid, expired or revoked token gets 401 in Octavia's error body with
 
 Left open, as in Octavia and Barbican: the version documents, /healthcheck and /metrics
 (their own switches), the metadata proxy's routes (signed by the agents' shared secret)
-and the dashboard's page and script (its data and writes need the token).
+the dashboard's page and script (its data and writes need the token), and its login
+route (which asks Keystone for the token).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from lbaas.identity.token_cache import TokenCache
 OPEN_PATHS = frozenset(
     {"/", "/v2", "/v2.0", "/v2/lbaas", "/v2.0/lbaas", "/v2/octavia", "/v2.0/octavia"}
     | {"/key-manager", "/key-manager/", "/key-manager/v1", "/healthcheck", "/metrics"}
-    | {"/dashboard", "/openstack/latest/meta_data.json"}
+    | {"/dashboard", "/dashboard/login", "/openstack/latest/meta_data.json"}
 )
 OPEN_PREFIXES = ("/dashboard/static/", "/latest/meta-data/")
 # What a client may not say about itself: removed before the validated identity is set.

@@ -146,3 +146,27 @@ def test_keystone_down_is_503_and_no_secret_is_logged(
     assert_fault(reply, 503, "temporarily unavailable")
     assert token not in caplog.text
     assert SERVICE_PASSWORD not in caplog.text
+
+
+def test_the_dashboard_logs_in_with_a_password(
+    client: TestClient, standin: KeystoneStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    form = {"username": SERVICE_USER, "password": SERVICE_PASSWORD, "project": "service"}
+    reply = client.post("/dashboard/login", json=form)  # no token: the route is open
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["cache-control"] == "no-store"
+    issued = reply.json()
+    assert issued["token"] == standin.service_token
+    assert (issued["user"], issued["project"]) == (SERVICE_USER, "name-service")
+    assert issued["expires_at"].startswith("2099-")
+    refused = client.post("/dashboard/login", json={**form, "password": "wrong"})
+    assert_fault(refused, 401, "Keystone refused the login")
+    assert SERVICE_PASSWORD not in caplog.text and "wrong" not in caplog.text
+    assert standin.service_token not in caplog.text
+
+
+@pytest.mark.parametrize("settings_overrides", [{}])
+def test_without_keystone_the_dashboard_has_no_login(client: TestClient) -> None:
+    form = {"username": "u", "password": "p", "project": "x"}
+    assert client.post("/dashboard/login", json=form).status_code == 404

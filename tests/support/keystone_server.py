@@ -51,6 +51,8 @@ LOAD_BALANCER_ROLES = (
 )
 KEYSTONE_ROLES = ("admin", "reader", "member", "manager", "service")
 START_TIMEOUT = 90.0
+#: uwsgi worker processes of one test Keystone (each with 8 threads).
+PROCESSES = 2
 
 
 def free_port() -> int:
@@ -139,12 +141,18 @@ def _uwsgi(conf_dir: Path, port: int) -> Iterator[str]:
         *("--http-socket", f"127.0.0.1:{port}", "--module", "keystone.wsgi.api:application"),
         # uwsgi's HTTP socket closes each connection: say so, or clients reuse a closed one.
         *("--add-header", "Connection: close"),
-        *("--virtualenv", str(openstack_venv()), "--master", "--processes", "1"),
-        *("--threads", "8", "--die-on-term", "--need-app", "--disable-logging"),
+        *("--virtualenv", str(openstack_venv()), "--master", "--die-on-term", "--need-app"),
+        # Two processes: one process's threads share a GIL, and a whole tempest run
+        # beside the system tests (bcrypt and fernet work on every token) lost token
+        # requests behind it. Each process loads Keystone after the fork (lazy-apps), so
+        # none inherits the master's SQLite connections. Several processes on one SQLite
+        # file are safe for Keystone: fernet tokens are not stored, the keys are files
+        # read by all, and a writer waits for the lock (short_lived() already serves the
+        # same file from a second server).
+        *("--processes", str(PROCESSES), "--threads", "8", "--lazy-apps", "--disable-logging"),
         # Under a loaded machine (tempest's credential set-up beside the system tests) the
         # default 4 s socket timeout and 100-connection backlog closed token requests
-        # unanswered (RemoteDisconnected at POST /v3/auth/tokens). One process still:
-        # Keystone's SQLite takes one writer at a time.
+        # unanswered (RemoteDisconnected at POST /v3/auth/tokens).
         *("--socket-timeout", "60", "--listen", "128"),
     ]
     env = {**os.environ, "OS_KEYSTONE_CONFIG_DIR": str(conf_dir)}
@@ -202,10 +210,13 @@ class KeystoneServer:
         """What ``openstack token revoke`` does: Keystone records a revocation event."""
         self._call("DELETE", "/auth/tokens", headers={"X-Subject-Token": token})
 
-    def cli_env(self, user: str, password: str, project: str) -> dict[str, str]:
-        """The environment with which the stock ``openstack`` CLI logs in as ``user``."""
+    def cli_env(
+        self, user: str, password: str, project: str, region: str = REGION
+    ) -> dict[str, str]:
+        """The environment with which the stock ``openstack`` CLI logs in as ``user``,
+        taking its endpoints from ``region``'s part of the catalog."""
         return {
-            **self._cli_base(),
+            **self._cli_base(region),
             "OS_AUTH_TYPE": "password",
             "OS_USERNAME": user,
             "OS_PASSWORD": password,
@@ -217,19 +228,19 @@ class KeystoneServer:
     def cli_env_application_credential(self, credential: tuple[str, str]) -> dict[str, str]:
         """The same, logging in with an application credential (id, secret)."""
         return {
-            **self._cli_base(),
+            **self._cli_base(REGION),
             "OS_AUTH_TYPE": "v3applicationcredential",
             "OS_APPLICATION_CREDENTIAL_ID": credential[0],
             "OS_APPLICATION_CREDENTIAL_SECRET": credential[1],
         }
 
-    def _cli_base(self) -> dict[str, str]:
+    def _cli_base(self, region: str) -> dict[str, str]:
         base = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
         return {
             **base,
             "OS_AUTH_URL": self.url,
             "OS_IDENTITY_API_VERSION": "3",
-            "OS_REGION_NAME": REGION,
+            "OS_REGION_NAME": region,
             "OS_INTERFACE": "public",
         }
 
@@ -294,14 +305,20 @@ class KeystoneServer:
         made = reply.json()["application_credential"]
         return str(made["id"]), str(made["secret"])
 
-    def register_service(self, service_type: str, name: str, url: str) -> None:
-        """Put ``url`` in the catalog as the region's ``service_type`` (public and
-        internal endpoints), as an operator does with ``openstack endpoint create``."""
+    def register_service(
+        self, service_type: str, name: str, url: str, region: str = REGION
+    ) -> None:
+        """Put ``url`` in the catalog as ``region``'s ``service_type`` (public and
+        internal endpoints), as an operator does with ``openstack endpoint create``. A
+        region of its own keeps one test module's lbaas apart from another's in the same
+        Keystone (the CLI picks its endpoints by region)."""
+        if not any(r["id"] == region for r in self._call("GET", "/regions")["regions"]):
+            self._call("POST", "/regions", json={"region": {"id": region}})
         body = {"service": {"type": service_type, "name": name}}
         service_id = self._call("POST", "/services", json=body)["service"]["id"]
         for interface in ("public", "internal"):
             endpoint = {"service_id": service_id, "interface": interface, "url": url}
-            self._call("POST", "/endpoints", json={"endpoint": {**endpoint, "region_id": REGION}})
+            self._call("POST", "/endpoints", json={"endpoint": {**endpoint, "region_id": region}})
 
     def catalog(self) -> list[dict[str, Any]]:
         """The service catalog, as a project-scoped token of admin carries it."""

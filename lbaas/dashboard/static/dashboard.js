@@ -2,6 +2,11 @@
 // server-sent events of /dashboard/events. Actions call the API's own routes, so the API's
 // RBAC decides; a refusal is shown as the API words it. Every text goes in through
 // textContent: names and errors come from tenants.
+//
+// Under auth_strategy = keystone every call needs a Keystone token: the page asks for one
+// (POST /dashboard/login, or a token pasted in) and sends it as X-Auth-Token on every call,
+// the event stream included; any 401 (expired, revoked) brings the login back. Under the
+// other strategies it never sees a 401 and sends nothing of its own.
 "use strict";
 
 const WINDOW_SECONDS = 300; // the traffic graphs show the last five minutes
@@ -37,12 +42,102 @@ function notice(text, ok) {
   box.hidden = false;
 }
 
-async function act(method, path, body, done) {
-  const response = await fetch(path, {
-    method,
+// --- who is calling --------------------------------------------------------------------
+// The token lives in sessionStorage: this tab only, kept over a reload, gone with the tab.
+const TOKEN_KEY = "lbaas-keystone-token";
+let login = JSON.parse(sessionStorage.getItem(TOKEN_KEY) || "null"); // {token, expires_at, user, project}
+let stream = null; // the open event stream's AbortController
+let expiry = null; // the timer that ends the login when its token expires
+
+function headers(extra) {
+  const out = { Accept: "application/json", ...extra };
+  if (login) out["X-Auth-Token"] = login.token;
+  return out;
+}
+
+function showLogin(why) {
+  login = null;
+  sessionStorage.removeItem(TOKEN_KEY);
+  clearTimeout(expiry);
+  if (stream) stream.abort();
+  document.getElementById("loadbalancers").replaceChildren();
+  document.getElementById("count").textContent = "";
+  document.getElementById("who").hidden = true;
+  document.getElementById("logout").hidden = true;
+  document.getElementById("notice").hidden = true;
+  const live = document.getElementById("live");
+  live.dataset.state = "out";
+  live.textContent = "logged out";
+  document.getElementById("login-why").textContent = why;
+  document.getElementById("login").hidden = false;
+}
+
+// A 401 is Keystone's word that the token is missing, expired or revoked.
+async function call(path, options) {
+  const response = await fetch(path, { ...options, headers: headers(options.headers) });
+  if (response.status === 401) {
+    showLogin(login ? "Keystone refused the token (expired, revoked or not valid): log in again."
+      : "Log in with your OpenStack user to see your project's load balancers.");
+  }
+  return response;
+}
+
+function loggedIn(issued) {
+  login = issued;
+  sessionStorage.setItem(TOKEN_KEY, JSON.stringify(issued));
+  document.getElementById("login").hidden = true;
+  document.getElementById("notice").hidden = true;
+  start();
+}
+
+async function passwordLogin(event) {
+  event.preventDefault();
+  const form = event.target;
+  const fields = Object.fromEntries(new FormData(form));
+  form.elements.password.value = "";
+  const response = await fetch("/dashboard/login", {
+    method: "POST",
     headers: { "Content-Type": "application/json", Accept: "application/json" },
+    body: JSON.stringify(fields),
+  });
+  const answer = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    document.getElementById("login-why").textContent =
+      `Not logged in (${response.status}): ${answer.faultstring || response.statusText}`;
+    return;
+  }
+  loggedIn(answer);
+}
+
+function tokenLogin(event) {
+  event.preventDefault();
+  const field = event.target.elements.token;
+  const token = field.value.trim();
+  field.value = "";
+  if (token) loggedIn({ token, expires_at: null, user: null, project: null });
+}
+
+function showWho() {
+  if (!login) return;
+  const who = document.getElementById("who");
+  who.textContent = login.user ? `${login.user} · project ${login.project}` : "token";
+  who.hidden = false;
+  document.getElementById("logout").hidden = false;
+  clearTimeout(expiry);
+  const ends = Date.parse(login.expires_at || "");
+  if (Number.isFinite(ends)) {
+    expiry = setTimeout(() => showLogin("Your token expired: log in again."),
+      Math.min(Math.max(ends - Date.now(), 0), 2 ** 31 - 1));
+  }
+}
+
+async function act(method, path, body, done) {
+  const response = await call(path, {
+    method,
+    headers: { "Content-Type": "application/json" },
     body: body === null ? undefined : JSON.stringify(body),
   });
+  if (response.status === 401) return;
   if (response.ok) {
     notice(done, true);
     return;
@@ -293,29 +388,91 @@ function draw(canvas) {
   ctx.fillText(`${rates[rates.length - 1].rate.toFixed(1)} conn/s (peak ${peak.toFixed(1)})`, 4, 12);
 }
 
+// One server-sent event block ("event: x\ndata: ...\n\n") to its handler.
+function dispatch(block, on, state) {
+  let name = "message";
+  const data = [];
+  for (const line of block.split("\n")) {
+    const colon = line.indexOf(":");
+    if (colon === 0) continue; // a comment
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "event") name = value;
+    else if (field === "data") data.push(value);
+    else if (field === "retry" && /^\d+$/.test(value)) state.retry = Number(value);
+  }
+  if (data.length && on[name]) on[name](data.join("\n"));
+}
+
+// The event stream read with fetch, which can send X-Auth-Token (EventSource cannot, and
+// a token in the URL would land in access logs). It reconnects as EventSource does, after
+// the server's "retry"; the server ends each stream after a while, so every reconnect
+// shows the token to Keystone's validation again.
+async function readEvents(signal, on) {
+  const state = { retry: 1000 };
+  while (!signal.aborted) {
+    try {
+      const response = await call("/dashboard/events",
+        { headers: { Accept: "text/event-stream" }, cache: "no-store", signal });
+      if (response.status === 401) return;
+      if (response.status === 403) {
+        on.lost();
+        notice("Live updates refused (403): the token's roles no longer allow reading.");
+        return;
+      }
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      on.open();
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value.replace(/\r\n?/g, "\n");
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          dispatch(buffer.slice(0, end), on, state);
+          buffer = buffer.slice(end + 2);
+        }
+      }
+    } catch (_) {
+      if (signal.aborted) return;
+    }
+    on.lost();
+    await new Promise((resolve) => setTimeout(resolve, state.retry));
+  }
+}
+
 function listen() {
   const live = document.getElementById("live");
-  const source = new EventSource("/dashboard/events");
-  source.addEventListener("open", () => { live.dataset.state = "live"; live.textContent = "live"; });
-  source.addEventListener("error", () => { live.dataset.state = "lost"; live.textContent = "reconnecting…"; });
-  source.addEventListener("topology", (e) => render(JSON.parse(e.data)));
-  source.addEventListener("changes", (e) => applyChanges(JSON.parse(e.data)));
-  source.addEventListener("traffic", (e) => {
-    const data = JSON.parse(e.data);
-    record(data.at, data.listeners);
+  if (stream) stream.abort();
+  stream = new AbortController();
+  readEvents(stream.signal, {
+    open: () => { live.dataset.state = "live"; live.textContent = "live"; },
+    lost: () => { live.dataset.state = "lost"; live.textContent = "reconnecting…"; },
+    topology: (data) => render(JSON.parse(data)),
+    changes: (data) => applyChanges(JSON.parse(data)),
+    traffic: (data) => {
+      const parsed = JSON.parse(data);
+      record(parsed.at, parsed.listeners);
+    },
   });
 }
 
 async function start() {
-  const response = await fetch("/dashboard/topology", { headers: { Accept: "application/json" } });
+  const response = await call("/dashboard/topology", {});
+  if (response.status === 401) return;
   if (!response.ok) {
     const fault = await response.json().catch(() => ({}));
     notice(`Cannot show load balancers (${response.status}): ${fault.faultstring || response.statusText}`);
     return;
   }
   const data = await response.json();
+  showWho();
   render(data.loadbalancers);
   listen();
 }
 
+document.getElementById("login-password").addEventListener("submit", passwordLogin);
+document.getElementById("login-token").addEventListener("submit", tokenLogin);
+document.getElementById("logout").addEventListener("click", () => showLogin("Logged out."));
 start();

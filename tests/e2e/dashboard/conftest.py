@@ -1,6 +1,7 @@
 """A control plane served over real HTTP and Debian's Chromium driven by Playwright.
 
-One control plane (SQLite, noop provider) and one browser per module: starting Chromium
+One control plane (SQLite, noop provider) and one browser per module (a module may
+override ``plane`` and ``api``, as the Keystone one does): starting Chromium
 costs a second or two on this machine, a browser context (one caller's headers) almost
 nothing (``tests/support/browser.py`` launches Debian's ``/usr/bin/chromium``).
 """
@@ -57,6 +58,8 @@ class Pages:
         self._base_url = base_url
         self._contexts: list[Any] = []
         self.shots = shots
+        #: Every URL the pages opened by open_bare requested.
+        self.urls: list[str] = []
 
     def open(self, project: str, roles: str) -> Any:
         headers = {"X-Project-Id": project, "X-Roles": roles}
@@ -67,6 +70,18 @@ class Pages:
         )
         self._contexts.append(context)
         page = context.new_page()
+        page.goto("/dashboard")
+        return page
+
+    def open_bare(self) -> Any:
+        """The dashboard in a browser context that sends no identity of its own (under
+        auth_strategy = keystone the page logs in itself)."""
+        context = self._browser.new_context(
+            base_url=self._base_url, viewport={"width": 1280, "height": 720}
+        )
+        self._contexts.append(context)
+        page = context.new_page()
+        page.on("request", lambda request: self.urls.append(request.url))
         page.goto("/dashboard")
         return page
 

@@ -53,7 +53,9 @@ class Cloud:
 
 def _instances(lbaas: Served, headers: dict[str, str]) -> None:
     """The instances' ports, recorded as Nova records them (``compute:`` owner)."""
-    subnet = httpx.get(f"{lbaas.url}/v2.0/subnets/{LOOPBACK_SUBNET}", headers=headers)
+    # 30 s, not httpx's 5: the first call validates the token at Keystone (lbaas's service
+    # user logs in first), seconds each on the loaded machine.
+    subnet = httpx.get(f"{lbaas.url}/v2.0/subnets/{LOOPBACK_SUBNET}", headers=headers, timeout=30)
     network = subnet.json()["subnet"]["network_id"]
     for index, (name, address) in enumerate(INSTANCES.items(), start=1):
         port = {
@@ -64,7 +66,9 @@ def _instances(lbaas: Served, headers: dict[str, str]) -> None:
             "dns_name": name,
             "fixed_ips": [{"subnet_id": LOOPBACK_SUBNET, "ip_address": address}],
         }
-        made = httpx.post(f"{lbaas.url}/v2.0/ports", json={"port": port}, headers=headers)
+        made = httpx.post(
+            f"{lbaas.url}/v2.0/ports", json={"port": port}, headers=headers, timeout=30
+        )
         assert made.status_code == 201, made.text
 
 

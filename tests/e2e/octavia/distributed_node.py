@@ -141,9 +141,10 @@ class DistributedNode:
         names: list[str] = json.loads(out)
         return names
 
-    def nft_tables(self) -> list[str]:
-        listed: Any = json.loads(self.in_ns("nft", "-j", "list", "tables"))
-        return [item["table"]["name"] for item in listed["nftables"] if "table" in item]
+    def nft_chains(self) -> list[str]:
+        """The chains of the L4 engine's table (``lb_<key>``: one per load balancer)."""
+        listed: Any = json.loads(self.in_ns("nft", "-j", "list", "chains", "ip"))
+        return [item["chain"]["name"] for item in listed["nftables"] if "chain" in item]
 
     def log(self, name: str) -> str:
         with contextlib.suppress(OSError):

@@ -72,8 +72,8 @@ def test_a_tcp_load_balancer_of_provider_lbaas_distributed_through_octavias_cli(
         "both members ONLINE in Octavia",
     )
     assert set(member_status(front, lb["id"], "address")) == both
-    table = nft.table_name(lb["id"])
-    assert table in node.nft_tables(), node.nft_tables()
+    chain = nft.chain_name(lb["id"])
+    assert chain in node.nft_chains(), node.nft_chains()
 
     names = node.names(VIP, PORT, FLOWS)
     assert sorted(set(names)) == ["b1", "b2"], names
@@ -105,7 +105,7 @@ def test_a_tcp_load_balancer_of_provider_lbaas_distributed_through_octavias_cli(
     wait_until(lambda: gone(front, lb["id"]), 30, "the load balancer gone on both sides")
     nothing_left(front)
     wait_until(
-        lambda: table not in node.nft_tables(),
+        lambda: chain not in node.nft_chains(),
         30,
-        "the node's nftables table removed",
+        "the load balancer's nftables chain removed",
     )

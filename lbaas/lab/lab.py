@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from lbaas.amphora.short_root import links_directory
 from lbaas.host.commands import run_command
 from lbaas.lab import names as n
 from lbaas.lab.addresses import (
@@ -151,7 +152,10 @@ class Lab:
         elif rest[:1] == "h" and rest[1:].isdigit():
             own = (self.services_dir / rest, tier / rest)
             crossed = (self.names.log_sockets / rest,)
-        hidden = (self.services_dir.parent, n.LOG_SOCKETS_ROOT, n.DATABASE_ROOT)
+        # Root's short links to amphorae directories (``short_root``) too: each host keeps
+        # its own, and an agent that finds a link whose target it cannot see removes it.
+        links = links_directory(0, {})
+        hidden = (self.services_dir.parent, n.LOG_SOCKETS_ROOT, n.DATABASE_ROOT, links)
         return HostFiles(own=own, crossed=crossed, hidden=hidden)
 
     def _bridged_networks(self, state: LabState) -> list[str]:

@@ -1,10 +1,12 @@
 """Lab hosts share the network and nothing else: each has its own files (issue 29.1).
 
 A lab is built (namespaces only, no services) and short processes are started on its hosts
-as the lab starts an agent (``processes.start``): what host h1 writes in its state directory
-and its /tmp is seen by neither h2 nor the control-plane host, while the lab itself (the
-operator, outside every host) still reads h1's directory, and a namespace h1 adds for an
-amphorae reaches the machine's /run/netns, where ``lab down`` finds and removes it.
+as the lab starts an agent (``processes.start``): what host h1 writes in its state
+directory, its /tmp and root's short links' directory is seen by neither h2 nor the
+control-plane host, while the lab itself (the operator, outside every host) still reads
+h1's directory; an unprivileged user on h1 (as HAProxy's workers are) reaches h1's
+access-log socket directory; and a namespace h1 adds for an amphora reaches the machine's
+/run/netns, where ``lab down`` finds and removes it.
 """
 
 from __future__ import annotations
@@ -64,17 +66,17 @@ def test_a_file_of_one_host_is_not_visible_on_another(lab: Lab) -> None:
     h1, h2, ctl = lab.names.host(1), lab.names.host(2), lab.names.control
     state_file = lab.services_dir / "h1" / "written-by-h1"
     scratch = Path("/tmp") / f"written-by-h1-{uuid.uuid4().hex[:6]}"
-    written = _on_host(lab, h1, f"echo h1 > {state_file} && echo h1 > {scratch} && echo ok")
-    assert written.strip() == "ok"
+    link = Path("/run/lbaas-links") / f"h1-{uuid.uuid4().hex[:6]}"  # an agent's short link
+    script = f"echo h1 > {state_file} && echo h1 > {scratch} && ln -s {state_file} {link}"
+    assert _on_host(lab, h1, f"{script} && echo ok").strip() == "ok"
 
-    assert _sees(lab, h1, state_file) == "seen"
-    assert _sees(lab, h1, scratch) == "seen"
-    for other in (h2, ctl):
-        assert _sees(lab, other, state_file) == "hidden"
-        assert _sees(lab, other, scratch) == "hidden"
-    # The operator outside the hosts reads h1's directory; h1's /tmp was its own.
+    for path in (state_file, scratch, link):
+        assert _sees(lab, h1, path) == "seen"
+        for other in (h2, ctl):
+            assert _sees(lab, other, path) == "hidden", f"{path} on {other}"
+    # The operator outside the hosts reads h1's directory; h1's /tmp and links its own.
     assert state_file.read_text() == "h1\n"
-    assert not scratch.exists()
+    assert not scratch.exists() and not link.is_symlink()
 
 
 @pytest.mark.timeout(300)

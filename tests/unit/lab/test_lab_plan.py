@@ -209,8 +209,9 @@ def test_every_host_has_its_own_mount_namespace_and_no_directory_of_another(
     bound = [path for files in mounts.created.values() for path in files.bound]
     assert len(bound) == len(set(bound))
     assert not any(a != b and a.is_relative_to(b) for a in bound for b in bound)
-    for files in mounts.created.values():  # every lab's state, sockets and databases
+    for files in mounts.created.values():  # every lab's state, sockets, databases, links
         assert lab.services_dir.parent in files.hidden
+        assert Path("/run/lbaas-links") in files.hidden
         assert all(any(p.is_relative_to(h) for h in files.hidden) for p in files.bound)
     h1 = mounts.created["lab-h1"]
     assert h1.own == (lab.services_dir / "h1", lab.services_dir / "tier" / "h1")

@@ -189,12 +189,12 @@ def start_tier(lab: Lab, nodes: int, settings: TierSettings | None = None) -> No
     start_watch(lab, range(1, nodes + 1), settings, engine)
 
 
-def _tier(lab: Lab, policy: LeasePolicy, metrics: bool) -> None:
+def _tier(lab: Lab, metrics: bool) -> None:
     if metrics:
-        text = generate_latest(tier_registry(lambda: tier_status(lab, policy)))
+        text = generate_latest(tier_registry(lambda: tier_status(lab)))
         sys.stdout.write(text.decode())
     else:
-        print(json.dumps(tier_status(lab, policy), indent=2, sort_keys=True))
+        print(json.dumps(tier_status(lab), indent=2, sort_keys=True))
 
 
 def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = None) -> int:
@@ -202,7 +202,6 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
     tier = tier or TierSettings()
     if getattr(args, "tier_return", None):
         tier = tier.model_copy(update={"return_mode": args.tier_return})
-    policy = LeasePolicy.from_settings(tier)
     figures: dict[str, float | int] | None = None
     try:
         if args.lab_command == "up":
@@ -217,7 +216,7 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
                 control=args.control,
             )
         elif args.lab_command == "tier":
-            _tier(lab, policy, args.metrics)
+            _tier(lab, args.metrics)
             return 0
         elif args.lab_command == "exec":
             return _exec(lab, args.node, args.argv)

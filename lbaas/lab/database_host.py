@@ -6,7 +6,8 @@ fabric as real control hosts reach theirs: not the machine's PostgreSQL (the lab
 nothing in the machine's own network namespace, and that server listens on its loopback),
 and not a file. It is Debian's PostgreSQL (``/usr/lib/postgresql/<version>/bin``), a fresh
 cluster per lab: ``initdb`` into ``/run/lbaas-lab-db/<lab>`` (owned by ``postgres``, which
-cannot enter the lab's private state directory), then ``postgres`` listening on the
+cannot enter the lab's private state directory; the database host's own, hidden from the
+other hosts like its log directory ``<services_dir>/db``), then ``postgres`` listening on the
 database host's fabric address only, trusting the fabric's /24 (the lab's own network) and
 tuned for a throwaway cluster (no fsync). Started under ``setpriv`` as ``postgres`` (it
 execs, so the registered pid is the server's); ``down`` removes the data directory.
@@ -50,6 +51,19 @@ def _binaries() -> Path:
     return versions[-1]
 
 
+def _empty_directory(data: Path) -> None:
+    """Make ``data`` an empty directory, keeping it if it exists: it is the database
+    host's own directory, bound into that host's mount namespace when the lab was built
+    (``Lab.host_files``), so a new directory there would not be the one postgres sees.
+    What it holds may be a lab's data from a crash before its ``down``."""
+    data.mkdir(parents=True, exist_ok=True)
+    for entry in data.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
 def database_address(lab: Lab) -> str:
     return bare(address(lab.state().networks["fab"], DATABASE_HOST))
 
@@ -69,10 +83,9 @@ def start_database(lab: Lab) -> str:
     as_postgres = ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}"]
     as_postgres += ["--clear-groups", "--"]
     data = lab.names.database_dir
-    shutil.rmtree(data, ignore_errors=True)  # a lab's data from a crash before its down
-    data.parent.mkdir(exist_ok=True)
+    _empty_directory(data)
     data.parent.chmod(0o711)  # postgres passes through to its own directory, lists nothing
-    data.mkdir(mode=0o700)
+    data.chmod(0o700)
     shutil.chown(data, account.pw_uid, account.pw_gid)
     namespace = lab.names.database
     initdb = [str(binaries / "initdb"), "-D", str(data), "-U", USER, "--auth=trust"]

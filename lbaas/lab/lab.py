@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from lbaas.amphora.short_root import links_directory
 from lbaas.host.commands import run_command
 from lbaas.lab import names as n
 from lbaas.lab.addresses import (
@@ -34,8 +35,9 @@ from lbaas.lab.addresses import (
     networks_in_use,
     pick_networks,
 )
-from lbaas.lab.base import LabError, LabExists, Runner
+from lbaas.lab.base import HostFiles, LabError, LabExists, MountNamespaces, Runner
 from lbaas.lab.host_loss import HostLoss, lose_host
+from lbaas.lab.mounts import HostMounts
 from lbaas.lab.netns import Netns
 from lbaas.lab.state import (
     LabState,
@@ -61,10 +63,12 @@ class Lab:
         *,
         run: Runner = run_command,
         rng: random.Random | None = None,
+        mounts: MountNamespaces | None = None,
     ) -> None:
         self.names = n.LabNames(name)
         self._file = StateFile(state_dir, name)
         self._netns = Netns(run)
+        self._mounts = mounts or HostMounts(run)
         self._run = run
         self._rng = rng or random.Random()
 
@@ -121,17 +125,45 @@ class Lab:
         finally:
             self.down()
 
-    def _namespace(self, state: LabState, namespace: str) -> None:
+    def _namespace(self, state: LabState, namespace: str, *, host: bool = True) -> None:
+        """Create ``namespace``; a ``host`` also gets its mount namespace (not the fabric,
+        which runs nothing, nor an instance's or a DSR member's, which the lab's processes
+        never enter)."""
         state.namespaces.append(namespace)
         self._file.save(state)  # intent first: a crash after this line leaves nothing unnamed
         self._netns.add(namespace)
+        if host:
+            self._mounts.create(namespace, self.host_files(namespace))
+
+    def host_files(self, namespace: str) -> HostFiles:
+        """What a process on lab host ``namespace`` sees of the lab's files: its own
+        directories; the rest of every lab's state, access-log sockets and database is
+        hidden. No directory is any two hosts' own: hosts share the network only."""
+        tier = self.services_dir / "tier"
+        rest = namespace.removeprefix(self.names.prefix)
+        own: tuple[Path, ...] = ()
+        crossed: tuple[Path, ...] = ()
+        if n.control_index(rest):
+            own = (self.services_dir / rest,)
+        elif rest == "db":
+            own = (self.services_dir / rest, self.names.database_dir)
+        elif rest == "rtr":
+            own = (tier / "rtr", tier / n.WATCHER_DIRECTORY)
+        elif rest[:1] == "h" and rest[1:].isdigit():
+            own = (self.services_dir / rest, tier / rest)
+            crossed = (self.names.log_sockets / rest,)
+        # Root's short links to amphorae directories (``short_root``) too: each host keeps
+        # its own, and an agent that finds a link whose target it cannot see removes it.
+        links = links_directory(0, {})
+        hidden = (self.services_dir.parent, n.LOG_SOCKETS_ROOT, n.DATABASE_ROOT, links)
+        return HostFiles(own=own, crossed=crossed, hidden=hidden)
 
     def _bridged_networks(self, state: LabState) -> list[str]:
         return [net for net in state.networks if net != "out"]
 
     def _build_fabric(self, state: LabState) -> None:
         fabric = self.names.fabric
-        self._namespace(state, fabric)
+        self._namespace(state, fabric, host=False)
         self._netns.bridge(fabric, n.FABRIC_BRIDGE)
         self._netns.bridge(fabric, n.VIP_BRIDGE)
         for index in range(state.members):
@@ -238,6 +270,9 @@ class Lab:
             self._kill_pids(self._netns.pids(namespace))
             if self._netns.delete(namespace):
                 removed.append(namespace)
+        for namespace in self._mounts.names():
+            if self.names.is_ours(namespace):
+                self._mounts.remove(namespace)
         self._file.remove()
         # The processes' state directories (databases, amphora files, logs) go with them.
         shutil.rmtree(self._file.services_dir, ignore_errors=True)
@@ -361,13 +396,15 @@ class Lab:
         return self._host(host)[1]
 
     def add_namespace(self, namespace: str) -> None:
-        """Create a namespace the lab owns (recorded first, so ``down`` removes it)."""
-        self._namespace(self._loaded(), namespace)
+        """Create a namespace the lab owns (recorded first, so ``down`` removes it): an
+        instance's or a DSR member's, no host of its own (no mount namespace)."""
+        self._namespace(self._loaded(), namespace, host=False)
 
     def remove_namespace(self, namespace: str) -> None:
         """End the processes in one of the lab's namespaces and delete it."""
         self._kill_pids(self._netns.pids(namespace))
         self._netns.delete(namespace)
+        self._mounts.remove(namespace)
         state = self._loaded()
         state.namespaces = [ns for ns in state.namespaces if ns != namespace]
         self._file.save(state)

@@ -33,6 +33,8 @@ LOG_SOCKETS_ROOT = Path("/run/lbaas/lab-access-log")
 # enter the lab's private state directory: its data directory lives here instead.
 # (/run/lbaas is root's alone; this directory only lets postgres pass through to its own).
 DATABASE_ROOT = Path("/run/lbaas-lab-db")
+#: The tier's lease watcher's directory in ``<services_dir>/tier/``: the router host's own.
+WATCHER_DIRECTORY = "watch"
 
 
 def member_bridge(index: int) -> str:

@@ -1,10 +1,14 @@
 """Starting lbaas processes inside a lab's namespaces (the lab's only use of ``subprocess``).
 
 A process joins a namespace with ``nsenter --net`` rather than ``ip netns exec``: the latter
-also gives it a mount namespace of its own, where the namespaces an agent creates for its
-amphorae (``ip netns add`` bind-mounts them under /run/netns) would be visible to that agent
-alone, and neither ``lab down`` nor HAProxy's ``ip netns exec`` could find them. ``nsenter``
-execs the program, so the pid it is started with is the program's, which the lab registers.
+gives it a fresh mount namespace of its own (a slave of the caller's), where the namespaces
+an agent creates for its amphorae (``ip netns add`` bind-mounts them under /run/netns)
+would be visible to that agent alone, and neither ``lab down`` nor HAProxy's ``ip netns
+exec`` could find them. A host's long-running processes (``start``) also enter the host's
+own mount namespace (``lbaas.lab.mounts``: private state, sockets and /tmp; /run/netns
+still the machine's); one-shot commands and probes are the operator's and see the
+machine's files. ``nsenter`` execs the program, so the pid it is started with is the
+program's, which the lab registers.
 """
 
 from __future__ import annotations
@@ -17,13 +21,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lbaas.lab.base import LabError
+from lbaas.lab.mounts import enter_options
 from lbaas.private_files import FILE_MODE
 
 _POLL = 0.1
 
 
 def in_namespace(namespace: str, argv: Sequence[str]) -> list[str]:
+    """``argv`` in ``namespace``'s network namespace only (the operator's commands)."""
     return ["nsenter", f"--net=/run/netns/{namespace}", "--", *argv]
+
+
+def on_host(namespace: str, argv: Sequence[str], cwd: Path) -> list[str]:
+    """``argv`` as a process of lab host ``namespace``: its network and mount namespaces."""
+    net = f"--net=/run/netns/{namespace}"
+    return ["nsenter", net, *enter_options(namespace, cwd), "--", *argv]
 
 
 def _environment(extra: Mapping[str, str]) -> dict[str, str]:
@@ -117,7 +129,7 @@ def _popen(
 ) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
-            in_namespace(namespace, argv),
+            on_host(namespace, argv, cwd),
             stdin=subprocess.DEVNULL,
             stdout=fd,
             stderr=subprocess.STDOUT,

@@ -24,11 +24,12 @@ from lbaas.lab.base import LabError
 from lbaas.lab.database_host import database_url
 from lbaas.lab.lab import Lab
 from lbaas.lab.services import tier_node_files, toml_text
-from lbaas.lab.tier_leases import HEALTH_PORT
 from lbaas.private_files import make_private_directory, write_private
 from lbaas.tier.lease import LeasePolicy
 
 ETCD_CLIENT_PORT = 2379
+#: Where a node's lease process answers the watcher's health checks, on the fabric.
+HEALTH_PORT = 9180
 _START_TIMEOUT = 60.0
 
 

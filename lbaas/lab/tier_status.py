@@ -2,55 +2,44 @@
 
 Read from what runs, not from memory: the router's BIRD (its sessions with the nodes), each
 node's BIRD (the VIPs its ``vips`` protocol announces) and the leases (each node's last
-renewal): on the coordination engine as ``lbaas tier status`` reads them in the router's
-namespace (``lbaas lab up --tier``), or in the SQLite file the in-process harness
-``LabLeases`` keeps. A BIRD that does not answer shows as ``unreachable``; leases that
-cannot be read as ``lease_store: unavailable``.
+renewal) on the coordination engine, as ``lbaas tier status`` reads them in the router's
+namespace (``lbaas lab up --tier``): the leases are nowhere in a file. A BIRD that does not
+answer shows as ``unreachable``; leases that cannot be read as ``lease_store: unavailable``.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import time
+from pathlib import Path
 from typing import Any
 
+from lbaas.lab import names as n
 from lbaas.lab import processes
 from lbaas.lab.base import LabError
 from lbaas.lab.lab import Lab
 from lbaas.tier.host.bird import BirdCommandFailed, BirdControl
-from lbaas.tier.lease import LeasePolicy
-from lbaas.tier.lease_store import LeaseStoreUnavailable, SqliteLeaseStore
 
 ROUTER = "rtr"
-#: The lease watcher's settings file in ``<services_dir>/tier/`` (``lbaas.lab.tier_watch``).
-WATCH_SETTINGS = "watch.toml"
+
+
+def watch_directory(lab: Lab) -> Path:
+    """The lease watcher's directory (``lbaas.lab.tier_watch``): the router host's own."""
+    return lab.services_dir / "tier" / n.WATCHER_DIRECTORY
+
+
+def watch_settings_file(lab: Lab) -> Path:
+    return watch_directory(lab) / "watch.toml"
 
 
 def _control(lab: Lab, owner: str) -> BirdControl:
     return BirdControl(lab.services_dir / "tier" / owner / "bird.ctl")
 
 
-def _leases(lab: Lab, policy: LeasePolicy) -> dict[str, dict[str, Any] | None] | None:
-    """Each node's lease row (age, held), or None when the leases cannot be read."""
-    path = lab.services_dir / "tier" / "leases.sqlite"
-    if not path.exists():
-        return _engine_leases(lab)
-    try:
-        renewed = SqliteLeaseStore(path).read()
-    except LeaseStoreUnavailable:
-        return None
-    now = time.time()
-    return {
-        node: {"age_s": round(now - at, 2), "held": now - at <= policy.lifetime}
-        for node, at in renewed.items()
-    }
-
-
 def _engine_leases(lab: Lab) -> dict[str, dict[str, Any] | None] | None:
     """The leases on the coordination engine, which only the lab's network reaches: what
     ``lbaas tier status`` says, run with the watcher's settings in the router's namespace."""
-    settings = lab.services_dir / "tier" / WATCH_SETTINGS
+    settings = watch_settings_file(lab)
     if not settings.exists():
         return None
     argv = [sys.executable, "-m", "lbaas.cli", "--config", str(settings), "tier", "status"]
@@ -63,8 +52,7 @@ def _engine_leases(lab: Lab) -> dict[str, dict[str, Any] | None] | None:
     return {node: row.get("lease") for node, row in shown["nodes"].items()}
 
 
-def tier_status(lab: Lab, policy: LeasePolicy | None = None) -> dict[str, Any]:
-    policy = policy or LeasePolicy()
+def tier_status(lab: Lab) -> dict[str, Any]:
     directory = lab.services_dir / "tier"
     owners = sorted(p.name for p in directory.iterdir() if p.is_dir()) if directory.exists() else []
     # Node directories are hN (rtr is the router's; others, such as the watcher's, no node).
@@ -73,7 +61,7 @@ def tier_status(lab: Lab, policy: LeasePolicy | None = None) -> dict[str, Any]:
         sessions: dict[str, str] | str = _control(lab, ROUTER).bgp_sessions()
     except BirdCommandFailed:
         sessions = "unreachable"
-    leases = _leases(lab, policy)
+    leases = _engine_leases(lab)
     shown: dict[str, Any] = {}
     for node in nodes:
         try:

@@ -2,7 +2,9 @@
 
 ``lbaas lab up --tier K`` starts it after the nodes' lease processes, registered with the lab
 as ``tier-watch`` (``down`` kills it; ``host-down`` of a node does not). It reads a settings
-file written here, ``<services_dir>/tier/watch.toml``: the nodes' health ports on the fabric,
+file written here, ``<services_dir>/tier/watch/watch.toml`` (``watch/`` is the router host's
+own directory, with the watcher's state and log: ``Lab.host_files``): the nodes' health
+ports on the fabric,
 the coordination engine holding their leases (reached over the fabric, as the nodes reach
 it: no file is shared), the router BIRD's control socket, the lease timings the ``lbaas lab``
 command was given, and ``/metrics`` on the router's fabric address (port ``METRICS_PORT``),
@@ -20,9 +22,9 @@ from lbaas.lab.addresses import FIRST_HOST, ROUTER_HOST, address, bare
 from lbaas.lab.lab import Lab
 from lbaas.lab.services import toml_text
 from lbaas.lab.tier import ROUTER, node_protocol
-from lbaas.lab.tier_leases import HEALTH_PORT
-from lbaas.lab.tier_status import WATCH_SETTINGS
-from lbaas.private_files import write_private
+from lbaas.lab.tier_coordination import HEALTH_PORT
+from lbaas.lab.tier_status import watch_directory, watch_settings_file
+from lbaas.private_files import make_private_directory, write_private
 
 OWNER = "tier-watch"
 METRICS_PORT = 9181
@@ -34,10 +36,9 @@ def watch_settings(
 ) -> dict[str, object]:
     """The watcher's settings: the nodes' leases on ``engine`` (name, URL), over the fabric."""
     fabric = lab.state().networks["fab"]
-    directory = lab.services_dir / "tier"
     name, url = engine
     return {
-        "state_dir": str(directory / "watch-state"),  # not ./state in its working directory
+        "state_dir": str(watch_directory(lab) / "state"),  # not ./state in its working directory
         "tier": {
             "lease_renew_interval": tier.lease_renew_interval,
             "lease_missed_renewals": tier.lease_missed_renewals,
@@ -48,7 +49,7 @@ def watch_settings(
                 node_protocol(i): f"{bare(address(fabric, FIRST_HOST + i))}:{HEALTH_PORT}"
                 for i in nodes
             },
-            "router_bird_socket": str(directory / ROUTER / "bird.ctl"),
+            "router_bird_socket": str(lab.services_dir / "tier" / ROUTER / "bird.ctl"),
             "metrics_host": metrics_host(lab),
             "metrics_port": METRICS_PORT,
         },
@@ -62,8 +63,9 @@ def metrics_host(lab: Lab) -> str:
 
 def start_watch(lab: Lab, nodes: range, tier: TierSettings, engine: tuple[str, str]) -> int:
     """Start the watcher and wait for its /metrics; its pid."""
-    directory = lab.services_dir / "tier"
-    config = directory / WATCH_SETTINGS
+    directory = watch_directory(lab)
+    make_private_directory(directory)
+    config = watch_settings_file(lab)
     write_private(config, toml_text(watch_settings(lab, nodes, tier, engine)))
     argv = [sys.executable, "-m", "lbaas.cli", "--config", str(config), "tier", "watch"]
     log = directory / "watch.log"
@@ -74,4 +76,4 @@ def start_watch(lab: Lab, nodes: range, tier: TierSettings, engine: tuple[str, s
 
 
 def watch_log(lab: Lab) -> Path:
-    return lab.services_dir / "tier" / "watch.log"
+    return watch_directory(lab) / "watch.log"

@@ -7,25 +7,16 @@ the waits here only bound how long a broken tier may take to be found broken.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from tier_lab import BACKEND_PORTS, DSR_MEMBER_HOSTS, HOLD, NODES, PORT, TierLab, tier_lab
 
 from lbaas.l4.host.real import RealNftOps
 from lbaas.l4.service import L4Protocol
-from lbaas.lab.tier_leases import LabLeases
-from lbaas.tier.lease import LeasePolicy
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -81,75 +72,6 @@ def test_dsr_spreads_keeps_no_state_and_flows_survive_a_node(tier: TierLab) -> N
     tier.tier.start_node(1)
     tier.tier.wait_next_hops(tier.dsr_vip, set(NODES), _WAIT)
     tier.tier.wait_next_hops(tier.vip, set(NODES), _WAIT)
-
-
-def _scrape(port: int | None) -> dict[tuple[str, str], float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as reply:
-        text = reply.read().decode()
-    return {
-        (sample.name, sample.labels.get("node", "")): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def test_leases_a_store_outage_withdraws_nothing_a_dead_agent_is_withdrawn(
-    tier: TierLab,
-) -> None:
-    leases = LabLeases(
-        tier.tier,
-        LeasePolicy(renew_interval=0.5, missed_renewals=3),
-        [tier.static_vip],
-        metrics_address=("127.0.0.1", 0),
-    )
-    for index in NODES:
-        leases.start_agent(index)
-    leases.start()
-    try:
-        # The store is gone for 3 s (six intervals): every lease expires, every health port
-        # answers, nothing is withdrawn.
-        moved = leases.store.path.with_suffix(".away")
-        leases.store.path.rename(moved)
-        time.sleep(3.0)
-        outage = [report for report in leases.reports if not report.store_available]
-        assert outage and not any(report.withdrawn for report in leases.reports)
-        assert any(report.suspect_but_healthy == {"h1", "h2", "h3"} for report in outage)
-        assert tier.tier.next_hops(tier.vip) == {1, 2, 3}
-        moved.rename(leases.store.path)
-
-        # h2's agent dies (BIRD on h2 runs on): lease expired AND health port closed, so
-        # the control plane disables the router's session with h2 and its routes go.
-        os.kill(leases.agents[2], signal.SIGKILL)
-        # The router's routes go inside the sweep, before its report is appended, and the
-        # static route is rewritten after the session: wait for each, do not race them.
-        tier.tier.wait_next_hops(tier.vip, {1, 3}, _WAIT)
-        wait_until(
-            lambda: any(report.withdrawn == {"h2"} for report in leases.reports),
-            _WAIT,
-            "the sweep that withdrew h2 to be reported",
-        )
-        tier.tier.wait_next_hops(tier.static_vip, {1, 3}, _WAIT)  # the static route too
-        assert leases.table.is_down("h2")
-        scraped = _scrape(leases.metrics_port)  # the watcher's own /metrics
-        assert scraped[("lbaas_tier_node_up", "h2")] == 0.0
-        assert scraped[("lbaas_tier_node_up", "h1")] == 1.0
-        assert scraped[("lbaas_tier_node_bgp_established", "h2")] == 0.0
-        assert scraped[("lbaas_tier_node_bgp_established", "h1")] == 1.0
-
-        # Its agent back: the next renewal restores it.
-        leases.start_agent(2)
-        tier.tier.wait_next_hops(tier.vip, {1, 2, 3}, _WAIT)
-        tier.tier.wait_next_hops(tier.static_vip, {1, 2, 3}, _WAIT)
-        assert not leases.table.is_down("h2")
-    finally:
-        leases.stop()
-        for pid in leases.agents.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        for index in NODES:  # whatever a failure left disabled, for the next test
-            tier.tier.control("rtr").command("enable", f"h{index}")
-        tier.tier.wait_sessions(set(NODES))
-        tier.tier.route_statically(tier.static_vip, NODES)
 
 
 def test_static_routes_spread_a_vip_without_bgp(tier: TierLab) -> None:

@@ -34,6 +34,7 @@ from lbaas.lab.lab import Lab
 from lbaas.lab.services import tier_node_files
 from lbaas.lab.tier import ROUTER, LabTier
 from lbaas.lab.tier_coordination import etcd_url, start_node_lease
+from lbaas.lab.tier_status import watch_settings_file
 from lbaas.lab.tier_watch import OWNER, watch_log
 from lbaas.tier.lease import LeasePolicy
 
@@ -62,7 +63,7 @@ def _wait(what: str, test: Callable[[], bool], timeout: float = 30.0) -> None:
 
 
 def _metrics(lab: Lab) -> dict[tuple[str, str], float]:
-    config = tomllib.loads((lab.services_dir / "tier" / "watch.toml").read_text())["tier"]
+    config = tomllib.loads(watch_settings_file(lab).read_text())["tier"]
     url = f"http://{config['metrics_host']}:{config['metrics_port']}/metrics"
     done = subprocess.run(
         ["ip", "netns", "exec", lab.names.router, "curl", "-sf", "-m", "10", url],
@@ -168,7 +169,7 @@ def test_the_watcher_process_withdraws_dead_nodes_and_not_on_an_engine_outage(
         _wait("h2 up", lambda: _metrics(lab)[("lbaas_tier_node_up", "h2")] == 1.0)
 
         # The operator's view, from the router: the watcher's own settings file.
-        config = str(lab.services_dir / "tier" / "watch.toml")
+        config = str(watch_settings_file(lab))
         shown_status = _cli("--config", config, "tier", "status", namespace=lab.names.router)
         status: dict[str, Any] = json.loads(shown_status.stdout)
         assert status["lease_store"] == "ok"

@@ -95,7 +95,8 @@ def _start_backends(lab: Lab) -> None:
     state = lab.state()
     member = bare(address(state.networks["m0"], FIRST_HOST + MEMBER_HOST))
     namespace = lab.names.host(MEMBER_HOST)
-    directory = lab.services_dir / "backends"
+    # In the host's own directory: the only one of the lab's its processes see.
+    directory = lab.services_dir / f"h{MEMBER_HOST}" / "backends"
     directory.mkdir(parents=True, exist_ok=True)
     for port in BACKEND_PORTS:
         log = directory / f"{port}.log"
@@ -111,7 +112,8 @@ def _start_dsr(built: TierLab) -> None:
     for host in DSR_MEMBER_HOSTS:
         namespace = lab.names.host(host)
         built.dsr.member(namespace, [built.dsr_vip, built.static_vip], ["mem0", "vip0"])
-        log = lab.services_dir / "backends" / f"dsr{host}.log"
+        log = lab.services_dir / f"h{host}" / "backends" / f"dsr{host}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
         # One backend for both DSR VIPs: it listens on every address of the member.
         argv = [sys.executable, PEERS, "server", f"d{host}", "0.0.0.0", str(PORT)]
         lab.register_process(f"h{host}", processes.start(namespace, argv, log, log.parent))

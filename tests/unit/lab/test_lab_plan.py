@@ -19,7 +19,7 @@ import pytest
 
 from lbaas.host.base import CommandResult
 from lbaas.lab.addresses import pick_networks
-from lbaas.lab.base import LabError, LabExists
+from lbaas.lab.base import HostFiles, LabError, LabExists
 from lbaas.lab.lab import Lab
 from lbaas.lab.names import LabNames, bridge, control_index, host_port, inner_interface
 from lbaas.lab.state import LabState, RegisteredProcess, StateFile
@@ -44,9 +44,25 @@ class RecordingRunner:
         return CommandResult(0, "[]" if "-j" in argv else "", "")
 
 
+class FakeMounts:
+    """Records the hosts' mount namespaces instead of making them (they need root)."""
+
+    def __init__(self) -> None:
+        self.created: dict[str, HostFiles] = {}
+
+    def create(self, namespace: str, files: HostFiles) -> None:
+        self.created[namespace] = files
+
+    def remove(self, namespace: str) -> None:
+        self.created.pop(namespace, None)
+
+    def names(self) -> list[str]:
+        return sorted(self.created)
+
+
 def test_every_namespace_is_recorded_before_it_is_created(tmp_path: Path) -> None:
     runner = RecordingRunner(StateFile(tmp_path, "lab"))
-    Lab("lab", tmp_path, run=runner).up(hosts=3, members=2)
+    Lab("lab", tmp_path, mounts=FakeMounts(), run=runner).up(hosts=3, members=2)
     created = [argv[3] for argv in runner.commands if argv[:3] == ["ip", "netns", "add"]]
     assert created == ["lab-fab", "lab-rtr", "lab-ctl", "lab-h1", "lab-h2", "lab-h3", "lab-cli"]
     assert runner.unrecorded == []
@@ -60,8 +76,8 @@ def test_every_namespace_is_recorded_before_it_is_created(tmp_path: Path) -> Non
 def test_three_control_hosts_and_a_database_host_each_have_one_fabric_link(
     tmp_path: Path,
 ) -> None:
-    runner = RecordingRunner(StateFile(tmp_path, "lab"))
-    Lab("lab", tmp_path, run=runner).up(hosts=1, control=3)
+    runner, mounts = RecordingRunner(StateFile(tmp_path, "lab")), FakeMounts()
+    Lab("lab", tmp_path, mounts=mounts, run=runner).up(hosts=1, control=3)
     created = [argv[3] for argv in runner.commands if argv[:3] == ["ip", "netns", "add"]]
     assert created[2:6] == ["lab-ctl", "lab-ctl2", "lab-ctl3", "lab-db"]
     assert runner.unrecorded == []
@@ -84,7 +100,7 @@ def test_three_control_hosts_and_a_database_host_each_have_one_fabric_link(
 def test_up_refuses_an_existing_lab_and_changes_nothing(tmp_path: Path) -> None:
     runner = RecordingRunner(StateFile(tmp_path, "lab"), existing="lab-h1 (id: 3)\n")
     with pytest.raises(LabExists):
-        Lab("lab", tmp_path, run=runner).up(hosts=2)
+        Lab("lab", tmp_path, mounts=FakeMounts(), run=runner).up(hosts=2)
     assert runner.commands == [["ip", "netns", "list"]]
     assert not StateFile(tmp_path, "lab").exists()
 
@@ -95,7 +111,7 @@ def test_up_refuses_bad_sizes_before_running_anything(
 ) -> None:
     runner = RecordingRunner(StateFile(tmp_path, "lab"))
     with pytest.raises(LabError):
-        Lab("lab", tmp_path, run=runner).up(hosts, members)
+        Lab("lab", tmp_path, mounts=FakeMounts(), run=runner).up(hosts, members)
     assert runner.commands == []
 
 
@@ -132,7 +148,12 @@ def test_the_state_file_round_trips_with_its_processes(tmp_path: Path) -> None:
 
 
 def test_host_commands_on_a_lab_that_is_not_up_are_refused(tmp_path: Path) -> None:
-    lab = Lab("lab", tmp_path, run=RecordingRunner(StateFile(tmp_path, "lab")))
+    lab = Lab(
+        "lab",
+        tmp_path,
+        mounts=FakeMounts(),
+        run=RecordingRunner(StateFile(tmp_path, "lab")),
+    )
     with pytest.raises(LabError, match="not up"):
         lab.partition("h1")
     lab.up(hosts=2)
@@ -148,7 +169,7 @@ def test_down_without_a_readable_state_file_removes_the_labs_namespaces_by_name(
     store.path.parent.mkdir()
     store.path.write_text('{"name": "lab", "hos')  # cut short
     runner = RecordingRunner(store, existing="lab-h1\nlab2-h1\nlab-fab (id: 2)\nother\n")
-    removed = Lab("lab", tmp_path, run=runner).down()
+    removed = Lab("lab", tmp_path, mounts=FakeMounts(), run=runner).down()
     assert removed == ["lab-h1", "lab-fab"]
     deleted = [argv[3] for argv in runner.commands if argv[:3] == ["ip", "netns", "delete"]]
     assert deleted == ["lab-h1", "lab-fab"] and not store.exists()
@@ -163,7 +184,12 @@ def test_down_removes_the_labs_access_log_sockets_and_no_other_labs(tmp_path: Pa
         for path in sockets:
             path.parent.mkdir(parents=True)
             path.write_bytes(b"")  # a socket left by an agent killed with the lab
-        lab = Lab(name, tmp_path, run=RecordingRunner(StateFile(tmp_path, name)))
+        lab = Lab(
+            name,
+            tmp_path,
+            mounts=FakeMounts(),
+            run=RecordingRunner(StateFile(tmp_path, name)),
+        )
         lab.up(hosts=1)
         lab.down()
         assert not LabNames(name).log_sockets.exists()
@@ -171,3 +197,29 @@ def test_down_removes_the_labs_access_log_sockets_and_no_other_labs(tmp_path: Pa
     finally:
         for lab in (name, other):
             shutil.rmtree(LabNames(lab).log_sockets, ignore_errors=True)
+
+
+def test_every_host_has_its_own_mount_namespace_and_no_directory_of_another(
+    tmp_path: Path,
+) -> None:
+    runner, mounts = RecordingRunner(StateFile(tmp_path, "lab")), FakeMounts()
+    lab = Lab("lab", tmp_path, mounts=mounts, run=runner).up(hosts=3, control=3)
+    hosts = ["rtr", "ctl", "ctl2", "ctl3", "db", "h1", "h2", "h3", "cli"]
+    assert mounts.names() == sorted(f"lab-{host}" for host in hosts)  # not the fabric
+    bound = [path for files in mounts.created.values() for path in files.bound]
+    assert len(bound) == len(set(bound))
+    assert not any(a != b and a.is_relative_to(b) for a in bound for b in bound)
+    for files in mounts.created.values():  # every lab's state, sockets, databases, links
+        assert lab.services_dir.parent in files.hidden
+        assert Path("/run/lbaas-links") in files.hidden
+        assert all(any(p.is_relative_to(h) for h in files.hidden) for p in files.bound)
+    h1 = mounts.created["lab-h1"]
+    assert h1.own == (lab.services_dir / "h1", lab.services_dir / "tier" / "h1")
+    assert h1.crossed == (LabNames("lab").log_sockets / "h1",)  # HAProxy's workers cross it
+    assert mounts.created["lab-rtr"].own == (
+        lab.services_dir / "tier" / "rtr",
+        lab.services_dir / "tier" / "watch",
+    )
+    assert LabNames("lab").database_dir in mounts.created["lab-db"].own
+    lab.down()
+    assert mounts.names() == []

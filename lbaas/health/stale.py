@@ -35,6 +35,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from lbaas.health.lb_breaker import LoadBalancerBreaker
@@ -42,7 +43,11 @@ from lbaas.health.probe import DataPlaneProbe, NoProbe
 from lbaas.health.store import AmphoraHeartbeat, HealthStore
 from lbaas.health.storm import storm_reason
 from lbaas.model.enums import Topology
-from lbaas.model.graph import AmphoraId
+from lbaas.model.graph import AmphoraId, LoadBalancer
+
+#: Data-plane probes run at once by one sweep (each a TCP connect of up to
+#: ``health.probe_timeout``).
+_MAX_PROBES_AT_ONCE = 32
 
 log = logging.getLogger(__name__)
 
@@ -162,16 +167,23 @@ class StaleAmphoraSweeper:
         return SweepResult(len(heard), stale, requested, None, tuple(sorted(serving)))
 
     def _data_plane_serving(self, stale: list[AmphoraHeartbeat]) -> set[AmphoraId]:
-        """The stale amphorae whose load balancer still answers on its VIP."""
-        serving = set()
+        """The stale amphorae whose load balancer still answers on its VIP, all probed at
+        once: a lost host's VIPs each take the probe's whole timeout to say nothing, so
+        one after another a host of twenty amphorae held its failovers back twenty
+        timeouts (issue 34)."""
+        probed: dict[AmphoraId, LoadBalancer] = {}
         for hb in stale:
             graph = self._store.load_graph(hb.loadbalancer_id)
             # A pair shares its VIP: the survivor answering says nothing of this amphora
             # (a lost MASTER's host would never get its BACKUP rebuilt).
-            if graph is None or graph.topology is Topology.ACTIVE_STANDBY:
-                continue
-            if self._probe.serving(graph):
-                serving.add(hb.amphora_id)
+            if graph is not None and graph.topology is not Topology.ACTIVE_STANDBY:
+                probed[hb.amphora_id] = graph
+        serving = set()
+        if probed:
+            with ThreadPoolExecutor(min(len(probed), _MAX_PROBES_AT_ONCE)) as pool:
+                verdicts = list(pool.map(self._probe.serving, probed.values()))
+            answers = dict(zip(probed, verdicts, strict=True))
+            serving = {amphora_id for amphora_id, answered in answers.items() if answered}
         for amphora_id in serving - self._agent_silent:
             log.warning(
                 "agent of amphora %s silent for more than %.1fs but its data plane answers: "

@@ -7,14 +7,18 @@ hosts that still speak, still stops automatic failover.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from lbaas.health.memory_store import InMemoryHealthStore
+from lbaas.health.probe import DataPlaneProbe
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.health.store import AmphoraHeartbeat
 from lbaas.health.storm import storm_reason
-from lbaas.model.graph import AmphoraId, LoadBalancerId
+from lbaas.model.graph import AmphoraId, LoadBalancer, LoadBalancerId
 from tests.support.clock import FakeClock
+from tests.support.graphs import load_balancer
 
 STALE_AFTER = 3.0
 T0 = 10_000.0
@@ -100,3 +104,31 @@ def test_without_hosts_the_whole_data_plane_is_one_group() -> None:
     one_host = [AmphoraHeartbeat(h.amphora_id, h.loadbalancer_id, T0, "only") for h in heard]
     # One host alone (lbaas serve): its silence is judged as before, a storm.
     assert storm_reason(one_host, stale, threshold=0.5, min_storm_size=2) is not None
+
+
+class MeetingProbe(DataPlaneProbe):
+    """Answers "not serving" only once ``expected`` probes are in flight together: probed
+    one after another, the first would wait for the others for ever (bounded here)."""
+
+    def __init__(self, expected: int) -> None:
+        self.barrier = threading.Barrier(expected, timeout=30)
+
+    def serving(self, graph: LoadBalancer) -> bool:
+        self.barrier.wait()
+        return False
+
+
+def test_a_lost_hosts_vips_are_probed_at_once() -> None:
+    fleet = HostFleet({"h1": 5, "h2": 5})
+    for host in fleet.on.values():
+        for amp in host:
+            fleet.store.put_graph(load_balancer(ident=fleet.lb(amp)))
+    probe = MeetingProbe(expected=5)
+    fleet.sweeper = StaleAmphoraSweeper(
+        fleet.store, stale_after=STALE_AFTER, failover_threshold=0.5, clock=fleet.clock,
+        probe=probe,
+    )  # fmt: skip
+    fleet.silence(set(fleet.on["h1"]))
+    result = fleet.sweeper.sweep()
+    assert set(result.failovers_requested) == set(fleet.on["h1"])
+    assert probe.barrier.n_waiting == 0 and not probe.barrier.broken

@@ -73,8 +73,20 @@ def connect_error(address: str, port: int, timeout: float) -> str | None:
         except TimeoutError:
             return f"no connect within {timeout:g}s"
         except OSError as exc:
-            return str(exc.strerror or exc)
+            return connect_failure(exc)
     return None
+
+
+def connect_failure(exc: OSError) -> str | None:
+    """Why a probe's connect that raised ``exc`` failed; None when the VIP did answer.
+
+    A reset can only end a handshake that completed (a RST answering the SYN is "refused"):
+    with a timeout the connect is non-blocking, and HAProxy's reject of the probe's source
+    port can land before the probing thread reads the outcome.
+    """
+    if isinstance(exc, ConnectionResetError):
+        return None
+    return str(exc.strerror or exc)
 
 
 def probe_subject(subject: ProbeSubject, timeout: float) -> dict[ListenerId, bool]:

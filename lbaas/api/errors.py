@@ -5,8 +5,8 @@ FastAPI's ``RequestValidationError``. Both become ``{"faultcode", "faultstring",
 "debuginfo"}`` with the status and wording python-octaviaclient shows users: "Unknown
 attribute for argument …", "Invalid input for field/attribute … Value: '…'. …", and so on.
 Anything unexpected is a 500 with a generic message; the detail goes to the log only.
-Requests to the Networking-shaped routes get the same status and message in Neutron's
-body (``neutron_errors``).
+Requests to the Networking-shaped routes get the same status in Neutron's body
+(``neutron_errors``), schema failures in Neutron's words (``neutron_wording``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from lbaas.api.neutron_errors import is_networking_path, neutron_fault
+from lbaas.api.neutron_wording import neutron_validation_message
 from lbaas.api.query_hook import HookRefused
 from lbaas.errors import ApiError
 from lbaas.model.enums import EXTENSION_VALUES
@@ -254,6 +255,9 @@ def install_error_handlers(app: FastAPI) -> None:
         media = unsupported_media_type(request)
         if media is not None:
             return answer(request.url.path, 415, f"Unknown mimetype: {media}")
+        if is_networking_path(request.url.path):
+            words = neutron_validation_message(exc.errors(), _body_wrapper(request))
+            return neutron_fault(400, words)
         message = validation_message(exc.errors(), _body_wrapper(request), exc.body)
         return answer(request.url.path, 400, message)
 

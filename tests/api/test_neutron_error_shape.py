@@ -58,3 +58,27 @@ def test_the_octavia_routes_keep_octavias_body(api: Api) -> None:
         assert_fault(api.get(f"{prefix}/lbaas/loadbalancers/{NOPE}"), 404, NOPE)
     bad = {"listener": {"protocol": "TCP"}}
     assert_fault(api.post("/v2/lbaas/listeners", json=bad), 400, "Mandatory field missing")
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"security_group_rule": {"security_group_id": NOPE, "direction": "up"}},
+         "Invalid input for direction. Reason: 'up' is not in ['egress', 'ingress']."),
+        ({"security_group_rule": {"security_group_id": NOPE, "direction": "ingress",
+                                  "colour": "red", "size": 2}},
+         "Unrecognized attribute(s) 'colour, size'"),
+        ({"security_group_rule": {"direction": "ingress"}},
+         "Failed to parse request. Required attribute 'security_group_id' not specified"),
+        ({}, "Unable to find 'security_group_rule' in request body"),
+        ({"security_group_rule": {"security_group_id": NOPE, "direction": "ingress",
+                                  "port_range_min": "x"}},
+         "Invalid input for port_range_min. Reason: 'x' is not an integer."),
+    ],
+)  # fmt: skip
+def test_schema_errors_on_the_networking_routes_are_in_neutrons_words(
+    api: Api, body: dict[str, object], words: str
+) -> None:
+    answer = api.post("/v2.0/security-group-rules", json=body)
+    assert answer.status_code == 400
+    assert answer.json()["NeutronError"]["message"] == words

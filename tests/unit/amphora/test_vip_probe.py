@@ -9,7 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from lbaas.amphora.vip_probe import ProbeSubject, VipProber, connects, with_probes
+from lbaas.amphora.vip_probe import (
+    ProbeSubject,
+    VipProber,
+    connect_failure,
+    connects,
+    with_probes,
+)
 from lbaas.model.graph import ListenerId, LoadBalancerId
 from lbaas.model.health import HealthReport, ListenerHealth, ListenerState
 from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
@@ -46,6 +52,16 @@ def test_a_closed_port_does_not_answer(vip: str, listening: socket.socket) -> No
     port = listening.getsockname()[1]
     listening.close()
     assert not connects(vip, port, timeout=5.0)
+
+
+def test_a_reset_after_the_handshake_is_an_answer_and_a_refusal_is_not() -> None:
+    # HAProxy rejects the probe's source port as soon as it accepts: on a loaded machine
+    # the reset arrives before the non-blocking connect's outcome is read (CI saw it once).
+    assert connect_failure(ConnectionResetError(104, "Connection reset by peer")) is None
+    assert connect_failure(ConnectionRefusedError(111, "Connection refused")) == (
+        "Connection refused"
+    )
+    assert connect_failure(OSError(113, "No route to host")) == "No route to host"
 
 
 def test_the_prober_keeps_the_latest_round_per_amphora(vip: str, listening: socket.socket) -> None:

@@ -21,8 +21,13 @@ lives, which must not depend on the tenant's backends:
   does, from ``VIP_PROBE_SOURCE_PORT``: every rendered frontend rejects that source at
   ``tcp-request connection`` time (``lbaas.render.haproxy.probe_source``), closing the
   connection unlogged, so the probe reaches neither the tenant's access log nor its
-  session counts. From elsewhere the half-closed connection is logged as one empty
+  session counts; that reject is HAProxy acting, so this probe waits for it without
+  half-closing. From elsewhere the half-closed connection is logged as one empty
   connection (``<BADREQ>`` or ``CC``), never as a request.
+* A reset right after the handshake is evidence too, wherever it surfaces: HAProxy's
+  reject can land before the timed (non-blocking) connect reads its outcome
+  (``ECONNRESET``) or before a half-close (``ENOTCONN``); the second failed a probe of
+  a live HAProxy about one test run in twenty.
 
 UDP and SCTP listeners are not probed. A load balancer none of whose listeners answers
 is taken for dead, as before the probe existed: the probe can only prevent a failover.
@@ -31,6 +36,7 @@ is taken for dead, as before the probe existed: the probe can only prevent a fai
 from __future__ import annotations
 
 import abc
+import errno
 import logging
 import socket
 import struct
@@ -71,8 +77,11 @@ class NoProbe(DataPlaneProbe):
 class ListenerProbe(DataPlaneProbe):
     """Connects to the enabled TCP-family listeners on the VIP, one after another."""
 
-    def __init__(self, timeout: float = 1.0) -> None:
+    def __init__(self, timeout: float = 1.0, *, from_probe_source: bool = True) -> None:
+        """``from_probe_source``: send from the VIP's probe source port where the VIP is
+        this host's address (False: always from an ephemeral port, half-closed)."""
         self._timeout = timeout
+        self._from_probe_source = from_probe_source
 
     def serving(self, graph: LoadBalancer) -> bool:
         for listener in graph.listeners:
@@ -84,28 +93,49 @@ class ListenerProbe(DataPlaneProbe):
     def answers(self, address: str, listener: Listener) -> bool:
         """Whether the process listening on ``address``:``listener.protocol_port`` acts on a
         connection that ends before any request."""
+        try:
+            source = self._from_probe_source
+            return self._acts(address, listener.protocol_port, from_probe_source=source)
+        except OSError as exc:
+            if not self._from_probe_source or exc.errno != errno.EADDRNOTAVAIL:
+                log.debug("probe of %s:%d: %s", address, listener.protocol_port, exc)
+                return False
+        # The probe source's connection to this port is taken just now (the agent's own
+        # VIP probe): once more from any port, half-closed, logged as an empty connection.
+        try:
+            return self._acts(address, listener.protocol_port, from_probe_source=False)
+        except OSError as exc:
+            log.debug("probe of %s:%d: %s", address, listener.protocol_port, exc)
+            return False
+
+    def _acts(self, address: str, port: int, *, from_probe_source: bool) -> bool:
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        connected = False
         try:
             with socket.socket(family, socket.SOCK_STREAM) as conn:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET_ON_CLOSE)
-                _send_from_the_probe_source(conn, address)
+                rejected = from_probe_source and _send_from_the_probe_source(conn, address)
                 conn.settimeout(self._timeout)
-                conn.connect((address, listener.protocol_port))
-                conn.shutdown(socket.SHUT_WR)
+                conn.connect((address, port))
+                connected = True
+                if not rejected:  # from the probe source HAProxy rejects on its own
+                    conn.shutdown(socket.SHUT_WR)  # makes it act without a server
                 conn.recv(1)  # bytes, or b"" when closed: either way someone acted
                 return True
         except ConnectionResetError:
             return True  # reset after the handshake: a live process refused it
-        except OSError as exc:  # refused, unreachable, or silent until the timeout
-            log.debug("probe of %s:%d: %s", address, listener.protocol_port, exc)
-            return False
+        except OSError as exc:
+            if connected and exc.errno == errno.ENOTCONN:
+                return True  # the same reset, already there when we half-closed
+            raise
 
 
-def _send_from_the_probe_source(conn: socket.socket, address: str) -> None:
+def _send_from_the_probe_source(conn: socket.socket, address: str) -> bool:
     """Bind ``conn`` to (``address``, VIP_PROBE_SOURCE_PORT) if that address is this
-    host's; else leave the kernel to choose."""
+    host's (True); else leave the kernel to choose (False)."""
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         conn.bind((address, VIP_PROBE_SOURCE_PORT))
     except OSError:  # not a local address, or the agent's probe holds the port just now
-        pass
+        return False
+    return True

@@ -87,6 +87,7 @@ def start_health_manager(
         probe=ListenerProbe(timeout=health.probe_timeout) if health.probe_timeout else None,
         breaker=_breaker(settings, database),
         silent_hosts=lambda: host_sweeper.mark_down(),  # bound below, before any sweep
+        probe_lead=health.probe_timeout,
     )
     agents = _controller_agents(settings)
     host_sweeper = HostSweeper(

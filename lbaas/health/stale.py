@@ -35,11 +35,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from lbaas.health.lb_breaker import LoadBalancerBreaker
 from lbaas.health.probe import DataPlaneProbe, NoProbe
+from lbaas.health.probe_ahead import ProbesAhead
 from lbaas.health.store import AmphoraHeartbeat, HealthStore
 from lbaas.health.storm import storm_reason
 from lbaas.model.enums import Topology
@@ -78,9 +78,13 @@ class StaleAmphoraSweeper:
         probe: DataPlaneProbe | None = None,
         breaker: LoadBalancerBreaker | None = None,
         silent_hosts: Callable[[], Collection[str]] = lambda: (),
+        probe_lead: float = 0.0,
     ) -> None:
         """``silent_hosts`` marks the hosts silent too long DOWN and returns their ids
-        (``HostSweeper.mark_down``); each sweep calls it first (see ``_sweep``)."""
+        (``HostSweeper.mark_down``); each sweep calls it first (see ``_sweep``).
+        ``probe_lead``: how long before ``stale_after`` a silent amphora's data plane is
+        probed (the probe's timeout; ``lbaas.health.probe_ahead``); 0 probes at
+        ``stale_after``."""
         if stale_after <= 0:
             raise ValueError("stale_after must be positive")
         if not 0 <= failover_threshold <= 1:
@@ -91,6 +95,8 @@ class StaleAmphoraSweeper:
         self._clock = clock
         self._min_storm_size = min_storm_size
         self._probe = probe if probe is not None else NoProbe()
+        self._probe_lead = min(max(probe_lead, 0.0), stale_after)
+        self._ahead = ProbesAhead(self._probe, _MAX_PROBES_AT_ONCE)
         self._breaker = breaker
         self._silent_hosts = silent_hosts
         self._agent_silent: set[AmphoraId] = set()
@@ -146,9 +152,11 @@ class StaleAmphoraSweeper:
             heard, set(stale), threshold=self._threshold, min_storm_size=self._min_storm_size
         )
         if storm is not None:
+            self._ahead.keep_only(())  # verdicts of before a storm are not kept for after
             self._raise_alarm(storm)
             return SweepResult(len(heard), stale, (), self._alarm)
         self._clear_alarm(len(stale), len(heard))
+        self._probe_suspects(heard, frozenset(stale), now)
         silent = [hb for hb in heard if hb.amphora_id in stale]
         serving = self._data_plane_serving(silent)
         requested = tuple(
@@ -178,12 +186,9 @@ class StaleAmphoraSweeper:
             # (a lost MASTER's host would never get its BACKUP rebuilt).
             if graph is not None and graph.topology is not Topology.ACTIVE_STANDBY:
                 probed[hb.amphora_id] = graph
-        serving = set()
-        if probed:
-            with ThreadPoolExecutor(min(len(probed), _MAX_PROBES_AT_ONCE)) as pool:
-                verdicts = list(pool.map(self._probe.serving, probed.values()))
-            answers = dict(zip(probed, verdicts, strict=True))
-            serving = {amphora_id for amphora_id, answered in answers.items() if answered}
+        # Started ahead where the silence allowed (``_probe_suspects``), else now.
+        verdicts = {aid: self._ahead.verdict(aid, graph) for aid, graph in probed.items()}
+        serving = {amphora_id for amphora_id, v in verdicts.items() if v.result()}
         for amphora_id in serving - self._agent_silent:
             log.warning(
                 "agent of amphora %s silent for more than %.1fs but its data plane answers: "
@@ -196,6 +201,25 @@ class StaleAmphoraSweeper:
         self._agent_silent = serving
         return serving
 
+    def _probe_suspects(
+        self, heard: list[AmphoraHeartbeat], stale: frozenset[AmphoraId], now: float
+    ) -> None:
+        """Start the probes of the amphorae silent long enough that theirs would be due
+        within the probe's timeout (``lbaas.health.probe_ahead``)."""
+        if self._probe_lead <= 0:
+            return
+        cutoff = now - (self._stale_after - self._probe_lead)
+        suspects = {
+            hb.amphora_id: hb
+            for hb in heard
+            if hb.amphora_id not in stale and max(hb.last_seen, self._listening_since) < cutoff
+        }
+        self._ahead.keep_only(stale | set(suspects))
+        for amphora_id in set(suspects) - self._ahead.started():
+            graph = self._store.load_graph(suspects[amphora_id].loadbalancer_id)
+            if graph is not None and graph.topology is not Topology.ACTIVE_STANDBY:
+                self._ahead.start(amphora_id, graph)
+
     def run(self, stop: threading.Event, interval: float) -> None:
         """Sweep every ``interval`` seconds until ``stop`` is set."""
         while not stop.wait(interval):
@@ -204,6 +228,7 @@ class StaleAmphoraSweeper:
             except Exception:  # the top of the sweep loop: log, count, sweep again later
                 self.errors += 1
                 log.exception("stale-amphora sweep failed")
+        self._ahead.close()
 
     def _raise_alarm(self, reason: str) -> None:
         if self._alarm is None:

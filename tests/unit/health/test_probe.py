@@ -24,10 +24,12 @@ from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.model.enums import ListenerProtocol, Topology
 from lbaas.model.graph import AmphoraId, LoadBalancer, LoadBalancerId
+from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
 from lbaas.wire.heartbeat.envelope import ReplayGuard
 from tests.support import graphs
 from tests.support.clock import FakeClock
 from tests.support.prometheus import Exposition
+from tests.support.waiting import wait_until
 
 AMP = AmphoraId("amp-1")
 LB = LoadBalancerId("lb-1")
@@ -122,16 +124,19 @@ def _serve(server: socket.socket, behaviour: str, stop: threading.Event) -> None
         except OSError:
             continue
         with conn:
+            if conn.getpeername()[1] == VIP_PROBE_SOURCE_PORT:
+                continue  # closed at once, as every frontend rejects the probe source
             if behaviour == "http":
                 conn.recv(1024)
                 conn.sendall(b"HTTP/1.0 503 Service Unavailable\r\n\r\n")
             # "closing": accepted and closed at once, as HAProxy does without a server
 
 
+@pytest.mark.parametrize("from_probe_source", [True, False])
 def test_the_probe_tells_a_serving_haproxy_from_a_stopped_or_dead_one(
-    listening: Callable[[str], int],
+    listening: Callable[[str], int], from_probe_source: bool
 ) -> None:
-    probe = ListenerProbe(timeout=0.5)
+    probe = ListenerProbe(timeout=0.5, from_probe_source=from_probe_source)
     assert probe.serving(lb_on(listening("http")))
     assert probe.serving(lb_on(listening("closing"), ListenerProtocol.TCP))
     assert not probe.serving(lb_on(listening("stopped")))  # handshake done, no answer
@@ -177,3 +182,54 @@ def test_a_silent_agent_in_front_of_a_serving_data_plane_is_shown_in_metrics() -
     sweeper.sweep()
     assert sweeper.agent_silent == set() and gauge() == 0
     assert store.failover_requests() == [AMP]
+
+
+def _probed_ahead(
+    lead: float,
+) -> tuple[FakeClock, InMemoryHealthStore, SetProbe, StaleAmphoraSweeper]:
+    clock = FakeClock(1_000.0)
+    store = InMemoryHealthStore()
+    store.add_amphora(AMP, LB, last_seen=clock())
+    store.put_graph(lb_on(80))
+    probe = SetProbe()
+    probe.answer = False  # the host is lost: nothing answers on the VIP
+    sweeper = StaleAmphoraSweeper(
+        store, stale_after=3.0, failover_threshold=0.5, clock=clock, probe=probe,
+        probe_lead=1.0,
+    )  # fmt: skip
+    return clock, store, probe, sweeper
+
+
+def test_a_silent_amphora_is_probed_a_timeout_ahead_and_the_verdict_used_when_stale() -> None:
+    """Issue 29: the probe of a lost host's VIP takes its whole timeout; started when the
+    silence reaches stale_after - probe_timeout, its verdict is in when the amphora is
+    stale, and the failover does not wait for a second probe."""
+    clock, store, probe, sweeper = _probed_ahead(lead=1.0)
+    clock.advance(1.5)
+    assert sweeper.sweep().stale == () and probe.asked == []  # not suspect yet
+    clock.advance(0.7)  # silent 2.2 s: within a timeout of stale
+    result = sweeper.sweep()
+    assert result.stale == () and result.failovers_requested == ()
+    wait_until(lambda: probe.asked == [LB], 5.0, "the probe started ahead")
+    clock.advance(0.9)  # silent 3.1 s
+    result = sweeper.sweep()
+    assert result.failovers_requested == (AMP,)
+    assert probe.asked == [LB]  # the verdict taken ahead, no second probe
+
+
+def test_an_amphora_heard_again_loses_its_probe_ahead() -> None:
+    clock, store, probe, sweeper = _probed_ahead(lead=1.0)
+    clock.advance(2.2)
+    sweeper.sweep()
+    wait_until(lambda: probe.asked == [LB], 5.0, "the first probe ahead")  # nothing answered
+    store.record_heartbeat(AMP, LB, clock())  # the agent was only slow
+    sweeper.sweep()
+    probe.answer = True  # from now on the data plane answers: the agent alone stalls
+    clock.advance(2.2)
+    sweeper.sweep()
+    wait_until(lambda: probe.asked == [LB, LB], 5.0, "a new probe ahead")
+    clock.advance(0.9)  # stale: the verdict of this silence counts, not the dropped one
+    result = sweeper.sweep()
+    assert result.stale == (AMP,) and result.agent_silent == (AMP,)
+    assert result.failovers_requested == () and store.failover_requests() == []
+    assert probe.asked == [LB, LB]

@@ -113,7 +113,9 @@ def test_the_probe_from_the_vip_is_no_session_of_the_tenant(
     lb, _, runtime = haproxy
     before = _frontend_sessions(runtime)
     probe = ListenerProbe(timeout=10.0)  # what is counted is asked here, not how fast
-    for _ in range(3):
+    # HAProxy's reject of the probe source can reset the connection before the probe
+    # half-closes it (ENOTCONN): that is HAProxy acting, and failed a run in twenty.
+    for _ in range(20):
         assert probe.serving(lb)
     assert _frontend_sessions(runtime) == before
     with socket.create_connection((VIP, lb.listeners[0].protocol_port), timeout=10) as client:

@@ -5,7 +5,7 @@ them to the listener and pool schemas itself (``builders.graph_create``), so tha
 name where in the tree they are; pydantic alone would document them as "any object".
 This writes the schemas they are validated with into the document: listeners are
 ``ListenerNested``, and every pool (in ``pools``, a listener's ``default_pool`` or an L7
-policy's ``redirect_pool``) is a ``PoolSingleCreate`` with a non-empty ``name``.
+policy's ``redirect_pool``) is a ``PoolSingleCreate`` with a non-empty ``name`` or an ``id``.
 """
 
 from __future__ import annotations
@@ -38,11 +38,14 @@ def add_graph_create(schema: dict[str, Any]) -> None:
     )
     for name, definition in top.get("$defs", {}).items():
         components.setdefault(name, definition)
-    # "Pools must be named when creating a fully populated loadbalancer."
+    # "Pools must be named when creating a fully populated loadbalancer." (a given id, an
+    # administrator's ``GivenId``, stands in for the name)
     named_pool = {
         "allOf": [_ref(PoolSingleCreate)],
-        "required": ["name"],
-        "properties": {"name": {"type": "string", "minLength": 1}},
+        "anyOf": [
+            {"required": ["name"], "properties": {"name": {"type": "string", "minLength": 1}}},
+            {"required": ["id"], "properties": {"id": {"type": "string"}}},
+        ],
     }
     components["ListenerNested"]["properties"]["default_pool"] = _nullable(named_pool)
     components["L7PolicyNested"]["properties"]["redirect_pool"] = _nullable(named_pool)

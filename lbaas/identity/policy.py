@@ -50,8 +50,21 @@ def require_reader(ctx: RequestContext) -> None:
     authorize(ctx, Rule.READ, ctx.project_id)
 
 
-def check_given_id(ctx: RequestContext, data: object) -> None:
-    """A create that names its object's id (the ``GivenId`` extension, sent by Octavia's
-    lbaas provider driver): administrators only, so no project can squat ids."""
+def _names_an_id(data: object) -> bool:
+    """Whether a request object, or one nested in it (a policy's rules, a pool's members
+    and monitor, a listener's policies), gives an id."""
     if getattr(data, "id", None) is not None:
+        return True
+    for value in getattr(data, "__dict__", {}).values():
+        items = value if isinstance(value, list) else [value]
+        if any(hasattr(i, "model_fields") and _names_an_id(i) for i in items):
+            return True
+    return False
+
+
+def check_given_id(ctx: RequestContext, data: object) -> None:
+    """A create that names its object's id, or the id of an object nested in it (the
+    ``GivenId`` extension, sent by Octavia's lbaas provider driver): administrators only,
+    so no project can squat ids."""
+    if _names_an_id(data):
         require_admin(ctx)

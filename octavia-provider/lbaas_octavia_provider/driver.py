@@ -19,6 +19,7 @@ from octavia_lib.api.drivers import provider_base
 
 from lbaas_octavia_provider import capabilities, translate
 from lbaas_octavia_provider.client import LbaasClient, LbaasError, Unreachable
+from lbaas_octavia_provider.l7_after_commit import L7AfterCommit
 from lbaas_octavia_provider.reporter import LazySink, Reporter, Sink, driver_library
 from lbaas_octavia_provider.settings import Settings, load
 from lbaas_octavia_provider.status import Key, snapshot
@@ -66,6 +67,7 @@ class LbaasDriver(provider_base.ProviderDriver):  # type: ignore[misc]
         self.client = client or LbaasClient(self.settings)
         self.sink = sink or LazySink(lambda: driver_library(self.settings))
         self.watcher = Watcher(self.client, Reporter(self.sink))
+        self.l7_after_commit = L7AfterCommit(self.client, self.sink)
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -126,25 +128,27 @@ class LbaasDriver(provider_base.ProviderDriver):  # type: ignore[misc]
     # -- load balancers --------------------------------------------------------------
 
     def loadbalancer_create(self, loadbalancer: Any) -> None:
+        """One lbaas create, a single-call one when Octavia's is (its listeners, pools,
+        members and monitors nested, each with Octavia's id): lbaas takes the whole tree
+        or none of it, as Octavia does. The L7 policies Octavia leaves out of the listeners
+        it passes follow once it has committed (``l7_after_commit``)."""
         got = translate.fields(loadbalancer)
-        if loadbalancer.listeners or loadbalancer.pools:
-            raise driver_exceptions.UnsupportedOptionError(
-                user_fault_string="The lbaas provider does not take a load balancer with its "
-                "listeners and pools in one call yet: create the load balancer, then each child.",
-                operator_fault_string="single-call (graph) create refused by the lbaas driver",
-            )
         body = translate.create_body("loadbalancer", loadbalancer)
         body["loadbalancer"].update(
             {
                 **translate.vip_fields(loadbalancer, self.settings.vip_fields),
                 **capabilities.placement(got),
+                **translate.graph(loadbalancer),
                 "provider": self.lbaas_provider,
                 "tags": [translate.TAG],
             }
         )
         with _octavia_errors():
             self.client.write("POST", "/loadbalancers", got.get("project_id"), body)
-        self.watcher.watch(str(got["loadbalancer_id"]))
+        lb_id = str(got["loadbalancer_id"])
+        listeners = translate.children(loadbalancer, "listeners")
+        before = (lambda: self.l7_after_commit.run(lb_id)) if listeners else None
+        self.watcher.watch(lb_id, before=before)
 
     def loadbalancer_delete(self, loadbalancer: Any, cascade: bool = False) -> None:
         lb_id = translate.object_id("loadbalancer", loadbalancer)

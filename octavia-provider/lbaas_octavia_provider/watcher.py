@@ -41,15 +41,30 @@ class Watcher:
         self._clock = clock
         self._sleep = sleep
 
-    def watch(self, lb_id: str, deleted: list[Key] | None = None) -> threading.Thread:
+    def watch(
+        self,
+        lb_id: str,
+        deleted: list[Key] | None = None,
+        before: Callable[[], None] | None = None,
+    ) -> threading.Thread:
+        """Settle and report ``lb_id`` from a thread of its own, running ``before`` first
+        (what the driver can only do once Octavia has committed)."""
         thread = threading.Thread(
-            target=self.settle,
-            args=(lb_id, deleted or []),
+            target=self._run,
+            args=(lb_id, deleted or [], before),
             name=f"lbaas-watch-{lb_id[:8]}",
             daemon=True,
         )
         thread.start()
         return thread
+
+    def _run(self, lb_id: str, deleted: list[Key], before: Callable[[], None] | None) -> None:
+        if before is not None:
+            try:
+                before()
+            except Exception:  # noqa: BLE001 - reported below all the same
+                LOG.exception("lbaas load balancer %s: completing the create failed", lb_id)
+        self.settle(lb_id, deleted)
 
     def settle(self, lb_id: str, deleted: list[Key]) -> None:
         """Poll lbaas until nothing of the load balancer is PENDING_*, then push all of it

@@ -40,6 +40,8 @@ CASES: list[tuple[str, str, str, Any]] = [
     (LBS, "post", "body", _lb(vip_address="not-an-ip")),
     (LBS, "post", "body", _lb(additional_vips=[{"subnet_id": ""}])),
     (LBS, "post", "body", {"loadbalancer": {"vip_subnet_id": "*"}}),
+    # a pool of a single-call create with neither a name nor a given id
+    (LBS, "post", "body", _lb(pools=[{"protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}])),
     ("/v2/lbaas/providers/{provider}/flavor_capabilities", "get", "path:provider", "0"),
     (
         "/v2/lbaas/flavorprofiles",
@@ -232,6 +234,16 @@ def test_what_the_document_states_is_accepted(admin: Api) -> None:
         (LBS, "post", "body", {"loadbalancer": {"vip_subnet_id": SUBNET.replace("-", "")}}),
         (LBS, "post", "body", {"loadbalancer": {"vip_subnet_id": "{" + SUBNET.upper() + "}"}}),
         (MEMBERS, "post", "body", {"member": {"address": "2001:db8::1", "protocol_port": 80}}),
+        # a single-call create's pools known by the ids an administrator gives (GivenId)
+        (
+            LBS,
+            "post",
+            "body",
+            _lb(
+                listeners=[{"protocol": "HTTP", "protocol_port": 80, "default_pool_id": SUBNET}],
+                pools=[{"id": SUBNET, "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}],
+            ),
+        ),
         ("/v2/lbaas/loadbalancers/{lb_id}", "get", "query:fields", ["id", "name"]),
         (
             HMS,

@@ -36,6 +36,7 @@ from lbaas.db.session import Session
 from lbaas.db.tables import L7PolicyRow, L7RuleRow, ListenerRow, LoadBalancerRow, PoolRow
 from lbaas.errors import InvalidInput, ValidationFailure
 from lbaas.identity.context import RequestContext
+from lbaas.identity.policy import check_given_id
 from lbaas.model.graph import Vip
 from lbaas.network.allocation import VipRequest, allocate_vip
 
@@ -82,31 +83,54 @@ def _pool_objects(
                 yield policy.redirect_pool
 
 
+def _pool_key(raw: dict[str, Any]) -> str:
+    """How the body knows a pool: by the id it gives (an administrator's, see ``GivenId``),
+    else by its name."""
+    return f"id:{raw['id']}" if raw.get("id") else f"name:{raw['name']}"
+
+
 def _pool_definitions(
     listeners: list[ListenerNested], pools: list[dict[str, Any]]
 ) -> dict[str, PoolSingleCreate]:
+    """Every pool the body defines, by ``_pool_key``; a bare ``{"name": …}`` must name one."""
     definitions: dict[str, PoolSingleCreate] = {}
+    names: set[str] = set()
     references: list[str] = []
     for raw in _pool_objects(listeners, pools):
-        if not isinstance(raw, dict) or not raw.get("name"):
+        if not isinstance(raw, dict) or not (raw.get("name") or raw.get("id")):
             raise ValidationFailure(
                 "Pools must be named when creating a fully populated loadbalancer."
             )
-        name = str(raw["name"])
         if set(raw) == {"name"}:
-            references.append(name)
+            references.append(str(raw["name"]))
             continue
-        if name in definitions:
+        name, key = raw.get("name"), _pool_key(raw)
+        if name and name in names:
             raise ValidationFailure(
                 "Pool names must be unique when creating a fully populated loadbalancer."
             )
-        definitions[name] = _parse(PoolSingleCreate, raw, "pools")
+        if key in definitions:
+            raise ValidationFailure(
+                "Pool ids must be unique when creating a fully populated loadbalancer."
+            )
+        names.update([str(name)] if name else [])
+        definitions[key] = _parse(PoolSingleCreate, raw, "pools")
     for name in references:
-        if name not in definitions:
+        if name not in names:
             raise ValidationFailure(
                 f"Pool '{name}' was referenced but no full definition was found."
             )
     return definitions
+
+
+def _resolve(pool_rows: dict[str, PoolRow], raw: dict[str, Any] | None) -> PoolRow | None:
+    """The pool a listener's ``default_pool`` or a policy's ``redirect_pool`` stands for: a
+    definition is known by its key, a bare ``{"name": …}`` by the name of one."""
+    if raw is None:
+        return None
+    if set(raw) != {"name"}:
+        return pool_rows[_pool_key(raw)]
+    return next(p for p in pool_rows.values() if p.name == raw["name"])
 
 
 def _check_quotas(
@@ -138,14 +162,20 @@ def create_children(
     pools_raw: list[dict[str, Any]],
     now: datetime,
 ) -> dict[str, Any]:
-    """Create the nested tree under ``lb``; return the expanded ``listeners`` and ``pools``."""
+    """Create the nested tree under ``lb``; return the expanded ``listeners`` and ``pools``.
+
+    A listener's ``default_pool_id`` or a policy's ``redirect_pool_id`` may name a pool of
+    the body by its given id: pools are created (and flushed) first, so the usual lookup
+    finds it."""
     listeners = [_parse(ListenerNested, raw, "listeners") for raw in listeners_raw]
     definitions = _pool_definitions(listeners, pools_raw)
+    for given in [*listeners, *definitions.values()]:
+        check_given_id(ctx, given)
     _check_quotas(session, services, lb.project_id, listeners, definitions)
     pool_rows: dict[str, PoolRow] = {}
-    for name, definition in definitions.items():
+    for key, definition in definitions.items():
         pool = build_pool(session, services, lb, definition, now)
-        pool_rows[name] = pool
+        pool_rows[key] = pool
         monitor = definition.healthmonitor
         if monitor is not None:
             build_healthmonitor(session, services, pool, monitor, now)
@@ -153,27 +183,12 @@ def create_children(
             build_member(session, services, pool, member, now, has_monitor=monitor is not None)
     listener_rows: list[ListenerRow] = []
     for data in listeners:
-        default = data.default_pool
-        listener = build_listener(
-            session,
-            services,
-            lb,
-            data,
-            now,
-            default_pool=pool_rows[str(default["name"])] if default else None,
-        )
+        default = _resolve(pool_rows, data.default_pool)
+        listener = build_listener(session, services, lb, data, now, default_pool=default)
         listener_rows.append(listener)
         for policy in data.l7policies or []:
-            target = policy.redirect_pool
-            build_l7policy(
-                session,
-                services,
-                listener,
-                lb,
-                policy,
-                now,
-                redirect_pool=pool_rows[str(target["name"])] if target else None,
-            )
+            target = _resolve(pool_rows, policy.redirect_pool)
+            build_l7policy(session, services, listener, lb, policy, now, redirect_pool=target)
     session.flush()
     return {
         "listeners": _full_listeners(session, listener_rows),

@@ -65,7 +65,8 @@ class GivenId(Schema):
     """An lbaas extension: the id a new object is to have, given by a trusted service.
 
     Octavia's lbaas provider driver (``octavia-provider/``) sends the ids Octavia chose, so
-    one object has one id on both sides. Administrators only (403 for anyone else); an id
+    one object has one id on both sides: on a standalone create and on every object nested
+    in a single-call load balancer create. Administrators only (403 for anyone else); an id
     already taken is the usual 409. Absent, lbaas picks a fresh UUID as Octavia does.
     """
 

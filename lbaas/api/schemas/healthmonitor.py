@@ -15,7 +15,14 @@ from typing import Annotated
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-from lbaas.api.schemas.groups import EnabledChange, EnabledOnCreate, Named, ProjectOnCreate, Tagged
+from lbaas.api.schemas.groups import (
+    EnabledChange,
+    EnabledOnCreate,
+    GivenId,
+    Named,
+    ProjectOnCreate,
+    Tagged,
+)
 from lbaas.api.schemas.types import Schema, Uuid
 from lbaas.api.validation.healthmonitor import (
     DEFAULT_MAX_RETRIES_DOWN,
@@ -106,7 +113,7 @@ class HealthMonitorOptions(Named, Tagged):
     domain_name: DomainName | None = None
 
 
-class HealthMonitorSingleCreate(HealthMonitorOptions, EnabledOnCreate):
+class HealthMonitorSingleCreate(HealthMonitorOptions, EnabledOnCreate, GivenId):
     type: HealthMonitorType
     delay: Seconds
     timeout: Seconds

@@ -13,8 +13,14 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from lbaas.api.schemas.groups import Described, EnabledChange, EnabledOnCreate, ProjectOnCreate
-from lbaas.api.schemas.l7rule import L7RuleCommon
+from lbaas.api.schemas.groups import (
+    Described,
+    EnabledChange,
+    EnabledOnCreate,
+    GivenId,
+    ProjectOnCreate,
+)
+from lbaas.api.schemas.l7rule import L7RuleNested
 from lbaas.api.schemas.types import Schema, Uuid
 from lbaas.api.validation.l7 import REDIRECT_CODES
 from lbaas.model.enums import L7PolicyAction
@@ -71,7 +77,7 @@ class L7PolicyCommon(L7PolicyOptions, EnabledOnCreate):
     """A policy as created, standalone or nested in a listener of the graph create."""
 
     action: L7PolicyAction
-    rules: list[L7RuleCommon] | None = None
+    rules: list[L7RuleNested] | None = None
 
 
 class L7PolicyCreate(L7PolicyCommon, ProjectOnCreate):
@@ -82,8 +88,9 @@ class L7PolicyCreateBody(Schema):
     l7policy: L7PolicyCreate
 
 
-class L7PolicyNested(L7PolicyCommon):
-    """Graph create: ``redirect_pool`` is a pool definition or ``{"name": …}`` reference."""
+class L7PolicyNested(L7PolicyCommon, GivenId):
+    """Graph create: ``redirect_pool`` is a pool definition or ``{"name": …}`` reference;
+    ``redirect_pool_id`` may name a pool of the same body by its given id."""
 
     redirect_pool: dict[str, Any] | None = None
 

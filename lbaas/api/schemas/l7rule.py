@@ -11,7 +11,13 @@ from typing import Annotated
 
 from pydantic import Field
 
-from lbaas.api.schemas.groups import EnabledChange, EnabledOnCreate, ProjectOnCreate, Tagged
+from lbaas.api.schemas.groups import (
+    EnabledChange,
+    EnabledOnCreate,
+    GivenId,
+    ProjectOnCreate,
+    Tagged,
+)
 from lbaas.api.schemas.types import NullFalse, Schema
 from lbaas.model.enums import L7CompareType, L7RuleType
 
@@ -31,6 +37,10 @@ class L7RuleCommon(L7RuleOptions, EnabledOnCreate):
     compare_type: L7CompareType
     value: RuleText
     invert: NullFalse = False
+
+
+class L7RuleNested(L7RuleCommon, GivenId):
+    """A rule nested in a policy (standalone or graph create), its id given or not."""
 
 
 class L7RuleCreate(L7RuleCommon, ProjectOnCreate):

@@ -21,6 +21,7 @@ from lbaas.api.schemas.groups import (
     Described,
     EnabledChange,
     EnabledOnCreate,
+    GivenId,
     ProjectOnCreate,
     TlsProtocols,
 )
@@ -101,8 +102,9 @@ class ListenerCreateBody(Schema):
     listener: ListenerCreate
 
 
-class ListenerNested(ListenerCommon):
-    """Graph create: ``default_pool`` is a pool definition or ``{"name": …}`` reference."""
+class ListenerNested(ListenerCommon, GivenId):
+    """Graph create: ``default_pool`` is a pool definition or ``{"name": …}`` reference;
+    ``default_pool_id`` may name a pool of the same body by its given id."""
 
     default_pool: dict[str, Any] | None = None
     l7policies: list[L7PolicyNested] | None = None

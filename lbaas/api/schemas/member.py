@@ -13,7 +13,14 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field
 
-from lbaas.api.schemas.groups import EnabledChange, EnabledOnCreate, Named, ProjectOnCreate, Tagged
+from lbaas.api.schemas.groups import (
+    EnabledChange,
+    EnabledOnCreate,
+    GivenId,
+    Named,
+    ProjectOnCreate,
+    Tagged,
+)
 from lbaas.api.schemas.types import IpAddress, NullFalse, Port, Schema, Uuid
 
 DEFAULT_WEIGHT = 1
@@ -33,7 +40,7 @@ class MemberOptions(Named, Tagged):
     monitor_port: Port | None = None
 
 
-class MemberSingleCreate(MemberOptions, EnabledOnCreate):
+class MemberSingleCreate(MemberOptions, EnabledOnCreate, GivenId):
     address: IpAddress
     protocol_port: Port
     weight: Annotated[Weight, BeforeValidator(_null_is_default_weight)] = DEFAULT_WEIGHT

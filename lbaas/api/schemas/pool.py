@@ -2,7 +2,8 @@
 
 ``PoolCreate`` is the standalone POST (``protocol`` and ``lb_algorithm`` mandatory, one of
 ``loadbalancer_id`` / ``listener_id`` checked by the router). ``PoolSingleCreate`` is a
-pool inside the load balancer body: no ids, but a ``healthmonitor`` and ``members``; its
+pool inside the load balancer body: no parent ids (a given ``id`` may stand in for its
+``name``), but a ``healthmonitor`` and ``members``; its
 ``protocol`` and ``lb_algorithm`` are optional because a bare ``{"name": …}`` is a
 reference to a pool defined elsewhere in the same body. Session persistence has a POST
 shape (``type`` mandatory) and a PUT shape (``type`` may be omitted to keep the stored one).
@@ -21,6 +22,7 @@ from lbaas.api.schemas.groups import (
     Described,
     EnabledChange,
     EnabledOnCreate,
+    GivenId,
     ProjectOnCreate,
     TlsProtocols,
 )
@@ -103,7 +105,7 @@ class PoolCreateBody(Schema):
     pool: PoolCreate
 
 
-class PoolSingleCreate(PoolFields):
+class PoolSingleCreate(PoolFields, GivenId):
     protocol: PoolProtocol | None = None
     lb_algorithm: LbAlgorithm | None = None
     healthmonitor: HealthMonitorSingleCreate | None = None

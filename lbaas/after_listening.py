@@ -96,6 +96,7 @@ def start_embedded_parts(
     metrics: Any,
     sockets: tuple[socket.socket | None, socket.socket | None],
     stops: list[Callable[[], None]],
+    held_logs: Any = None,
 ) -> None:
     """``serve``'s health manager (amphora or distributed provider: heartbeats, node
     polls; on the second of ``sockets``) and local agent (amphora provider, on the
@@ -108,15 +109,30 @@ def start_embedded_parts(
         agent_socket, heartbeat_socket = sockets
         stops.append(start_health_manager(settings, database, notify, metrics, heartbeat_socket))
         if "amphora" in settings.providers.enabled:
-            stops.append(start_agent(settings, agent_socket))
+            stops.append(start_agent(settings, agent_socket, held_logs))
     freeze_startup_heap()
     LOG.info("lbaas serve: everything started %.1f s after the process", process_age())
 
 
-def start_agent(settings: Settings, listening: socket.socket | None = None) -> Callable[[], None]:
-    """An agent serving on ``listening`` (or binding its own); its stop."""
+def hold_embedded_access_logs(settings: Settings) -> Any:
+    """``serve``'s embedded agent's access-log sockets, listened on again before anything
+    starts (``lbaas.amphora.held_log_sockets``): its HAProxies' log forwarders stop
+    spinning seconds before the agent adopts them. Root only (where the sockets are known
+    before the agent is built; otherwise the agent holds them first thing)."""
+    from lbaas.amphora.held_log_sockets import HeldLogSockets
+
+    if "amphora" not in settings.providers.enabled or os.geteuid() != 0:
+        return None
+    return HeldLogSockets.hold_stale(settings.access_log.socket_directory)
+
+
+def start_agent(
+    settings: Settings, listening: socket.socket | None = None, held_logs: Any = None
+) -> Callable[[], None]:
+    """An agent serving on ``listening`` (or binding its own), adopting the access-log
+    sockets ``held_logs`` (``HeldLogSockets``, held by serve at its start); its stop."""
     from lbaas.fleet.agent_service import AgentService
 
-    service = AgentService(settings, listening=listening)
+    service = AgentService(settings, listening=listening, held_logs=held_logs)
     service.start()
     return service.stop

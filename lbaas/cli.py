@@ -131,7 +131,12 @@ def _serve_api(
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from lbaas import compose
-    from lbaas.after_listening import AfterListening, has_agents, start_embedded_parts
+    from lbaas.after_listening import (
+        AfterListening,
+        has_agents,
+        hold_embedded_access_logs,
+        start_embedded_parts,
+    )
     from lbaas.api.services import ApiServices
     from lbaas.metrics.serve_metrics import serve_metrics
 
@@ -141,6 +146,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     lock = StateLock.acquire(settings.state_dir, "lbaas serve")  # held while it runs
     listening, agent_socket = bind_api(settings), bind_embedded_agent(settings)
     heartbeat_socket = bind_embedded_heartbeats(settings)  # a taken port: refused here too
+    held_logs = hold_embedded_access_logs(settings)  # HAProxy's log forwarders spin meanwhile
     _setup_logging(settings)
     stopping = hold_stop_signals()
     database = compose.open_database(settings)  # the schema made or upgraded before the child
@@ -154,7 +160,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     metrics = observed.metrics
     # The health manager and the agent start once the API answers.
     sockets = (agent_socket, heartbeat_socket)
-    parts = (settings, database, sender.notify, metrics, sockets, extras)
+    parts = (settings, database, sender.notify, metrics, sockets, extras, held_logs)
     after = AfterListening(functools.partial(start_embedded_parts, *parts))
     try:
         if has_agents(settings):  # before the worker: a new amphora is placed on it

@@ -50,6 +50,8 @@ import time
 from collections import deque
 from pathlib import Path
 
+from lbaas.amphora.held_log_sockets import HeldLogSockets, listen_in_place, refuses
+
 log = logging.getLogger(__name__)
 
 #: Bytes read per system call; HAProxy's forwarder writes as much as the socket takes.
@@ -152,23 +154,17 @@ class AccessLogReader:
         forward: SyslogForwarder | None,
         loadbalancer_id: str = "",
         batch_wait: float = BATCH_WAIT,
+        listener: socket.socket | None = None,
     ) -> None:
+        """``listener``: one already listening at ``socket_path`` (``HeldLogSockets``),
+        taken over with the connections it queued; else one is bound."""
         self.socket_path = socket_path
         self._batch_wait = batch_wait
         self.output = output
         self._forward = forward
         self._loadbalancer_id = loadbalancer_id.encode()
         self.lines = 0
-        # Bound and listening under a private name, then renamed over the path: whoever
-        # connects to ``socket_path`` (HAProxy, ``remove_stale_sockets``) never finds a
-        # socket that refuses because it does not listen yet. The private name is no
-        # longer than the path's (a UNIX socket path has at most 107 bytes).
-        fresh = socket_path.with_name(f".{socket_path.stem}.new")
-        fresh.unlink(missing_ok=True)
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(str(fresh))
-        self._listener.listen(16)
-        fresh.rename(socket_path)
+        self._listener = listener if listener is not None else listen_in_place(socket_path)
         self._listener.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener, selectors.EVENT_READ)
@@ -319,8 +315,12 @@ class AccessLogs:
         backups: int,
         syslog_target: str = "",
         batch_wait: float = BATCH_WAIT,
+        held: HeldLogSockets | None = None,
     ) -> None:
+        """``held``: the listeners kept for the amphorae about to be adopted (taken by
+        ``ensure``; the rest closed by ``release_held``)."""
         self.directory = directory
+        self._held = held if held is not None else HeldLogSockets()
         self._batch_wait = batch_wait
         self.socket_directory = socket_directory
         self._max_bytes = max_bytes
@@ -352,12 +352,21 @@ class AccessLogs:
             )
             _socket_directory(socket_path.parent, group)
             reader = AccessLogReader(
-                socket_path, output, forward, loadbalancer_id, batch_wait=self._batch_wait
+                socket_path,
+                output,
+                forward,
+                loadbalancer_id,
+                batch_wait=self._batch_wait,
+                listener=self._held.take(socket_path),
             )
             if group is not None:
                 os.chown(socket_path, -1, grp.getgrnam(group).gr_gid)
                 socket_path.chmod(0o660)
             self._readers[amphora_id] = reader
+
+    def release_held(self) -> list[Path]:
+        """Close the held listeners no adopted amphora took; the paths removed."""
+        return self._held.release()
 
     def remove_stale_sockets(self) -> list[Path]:
         """Remove the sockets of the directory that nothing listens on; the removed paths.
@@ -374,14 +383,9 @@ class AccessLogs:
         for path in sorted(self.socket_directory.glob("*.sock")):
             if path in ours or not path.is_socket():
                 continue
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-                try:
-                    probe.connect(str(path))
-                except ConnectionRefusedError:
-                    path.unlink(missing_ok=True)
-                    removed.append(path)
-                except OSError as exc:  # not ours to judge (permissions, a race): kept
-                    log.debug("access-log socket %s kept: %s", path, exc)
+            if refuses(path):
+                path.unlink(missing_ok=True)
+                removed.append(path)
         return removed
 
     def recover(self, amphora_id: str, pid: int, ring: str) -> None:

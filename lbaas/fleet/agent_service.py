@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from lbaas.amphora.access_log import AccessLogs
 from lbaas.amphora.haproxy_process import max_connections_for
+from lbaas.amphora.held_log_sockets import HeldLogSockets
 from lbaas.amphora.registry import AmphoraRegistry
 from lbaas.amphora.short_root import LOGS_SUFFIX, short_root
 from lbaas.amphora.socket_room import check_socket_room
@@ -151,21 +152,25 @@ def amphora_root_of(settings: Settings) -> Path:
     return root
 
 
-def access_logs_of(settings: Settings, amphora_root: Path) -> AccessLogs:
-    """The readers writing every amphora's access log on this host (``access_log``)."""
+def access_logs_of(
+    settings: Settings, amphora_root: Path, held: HeldLogSockets | None = None
+) -> AccessLogs:
+    """The readers writing every amphora's access log on this host (``access_log``).
+
+    ``held``: the sockets ``serve`` held at its start (``hold_embedded_access_logs``); else
+    they are held here, before adoption: each adopted amphora's reader takes its own,
+    ``AccessLogs.release_held`` the rest once adoption is done."""
     conf = settings.access_log
     state_dir = settings.state_dir.absolute()
-    logs = AccessLogs(
+    sockets = access_log_sockets(settings, amphora_root)
+    return AccessLogs(
         conf.directory or state_dir / "access-logs",
-        access_log_sockets(settings, amphora_root),
+        sockets,
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
+        held=held if held is not None else HeldLogSockets.hold_stale(sockets),
     )
-    stale = logs.remove_stale_sockets()  # before adopting: an adopted amphora binds anew
-    if stale:
-        log.info("removed %d access-log sockets nothing listened on", len(stale))
-    return logs
 
 
 class Supervisor(BackgroundLoop):
@@ -228,11 +233,15 @@ class AgentService:
         settings: Settings,
         host: HostOps | None = None,
         listening: socket.socket | None = None,
+        held_logs: HeldLogSockets | None = None,
     ) -> None:
         """``listening``: the API's socket, already listening (a service manager's);
-        else the agent binds ``agent.host``:``agent.port`` itself."""
+        else the agent binds ``agent.host``:``agent.port`` itself. ``held_logs``: the
+        access-log sockets ``serve`` held at its start."""
         state_dir = settings.state_dir.absolute()
         amphora_root = amphora_root_of(settings)
+        # First: while nothing listens on them, every HAProxy's log forwarder spins.
+        logs = access_logs_of(settings, amphora_root, held_logs)
         self.settings = settings.agent
         self.ca, self.tls, key = _identity(settings, state_dir)
         self.host = host if host is not None else host_ops_for(settings.agent)
@@ -255,11 +264,14 @@ class AgentService:
                 batch_count=settings.agent.l4_health_batch_size,
                 batch_delay=settings.agent.l4_health_batch_delay,
             ),
-            access_logs=access_logs_of(settings, amphora_root),
+            access_logs=logs,
         )
         adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
         if adopted:
             log.info("adopted amphorae %s", ", ".join(adopted))
+        stale = logs.release_held()  # the sockets of amphorae deleted while it was away
+        if stale:
+            log.info("removed %d access-log sockets no amphora claimed", len(stale))
         self._haproxy_version: str | None = None
         self.certificates = AgentCertificates(self.tls, self_renewing=self.ca is not None)
         self.renewal = self._self_renewal(settings, state_dir)

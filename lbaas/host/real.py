@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from lbaas.host.base import CommandResult, HostCommandFailed
+from lbaas.host.base import CommandResult, HostCommandFailed, HostOpsError
 from lbaas.host.commands import run_command
 from lbaas.host.garp import send_gratuitous_arp, send_unsolicited_na
 from lbaas.host.haproxy_exec import HaproxyLauncher, LaunchingHostOps
@@ -44,6 +44,15 @@ class RealHostOps(IpRouting, LaunchingHostOps):
     def namespace_exists(self, name: str) -> bool:
         out = self._ip(["-j", "netns", "list"]).strip()
         return any(entry.get("name") == name for entry in (json.loads(out) if out else []))
+
+    def rename_namespace(self, name: str, new_name: str) -> None:
+        # A name is only a bind mount of the namespace under /run/netns: mount it under
+        # the new name through a process inside (``attach``), then drop the old mount.
+        pids = self._ip(["netns", "pids", name]).split()
+        if not pids:
+            raise HostOpsError(f"namespace {name} has no process to rename it through")
+        self._ip(["netns", "attach", new_name, pids[0]])
+        self._ip(["netns", "delete", name])
 
     def run_in_namespace(
         self, namespace: str, argv: Sequence[str], *, timeout: float = 30.0

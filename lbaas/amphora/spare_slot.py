@@ -14,7 +14,7 @@ amphora X makes it X's without stopping anything:
    probes and diagnosis find it under the name they derive from the id.
 
 X's first converge then reloads the placeholder master with X's configuration instead of
-starting one. ``.spares`` cannot collide with an amphora id (ids start with a letter or a
+starting one, and without ``haproxy -c`` first (``HaproxyInstance._runs_placeholder``). ``.spares`` cannot collide with an amphora id (ids start with a letter or a
 digit) and the registry's restore reads only ``<amphorae>/*/applied.json``.
 
 Spares do not outlive their agent's bookkeeping: ``leftovers`` lists the slots an earlier
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lbaas.amphora.converger import APPLIED_FILE
-from lbaas.amphora.haproxy_process import HaproxyInstance
+from lbaas.amphora.haproxy_process import PLACEHOLDER_DIGEST, HaproxyInstance
 from lbaas.amphora.plumbing import namespace_name
 from lbaas.host.base import HaproxyFiles, HostOps, HostOpsError
 from lbaas.private_files import make_private_directory, write_private
@@ -42,8 +42,6 @@ log = logging.getLogger(__name__)
 
 SPARES_DIRECTORY = ".spares"
 CLAIM_FILE = "claimed-by"
-#: The digest a spare's placeholder configuration is loaded under (``LBAAS_LOADED``).
-PLACEHOLDER_DIGEST = "lbaas-spare-placeholder"
 _SOCKET = "spare.sock"
 _NAMESPACE_FILE = "namespace"
 
@@ -113,7 +111,8 @@ class SpareSlots:
         link = self.amphora_root / amphora_id
         os.symlink(Path(SPARES_DIRECTORY) / slot.name, link)
         try:
-            self._host.rename_namespace(slot.namespace, self._amphora_namespace(amphora_id))
+            new_name = self._amphora_namespace(amphora_id)
+            self._host.rename_namespace(slot.namespace, new_name, slot.master_pid)
         except BaseException:
             link.unlink(missing_ok=True)
             raise

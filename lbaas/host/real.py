@@ -11,6 +11,7 @@ network namespaces do not separate the file system.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 
 from lbaas.host.base import CommandResult, HostCommandFailed, HostOpsError
@@ -18,6 +19,9 @@ from lbaas.host.commands import run_command
 from lbaas.host.garp import send_gratuitous_arp, send_unsolicited_na
 from lbaas.host.haproxy_exec import HaproxyLauncher, LaunchingHostOps
 from lbaas.host.routing_real import IpRouting
+
+#: Where iproute2 keeps the names of network namespaces (bind mounts of them).
+NETNS_RUN_DIR = "/run/netns"
 
 
 class RealHostOps(IpRouting, LaunchingHostOps):
@@ -45,13 +49,19 @@ class RealHostOps(IpRouting, LaunchingHostOps):
         out = self._ip(["-j", "netns", "list"]).strip()
         return any(entry.get("name") == name for entry in (json.loads(out) if out else []))
 
-    def rename_namespace(self, name: str, new_name: str) -> None:
+    def rename_namespace(self, name: str, new_name: str, inside: int) -> None:
         # A name is only a bind mount of the namespace under /run/netns: mount it under
         # the new name through a process inside (``attach``), then drop the old mount.
-        pids = self._ip(["netns", "pids", name]).split()
-        if not pids:
-            raise HostOpsError(f"namespace {name} has no process to rename it through")
-        self._ip(["netns", "attach", new_name, pids[0]])
+        # Checked first: a pid reused by a process of the host's namespace would give the
+        # host's namespace the amphora's name, and its plumbing would land there.
+        try:
+            named = os.stat(f"{NETNS_RUN_DIR}/{name}")
+            held = os.stat(f"/proc/{inside}/ns/net")
+        except OSError as exc:
+            raise HostOpsError(f"cannot rename namespace {name}: {exc}") from exc
+        if (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+            raise HostOpsError(f"process {inside} is not in namespace {name}")
+        self._ip(["netns", "attach", new_name, str(inside)])
         self._ip(["netns", "delete", name])
 
     def run_in_namespace(

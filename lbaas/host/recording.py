@@ -90,8 +90,8 @@ class RecordingHostOps(HostOps):
     def namespace_exists(self, name: str) -> bool:
         return name in self.namespaces
 
-    def rename_namespace(self, name: str, new_name: str) -> None:
-        self._record("rename_namespace", name, new_name)
+    def rename_namespace(self, name: str, new_name: str, inside: int) -> None:
+        self._record("rename_namespace", name, new_name, inside)
         if name not in self.namespaces or new_name in self.namespaces:
             raise HostOpsError(f"cannot rename namespace {name} to {new_name}")
         self.namespaces.discard(name)

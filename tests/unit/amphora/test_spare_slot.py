@@ -7,10 +7,13 @@ from pathlib import Path
 import pytest
 
 from lbaas.amphora.converger import APPLIED_FILE
+from lbaas.amphora.haproxy_process import PLACEHOLDER_DIGEST, ApplyOutcome, HaproxyInstance
 from lbaas.amphora.plumbing import namespace_name
 from lbaas.amphora.spare_slot import CLAIM_FILE, SPARES_DIRECTORY, SpareSlots
-from lbaas.host.base import HaproxyFiles, HostOpsError
+from lbaas.errors import InvalidRenderedConfig
+from lbaas.host.base import HaproxyFiles, HaproxyReloadFailed, HostOpsError
 from lbaas.host.recording import RecordingHostOps
+from lbaas.wire.amphora import HaproxyFacts
 
 PREFIX = "lbt-"
 
@@ -90,3 +93,52 @@ def test_a_failed_start_leaves_nothing(tmp_path: Path) -> None:
         slots.prepare()
     assert not host.namespaces
     assert list((tmp_path / "amphorae" / SPARES_DIRECTORY).iterdir()) == []
+
+
+FACTS = HaproxyFacts(runtime_socket="stats.sock", fixed_digest="sha256:tenant")
+
+
+def _claimed_instance(slots: SpareSlots, host: RecordingHostOps) -> HaproxyInstance:
+    """The HAProxy of amphora amp-1, made from a spare: its files are the slot's (the
+    recording host knows a master by its configuration's path, so the slot's path)."""
+    slot = slots.prepare()
+    slots.claim(slot, "amp-1")
+    return HaproxyInstance(slot.directory, host, namespace=namespace_name("amp-1", PREFIX))
+
+
+def test_the_first_configuration_of_a_spare_is_reloaded_without_a_check(
+    slots: SpareSlots, host: RecordingHostOps
+) -> None:
+    instance = _claimed_instance(slots, host)
+    checks = host.count("validate_haproxy_config")
+    assert instance.apply("frontend tenant\n", FACTS) == ApplyOutcome.RELOADED
+    assert host.count("validate_haproxy_config") == checks
+    assert host.count("start_haproxy") == 1  # the spare's own start only
+    instance.apply(
+        "frontend tenant\n    # changed\n", FACTS.model_copy(update={"fixed_digest": "sha256:2"})
+    )
+    assert host.count("validate_haproxy_config") == checks + 1  # no placeholder any more
+
+
+def test_a_refused_first_configuration_is_still_a_refusal(tmp_path: Path) -> None:
+    def refuse_tenants(text: str) -> None:
+        if "frontend tenant" in text:
+            raise InvalidRenderedConfig("HAProxy refused the rendered configuration.", "bad")
+
+    host = RecordingHostOps(validator=refuse_tenants)
+    slots = SpareSlots(tmp_path / "amphorae", host, PREFIX)
+    instance = _claimed_instance(slots, host)
+    host.reload_error = HaproxyReloadFailed("haproxy failed to reload")
+    with pytest.raises(InvalidRenderedConfig):
+        instance.apply("frontend tenant\n", FACTS)
+    assert instance.running_facts is not None
+    assert instance.running_facts.fixed_digest == PLACEHOLDER_DIGEST  # the placeholder back
+
+
+def test_a_failed_reload_of_a_good_configuration_stays_a_reload_failure(
+    slots: SpareSlots, host: RecordingHostOps
+) -> None:
+    instance = _claimed_instance(slots, host)
+    host.reload_error = HaproxyReloadFailed("haproxy did not start new workers")
+    with pytest.raises(HaproxyReloadFailed):
+        instance.apply("frontend tenant\n", FACTS)

@@ -199,8 +199,10 @@ def single_failover(args: argparse.Namespace) -> dict[str, Any]:
                 time.sleep(args.refill_wait)
                 rows.append(_one_trial(api, subnet["id"], gateway))
         api.delete_all_loadbalancers(120)
+        taken = serve.log.read_text(errors="replace").count(" took spare ")
     return {
         "spare_amphorae": args.spares,
+        "spares_taken": taken,
         "trials": trials,
         **{key: _summary([row[key] for row in rows]) for key in rows[0]},
     }

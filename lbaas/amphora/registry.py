@@ -151,18 +151,21 @@ class AmphoraRegistry:
         """Converge amphora ``amphora_id`` to ``spec``."""
         self.setup.refuse_unsupported(spec)
         with self._locked(amphora_id) as amp:
-            if amp.applied is None and self.spares is not None:
-                self._take_spare(amp)
-            return amp.converge(spec)
+            took = amp.applied is None and self._take_spare(amp)
+            try:
+                return amp.converge(spec)
+            finally:
+                if took and self.spares is not None:
+                    self.spares.refill_soon()
 
-    def _take_spare(self, amp: AmphoraConverger) -> None:
+    def _take_spare(self, amp: AmphoraConverger) -> bool:
         """Make a new amphora from a spare slot, if one is ready and nothing of it exists
         yet (a first PUT that failed part-way left its own directory or namespace)."""
         if self.spares is None or os.path.lexists(amp.instance.directory):
-            return
+            return False
         if self.setup.host.namespace_exists(amp.namespace):
-            return
-        self.spares.claim_for(amp.id)
+            return False
+        return self.spares.claim_for(amp.id) is not None
 
     def get(self, amphora_id: str) -> AmphoraStatus | None:
         with self._lock:

@@ -3,9 +3,10 @@
 A create or a failover that lands on this host used to pay for a namespace and a HAProxy
 start before its configuration could even be loaded. With spares, the registry hands a new
 amphora a ready slot (``claim_for``; see ``spare_slot`` for what a slot is and how it is
-handed over), so its first converge only reloads a running master. Taking a slot wakes the
-refill thread, which prepares slots one at a time until the pool is full again; a
-converge never waits for one: an empty pool means the amphora is built as without spares.
+handed over), so its first converge only reloads a running master. Once that converge is
+done (``refill_soon``; not while it runs, which it would slow down on a busy host), the
+refill thread prepares slots one at a time until the pool is full again; a converge
+never waits for one: an empty pool means the amphora is built as without spares.
 A slot that cannot be handed over is discarded and the amphora built the ordinary way.
 
 Spares live exactly as long as the agent that knows them: ``recover`` (at start) discards
@@ -74,7 +75,6 @@ class SparePool:
             slot = self._ready.pop(0) if self._ready else None
         if slot is None:
             return None
-        self._wake.set()
         try:
             self._maker.claim(slot, amphora_id)
         except (OSError, HostOpsError) as exc:
@@ -84,6 +84,12 @@ class SparePool:
         self.taken += 1
         log.info("amphora %s took spare %s", amphora_id, slot.name)
         return slot
+
+    def refill_soon(self) -> None:
+        """Wake the refill thread: called once the amphora that took a slot has converged,
+        not when it took it, so that preparing the next slot (a ``haproxy -c`` and a
+        start) does not compete for the CPU with that amphora's own reload."""
+        self._wake.set()
 
     def fill(self) -> int:
         """Prepare slots until the pool is full (or stopping); how many were made.

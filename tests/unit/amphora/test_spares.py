@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -83,13 +84,16 @@ def test_a_slot_that_cannot_be_handed_over_is_discarded(error: Exception) -> Non
     assert pool.ready_count() == 0 and pool.status().taken == 0
 
 
-def test_the_background_thread_refills_after_a_claim() -> None:
+def test_the_background_thread_refills_once_the_claimant_converged() -> None:
     slots = FakeSlots()
     pool = SparePool(slots, 2)
     pool.start()
     try:
         wait_until(lambda: pool.ready_count() == 2, 5, "the pool filled")
         pool.claim_for("amp-1")
+        time.sleep(0.2)
+        assert len(slots.made) == 2  # not while the amphora converges ...
+        pool.refill_soon()  # ... but once it has (the registry says so)
         wait_until(lambda: len(slots.made) == 3, 5, "a third slot made")
         assert pool.ready_count() == 2
     finally:

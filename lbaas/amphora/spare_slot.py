@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 SPARES_DIRECTORY = ".spares"
 CLAIM_FILE = "claimed-by"
+#: A spare's namespace is ``<agent.namespace_prefix><SPARE_NAMESPACE><8 hex>``.
+SPARE_NAMESPACE = "spare-"
 _SOCKET = "spare.sock"
 _NAMESPACE_FILE = "namespace"
 
@@ -88,7 +90,7 @@ class SpareSlots:
         """A new slot with its HAProxy running; nothing is left behind if that fails."""
         name = f"s{secrets.token_hex(4)}"
         directory = self.directory / name
-        namespace = f"{self._prefix}spare-{name[1:]}"
+        namespace = f"{self._prefix}{SPARE_NAMESPACE}{name[1:]}"
         make_private_directory(self.directory)
         make_private_directory(directory)
         write_private(directory / _NAMESPACE_FILE, namespace)

@@ -2,7 +2,10 @@
 
     python bench/failover.py [--trials 10] [--soak-seconds 600] [--advert-ms 100]
                              [--lab-trials 1] [--host-loss-trials 5] [--load-balancers 6]
-                             [--only takeover,soak,lab,host_loss] [--quick]
+                             [--single-trials 5] [--spares 0] [--refill-wait 3]
+                             [--agent-trials 10]
+                             [--only takeover,soak,lab,host_loss,single,agent_create]
+                             [--quick]
 
 Each measurement is one function of ``MEASUREMENTS`` (name -> function of the parsed
 arguments returning a JSON-able dict); ``--only`` picks some. Another measurement (such
@@ -26,9 +29,15 @@ or in its own script that imports ``run_measurements`` and its own table.
 - ``host_loss`` (``failover_host_loss.py``, no root needed): SINGLE load balancers of a
   lost host serving again from other hosts, on loopback agents (``bench/host_loss.py``
   measures the same in the lab, with the host lost at one instant).
+- ``single`` (``failover_single.py``, root): SINGLE create and failover through ``lbaas
+  serve`` in netns mode, with ``--spares N`` spare amphora slots on its agent (issue 35:
+  run it with 0 and with 2 to compare); create -> ACTIVE, failover PUT -> ACTIVE and ->
+  the VIP answering again.
+- ``agent_create`` (``failover_spare_create.py``, root): the agent's own PUT of a new
+  amphora in netns mode with a spare and without, interleaved, and the memory of a spare.
 
 Targets (issue 11): takeover p50 <= 0.5 s and max < 1 s; host-loss recovery <= 5 s; zero
-spurious takeovers.
+spurious takeovers. Issue 35: SINGLE failover <= 0.5 s with spares.
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ sys.path.insert(0, str(ROOT))
 
 from failover_host_loss import host_loss  # noqa: E402
 from failover_lab import lab_takeover  # noqa: E402
+from failover_single import single_failover  # noqa: E402
+from failover_spare_create import agent_create  # noqa: E402
 
 from lbaas.model.enums import AmphoraRole  # noqa: E402
 from tests.support.vrrp_pair import LoopingClient, VrrpPair  # noqa: E402
@@ -160,6 +171,8 @@ MEASUREMENTS: dict[str, Measurement] = {
     "soak": soak,
     "lab": lab_takeover,
     "host_loss": host_loss,
+    "single": single_failover,
+    "agent_create": agent_create,
 }
 #: Those that need no root (loopback agents).
 UNPRIVILEGED = {"host_loss"}
@@ -185,9 +198,17 @@ def main() -> int:
     )
     parser.add_argument("--host-loss-trials", type=int, default=5)
     parser.add_argument("--load-balancers", type=int, default=6, help="host_loss's SINGLE LBs")
+    parser.add_argument("--single-trials", type=int, default=5, help="single's trials")
+    parser.add_argument("--spares", type=int, default=0, help="single: agent.spare_amphorae")
+    parser.add_argument(
+        "--refill-wait", type=float, default=3.0, help="single: seconds before each trial"
+    )
+    parser.add_argument("--agent-trials", type=int, default=10, help="agent_create's, each")
     parser.add_argument("--only", default=",".join(MEASUREMENTS))
     parser.add_argument(
-        "--quick", action="store_true", help="2 takeovers, 5 s soak, 1 lab trial, 1 host loss"
+        "--quick",
+        action="store_true",
+        help="2 takeovers, 5 s soak, 1 lab trial, 1 host loss, 2 single trials",
     )
     args = parser.parse_args()
     if args.quick:

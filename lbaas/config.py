@@ -608,6 +608,18 @@ class AgentSettings(_Section):
             "its amphorae)."
         ),
     )
+    spare_amphorae: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description=(
+            "netns mode: amphora slots kept prepared on this host (a namespace and a HAProxy "
+            "master running a placeholder), so that a create or a failover placed here only "
+            "loads its configuration; refilled in the background after one is taken. Each "
+            "costs a HAProxy master and worker (see docs/operations.md). 0: none. Refused "
+            "in loopback mode."
+        ),
+    )
     bridge_mappings: dict[str, str] = Field(
         default_factory=dict,
         description=(

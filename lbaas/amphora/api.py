@@ -14,6 +14,7 @@ from lbaas.amphora.self_check import check_amphora
 from lbaas.errors import NotFound
 from lbaas.wire.amphora import AMPHORA_ID_PATTERN, API_PREFIX, AmphoraSpec, AmphoraStatus
 from lbaas.wire.amphora_diagnosis import AmphoraDiagnosis
+from lbaas.wire.spares import SparesStatus
 
 AmphoraIdPath = Path(pattern=AMPHORA_ID_PATTERN)
 
@@ -39,6 +40,11 @@ def serve_amphorae(app: FastAPI, registry: AmphoraRegistry) -> None:
         if amp is None:
             raise NotFound.of("Amphora", amphora_id)
         return check_amphora(amp)
+
+    @app.get(f"{API_PREFIX}/spares", response_model=SparesStatus)
+    def get_spares() -> SparesStatus:
+        spares = registry.spares
+        return SparesStatus(configured=0) if spares is None else spares.status()
 
     @app.delete(f"{API_PREFIX}/amphorae/{{amphora_id}}", status_code=204)
     def delete_amphora(amphora_id: str = AmphoraIdPath) -> Response:

@@ -223,7 +223,12 @@ class AmphoraConverger:
             self.datapath.close()
         if self.setup.access_logs is not None:
             self.setup.access_logs.close(self.id)
-        shutil.rmtree(self.instance.directory, ignore_errors=True)
+        directory = self.instance.directory
+        if directory.is_symlink():  # made from a spare: its files live in the slot
+            target = directory.resolve()
+            directory.unlink()  # first: a slot left without its link is a leftover
+            shutil.rmtree(target, ignore_errors=True)
+        shutil.rmtree(directory, ignore_errors=True)
 
     def supervise(self) -> bool:
         """Bring back what died (namespace, HAProxy, keepalived); True if HAProxy restarted."""

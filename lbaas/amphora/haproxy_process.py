@@ -6,6 +6,8 @@
    it with the real ``haproxy -c`` (and its global ``maxconn`` against the file descriptors
    this host allows, which ``-c`` does not check); a refusal is ``InvalidRenderedConfig``
    and the running HAProxy is left untouched;
+   (skipped for a spare's placeholder HAProxy: its reload is the check, see
+   ``_runs_placeholder``);
 2. no HAProxy running: install the file and start one (master-worker);
 3. the running worker loaded a text with the same ``fixed_digest`` and the same servers:
    nothing at all (a repeated PUT is a no-op; the file is brought up to date);
@@ -56,6 +58,8 @@ MASTER_CLI_TIMEOUT = 2.0
 FACTS_FILE = "haproxy.facts.json"
 #: Set by the agent's own section of every installed file: what a worker loaded.
 LOADED_VARIABLE = "LBAAS_LOADED"
+#: The digest a spare slot's placeholder configuration is loaded under (``spare_slot``).
+PLACEHOLDER_DIGEST = "lbaas-spare-placeholder"
 #: The comment that opens the agent's own section at the end of an installed file.
 AGENT_SECTION_MARK = "\n# lbaas agent: what this HAProxy loaded and whom it runs as\n"
 # HAProxy needs two descriptors per connection plus some for listeners, logs and sockets.
@@ -182,11 +186,9 @@ class HaproxyInstance:
         candidate = self.directory / "haproxy.cfg.candidate"
         text = config_text + agent_section(facts.fixed_digest, self._host.haproxy_run_as())
         write_private(candidate, text)
-        try:
-            self._host.validate_haproxy_config(candidate, self.directory)
-        except BaseException:
-            candidate.unlink(missing_ok=True)
-            raise
+        placeholder = self._runs_placeholder()
+        if not placeholder:
+            self._validate(candidate)
         self._ensure_state_file(facts)
         if self.master_pid() is None:
             self._install(candidate, facts)
@@ -203,8 +205,38 @@ class HaproxyInstance:
                 self._install(candidate, facts)
                 self.runtime_changes += 1
                 return ApplyOutcome.RUNTIME_API
-        self._reload(candidate, facts, reload_guard)
+        try:
+            self._reload(candidate, facts, reload_guard)
+        except HaproxyReloadFailed:
+            if placeholder:  # unchecked: say whether the text was at fault
+                write_private(candidate, text)
+                self._validate(candidate)
+                candidate.unlink(missing_ok=True)
+            raise
         return ApplyOutcome.RELOADED
+
+    def _validate(self, candidate: Path) -> None:
+        """``haproxy -c`` on ``candidate``, which is removed if refused."""
+        try:
+            self._host.validate_haproxy_config(candidate, self.directory)
+        except BaseException:
+            candidate.unlink(missing_ok=True)
+            raise
+
+    def _runs_placeholder(self) -> bool:
+        """Whether this is a spare's HAProxy, running its placeholder (``spare_slot``).
+
+        Its first real configuration skips ``haproxy -c``: the reload parses the text
+        anyway, and a master whose reload fails keeps its placeholder worker, which
+        serves nobody, so the check before the change protects nothing here. It is run
+        only when that reload fails, to tell a refused text (422) from anything else.
+        """
+        stored = self._stored_facts()
+        return (
+            stored is not None
+            and stored.fixed_digest == PLACEHOLDER_DIGEST
+            and self.master_pid() is not None
+        )
 
     def _reload(
         self, candidate: Path, facts: HaproxyFacts, reload_guard: ReloadGuard | None

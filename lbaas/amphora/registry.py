@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterator, Mapping
@@ -32,6 +33,7 @@ from lbaas.amphora.converger import (
 from lbaas.amphora.haproxy_process import RuntimeApiFactory
 from lbaas.amphora.plumbing import DEFAULT_NAMESPACE_PREFIX
 from lbaas.amphora.socket_room import LONGEST_NAME, socket_path_problem
+from lbaas.amphora.spares import SparePool
 from lbaas.amphora.vip_probe import ProbeSubject
 from lbaas.errors import InvalidInput
 from lbaas.host.base import HostOps, KeepalivedOps
@@ -75,8 +77,11 @@ class AmphoraRegistry:
         nft_ops: NftOpsFactory = RealNftOps,
         udp_checker: UdpCheckerFactory | None = None,
         access_logs: AccessLogs | None = None,
+        spares: SparePool | None = None,
     ) -> None:
+        """``spares``: ready slots a new amphora is made from (netns mode; see ``spares``)."""
         self.root = root.absolute()
+        self.spares = spares
         self.setup = AmphoraSetup(
             root=self.root,
             host=host,
@@ -146,7 +151,21 @@ class AmphoraRegistry:
         """Converge amphora ``amphora_id`` to ``spec``."""
         self.setup.refuse_unsupported(spec)
         with self._locked(amphora_id) as amp:
-            return amp.converge(spec)
+            took = amp.applied is None and self._take_spare(amp)
+            try:
+                return amp.converge(spec)
+            finally:
+                if took and self.spares is not None:
+                    self.spares.refill_soon()
+
+    def _take_spare(self, amp: AmphoraConverger) -> bool:
+        """Make a new amphora from a spare slot, if one is ready and nothing of it exists
+        yet (a first PUT that failed part-way left its own directory or namespace)."""
+        if self.spares is None or os.path.lexists(amp.instance.directory):
+            return False
+        if self.setup.host.namespace_exists(amp.namespace):
+            return False
+        return self.spares.claim_for(amp.id) is not None
 
     def get(self, amphora_id: str) -> AmphoraStatus | None:
         with self._lock:

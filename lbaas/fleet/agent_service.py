@@ -42,6 +42,8 @@ from lbaas.amphora.held_log_sockets import HeldLogSockets
 from lbaas.amphora.registry import AmphoraRegistry
 from lbaas.amphora.short_root import LOGS_SUFFIX, short_root
 from lbaas.amphora.socket_room import check_socket_room
+from lbaas.amphora.spare_slot import SpareSlots
+from lbaas.amphora.spares import SparePool
 from lbaas.amphora.udp_health import namespace_checker
 from lbaas.amphora.vip_probe import VipProber, with_probes
 from lbaas.background import BackgroundLoop
@@ -93,6 +95,19 @@ def host_ops_for(agent: AgentSettings) -> HostOps:
     """The host operations of the configured mode."""
     launcher = HaproxyLauncher(agent.haproxy_binary)
     return RealHostOps(launcher) if agent.mode == "netns" else LoopbackHostOps(launcher)
+
+
+def spare_pool_of(agent: AgentSettings, host: HostOps, amphora_root: Path) -> SparePool | None:
+    """The spare amphora slots of ``agent.spare_amphorae`` (netns mode only), or None."""
+    if agent.spare_amphorae == 0:
+        return None
+    if agent.mode != "netns":
+        raise ConfigError(
+            "agent.spare_amphorae needs agent.mode = netns: a loopback amphora has no "
+            "namespace to prepare, and its HAProxy start is all there is to save"
+        )
+    slots = SpareSlots(amphora_root.absolute(), host, agent.namespace_prefix)
+    return SparePool(slots, agent.spare_amphorae)
 
 
 def agent_identity(
@@ -265,6 +280,7 @@ class AgentService:
                 batch_delay=settings.agent.l4_health_batch_delay,
             ),
             access_logs=logs,
+            spares=spare_pool_of(settings.agent, self.host, amphora_root),
         )
         adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
         if adopted:
@@ -272,6 +288,8 @@ class AgentService:
         stale = logs.release_held()  # the sockets of amphorae deleted while it was away
         if stale:
             log.info("removed %d access-log sockets no amphora claimed", len(stale))
+        if self.manager.spares is not None:
+            self.manager.spares.recover()  # after restore: the claimed ones are amphorae
         self._haproxy_version: str | None = None
         self.certificates = AgentCertificates(self.tls, self_renewing=self.ca is not None)
         self.renewal = self._self_renewal(settings, state_dir)
@@ -372,6 +390,8 @@ class AgentService:
             log.info("restored L4 services %s", ", ".join(restored))
         self.server.start()
         self.supervisor.start()
+        if self.manager.spares is not None:
+            self.manager.spares.start()
         if self.metadata is not None:
             self.metadata.start()
         self.prober.start()
@@ -392,6 +412,8 @@ class AgentService:
             self.metadata.stop()
         self.supervisor.stop()
         self.server.stop()
+        if self.manager.spares is not None:
+            self.manager.spares.close()  # a spare never outlives the agent that knows it
         self.l4_checker.stop()
         if stop_haproxy:
             self.manager.stop_all()

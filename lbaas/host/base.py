@@ -121,6 +121,18 @@ class HostOps(RoutingOps):
     def namespace_exists(self, name: str) -> bool:
         """Whether namespace ``name`` exists. Changes nothing."""
 
+    def rename_namespace(self, name: str, new_name: str, inside: int) -> None:
+        """Give namespace ``name``, and whatever runs in it, the name ``new_name``;
+        ``inside`` is the pid of a process in it (the caller knows one: finding one costs
+        a scan of /proc).
+
+        A spare amphora (``lbaas.amphora.spare_slot``) is prepared before its id is known;
+        taking it renames its namespace to the amphora's. Not idempotent: ``name`` must
+        exist and ``new_name`` must not. Raises UnsupportedInMode (the default: only netns
+        mode has namespaces) or HostOpsError.
+        """
+        raise UnsupportedInMode(f"cannot rename namespace {name}: no namespaces here")
+
     @abc.abstractmethod
     def run_in_namespace(
         self, namespace: str, argv: Sequence[str], *, timeout: float = 30.0

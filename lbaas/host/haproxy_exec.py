@@ -268,8 +268,19 @@ def _proc_alive(pid: int, needle: str | None) -> bool:
         if needle is None:
             return True
         if cmdline or time.monotonic() >= deadline:
-            return needle in cmdline.split("\0")
+            return _names_file(cmdline.split("\0"), needle)
         time.sleep(_POLL / 10)
+
+
+def _names_file(args: list[str], path: str) -> bool:
+    """Whether ``args`` name ``path``, as written or through links: an amphora made from
+    a spare (``lbaas.amphora.spare_slot``) runs a HAProxy started on the spare's paths,
+    which a link now shares with the amphora's directory."""
+    if path in args:
+        return True
+    real = os.path.realpath(path)
+    configs = [after for before, after in zip(args, args[1:], strict=False) if before == "-f"]
+    return any(os.path.realpath(config) == real for config in configs)
 
 
 def _children_of(pid: int) -> list[int]:

@@ -11,13 +11,17 @@ network namespaces do not separate the file system.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 
-from lbaas.host.base import CommandResult, HostCommandFailed
+from lbaas.host.base import CommandResult, HostCommandFailed, HostOpsError
 from lbaas.host.commands import run_command
 from lbaas.host.garp import send_gratuitous_arp, send_unsolicited_na
 from lbaas.host.haproxy_exec import HaproxyLauncher, LaunchingHostOps
 from lbaas.host.routing_real import IpRouting
+
+#: Where iproute2 keeps the names of network namespaces (bind mounts of them).
+NETNS_RUN_DIR = "/run/netns"
 
 
 class RealHostOps(IpRouting, LaunchingHostOps):
@@ -44,6 +48,21 @@ class RealHostOps(IpRouting, LaunchingHostOps):
     def namespace_exists(self, name: str) -> bool:
         out = self._ip(["-j", "netns", "list"]).strip()
         return any(entry.get("name") == name for entry in (json.loads(out) if out else []))
+
+    def rename_namespace(self, name: str, new_name: str, inside: int) -> None:
+        # A name is only a bind mount of the namespace under /run/netns: mount it under
+        # the new name through a process inside (``attach``), then drop the old mount.
+        # Checked first: a pid reused by a process of the host's namespace would give the
+        # host's namespace the amphora's name, and its plumbing would land there.
+        try:
+            named = os.stat(f"{NETNS_RUN_DIR}/{name}")
+            held = os.stat(f"/proc/{inside}/ns/net")
+        except OSError as exc:
+            raise HostOpsError(f"cannot rename namespace {name}: {exc}") from exc
+        if (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+            raise HostOpsError(f"process {inside} is not in namespace {name}")
+        self._ip(["netns", "attach", new_name, str(inside)])
+        self._ip(["netns", "delete", name])
 
     def run_in_namespace(
         self, namespace: str, argv: Sequence[str], *, timeout: float = 30.0

@@ -90,6 +90,19 @@ class RecordingHostOps(HostOps):
     def namespace_exists(self, name: str) -> bool:
         return name in self.namespaces
 
+    def rename_namespace(self, name: str, new_name: str, inside: int) -> None:
+        self._record("rename_namespace", name, new_name, inside)
+        if name not in self.namespaces or new_name in self.namespaces:
+            raise HostOpsError(f"cannot rename namespace {name} to {new_name}")
+        self.namespaces.discard(name)
+        self.namespaces.add(new_name)
+        for link in self.links.values():
+            if link.namespace == name:
+                link.namespace = new_name
+        for config, namespace in list(self.master_namespaces.items()):
+            if namespace == name:
+                self.master_namespaces[config] = new_name
+
     def run_in_namespace(
         self, namespace: str, argv: Sequence[str], *, timeout: float = 30.0
     ) -> CommandResult:

@@ -272,13 +272,18 @@ def _write_settings(directory: Path, tree: dict[str, Any]) -> Path:
 
 
 def start_services(
-    lab: Lab, progress: Progress | None = None, tier: int = 0, return_mode: str = "nat"
+    lab: Lab,
+    progress: Progress | None = None,
+    tier: int = 0,
+    return_mode: str = "nat",
+    spare_amphorae: int = 0,
 ) -> dict[str, Any]:
     """Start the control plane and every host's agent in a lab that is up; what was started.
 
     ``tier``: h1-hK will be L4 tier nodes (``lbaas.lab.tier``, started after this): their
     agents announce the VIPs the distributed provider places in their group, whose members
-    answer by ``return_mode`` (``tier.return_mode``).
+    answer by ``return_mode`` (``tier.return_mode``). ``spare_amphorae``: every agent's
+    ``agent.spare_amphorae`` (``bench/host_loss.py --spares``).
 
     With several control hosts (``up --control K``), the database host's PostgreSQL is
     started first and each control host runs api, worker and health against it
@@ -301,6 +306,8 @@ def start_services(
         agent_dir = lab.services_dir / host_id(index)
         files = tier_node_files(lab.services_dir, index) if index <= tier else None
         tree = agent_settings(state, index, agent_dir, metadata_secret, files)
+        if spare_amphorae:
+            tree["agent"]["spare_amphorae"] = spare_amphorae
         agent_files[index] = _write_settings(agent_dir, tree)
     # Enrolment needs the schema (it records the host) and gives each agent its identity.
     # It runs before the control plane starts: side by side, six Python start-ups on a

@@ -56,13 +56,16 @@ class LabWorld:
 
 
 @contextlib.contextmanager
-def lab_world(directory: Path, hosts: int = 3, prefix: str = "w") -> Iterator[LabWorld]:
-    """A lab of ``hosts`` hosts with lbaas running and members up; always removed."""
+def lab_world(
+    directory: Path, hosts: int = 3, prefix: str = "w", spare_amphorae: int = 0
+) -> Iterator[LabWorld]:
+    """A lab of ``hosts`` hosts with lbaas running and members up; always removed.
+    ``spare_amphorae``: each agent's ``agent.spare_amphorae``."""
     lab = Lab(f"{prefix}{uuid.uuid4().hex[:7]}", directory)
     started: list[subprocess.Popen[bytes]] = []
     try:
         lab.up(hosts=hosts)
-        services = start_services(lab)
+        services = start_services(lab, spare_amphorae=spare_amphorae)
         api = LabApi(services["api_namespace"], services["api"])
         wait_until(
             lambda: (

@@ -26,8 +26,8 @@ most ``--max-amphorae``, the rest distributed), and measured:
   time; "unavailable" on an ``--admin-url`` server without the library);
 - ``resync``: serve stopped and started again with ``worker.resync_interval`` 1 s, so
   every load balancer is compared with its data plane at once: seconds until each was
-  re-converged once, the control plane's CPU meanwhile, the HAProxies it reloaded and
-  the slowest statements of the resync alone.
+  re-converged once, the CPU of the control plane and of the HAProxies meanwhile, the
+  HAProxies it reloaded and the slowest statements of the resync alone.
 
 ``--plot FILE.svg`` draws the curves against the size (``bench/scale_plot.py``);
 ``--plot-from`` redraws them from the JSON of an earlier run without running anything.

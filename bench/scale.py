@@ -3,9 +3,12 @@
     python bench/scale.py [--quick] [--sizes 100,1000,10000] [--projects 200]
                           [--clients 50] [--amphora-every 20] [--max-amphorae 50]
                           [--read-seconds 30] [--admin-url postgresql://...]
+                          [--plot FILE.svg] [--plot-from FIGURES.json]
 
-Needs root. Makes a network namespace of its own and a throw-away PostgreSQL database on
-the server at ``--admin-url`` (dropped at the end), then, inside the namespace, runs one
+Needs root. Makes a network namespace of its own and a throw-away PostgreSQL cluster
+(``bench/scale_pg.py``: Debian's PostgreSQL 15 in a temporary directory, with
+``pg_stat_statements``; stopped and removed at the end), or only a throw-away database on
+the existing server at ``--admin-url``, then, inside the namespace, runs one
 ``lbaas serve`` (amphora and distributed providers), one node ``lbaas agent`` for the
 distributed provider and a backend for every member (``bench/scale_world.py``). The sizes
 are cumulative: at each, the load balancers still missing are created through the API by
@@ -18,11 +21,16 @@ most ``--max-amphorae``, the rest distributed), and measured:
 - ``api``: p50/p99 of a tenant's show and list and of an administrator's walk over every
   page of the full list, ``--clients`` threads for ``--read-seconds``;
 - ``memory``: RSS of serve, its worker, the node agent and the HAProxies;
-- ``database``: rows, size, the tables most scanned sequentially, and
-  ``pg_stat_statements`` when the server has it loaded;
+- ``database``: rows, size, the tables most scanned sequentially, and the slowest
+  statements since the size began (``pg_stat_statements``: ten by total and ten by mean
+  time; "unavailable" on an ``--admin-url`` server without the library);
 - ``resync``: serve stopped and started again with ``worker.resync_interval`` 1 s, so
   every load balancer is compared with its data plane at once: seconds until each was
-  re-converged once, the control plane's CPU meanwhile and the HAProxies it reloaded.
+  re-converged once, the CPU of the control plane and of the HAProxies meanwhile, the
+  HAProxies it reloaded and the slowest statements of the resync alone.
+
+``--plot FILE.svg`` draws the curves against the size (``bench/scale_plot.py``);
+``--plot-from`` redraws them from the JSON of an earlier run without running anything.
 
 ACTIVE_STANDBY is not in the mix: serve's own agent runs in loopback mode, which refuses
 it; it needs the lab's netns agents (``docs/lab.md``). Nothing here asserts on time.
@@ -50,10 +58,19 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_load import Timings, build, project_of, read_mix, set_url  # noqa: E402
+from scale_pg import (  # noqa: E402
+    BENCH,
+    Db,
+    Server,
+    database,
+    existing_server,
+    own_cluster,
+    reset_statements,
+    slowest_statements,
+)
+from scale_plot import write_plot  # noqa: E402
 from scale_world import ScaleWorld, kill_haproxies  # noqa: E402
 
-ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
-SOCKET_DIR = "/var/run/postgresql"  # the same server, reachable from any namespace
 TABLES = ("load_balancers", "listeners", "pools", "members", "health_monitors",
           "amphorae", "converge_jobs", "ports", "listener_stats")  # fmt: skip
 
@@ -72,8 +89,14 @@ def _args() -> argparse.Namespace:
     parser.add_argument(
         "--resync-timeout", type=float, default=1800.0, help="stop waiting; report how many"
     )
-    parser.add_argument("--admin-url", default=ADMIN_URL)
+    parser.add_argument(
+        "--admin-url", default="", help="an existing server instead of a cluster of our own"
+    )
+    parser.add_argument("--plot", default="", help="write the curves to this SVG file")
+    parser.add_argument("--plot-from", default="", help="only draw --plot from this JSON")
     parser.add_argument("--inside", default="", help=argparse.SUPPRESS)  # database name
+    parser.add_argument("--socket-dir", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--state", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
@@ -91,20 +114,46 @@ def main() -> None:
     signal.signal(signal.SIGINT, _stop)
     args = _args()
     if args.inside:
-        print(json.dumps(_inside(args)))
+        db = Db(Server(args.socket_dir, args.port), args.inside)
+        print(json.dumps(_inside(args, db)))
+        return
+    if args.plot_from:
+        write_plot(json.loads(Path(args.plot_from).read_text()), Path(args.plot))
         return
     if os.geteuid() != 0:
         sys.exit("bench/scale.py needs root (a network namespace and nftables)")
-    tag = uuid.uuid4().hex[:8]
     started = time.monotonic()
     figures: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "cpus": os.cpu_count(),
         "load_average_before": os.getloadavg(),
     }
-    with _database(args.admin_url, f"scale_{tag}") as name, _namespace(f"scale{tag}") as ns:
+    with _server(args.admin_url) as server:
+        figures["postgresql"] = "--admin-url" if args.admin_url else "own cluster"
+        figures.update(_outer(server))
+    figures["load_average_after"] = os.getloadavg()
+    figures["wall_seconds"] = round(time.monotonic() - started, 1)
+    print(json.dumps(figures, indent=2))
+    if args.plot:
+        write_plot(figures, Path(args.plot))
+
+
+@contextmanager
+def _server(admin_url: str) -> Iterator[Server]:
+    if admin_url:
+        yield existing_server(admin_url)
+    else:
+        with own_cluster() as server:
+            yield server
+
+
+def _outer(server: Server) -> dict[str, Any]:
+    """Database and namespace made, the inner run inside; its figures."""
+    tag = uuid.uuid4().hex[:8]
+    with database(server, f"scale_{tag}") as db, _namespace(f"scale{tag}") as ns:
         state = Path(tempfile.mkdtemp(prefix="scale-", dir="/tmp"))
-        argv = [sys.executable, "-W", "ignore", __file__, "--inside", name,
+        argv = [sys.executable, "-W", "ignore", __file__, "--inside", db.name,
+                "--socket-dir", server.socket_dir, "--port", str(server.port),
                 "--state", str(state), *sys.argv[1:]]  # fmt: skip
         inner = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=subprocess.PIPE)
         try:
@@ -117,21 +166,8 @@ def main() -> None:
             shutil.rmtree(state, ignore_errors=True)
     if inner.returncode != 0:
         sys.exit(f"the run failed ({inner.returncode})")
-    figures.update(json.loads(out))
-    figures["load_average_after"] = os.getloadavg()
-    figures["wall_seconds"] = round(time.monotonic() - started, 1)
-    print(json.dumps(figures, indent=2))
-
-
-@contextmanager
-def _database(admin_url: str, name: str) -> Iterator[str]:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield name
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    found: dict[str, Any] = json.loads(out)
+    return found
 
 
 @contextmanager
@@ -143,11 +179,10 @@ def _namespace(name: str) -> Iterator[str]:
         subprocess.run(["ip", "netns", "delete", name], check=False)
 
 
-def _inside(args: argparse.Namespace) -> dict[str, Any]:
-    """The whole run, in the namespace; the database ``args.inside`` exists and is empty."""
+def _inside(args: argparse.Namespace, db: Db) -> dict[str, Any]:
+    """The whole run, in the namespace; the database ``db`` exists and is empty."""
     sizes = [int(s) for s in args.sizes.split(",")]
-    database = f"postgresql+psycopg://postgres@/{args.inside}?host={SOCKET_DIR}"
-    world = ScaleWorld(Path(args.state), database)
+    world = ScaleWorld(Path(args.state), db.sqlalchemy_url())
     amphorae = set(range(0, sizes[-1], args.amphora_every)[: args.max_amphorae])
     results: list[dict[str, Any]] = []
     by_project: dict[str, list[str]] = {}
@@ -157,10 +192,10 @@ def _inside(args: argparse.Namespace) -> dict[str, Any]:
         done = 0
         for size in sizes:
             world.start_serve()
-            results.append(_one_size(args, world, done, size, amphorae, by_project))
+            results.append(_one_size(args, world, db, (done, size), amphorae, by_project))
             done = size
             note(f"size {size}: {json.dumps(results[-1])}")  # kept if a later size is cut
-            results[-1]["resync"] = _resync(world, size, args.inside, args.resync_timeout)
+            results[-1]["resync"] = _resync(world, size, db, args.resync_timeout)
             note(f"size {size} resync: {json.dumps(results[-1]['resync'])}")
             world.stop_serve()
     finally:
@@ -178,11 +213,14 @@ def _inside(args: argparse.Namespace) -> dict[str, Any]:
 def _one_size(
     args: argparse.Namespace,
     world: ScaleWorld,
-    done: int,
-    size: int,
+    db: Db,
+    span: tuple[int, int],
     amphorae: set[int],
     by_project: dict[str, list[str]],
 ) -> dict[str, Any]:
+    done, size = span
+    with db.connect() as conn:
+        reset_statements(conn)  # the slowest statements are this size's own
     creates = Timings()
     indices = list(range(done, size))
     started = time.monotonic()
@@ -191,9 +229,9 @@ def _one_size(
     note(f"created {len(ids)} in {post_seconds:.1f} s; waiting for ACTIVE")
     if len(ids) < len(indices):
         raise RuntimeError(f"creates failed: {creates.summary()}")
-    statuses = _wait_settled(args.inside, size)
+    statuses = _wait_settled(db, size)
     converge_seconds = time.monotonic() - started
-    for index, lb_id in _index_ids(args.inside, ids):
+    for index, lb_id in _index_ids(db, ids):
         by_project.setdefault(project_of(index, args.projects), []).append(lb_id)
     note("reads")
     reads = Timings()
@@ -212,7 +250,7 @@ def _one_size(
         },
         "api": {**reads.summary(), **held},
         "memory": world.process_rss(),
-        "database": _database_figures(args.inside),
+        "database": _database_figures(db),
     }
 
 
@@ -221,55 +259,51 @@ def note(text: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
 
 
-def _pg(name: str) -> psycopg.Connection[Any]:
-    return psycopg.connect(f"postgresql://postgres@/{name}?host={SOCKET_DIR}", autocommit=True)
-
-
-def _statuses(name: str) -> dict[str, int]:
-    with _pg(name) as conn:
+def _statuses(db: Db) -> dict[str, int]:
+    with db.connect() as conn:
         rows = conn.execute(
-            "SELECT provisioning_status, count(*) FROM load_balancers GROUP BY 1"
+            f"{BENCH} SELECT provisioning_status, count(*) FROM load_balancers GROUP BY 1"
         ).fetchall()
     return {str(status): int(count) for status, count in rows}
 
 
-def _wait_settled(name: str, size: int, timeout: float = 3600) -> dict[str, int]:
+def _wait_settled(db: Db, size: int, timeout: float = 3600) -> dict[str, int]:
     """Until every load balancer is ACTIVE or ERROR; the counts by status."""
     deadline = time.monotonic() + timeout
     shown = time.monotonic()
     while time.monotonic() < deadline:
-        counts = _statuses(name)
+        counts = _statuses(db)
         if counts.get("ACTIVE", 0) + counts.get("ERROR", 0) >= size:
             return counts
         if time.monotonic() > shown + 10:
             shown = time.monotonic()
             note(f"statuses {counts}")
         time.sleep(0.5)
-    raise TimeoutError(f"not settled: {_statuses(name)}")
+    raise TimeoutError(f"not settled: {_statuses(db)}")
 
 
-def _index_ids(name: str, ids: list[str]) -> list[tuple[int, str]]:
-    with _pg(name) as conn:
+def _index_ids(db: Db, ids: list[str]) -> list[tuple[int, str]]:
+    with db.connect() as conn:
         rows = conn.execute(
-            "SELECT name, id FROM load_balancers WHERE id = ANY(%s)", (ids,)
+            f"{BENCH} SELECT name, id FROM load_balancers WHERE id = ANY(%s)", (ids,)
         ).fetchall()
     return [(int(str(n).rsplit("-", 1)[1]), str(i)) for n, i in rows]
 
 
 def _one(conn: psycopg.Connection[Any], query: str) -> int:
-    row = conn.execute(query.encode()).fetchone()
+    row = conn.execute(f"{BENCH} {query}".encode()).fetchone()
     return int(row[0]) if row else 0
 
 
-def _database_figures(name: str) -> dict[str, Any]:
-    with _pg(name) as conn:
+def _database_figures(db: Db) -> dict[str, Any]:
+    with db.connect() as conn:
         rows = {t: _one(conn, f"SELECT count(*) FROM {t}") for t in TABLES}
         size = _one(conn, "SELECT pg_database_size(current_database())")
         scans = conn.execute(
-            "SELECT relname, seq_scan, seq_tup_read, idx_scan FROM pg_stat_user_tables "
+            f"{BENCH} SELECT relname, seq_scan, seq_tup_read, idx_scan FROM pg_stat_user_tables "
             "ORDER BY seq_tup_read DESC LIMIT 6"
         ).fetchall()
-        slowest = _slowest_statements(conn)
+        slowest = slowest_statements(conn)
     return {
         "rows": rows,
         "size_mb": round(size / 2**20, 1),
@@ -281,37 +315,25 @@ def _database_figures(name: str) -> dict[str, Any]:
     }
 
 
-def _slowest_statements(conn: psycopg.Connection[Any]) -> Any:
-    try:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        rows = conn.execute(
-            "SELECT calls, round(mean_exec_time::numeric, 2), left(query, 200) "
-            "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
-            "WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT 8"
-        ).fetchall()
-    except psycopg.Error as exc:
-        return f"unavailable: {str(exc).splitlines()[0]}"
-    return [{"calls": c, "mean_ms": float(m), "query": q} for c, m, q in rows]
-
-
-def _resync(world: ScaleWorld, size: int, name: str, timeout: float) -> dict[str, Any]:
+def _resync(world: ScaleWorld, size: int, db: Db, timeout: float) -> dict[str, Any]:
     """serve restarted with a 1 s resync interval: until every load balancer was
     re-converged once; what it cost when nothing differs."""
     note("resync")
     world.stop_serve()
-    with _pg(name) as conn:
+    with db.connect() as conn:
         conn.execute("DROP TABLE IF EXISTS scale_baseline")
         conn.execute("CREATE TABLE scale_baseline AS SELECT loadbalancer_id, done_gen "
                      "FROM converge_jobs")  # fmt: skip
+        reset_statements(conn)
     haproxies = set(world.haproxy_pids())
-    node_before = world.cpu()["node_agent"]
+    before = world.cpu()
     started = time.monotonic()
     answer = world.start_serve(resync_interval=1.0)
     redone, shown = 0, started
     while time.monotonic() - started < timeout:
-        with _pg(name) as conn:
+        with db.connect() as conn:
             found = conn.execute(
-                "SELECT count(*) FROM converge_jobs j JOIN scale_baseline b "
+                f"{BENCH} SELECT count(*) FROM converge_jobs j JOIN scale_baseline b "
                 "USING (loadbalancer_id) WHERE j.done_gen > b.done_gen"
             ).fetchone()
         redone = int(found[0]) if found else 0
@@ -324,15 +346,21 @@ def _resync(world: ScaleWorld, size: int, name: str, timeout: float) -> dict[str
     elapsed = time.monotonic() - started
     cpu = world.cpu()
     after = set(world.haproxy_pids())
+    with db.connect() as conn:
+        slowest = slowest_statements(conn)
     return {
         "serve_answering_seconds": round(answer, 2),
         "all_reconverged_seconds": round(elapsed, 2),
         "reconverged": redone,  # fewer than the load balancers: --resync-timeout passed
         # serve's includes its start-up (imports: about 4 s on this machine).
         "serve_and_worker_cpu_seconds": round(cpu["serve_and_worker"], 2),
-        "node_agent_cpu_seconds": round(cpu["node_agent"] - node_before, 2),
+        "node_agent_cpu_seconds": round(cpu["node_agent"] - before["node_agent"], 2),
+        # While serve is down its agent is too: each HAProxy's access-log forwarder
+        # retries its refused connection without pause (docs/architecture.md, "Scale").
+        "haproxy_cpu_seconds": round(cpu["haproxy"] - before["haproxy"], 2),
         "haproxy_processes_replaced": len(haproxies - after),
         "load_average": os.getloadavg(),
+        "slowest_statements": slowest,
     }
 
 

@@ -211,14 +211,19 @@ class ScaleWorld:
         return [p for p, ppid, cmd in _processes() if ppid == serve and "lbaas.cli" in cmd]
 
     def cpu(self) -> dict[str, float]:
-        """CPU seconds so far of serve with its worker child, and of the node agent."""
+        """CPU seconds so far of serve with its worker child, of the node agent and of
+        the HAProxies running now (all since each started)."""
         serve = 0.0
         if self.serve is not None:
             for pid in [self.serve.pid, *self._workers()]:
                 with contextlib.suppress(OSError):
                     serve += cpu_seconds(pid)
         node = cpu_seconds(self.node.pid) if self.node is not None else 0.0
-        return {"serve_and_worker": serve, "node_agent": node}
+        haproxy = 0.0
+        for pid in self.haproxy_pids():
+            with contextlib.suppress(OSError):
+                haproxy += cpu_seconds(pid)
+        return {"serve_and_worker": serve, "node_agent": node, "haproxy": haproxy}
 
     def close(self) -> None:
         self.stop_serve()

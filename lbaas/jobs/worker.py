@@ -191,7 +191,7 @@ class Worker:
         while not self._stop.wait(interval / ticks):
             try:
                 share = job_queue.count_active(self._db) // ticks + 1
-                count = job_queue.enqueue_resync(self._db, self._clock(), interval, share)
+                count = job_queue.enqueue_resync_share(self._db, self._clock(), interval, share)
                 if count:
                     LOG.info("resync queued %d load balancers", count)
                     self.notify()

@@ -228,7 +228,13 @@ class L4NodeManager:
                 raise
             self._hold_vip(known, spec)
             self._announce()
-            return self._status(lb_id)
+            status = self._status(lb_id, with_flows=False)
+        # The flow counters list the whole dispatch map (an ``nft`` subprocess, O(load
+        # balancers)): read outside the lock, as ``get`` does, or every PUT held up the
+        # GETs and PUTs of the other converges for that long (issue 34: docs/architecture.md,
+        # "Scale").
+        flows = _flows_by_id(spec, self._engine.new_flows(lb_id))
+        return status.model_copy(update={"new_flows": flows})
 
     def get(
         self, lb_id: str, *, placement: bool = False, local: bool = False

@@ -9,6 +9,8 @@ broadcast addresses, the gateway and (for the loopback range) 127.0.0.1 are neve
 from __future__ import annotations
 
 import ipaddress
+import threading
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,6 +42,15 @@ def _contains(subnet: SubnetRow, address: str) -> bool:
 # speed-up: a stale or missing hint just means a longer search, and the unique
 # (subnet, address) constraint still decides who gets an address.
 _next_index: dict[str, int] = {}
+# Addresses this process handed out in the last _PENDING_SECONDS, per subnet: a concurrent
+# create in this process does not see them in the table until their transaction commits,
+# and one that chose the same address would wait in its INSERT for that whole transaction
+# and then try again (88 ms per port INSERT on average, some 40 % retried, with 50 clients
+# creating load balancers: docs/architecture.md, "Scale"). Only a preference: when every
+# free address is pending, a pending one is still given (the constraint decides).
+_pending: dict[str, dict[str, float]] = {}
+_PENDING_SECONDS = 30.0
+_hints = threading.Lock()
 # Right after the hint an address is nearly always free: look at a few first, then more.
 _FIRST_BATCH = 8
 _BATCH = 64
@@ -55,24 +66,48 @@ def _host_range(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> tuple
     return base, size
 
 
-def _free_address(session: Session, subnet: SubnetRow) -> str | None:
-    """A free address, searching in batches from where the last search ended."""
+def _free_address(session: Session, subnet: SubnetRow, claim: bool = True) -> str | None:
+    """A free address, searching in batches from where the last search ended; ``claim``:
+    it is about to be reserved (pending for the other creates of this process)."""
     first, count = _host_range(ipaddress.ip_network(subnet.cidr, strict=False))
     count = min(count, _SEARCH_LIMIT)
     reserved = {subnet.gateway_ip, "127.0.0.1"}
     start = _next_index.get(subnet.id, 0) % max(count, 1)
     offset, batch = 0, _FIRST_BATCH
+    fallback: tuple[int, str] | None = None  # free in the table, pending here
     while offset < count:
         size = min(batch, count - offset)
         indexes = [(start + offset + k) % count for k in range(size)]
         candidates = [str(ipaddress.ip_address(first + i)) for i in indexes]
         taken = network_repo.taken_addresses(session, subnet.id, candidates)
         for index, text in zip(indexes, candidates, strict=True):
-            if text not in taken and text not in reserved:
-                _next_index[subnet.id] = index + 1
+            if text in taken or text in reserved:
+                continue
+            if not claim or _take(subnet.id, index, text):
                 return text
+            fallback = fallback or (index, text)
         offset, batch = offset + size, _BATCH
-    return None
+    if fallback is None:
+        return None
+    _take(subnet.id, *fallback, force=True)
+    return fallback[1]
+
+
+def _take(subnet_id: str, index: int, text: str, force: bool = False) -> bool:
+    """Mark ``text`` pending and move the hint past it, unless another create of this
+    process took it in the last _PENDING_SECONDS (``force``: take it all the same)."""
+    now = time.monotonic()
+    with _hints:
+        pending = _pending.setdefault(subnet_id, {})
+        if not force and now - pending.get(text, -_PENDING_SECONDS) < _PENDING_SECONDS:
+            return False
+        if len(pending) >= 256:  # forget the expired ones now and then
+            for old in [a for a, at in pending.items() if now - at >= _PENDING_SECONDS]:
+                del pending[old]
+        pending[text] = now
+        if index + 1 > _next_index.get(subnet_id, 0):  # never back over another's
+            _next_index[subnet_id] = index + 1
+        return True
 
 
 def free_address(session: Session, subnet: SubnetRow) -> str | None:
@@ -94,7 +129,7 @@ def _subnet_for_network(session: Session, network_id: str, address: str | None) 
             "Supplied network does not contain a subnet for VIP address specified."
         )
     for subnet in sorted(subnets, key=lambda s: s.ip_version):
-        if _free_address(session, subnet) is not None:
+        if _free_address(session, subnet, claim=False) is not None:
             return subnet
     raise ValidationFailure(f"No subnet of network {network_id} has a free address for the VIP.")
 

@@ -161,6 +161,26 @@ def test_resync_takes_only_due_load_balancers_oldest_first(idle_plane: Any, idle
     assert job_queue.count_active(db) == 3
 
 
+def test_a_resync_tick_leaves_room_for_what_is_already_due(idle_plane: Any, idle_api: Api) -> None:
+    """Creates waiting for the worker take a tick's share first (bench/scale.py: the
+    resync used to queue more than the worker converged, creates waited behind it)."""
+    settled = [_post_lb(idle_api) for _ in range(3)]
+    while idle_plane.worker.run_once():
+        pass
+    waiting = [_post_lb(idle_api) for _ in range(2)]  # queued, not converged yet
+    db = idle_plane.database
+    later = time.time() + 61.0
+    assert job_queue.count_due(db, later) == 2
+    assert job_queue.enqueue_resync_share(db, later, 60.0, share=2) == 0
+    assert job_queue.enqueue_resync_share(db, later, 60.0, share=3) == 1
+    assert job_queue.count_due(db, later) == 3
+    while idle_plane.worker.run_once():  # the creates; the resync's is due only later
+        pass
+    assert {c.loadbalancer_id for c in noop_of(idle_plane).calls} == set(settled + waiting)
+    assert job_queue.count_due(db, later) == 1
+    assert job_queue.enqueue_resync_share(db, later, 60.0, share=3) == 2
+
+
 def test_one_load_balancer_is_queued_again_only_when_settled(
     idle_plane: Any, idle_api: Api
 ) -> None:

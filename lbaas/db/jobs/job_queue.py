@@ -336,6 +336,28 @@ def enqueue_resync(
         return len(targets)
 
 
+def enqueue_resync_share(db: Database, now: float, interval: float, share: int) -> int:
+    """One tick of the spread-out resync: ``enqueue_resync`` of at most ``share`` less the
+    converges already due (queued or running; not those backing off). A worker slower than
+    the resync is then never handed more than a tick's share at a time, and what tenants
+    asked for meanwhile is not queued behind resync after resync: with a thousand load
+    balancers and more, the resync queued faster than one worker converged, and creates
+    waited minutes behind the backlog (docs/architecture.md, "Scale")."""
+    room = share - count_due(db, now)
+    return enqueue_resync(db, now, interval, room) if room > 0 else 0
+
+
+def count_due(db: Database, now: float) -> int:
+    """Converges outstanding and due at ``now``: queued, or running, not backing off."""
+    with db.read_connection() as conn:
+        found = conn.execute(
+            select(func.count())
+            .select_from(ConvergeJobRow)
+            .where(_JOBS.requested_gen > _JOBS.done_gen, _JOBS.next_attempt_at <= now)
+        ).scalar()
+    return int(found or 0)
+
+
 def enqueue_if_settled(
     db: Database, loadbalancer_id: str, now: float, settled_for: float = 0.0
 ) -> bool:

@@ -22,6 +22,7 @@ import argparse
 import functools
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -129,14 +130,22 @@ def _serve_api(
     server.run(sockets=[listening])
 
 
+def _bind_serve(
+    settings: Settings,
+) -> tuple[socket.socket, socket.socket | None, socket.socket | None, Any]:
+    """What serve binds before anything starts: the API's, its agent's and its heartbeat
+    sockets (a taken port is refused here), and its amphorae's access-log sockets held
+    (HAProxy's log forwarders spin while nothing listens on them)."""
+    from lbaas.after_listening import hold_embedded_access_logs
+
+    listening, agent_socket = bind_api(settings), bind_embedded_agent(settings)
+    heartbeat_socket = bind_embedded_heartbeats(settings)
+    return listening, agent_socket, heartbeat_socket, hold_embedded_access_logs(settings)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from lbaas import compose
-    from lbaas.after_listening import (
-        AfterListening,
-        has_agents,
-        hold_embedded_access_logs,
-        start_embedded_parts,
-    )
+    from lbaas.after_listening import AfterListening, has_agents, start_embedded_parts
     from lbaas.api.services import ApiServices
     from lbaas.metrics.serve_metrics import serve_metrics
 
@@ -144,9 +153,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = observed.settings
     _check_exposure(settings)
     lock = StateLock.acquire(settings.state_dir, "lbaas serve")  # held while it runs
-    listening, agent_socket = bind_api(settings), bind_embedded_agent(settings)
-    heartbeat_socket = bind_embedded_heartbeats(settings)  # a taken port: refused here too
-    held_logs = hold_embedded_access_logs(settings)  # HAProxy's log forwarders spin meanwhile
+    listening, agent_socket, heartbeat_socket, held_logs = _bind_serve(settings)
     _setup_logging(settings)
     stopping = hold_stop_signals()
     database = compose.open_database(settings)  # the schema made or upgraded before the child

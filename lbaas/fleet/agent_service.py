@@ -261,35 +261,8 @@ class AgentService:
         self.ca, self.tls, key = _identity(settings, state_dir)
         self.host = host if host is not None else host_ops_for(settings.agent)
         self.mode = settings.agent.mode
-        # ACTIVE_STANDBY needs namespaces: a loopback agent runs no keepalived.
-        keepalived = KeepalivedLauncher() if self.mode == "netns" else None
-        # Orphans of its daemons (a killed keepalived's VRRP process) come to the agent,
-        # which reaps them (``host.daemons``), whatever this host's PID 1 does.
-        if not become_subreaper():
-            log.warning("not a child subreaper: orphans of HAProxy/keepalived go to PID 1")
-        self.manager = AmphoraRegistry(
-            amphora_root,
-            self.host,
-            mode=self.mode,
-            namespace_prefix=settings.agent.namespace_prefix,
-            bridge_mappings=settings.agent.bridge_mappings,
-            keepalived=keepalived,
-            udp_checker=functools.partial(
-                namespace_checker,
-                batch_count=settings.agent.l4_health_batch_size,
-                batch_delay=settings.agent.l4_health_batch_delay,
-            ),
-            access_logs=logs,
-            spares=spare_pool_of(settings.agent, self.host, amphora_root),
-        )
-        adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
-        if adopted:
-            log.info("adopted amphorae %s", ", ".join(adopted))
-        stale = logs.release_held()  # the sockets of amphorae deleted while it was away
-        if stale:
-            log.info("removed %d access-log sockets no amphora claimed", len(stale))
-        if self.manager.spares is not None:
-            self.manager.spares.recover()  # after restore: the claimed ones are amphorae
+        self.manager = self._amphora_registry(settings, amphora_root, logs)
+        self._adopt(settings, logs)
         self._haproxy_version: str | None = None
         self.certificates = AgentCertificates(self.tls, self_renewing=self.ca is not None)
         self.renewal = self._self_renewal(settings, state_dir)
@@ -313,6 +286,42 @@ class AgentService:
             host_report=self.host_report,
             member_counters=settings.agent.heartbeat_member_counters,
         )
+
+    def _amphora_registry(
+        self, settings: Settings, amphora_root: Path, logs: AccessLogs
+    ) -> AmphoraRegistry:
+        # ACTIVE_STANDBY needs namespaces: a loopback agent runs no keepalived.
+        keepalived = KeepalivedLauncher() if self.mode == "netns" else None
+        # Orphans of its daemons (a killed keepalived's VRRP process) come to the agent,
+        # which reaps them (``host.daemons``), whatever this host's PID 1 does.
+        if not become_subreaper():
+            log.warning("not a child subreaper: orphans of HAProxy/keepalived go to PID 1")
+        return AmphoraRegistry(
+            amphora_root,
+            self.host,
+            mode=self.mode,
+            namespace_prefix=settings.agent.namespace_prefix,
+            bridge_mappings=settings.agent.bridge_mappings,
+            keepalived=keepalived,
+            udp_checker=functools.partial(
+                namespace_checker,
+                batch_count=settings.agent.l4_health_batch_size,
+                batch_delay=settings.agent.l4_health_batch_delay,
+            ),
+            access_logs=logs,
+            spares=spare_pool_of(settings.agent, self.host, amphora_root),
+        )
+
+    def _adopt(self, settings: Settings, logs: AccessLogs) -> None:
+        """The amphorae an earlier agent left, then what none of them claimed."""
+        adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
+        if adopted:
+            log.info("adopted amphorae %s", ", ".join(adopted))
+        stale = logs.release_held()  # the sockets of amphorae deleted while it was away
+        if stale:
+            log.info("removed %d access-log sockets no amphora claimed", len(stale))
+        if self.manager.spares is not None:
+            self.manager.spares.recover()  # after restore: the claimed ones are amphorae
 
     def _self_renewal(self, settings: Settings, state_dir: Path) -> RenewalLoop | None:
         """With the CA at hand (``lbaas serve``), the agent renews its own certificate;

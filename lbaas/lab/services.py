@@ -301,14 +301,7 @@ def start_services(
     control = _write_control_settings(lab, metadata_secret, tier, return_mode)
     processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"))
     hosts = range(1, state.hosts + 1)
-    agent_files = {}
-    for index in hosts:
-        agent_dir = lab.services_dir / host_id(index)
-        files = tier_node_files(lab.services_dir, index) if index <= tier else None
-        tree = agent_settings(state, index, agent_dir, metadata_secret, files)
-        if spare_amphorae:
-            tree["agent"]["spare_amphorae"] = spare_amphorae
-        agent_files[index] = _write_settings(agent_dir, tree)
+    agent_files = _write_agent_settings(lab, metadata_secret, tier, spare_amphorae)
     # Enrolment needs the schema (it records the host) and gives each agent its identity.
     # It runs before the control plane starts: side by side, six Python start-ups on a
     # busy two-core machine made the enrolments three times slower, and nothing sooner.
@@ -337,6 +330,22 @@ def start_services(
         agent_address = _fabric_address(state, FIRST_HOST + index)
         processes.wait_listening(names.host(index), agent_address, AGENT_PORT, log, _START_TIMEOUT)
     return services_status(lab)
+
+
+def _write_agent_settings(
+    lab: Lab, metadata_secret: str, tier: int, spare_amphorae: int
+) -> dict[int, Path]:
+    """Every host's agent settings file, by host index (h1-h``tier`` as tier nodes)."""
+    state = lab.state()
+    agent_files = {}
+    for index in range(1, state.hosts + 1):
+        agent_dir = lab.services_dir / host_id(index)
+        files = tier_node_files(lab.services_dir, index) if index <= tier else None
+        tree = agent_settings(state, index, agent_dir, metadata_secret, files)
+        if spare_amphorae:
+            tree["agent"]["spare_amphorae"] = spare_amphorae
+        agent_files[index] = _write_settings(agent_dir, tree)
+    return agent_files
 
 
 def _write_control_settings(lab: Lab, metadata_secret: str, tier: int, return_mode: str) -> Path:

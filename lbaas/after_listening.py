@@ -123,7 +123,8 @@ def hold_embedded_access_logs(settings: Settings) -> Any:
 
     if "amphora" not in settings.providers.enabled or os.geteuid() != 0:
         return None
-    return HeldLogSockets.hold_stale(settings.access_log.socket_directory)
+    state_dir = settings.state_dir.absolute()
+    return HeldLogSockets.hold_stale(settings.access_log.socket_directory, state_dir / "amphorae")
 
 
 def start_agent(

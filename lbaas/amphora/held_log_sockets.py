@@ -11,8 +11,10 @@ agent's readers take these listeners over as they adopt their amphorae, so the l
 queued meanwhile are read, not lost; what no amphora claimed once adoption is done is
 closed and removed, as the stale sockets of deleted amphorae always were.
 
-Only sockets that refuse are held: a socket another live agent listens on (two agents
-sharing a directory) is left alone.
+Only the sockets of this agent's own amphorae (the directories of its amphora root) that
+refuse are held: another agent sharing the directory (``serve`` and a node agent on one
+host, or tests side by side) keeps its own, and a restarting one's lines never wait in a
+listener this agent would later close.
 """
 
 from __future__ import annotations
@@ -64,6 +66,14 @@ def listen_in_place(path: Path, *, keep_owner_of: Path | None = None) -> socket.
     return listener
 
 
+def owned_amphorae(amphora_root: Path) -> set[str]:
+    """The ids of the amphorae an agent left in ``amphora_root`` (a directory each; the
+    spares' directory starts with a dot)."""
+    if not amphora_root.is_dir():
+        return set()
+    return {d.name for d in amphora_root.iterdir() if d.is_dir() and not d.name.startswith(".")}
+
+
 class HeldLogSockets:
     """Listeners held for the amphorae an agent is about to adopt, by socket path."""
 
@@ -72,12 +82,14 @@ class HeldLogSockets:
         self._lock = threading.Lock()
 
     @classmethod
-    def hold_stale(cls, directory: Path) -> HeldLogSockets:
-        """Listen again on every socket of ``directory`` that nothing listens on."""
+    def hold_stale(cls, directory: Path, amphora_root: Path) -> HeldLogSockets:
+        """Listen again on the sockets of ``directory`` that nothing listens on and that
+        belong to an amphora of ``amphora_root``."""
         held: dict[Path, tuple[socket.socket, int]] = {}
+        owned = owned_amphorae(amphora_root)
         if directory.is_dir():
             for path in sorted(directory.glob("*.sock")):
-                if not path.is_socket() or not refuses(path):
+                if path.stem not in owned or not path.is_socket() or not refuses(path):
                     continue
                 try:
                     listener = listen_in_place(path, keep_owner_of=path)

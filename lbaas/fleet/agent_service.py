@@ -184,7 +184,7 @@ def access_logs_of(
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
-        held=held if held is not None else HeldLogSockets.hold_stale(sockets),
+        held=held if held is not None else HeldLogSockets.hold_stale(sockets, amphora_root),
     )
 
 
@@ -317,9 +317,9 @@ class AgentService:
         adopted = self.manager.restore(hold_dead=bool(settings.agent.bundle))
         if adopted:
             log.info("adopted amphorae %s", ", ".join(adopted))
-        stale = logs.release_held()  # the sockets of amphorae deleted while it was away
+        stale = logs.release_held() + logs.remove_stale_sockets()  # of deleted amphorae
         if stale:
-            log.info("removed %d access-log sockets no amphora claimed", len(stale))
+            log.info("removed %d access-log sockets nothing listened on", len(stale))
         if self.manager.spares is not None:
             self.manager.spares.recover()  # after restore: the claimed ones are amphorae
 

@@ -23,15 +23,18 @@ def _dead_socket(path: Path, mode: int = 0o660) -> None:
 
 
 def test_lines_sent_while_no_agent_read_them_reach_the_adopting_reader(tmp_path: Path) -> None:
-    sockets = tmp_path / "sockets"
+    sockets, root = tmp_path / "sockets", tmp_path / "amphorae"
     sockets.mkdir()
-    kept, gone = sockets / "kept.sock", sockets / "gone.sock"
+    for amphora in ("kept", "gone"):  # this agent's amphorae (``gone`` deleted meanwhile)
+        (root / amphora).mkdir(parents=True)
+    kept, gone, others = sockets / "kept.sock", sockets / "gone.sock", sockets / "other.sock"
     _dead_socket(kept, 0o640)
     _dead_socket(gone)
+    _dead_socket(others)  # another agent's, restarting: not this agent's to hold
     assert refuses(kept) and refuses(gone)  # what HAProxy's forwarder meets without this
 
-    held = HeldLogSockets.hold_stale(sockets)
-    assert not refuses(kept) and not refuses(gone)
+    held = HeldLogSockets.hold_stale(sockets, root)
+    assert not refuses(kept) and not refuses(gone) and refuses(others)
     assert kept.stat().st_mode & 0o777 == 0o640  # HAProxy's group keeps its access
     forwarder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     forwarder.connect(str(kept))
@@ -55,8 +58,9 @@ def test_a_socket_another_agent_listens_on_is_not_held(tmp_path: Path) -> None:
     sockets.mkdir()
     other = AccessLogs(tmp_path / "other", sockets, max_bytes=1 << 20, backups=0)
     other.ensure("live", "lb-live", sockets / "live.sock")
+    (tmp_path / "amphorae" / "live").mkdir(parents=True)  # even one named as its own
     try:
-        held = HeldLogSockets.hold_stale(sockets)
+        held = HeldLogSockets.hold_stale(sockets, tmp_path / "amphorae")
         assert held.take(sockets / "live.sock") is None
         assert held.release() == []
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:

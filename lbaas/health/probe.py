@@ -21,8 +21,7 @@ lives, which must not depend on the tenant's backends:
   does, from ``VIP_PROBE_SOURCE_PORT``: every rendered frontend rejects that source at
   ``tcp-request connection`` time (``lbaas.render.haproxy.probe_source``), closing the
   connection unlogged, so the probe reaches neither the tenant's access log nor its
-  session counts; that reject is HAProxy acting, so this probe waits for it without
-  half-closing. From elsewhere the half-closed connection is logged as one empty
+  session counts. From elsewhere the half-closed connection is logged as one empty
   connection (``<BADREQ>`` or ``CC``), never as a request.
 * A reset right after the handshake is evidence too, wherever it surfaces: HAProxy's
   reject can land before the timed (non-blocking) connect reads its outcome
@@ -114,12 +113,12 @@ class ListenerProbe(DataPlaneProbe):
         try:
             with socket.socket(family, socket.SOCK_STREAM) as conn:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET_ON_CLOSE)
-                rejected = from_probe_source and _send_from_the_probe_source(conn, address)
+                if from_probe_source:
+                    _send_from_the_probe_source(conn, address)
                 conn.settimeout(self._timeout)
                 conn.connect((address, port))
                 connected = True
-                if not rejected:  # from the probe source HAProxy rejects on its own
-                    conn.shutdown(socket.SHUT_WR)  # makes it act without a server
+                conn.shutdown(socket.SHUT_WR)  # makes HAProxy act without a server
                 conn.recv(1)  # bytes, or b"" when closed: either way someone acted
                 return True
         except ConnectionResetError:
@@ -130,12 +129,11 @@ class ListenerProbe(DataPlaneProbe):
             raise
 
 
-def _send_from_the_probe_source(conn: socket.socket, address: str) -> bool:
+def _send_from_the_probe_source(conn: socket.socket, address: str) -> None:
     """Bind ``conn`` to (``address``, VIP_PROBE_SOURCE_PORT) if that address is this
-    host's (True); else leave the kernel to choose (False)."""
+    host's; else leave the kernel to choose."""
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         conn.bind((address, VIP_PROBE_SOURCE_PORT))
     except OSError:  # not a local address, or the agent's probe holds the port just now
-        return False
-    return True
+        pass

@@ -268,6 +268,9 @@ def main() -> None:
     parser.add_argument("--name", default=f"hl{uuid.uuid4().hex[:5]}", help="lab name prefix")
     parser.add_argument("--quick", action="store_true", help="one SINGLE trial, no pair")
     parser.add_argument(
+        "--only-single", action="store_true", help="the SINGLE trials only (no pair, no control)"
+    )
+    parser.add_argument(
         "--spares", type=int, default=0, help="every agent's agent.spare_amphorae (issue 35)"
     )
     args = parser.parse_args()
@@ -276,9 +279,9 @@ def main() -> None:
     directory = Path(tempfile.mkdtemp(prefix="hl", dir="/tmp"))  # short: socket paths
     with lab_world(directory, hosts=3, prefix=args.name[:3], spare_amphorae=args.spares) as world:
         singles = [_single_trial(world, n) for n in range(trials)]
-        pair = None if args.quick else _pair_trial(world)
+        pair = None if args.quick or args.only_single else _pair_trial(world)
     control = None
-    if not args.quick:
+    if not (args.quick or args.only_single):
         own = Path(tempfile.mkdtemp(prefix="hc", dir="/tmp"))  # short: socket paths
         try:
             control = _control_plane_trial(own, f"{args.name[:3]}c")

@@ -459,11 +459,13 @@ class HealthSettings(_Section):
         ),
     )
     host_stale_after: float = Field(
-        3.0,
+        2.5,
         gt=0,
         description=(
-            "An agent host whose host heartbeats stop for this long is marked DOWN and "
-            "takes no new amphorae (its amphorae fail over by their own silence)."
+            "An agent host whose host heartbeats stop for this long is marked DOWN, takes "
+            "no new amphorae and no calls, and its amphorae are failed over at once (each "
+            "after a data-plane probe, started probe_timeout ahead). 2.5 s of 1 s "
+            "heartbeats: one lost datagram and half a second of delay are not a loss."
         ),
     )
     lb_failover_limit: int = Field(

@@ -52,6 +52,10 @@ class HostRegistry(Protocol):
         """Mark DOWN the UP hosts last heard before ``heard_before``; their ids."""
         ...
 
+    def silent_up(self, heard_before: float) -> list[str]:
+        """The UP hosts last heard before ``heard_before`` (nothing is changed)."""
+        ...
+
     def misplaced(self) -> list[tuple[HostAddress, list[str]]]:
         """Each UP host with the amphorae it runs that are not placed on it."""
         ...
@@ -75,6 +79,10 @@ class SqlHostRegistry:
     def mark_silent_down(self, heard_before: float) -> list[str]:
         with self._db.write() as session:
             return host_repo.mark_silent_down(session, heard_before)
+
+    def silent_up(self, heard_before: float) -> list[str]:
+        with self._db.read() as session:
+            return host_repo.silent_up_hosts(session, heard_before)
 
     def misplaced(self) -> list[tuple[HostAddress, list[str]]]:
         with self._db.read() as session:
@@ -138,9 +146,17 @@ class HostSweeper:
         clock: Callable[[], float] = time.time,
         wake: threading.Event | None = None,
         on_down: Callable[[list[str]], object] = lambda _hosts: None,
+        probe_lead: float = 0.0,
+        on_suspect: Callable[[list[str]], object] = lambda _hosts: None,
     ) -> None:
+        """``on_down`` is given the hosts each sweep marks DOWN; ``on_suspect``, when
+        ``probe_lead`` > 0, the UP hosts silent for ``stale_after - probe_lead`` (every
+        sweep, an empty list included), so that their amphorae's data-plane probes are
+        started ahead and have their verdicts when the host is marked DOWN."""
         self._registry = registry
         self._on_down = on_down
+        self._on_suspect = on_suspect
+        self._probe_lead = min(max(probe_lead, 0.0), stale_after)
         # Set by the registry when a heartbeat announces a stray amphora: sweep now.
         self._wake = wake if wake is not None else threading.Event()
         self._stale_after = stale_after
@@ -164,6 +180,12 @@ class HostSweeper:
             log.warning("host %s silent for over %.1fs: marked DOWN", host_id, self._stale_after)
         return down
 
+    def _suspects(self, now: float) -> list[str]:
+        cutoff = now - (self._stale_after - self._probe_lead)
+        if now - self._started < self._stale_after - self._probe_lead:
+            return []
+        return self._registry.silent_up(cutoff)
+
     def sweep(self, *, woken: bool = True) -> list[str]:
         """One round; the ids of hosts marked DOWN by it. The cleaner runs when woken (a
         stray announced) and otherwise once per third of ``stale_after``: the sweep runs
@@ -172,6 +194,8 @@ class HostSweeper:
         down = self.mark_down()
         if down:  # their amphorae's failovers, in this same iteration
             self._on_down(down)
+        if self._probe_lead > 0:
+            self._on_suspect(self._suspects(now))
         due = self._cleaned_at is None or now - self._cleaned_at >= self._stale_after / 3
         if self._cleaner is not None and (woken or due):
             self._cleaned_at = now

@@ -96,6 +96,8 @@ def start_health_manager(
         cleaner=StaleAmphoraCleaner(hosts, agents),
         wake=stray_heard,
         on_down=sweeper.fail_over_hosts,
+        probe_lead=health.probe_timeout,
+        on_suspect=sweeper.suspect_hosts,
     )
     renewal = _certificate_renewal(settings, database, agents, metrics)
     if metrics is not None:

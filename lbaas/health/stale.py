@@ -100,6 +100,10 @@ class StaleAmphoraSweeper:
         self._breaker = breaker
         self._silent_hosts = silent_hosts
         self._agent_silent: set[AmphoraId] = set()
+        # Amphorae of UP hosts silent long enough to be suspects (``suspect_hosts``), and
+        # the lock that keeps their probes from being forgotten by a sweep's ``keep_only``.
+        self._host_suspects: frozenset[AmphoraId] = frozenset()
+        self._suspects_lock = threading.Lock()
         self._listening_since = clock()
         # The host sweeper's thread sweeps too (``fail_over_hosts``): one sweep at a time.
         self._sweeping = threading.Lock()
@@ -214,7 +218,26 @@ class StaleAmphoraSweeper:
             for hb in heard
             if hb.amphora_id not in stale and max(hb.last_seen, self._listening_since) < cutoff
         }
-        self._ahead.keep_only(stale | set(suspects))
+        with self._suspects_lock:
+            self._ahead.keep_only(stale | set(suspects) | self._host_suspects)
+            self._start_ahead(suspects)
+
+    def suspect_hosts(self, hosts: Collection[str]) -> None:
+        """Start the data-plane probes of every amphora on ``hosts``: UP hosts silent for
+        nearly ``host_stale_after`` (``HostSweeper(on_suspect=)``, every host sweep). A
+        lost host's amphorae may have been heard later than the host itself, so their own
+        silence would start no probe ahead; without this, their failovers waited a whole
+        probe timeout after the host was marked DOWN (issue 29)."""
+        if not hosts and not self._host_suspects:
+            return
+        wanted = frozenset(hosts)
+        heard = self._store.list_amphora_heartbeats() if wanted else []
+        suspects = {hb.amphora_id: hb for hb in heard if hb.host in wanted}
+        with self._suspects_lock:
+            self._host_suspects = frozenset(suspects)
+            self._start_ahead(suspects)
+
+    def _start_ahead(self, suspects: dict[AmphoraId, AmphoraHeartbeat]) -> None:
         for amphora_id in set(suspects) - self._ahead.started():
             graph = self._store.load_graph(suspects[amphora_id].loadbalancer_id)
             if graph is not None and graph.topology is not Topology.ACTIVE_STANDBY:

@@ -152,7 +152,17 @@ def record_heartbeat(
 
 def mark_silent_down(session: Session, heard_before: float) -> list[str]:
     """Mark DOWN every UP host last heard before ``heard_before``; their ids."""
-    silent = list(
+    silent = silent_up_hosts(session, heard_before)
+    if silent:
+        session.execute(
+            update(HostRow).where(HostRow.id.in_(silent)).values(status=HostStatus.DOWN.value)
+        )
+    return silent
+
+
+def silent_up_hosts(session: Session, heard_before: float) -> list[str]:
+    """The UP hosts last heard before ``heard_before``."""
+    return list(
         session.scalars(
             select(HostRow.id).where(
                 HostRow.status == HostStatus.UP.value,
@@ -160,11 +170,6 @@ def mark_silent_down(session: Session, heard_before: float) -> list[str]:
             )
         )
     )
-    if silent:
-        session.execute(
-            update(HostRow).where(HostRow.id.in_(silent)).values(status=HostStatus.DOWN.value)
-        )
-    return silent
 
 
 def reported_by_up_hosts(session: Session) -> list[tuple[HostAddress, list[str]]]:

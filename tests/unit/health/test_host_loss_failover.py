@@ -19,6 +19,7 @@ from lbaas.db.jobs.job_queue import Claim
 from lbaas.fleet.client_pool import AgentPool
 from lbaas.health.fleet import HostSweeper, StaleAmphoraCleaner
 from lbaas.health.memory_store import InMemoryHealthStore
+from lbaas.health.probe import DataPlaneProbe
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.model.enums import AmphoraStatus, HostStatus
 from lbaas.model.fleet import HostAddress, HostAnnouncement
@@ -27,6 +28,7 @@ from lbaas.providers.amphora.driver import AmphoraProvider
 from lbaas.providers.base import ProviderContext
 from tests.support.clock import FakeClock
 from tests.support.graphs import listener, load_balancer
+from tests.support.waiting import wait_until
 from tests.unit.providers.amphora_fakes import GONE, MemoryAmphoraStore, RecordingAgent
 
 T0 = 10_000.0
@@ -60,6 +62,10 @@ class Hosts:
             self._set(host_id, HostStatus.DOWN)
         return silent
 
+    def silent_up(self, heard_before: float) -> list[str]:
+        up = {h.host_id for h, (_, _, s) in self.store.fleet.items() if s is HostStatus.UP}
+        return sorted(h for h, at in self.heard.items() if h in up and at < heard_before)
+
     def misplaced(self) -> list[tuple[HostAddress, list[str]]]:
         found = []
         for where, (_, _, status) in self.store.fleet.items():
@@ -76,9 +82,12 @@ class Hosts:
 
 
 class World:
-    def __init__(self, tmp_path: Path, *, hosts_first: bool = False) -> None:
+    def __init__(
+        self, tmp_path: Path, *, hosts_first: bool = False, probe: DataPlaneProbe | None = None
+    ) -> None:
         """``hosts_first``: the amphora sweeper marks silent hosts DOWN first, as the
-        health manager wires it (``lbaas.health.service``)."""
+        health manager wires it (``lbaas.health.service``); ``probe``: the data-plane
+        probe, started a second ahead of the hosts' and the amphorae's silence."""
         self.clock = FakeClock(T0)
         self.store = MemoryAmphoraStore()
         for where in HOSTS:
@@ -97,6 +106,8 @@ class World:
             failover_threshold=0.5,
             clock=self.clock,
             silent_hosts=(lambda: self.host_sweeper.mark_down()) if hosts_first else tuple,
+            probe=probe,
+            probe_lead=1.0 if probe is not None else 0.0,
         )
         self.hosts = Hosts(self.store, self.agents)
         self.host_sweeper = HostSweeper(
@@ -105,6 +116,8 @@ class World:
             clock=self.clock,
             cleaner=StaleAmphoraCleaner(self.hosts, pool),
             on_down=self.amphorae.fail_over_hosts,
+            probe_lead=1.0 if probe is not None else 0.0,
+            on_suspect=self.amphorae.suspect_hosts,
         )
 
     def place(self, name: str) -> tuple[Any, str, str]:
@@ -115,6 +128,7 @@ class World:
         [amphora] = self.store.live_amphorae(lb.id)
         host = self.store.hosts[amphora].host_id
         self.health.add_amphora(AmphoraId(amphora), LoadBalancerId(lb.id), T0, host=host)
+        self.health.put_graph(lb)
         return lb, amphora, host
 
     def hear_all_but(self, lost: set[str]) -> None:
@@ -221,3 +235,58 @@ def test_a_failover_still_calls_a_host_heard_within_two_heartbeats(tmp_path: Pat
     world.provider.apply(lb, Claim(lb.id, 1, "w", 0, rebuild=True), rebuild=True)
     assert world.agents[host].deleted == [old]
     assert world.provider.skipped_removals == []
+
+
+class DeadVips(DataPlaneProbe):
+    """Nothing answers on any VIP (every host of theirs is lost); records who was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def serving(self, graph: Any) -> bool:
+        self.asked.append(str(graph.id))
+        return False
+
+
+def test_a_silent_hosts_amphorae_are_probed_ahead_and_failed_over_when_it_is_marked_down(
+    tmp_path: Path,
+) -> None:
+    """Issue 29: the amphora's own heartbeat came after the host's last one, so its own
+    silence starts no probe ahead; the host's silence must, or the failover waits a whole
+    probe timeout after the host is marked DOWN."""
+    probe = DeadVips()
+    world = World(tmp_path, probe=probe)
+    lb, amphora, lost = world.place("x")
+    world.clock.advance(0.3)  # host silent 0.3 s: not a suspect (1.5 s - 1.0 s lead)
+    world.hear_all_but({lost})
+    world.health.record_heartbeat(AmphoraId(amphora), LoadBalancerId(lb.id), world.clock())
+    assert world.host_sweeper.sweep() == [] and probe.asked == []
+    world.clock.advance(0.4)  # host silent 0.7 s: its amphorae are probed ahead
+    world.hear_all_but({lost})
+    assert world.host_sweeper.sweep() == []
+    wait_until(lambda: probe.asked == [lb.id], 5.0, "the probe started ahead of the host")
+    assert world.amphorae.sweep().failovers_requested == ()  # amphora silent 0.4 s only
+    world.clock.advance(0.9)  # host silent 1.6 s: DOWN, the verdict already in
+    world.hear_all_but({lost})
+    assert world.host_sweeper.sweep() == [lost]
+    assert world.health.failover_requests() == [amphora]
+    assert probe.asked == [lb.id]  # no second probe after the host was marked DOWN
+
+
+def test_a_host_heard_again_has_its_probes_ahead_dropped(tmp_path: Path) -> None:
+    probe = DeadVips()
+    world = World(tmp_path, probe=probe)
+    lb, amphora, slow = world.place("x")
+    world.clock.advance(0.7)
+    world.hear_all_but({slow})
+    world.host_sweeper.sweep()
+    wait_until(lambda: probe.asked == [lb.id], 5.0, "the probe started ahead of the host")
+    world.hear_all_but(set())  # the host was only slow
+    world.health.record_heartbeat(AmphoraId(amphora), LoadBalancerId(lb.id), world.clock())
+    world.host_sweeper.sweep()
+    world.amphorae.sweep()  # forgets probes of amphorae no longer suspect
+    world.clock.advance(3.5)  # then host and amphora are lost for good
+    world.host_sweeper.sweep()
+    assert world.host_sweeper.sweep() == []  # already DOWN
+    wait_until(lambda: len(probe.asked) == 2, 5.0, "a probe of this silence, not the old one")
+    assert world.health.failover_requests() == [amphora]

@@ -87,6 +87,8 @@ log = logging.getLogger(__name__)
 SUPERVISE_INTERVAL = 1.0
 SELF_RENEWAL_INTERVAL = 10.0
 """Seconds between an agent's checks of its own certificate when it holds the CA."""
+#: Seconds a node's listing of its flow counters answers single load balancers' reads.
+NODE_FLOWS_MAX_AGE = 1.0
 #: The amphorae's directories, under the state directory.
 AMPHORAE = "amphorae"
 
@@ -143,7 +145,9 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
         announcer = BirdVipAnnouncer(Path(agent.tier_vips_file), control)
     vips = AnnouncingVipHolder(RealVipHolder(), LinkAnnouncer())
     dsr = RealDsrRouter() if announcer is not None else None
-    manager = L4NodeManager(root, L4Engine(RealNftOps()), checker, vips, announcer, dsr)
+    # One listing of the dispatch map's counters serves a second of answers (issue 34).
+    engine = L4Engine(RealNftOps(), flows_max_age=NODE_FLOWS_MAX_AGE)
+    manager = L4NodeManager(root, engine, checker, vips, announcer, dsr)
     sink.append(manager)
     return manager, checker
 

@@ -14,6 +14,7 @@ from lbaas.l4.engine import ApplyReport, L4Engine
 from lbaas.l4.host.base import NftCommandFailed
 from lbaas.l4.host.recording import RecordingNftOps
 from lbaas.l4.service import L4Listener, L4Member, L4Protocol, L4Service
+from tests.support.clock import FakeClock
 
 LBS = [f"{n:08x}-5d51-4f57-8f55-0a1b2c3d4e5f" for n in range(1, 5)]
 
@@ -117,3 +118,35 @@ def test_every_load_balancers_counters_come_from_one_listing() -> None:
     counted = engine.new_flows_of(LBS[:3])
     assert ops.listings_read == [("map", "ip", "lbaas", "dispatch")]
     assert counted == {LBS[0]: {"tcp_80": 7}, LBS[1]: {"tcp_80": 3, "udp_53": 2}, LBS[2]: {}}
+
+
+def test_single_reads_share_a_listing_younger_than_the_max_age() -> None:
+    """Issue 34: every PUT and GET of a node answers with its load balancer's flows, and
+    a listing of the dispatch map is O(load balancers); within flows_max_age one listing
+    answers them all, and a round's listing (new_flows_of) is always fresh."""
+    ops = RecordingNftOps()
+    clock = FakeClock(100.0)
+    engine = L4Engine(ops, flows_max_age=1.0, clock=clock)
+    first, second = (nft.chain_name(lb) for lb in LBS[:2])
+    ops.set_flows(first, "10.31.0.100", {"tcp_80": 7})
+    assert engine.new_flows(LBS[0]) == {"tcp_80": 7}
+    ops.set_flows(second, "10.31.1.100", {"tcp_80": 3})
+    clock.advance(0.5)
+    assert engine.new_flows(LBS[1]) == {}  # the listing of half a second ago
+    assert len(ops.listings_read) == 1
+    clock.advance(0.6)
+    assert engine.new_flows(LBS[1]) == {"tcp_80": 3}  # older than a second: read again
+    assert len(ops.listings_read) == 2
+    ops.set_flows(first, "10.31.0.100", {"tcp_80": 9})
+    assert engine.new_flows_of([LBS[0]]) == {LBS[0]: {"tcp_80": 9}}  # a round: fresh
+    assert engine.new_flows(LBS[0]) == {"tcp_80": 9} and len(ops.listings_read) == 3
+
+
+def test_without_a_max_age_every_read_lists_the_map() -> None:
+    ops = RecordingNftOps()
+    engine = L4Engine(ops)
+    ops.set_flows(nft.chain_name(LBS[0]), "10.31.0.100", {"tcp_80": 1})
+    assert engine.new_flows(LBS[0]) == {"tcp_80": 1}
+    ops.set_flows(nft.chain_name(LBS[0]), "10.31.0.100", {"tcp_80": 2})
+    assert engine.new_flows(LBS[0]) == {"tcp_80": 2}
+    assert len(ops.listings_read) == 2

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 from lbaas_octavia_provider import translate
 from lbaas_octavia_provider.client import LbaasClient
-from lbaas_octavia_provider.reconcile import reconcile
+from lbaas_octavia_provider.l7_after_commit import L7AfterCommit
+from lbaas_octavia_provider.reconcile import reconcile, reconcile_one
 from lbaas_octavia_provider.reporter import Reporter, Sink, driver_library
 from lbaas_octavia_provider.settings import Settings, load
 from lbaas_octavia_provider.status import snapshot
@@ -48,9 +49,11 @@ class Agent:
     ) -> None:
         self.client = client
         self.reporter = Reporter(sink)
+        self.l7 = L7AfterCommit(client, sink, clock=clock)
         self.settings = settings
         self._clock = clock
         self._last_full = float("-inf")
+        self.deferred: list[str] = []  # load balancers the reconcile left for later
 
     def round(self) -> None:
         """One pass over every owned load balancer (and those it told Octavia of before,
@@ -79,11 +82,25 @@ class Agent:
     def _reconcile(self) -> bool:
         """The start's comparison of both sides; False (tried again next round) on failure."""
         try:
-            reconcile(self.client, self.reporter, owned_loadbalancers(self.client))
+            ids = owned_loadbalancers(self.client)
+            self.deferred = reconcile(self.client, self.reporter, self.l7, ids)
         except Exception:  # noqa: BLE001 - the rounds go on; the next one tries again
             LOG.exception("lbaas provider agent could not reconcile with Octavia yet")
             return False
         return True
+
+    def _reconcile_deferred(self) -> None:
+        """Those the reconcile left for later, each tried again (kept when it fails)."""
+        left = []
+        for lb_id in self.deferred:
+            try:
+                done = reconcile_one(self.client, self.reporter, self.l7, lb_id)
+            except Exception:  # noqa: BLE001 - logged; tried again next round
+                LOG.exception("lbaas provider agent could not reconcile %s yet", lb_id)
+                done = False
+            if not done:
+                left.append(lb_id)
+        self.deferred = left
 
     def _stats(self, listener_id: str) -> None:
         found: Any = self.client.read(f"/listeners/{listener_id}/stats")
@@ -97,6 +114,8 @@ class Agent:
         while not exit_event.is_set():
             if not reconciled:
                 reconciled = self._reconcile()
+            elif self.deferred:
+                self._reconcile_deferred()
             try:
                 self.round()
             except Exception:  # noqa: BLE001 - the agent outlives any one failure

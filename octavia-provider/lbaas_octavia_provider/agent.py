@@ -4,7 +4,10 @@ and keeps Octavia told what lbaas has.
 Each round lists lbaas's load balancers that an Octavia owns (tag ``octavia-provider``),
 reads each one's statuses and its listeners' counters, and pushes what changed; every
 ``full_push_interval`` it pushes everything again, so a report lost with a restarting API
-process or driver agent is made good. On start it reconciles the two sides first.
+process or driver agent is made good. On start it reconciles the two sides first; a
+single-call create whose L7 policies the API process gave up on (``l7_after_commit``:
+lbaas away for 15 minutes) is finished by the rounds once lbaas answers, as the
+reconcile finishes one whose API process died.
 """
 
 from __future__ import annotations
@@ -16,13 +19,16 @@ from typing import Any, Protocol
 
 from lbaas_octavia_provider import translate
 from lbaas_octavia_provider.client import LbaasClient
-from lbaas_octavia_provider.l7_after_commit import L7AfterCommit
-from lbaas_octavia_provider.reconcile import reconcile, reconcile_one
+from lbaas_octavia_provider.l7_after_commit import COMMIT_WAIT, GIVE_UP, MARK, L7AfterCommit
+from lbaas_octavia_provider.reconcile import age, reconcile, reconcile_one
 from lbaas_octavia_provider.reporter import Reporter, Sink, driver_library
 from lbaas_octavia_provider.settings import Settings, load
-from lbaas_octavia_provider.status import snapshot
+from lbaas_octavia_provider.status import Snapshot, snapshot
 
 LOG = logging.getLogger(__name__)
+# A single-call create's L7 work in the API process ends within COMMIT_WAIT + GIVE_UP of
+# the create; a margin for the clocks of lbaas's and this host.
+ABANDONED_AGE = COMMIT_WAIT + GIVE_UP + 300.0
 
 
 class ExitEvent(Protocol):
@@ -72,12 +78,23 @@ class Agent:
         try:
             snap = snapshot(self.client, lb_id)
             self.reporter.push(snap, force=force)
+            if self._abandoned(snap) and lb_id not in self.deferred:
+                self.deferred.append(lb_id)
             for listener_id in snap.listener_ids:
                 self._stats(listener_id)
         except Exception:  # noqa: BLE001 - logged; the round goes on with the next one
             LOG.exception("lbaas provider agent could not report load balancer %s", lb_id)
             return False
         return True
+
+    def _abandoned(self, snap: Snapshot) -> bool:
+        """An ACTIVE load balancer still marked once the API process's L7 work is surely
+        over (it gave up, or died): the rounds finish it, as a reconcile would."""
+        if MARK not in snap.tags:
+            return False
+        if snap.statuses.get(("loadbalancers", snap.loadbalancer_id), ("",))[0] != "ACTIVE":
+            return False
+        return age(self.client, snap.loadbalancer_id) > ABANDONED_AGE
 
     def _reconcile(self) -> bool:
         """The start's comparison of both sides; False (tried again next round) on failure."""

@@ -71,7 +71,7 @@ def octavia_objects(provider_lb: Any) -> set[Key]:
     return found
 
 
-def _age(client: LbaasClient, lb_id: str) -> float:
+def age(client: LbaasClient, lb_id: str) -> float:
     shown = client.read(f"/loadbalancers/{lb_id}") or {}
     created = (shown.get("loadbalancer") or {}).get("created_at")
     if not created:
@@ -94,7 +94,7 @@ def reconcile_one(client: LbaasClient, reporter: Reporter, l7: L7AfterCommit, lb
     young one yet, or its single-call create's L7 policies wait for lbaas)."""
     octavia = reporter.sink.get_loadbalancer(lb_id)
     if not octavia:
-        if _age(client, lb_id) < ORPHAN_AGE:
+        if age(client, lb_id) < ORPHAN_AGE:
             return False
         LOG.warning("lbaas load balancer %s is unknown to Octavia: deleting it", lb_id)
         client.write("DELETE", f"/loadbalancers/{lb_id}?cascade=true")

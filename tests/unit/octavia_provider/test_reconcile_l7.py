@@ -7,6 +7,8 @@ fake driver agent."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -70,6 +72,8 @@ class Lbaas:
         self.status = status
         self.policies: dict[str, dict[str, Any]] = {}
         self.posted: list[str] = []
+        self.listed = True
+        self.created_at = "2026-01-01T00:00:00"  # long ago: no API process still at work
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path.removeprefix("/v2/lbaas")
@@ -86,11 +90,12 @@ class Lbaas:
     def _read(self, path: str, params: httpx.QueryParams) -> Any:
         up = {"provisioning_status": "ACTIVE", "operating_status": "ONLINE"}
         if path == "/loadbalancers":
-            return {"loadbalancers": [{"id": LB}]}
+            return {"loadbalancers": [{"id": LB}] if self.listed else []}
         if path.endswith("/stats"):
             return {"stats": {}}
         if path == f"/loadbalancers/{LB}":
-            return {"loadbalancer": {"id": LB, "tags": self.tags, "pools": []}}
+            return {"loadbalancer": {"id": LB, "tags": self.tags, "pools": [],
+                                     "created_at": self.created_at}}  # fmt: skip
         if path == f"/loadbalancers/{LB}/status":
             listener = {"id": LISTENER, **up, "pools": []}
             lb = {"id": LB, "provisioning_status": self.status, "operating_status": "ONLINE"}
@@ -158,27 +163,53 @@ def test_a_marked_load_balancer_in_error_in_lbaas_has_its_policies_error_not_del
 
 
 class Rounds:
-    """The driver agent's exit event: set after ``rounds`` waits; lbaas's load balancer
-    settles after the first."""
+    """The driver agent's exit event: set after ``rounds`` waits, ``between`` run at each."""
 
-    def __init__(self, rounds: int, lbaas: Lbaas) -> None:
+    def __init__(self, rounds: int, between: Callable[[], None]) -> None:
         self.left = rounds
-        self.lbaas = lbaas
+        self.between = between
 
     def is_set(self) -> bool:
         return self.left <= 0
 
     def wait(self, timeout: float | None = None) -> bool:
         self.left -= 1
-        self.lbaas.status = "ACTIVE"
+        self.between()
         return self.is_set()
+
+
+def _agent(lbaas: Lbaas, octavia: Octavia) -> Agent:
+    agent = Agent(lbaas.client(), octavia, Settings(url="http://lbaas.invalid"))
+    agent.l7 = L7AfterCommit(agent.client, octavia, sleep=lambda _: None)
+    return agent
 
 
 def test_the_agent_finishes_a_deferred_load_balancer_at_its_next_round() -> None:
     lbaas = Lbaas(tags=["octavia-provider", MARK], status="PENDING_CREATE")
     octavia = Octavia([_policy("p1")])
-    agent = Agent(lbaas.client(), octavia, Settings(url="http://lbaas.invalid"))
-    agent.l7 = L7AfterCommit(agent.client, octavia, sleep=lambda _: None)
-    agent.run(Rounds(2, lbaas))
+    agent = _agent(lbaas, octavia)
+    agent.run(Rounds(2, lambda: setattr(lbaas, "status", "ACTIVE")))
     assert lbaas.posted == ["p1"] and lbaas.tags == ["octavia-provider"]
     assert agent.deferred == [] and octavia.statuses()["p1"] == "ACTIVE"
+
+
+def test_the_rounds_finish_a_mark_the_api_process_abandoned() -> None:
+    """The agent was up all along (its reconcile saw nothing); the API process gave the
+    policy up (lbaas away for 15 minutes) and left the mark."""
+    lbaas = Lbaas(tags=["octavia-provider", MARK])
+    lbaas.listed = False
+    octavia = Octavia([_policy("p1")])
+    agent = _agent(lbaas, octavia)
+    agent.run(Rounds(3, lambda: setattr(lbaas, "listed", True)))
+    assert lbaas.posted == ["p1"] and lbaas.tags == ["octavia-provider"]
+    assert agent.deferred == [] and octavia.statuses()["p1"] == "ACTIVE"
+
+
+def test_a_young_mark_is_left_to_the_api_process() -> None:
+    lbaas = Lbaas(tags=["octavia-provider", MARK])
+    lbaas.listed = False
+    agent = _agent(lbaas, Octavia([_policy("p1")]))
+    lbaas.created_at = datetime.now(UTC).isoformat()
+    agent.run(Rounds(3, lambda: setattr(lbaas, "listed", True)))
+    assert lbaas.posted == [] and lbaas.tags == ["octavia-provider", MARK]
+    assert agent.deferred == []

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.e2e.amphora.topology import LOOPBACK_SUBNET_ID, free_port_on
+from tests.e2e.octavia.both_sides import gone
 from tests.e2e.octavia.conftest import PROJECT, Sides
 from tests.support.waiting import wait_until
 
@@ -41,6 +42,20 @@ def _active_in_octavia(sides: Sides, child: tuple[str, str], lb_path: str) -> No
     except AssertionError as exc:
         log = sides.octavia.log_tail("octavia-driver-agent", 6000)
         raise AssertionError(f"{exc}; the driver agent's log ends:\n{log}") from exc
+
+
+def _gone(sides: Sides, lb_id: str) -> None:
+    """The next test kills Octavia's processes: a delete whose DELETED report is still on
+    its way would be lost with them (an Octavia load balancer lbaas no longer has at all
+    is one no reconciliation can find)."""
+    wait_until(lambda: gone(sides, lb_id), 60, "the load balancer gone on both sides")
+
+
+def _up(api: httpx.Client) -> bool:
+    try:
+        return api.get("/").status_code < 500
+    except httpx.HTTPError:
+        return False
 
 
 def test_a_listener_created_while_the_driver_agent_is_down_ends_active(sides: Sides) -> None:
@@ -88,13 +103,7 @@ def test_a_listener_created_while_the_driver_agent_is_down_ends_active(sides: Si
         # Through Octavia as a user would; lbaas's own clean-up (running_serve) removes
         # whatever a failed run left there.
         sides.octavia_api.delete(f"{lb_path}?cascade=true")
-
-
-def _up(api: httpx.Client) -> bool:
-    try:
-        return api.get("/").status_code < 500
-    except httpx.HTTPError:
-        return False
+    _gone(sides, lb_id)
 
 
 def test_the_l7_policy_of_a_single_call_create_is_finished_by_the_restarted_agent(
@@ -137,3 +146,4 @@ def test_the_l7_policy_of_a_single_call_create_is_finished_by_the_restarted_agen
             sides.octavia.start("octavia-driver-agent")
         wait_until(lambda: _up(sides.octavia_api), 120, "Octavia's API back")
         sides.octavia_api.delete(f"{lb_path}?cascade=true")
+    _gone(sides, lb_id)

@@ -94,7 +94,7 @@ class Agent:
             return False
         if snap.statuses.get(("loadbalancers", snap.loadbalancer_id), ("",))[0] != "ACTIVE":
             return False
-        return age(self.client, snap.loadbalancer_id) > ABANDONED_AGE
+        return (age(self.client, snap.loadbalancer_id) or 0.0) > ABANDONED_AGE
 
     def _reconcile(self) -> bool:
         """The start's comparison of both sides; False (tried again next round) on failure."""

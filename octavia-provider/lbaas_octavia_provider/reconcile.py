@@ -71,8 +71,11 @@ def octavia_objects(provider_lb: Any) -> set[Key]:
     return found
 
 
-def age(client: LbaasClient, lb_id: str) -> float:
-    shown = client.read(f"/loadbalancers/{lb_id}") or {}
+def age(client: LbaasClient, lb_id: str) -> float | None:
+    """Seconds since lbaas created the load balancer (None: lbaas has none)."""
+    shown = client.read(f"/loadbalancers/{lb_id}")
+    if not shown:
+        return None
     created = (shown.get("loadbalancer") or {}).get("created_at")
     if not created:
         return 0.0
@@ -94,7 +97,10 @@ def reconcile_one(client: LbaasClient, reporter: Reporter, l7: L7AfterCommit, lb
     young one yet, or its single-call create's L7 policies wait for lbaas)."""
     octavia = reporter.sink.get_loadbalancer(lb_id)
     if not octavia:
-        if age(client, lb_id) < ORPHAN_AGE:
+        seconds = age(client, lb_id)
+        if seconds is None:  # gone from both sides meanwhile
+            return True
+        if seconds < ORPHAN_AGE:
             return False
         LOG.warning("lbaas load balancer %s is unknown to Octavia: deleting it", lb_id)
         client.write("DELETE", f"/loadbalancers/{lb_id}?cascade=true")

@@ -40,7 +40,7 @@ class Octavia:
         listeners: dict[str, list[dict[str, Any]]] = {LISTENER: []}
         for policy in policies:
             listeners.setdefault(policy["listener_id"], []).append(policy)
-        self.tree = {
+        self.tree: dict[str, Any] | None = {
             "loadbalancer_id": LB, "project_id": "p1", "pools": [],
             "listeners": [{"listener_id": k, "l7policies": v} for k, v in listeners.items()],
         }  # fmt: skip
@@ -73,6 +73,8 @@ class Lbaas:
         self.policies: dict[str, dict[str, Any]] = {}
         self.posted: list[str] = []
         self.listed = True
+        self.gone = False
+        self.deleted: list[str] = []
         self.created_at = "2026-01-01T00:00:00"  # long ago: no API process still at work
 
     def handle(self, request: httpx.Request) -> httpx.Response:
@@ -85,6 +87,11 @@ class Lbaas:
         if request.method == "PUT" and path == f"/loadbalancers/{LB}":
             self.tags = json.loads(request.content)["loadbalancer"]["tags"]
             return httpx.Response(200, json={"loadbalancer": {}})
+        if request.method == "DELETE":
+            self.deleted.append(path)
+            return httpx.Response(204)
+        if self.gone:
+            return httpx.Response(404, json={"faultstring": "not found"})
         return httpx.Response(200, json=self._read(path, request.url.params))
 
     def _read(self, path: str, params: httpx.QueryParams) -> Any:
@@ -151,6 +158,19 @@ def test_a_marked_load_balancer_lbaas_still_converges_is_left_for_a_later_round(
     lbaas.status = "ACTIVE"
     assert _reconcile(lbaas, octavia) == []
     assert lbaas.posted == ["p1"] and octavia.statuses()["p1"] == "ACTIVE"
+
+
+def test_one_octavia_does_not_know_waits_until_old_then_goes_unless_gone_already() -> None:
+    lbaas = Lbaas(tags=["octavia-provider"])
+    octavia = Octavia([])
+    octavia.tree = None  # rolled back in Octavia after lbaas took the create
+    lbaas.created_at = datetime.now(UTC).isoformat()
+    assert _reconcile(lbaas, octavia) == [LB] and lbaas.deleted == []
+    lbaas.gone = True
+    assert _reconcile(lbaas, octavia) == [] and lbaas.deleted == []
+    lbaas.gone, lbaas.created_at = False, "2026-01-01T00:00:00"
+    assert _reconcile(lbaas, octavia) == []
+    assert lbaas.deleted == [f"/loadbalancers/{LB}"] and octavia.sent == []
 
 
 def test_a_marked_load_balancer_in_error_in_lbaas_has_its_policies_error_not_deleted() -> None:

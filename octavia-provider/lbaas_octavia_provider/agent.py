@@ -4,7 +4,10 @@ and keeps Octavia told what lbaas has.
 Each round lists lbaas's load balancers that an Octavia owns (tag ``octavia-provider``),
 reads each one's statuses and its listeners' counters, and pushes what changed; every
 ``full_push_interval`` it pushes everything again, so a report lost with a restarting API
-process or driver agent is made good. On start it reconciles the two sides first.
+process or driver agent is made good. On start it reconciles the two sides first; a
+single-call create whose L7 policies the API process gave up on (``l7_after_commit``:
+lbaas away for 15 minutes) is finished by the rounds once lbaas answers, as the
+reconcile finishes one whose API process died.
 """
 
 from __future__ import annotations
@@ -16,12 +19,16 @@ from typing import Any, Protocol
 
 from lbaas_octavia_provider import translate
 from lbaas_octavia_provider.client import LbaasClient
-from lbaas_octavia_provider.reconcile import reconcile
+from lbaas_octavia_provider.l7_after_commit import COMMIT_WAIT, GIVE_UP, MARK, L7AfterCommit
+from lbaas_octavia_provider.reconcile import age, reconcile, reconcile_one
 from lbaas_octavia_provider.reporter import Reporter, Sink, driver_library
 from lbaas_octavia_provider.settings import Settings, load
-from lbaas_octavia_provider.status import snapshot
+from lbaas_octavia_provider.status import Snapshot, snapshot
 
 LOG = logging.getLogger(__name__)
+# A single-call create's L7 work in the API process ends within COMMIT_WAIT + GIVE_UP of
+# the create; a margin for the clocks of lbaas's and this host.
+ABANDONED_AGE = COMMIT_WAIT + GIVE_UP + 300.0
 
 
 class ExitEvent(Protocol):
@@ -48,9 +55,11 @@ class Agent:
     ) -> None:
         self.client = client
         self.reporter = Reporter(sink)
+        self.l7 = L7AfterCommit(client, sink, clock=clock)
         self.settings = settings
         self._clock = clock
         self._last_full = float("-inf")
+        self.deferred: list[str] = []  # load balancers the reconcile left for later
 
     def round(self) -> None:
         """One pass over every owned load balancer (and those it told Octavia of before,
@@ -69,6 +78,8 @@ class Agent:
         try:
             snap = snapshot(self.client, lb_id)
             self.reporter.push(snap, force=force)
+            if self._abandoned(snap) and lb_id not in self.deferred:
+                self.deferred.append(lb_id)
             for listener_id in snap.listener_ids:
                 self._stats(listener_id)
         except Exception:  # noqa: BLE001 - logged; the round goes on with the next one
@@ -76,14 +87,37 @@ class Agent:
             return False
         return True
 
+    def _abandoned(self, snap: Snapshot) -> bool:
+        """An ACTIVE load balancer still marked once the API process's L7 work is surely
+        over (it gave up, or died): the rounds finish it, as a reconcile would."""
+        if MARK not in snap.tags:
+            return False
+        if snap.statuses.get(("loadbalancers", snap.loadbalancer_id), ("",))[0] != "ACTIVE":
+            return False
+        return (age(self.client, snap.loadbalancer_id) or 0.0) > ABANDONED_AGE
+
     def _reconcile(self) -> bool:
         """The start's comparison of both sides; False (tried again next round) on failure."""
         try:
-            reconcile(self.client, self.reporter, owned_loadbalancers(self.client))
+            ids = owned_loadbalancers(self.client)
+            self.deferred = reconcile(self.client, self.reporter, self.l7, ids)
         except Exception:  # noqa: BLE001 - the rounds go on; the next one tries again
             LOG.exception("lbaas provider agent could not reconcile with Octavia yet")
             return False
         return True
+
+    def _reconcile_deferred(self) -> None:
+        """Those the reconcile left for later, each tried again (kept when it fails)."""
+        left = []
+        for lb_id in self.deferred:
+            try:
+                done = reconcile_one(self.client, self.reporter, self.l7, lb_id)
+            except Exception:  # noqa: BLE001 - logged; tried again next round
+                LOG.exception("lbaas provider agent could not reconcile %s yet", lb_id)
+                done = False
+            if not done:
+                left.append(lb_id)
+        self.deferred = left
 
     def _stats(self, listener_id: str) -> None:
         found: Any = self.client.read(f"/listeners/{listener_id}/stats")
@@ -97,6 +131,8 @@ class Agent:
         while not exit_event.is_set():
             if not reconciled:
                 reconciled = self._reconcile()
+            elif self.deferred:
+                self._reconcile_deferred()
             try:
                 self.round()
             except Exception:  # noqa: BLE001 - the agent outlives any one failure

@@ -19,7 +19,7 @@ from octavia_lib.api.drivers import provider_base
 
 from lbaas_octavia_provider import capabilities, translate
 from lbaas_octavia_provider.client import LbaasClient, LbaasError, Unreachable
-from lbaas_octavia_provider.l7_after_commit import L7AfterCommit
+from lbaas_octavia_provider.l7_after_commit import MARK, L7AfterCommit
 from lbaas_octavia_provider.reporter import LazySink, Reporter, Sink, driver_library
 from lbaas_octavia_provider.settings import Settings, load
 from lbaas_octavia_provider.status import Key, snapshot
@@ -131,8 +131,10 @@ class LbaasDriver(provider_base.ProviderDriver):  # type: ignore[misc]
         """One lbaas create, a single-call one when Octavia's is (its listeners, pools,
         members and monitors nested, each with Octavia's id): lbaas takes the whole tree
         or none of it, as Octavia does. The L7 policies Octavia leaves out of the listeners
-        it passes follow once it has committed (``l7_after_commit``)."""
+        it passes follow once it has committed (``l7_after_commit``); the tag ``MARK``
+        says so in lbaas until they all have an outcome."""
         got = translate.fields(loadbalancer)
+        listeners = translate.children(loadbalancer, "listeners")
         body = translate.create_body("loadbalancer", loadbalancer)
         body["loadbalancer"].update(
             {
@@ -140,13 +142,13 @@ class LbaasDriver(provider_base.ProviderDriver):  # type: ignore[misc]
                 **capabilities.placement(got),
                 **translate.graph(loadbalancer),
                 "provider": self.lbaas_provider,
-                "tags": [translate.TAG],
+                # MARK: L7 policies may follow (l7_after_commit), until it is removed.
+                "tags": [translate.TAG, MARK] if listeners else [translate.TAG],
             }
         )
         with _octavia_errors():
             self.client.write("POST", "/loadbalancers", got.get("project_id"), body)
         lb_id = str(got["loadbalancer_id"])
-        listeners = translate.children(loadbalancer, "listeners")
         before = (lambda: self.l7_after_commit.run(lb_id)) if listeners else None
         self.watcher.watch(lb_id, before=before)
 

@@ -2,9 +2,18 @@
 
 - An lbaas load balancer Octavia does not know (its create was rolled back in Octavia
   after lbaas took it, or Octavia's was purged) is deleted from lbaas, once it is older
-  than ``ORPHAN_AGE`` (a create in flight is not yet committed in Octavia).
-- An object of Octavia's load balancer that lbaas does not have (its delete finished in
-  lbaas while nobody was there to report it) is reported DELETED to Octavia.
+  than ``ORPHAN_AGE`` (a create in flight is not yet committed in Octavia: tried again
+  each round until then).
+- A load balancer lbaas still tags ``MARK`` (its single-call create's L7 policies were
+  not all given an outcome: the driver agent or Octavia's API process restarted, or lbaas
+  stayed unreachable) has Octavia's L7 policies (with their rules) that lbaas lacks, on
+  listeners lbaas has, created in lbaas with Octavia's ids (``L7AfterCommit.finish``):
+  they were never created, not deleted. One lbaas still converges is tried again at a
+  later round.
+- Any other object of Octavia's load balancer that lbaas does not have (its delete
+  finished in lbaas while nobody was there to report it, or lbaas lost it) is reported
+  DELETED to Octavia. The get socket gives no provisioning status, so the mark in lbaas,
+  not Octavia's PENDING_CREATE, tells the two cases apart.
 - Everything else lbaas has is pushed, whatever Octavia was told before: an object left
   PENDING_* in Octavia by a restart takes lbaas's status.
 
@@ -19,11 +28,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lbaas_octavia_provider.client import LbaasClient
+from lbaas_octavia_provider.l7_after_commit import MARK, L7AfterCommit
 from lbaas_octavia_provider.reporter import Reporter
-from lbaas_octavia_provider.status import Key, snapshot
+from lbaas_octavia_provider.status import PENDING, Key, snapshot
 
 LOG = logging.getLogger(__name__)
 ORPHAN_AGE = 300.0
+# How long one reconcile waits for lbaas to take a single-call create's L7 policies.
+FINISH_WAIT = 60.0
 # octavia-lib's provider dictionary: the children of a load balancer, and where they nest.
 _NESTED = {
     "listeners": ("listener_id", "l7policies"),
@@ -59,8 +71,11 @@ def octavia_objects(provider_lb: Any) -> set[Key]:
     return found
 
 
-def _age(client: LbaasClient, lb_id: str) -> float:
-    shown = client.read(f"/loadbalancers/{lb_id}") or {}
+def age(client: LbaasClient, lb_id: str) -> float | None:
+    """Seconds since lbaas created the load balancer (None: lbaas has none)."""
+    shown = client.read(f"/loadbalancers/{lb_id}")
+    if not shown:
+        return None
     created = (shown.get("loadbalancer") or {}).get("created_at")
     if not created:
         return 0.0
@@ -70,21 +85,46 @@ def _age(client: LbaasClient, lb_id: str) -> float:
     return (datetime.now(UTC) - when).total_seconds()
 
 
-def reconcile(client: LbaasClient, reporter: Reporter, lbaas_ids: list[str]) -> None:
-    for lb_id in lbaas_ids:
-        octavia = reporter.sink.get_loadbalancer(lb_id)
-        if not octavia:
-            if _age(client, lb_id) >= ORPHAN_AGE:
-                LOG.warning("lbaas load balancer %s is unknown to Octavia: deleting it", lb_id)
-                client.write("DELETE", f"/loadbalancers/{lb_id}?cascade=true")
-            continue
+def reconcile(
+    client: LbaasClient, reporter: Reporter, l7: L7AfterCommit, lbaas_ids: list[str]
+) -> list[str]:
+    """Reconcile each of ``lbaas_ids``; those to try again later are returned."""
+    return [lb_id for lb_id in lbaas_ids if not reconcile_one(client, reporter, l7, lb_id)]
+
+
+def reconcile_one(client: LbaasClient, reporter: Reporter, l7: L7AfterCommit, lb_id: str) -> bool:
+    """One load balancer; False when it is to be tried again (Octavia has not committed a
+    young one yet, or its single-call create's L7 policies wait for lbaas)."""
+    octavia = reporter.sink.get_loadbalancer(lb_id)
+    if not octavia:
+        seconds = age(client, lb_id)
+        if seconds is None:  # gone from both sides meanwhile
+            return True
+        if seconds < ORPHAN_AGE:
+            return False
+        LOG.warning("lbaas load balancer %s is unknown to Octavia: deleting it", lb_id)
+        client.write("DELETE", f"/loadbalancers/{lb_id}?cascade=true")
+        return True
+    snap = snapshot(client, lb_id)
+    errors: list[Key] = []
+    done = True
+    if snap.exists and MARK in snap.tags:
+        lb_status = snap.statuses[("loadbalancers", lb_id)][0]
+        if lb_status.startswith(PENDING):
+            return False
+        LOG.warning("load balancer %s: finishing its L7 policies in lbaas", lb_id)
+        have = {object_id for collection, object_id in snap.statuses if collection == "l7policies"}
+        deadline = l7.clock() + FINISH_WAIT
+        errors, done = l7.finish(lb_id, octavia, lb_status, deadline, have, snap.listener_ids)
         snap = snapshot(client, lb_id)
-        missing = sorted(octavia_objects(octavia) - set(snap.statuses)) if snap.exists else []
-        for collection, object_id in missing:
-            LOG.warning(
-                "lbaas has no %s %s of load balancer %s: reported DELETED to Octavia",
-                collection,
-                object_id,
-                lb_id,
-            )
-        reporter.push(snap, force=True, deleted=missing)
+    found = octavia_objects(octavia) - set(snap.statuses) - set(errors)
+    missing = sorted(found) if snap.exists else []
+    for collection, object_id in missing:
+        LOG.warning(
+            "lbaas has no %s %s of load balancer %s: reported DELETED to Octavia",
+            collection,
+            object_id,
+            lb_id,
+        )
+    reporter.push(snap, force=True, deleted=missing)
+    return done

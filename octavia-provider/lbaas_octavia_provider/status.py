@@ -37,6 +37,7 @@ class Snapshot:
     exists: bool
     statuses: dict[Key, Status] = field(default_factory=dict)
     listener_ids: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
 
     @property
     def pending(self) -> bool:
@@ -95,7 +96,7 @@ def snapshot(client: LbaasClient, lb_id: str) -> Snapshot:
     if not shown or not tree:
         return Snapshot(lb_id, exists=False)
     lb = tree["statuses"]["loadbalancer"]
-    snap = Snapshot(lb_id, exists=True)
+    snap = Snapshot(lb_id, exists=True, tags=list(shown["loadbalancer"].get("tags") or []))
     _add(snap, "loadbalancers", lb)
     for listener in lb.get("listeners", []):
         _add(snap, "listeners", listener)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from lbaas.host.netns_thread import enter_network_namespace
 from lbaas.model.graph import ListenerId
 from lbaas.model.health import HealthReport
-from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
+from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT, answered_by_reset
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +78,9 @@ def connect_error(address: str, port: int, timeout: float) -> str | None:
 
 
 def connect_failure(exc: OSError) -> str | None:
-    """Why a probe's connect that raised ``exc`` failed; None when the VIP did answer.
-
-    A reset can only end a handshake that completed (a RST answering the SYN is "refused"):
-    with a timeout the connect is non-blocking, and HAProxy's reject of the probe's source
-    port can land before the probing thread reads the outcome.
-    """
-    if isinstance(exc, ConnectionResetError):
+    """Why a probe's connect that raised ``exc`` failed; None when the VIP did answer
+    (``answered_by_reset``)."""
+    if answered_by_reset(exc, connected=False):
         return None
     return str(exc.strerror or exc)
 

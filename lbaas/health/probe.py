@@ -42,7 +42,7 @@ import struct
 
 from lbaas.model.enums import ListenerProtocol
 from lbaas.model.graph import Listener, LoadBalancer
-from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
+from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT, answered_by_reset
 
 log = logging.getLogger(__name__)
 
@@ -121,11 +121,9 @@ class ListenerProbe(DataPlaneProbe):
                 conn.shutdown(socket.SHUT_WR)  # makes HAProxy act without a server
                 conn.recv(1)  # bytes, or b"" when closed: either way someone acted
                 return True
-        except ConnectionResetError:
-            return True  # reset after the handshake: a live process refused it
         except OSError as exc:
-            if connected and exc.errno == errno.ENOTCONN:
-                return True  # the same reset, already there when we half-closed
+            if answered_by_reset(exc, connected=connected):
+                return True  # a live process refused it after the handshake
             raise
 
 

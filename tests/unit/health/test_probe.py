@@ -9,6 +9,7 @@ that refuses, and one that is gone.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from lbaas.amphora.vip_probe import connect_failure
 from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.metrics import HealthManagerCollector
 from lbaas.health.probe import DataPlaneProbe, ListenerProbe
@@ -24,7 +26,7 @@ from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.model.enums import ListenerProtocol, Topology
 from lbaas.model.graph import AmphoraId, LoadBalancer, LoadBalancerId
-from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT
+from lbaas.render.haproxy.probe_source import VIP_PROBE_SOURCE_PORT, answered_by_reset
 from lbaas.wire.heartbeat.envelope import ReplayGuard
 from tests.support import graphs
 from tests.support.clock import FakeClock
@@ -233,3 +235,15 @@ def test_an_amphora_heard_again_loses_its_probe_ahead() -> None:
     assert result.stale == (AMP,) and result.agent_silent == (AMP,)
     assert result.failovers_requested == () and store.failover_requests() == []
     assert probe.asked == [LB, LB]
+
+
+def test_a_reset_is_an_answer_for_both_probes_and_a_refusal_is_not() -> None:
+    """The agent's VIP probe and this probe share one judgement (probe_source)."""
+    reset = ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+    refused = ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+    not_connected = OSError(errno.ENOTCONN, "Transport endpoint is not connected")
+    assert answered_by_reset(reset, connected=False) and connect_failure(reset) is None
+    assert not answered_by_reset(refused, connected=False)
+    assert connect_failure(refused) == "Connection refused"
+    assert answered_by_reset(not_connected, connected=True)
+    assert not answered_by_reset(not_connected, connected=False)

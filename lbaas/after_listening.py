@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from lbaas.errors import CommandRefused
 from lbaas.startup_heap import freeze_startup_heap
 
 if TYPE_CHECKING:
@@ -120,11 +121,15 @@ def hold_embedded_access_logs(settings: Settings) -> Any:
     spinning seconds before the agent adopts them. Root only (where the sockets are known
     before the agent is built; otherwise the agent holds them first thing)."""
     from lbaas.amphora.held_log_sockets import HeldLogSockets
+    from lbaas.fleet.agent_paths import access_log_sockets, amphora_root_of
 
     if "amphora" not in settings.providers.enabled or os.geteuid() != 0:
         return None
-    state_dir = settings.state_dir.absolute()
-    return HeldLogSockets.hold_stale(settings.access_log.socket_directory, state_dir / "amphorae")
+    try:
+        root = amphora_root_of(settings)  # the agent's own choice, short root included
+    except CommandRefused:
+        return None  # the agent refuses to start just after, saying why
+    return HeldLogSockets.hold_stale(access_log_sockets(settings, root), root)
 
 
 def start_agent(

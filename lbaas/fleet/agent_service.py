@@ -28,7 +28,6 @@ import datetime
 import functools
 import ipaddress
 import logging
-import os
 import signal
 import socket
 import threading
@@ -40,8 +39,6 @@ from lbaas.amphora.access_log import AccessLogs
 from lbaas.amphora.haproxy_process import max_connections_for
 from lbaas.amphora.held_log_sockets import HeldLogSockets
 from lbaas.amphora.registry import AmphoraRegistry
-from lbaas.amphora.short_root import LOGS_SUFFIX, short_root
-from lbaas.amphora.socket_room import check_socket_room
 from lbaas.amphora.spare_slot import SpareSlots
 from lbaas.amphora.spares import SparePool
 from lbaas.amphora.udp_health import namespace_checker
@@ -53,6 +50,7 @@ from lbaas.config import AgentSettings, Settings
 from lbaas.errors import ConfigError
 from lbaas.fleet.agent_app import create_agent_app
 from lbaas.fleet.agent_certs import AgentCertificates
+from lbaas.fleet.agent_paths import access_log_sockets, amphora_root_of
 from lbaas.fleet.enrolment import HEARTBEAT_KEY_FILE, bundle_tls
 from lbaas.fleet.heartbeat_sender import HeartbeatSender
 from lbaas.fleet.server import AgentHttpsServer
@@ -89,8 +87,6 @@ SELF_RENEWAL_INTERVAL = 10.0
 """Seconds between an agent's checks of its own certificate when it holds the CA."""
 #: Seconds a node's listing of its flow counters answers single load balancers' reads.
 NODE_FLOWS_MAX_AGE = 1.0
-#: The amphorae's directories, under the state directory.
-AMPHORAE = "amphorae"
 
 
 def host_ops_for(agent: AgentSettings) -> HostOps:
@@ -150,25 +146,6 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
     manager = L4NodeManager(root, engine, checker, vips, announcer, dsr)
     sink.append(manager)
     return manager, checker
-
-
-def access_log_sockets(settings: Settings, amphora_root: Path) -> Path:
-    """Where the amphorae's access-log sockets are. As root HAProxy's workers drop to their
-    own user, who cannot cross the 0700 state directory; otherwise they run as this
-    agent's user and the state directory does: ``<amphora_root>-logs``."""
-    if os.geteuid() == 0:
-        return settings.access_log.socket_directory
-    return amphora_root.with_name(amphora_root.name + LOGS_SUFFIX)
-
-
-def amphora_root_of(settings: Settings) -> Path:
-    """The amphorae's directory as HAProxy will name it: ``<state>/amphorae``, or its short
-    link when that is too long for HAProxy's sockets (``short_root``); CommandRefused
-    when even that leaves no room."""
-    state_dir = settings.state_dir.absolute()
-    root = short_root(state_dir / AMPHORAE)
-    check_socket_room(state_dir, root, access_log_sockets(settings, root))
-    return root
 
 
 def access_logs_of(

@@ -23,7 +23,7 @@ from lbaas.db.engine import Database
 from lbaas.db.hosts import host_repo
 from lbaas.db.jobs import job_queue
 from lbaas.db.jobs.job_notify import PostgresJobListener
-from lbaas.db.schema_check import schema_mismatch
+from lbaas.db.schema_check import schema_mismatch, stated_revision
 from lbaas.db.secrets.secret_vault import SecretVault, count_sealed
 from lbaas.errors import ConfigError
 from lbaas.fleet.enrolment import Enrolment, write_bundle
@@ -66,6 +66,8 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> Database:
     if mismatch is not None:
         database.dispose()
         raise ConfigError(mismatch)
+    with database.engine.connect() as conn:
+        LOG.info("database schema at revision %s", stated_revision(conn) or "(none)")
     seed_subnets(database, settings.network)
     return database
 

@@ -20,6 +20,7 @@ from lbaas.db.jobs import job_queue
 from lbaas.db.loadbalancers.loadbalancer_repo import active_loadbalancers_of, loadbalancer_kept
 from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_pool import AgentPool, tls_client_factory
+from lbaas.fleet.peer_versions import PeerVersions
 from lbaas.health.certificate_metrics import CertificateExpiryTimestamps
 from lbaas.health.certificates import FleetCertificates, enrolled_hosts
 from lbaas.health.distributed_poll import DistributedStatusPoller, Reporter
@@ -33,6 +34,7 @@ from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.sql_store import SqlHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.metrics.process import ProcessMetrics
+from lbaas.metrics.wire_versions import WireVersionCollector
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.driver import DistributedProvider
 from lbaas.providers.registry import load_providers
@@ -47,9 +49,11 @@ def _controller_agents(settings: Settings) -> AgentPool:
     tls = ca.ensure_identity(pki / "controller", "controller", "client")
     agent = settings.agent
     host = f"[{agent.host}]" if ":" in agent.host else agent.host
-    legacy = AgentClient(f"https://{host}:{agent.port}", tls=tls, timeout=10)
+    versions = PeerVersions()
+    legacy = AgentClient(f"https://{host}:{agent.port}", tls=tls, timeout=10, versions=versions)
     # Its sweeps must not wait for a silent agent's handshake (CONNECT_TIMEOUT is enough).
-    return AgentPool(tls_client_factory(tls, timeout=10, handshake_timeout=None), legacy)
+    factory = tls_client_factory(tls, timeout=10, handshake_timeout=None, versions=versions)
+    return AgentPool(factory, legacy, versions=versions)
 
 
 def _breaker(settings: Settings, database: Database) -> LoadBalancerBreaker:
@@ -142,7 +146,10 @@ def _certificate_renewal(
     """The rounds renewing the controller's and the agents' certificates (started unless
     ``health.certificate_renewal_interval`` is 0), and their expiry metric."""
     certificates = FleetCertificates(
-        settings.state_dir.absolute() / "pki", lambda: enrolled_hosts(database), agents.fresh
+        settings.state_dir.absolute() / "pki",
+        lambda: enrolled_hosts(database),
+        agents.fresh,
+        agents.versions,
     )
     interval = settings.health.certificate_renewal_interval
     renewal = RenewalLoop([certificates.renew_due], interval)
@@ -150,6 +157,7 @@ def _certificate_renewal(
         renewal.start()
     if metrics is not None:
         metrics.register(CertificateExpiryTimestamps(certificates))
+        metrics.register(WireVersionCollector(agents.versions))
     return renewal
 
 

@@ -59,9 +59,9 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> Database:
     """
     database = Database(settings.database_url, pool_size=settings.database.pool_size)
     if upgrade:
-        from lbaas.db.migrate import upgrade_database  # alembic: not for every process
+        from lbaas.db.migrate import upgrade_on_start  # alembic: not for every process
 
-        upgrade_database(database)
+        upgrade_on_start(database)  # expand only: an older process may share the database
     mismatch = schema_mismatch(database.engine)
     if mismatch is not None:
         database.dispose()

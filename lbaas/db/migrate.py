@@ -5,7 +5,9 @@ nullable or defaulted columns, indexes), so code of the release before keeps run
 the result; ``contract`` removes or tightens what only that older code used, and runs once
 no process of it is left. ``lbaas db upgrade --expand`` applies the pending migrations up
 to the first contract one (``upgrade_phase``), ``--contract`` everything after, plain
-``lbaas db upgrade`` everything at once.
+``lbaas db upgrade`` everything at once. A process that migrates at start-up (``serve``,
+``enrol``: ``upgrade_on_start``) applies expand migrations only, so a new release's
+process started beside the previous release's never removes what those still use.
 """
 
 from __future__ import annotations
@@ -131,3 +133,12 @@ def upgrade_showing(database: Database, phase: Phase | None, step: Callable[[str
         upgrade_database(database, on_applied=applied)
     elif upgrade_phase(database, phase, on_applied=applied) is None:
         step(f"no {phase} migration to apply")
+
+
+def upgrade_on_start(database: Database, location: Path = MIGRATIONS) -> None:
+    """A process's own migration at start-up: every migration on an empty database, else
+    the expand ones only (contracting is the operator's step: ``--contract``)."""
+    if current_revision(database) is None:
+        upgrade_database(database, location=location)
+    else:
+        upgrade_phase(database, "expand", location=location)

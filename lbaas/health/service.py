@@ -42,14 +42,13 @@ from lbaas.wire.heartbeat.envelope import ReplayGuard
 from lbaas.wire.heartbeat.key import heartbeat_key
 
 
-def _controller_agents(settings: Settings) -> AgentPool:
+def _controller_agents(settings: Settings, versions: PeerVersions) -> AgentPool:
     """Clients of the fleet's agents with the controller's identity (stale cleanup)."""
     pki = settings.state_dir.absolute() / "pki"
     ca = CertificateAuthority.load_or_create(pki)
     tls = ca.ensure_identity(pki / "controller", "controller", "client")
     agent = settings.agent
     host = f"[{agent.host}]" if ":" in agent.host else agent.host
-    versions = PeerVersions()
     legacy = AgentClient(f"https://{host}:{agent.port}", tls=tls, timeout=10, versions=versions)
     # Its sweeps must not wait for a silent agent's handshake (CONNECT_TIMEOUT is enough).
     factory = tls_client_factory(tls, timeout=10, handshake_timeout=None, versions=versions)
@@ -80,7 +79,8 @@ def start_health_manager(
     # A returning host's stray amphorae (an old MASTER) go at its first heartbeat.
     stray_heard = threading.Event()
     hosts = SqlHostRegistry(database, on_stray=stray_heard.set)
-    receiver = _receiver(settings, store, hosts, heartbeat_socket)
+    versions = PeerVersions()  # the agents' wire versions: heartbeats and answers say them
+    receiver = _receiver(settings, store, hosts, heartbeat_socket, versions)
     receiver.start()  # first: a taken port stops start-up with no thread left running
     flusher = Flusher(store, flush_interval(health.stale_after))
     flusher.start()
@@ -93,7 +93,7 @@ def start_health_manager(
         silent_hosts=lambda: host_sweeper.mark_down(),  # bound below, before any sweep
         probe_lead=health.probe_timeout,
     )
-    agents = _controller_agents(settings)
+    agents = _controller_agents(settings, versions)
     host_sweeper = HostSweeper(
         hosts,
         stale_after=health.host_stale_after,
@@ -127,6 +127,7 @@ def _receiver(
     store: SqlHealthStore,
     hosts: SqlHostRegistry,
     bound: socket.socket | None,
+    versions: PeerVersions,
 ) -> HeartbeatReceiver:
     health = settings.health
     return HeartbeatReceiver(
@@ -137,6 +138,7 @@ def _receiver(
         port=health.bind_port,
         hosts=hosts,
         bound=bound,
+        versions=versions,
     )
 
 

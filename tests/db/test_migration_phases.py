@@ -17,6 +17,7 @@ from lbaas.db.migrate import (
     pending_phases,
     phase_target,
     upgrade_database,
+    upgrade_on_start,
     upgrade_phase,
 )
 from lbaas.db.schema_check import MIGRATIONS, missing_from_database
@@ -91,6 +92,21 @@ def test_postgresql_expand_stops_before_a_contract_migration(
     tmp_path: Path, postgres: PostgresDatabases
 ) -> None:
     _expand_then_contract(postgres.create("phases"), tmp_path)
+
+
+def test_a_process_starting_never_contracts_a_schema_in_use(tmp_path: Path) -> None:
+    location = _scripts(tmp_path)
+    fresh = Database(f"sqlite:///{tmp_path / 'fresh.sqlite'}")
+    shared = Database(f"sqlite:///{tmp_path / 'shared.sqlite'}")
+    try:
+        upgrade_on_start(fresh, location)
+        assert current_revision(fresh) == "c"  # an empty database: nobody else uses it
+        upgrade_database(shared, "a", location=location)
+        upgrade_on_start(shared, location)
+        assert current_revision(shared) == "a"  # b contracts: the operator's step
+    finally:
+        fresh.dispose()
+        shared.dispose()
 
 
 def test_every_shipped_migration_states_its_phase(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def test_an_old_agent_reads_this_controllers_specs_in_its_language(old: Path) ->
 def test_an_old_controller_reads_this_agents_host_heartbeat(old: Path) -> None:
     seen = HostAnnouncement(
         host_id="h1", address="127.0.0.1", port=9443, zone="z", capacity=10,
-        amphorae=("a1",), vrrp=(("a1", "MASTER"),), cert_expiration=1.9e9,
+        amphorae=("a1",), vrrp=(("a1", "MASTER"),), cert_expiration=1.9e9, wire_version=2,
     )  # fmt: skip
     snippet = (
         "from lbaas.wire.heartbeat.host_codec import from_host_payload\n"
@@ -147,3 +147,44 @@ def test_old_processes_run_on_the_expanded_schema_but_cannot_migrate_it(
     # `serve`, `enrol`, `network create-subnet` of the old release migrate at start-up,
     # and Alembic refuses a revision its scripts do not know: a finding, documented.
     assert "0009_member_down" in answer["upgrade"]
+
+
+_OLD_SPECS = """
+from lbaas.wire.amphora import AmphoraSpec, HaproxyFacts, VipSpec
+from lbaas.wire.datapath import UdpListener, UdpMember
+from lbaas.wire.l4 import L4ListenerSpec, L4ServiceSpec
+udp = UdpListener(listener_id="l-dns", port=53, table_size=251,
+                  members=(UdpMember(key="m1", address="10.2.0.11", port=5353),))
+amphora = AmphoraSpec(
+    spec_format=2, version=3, loadbalancer_id="lb", haproxy_config="global\\n",
+    haproxy_facts=HaproxyFacts(runtime_socket="/x/stats.sock", fixed_digest="test:x"),
+    vip=VipSpec(address="127.0.10.5", subnet_cidr="127.0.10.0/24", network_id="n"),
+    udp_listeners=(udp,),
+)
+listener = L4ListenerSpec(id="l1", protocol="udp", port=53, hash_key="five_tuple", table_size=7)
+l4 = L4ServiceSpec(version=1, loadbalancer_id="lb", vip="127.0.10.5", listeners=(listener,))
+ANSWER = [amphora.model_dump_json(), l4.model_dump_json()]
+"""
+
+
+def test_this_agent_reads_an_old_controllers_specs(old: Path) -> None:
+    amphora, l4 = run_old(old, _OLD_SPECS, None)
+    assert AmphoraSpec.model_validate_json(amphora).udp_listeners[0].member_down == "keep"
+    assert L4ServiceSpec.model_validate_json(l4).listeners[0].idle_timeout is None
+
+
+_OLD_SETTINGS = """
+from lbaas.config import Settings
+try:
+    Settings.model_validate(GIVEN)
+    ANSWER = "read"
+except Exception as exc:
+    ANSWER = str(exc)
+"""
+
+
+def test_an_old_process_refuses_a_setting_of_this_release(old: Path) -> None:
+    """A finding the procedure follows: a host's settings file gains this release's
+    settings only once that host runs it (docs/operations.md, Rolling upgrade)."""
+    answer = run_old(old, _OLD_SETTINGS, {"health": {"certificate_renewal_interval": 60}})
+    assert "health.certificate_renewal_interval" in answer and "Extra inputs" in answer

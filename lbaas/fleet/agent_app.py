@@ -119,7 +119,9 @@ def _serve_info(app: FastAPI, info: Callable[[], AgentInfo]) -> None:
         if stated(request.headers.get(HEADER)) < 2:
             # A controller of version 1 refuses fields it does not know: its AgentInfo.
             return JSONResponse(answer.model_dump(mode="json", exclude={"wire_version"}))
-        return JSONResponse(answer.model_copy(update={"wire_version": WIRE_VERSION}).model_dump())
+        return JSONResponse(
+            answer.model_copy(update={"wire_version": WIRE_VERSION}).model_dump(mode="json")
+        )
 
 
 def state_wire_version(app: FastAPI) -> None:

@@ -10,19 +10,28 @@ every agent is upgraded. The figures are what this process heard, not asked at s
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Protocol
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from lbaas.fleet.peer_versions import PeerVersions
 from lbaas.wire.versions import WIRE_VERSION
+
+
+class AgentVersions(Protocol):
+    """What the collector reads of ``lbaas.fleet.peer_versions.PeerVersions`` (named, not
+    imported: the API shows this module's figures and knows nothing of the fleet)."""
+
+    def snapshot(self) -> dict[str, int]: ...
+
+    def in_use(self) -> int: ...
 
 
 class WireVersionCollector(Collector):
     """This process's wire version; with ``versions``, the agents' too."""
 
-    def __init__(self, versions: PeerVersions | None = None) -> None:
+    def __init__(self, versions: AgentVersions | None = None) -> None:
         self._versions = versions
 
     def collect(self) -> Iterator[Metric]:

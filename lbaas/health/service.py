@@ -20,7 +20,7 @@ from lbaas.db.jobs import job_queue
 from lbaas.db.loadbalancers.loadbalancer_repo import active_loadbalancers_of, loadbalancer_kept
 from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_pool import AgentPool, tls_client_factory
-from lbaas.fleet.peer_versions import PeerVersions
+from lbaas.fleet.peer_versions import HEARD_FORGET_AFTER, PeerVersions
 from lbaas.health.certificate_metrics import CertificateExpiryTimestamps
 from lbaas.health.certificates import FleetCertificates, enrolled_hosts
 from lbaas.health.distributed_poll import DistributedStatusPoller, Reporter
@@ -79,7 +79,9 @@ def start_health_manager(
     # A returning host's stray amphorae (an old MASTER) go at its first heartbeat.
     stray_heard = threading.Event()
     hosts = SqlHostRegistry(database, on_stray=stray_heard.set)
-    versions = PeerVersions()  # the agents' wire versions: heartbeats and answers say them
+    versions = PeerVersions(
+        HEARD_FORGET_AFTER
+    )  # the agents' wire versions: heartbeats and answers say them
     receiver = _receiver(settings, store, hosts, heartbeat_socket, versions)
     receiver.start()  # first: a taken port stops start-up with no thread left running
     flusher = Flusher(store, flush_interval(health.stale_after))

@@ -38,7 +38,7 @@ from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.errors import AgentUnreachable, ConfigError, PermanentError
 from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_pool import AgentPool, tls_client_factory
-from lbaas.fleet.peer_versions import PeerVersions
+from lbaas.fleet.peer_versions import CALLED_FORGET_AFTER, PeerVersions
 from lbaas.keyrefs.base import KeyMaterial
 from lbaas.keyrefs.configured import barbican_material, routed
 from lbaas.keyrefs.vault_material import VaultMaterial
@@ -153,7 +153,9 @@ class AmphoraProvider(ProviderDriver):
         tls = ca.ensure_identity(pki / "controller", "controller", "client")
         host = self._agent_host
         url_host = f"[{host}]" if ":" in host else host
-        versions = PeerVersions()  # the agents' wire versions, as this worker hears them
+        versions = PeerVersions(
+            CALLED_FORGET_AFTER
+        )  # the agents' wire versions, as this worker hears them
         legacy = AgentClient(
             f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30, versions=versions
         )

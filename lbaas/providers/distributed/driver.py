@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import AgentUnreachable, LbaasError
 from lbaas.fleet.client_l4 import L4AgentClient
-from lbaas.fleet.peer_versions import PeerVersions
+from lbaas.fleet.peer_versions import CALLED_FORGET_AFTER, PeerVersions
 from lbaas.model.fleet import agent_server_name
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
@@ -127,7 +127,9 @@ class DistributedProvider(ProviderDriver):
         self._bindings = bindings
         self._new_client = clients or self._tls_client
         self._clients: dict[str, L4AgentClient] = {}
-        self._versions = PeerVersions()  # the nodes' wire versions, as this process hears
+        self._versions = PeerVersions(
+            CALLED_FORGET_AFTER
+        )  # the nodes' wire versions, as this process hears
         self._graphs: dict[str, LoadBalancer] = {}
         # Per load balancer: the version last sent, and per listener id its places and
         # tombstones (``places``).

@@ -171,6 +171,23 @@ def test_an_older_agent_no_longer_enrolled_is_forgotten() -> None:
     assert versions.snapshot() == {"b": 2} and versions.in_use() == 2
 
 
+def test_an_agent_not_heard_for_long_is_forgotten(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    versions = PeerVersions(forget_after=600, clock=lambda: now[0])
+    caplog.set_level(logging.INFO, logger="lbaas.fleet.peer_versions")
+    versions.record("deleted", 1)
+    versions.record("b", 2)
+    now[0] = 500.0
+    versions.record("b", 2)  # heartbeats of b go on; "deleted" is silent
+    assert versions.in_use() == 1
+    now[0] = 700.0
+    versions.record("b", 2)
+    assert versions.snapshot() == {"b": 2}
+    assert [r.message for r in caplog.records if "every agent" in r.message] == [
+        "every agent speaks wire version 2 (1 heard from): its features are in use"
+    ]
+
+
 def _scrape(collector: WireVersionCollector) -> str:
     registry = CollectorRegistry()
     registry.register(collector)

@@ -21,7 +21,15 @@ from lbaas.fleet.client_l4 import L4AgentClient
 from lbaas.fleet.peer_versions import PeerVersions
 from lbaas.host.recording import RecordingHostOps
 from lbaas.metrics.wire_versions import WireVersionCollector
-from lbaas.wire.amphora import AgentInfo, AmphoraStatus
+from lbaas.wire.amphora import (
+    SPEC_FORMAT,
+    AgentInfo,
+    AmphoraSpec,
+    AmphoraStatus,
+    HaproxyFacts,
+    VipSpec,
+)
+from lbaas.wire.datapath import UdpListener
 from lbaas.wire.l4 import L4ListenerSpec, L4ServiceSpec, L4ServiceStatus
 from lbaas.wire.versions import HEADER, UNSTATED, WIRE_VERSION, stated
 
@@ -212,3 +220,34 @@ def test_an_unknown_agent_is_not_asked_when_a_spec_needs_nothing_new() -> None:
     with _l4_client(None, seen) as client:
         client.put_l4(_l4_spec("keep"))
     assert [r.url.path for r in seen] == ["/v1/l4/lb"]
+
+
+def _amphora_spec(**udp: object) -> AmphoraSpec:
+    fields = {"listener_id": "l-dns", "port": 53, "table_size": 251, **udp}
+    listener = UdpListener.model_validate(fields)
+    return AmphoraSpec(
+        spec_format=SPEC_FORMAT,
+        version=1,
+        loadbalancer_id="lb",
+        haproxy_config="global\n",
+        haproxy_facts=HaproxyFacts(runtime_socket="/x/stats.sock", fixed_digest="test:x"),
+        vip=VipSpec(address="127.0.10.5", subnet_cidr="127.0.10.0/24", network_id="n"),
+        udp_listeners=(listener,),
+    )
+
+
+@pytest.mark.parametrize(
+    "udp", [{"member_down": "cut"}, {"connection_limit": 100}, {"idle_timeout": 30}]
+)
+def test_an_amphora_spec_needing_version_2_is_held_for_an_older_agent(
+    udp: dict[str, object],
+) -> None:
+    seen: list[httpx.Request] = []
+    with AgentClient("https://a", transport=_agent(None, seen)) as old:
+        with pytest.raises(WireVersionTooOld):
+            old.put_amphora("a1", _amphora_spec(**udp))
+    assert [r.method for r in seen] == ["GET", "GET"]  # asked, asked again, nothing sent
+    with AgentClient("https://a", transport=_agent(2, seen)) as new:
+        new.put_amphora("a1", _amphora_spec(**udp))
+    sent = json.loads(seen[-1].content)["udp_listeners"][0]
+    assert {key: sent[key] for key in udp} == udp

@@ -237,11 +237,13 @@ class AgentClient:
         raise _translate(where, response)
 
     def _heard(self, response: httpx.Response) -> None:
-        """Note the version the answer states (errors state it too; a proxy's 502 from
-        no agent states nothing and is not taken for a version-1 agent)."""
-        if response.status_code in _UNREACHABLE_STATUSES:
+        """Note the version the answer states (errors state it too). A 5xx that states
+        none is not taken for a version-1 agent: a proxy's 502 from no agent, or the
+        server's own answer to a crash, which skips the agent's middleware."""
+        value = response.headers.get(HEADER)
+        if value is None and response.status_code >= 500:
             return
-        self.peer_version = stated(response.headers.get(HEADER))
+        self.peer_version = stated(value)
         if self._versions is not None:
             self._versions.record(self.peer, self.peer_version)
 

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry, generate_latest
 
 from lbaas.amphora.registry import AmphoraRegistry
+from lbaas.errors import TemporaryError
 from lbaas.fleet.agent_app import create_agent_app
 from lbaas.fleet.client import AgentClient, WireVersionTooOld
 from lbaas.fleet.client_l4 import L4AgentClient
@@ -251,3 +252,18 @@ def test_an_amphora_spec_needing_version_2_is_held_for_an_older_agent(
         new.put_amphora("a1", _amphora_spec(**udp))
     sent = json.loads(seen[-1].content)["udp_listeners"][0]
     assert {key: sent[key] for key in udp} == udp
+
+
+def test_a_server_error_without_a_version_is_not_taken_for_an_older_agent() -> None:
+    answers = iter(
+        [
+            httpx.Response(500, text="Internal Server Error"),
+            httpx.Response(204, headers={HEADER: "2"}),
+        ]
+    )
+    with AgentClient("https://a", transport=httpx.MockTransport(lambda _: next(answers))) as client:
+        with pytest.raises(TemporaryError):
+            client.delete_amphora("a1")
+        assert client.peer_version is None
+        client.delete_amphora("a1")
+        assert client.peer_version == 2

@@ -363,14 +363,14 @@ def cmd_host_list(args: argparse.Namespace) -> int:
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from lbaas.db.engine import Database
-    from lbaas.db.migrate import current_revision, upgrade_database
+    from lbaas.db.migrate import current_revision, upgrade_showing
     from lbaas.progress import Progress
 
     settings = _settings(args)
     database = Database(settings.database_url)
-    progress = Progress("db upgrade", quiet=args.quiet)
-    progress.step(f"from revision {current_revision(database) or '(empty)'}")
-    upgrade_database(database, on_applied=lambda revision: progress.step(f"applied {revision}"))
+    phase = getattr(args, "phase", None)
+    progress = Progress(f"db upgrade {phase or ''}".strip(), quiet=args.quiet)
+    upgrade_showing(database, phase, progress.step)
     progress.finish()
     print(f"database at revision {current_revision(database)}")
     return 0
@@ -550,6 +550,12 @@ def _add_maintenance_commands(sub: Any) -> None:
     up.add_argument("--state-dir", help=STATE_DIR_HELP)
     up.add_argument("--database-url")
     up.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    phase = up.add_mutually_exclusive_group()
+    for name, when in (
+        ("expand", "rolling upgrade, before the first new process: only migrations that add"),
+        ("contract", "rolling upgrade, once no process of the previous release runs: the rest"),
+    ):
+        phase.add_argument(f"--{name}", dest="phase", action="store_const", const=name, help=when)
     up.set_defaults(func=cmd_db_upgrade)
     net = sub.add_parser("network", help="the subnet registry")
     net_sub = net.add_subparsers(dest="network_command", required=True)

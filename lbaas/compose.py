@@ -23,7 +23,7 @@ from lbaas.db.engine import Database
 from lbaas.db.hosts import host_repo
 from lbaas.db.jobs import job_queue
 from lbaas.db.jobs.job_notify import PostgresJobListener
-from lbaas.db.schema_check import schema_mismatch
+from lbaas.db.schema_check import schema_mismatch, stated_revision
 from lbaas.db.secrets.secret_vault import SecretVault, count_sealed
 from lbaas.errors import ConfigError
 from lbaas.fleet.enrolment import Enrolment, write_bundle
@@ -59,13 +59,15 @@ def open_database(settings: Settings, *, upgrade: bool = True) -> Database:
     """
     database = Database(settings.database_url, pool_size=settings.database.pool_size)
     if upgrade:
-        from lbaas.db.migrate import upgrade_database  # alembic: not for every process
+        from lbaas.db.migrate import upgrade_on_start  # alembic: not for every process
 
-        upgrade_database(database)
+        upgrade_on_start(database)  # expand only: an older process may share the database
     mismatch = schema_mismatch(database.engine)
     if mismatch is not None:
         database.dispose()
         raise ConfigError(mismatch)
+    with database.engine.connect() as conn:
+        LOG.info("database schema at revision %s", stated_revision(conn) or "(none)")
     seed_subnets(database, settings.network)
     return database
 

@@ -20,6 +20,7 @@ from lbaas.metrics.certificates import CertificateExpiryCollector
 from lbaas.metrics.database import ControlPlaneCollector
 from lbaas.metrics.object_cache import ObjectExposition
 from lbaas.metrics.process import UNMATCHED_ROUTE, Scrape
+from lbaas.metrics.wire_versions import WireVersionCollector
 
 
 def route_template(scope: Scope) -> str:
@@ -51,6 +52,7 @@ class MetricsPage:
         collectors: list[Collector] = [
             services.metrics.registry,
             ControlPlaneCollector(services.database, services.settings.health.stale_after),
+            WireVersionCollector(),  # this code's wire version: which release answers
         ]
         if services.vault is not None or services.settings.keymanager.barbican_endpoints:
             material = services.key_material

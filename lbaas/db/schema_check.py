@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import inspect
-from sqlalchemy.engine import Engine
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from lbaas.db.tables import Base
 
@@ -69,3 +70,13 @@ def schema_mismatch(engine: Engine) -> str | None:
             "changed without its migration (see docs/architecture.md), then `lbaas db upgrade`"
         )
     return f"the database lacks {shown} (table or table.column); {remedy}"
+
+
+def stated_revision(conn: Connection) -> str | None:
+    """The Alembic revision the database states (None: none, or no version table), read
+    with one query and without loading Alembic (every process logs it at start-up)."""
+    try:
+        found = conn.execute(text("SELECT version_num FROM alembic_version")).scalars()
+        return next(iter(found), None)
+    except SQLAlchemyError:  # a database made without Alembic (tests' create_all)
+        return None

@@ -4,7 +4,8 @@ Each data plane brings its own routes (``lbaas.amphora.api``, ``lbaas.l4node.api
 module puts them in one app with ``GET /v1/info``. Every error leaves as an ``ErrorBody``
 with one status per kind (see ``lbaas.wire.amphora``); FastAPI's 422 for a body that does
 not match the schema is turned into 400, which is what the controller treats as its own
-bug. The routes know nothing of TLS; ``server`` puts mutual TLS in front.
+bug. The routes know nothing of TLS; ``server`` puts mutual TLS in front. Every answer
+states the agent's wire version (``lbaas.wire.versions``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from fastapi import FastAPI, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lbaas.amphora.api import serve_amphorae
 from lbaas.amphora.registry import AmphoraRegistry
@@ -36,6 +38,7 @@ from lbaas.wire.amphora import (
     AgentInfo,
     ErrorBody,
 )
+from lbaas.wire.versions import HEADER, WIRE_VERSION, stated
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,7 @@ def create_agent_app(
     the agent's certificate and trust bundle (``lbaas.wire.certificates``)."""
     app = FastAPI(title="lbaas agent", version="1", docs_url=None, redoc_url=None)
     _answer_errors(app)
+    state_wire_version(app)
     serve_amphorae(app, manager)
     _serve_info(app, info)
     if l4 is not None:
@@ -110,5 +114,39 @@ def _answer_errors(app: FastAPI) -> None:
 
 def _serve_info(app: FastAPI, info: Callable[[], AgentInfo]) -> None:
     @app.get(f"{API_PREFIX}/info", response_model=AgentInfo)
-    def get_info() -> AgentInfo:
-        return info()
+    def get_info(request: Request) -> JSONResponse:
+        answer = info()
+        if stated(request.headers.get(HEADER)) < 2:
+            # A controller of version 1 refuses fields it does not know: its AgentInfo.
+            return JSONResponse(answer.model_dump(mode="json", exclude={"wire_version"}))
+        return JSONResponse(
+            answer.model_copy(update={"wire_version": WIRE_VERSION}).model_dump(mode="json")
+        )
+
+
+def state_wire_version(app: FastAPI) -> None:
+    """Every answer of ``app`` states this code's wire version (``lbaas.wire.versions``)."""
+    app.add_middleware(_StateVersion)
+
+
+_VERSION_HEADER = (HEADER.lower().encode(), str(WIRE_VERSION).encode())
+
+
+class _StateVersion:
+    """Adds ``HEADER`` to every answer, errors included (plain ASGI: no body buffering)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def stating(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", ()), _VERSION_HEADER]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, stating)

@@ -74,6 +74,7 @@ from lbaas.tier.host.real_dsr import RealDsrRouter
 from lbaas.wire.amphora import AgentInfo
 from lbaas.wire.heartbeat.host_codec import host_sender, to_host_payload
 from lbaas.wire.heartbeat.key import heartbeat_key, load_or_create_key
+from lbaas.wire.versions import WIRE_VERSION
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -343,6 +344,7 @@ class AgentService:
             # The amphorae's identity is this agent's certificate: its expiry is theirs
             # (read each round: it is renewed while the agent runs).
             cert_expiration=certificate_expiry(self.tls.cert),
+            wire_version=WIRE_VERSION,
         )
         return host_sender(agent.host_id), to_host_payload(seen)
 

@@ -15,6 +15,10 @@ from lbaas.wire.l4 import L4_PREFIX, L4NodeStatuses, L4ServiceSpec, L4ServiceSta
 class L4AgentClient(AgentClient):
     def put_l4(self, spec: L4ServiceSpec) -> L4ServiceStatus:
         """Send a load balancer's whole L4 service; the node converges to it."""
+        if any(listener.member_down != "keep" for listener in spec.listeners):
+            self.require("member_down", "a pool's member_down_policy other than keep")
+        if any(listener.idle_timeout is not None for listener in spec.listeners):
+            self.require("flow_limits", "a UDP listener's idle timeout")
         path = f"{L4_PREFIX}/{spec.loadbalancer_id}"
         response = self._request("PUT", path, content=spec.model_dump_json(exclude=_older(spec)))
         return L4ServiceStatus.model_validate_json(response.content)

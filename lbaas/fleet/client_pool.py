@@ -15,6 +15,7 @@ import httpx
 
 from lbaas.certs.authority import TlsFiles
 from lbaas.fleet.client import AgentClient
+from lbaas.fleet.peer_versions import PeerVersions
 from lbaas.model.fleet import HostAddress, agent_server_name
 
 ClientFactory = Callable[[HostAddress], AgentClient]
@@ -27,10 +28,14 @@ restarting behind its service manager's socket answers a waiting converge within
 
 
 def tls_client_factory(
-    tls: TlsFiles, timeout: float = 30.0, handshake_timeout: float | None = HANDSHAKE_TIMEOUT
+    tls: TlsFiles,
+    timeout: float = 30.0,
+    handshake_timeout: float | None = HANDSHAKE_TIMEOUT,
+    versions: PeerVersions | None = None,
 ) -> ClientFactory:
     """Clients with the controller's certificate, checking the host's name;
-    ``handshake_timeout`` None: the handshake too within ``CONNECT_TIMEOUT``."""
+    ``handshake_timeout`` None: the handshake too within ``CONNECT_TIMEOUT``;
+    ``versions``: told each host's wire version (``peer_versions``)."""
 
     def make(host: HostAddress) -> AgentClient:
         return AgentClient(
@@ -39,6 +44,8 @@ def tls_client_factory(
             timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
             server_name=agent_server_name(host.host_id),
             handshake_timeout=handshake_timeout,
+            peer=host.host_id,
+            versions=versions,
         )
 
     return make
@@ -48,9 +55,15 @@ class AgentPool:
     """Cached clients per host, plus the one configured agent for amphorae with no host."""
 
     def __init__(
-        self, factory: ClientFactory, legacy: AgentClient, fresh: ClientFactory | None = None
+        self,
+        factory: ClientFactory,
+        legacy: AgentClient,
+        fresh: ClientFactory | None = None,
+        versions: PeerVersions | None = None,
     ) -> None:
-        """``fresh``: what makes ``fresh``'s clients (default ``factory``)."""
+        """``fresh``: what makes ``fresh``'s clients (default ``factory``); ``versions``:
+        what the factories' clients record the agents' wire versions in."""
+        self.versions = versions if versions is not None else PeerVersions()
         self._factory = factory
         self._fresh = fresh or factory
         self._legacy = legacy

@@ -20,6 +20,11 @@ agent at the right moment, over its mutual-TLS API:
 * finish: refused while an agent still presents a certificate of the old CA (the
   controller's is reissued if it does); then every agent, and this state directory,
   trust the new CA alone.
+
+An agent of wire version 1 (the release before these routes, ``lbaas.wire.versions``)
+can be told nothing: a renewal round passes it by with a log line (not a failure), and
+both rotation commands are refused while one is enrolled, naming it, before anything
+changes: it would hold only the old CA, and refuse the controller once that is retired.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from lbaas.db.hosts import host_repo
 from lbaas.errors import CommandRefused, LbaasError
 from lbaas.fleet.cert_renewal import presented, renew_agent, renew_if_due
 from lbaas.fleet.client import AgentClient
+from lbaas.fleet.peer_versions import PeerVersions
 from lbaas.model.enums import HostStatus
 from lbaas.model.fleet import HostAddress
 
@@ -80,11 +86,19 @@ class CertificateExpiry:
 
 
 class FleetCertificates:
-    def __init__(self, pki: Path, hosts: HostSource, clients: ClientFactory) -> None:
-        """``clients`` makes a new client per call (closed after it)."""
+    def __init__(
+        self,
+        pki: Path,
+        hosts: HostSource,
+        clients: ClientFactory,
+        versions: PeerVersions | None = None,
+    ) -> None:
+        """``clients`` makes a new client per call (closed after it); ``versions``, the
+        agents' wire versions the clients record, forgets hosts no longer enrolled."""
         self.pki = pki
         self._hosts = hosts
         self._clients = clients
+        self._versions = versions
         #: Each UP host's certificate end as the last renewal round saw it (the metric's).
         self.seen: dict[str, datetime.datetime] = {}
 
@@ -102,11 +116,17 @@ class FleetCertificates:
         self.controller_identity(now)
         ca = self.authority()
         renewed, seen = [], {}
-        for host in self._hosts():
+        hosts = self._hosts()
+        if self._versions is not None:
+            self._versions.retain(host.where.host_id for host in hosts)
+        for host in hosts:
             if not host.up:
                 continue
             try:
                 with self._clients(host.where) as client:
+                    if not client.speaks("certificate_renewal"):
+                        _passed_by(host.where.host_id, client)
+                        continue
                     if renew_if_due(client, ca, host.where, now):
                         renewed.append(host.where.host_id)
                     seen[host.where.host_id] = presented(client).not_valid_after_utc
@@ -120,11 +140,12 @@ class FleetCertificates:
     def begin_rotation(self, skip: frozenset[str] = frozenset()) -> list[str]:
         """Trust a new CA everywhere, then reissue every certificate under it; the hosts.
         ``skip``: host ids left out (gone for good: enrolled again after the rotation)."""
+        hosts = [h for h in self._hosts() if h.where.host_id not in skip]
+        self._refuse_older(hosts, "begin")
         if rotation.phase(self.pki) != "issuing":
             stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")
             rotation.begin_trust(self.pki, common_name=f"lbaas local CA {stamp}")
         bundle = (self.pki / "trust.pem").read_text()
-        hosts = [h for h in self._hosts() if h.where.host_id not in skip]
         if rotation.phase(self.pki) == "trusting":
             self._tell_every(hosts, lambda client, _: client.set_trust(bundle))
             rotation.switch_signer(self.pki)
@@ -147,6 +168,7 @@ class FleetCertificates:
         ca = self.authority()
         self.controller_identity()
         hosts = [h for h in self._hosts() if h.where.host_id not in skip]
+        self._refuse_older(hosts, "finish")
         stale: list[str] = []
 
         def check(client: AgentClient, where: HostAddress) -> None:
@@ -163,6 +185,24 @@ class FleetCertificates:
         self._tell_every(hosts, lambda client, _: client.set_trust(bundle))
         rotation.retire(self.pki)
         return [host.where.host_id for host in hosts]
+
+    def _refuse_older(self, hosts: Sequence[FleetHost], step: str) -> None:
+        """Refused, naming them, while an agent speaks a wire version without the
+        rotation's routes (one that cannot be reached is the later steps' to report)."""
+        older = []
+        for host in hosts:
+            try:
+                with self._clients(host.where) as client:
+                    if not client.speaks("ca_rotation"):
+                        older.append(f"{host.where.host_id} (wire version {client.peer_version})")
+            except LbaasError:
+                continue
+        if older:
+            raise CommandRefused(
+                f"`rotate-ca {step}` refused: the agent of {', '.join(older)} is of an older "
+                "release and cannot be told a new CA, so it would hold only the old one: "
+                "upgrade it first (or leave it out with --skip HOST_ID and enrol it again)"
+            )
 
     def _tell_every(
         self, hosts: Sequence[FleetHost], act: Callable[[AgentClient, HostAddress], object]
@@ -210,6 +250,15 @@ class FleetCertificates:
                 )
             )
         return found
+
+
+def _passed_by(host_id: str, client: AgentClient) -> None:
+    log.info(
+        "certificate of host %s not renewed this round: its agent speaks wire version %s "
+        "(an older release, without the renewal routes); renewed once it is upgraded",
+        host_id,
+        client.peer_version,
+    )
 
 
 def _cn(certificate: x509.Certificate) -> str:

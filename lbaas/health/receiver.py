@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
 from lbaas.errors import HeartbeatLate, HeartbeatRejected
+from lbaas.fleet.peer_versions import PeerVersions
 from lbaas.health.datagram_batch import DatagramBatch
 from lbaas.health.processor import HeartbeatOutcome, HeartbeatProcessor
 from lbaas.health.recent_tags import RecentTags
@@ -49,6 +50,7 @@ from lbaas.model.graph import AmphoraId
 from lbaas.wire.heartbeat.envelope import Envelope, ReplayGuard, authentic, decode
 from lbaas.wire.heartbeat.host_codec import from_host_payload, is_host_payload
 from lbaas.wire.heartbeat.report_codec import from_payload
+from lbaas.wire.versions import UNSTATED
 
 if TYPE_CHECKING:
     from lbaas.health.fleet import HostRegistry
@@ -131,10 +133,13 @@ class HeartbeatReceiver:
         hosts: HostRegistry | None = None,
         use_recvmmsg: bool = True,
         bound: socket.socket | None = None,
+        versions: PeerVersions | None = None,
     ) -> None:
         """``bound``: a socket ``bind_heartbeats`` bound earlier (``lbaas serve`` binds
-        every port before the API answers), used instead of binding ``host:port``."""
+        every port before the API answers), used instead of binding ``host:port``;
+        ``versions`` is told the wire version each accepted host heartbeat states."""
         self._processor = processor
+        self._versions = versions
         self._bound = bound
         self._hosts = hosts
         self._key = key
@@ -267,6 +272,8 @@ class HeartbeatReceiver:
             seen, envelope.epoch, envelope.sequence, time.time()
         ):
             self.counters.bump("accepted")
+            if self._versions is not None:
+                self._versions.record(seen.host_id, seen.wire_version or UNSTATED)
         else:
             self.counters.bump("ignored")
 

@@ -20,6 +20,7 @@ from lbaas.db.jobs import job_queue
 from lbaas.db.loadbalancers.loadbalancer_repo import active_loadbalancers_of, loadbalancer_kept
 from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_pool import AgentPool, tls_client_factory
+from lbaas.fleet.peer_versions import HEARD_FORGET_AFTER, PeerVersions
 from lbaas.health.certificate_metrics import CertificateExpiryTimestamps
 from lbaas.health.certificates import FleetCertificates, enrolled_hosts
 from lbaas.health.distributed_poll import DistributedStatusPoller, Reporter
@@ -33,6 +34,7 @@ from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.health.sql_store import SqlHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.metrics.process import ProcessMetrics
+from lbaas.metrics.wire_versions import WireVersionCollector
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.driver import DistributedProvider
 from lbaas.providers.registry import load_providers
@@ -40,16 +42,17 @@ from lbaas.wire.heartbeat.envelope import ReplayGuard
 from lbaas.wire.heartbeat.key import heartbeat_key
 
 
-def _controller_agents(settings: Settings) -> AgentPool:
+def _controller_agents(settings: Settings, versions: PeerVersions) -> AgentPool:
     """Clients of the fleet's agents with the controller's identity (stale cleanup)."""
     pki = settings.state_dir.absolute() / "pki"
     ca = CertificateAuthority.load_or_create(pki)
     tls = ca.ensure_identity(pki / "controller", "controller", "client")
     agent = settings.agent
     host = f"[{agent.host}]" if ":" in agent.host else agent.host
-    legacy = AgentClient(f"https://{host}:{agent.port}", tls=tls, timeout=10)
+    legacy = AgentClient(f"https://{host}:{agent.port}", tls=tls, timeout=10, versions=versions)
     # Its sweeps must not wait for a silent agent's handshake (CONNECT_TIMEOUT is enough).
-    return AgentPool(tls_client_factory(tls, timeout=10, handshake_timeout=None), legacy)
+    factory = tls_client_factory(tls, timeout=10, handshake_timeout=None, versions=versions)
+    return AgentPool(factory, legacy, versions=versions)
 
 
 def _breaker(settings: Settings, database: Database) -> LoadBalancerBreaker:
@@ -76,7 +79,10 @@ def start_health_manager(
     # A returning host's stray amphorae (an old MASTER) go at its first heartbeat.
     stray_heard = threading.Event()
     hosts = SqlHostRegistry(database, on_stray=stray_heard.set)
-    receiver = _receiver(settings, store, hosts, heartbeat_socket)
+    versions = PeerVersions(
+        HEARD_FORGET_AFTER
+    )  # the agents' wire versions: heartbeats and answers say them
+    receiver = _receiver(settings, store, hosts, heartbeat_socket, versions)
     receiver.start()  # first: a taken port stops start-up with no thread left running
     flusher = Flusher(store, flush_interval(health.stale_after))
     flusher.start()
@@ -89,7 +95,7 @@ def start_health_manager(
         silent_hosts=lambda: host_sweeper.mark_down(),  # bound below, before any sweep
         probe_lead=health.probe_timeout,
     )
-    agents = _controller_agents(settings)
+    agents = _controller_agents(settings, versions)
     host_sweeper = HostSweeper(
         hosts,
         stale_after=health.host_stale_after,
@@ -125,6 +131,7 @@ def _receiver(
     store: SqlHealthStore,
     hosts: SqlHostRegistry,
     bound: socket.socket | None,
+    versions: PeerVersions,
 ) -> HeartbeatReceiver:
     health = settings.health
     return HeartbeatReceiver(
@@ -135,6 +142,7 @@ def _receiver(
         port=health.bind_port,
         hosts=hosts,
         bound=bound,
+        versions=versions,
     )
 
 
@@ -144,7 +152,10 @@ def _certificate_renewal(
     """The rounds renewing the controller's and the agents' certificates (started unless
     ``health.certificate_renewal_interval`` is 0), and their expiry metric."""
     certificates = FleetCertificates(
-        settings.state_dir.absolute() / "pki", lambda: enrolled_hosts(database), agents.fresh
+        settings.state_dir.absolute() / "pki",
+        lambda: enrolled_hosts(database),
+        agents.fresh,
+        agents.versions,
     )
     interval = settings.health.certificate_renewal_interval
     renewal = RenewalLoop([certificates.renew_due], interval)
@@ -152,6 +163,7 @@ def _certificate_renewal(
         renewal.start()
     if metrics is not None:
         metrics.register(CertificateExpiryTimestamps(certificates))
+        metrics.register(WireVersionCollector(agents.versions))
     return renewal
 
 

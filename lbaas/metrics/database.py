@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 from lbaas.db.control_plane_counts import ControlPlaneCounts, control_plane_counts
 from lbaas.db.engine import Database
 from lbaas.db.loadbalancers.object_statuses import ObjectFigures, object_figures
+from lbaas.db.schema_check import stated_revision
 
 
 class ControlPlaneCollector(Collector):
@@ -72,6 +73,16 @@ class ControlPlaneCollector(Collector):
             "Agent hosts with at least one amphora heard from within health.stale_after.",
             value=state.hosts_heard,
         )
+        with self._database.read_connection() as conn:
+            revision = stated_revision(conn)
+        schema = GaugeMetricFamily(
+            "lbaas_schema_revision_info",
+            "The Alembic revision the database states (1 on it): during a rolling upgrade, "
+            "the expand step's revision until `lbaas db upgrade --contract`.",
+            labels=["revision"],
+        )
+        schema.add_metric([revision or "none"], 1)
+        yield schema
 
 
 def _by_label(name: str, help_text: str, label: str, counts: dict[str, int]) -> Metric:

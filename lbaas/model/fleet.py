@@ -74,6 +74,9 @@ class HostAnnouncement:
     """(amphora id, VRRP state) of its ACTIVE_STANDBY amphorae, as keepalived last said."""
     cert_expiration: float | None = None
     """When the agent's certificate (the amphorae's identity) expires, epoch seconds."""
+    wire_version: int | None = None
+    """The agent's controller-agent wire version (``lbaas.wire.versions``); None: the
+    heartbeat stated none (an agent of version 1)."""
 
 
 @dataclass(frozen=True)

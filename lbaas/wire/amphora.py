@@ -316,6 +316,12 @@ class AgentInfo(_Wire):
             "<amphora id>.sock each; None: <amphora_root>-logs (see amphora_paths)."
         ),
     )
+    wire_version: int | None = Field(
+        None,
+        ge=1,
+        description="The agent's wire version (``lbaas.wire.versions``); sent only to a "
+        "controller that stated 2 or more. None: an agent of version 1.",
+    )
 
 
 class ErrorBody(_Wire):

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic.script import ScriptDirectory
 from starlette.testclient import TestClient
 
+from lbaas.db.schema_check import MIGRATIONS
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.sql_store import SqlHealthStore
 from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancerId, MemberId, PoolId
@@ -24,6 +26,7 @@ from lbaas.model.health import (
     PoolHealth,
     PoolState,
 )
+from lbaas.wire.versions import WIRE_VERSION
 from tests.api.test_amphorae import add_amphora
 from tests.support.api_client import LOOPBACK_SUBNET, Api
 from tests.support.certificates import Issued, issue, make_ca
@@ -59,6 +62,11 @@ class TestMetrics:
         assert seen.value("lbaas_converge_jobs", state="queued") == 0
         assert seen.value("lbaas_converge_jobs", state="running") == 0
         assert seen.value("lbaas_converge_oldest_queued_seconds") == 0
+        # What this release is and what the database states (rolling upgrades).
+        assert seen.value("lbaas_wire_version") == WIRE_VERSION
+        revision = seen.matching("lbaas_schema_revision_info")
+        head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
+        assert [labels["revision"] for labels, _ in revision] == [head]
         # The old per-process counter is kept under its name.
         assert seen.value("lbaas_api_responses_total", method="POST", code="201") == 2
         assert seen.value("lbaas_api_responses_total", method="GET", code="404") == 2

@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from alembic.script import ScriptDirectory
+
+from lbaas.db.schema_check import MIGRATIONS
 from lbaas.progress import Progress
 
 
@@ -69,3 +72,18 @@ def test_db_upgrade_shows_each_migration_on_stderr_and_keeps_stdout(tmp_path: Pa
     assert len(applied) >= 6 and "0001" in applied[0], done.stderr
     again = subprocess.run([*argv, "--quiet"], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "db upgrade" not in again.stderr
+
+
+def test_db_upgrade_by_phase_says_what_it_applied(tmp_path: Path) -> None:
+    """Rolling upgrades: ``--expand`` applies this release's expand migrations (all of
+    them: it has no contract one), ``--contract`` then finds none and says so."""
+    head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    url = f"sqlite:///{tmp_path / 'lbaas.db'}"
+    argv = [sys.executable, "-m", "lbaas.cli", "db", "upgrade", "--database-url", url]
+    argv += ["--state-dir", str(tmp_path)]
+    expand = subprocess.run([*argv, "--expand"], capture_output=True, text=True, timeout=120)
+    assert expand.returncode == 0, expand.stderr
+    assert "db upgrade expand" in expand.stderr and f" applied {head}" in expand.stderr
+    contract = subprocess.run([*argv, "--contract"], capture_output=True, text=True, timeout=120)
+    assert contract.returncode == 0 and "no contract migration to apply" in contract.stderr
+    assert contract.stdout == expand.stdout == f"database at revision {head}\n"

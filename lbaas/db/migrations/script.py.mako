@@ -15,6 +15,9 @@ revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}
 branch_labels = ${repr(branch_labels)}
 depends_on = ${repr(depends_on)}
+#: "expand" (adds only: the previous release's code runs on it) or "contract" (removes or
+#: tightens what only that code used); see lbaas.db.migrate.
+PHASE = "expand"
 
 
 def upgrade() -> None:

@@ -38,6 +38,7 @@ from lbaas.db.secrets.secret_vault import SecretVault
 from lbaas.errors import AgentUnreachable, ConfigError, PermanentError
 from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_pool import AgentPool, tls_client_factory
+from lbaas.fleet.peer_versions import CALLED_FORGET_AFTER, PeerVersions
 from lbaas.keyrefs.base import KeyMaterial
 from lbaas.keyrefs.configured import barbican_material, routed
 from lbaas.keyrefs.vault_material import VaultMaterial
@@ -152,11 +153,19 @@ class AmphoraProvider(ProviderDriver):
         tls = ca.ensure_identity(pki / "controller", "controller", "client")
         host = self._agent_host
         url_host = f"[{host}]" if ":" in host else host
-        legacy = AgentClient(f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30)
+        versions = PeerVersions(
+            CALLED_FORGET_AFTER
+        )  # the agents' wire versions, as this worker hears them
+        legacy = AgentClient(
+            f"https://{url_host}:{settings.agent.port}", tls=tls, timeout=30, versions=versions
+        )
         # A failover's fresh client does not wait for a silent agent's handshake either: a
         # paused agent's kernel accepts the connection too.
         return AgentPool(
-            tls_client_factory(tls), legacy, tls_client_factory(tls, handshake_timeout=None)
+            tls_client_factory(tls, versions=versions),
+            legacy,
+            tls_client_factory(tls, handshake_timeout=None, versions=versions),
+            versions,
         )
 
     def _vault(self) -> SecretVault | None:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from lbaas.certs.authority import CertificateAuthority
 from lbaas.errors import AgentUnreachable, LbaasError
 from lbaas.fleet.client_l4 import L4AgentClient
+from lbaas.fleet.peer_versions import CALLED_FORGET_AFTER, PeerVersions
 from lbaas.model.fleet import agent_server_name
 from lbaas.model.graph import LoadBalancer, LoadBalancerId
 from lbaas.model.health import HealthReport
@@ -126,6 +127,9 @@ class DistributedProvider(ProviderDriver):
         self._bindings = bindings
         self._new_client = clients or self._tls_client
         self._clients: dict[str, L4AgentClient] = {}
+        self._versions = PeerVersions(
+            CALLED_FORGET_AFTER
+        )  # the nodes' wire versions, as this process hears
         self._graphs: dict[str, LoadBalancer] = {}
         # Per load balancer: the version last sent, and per listener id its places and
         # tombstones (``places``).
@@ -138,7 +142,14 @@ class DistributedProvider(ProviderDriver):
         tls = ca.ensure_identity(pki / "controller", "controller", "client")
         # A fleet host's agent must present its host's name; a listed URL is checked as a URL.
         name = None if node.host_id is None else agent_server_name(node.host_id)
-        return L4AgentClient(node.agent_url, tls=tls, timeout=30, server_name=name)
+        return L4AgentClient(
+            node.agent_url,
+            tls=tls,
+            timeout=30,
+            server_name=name,
+            peer=node.host_id or node.name,
+            versions=self._versions,
+        )
 
     def _client(self, node: Node) -> L4AgentClient:
         with self._lock:

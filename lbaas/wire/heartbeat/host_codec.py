@@ -3,6 +3,8 @@
 Host heartbeats travel in the same signed envelope as amphora heartbeats (same key, same
 freshness rules), told apart by ``"kind": "host"`` in the payload and by the envelope's
 sender, ``host:<host_id>``, so the replay guard tracks hosts and amphorae separately.
+Each host heartbeat states the agent's wire version (``lbaas.wire.versions``), so the
+health managers know every agent's without calling it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from lbaas.errors import HeartbeatRejected
 from lbaas.model.fleet import HostAnnouncement, valid_host_id
+from lbaas.wire.versions import UNSTATED, stated
 
 HOST_KIND = "host"
 SENDER_PREFIX = "host:"
@@ -38,6 +41,8 @@ def to_host_payload(seen: HostAnnouncement) -> dict[str, Any]:
         "amphorae": list(seen.amphorae),
         "vrrp": dict(seen.vrrp),
         "cert_expiration": seen.cert_expiration,
+        # Controllers of version 1 read no more than the keys above and ignore this one.
+        **({} if seen.wire_version is None else {"wire_version": seen.wire_version}),
     }
 
 
@@ -53,6 +58,7 @@ def from_host_payload(payload: Mapping[str, Any], sender: str) -> HostAnnounceme
             amphorae=tuple(str(a) for a in payload["amphorae"]),
             vrrp=_vrrp_states(payload.get("vrrp", {})),
             cert_expiration=_expiry(payload.get("cert_expiration")),
+            wire_version=_wire_version(payload.get("wire_version")),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise HeartbeatRejected(f"malformed host heartbeat: {exc}") from exc
@@ -81,3 +87,12 @@ def _expiry(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise ValueError("cert_expiration must be a time in seconds")
     return float(value)
+
+
+def _wire_version(value: object) -> int | None:
+    """The version the heartbeat states; None when it states none (version 1's)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        return UNSTATED
+    return stated(str(value))

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 
 from lbaas.certs.authority import CertificateAuthority, TlsFiles
 from lbaas.certs.renewal import RENEW_AFTER, RenewalLoop, renewal_due, renewal_time
+from lbaas.fleet.agent_app import state_wire_version
 from lbaas.fleet.agent_certs import AgentCertificates, serve_certificates
 from lbaas.fleet.client_pool import tls_client_factory
 from lbaas.fleet.enrolment import identity_names
@@ -83,6 +84,7 @@ def agent(tmp_path: Path) -> Iterator[tuple[AgentHttpsServer, TlsFiles]]:
     files.ca.write_bytes(ca.ca_file.read_bytes())
     app = FastAPI()
     serve_certificates(app, AgentCertificates(files, self_renewing=False))
+    state_wire_version(app)  # a real agent states it (agent_app): it has these routes
     server = AgentHttpsServer(app, "127.0.0.1", 0, files)
     server.start()
     yield server, files

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from lbaas.certs import rotation
 from lbaas.certs.authority import CA_CERT_FILE, CertificateAuthority, TlsFiles
 from lbaas.errors import CommandRefused, ConfigError
+from lbaas.fleet.agent_app import state_wire_version
 from lbaas.fleet.agent_certs import AgentCertificates, serve_certificates
 from lbaas.fleet.client_pool import tls_client_factory
 from lbaas.fleet.enrolment import identity_names
@@ -52,6 +53,7 @@ def _agent(ca: CertificateAuthority, directory: Path, host_id: str) -> AgentHttp
     files.ca.write_bytes(ca.ca_file.read_bytes())
     app = FastAPI()
     serve_certificates(app, AgentCertificates(files, self_renewing=False))
+    state_wire_version(app)  # a real agent states it (agent_app): it has these routes
     server = AgentHttpsServer(app, "127.0.0.1", 0, files)
     server.start()
     return server

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
 from lbaas.errors import HeartbeatRejected
 from lbaas.fleet.heartbeat_sender import HeartbeatSender
+from lbaas.fleet.peer_versions import PeerVersions
 from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
 from lbaas.model.fleet import HostAddress, HostAnnouncement
 from lbaas.wire.heartbeat.envelope import ReplayGuard, open_envelope, seal
 from lbaas.wire.heartbeat.host_codec import from_host_payload, host_sender, to_host_payload
+from lbaas.wire.versions import WIRE_VERSION
 from tests.support.udp import udp_receiver
 
 KEY = b"test-key-for-host-heartbeats"
@@ -111,3 +114,27 @@ def test_the_receiver_applies_host_heartbeats_to_the_registry_only() -> None:
     counts = receiver.counters.snapshot()
     assert registry.recorded == [(SEEN, 9, 1)]
     assert (counts.accepted, counts.ignored, counts.malformed) == (1, 1, 1)
+
+
+def test_the_receiver_notes_each_hosts_wire_version() -> None:
+    """A host heartbeat states the agent's wire version; one without it is version 1's."""
+    registry = RecordingRegistry({"host-7", "host-8"})
+    versions = PeerVersions()
+    receiver = HeartbeatReceiver(
+        HeartbeatProcessor(InMemoryHealthStore()),
+        KEY,
+        ReplayGuard(),
+        hosts=registry,
+        versions=versions,
+    )
+    new = replace(SEEN, wire_version=WIRE_VERSION)
+    old = HostAnnouncement("host-8", "127.0.0.8", 9448, "rack-b", 20, ())
+    for seen in (new, old):
+        datagram = seal(
+            to_host_payload(seen), KEY, sender=host_sender(seen.host_id), epoch=9, sequence=1
+        )
+        receiver.handle_datagram(datagram, "x")
+    assert "wire_version" not in to_host_payload(old)
+    assert from_host_payload(to_host_payload(new), "host:host-7").wire_version == WIRE_VERSION
+    assert versions.snapshot() == {"host-7": WIRE_VERSION, "host-8": 1}
+    assert versions.in_use() == 1

@@ -14,6 +14,8 @@ revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
+#: Rolling upgrades (``lbaas.db.migrate``): adds only, so code of the release before runs on it.
+PHASE = "expand"
 
 
 def upgrade() -> None:

@@ -16,6 +16,8 @@ revision = "0007_totals"
 down_revision = "0006_meta"
 branch_labels = None
 depends_on = None
+#: Rolling upgrades (``lbaas.db.migrate``): adds only, so code of the release before runs on it.
+PHASE = "expand"
 
 # Written out rather than imported: a migration keeps meaning what it meant when written.
 # A cumulative counter's column is base + last; a gauge's is last alone.

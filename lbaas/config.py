@@ -1162,13 +1162,20 @@ class Settings(_Section):
 
 
 ENV_PREFIX = "LBAAS_"
+#: ``LBAAS_`` variables that are not settings: the settings file's path, and those of the
+#: test suite's tools (another OpenStack environment, golden files rewritten, a test's
+#: server address). Any other is a setting, and an unknown one is refused (a misspelt
+#: setting must not pass unnoticed).
+NOT_SETTINGS = frozenset(
+    {"LBAAS_CONFIG", "LBAAS_OPENSTACK_VENV", "LBAAS_REGEN_GOLDEN", "LBAAS_URL"}
+)
 
 
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
     """Turn LBAAS_<SECTION>__<FIELD> variables into a nested dict (values JSON or text)."""
     tree: dict[str, Any] = {}
     for key, raw in environ.items():
-        if not key.startswith(ENV_PREFIX) or key == "LBAAS_CONFIG":
+        if not key.startswith(ENV_PREFIX) or key in NOT_SETTINGS:
             continue
         path = key[len(ENV_PREFIX) :].lower().split("__")
         node = tree

@@ -526,12 +526,12 @@ def build_parser() -> argparse.ArgumentParser:
     cleanup.set_defaults(func=cmd_cleanup)
     ref = sub.add_parser("config-reference", help="print the configuration reference")
     ref.set_defaults(func=cmd_config_reference)
-    from lbaas.lab.command import add_arguments as add_lab_arguments
+    from lbaas.lab.arguments import add_arguments as add_lab_arguments
 
     lab = sub.add_parser("lab", help="a multi-host lab of network namespaces on this machine")
     add_lab_arguments(lab)
     lab.set_defaults(func=cmd_lab)
-    from lbaas.tier.command import add_arguments as add_tier_arguments
+    from lbaas.tier.arguments import add_arguments as add_tier_arguments
 
     tier = sub.add_parser("tier", help="the L4 tier: its lease watcher and its status")
     add_tier_arguments(tier)

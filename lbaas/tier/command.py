@@ -25,21 +25,6 @@ from lbaas.tier.metrics import tier_registry
 from lbaas.tier.status import router_status
 
 
-def add_arguments(tier: argparse.ArgumentParser) -> None:
-    sub = tier.add_subparsers(dest="tier_command", required=True)
-    sub.add_parser(
-        "watch",
-        help="the lease watcher: withdraw nodes that miss renewals and fail their health "
-        "port; serve per-node metrics",
-    )
-    status = sub.add_parser(
-        "status", help="the tier's nodes, leases, announced VIPs and BGP sessions (router's view)"
-    )
-    status.add_argument(
-        "--metrics", action="store_true", help="print it as Prometheus' text exposition instead"
-    )
-
-
 def tier_coordinator(settings: Settings) -> Coordinator | None:
     """The engine holding the nodes' leases; None for the SQLite file (``tier.lease_store``).
 

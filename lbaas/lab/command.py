@@ -30,6 +30,7 @@ from lbaas.lab.tier import LabTier
 from lbaas.lab.tier_coordination import start_node_lease, tier_engine
 from lbaas.lab.tier_status import tier_status
 from lbaas.lab.tier_watch import start_watch
+from lbaas.lab.upgrade import STOP_GRACE, restart_with_code, tree_from_git, upgrade_schema
 from lbaas.progress import Progress
 from lbaas.tier.lease import LeasePolicy
 from lbaas.tier.metrics import tier_registry
@@ -51,6 +52,7 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
     sub.add_parser("agent-restart", help="SIGKILL a host's agent and start it again").add_argument(
         "host", help="h1, h2, ..."
     )
+    _upgrade_arguments(sub)
     sub.add_parser("down", help="remove every namespace, link and process of the lab")
     sub.add_parser("status", help="print the lab's hosts, namespaces and addresses as JSON")
     tier = sub.add_parser("tier", help="the L4 tier's nodes, leases, announced VIPs, BGP sessions")
@@ -76,6 +78,29 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
     for parser in (lab, *sub.choices.values(), *verbs):
         parser.add_argument("--name", default=argparse.SUPPRESS, help="lab name (default lab)")
         parser.add_argument("--state-dir", default=argparse.SUPPRESS, help="holds labs/<name>.json")
+
+
+def _upgrade_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    code = "a source tree (``lbaas lab tree COMMIT`` prints one); '' or none: this code"
+    tree = sub.add_parser("tree", help="extract a commit's source tree for --code; its path")
+    tree.add_argument("commit")
+    tree.add_argument("--repository", default=".", help="the git repository (default .)")
+    restart = sub.add_parser(
+        "restart",
+        help="a rolling upgrade's step: stop one process (SIGTERM), start it from --code, "
+        "wait until it serves (prints the seconds as restart_s)",
+    )
+    restart.add_argument("owner", help="h1, h2, ... (its agent) or ctl, ctl2, ...")
+    restart.add_argument("part", help="agent (a host), or api, worker, health (a control host)")
+    restart.add_argument("--code", default="", help=code)
+    restart.add_argument(
+        "--grace",
+        type=float,
+        default=STOP_GRACE,
+        help=f"seconds from SIGTERM to SIGKILL (default {STOP_GRACE:g}; 0: SIGKILL at once)",
+    )
+    schema = sub.add_parser("db-upgrade", help="run lbaas db upgrade from --code on ctl")
+    schema.add_argument("--code", default="", help=code)
 
 
 def _up_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -110,6 +135,11 @@ def _up_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--network-only",
         action="store_true",
         help="build the namespaces and links only: no control plane, no agents",
+    )
+    up.add_argument(
+        "--code",
+        default="",
+        help="run every process from this source tree (lbaas lab tree COMMIT), not this code",
     )
     up.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
@@ -151,6 +181,7 @@ def _up(
     tier: int = 0,
     settings: TierSettings | None = None,
     control: int = 1,
+    code: str = "",
 ) -> None:
     if not 0 <= tier <= hosts:
         raise LabError(f"--tier {tier}: the tier's nodes are among the {hosts} hosts")
@@ -160,7 +191,7 @@ def _up(
         lab.up(hosts, members, progress, control=control)
         if services:
             mode = (settings or TierSettings()).return_mode
-            start_services(lab, progress, tier, mode)
+            start_services(lab, progress, tier, mode, code=code)
         if tier:
             start_tier(lab, tier, settings)
         progress.finish()
@@ -214,6 +245,7 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
                 tier=args.tier,
                 settings=tier,
                 control=args.control,
+                code=args.code,
             )
         elif args.lab_command == "tier":
             _tier(lab, args.metrics)
@@ -225,6 +257,9 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
             return 0
         elif args.lab_command == "instance":
             _instance(lab, args)
+            return 0
+        elif args.lab_command in ("tree", "restart", "db-upgrade"):
+            print(json.dumps(_upgrade(lab, args)))
             return 0
         elif args.lab_command == "agent-restart":
             restart_agent(lab, args.host)
@@ -248,6 +283,20 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
         status["host_down"] = figures
     print(json.dumps(status, indent=2, sort_keys=True))
     return 0
+
+
+def _upgrade(lab: Lab, args: argparse.Namespace) -> dict[str, str | float]:
+    """``tree``, ``restart`` and ``db-upgrade``: a rolling upgrade's pieces."""
+    if args.lab_command == "tree":
+        return {"tree": str(tree_from_git(Path(args.repository), args.commit))}
+    if args.lab_command == "restart":
+        done = restart_with_code(lab, args.owner, args.part, args.code, grace=args.grace)
+        return {
+            "stop_s": round(done.stop_s, 3),
+            "start_s": round(done.start_s, 3),
+            "code": args.code,
+        }
+    return {"db_upgrade_s": round(upgrade_schema(lab, args.code), 3), "code": args.code}
 
 
 def _leaders(lab: Lab) -> dict[str, object]:

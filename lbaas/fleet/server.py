@@ -26,7 +26,7 @@ from lbaas.certs.reloading import ReloadingContext
 from lbaas.certs.tlsconfig import server_context
 
 #: Seconds a stopping server waits for its open connections before it cancels them.
-_GRACEFUL_SHUTDOWN = 1.0
+_GRACEFUL_SHUTDOWN = 1
 
 
 class AgentHttpsServer:

@@ -78,6 +78,11 @@ def _arguments() -> argparse.Namespace:
         default=STOP_GRACE,
         help=f"SIGTERM to SIGKILL per process (default {STOP_GRACE:g} s; 0: SIGKILL at once)",
     )
+    parser.add_argument(
+        "--control-first",
+        action="store_true",
+        help="the schema and the control plane before the agents (new control, old agents)",
+    )
     parser.add_argument("--keep-logs", default="", help="copy the lab's logs here at the end")
     parser.add_argument("--name", default=f"up{uuid.uuid4().hex[:4]}", help="lab name prefix")
     return parser.parse_args()
@@ -97,6 +102,7 @@ def main() -> None:
         "control_hosts": args.control,
         "per_topology": args.per_topology,
         "grace_s": args.grace,
+        "order": "control plane first" if args.control_first else "agents first",
     }
     try:
         with lab_world(
@@ -111,7 +117,14 @@ def main() -> None:
                 client.wait_answered()
                 amphorae = amphora_ids(world)
                 result["cycle_s"] = round(client.cycle, 3)
-                steps = upgrade_steps(world, new, made, contract=contract, grace=args.grace)
+                steps = upgrade_steps(
+                    world,
+                    new,
+                    made,
+                    contract=contract,
+                    grace=args.grace,
+                    control_first=args.control_first,
+                )
                 result["steps"] = []
                 for figures in run_steps(client, steps):
                     print(json.dumps(figures), file=sys.stderr, flush=True)

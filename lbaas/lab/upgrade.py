@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lbaas.host.base import CommandResult
+from lbaas.host.base import CommandResult, HostCommandFailed
 from lbaas.host.commands import run_command
 from lbaas.lab import names as n
 from lbaas.lab import processes
@@ -96,7 +96,10 @@ def settings_refusal(tree: str, settings_file: Path, run: Run = run_command) -> 
     argv = ["env", f"PYTHONPATH={tree}"] if tree else []
     argv += [sys.executable, "-c", _LOAD_SETTINGS, str(settings_file)]
     # In the tree: ``-c`` puts the working directory ahead of PYTHONPATH.
-    done = run(argv, timeout=60.0, cwd=Path(tree) if tree else None)
+    try:
+        done = run(argv, timeout=60.0, cwd=Path(tree) if tree else None)
+    except HostCommandFailed as exc:  # no such tree, say
+        raise LabError(f"cannot ask {tree or 'this code'}'s settings loader: {exc}") from exc
     if done.returncode == 0:
         return None
     return (done.stderr.strip().splitlines() or ["(no message)"])[-1]

@@ -223,10 +223,13 @@ def upgrade_steps(
     *,
     contract: Sequence[str] | None = None,
     grace: float = STOP_GRACE,
+    control_first: bool = False,
 ) -> list[Step]:
     """The procedure's steps (see the module's docstring); ``contract``: the options of the
     schema's contraction (``lbaas db upgrade <contract>``), None while the code has none;
-    ``grace``: SIGTERM to SIGKILL for each process stopped (0: SIGKILL)."""
+    ``grace``: SIGTERM to SIGKILL for each process stopped (0: SIGKILL); ``control_first``:
+    the schema and the control plane before the agents (a new control plane driving old
+    agents: the wire's other direction)."""
     lab = world.lab
 
     def restart(owner: str, part: str) -> Step:
@@ -239,14 +242,19 @@ def upgrade_steps(
     controls = [restart(o, p) for o, p in order if o.startswith("ctl")]
     first_control = [s for s in controls if s.name.startswith(f"{control_name(1)}/")]
     later = controls[len(first_control) :]
-    steps = [*agents]
-    steps.append(Step("mixed: new agents", lambda: create_and_update(world, made, "agents")))
-    steps.append(Step("schema: expand", lambda: upgrade_schema(lab, new)))
-    steps += first_control
+    schema = Step("schema: expand", lambda: upgrade_schema(lab, new))
+    control_plane = [*first_control]
     if later:
         label = "control plane"
-        steps.append(Step(f"mixed: {label}", lambda: create_and_update(world, made, label)))
-        steps += later
+        control_plane.append(Step(f"mixed: {label}", lambda: create_and_update(world, made, label)))
+        control_plane += later
+    if control_first:
+        label = "old agents"
+        mixed = Step(f"mixed: {label}", lambda: create_and_update(world, made, label))
+        steps = [schema, *control_plane, mixed, *agents]
+    else:
+        mixed = Step("mixed: new agents", lambda: create_and_update(world, made, "agents"))
+        steps = [*agents, mixed, schema, *control_plane]
     if contract is not None:
         steps.append(Step("schema: contract", lambda: upgrade_schema(lab, new, contract)))
     return steps

@@ -328,13 +328,32 @@ def _resync(world: ScaleWorld, size: int, db: Db, timeout: float) -> dict[str, A
     haproxies = set(world.haproxy_pids())
     before = world.cpu()
     started = time.monotonic()
-    import threading as _t, subprocess as _sp
+    import subprocess as _sp
+    import threading as _t
+
     def _spy() -> None:
         while world.serve is None:
             time.sleep(0.05)
-        _sp.run(["/tmp/spyvenv/bin/py-spy", "record", "-p", str(world.serve.pid), "-d", "120",
-                 "-r", "50", "--subprocesses", "--idle", "--format", "raw", "-o", f"/tmp/serve-start-{size}.txt"],
-                capture_output=True)
+        _sp.run(
+            [
+                "/tmp/spyvenv/bin/py-spy",
+                "record",
+                "-p",
+                str(world.serve.pid),
+                "-d",
+                "120",
+                "-r",
+                "50",
+                "--subprocesses",
+                "--idle",
+                "--format",
+                "raw",
+                "-o",
+                f"/tmp/serve-start-{size}.txt",
+            ],
+            capture_output=True,
+        )
+
     _t.Thread(target=_spy, daemon=True).start()
     answer = world.start_serve(resync_interval=1.0)
     redone, shown = 0, started

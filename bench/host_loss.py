@@ -58,6 +58,7 @@ from tests.support.lab_pair import (  # noqa: E402
     LabWorld,
     NamespaceLoopingClient,
     create_pair,
+    create_single,
     lab_world,
     live_amphorae,
     vip_of,
@@ -126,22 +127,7 @@ def _wait(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) ->
 
 
 def _create_single(world: LabWorld, name: str) -> str:
-    pool = {
-        "name": "members",
-        "protocol": "HTTP",
-        "lb_algorithm": "ROUND_ROBIN",
-        "members": [
-            {"address": address, "protocol_port": port, "subnet_id": world.member_subnet}
-            for address, port in world.members
-        ],
-    }
-    body = {
-        "name": name,
-        "vip_subnet_id": world.services["vip_subnet_id"],
-        "listeners": [{"protocol": "HTTP", "protocol_port": 80, "default_pool": pool}],
-    }
-    created = world.api.call("POST", f"{V2}/loadbalancers", {"loadbalancer": body})
-    lb_id = str(created["loadbalancer"]["id"])
+    lb_id = create_single(world, name)
     world.api.wait_active(lb_id)
     return lb_id
 

@@ -25,6 +25,9 @@ from lbaas.certs.authority import TlsFiles
 from lbaas.certs.reloading import ReloadingContext
 from lbaas.certs.tlsconfig import server_context
 
+#: Seconds a stopping server waits for its open connections before it cancels them.
+_GRACEFUL_SHUTDOWN = 1
+
 
 class AgentHttpsServer:
     """One uvicorn server in a daemon thread."""
@@ -59,6 +62,9 @@ class AgentHttpsServer:
             log_level="warning",
             access_log=False,
             lifespan="off",
+            # A stop does not wait for the controllers' idle pooled connections (their TLS
+            # close is never answered): it held SIGTERM for the whole 10 s join below.
+            timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name="agent-https", daemon=True)
@@ -73,6 +79,11 @@ class AgentHttpsServer:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the agent HTTPS server did not start")
             time.sleep(0.02)
+
+    @property
+    def running(self) -> bool:
+        """True while the server's thread runs (after ``stop``: it outlived the join)."""
+        return self._thread.is_alive()
 
     def stop(self, timeout: float = 10.0) -> None:
         self._server.should_exit = True

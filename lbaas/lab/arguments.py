@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 
 DEFAULT_NAME = "lab"
+#: SIGTERM's grace before SIGKILL in a rolling upgrade's restart (``lab restart``): a
+#: worker finishes its running converges meanwhile.
+STOP_GRACE = 15.0
 
 
 def add_arguments(lab: argparse.ArgumentParser) -> None:
@@ -25,6 +28,7 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
     sub.add_parser("agent-restart", help="SIGKILL a host's agent and start it again").add_argument(
         "host", help="h1, h2, ..."
     )
+    _upgrade_arguments(sub)
     sub.add_parser("down", help="remove every namespace, link and process of the lab")
     sub.add_parser("status", help="print the lab's hosts, namespaces and addresses as JSON")
     tier = sub.add_parser("tier", help="the L4 tier's nodes, leases, announced VIPs, BGP sessions")
@@ -50,6 +54,29 @@ def add_arguments(lab: argparse.ArgumentParser) -> None:
     for parser in (lab, *sub.choices.values(), *verbs):
         parser.add_argument("--name", default=argparse.SUPPRESS, help="lab name (default lab)")
         parser.add_argument("--state-dir", default=argparse.SUPPRESS, help="holds labs/<name>.json")
+
+
+def _upgrade_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    code = "a source tree (``lbaas lab tree COMMIT`` prints one); '' or none: this code"
+    tree = sub.add_parser("tree", help="extract a commit's source tree for --code; its path")
+    tree.add_argument("commit")
+    tree.add_argument("--repository", default=".", help="the git repository (default .)")
+    restart = sub.add_parser(
+        "restart",
+        help="a rolling upgrade's step: stop one process (SIGTERM), start it from --code, "
+        "wait until it serves (prints the seconds as restart_s)",
+    )
+    restart.add_argument("owner", help="h1, h2, ... (its agent) or ctl, ctl2, ...")
+    restart.add_argument("part", help="agent (a host), or api, worker, health (a control host)")
+    restart.add_argument("--code", default="", help=code)
+    restart.add_argument(
+        "--grace",
+        type=float,
+        default=STOP_GRACE,
+        help=f"seconds from SIGTERM to SIGKILL (default {STOP_GRACE:g}; 0: SIGKILL at once)",
+    )
+    schema = sub.add_parser("db-upgrade", help="run lbaas db upgrade from --code on ctl")
+    schema.add_argument("--code", default="", help=code)
 
 
 def _up_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -84,6 +111,11 @@ def _up_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--network-only",
         action="store_true",
         help="build the namespaces and links only: no control plane, no agents",
+    )
+    up.add_argument(
+        "--code",
+        default="",
+        help="run every process from this source tree (lbaas lab tree COMMIT), not this code",
     )
     up.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 

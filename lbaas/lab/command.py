@@ -31,6 +31,7 @@ from lbaas.lab.tier import LabTier
 from lbaas.lab.tier_coordination import start_node_lease, tier_engine
 from lbaas.lab.tier_status import tier_status
 from lbaas.lab.tier_watch import start_watch
+from lbaas.lab.upgrade import restart_with_code, tree_from_git, upgrade_schema
 from lbaas.progress import Progress
 from lbaas.tier.lease import LeasePolicy
 from lbaas.tier.metrics import tier_registry
@@ -57,6 +58,7 @@ def _up(
     tier: int = 0,
     settings: TierSettings | None = None,
     control: int = 1,
+    code: str = "",
 ) -> None:
     if not 0 <= tier <= hosts:
         raise LabError(f"--tier {tier}: the tier's nodes are among the {hosts} hosts")
@@ -66,7 +68,7 @@ def _up(
         lab.up(hosts, members, progress, control=control)
         if services:
             mode = (settings or TierSettings()).return_mode
-            start_services(lab, progress, tier, mode)
+            start_services(lab, progress, tier, mode, code=code)
         if tier:
             start_tier(lab, tier, settings)
         progress.finish()
@@ -120,6 +122,7 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
                 tier=args.tier,
                 settings=tier,
                 control=args.control,
+                code=args.code,
             )
         elif args.lab_command == "tier":
             _tier(lab, args.metrics)
@@ -131,6 +134,9 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
             return 0
         elif args.lab_command == "instance":
             _instance(lab, args)
+            return 0
+        elif args.lab_command in ("tree", "restart", "db-upgrade"):
+            print(json.dumps(_upgrade(lab, args)))
             return 0
         elif args.lab_command == "agent-restart":
             restart_agent(lab, args.host)
@@ -154,6 +160,20 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
         status["host_down"] = figures
     print(json.dumps(status, indent=2, sort_keys=True))
     return 0
+
+
+def _upgrade(lab: Lab, args: argparse.Namespace) -> dict[str, str | float]:
+    """``tree``, ``restart`` and ``db-upgrade``: a rolling upgrade's pieces."""
+    if args.lab_command == "tree":
+        return {"tree": str(tree_from_git(Path(args.repository), args.commit))}
+    if args.lab_command == "restart":
+        done = restart_with_code(lab, args.owner, args.part, args.code, grace=args.grace)
+        return {
+            "stop_s": round(done.stop_s, 3),
+            "start_s": round(done.start_s, 3),
+            "code": args.code,
+        }
+    return {"db_upgrade_s": round(upgrade_schema(lab, args.code), 3), "code": args.code}
 
 
 def _leaders(lab: Lab) -> dict[str, object]:

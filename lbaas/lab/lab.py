@@ -51,6 +51,16 @@ from lbaas.progress import Progress
 _EXIT_WAIT = 5.0
 
 
+def _signal_and_wait(pids: list[int], signum: signal.Signals, wait: float) -> None:
+    """Send ``signum`` to ``pids``; return when all are gone or ``wait`` seconds passed."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+    deadline = time.monotonic() + wait
+    while any(process_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 #: How long the router trusts a neighbour entry (Linux's default is 30 s).
 ROUTER_REACHABLE_MS = 2000
 
@@ -284,16 +294,11 @@ class Lab:
         self._kill_pids([p.pid for p in processes if process_start_time(p.pid) == p.start_time])
 
     def _kill_pids(self, pids: list[int]) -> None:
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + _EXIT_WAIT
-        while any(process_running(pid) for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _signal_and_wait(pids, signal.SIGKILL, _EXIT_WAIT)
 
     # -- processes and failures -----------------------------------------------------------
 
-    def register_process(self, owner: str, pid: int) -> None:
+    def register_process(self, owner: str, pid: int, role: str = "") -> None:
         """Record a process the lab started for ``owner`` (a host such as "h2", or "ctl").
 
         ``host-down`` SIGKILLs a host's registered processes (its agent, its amphorae's
@@ -303,7 +308,7 @@ class Lab:
         start_time = process_start_time(pid)
         if start_time is None:
             raise LabError(f"process {pid} does not exist")
-        state.processes.setdefault(owner, []).append(RegisteredProcess(pid, start_time))
+        state.processes.setdefault(owner, []).append(RegisteredProcess(pid, start_time, role))
         self._file.save(state)
 
     def host_down(self, host: str) -> HostLoss:
@@ -409,11 +414,30 @@ class Lab:
         state.namespaces = [ns for ns in state.namespaces if ns != namespace]
         self._file.save(state)
 
-    def kill_registered(self, owner: str) -> None:
-        """SIGKILL the processes registered for ``owner`` (an agent, to restart it)."""
+    def kill_registered(self, owner: str, role: str | None = None) -> None:
+        """SIGKILL the processes registered for ``owner`` (an agent, to restart it); with
+        ``role``, only those registered with it (a control host's api, say)."""
+        self._kill(self._unregister(owner, role))
+
+    def stop_registered(self, owner: str, role: str, grace: float) -> None:
+        """Stop ``owner``'s ``role`` processes as a service manager does: SIGTERM, then
+        SIGKILL what still runs after ``grace`` seconds (a rolling upgrade's step)."""
+        stopping = [
+            p.pid
+            for p in self._unregister(owner, role)
+            if process_start_time(p.pid) == p.start_time
+        ]
+        _signal_and_wait(stopping, signal.SIGTERM, grace)
+        self._kill_pids([pid for pid in stopping if process_running(pid)])
+
+    def _unregister(self, owner: str, role: str | None) -> list[RegisteredProcess]:
         state = self._loaded()
-        self._kill(state.processes.pop(owner, []))
+        registered = state.processes.pop(owner, [])
+        kept = [p for p in registered if role is not None and p.role != role]
+        if kept:
+            state.processes[owner] = kept
         self._file.save(state)
+        return [p for p in registered if p not in kept]
 
     def state(self) -> LabState:
         """The state of a lab that is up (raises LabError otherwise)."""

@@ -45,15 +45,43 @@ def _environment(extra: Mapping[str, str]) -> dict[str, str]:
     return {**env, **extra}
 
 
-def run_to_end(namespace: str, argv: Sequence[str], *, timeout: float = 120.0) -> None:
+def code_environment(tree: str) -> dict[str, str]:
+    """The variables that make ``python -m lbaas.cli`` run the code of ``tree`` (a source
+    tree of another commit: a rolling upgrade's old or new code); none for "", the lab's
+    own code (this process's PYTHONPATH, inherited).
+
+    ``-m`` puts the working directory ahead of PYTHONPATH: a command run from a checkout
+    would import the checkout's ``lbaas``. The one-shot commands below therefore work in
+    the tree they are given (``_working_directory``); a host's processes work in its own
+    directory, which holds no code."""
+    return {"PYTHONPATH": tree} if tree else {}
+
+
+def _working_directory(env: Mapping[str, str] | None) -> str | None:
+    """A one-shot command's working directory: the code tree it runs, if any."""
+    return (env or {}).get("PYTHONPATH") or None
+
+
+def run_to_end(
+    namespace: str,
+    argv: Sequence[str],
+    *,
+    timeout: float = 120.0,
+    env: Mapping[str, str] | None = None,
+) -> None:
     """Run ``argv`` inside ``namespace`` and raise LabError when it fails."""
-    run_all_to_end(namespace, [argv], timeout=timeout)
+    run_all_to_end(namespace, [argv], timeout=timeout, env=env)
 
 
 def run_all_to_end(
-    namespace: str, commands: Sequence[Sequence[str]], *, timeout: float = 120.0
+    namespace: str,
+    commands: Sequence[Sequence[str]],
+    *,
+    timeout: float = 120.0,
+    env: Mapping[str, str] | None = None,
 ) -> None:
     """Run ``commands`` side by side inside ``namespace``; LabError when any fails.
+    ``env`` adds variables (``code_environment``: another code tree).
 
     Side by side because each is a Python start-up (a second or more on a busy machine)
     and the lab runs one per host (``lbaas agent enrol``)."""
@@ -66,7 +94,8 @@ def run_all_to_end(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                env=_environment({}),
+                env=_environment(env or {}),
+                cwd=_working_directory(env),
             )
             started.append((argv, process))
         deadline = time.monotonic() + timeout
@@ -83,7 +112,13 @@ def run_all_to_end(
                 process.wait()
 
 
-def output_of(namespace: str, argv: Sequence[str], *, timeout: float = 30.0) -> str:
+def output_of(
+    namespace: str,
+    argv: Sequence[str],
+    *,
+    timeout: float = 30.0,
+    env: Mapping[str, str] | None = None,
+) -> str:
     """What ``argv`` run inside ``namespace`` prints; LabError when it fails."""
     try:
         done = subprocess.run(
@@ -92,7 +127,8 @@ def output_of(namespace: str, argv: Sequence[str], *, timeout: float = 30.0) -> 
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=_environment({}),
+            env=_environment(env or {}),
+            cwd=_working_directory(env),
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:

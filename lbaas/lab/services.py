@@ -277,13 +277,16 @@ def start_services(
     tier: int = 0,
     return_mode: str = "nat",
     spare_amphorae: int = 0,
+    code: str = "",
 ) -> dict[str, Any]:
     """Start the control plane and every host's agent in a lab that is up; what was started.
 
     ``tier``: h1-hK will be L4 tier nodes (``lbaas.lab.tier``, started after this): their
     agents announce the VIPs the distributed provider places in their group, whose members
     answer by ``return_mode`` (``tier.return_mode``). ``spare_amphorae``: every agent's
-    ``agent.spare_amphorae`` (``bench/host_loss.py --spares``).
+    ``agent.spare_amphorae`` (``bench/host_loss.py --spares``). ``code``: the source tree
+    every process, the schema's ``db upgrade`` and the enrolments run (another commit's,
+    ``lbaas.lab.upgrade``; "": this code), recorded so that restarts keep it.
 
     With several control hosts (``up --control K``), the database host's PostgreSQL is
     started first and each control host runs api, worker and health against it
@@ -298,16 +301,18 @@ def start_services(
     step("database schema")
     metadata_secret = secrets.token_hex(32)
     controls = range(1, state.control + 1)
-    control = _write_control_settings(lab, metadata_secret, tier, return_mode)
-    processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"))
     hosts = range(1, state.hosts + 1)
+    _record_code(lab, code)
+    env = processes.code_environment(code)
+    control = _write_control_settings(lab, metadata_secret, tier, return_mode)
+    processes.run_to_end(names.control, _lbaas(control, "db", "upgrade"), env=env)
     agent_files = _write_agent_settings(lab, metadata_secret, tier, spare_amphorae)
     # Enrolment needs the schema (it records the host) and gives each agent its identity.
     # It runs before the control plane starts: side by side, six Python start-ups on a
     # busy two-core machine made the enrolments three times slower, and nothing sooner.
     step("enrolling agents")
     enrolments = [enrol_command(state, i, control, agent_files[i].parent) for i in hosts]
-    processes.run_all_to_end(names.control, enrolments)
+    processes.run_all_to_end(names.control, enrolments, env=env)
     # The fleet's CA (made by the enrolments) and one key-encryption key, on every
     # control host as an operator installs them.
     share_control_secrets([control_dir(lab, index) for index in controls])
@@ -317,19 +322,23 @@ def start_services(
     for index in controls:
         _start_control(lab, index)
     step("waiting for the API and agents")
-    for index in controls:
-        processes.wait_listening(
-            names.control_host(index),
-            "127.0.0.1",
-            API_PORT,
-            control_dir(lab, index) / "api.log",
-            _START_TIMEOUT,
-        )
-    for index in hosts:
-        log = agent_files[index].parent / "agent.log"
-        agent_address = _fabric_address(state, FIRST_HOST + index)
-        processes.wait_listening(names.host(index), agent_address, AGENT_PORT, log, _START_TIMEOUT)
+    _wait_started(lab, agent_files)
     return services_status(lab)
+
+
+def _wait_started(lab: Lab, agent_files: dict[int, Path]) -> None:
+    """Until every control host's API and every agent accept connections."""
+    state = lab.state()
+    for index in range(1, state.control + 1):
+        log = control_dir(lab, index) / "api.log"
+        namespace = lab.names.control_host(index)
+        processes.wait_listening(namespace, "127.0.0.1", API_PORT, log, _START_TIMEOUT)
+    for index, settings_file in agent_files.items():
+        log = settings_file.parent / "agent.log"
+        agent_address = _fabric_address(state, FIRST_HOST + index)
+        processes.wait_listening(
+            lab.names.host(index), agent_address, AGENT_PORT, log, _START_TIMEOUT
+        )
 
 
 def _write_agent_settings(
@@ -369,26 +378,54 @@ def control_dir(lab: Lab, index: int) -> Path:
     return lab.services_dir / n.control_name(index)
 
 
-def _start_control(lab: Lab, index: int) -> None:
+#: A control host's processes, in the order they start (and a rolling upgrade's order).
+CONTROL_PARTS = ("api", "worker", "health")
+AGENT_PART = "agent"
+
+
+def code_key(owner: str, part: str) -> str:
+    """A process's key in ``LabState.code``: "h1" (its agent), "ctl2/api"…"""
+    return owner if part == AGENT_PART else f"{owner}/{part}"
+
+
+def _record_code(lab: Lab, code: str) -> None:
+    """Every service process of the lab to run ``code`` ("": this code)."""
+    state = lab.state()
+    owners: list[tuple[str, tuple[str, ...]]] = [
+        (host_id(i), (AGENT_PART,)) for i in range(1, state.hosts + 1)
+    ]
+    owners += [(n.control_name(i), CONTROL_PARTS) for i in range(1, state.control + 1)]
+    state.code = {code_key(owner, part): code for owner, parts in owners for part in parts}
+    lab.save(state)
+
+
+def start_control_part(lab: Lab, index: int, part: str) -> None:
+    """Start control host ``index``'s ``part`` (api, worker, health) from its recorded code."""
     directory = control_dir(lab, index)
-    for part in ("api", "worker", "health"):
-        argv = _lbaas(directory / SETTINGS_FILE, part)
-        pid = processes.start(
-            lab.names.control_host(index), argv, directory / f"{part}.log", directory
-        )
-        lab.register_process(n.control_name(index), pid)
+    owner = n.control_name(index)
+    env = processes.code_environment(lab.state().code.get(code_key(owner, part), ""))
+    argv = _lbaas(directory / SETTINGS_FILE, part)
+    log = directory / f"{part}.log"
+    pid = processes.start(lab.names.control_host(index), argv, log, directory, env)
+    lab.register_process(owner, pid, part)
+
+
+def _start_control(lab: Lab, index: int) -> None:
+    for part in CONTROL_PARTS:
+        start_control_part(lab, index, part)
 
 
 def _start_agent(lab: Lab, index: int) -> None:
     agent_dir = lab.services_dir / host_id(index)
-    argv = _lbaas(agent_dir / SETTINGS_FILE, "agent")
-    pid = processes.start(lab.names.host(index), argv, agent_dir / "agent.log", agent_dir)
-    lab.register_process(host_id(index), pid)
+    env = processes.code_environment(lab.state().code.get(host_id(index), ""))
+    argv = _lbaas(agent_dir / SETTINGS_FILE, AGENT_PART)
+    pid = processes.start(lab.names.host(index), argv, agent_dir / "agent.log", agent_dir, env)
+    lab.register_process(host_id(index), pid, AGENT_PART)
 
 
 def restart_agent(lab: Lab, host: str) -> None:
     """SIGKILL host ``hN``'s agent and start it again (what it ran keeps running)."""
-    lab.kill_registered(host_id(lab.host_index(host)))
+    lab.kill_registered(host_id(lab.host_index(host)), AGENT_PART)
     start_agent(lab, host)
 
 

@@ -19,6 +19,7 @@ from lbaas.private_files import make_private_directory, write_private
 class RegisteredProcess:
     pid: int
     start_time: int  # field 22 of /proc/<pid>/stat: tells a reused pid apart
+    role: str = ""  # which of its owner's processes: "agent", "api", "worker", "health"…
 
 
 @dataclass
@@ -35,6 +36,9 @@ class LabState:
     instances: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> record
     control: int = 1  # control hosts: ctl, ctl2… (several share the database host's PostgreSQL)
     down_controls: list[int] = field(default_factory=list)  # control hosts lost
+    # The source tree a process runs ("h1", "ctl2/api"…; ``lbaas.lab.upgrade``): absent or
+    # "", the lab's own code. A restart by ``lab`` starts it from the same tree.
+    code: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"

@@ -7,6 +7,7 @@ test's own namespace; each call runs ``ip netns exec <lab>-ctl curl``.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,11 +63,23 @@ class LabApi:
         return [str(a["compute_id"]) for a in amphorae if a["status"] in LIVE_AMPHORA_STATUSES]
 
 
-def host_list(namespace: str, settings: str | Path) -> dict[str, dict[str, Any]]:
-    """``lbaas host list --json`` run in the control namespace, as an operator runs it."""
+def host_list(namespace: str, settings: str | Path, code: str = "") -> dict[str, dict[str, Any]]:
+    """``lbaas host list --json`` run in the control namespace, as an operator runs it;
+    ``code``: from that source tree (``lbaas.lab.upgrade``; a newer CLI refuses an older
+    schema), run in it so that ``-m`` finds its ``lbaas`` first. Its settings are the
+    file's alone, as the lab's processes' are."""
     lbaas = [sys.executable, "-m", "lbaas.cli", "--config", str(settings), "host", "list", "--json"]
     argv = ["ip", "netns", "exec", namespace, *lbaas]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    # As the lab's processes: no LBAAS_* of the caller's (an older tree refuses the
+    # settings it does not know, LBAAS_OPENSTACK_VENV's openstack_venv among them).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LBAAS_")}
+    if code:
+        env["PYTHONPATH"] = code
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=60, check=False, env=env, cwd=code or None
+    )
+    if done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, argv, done.stdout, done.stderr)
     return {host["host_id"]: host for host in json.loads(done.stdout)}
 
 

@@ -137,14 +137,28 @@ def test_names_fit_linux_limits_and_identify_the_labs_own_namespaces() -> None:
 
 def test_the_state_file_round_trips_with_its_processes(tmp_path: Path) -> None:
     state = LabState("lab", 2, 1, {"fab": "10.70.0.0/24"}, ["lab-fab"], True, [2])
-    state.processes["h1"] = [RegisteredProcess(123, 456)]
+    state.processes["h1"] = [RegisteredProcess(123, 456, "agent")]
+    state.code = {"h1": "/var/tmp/lbaas-lab-trees/abc", "ctl/api": ""}
     store = StateFile(tmp_path, "lab")
     store.save(state)
     assert store.load() == state
-    assert json.loads(store.path.read_text())["processes"]["h1"] == [
-        {"pid": 123, "start_time": 456}
-    ]
+    saved = json.loads(store.path.read_text())
+    assert saved["processes"]["h1"] == [{"pid": 123, "start_time": 456, "role": "agent"}]
+    assert saved["code"]["h1"] == "/var/tmp/lbaas-lab-trees/abc"
     assert store.path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_state_file_without_roles_or_code_trees_still_loads(tmp_path: Path) -> None:
+    """A lab built before processes had roles and code trees is still taken down."""
+    store = StateFile(tmp_path, "lab")
+    store.save(LabState("lab", 1, 1))
+    older = json.loads(store.path.read_text())
+    del older["code"]
+    older["processes"] = {"h1": [{"pid": 7, "start_time": 8}]}
+    store.path.write_text(json.dumps(older))
+    loaded = store.load()
+    assert loaded is not None and loaded.code == {}
+    assert loaded.processes["h1"] == [RegisteredProcess(7, 8, "")]
 
 
 def test_host_commands_on_a_lab_that_is_not_up_are_refused(tmp_path: Path) -> None:

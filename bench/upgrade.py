@@ -1,0 +1,148 @@
+"""A rolling upgrade in the lab while a client is served (issue 35; root).
+
+    sudo python bench/upgrade.py [--hosts 3] [--control 3] [--per-topology 10]
+                                 [--old 6824d05] [--new COMMIT] [--pause 0.01]
+
+A lab whose every process runs the old commit's tree (``lbaas lab tree``: ``git archive``
+into /var/tmp/lbaas-lab-trees; same virtual environment), ``--per-topology`` SINGLE and
+ACTIVE_STANDBY load balancers made by the old code, and a client in the lab's client
+namespace that asks each VIP in turn, a request every ``--pause`` seconds on a new
+connection (0.5 s timeout). Then the upgrade, one process at a time
+(``tests.support.rolling_upgrade``): each host's agent; a create and an update; the
+schema's expansion (``lbaas db upgrade`` from the new tree); each control host's api,
+worker and health (with a create and an update after the first control host); the
+contraction when ``--contract`` names its options. ``--new``: a commit; default this
+working tree's code.
+
+Prints JSON: per step its seconds, the longest time any VIP went unanswered (at best
+the client's cycle, ``cycle_s``: every VIP asked once) and the failed requests; at the
+end how many load balancers are left PENDING and how many are ACTIVE; the load average
+before and after. Nothing here asserts on time. Target (issue 35): 0 failed requests,
+nothing PENDING, every load balancer ACTIVE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lbaas.lab.upgrade import STOP_GRACE, tree_from_git  # noqa: E402
+from tests.support.lab_pair import lab_world  # noqa: E402
+from tests.support.rolling_upgrade import (  # noqa: E402
+    VipClient,
+    amphora_ids,
+    create_load_balancers,
+    final_statuses,
+    keep_logs,
+    run_steps,
+    upgrade_steps,
+    vips,
+)
+
+#: The commit before issue 35's first change (0381ffc).
+OLD = "6824d05"
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hosts", type=int, default=3, help="agent hosts (default 3)")
+    parser.add_argument("--control", type=int, default=3, help="control hosts (default 3)")
+    parser.add_argument(
+        "--per-topology", type=int, default=10, help="SINGLE and ACTIVE_STANDBY each (10)"
+    )
+    parser.add_argument("--old", default=OLD, help=f"the commit upgraded from (default {OLD})")
+    parser.add_argument("--new", default="", help="the commit upgraded to (default: this code)")
+    parser.add_argument("--pause", type=float, default=0.01, help="between requests (0.01 s)")
+    parser.add_argument("--timeout", type=float, default=0.5, help="per request (0.5 s)")
+    parser.add_argument(
+        "--contract",
+        default=None,
+        help="the schema's contraction: options of lbaas db upgrade (e.g. '--contract'); "
+        "default none (the code has no contraction yet)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=STOP_GRACE,
+        help=f"SIGTERM to SIGKILL per process (default {STOP_GRACE:g} s; 0: SIGKILL at once)",
+    )
+    parser.add_argument(
+        "--control-first",
+        action="store_true",
+        help="the schema and the control plane before the agents (new control, old agents)",
+    )
+    parser.add_argument("--keep-logs", default="", help="copy the lab's logs here at the end")
+    parser.add_argument("--name", default=f"up{uuid.uuid4().hex[:4]}", help="lab name prefix")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = _arguments()
+    old = str(tree_from_git(ROOT, args.old))
+    new = str(tree_from_git(ROOT, args.new)) if args.new else ""
+    load_before = os.getloadavg()
+    directory = Path(tempfile.mkdtemp(prefix="up", dir="/tmp"))  # short: socket paths
+    contract = None if args.contract is None else shlex.split(args.contract)
+    result: dict[str, Any] = {
+        "old": args.old,
+        "new": args.new or "working tree",
+        "hosts": args.hosts,
+        "control_hosts": args.control,
+        "per_topology": args.per_topology,
+        "grace_s": args.grace,
+        "order": "control plane first" if args.control_first else "agents first",
+    }
+    try:
+        with lab_world(
+            directory, hosts=args.hosts, prefix=args.name[:4], control=args.control, code=old
+        ) as world:
+            started = time.monotonic()
+            made = create_load_balancers(world, args.per_topology)
+            result["build_s"] = round(time.monotonic() - started, 1)
+            namespace = world.lab.names.client
+            addresses = vips(world, made)
+            with VipClient(namespace, addresses, args.pause, args.timeout) as client:
+                client.wait_answered()
+                amphorae = amphora_ids(world)
+                result["cycle_s"] = round(client.cycle, 3)
+                steps = upgrade_steps(
+                    world,
+                    new,
+                    made,
+                    contract=contract,
+                    grace=args.grace,
+                    control_first=args.control_first,
+                )
+                result["steps"] = []
+                for figures in run_steps(client, steps):
+                    print(json.dumps(figures), file=sys.stderr, flush=True)
+                    result["steps"].append(figures)
+                result["failed_requests"] = sum(s["failed_requests"] for s in result["steps"])
+                result["requests"] = len(client.requests)
+            result |= final_statuses(world, made)
+            # Failed over during the upgrade (a host silent past health.host_stale_after).
+            result["amphorae_replaced"] = len(amphorae - amphora_ids(world))
+            if args.keep_logs:
+                keep_logs(world, Path(args.keep_logs))
+    finally:
+        subprocess.run(["rm", "-rf", str(directory)], check=False)
+    result["load_average_before"] = [round(x, 2) for x in load_before]
+    result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    result["cpus"] = os.cpu_count()
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

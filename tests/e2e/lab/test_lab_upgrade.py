@@ -1,0 +1,81 @@
+"""A rolling upgrade from the commit before issue 35 to this code, in the lab (root).
+
+The smallest lab that proves the path: one agent host and one control host, both running
+6824d05's tree (``lbaas.lab.upgrade.tree_from_git``: the commit from this repository's
+git, the same virtual environment), two SINGLE load balancers made by the old code, and a
+client asking both VIPs in turn from the lab's client namespace. Then the procedure of
+``tests.support.rolling_upgrade``: h1's agent, a create and an update (new agent, old
+control plane), the schema's expansion, ctl's api, worker and health, each restarted from
+this code. Every step must pass with no failed request; at the end nothing is PENDING
+and every load balancer is ACTIVE. The lab is removed even when a step fails.
+
+(``bench/upgrade.py`` runs the same at any size and prints the gaps.)
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lbaas.lab.base import LabError
+from lbaas.lab.upgrade import tree_from_git
+from tests.support.lab_pair import lab_world
+from tests.support.rolling_upgrade import (
+    VipClient,
+    create_load_balancers,
+    final_statuses,
+    run_steps,
+    upgrade_steps,
+    vips,
+)
+
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.haproxy]
+
+#: The commit before issue 35's first change (0381ffc).
+OLD = "6824d05"
+REPOSITORY = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def old_tree(lab_name: str) -> str:
+    """6824d05's tree; skipped where the lab's programs or the commit are missing."""
+    missing = [p for p in ("nsenter", "haproxy", "git", "curl") if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"the lab needs {', '.join(missing)}")
+    try:
+        return str(tree_from_git(REPOSITORY, OLD))
+    except (LabError, OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"no tree of {OLD}: {exc}")
+
+
+def test_one_host_and_one_control_host_upgrade_with_no_request_failed(
+    old_tree: str, lab_dir: Path
+) -> None:
+    with lab_world(lab_dir, hosts=1, prefix="u", code=old_tree) as world:
+        made = create_load_balancers(world, 2)
+        addresses = vips(world, made)
+        with VipClient(world.lab.names.client, addresses, pause=0.02) as client:
+            client.wait_answered()
+            steps = list(run_steps(client, upgrade_steps(world, "", made)))
+        statuses = final_statuses(world, made)
+        assert world.lab.state().code == {
+            "h1": "",
+            "ctl/api": "",
+            "ctl/worker": "",
+            "ctl/health": "",
+        }
+
+    assert [s["step"] for s in steps] == [
+        "h1/agent",
+        "mixed: new agents",
+        "schema: expand",
+        "ctl/api",
+        "ctl/worker",
+        "ctl/health",
+    ]
+    assert [s for s in steps if "error" in s or s["failed_requests"]] == []
+    assert statuses["pending_left"] == 0
+    assert statuses["active"] == statuses["load_balancers"] == 3  # with the mixed create

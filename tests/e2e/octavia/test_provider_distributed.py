@@ -58,6 +58,13 @@ def test_a_tcp_load_balancer_of_provider_lbaas_distributed_through_octavias_cli(
 
     names = node.names(VIP, PORT, FLOWS)
     assert sorted(set(names)) == ["b1", "b2"], names
+    wait_until(
+        lambda: (
+            front.cli.json("loadbalancer", "stats", "show", lb["id"])["total_connections"] >= FLOWS
+        ),
+        30,
+        "Octavia's stats show to count the node's flows",
+    )
 
     node.stop_backend(2)
     killed = time.monotonic()

@@ -57,7 +57,7 @@ def _needs_octavia() -> None:
         pytest.skip("Octavia's database is the machine's MariaDB, through the mysql client")
 
 
-def _answers(lab: Lab, namespace: str, vip: str) -> set[str | None]:
+def _answers(namespace: str, vip: str) -> set[str | None]:
     """Who answered each of ``REQUESTS`` new connections to the VIP from ``namespace``."""
     return {curl(namespace, f"http://{vip}:{PORT}/") for _ in range(REQUESTS)}
 
@@ -97,7 +97,7 @@ def test_octavias_cli_builds_a_distributed_tcp_load_balancer_served_by_the_labs_
             both = {f"served by h{i}\n" for i in HOSTS}
             clients = [lab.names.client, *(lab.names.host(i) for i in HOSTS)]
             for namespace in clients:
-                assert _answers(lab, namespace, vip) == both, namespace
+                assert _answers(namespace, vip) == both, namespace
 
             def counted() -> bool:
                 stats = front.octavia_api.get(f"/v2/lbaas/loadbalancers/{lb_id}/stats").json()
@@ -113,7 +113,7 @@ def test_octavias_cli_builds_a_distributed_tcp_load_balancer_served_by_the_labs_
             print(json.dumps(figures))
             for namespace in clients:
                 wait_until(
-                    lambda n=namespace: _answers(lab, n, vip) == {"served by h1\n"},  # type: ignore[misc]
+                    lambda n=namespace: _answers(n, vip) == {"served by h1\n"},  # type: ignore[misc]
                     30,
                     f"new connections from {namespace} to h1's member only",
                 )

@@ -28,6 +28,7 @@ from lbaas.health.fleet import HostSweeper, SqlHostRegistry, StaleAmphoraCleaner
 from lbaas.health.flusher import Flusher, flush_interval
 from lbaas.health.lb_breaker import LoadBalancerBreaker, SqlRetirementHistory
 from lbaas.health.metrics import HealthManagerCollector
+from lbaas.health.node_flows import fold_node_flows
 from lbaas.health.probe import ListenerProbe
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
@@ -35,6 +36,8 @@ from lbaas.health.sql_store import SqlHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
 from lbaas.metrics.process import ProcessMetrics
 from lbaas.metrics.wire_versions import WireVersionCollector
+from lbaas.model.graph import LoadBalancer
+from lbaas.model.health import HealthReport
 from lbaas.providers.base import ProviderContext
 from lbaas.providers.distributed.driver import DistributedProvider
 from lbaas.providers.registry import load_providers
@@ -207,20 +210,29 @@ def _start_sweepers(
 LOCALITY_RECONVERGE_GAP = 5.0
 
 
-def _round_reporter(database: Database, provider: DistributedProvider) -> Reporter:
-    """One poll round's reporter: every node read once, then each load balancer combined."""
+def _round_reporter(
+    database: Database, provider: DistributedProvider, store: SqlHealthStore
+) -> Reporter:
+    """One poll round's reporter: every node read once, then each load balancer combined,
+    and each node's flows folded into its listeners' stats (``node_flows``)."""
     views = provider.node_views()
-    return lambda graph: provider.report(
-        graph,
-        lambda lb_id: loadbalancer_kept(database, lb_id),
-        # A port binding moved under a node: a converge reads the bindings afresh. At
-        # most one per LOCALITY_RECONVERGE_GAP: a node that keeps differing (its apply
-        # fails) must not turn the 2 s poll into a 2 s converge loop.
-        lambda lb_id: job_queue.enqueue_if_settled(
-            database, lb_id, time.time(), LOCALITY_RECONVERGE_GAP
-        ),
-        views,
-    )
+
+    def report(graph: LoadBalancer) -> HealthReport | None:
+        health = provider.report(
+            graph,
+            lambda lb_id: loadbalancer_kept(database, lb_id),
+            # A port binding moved under a node: a converge reads the bindings afresh. At
+            # most one per LOCALITY_RECONVERGE_GAP: a node that keeps differing (its apply
+            # fails) must not turn the 2 s poll into a 2 s converge loop.
+            lambda lb_id: job_queue.enqueue_if_settled(
+                database, lb_id, time.time(), LOCALITY_RECONVERGE_GAP
+            ),
+            views,
+        )
+        fold_node_flows(store, graph, views.by_node)
+        return health
+
+    return report
 
 
 def _start_distributed_poll(
@@ -237,7 +249,7 @@ def _start_distributed_poll(
     poller = DistributedStatusPoller(
         store,
         lambda: active_loadbalancers_of(database, name),
-        lambda: _round_reporter(database, provider),
+        lambda: _round_reporter(database, provider, store),
     )
     # Several health managers: one of them polls (leader election on [coordination]).
     leadership = open_leadership(settings, "distributed-poll")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -22,11 +21,11 @@ from tests.e2e.amphora.topology import LOOPBACK_SUBNET_ID
 from tests.e2e.octavia.both_sides import gone, member_status, nothing_left
 from tests.e2e.octavia.conftest import PROJECT, Front, octavia_for
 from tests.e2e.octavia.distributed_node import BACKEND_PORT, DistributedNode, distributed_node
+from tests.e2e.octavia.tcp_build import PORT, build_tcp
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 VIP = "127.16.0.9"
-PORT = 80
 FLOWS = 20
 
 
@@ -38,30 +37,12 @@ def world() -> Iterator[tuple[DistributedNode, Front]]:
         yield node, front
 
 
-def _build(cli: Any, node: DistributedNode) -> dict[str, Any]:
-    lb: dict[str, Any] = cli.json(
-        "loadbalancer", "create", "--name", "octa-l4", "--project", PROJECT,
-        "--provider", "lbaas-distributed", "--vip-subnet-id", LOOPBACK_SUBNET_ID,
-        "--vip-address", VIP, "--wait",
-    )  # fmt: skip
-    cli.json("loadbalancer", "listener", "create", "--name", "octa-tcp", "--protocol", "TCP",
-             "--protocol-port", str(PORT), "--wait", lb["id"])  # fmt: skip
-    cli.json("loadbalancer", "pool", "create", "--name", "octa-l4-pool", "--lb-algorithm",
-             "SOURCE_IP_PORT", "--listener", "octa-tcp", "--protocol", "TCP", "--wait")  # fmt: skip
-    for index in (1, 2):
-        cli.json("loadbalancer", "member", "create", "--address", node.backend_address(index),
-                 "--protocol-port", str(BACKEND_PORT), "--wait", "octa-l4-pool")  # fmt: skip
-    cli.json("loadbalancer", "healthmonitor", "create", "--delay", "1", "--timeout", "1",
-             "--max-retries", "1", "--max-retries-down", "1", "--type", "TCP", "--wait",
-             "octa-l4-pool")  # fmt: skip
-    return lb
-
-
 def test_a_tcp_load_balancer_of_provider_lbaas_distributed_through_octavias_cli(
     world: tuple[DistributedNode, Front],
 ) -> None:
     node, front = world
-    lb = _build(front.cli, node)
+    members = [(node.backend_address(i), BACKEND_PORT) for i in (1, 2)]
+    lb = build_tcp(front.cli, LOOPBACK_SUBNET_ID, VIP, members)
     lbaas_side = front.lbaas_api.get(f"/v2/lbaas/loadbalancers/{lb['id']}").json()["loadbalancer"]
     assert (lbaas_side["provider"], lbaas_side["project_id"]) == ("distributed", PROJECT)
     assert lbaas_side["vip_address"] == VIP
@@ -77,6 +58,13 @@ def test_a_tcp_load_balancer_of_provider_lbaas_distributed_through_octavias_cli(
 
     names = node.names(VIP, PORT, FLOWS)
     assert sorted(set(names)) == ["b1", "b2"], names
+    wait_until(
+        lambda: (
+            front.cli.json("loadbalancer", "stats", "show", lb["id"])["total_connections"] >= FLOWS
+        ),
+        30,
+        "Octavia's stats show to count the node's flows",
+    )
 
     node.stop_backend(2)
     killed = time.monotonic()

@@ -21,6 +21,9 @@ from typing import Any
 
 V2 = "/v2/lbaas/loadbalancers/"
 TIMEOUT = 10.0
+#: Seconds after its PUT a load balancer may take to be ACTIVE again before the client
+#: gives it up as stuck (the test then fails naming it, instead of waiting out its timeout).
+STUCK = 90.0
 
 
 class Calls:
@@ -70,6 +73,11 @@ def change(calls: Calls, lb_id: str, until: float) -> None:
             shown = calls.call("GET", lb_id)
             if shown is not None and shown["loadbalancer"]["provisioning_status"] == "ACTIVE":
                 break
+            if time.monotonic() - sent > STUCK:  # a failure the test names, not a hang
+                status = None if shown is None else shown["loadbalancer"]["provisioning_status"]
+                with calls._lock:
+                    calls.failures.append(f"{lb_id} not ACTIVE {STUCK:g}s after PUT: {status}")
+                return
             time.sleep(0.1)
         with calls._lock:
             calls.longest_converge = max(calls.longest_converge, time.monotonic() - sent)

@@ -99,7 +99,7 @@ def lose_control_host(
     finally:
         if client.poll() is None:
             client.kill()
-            client.wait()
+            client.communicate()  # reaped, its pipes closed (left open, the next test errs)
     if client.returncode != 0:
         raise RuntimeError(f"the lab client failed: {err[-2000:]}")
     result = ControlLoss(lost, survivors, json.loads(out))

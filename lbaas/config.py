@@ -468,6 +468,18 @@ class HealthSettings(_Section):
             "heartbeats: one lost datagram and half a second of delay are not a loss."
         ),
     )
+    agent_restart_grace: float = Field(
+        60.0,
+        ge=0,
+        description=(
+            "A host silent for host_stale_after whose kernel still answers on its agent's "
+            "port (a TCP connect accepted or refused, not timed out) is an agent restarting "
+            "or wedged, not a lost host: it stays UP for up to this many seconds more and "
+            "its ACTIVE_STANDBY amphorae are not rebuilt meanwhile (its SINGLE ones are "
+            "still judged by their VIPs). An upgrade's agent restart took 2-22 s. 0: a "
+            "silent host is lost whatever it answers."
+        ),
+    )
     lb_failover_limit: int = Field(
         3,
         ge=0,

@@ -23,6 +23,13 @@
   guards decide as for silence: the storm guard (more than the threshold's share of the
   hosts lost at once is our fault, not theirs), and the data-plane probe, since a host
   whose agent died while its HAProxies serve is agent-degraded, not lost.
+* Telling a restarting agent from a lost host: before marking a silent host DOWN, the
+  sweeper asks whether its kernel still answers on the agent's port
+  (``lbaas.health.host_probe``, probed ahead like the amphorae). One that does is an agent
+  restarting (an upgrade step) or wedged: it stays UP, listed in ``restarting``, for up to
+  ``health.agent_restart_grace`` seconds more, and the amphora sweeper leaves its pairs'
+  amphorae alone meanwhile (their VIP says nothing of either); its SINGLE amphorae are
+  judged by their VIPs as ever. Past the grace, or once it stops answering, it is lost.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -38,7 +45,8 @@ from lbaas.db.engine import Database
 from lbaas.db.hosts import host_repo
 from lbaas.errors import ConvergeError
 from lbaas.fleet.client_pool import AgentPool
-from lbaas.model.fleet import HostAddress, HostAnnouncement
+from lbaas.health.host_probe import HostVerdicts
+from lbaas.model.fleet import HostAddress, HostAnnouncement, SilentHost
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +56,12 @@ class HostRegistry(Protocol):
         """Apply a host heartbeat; False when the host is unknown or the stamp old."""
         ...
 
-    def mark_silent_down(self, heard_before: float) -> list[str]:
-        """Mark DOWN the UP hosts last heard before ``heard_before``; their ids."""
+    def mark_silent_down(self, host_ids: Collection[str], heard_before: float) -> list[str]:
+        """Mark DOWN those of ``host_ids`` still UP and last heard before ``heard_before``;
+        their ids."""
         ...
 
-    def silent_up(self, heard_before: float) -> list[str]:
+    def silent_up(self, heard_before: float) -> list[SilentHost]:
         """The UP hosts last heard before ``heard_before`` (nothing is changed)."""
         ...
 
@@ -76,11 +85,11 @@ class SqlHostRegistry:
             self._on_stray()
         return strays is not None
 
-    def mark_silent_down(self, heard_before: float) -> list[str]:
+    def mark_silent_down(self, host_ids: Collection[str], heard_before: float) -> list[str]:
         with self._db.write() as session:
-            return host_repo.mark_silent_down(session, heard_before)
+            return host_repo.mark_silent_down(session, host_ids, heard_before)
 
-    def silent_up(self, heard_before: float) -> list[str]:
+    def silent_up(self, heard_before: float) -> list[SilentHost]:
         with self._db.read() as session:
             return host_repo.silent_up_hosts(session, heard_before)
 
@@ -135,7 +144,9 @@ class StaleAmphoraCleaner:
 
 class HostSweeper:
     """Marks silent hosts DOWN (and has their amphorae failed over), then cleans the stale
-    amphorae of live ones."""
+    amphorae of live ones. With ``verdicts``, a silent host whose kernel still answers on
+    its agent's port is taken for an agent restarting (``lbaas.health.host_probe``), not a
+    lost host: it stays UP (``restarting``) for up to ``restart_grace`` more seconds."""
 
     def __init__(
         self,
@@ -148,11 +159,14 @@ class HostSweeper:
         on_down: Callable[[list[str]], object] = lambda _hosts: None,
         probe_lead: float = 0.0,
         on_suspect: Callable[[list[str]], object] = lambda _hosts: None,
+        verdicts: HostVerdicts | None = None,
+        restart_grace: float = 0.0,
     ) -> None:
         """``on_down`` is given the hosts each sweep marks DOWN; ``on_suspect``, when
         ``probe_lead`` > 0, the UP hosts silent for ``stale_after - probe_lead`` (every
-        sweep, an empty list included), so that their amphorae's data-plane probes are
-        started ahead and have their verdicts when the host is marked DOWN."""
+        sweep, an empty list included), so that their amphorae's data-plane probes (and
+        the hosts' own, with ``verdicts``) are started ahead and have their verdicts when
+        the host would be marked DOWN."""
         self._registry = registry
         self._on_down = on_down
         self._on_suspect = on_suspect
@@ -164,27 +178,72 @@ class HostSweeper:
         self._clock = clock
         self._started = clock()
         self._cleaned_at: float | None = None
+        self._verdicts = verdicts
+        self._grace = max(restart_grace, 0.0) if verdicts is not None else 0.0
+        self._restarting: frozenset[str] = frozenset()
+        self._suspects: list[str] = []  # the UP hosts silent for stale_after - probe_lead
+        # Both sweepers' threads mark hosts DOWN (``mark_down``): one at a time.
+        self._marking = threading.Lock()
         self.errors = 0
 
+    @property
+    def restarting(self) -> frozenset[str]:
+        """The hosts silent past ``stale_after`` that still answer (as of the last sweep):
+        agents restarting or wedged, left UP; their amphorae are judged one by one."""
+        return self._restarting
+
     def mark_down(self) -> list[str]:
-        """Mark DOWN the hosts silent for ``stale_after``; their ids. The amphora sweeper
-        calls it too, first in each of its sweeps (``StaleAmphoraSweeper(silent_hosts=)``),
-        so that no failover is decided while its amphora's lost host still reads UP."""
-        now = self._clock()
+        """Mark DOWN the hosts silent for ``stale_after`` (that do not answer, within the
+        grace); their ids. The amphora sweeper calls it too, first in each of its sweeps
+        (``StaleAmphoraSweeper(silent_hosts=)``), so that no failover is decided while its
+        amphora's lost host still reads UP."""
+        with self._marking:
+            return self._mark_down(self._clock())
+
+    def _mark_down(self, now: float) -> list[str]:
         # Silence before this sweeper started is not held against a host: a health
         # manager back from an outage of its own first listens for one whole period.
+        listened = now - self._started
+        if listened < self._stale_after - self._probe_lead:
+            self._suspects = []
+            return []
+        # One read serves the suspects, the probes and the hosts to mark DOWN.
+        silent = self._registry.silent_up(now - (self._stale_after - self._probe_lead))
+        if self._verdicts is not None:
+            self._verdicts.watch([s.host for s in silent])
         down: list[str] = []
-        if now - self._started >= self._stale_after:
-            down = self._registry.mark_silent_down(now - self._stale_after)
+        if listened >= self._stale_after:
+            stale = [s for s in silent if s.last_heard < now - self._stale_after]
+            answering = {s.host.host_id for s in stale if self._answers(s, now)}
+            self._note_restarting(frozenset(answering), now)
+            lost = [s.host.host_id for s in stale if s.host.host_id not in answering]
+            if lost:
+                down = self._registry.mark_silent_down(lost, now - self._stale_after)
+        self._suspects = [s.host.host_id for s in silent if s.host.host_id not in down]
         for host_id in down:
             log.warning("host %s silent for over %.1fs: marked DOWN", host_id, self._stale_after)
         return down
 
-    def _suspects(self, now: float) -> list[str]:
-        cutoff = now - (self._stale_after - self._probe_lead)
-        if now - self._started < self._stale_after - self._probe_lead:
-            return []
-        return self._registry.silent_up(cutoff)
+    def _answers(self, silent: SilentHost, now: float) -> bool:
+        """Whether ``silent`` is left UP as a restarting agent: within the grace, and its
+        kernel answered the newest probe."""
+        if self._verdicts is None or now - silent.last_heard >= self._stale_after + self._grace:
+            return False
+        return self._verdicts.answers(silent.host)
+
+    def _note_restarting(self, answering: frozenset[str], now: float) -> None:
+        for host_id in sorted(answering - self._restarting):
+            log.warning(
+                "host %s silent for over %.1fs but it answers on its agent's port: its agent "
+                "is restarting (or wedged); not marked DOWN for up to %.0fs more, its "
+                "amphorae judged one by one",
+                host_id,
+                self._stale_after,
+                self._grace,
+            )
+        for host_id in sorted(self._restarting - answering):
+            log.info("host %s: no longer taken for a restarting agent", host_id)
+        self._restarting = answering
 
     def sweep(self, *, woken: bool = True) -> list[str]:
         """One round; the ids of hosts marked DOWN by it. The cleaner runs when woken (a
@@ -195,7 +254,7 @@ class HostSweeper:
         if down:  # their amphorae's failovers, in this same iteration
             self._on_down(down)
         if self._probe_lead > 0:
-            self._on_suspect(self._suspects(now))
+            self._on_suspect(list(self._suspects))
         due = self._cleaned_at is None or now - self._cleaned_at >= self._stale_after / 3
         if self._cleaner is not None and (woken or due):
             self._cleaned_at = now
@@ -208,6 +267,8 @@ class HostSweeper:
             woken = self._wake.wait(interval)
             self._wake.clear()
             if stop.is_set():
+                if self._verdicts is not None:
+                    self._verdicts.close()
                 return
             try:  # the top of the host sweep loop: log, count, sweep again later
                 self.sweep(woken=woken)

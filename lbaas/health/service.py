@@ -26,6 +26,7 @@ from lbaas.health.certificates import FleetCertificates, enrolled_hosts
 from lbaas.health.distributed_poll import DistributedStatusPoller, Reporter
 from lbaas.health.fleet import HostSweeper, SqlHostRegistry, StaleAmphoraCleaner
 from lbaas.health.flusher import Flusher, flush_interval
+from lbaas.health.host_probe import HostVerdicts, TcpHostProbe
 from lbaas.health.lb_breaker import LoadBalancerBreaker, SqlRetirementHistory
 from lbaas.health.metrics import HealthManagerCollector
 from lbaas.health.node_flows import fold_node_flows
@@ -89,25 +90,8 @@ def start_health_manager(
     receiver.start()  # first: a taken port stops start-up with no thread left running
     flusher = Flusher(store, flush_interval(health.stale_after))
     flusher.start()
-    sweeper = StaleAmphoraSweeper(
-        store,
-        stale_after=health.stale_after,
-        failover_threshold=health.failover_threshold,
-        probe=ListenerProbe(timeout=health.probe_timeout) if health.probe_timeout else None,
-        breaker=_breaker(settings, database),
-        silent_hosts=lambda: host_sweeper.mark_down(),  # bound below, before any sweep
-        probe_lead=health.probe_timeout,
-    )
     agents = _controller_agents(settings, versions)
-    host_sweeper = HostSweeper(
-        hosts,
-        stale_after=health.host_stale_after,
-        cleaner=StaleAmphoraCleaner(hosts, agents),
-        wake=stray_heard,
-        on_down=sweeper.fail_over_hosts,
-        probe_lead=health.probe_timeout,
-        on_suspect=sweeper.suspect_hosts,
-    )
+    sweeper, host_sweeper = _sweepers(settings, database, store, hosts, agents, stray_heard)
     renewal = _certificate_renewal(settings, database, agents, metrics)
     if metrics is not None:
         metrics.register(HealthManagerCollector(receiver, sweeper))
@@ -127,6 +111,40 @@ def start_health_manager(
         agents.close()
 
     return stop_all
+
+
+def _sweepers(
+    settings: Settings,
+    database: Database,
+    store: SqlHealthStore,
+    hosts: SqlHostRegistry,
+    agents: AgentPool,
+    stray_heard: threading.Event,
+) -> tuple[StaleAmphoraSweeper, HostSweeper]:
+    """The stale-amphora sweeper and the host sweeper, each using the other."""
+    health = settings.health
+    sweeper = StaleAmphoraSweeper(
+        store,
+        stale_after=health.stale_after,
+        failover_threshold=health.failover_threshold,
+        probe=ListenerProbe(timeout=health.probe_timeout) if health.probe_timeout else None,
+        breaker=_breaker(settings, database),
+        silent_hosts=lambda: host_sweeper.mark_down(),  # bound below, before any sweep
+        probe_lead=health.probe_timeout,
+        restarting_hosts=lambda: host_sweeper.restarting,
+    )
+    host_sweeper = HostSweeper(
+        hosts,
+        stale_after=health.host_stale_after,
+        cleaner=StaleAmphoraCleaner(hosts, agents),
+        wake=stray_heard,
+        on_down=sweeper.fail_over_hosts,
+        probe_lead=health.probe_timeout,
+        on_suspect=sweeper.suspect_hosts,
+        verdicts=_host_verdicts(settings),
+        restart_grace=health.agent_restart_grace,
+    )
+    return sweeper, host_sweeper
 
 
 def _receiver(
@@ -168,6 +186,16 @@ def _certificate_renewal(
         metrics.register(CertificateExpiryTimestamps(certificates))
         metrics.register(WireVersionCollector(agents.versions))
     return renewal
+
+
+def _host_verdicts(settings: Settings) -> HostVerdicts | None:
+    """The probes telling a restarting agent's host from a lost one (None with no grace
+    or no probe timeout): a connect each, again every second while the silence lasts."""
+    health = settings.health
+    if health.agent_restart_grace <= 0 or health.probe_timeout <= 0:
+        return None
+    probe = TcpHostProbe(timeout=health.probe_timeout)
+    return HostVerdicts(probe, every=max(health.probe_timeout, 1.0))
 
 
 def host_sweep_interval(host_stale_after: float) -> float:

@@ -79,12 +79,14 @@ class StaleAmphoraSweeper:
         breaker: LoadBalancerBreaker | None = None,
         silent_hosts: Callable[[], Collection[str]] = lambda: (),
         probe_lead: float = 0.0,
+        restarting_hosts: Callable[[], Collection[str]] = lambda: (),
     ) -> None:
         """``silent_hosts`` marks the hosts silent too long DOWN and returns their ids
         (``HostSweeper.mark_down``); each sweep calls it first (see ``_sweep``).
         ``probe_lead``: how long before ``stale_after`` a silent amphora's data plane is
         probed (the probe's timeout; ``lbaas.health.probe_ahead``); 0 probes at
-        ``stale_after``."""
+        ``stale_after``. ``restarting_hosts``: the silent hosts that still answer
+        (``HostSweeper.restarting``): the pair amphorae on them are left alone."""
         if stale_after <= 0:
             raise ValueError("stale_after must be positive")
         if not 0 <= failover_threshold <= 1:
@@ -99,6 +101,7 @@ class StaleAmphoraSweeper:
         self._ahead = ProbesAhead(self._probe, _MAX_PROBES_AT_ONCE)
         self._breaker = breaker
         self._silent_hosts = silent_hosts
+        self._restarting_hosts = restarting_hosts
         self._agent_silent: set[AmphoraId] = set()
         # Amphorae of UP hosts silent long enough to be suspects (``suspect_hosts``), and
         # the lock that keeps their probes from being forgotten by a sweep's ``keep_only``.
@@ -179,26 +182,32 @@ class StaleAmphoraSweeper:
         return SweepResult(len(heard), stale, requested, None, tuple(sorted(serving)))
 
     def _data_plane_serving(self, stale: list[AmphoraHeartbeat]) -> set[AmphoraId]:
-        """The stale amphorae whose load balancer still answers on its VIP, all probed at
-        once: a lost host's VIPs each take the probe's whole timeout to say nothing, so
-        one after another a host of twenty amphorae held its failovers back twenty
-        timeouts (issue 34)."""
+        """The stale amphorae left alone: those whose load balancer still answers on its
+        VIP, all probed at once (a lost host's VIPs each take the probe's whole timeout to
+        say nothing, so one after another a host of twenty amphorae held its failovers
+        back twenty timeouts, issue 34), and the pair amphorae of hosts that answer
+        though their agents are silent (restarting)."""
         probed: dict[AmphoraId, LoadBalancer] = {}
+        restarting = frozenset(self._restarting_hosts()) if stale else frozenset()
+        kept: set[AmphoraId] = set()
         for hb in stale:
             graph = self._store.load_graph(hb.loadbalancer_id)
             # A pair shares its VIP: the survivor answering says nothing of this amphora
             # (a lost MASTER's host would never get its BACKUP rebuilt).
             if graph is not None and graph.topology is not Topology.ACTIVE_STANDBY:
                 probed[hb.amphora_id] = graph
+            elif graph is not None and hb.host in restarting:
+                kept.add(hb.amphora_id)
         # Started ahead where the silence allowed (``_probe_suspects``), else now.
         verdicts = {aid: self._ahead.verdict(aid, graph) for aid, graph in probed.items()}
-        serving = {amphora_id for amphora_id, v in verdicts.items() if v.result()}
+        serving = {amphora_id for amphora_id, v in verdicts.items() if v.result()} | kept
         for amphora_id in serving - self._agent_silent:
             log.warning(
-                "agent of amphora %s silent for more than %.1fs but its data plane answers: "
+                "agent of amphora %s silent for more than %.1fs but %s: "
                 "agent degraded, amphora not failed over",
                 amphora_id,
                 self._stale_after,
+                "its host answers" if amphora_id in kept else "its data plane answers",
             )
         for amphora_id in self._agent_silent - serving:
             log.info("amphora %s: agent degraded no longer", amphora_id)

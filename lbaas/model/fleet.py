@@ -43,6 +43,14 @@ class HostAddress:
 
 
 @dataclass(frozen=True)
+class SilentHost:
+    """An UP host whose heartbeats stopped: where its agent was, and when it was heard."""
+
+    host: HostAddress
+    last_heard: float
+
+
+@dataclass(frozen=True)
 class HostLoad:
     """A live host as placement sees it: its address, zone, capacity and live amphorae."""
 

@@ -38,7 +38,8 @@ def test_every_up_host_is_a_node_and_down_ones_are_not(database: Database) -> No
         Node("host-b", "https://10.0.0.2:9443", host_id="host-b"),
     ]
     with database.write() as session:  # host-a falls silent: it leaves the nodes
-        host_repo.mark_silent_down(session, heard_before=2.0)
+        silent = [s.host.host_id for s in host_repo.silent_up_hosts(session, 2.0)]
+        host_repo.mark_silent_down(session, silent, heard_before=2.0)
     assert [node.name for node in directory.nodes()] == ["host-b"]
 
 

@@ -8,7 +8,7 @@ from lbaas.db.amphorae import amphora_repo
 from lbaas.db.engine import Database
 from lbaas.db.hosts import host_repo
 from lbaas.model.enums import AmphoraStatus, HostStatus
-from lbaas.model.fleet import HostAddress, HostAnnouncement
+from lbaas.model.fleet import HostAddress, HostAnnouncement, SilentHost
 
 NOW = datetime(2026, 11, 25, 12, 0, 0)
 
@@ -54,10 +54,14 @@ def test_silent_hosts_go_down_and_leave_placement(database: Database) -> None:
     enrol(database, "host-1", up_at=100.0)
     enrol(database, "host-2", up_at=200.0)
     enrol(database, "host-3", zone="b", up_at=200.0)
+    with database.read() as session:
+        silent = host_repo.silent_up_hosts(session, 150.0)
+    assert silent == [SilentHost(HostAddress("host-1", "127.0.0.1", 9001), 100.0)]
+    with database.write() as session:  # host-2 is not silent: only host-1 goes
+        assert host_repo.mark_silent_down(session, ["host-1", "host-2"], 150.0) == ["host-1"]
     with database.write() as session:
-        assert host_repo.mark_silent_down(session, 150.0) == ["host-1"]
-    with database.write() as session:
-        assert host_repo.mark_silent_down(session, 150.0) == []  # idempotent
+        assert host_repo.mark_silent_down(session, ["host-1"], 150.0) == []  # idempotent
+        assert host_repo.silent_up_hosts(session, 150.0) == []
         loads = host_repo.live_host_loads(session, "nova")
         every = host_repo.live_host_loads(session, None)
     assert [h.host_id for h in loads] == ["host-2"]

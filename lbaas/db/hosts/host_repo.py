@@ -20,7 +20,7 @@ from lbaas.db.amphorae.amphora_reports import apply_host_report
 from lbaas.db.amphorae.pair_repair import queue_half_pairs
 from lbaas.db.tables import AmphoraRow, HostRow
 from lbaas.model.enums import LIVE_AMPHORA_STATUSES, AmphoraStatus, HostStatus
-from lbaas.model.fleet import HostAddress, HostAnnouncement, HostLoad, HostView
+from lbaas.model.fleet import HostAddress, HostAnnouncement, HostLoad, HostView, SilentHost
 
 _LIVE = [status.value for status in LIVE_AMPHORA_STATUSES]
 
@@ -150,9 +150,21 @@ def record_heartbeat(
     return frozenset(seen.amphorae) - placed
 
 
-def mark_silent_down(session: Session, heard_before: float) -> list[str]:
-    """Mark DOWN every UP host last heard before ``heard_before``; their ids."""
-    silent = silent_up_hosts(session, heard_before)
+def mark_silent_down(session: Session, host_ids: Iterable[str], heard_before: float) -> list[str]:
+    """Mark DOWN those of ``host_ids`` still UP and last heard before ``heard_before`` (a
+    heartbeat may have come since they were chosen); their ids."""
+    wanted = sorted(set(host_ids))
+    if not wanted:
+        return []
+    silent = list(
+        session.scalars(
+            select(HostRow.id).where(
+                HostRow.id.in_(wanted),
+                HostRow.status == HostStatus.UP.value,
+                func.coalesce(HostRow.last_heartbeat_at, 0.0) < heard_before,
+            )
+        )
+    )
     if silent:
         session.execute(
             update(HostRow).where(HostRow.id.in_(silent)).values(status=HostStatus.DOWN.value)
@@ -160,16 +172,18 @@ def mark_silent_down(session: Session, heard_before: float) -> list[str]:
     return silent
 
 
-def silent_up_hosts(session: Session, heard_before: float) -> list[str]:
-    """The UP hosts last heard before ``heard_before``."""
-    return list(
-        session.scalars(
-            select(HostRow.id).where(
-                HostRow.status == HostStatus.UP.value,
-                func.coalesce(HostRow.last_heartbeat_at, 0.0) < heard_before,
-            )
+def silent_up_hosts(session: Session, heard_before: float) -> list[SilentHost]:
+    """The UP hosts last heard before ``heard_before``, with when they were."""
+    rows = session.execute(
+        select(HostRow.id, HostRow.address, HostRow.port, HostRow.last_heartbeat_at).where(
+            HostRow.status == HostStatus.UP.value,
+            func.coalesce(HostRow.last_heartbeat_at, 0.0) < heard_before,
         )
     )
+    return [
+        SilentHost(HostAddress(host_id, address, port), heard or 0.0)
+        for host_id, address, port, heard in rows
+    ]
 
 
 def reported_by_up_hosts(session: Session) -> list[tuple[HostAddress, list[str]]]:

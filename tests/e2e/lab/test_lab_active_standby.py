@@ -3,7 +3,8 @@
 Needs root. A two-host lab (``lbaas lab``) with its control plane and an enrolled agent
 per host: a load balancer of an ACTIVE_STANDBY flavor gets its MASTER and BACKUP on the
 two distinct hosts, each run by its own host's agent; the client namespace reaches the
-member through the VIP. ``host-down`` of the MASTER's host (its agent, keepalived and
+member through the VIP. ``restart of the MASTER's agent (SIGKILL, away for twice the silence window) rebuilds
+nothing: its host answers on the agent's port. ``host-down`` of the MASTER's host (its agent, keepalived and
 HAProxy SIGKILLed, its links down) leaves the VIP to the BACKUP on the other host: the
 client is served again, by the other host's amphora.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -21,9 +23,17 @@ from lab_probe import lab_links
 from test_lab_services import curl, serve_member, serve_through
 
 from lbaas.lab.lab import Lab
-from lbaas.lab.services import start_services
-from lbaas.model.enums import LIVE_AMPHORA_STATUSES, AmphoraRole, HostStatus
+from lbaas.lab.services import AGENT_PART, start_agent, start_services
+from lbaas.model.enums import (
+    LIVE_AMPHORA_STATUSES,
+    AmphoraRole,
+    HostStatus,
+    ProvisioningStatus,
+)
 from tests.support.waiting import wait_until
+
+#: Seconds the MASTER's agent stays away: over twice the 3 s an amphora may be silent.
+AWAY = 7.0
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.haproxy]
 
@@ -40,6 +50,12 @@ def hosts_by_role(api: LabApi, lb_id: str) -> dict[str, str]:
     path = f"/v2/octavia/amphorae?loadbalancer_id={lb_id}"
     live = [a for a in api.call("GET", path)["amphorae"] if a["status"] in LIVE_AMPHORA_STATUSES]
     return {str(a["role"]): str(a["compute_id"]) for a in live}
+
+
+def amphora_ids(api: LabApi, lb_id: str) -> set[str]:
+    path = f"/v2/octavia/amphorae?loadbalancer_id={lb_id}"
+    live = [a for a in api.call("GET", path)["amphorae"] if a["status"] in LIVE_AMPHORA_STATUSES]
+    return {str(a["id"]) for a in live}
 
 
 def test_a_pair_spans_two_hosts_and_survives_the_masters_host(
@@ -78,7 +94,25 @@ def test_a_pair_spans_two_hosts_and_survives_the_masters_host(
         url = f"http://{vip}/"
         wait_until(lambda: curl(lab.names.client, url) == served, what="the VIP")
 
+        # The MASTER's agent away for longer than the hosts' and the amphorae's silence
+        # windows (a restart, an upgrade step): its host answers on the agent's port, so
+        # it is a restarting agent, not a lost host; no amphora of the pair is rebuilt.
+        pair = amphora_ids(api, lb_id)
         lost = placed[AmphoraRole.MASTER]
+        lab.kill_registered(lost, AGENT_PART)
+        time.sleep(AWAY)
+        assert curl(lab.names.client, url, timeout=1.0) == served
+        start_agent(lab, lost)
+        wait_until(
+            lambda: {h["status"] for h in host_list(ctl, settings).values()} == {HostStatus.UP},
+            what=f"{lost} heard again",
+        )
+        assert amphora_ids(api, lb_id) == pair
+        assert (
+            api.call("GET", f"{V2}/loadbalancers/{lb_id}")["loadbalancer"]["provisioning_status"]
+            == ProvisioningStatus.ACTIVE
+        )
+
         lab.host_down(lost)
         wait_until(
             lambda: curl(lab.names.client, url, timeout=1.0) == served,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import replace
 
 import pytest
@@ -14,7 +14,7 @@ from lbaas.fleet.peer_versions import PeerVersions
 from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
-from lbaas.model.fleet import HostAddress, HostAnnouncement
+from lbaas.model.fleet import HostAddress, HostAnnouncement, SilentHost
 from lbaas.wire.heartbeat.envelope import ReplayGuard, open_envelope, seal
 from lbaas.wire.heartbeat.host_codec import from_host_payload, host_sender, to_host_payload
 from lbaas.wire.versions import WIRE_VERSION
@@ -37,7 +37,10 @@ class RecordingRegistry:
         self.recorded.append((seen, epoch, sequence))
         return True
 
-    def mark_silent_down(self, heard_before: float) -> list[str]:
+    def mark_silent_down(self, host_ids: Collection[str], heard_before: float) -> list[str]:
+        return []
+
+    def silent_up(self, heard_before: float) -> list[SilentHost]:
         return []
 
     def misplaced(self) -> list[tuple[HostAddress, list[str]]]:

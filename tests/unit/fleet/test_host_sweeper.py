@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from typing import Any
 
 from lbaas.fleet.client_pool import AgentPool
@@ -10,7 +11,7 @@ from lbaas.health.fleet import HostSweeper, StaleAmphoraCleaner
 from lbaas.health.lb_breaker import LoadBalancerBreaker
 from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.stale import StaleAmphoraSweeper
-from lbaas.model.fleet import HostAddress, HostAnnouncement
+from lbaas.model.fleet import HostAddress, HostAnnouncement, SilentHost
 from lbaas.model.graph import AmphoraId, LoadBalancerId
 from tests.support.waiting import wait_until
 from tests.unit.providers.amphora_fakes import RecordingAgent
@@ -38,10 +39,17 @@ class FakeRegistry:
         self.down.discard(seen.host_id)
         return True
 
-    def mark_silent_down(self, heard_before: float) -> list[str]:
-        newly = [h for h, at in self.heard.items() if at < heard_before and h not in self.down]
+    def silent_up(self, heard_before: float) -> list[SilentHost]:
+        return [
+            SilentHost(HostAddress(h, "127.0.0.1", 9440), at)
+            for h, at in sorted(self.heard.items())
+            if at < heard_before and h not in self.down
+        ]
+
+    def mark_silent_down(self, host_ids: Collection[str], heard_before: float) -> list[str]:
+        newly = [s.host.host_id for s in self.silent_up(heard_before) if s.host.host_id in host_ids]
         self.down.update(newly)
-        return sorted(newly)
+        return newly
 
     def misplaced(self) -> list[tuple[HostAddress, list[str]]]:
         return [(h, ids) for h, ids in self.stale.items() if h.host_id not in self.down]

@@ -10,6 +10,7 @@ in, so a call to the lost host's agent would show in its record.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,12 @@ from lbaas.config import load_settings
 from lbaas.db.jobs.job_queue import Claim
 from lbaas.fleet.client_pool import AgentPool
 from lbaas.health.fleet import HostSweeper, StaleAmphoraCleaner
+from lbaas.health.host_probe import HostProbe, HostVerdicts
 from lbaas.health.memory_store import InMemoryHealthStore
 from lbaas.health.probe import DataPlaneProbe
 from lbaas.health.stale import StaleAmphoraSweeper
-from lbaas.model.enums import AmphoraStatus, HostStatus
-from lbaas.model.fleet import HostAddress, HostAnnouncement
+from lbaas.model.enums import AmphoraStatus, HostStatus, Topology
+from lbaas.model.fleet import HostAddress, HostAnnouncement, SilentHost
 from lbaas.model.graph import AmphoraId, LoadBalancerId
 from lbaas.providers.amphora.driver import AmphoraProvider
 from lbaas.providers.base import ProviderContext
@@ -55,16 +57,20 @@ class Hosts:
         zone, capacity, _ = self.store.fleet[where]
         self.store.fleet[where] = (zone, capacity, status)
 
-    def mark_silent_down(self, heard_before: float) -> list[str]:
-        up = {h.host_id for h, (_, _, s) in self.store.fleet.items() if s is HostStatus.UP}
-        silent = sorted(h for h, at in self.heard.items() if h in up and at < heard_before)
-        for host_id in silent:
+    def mark_silent_down(self, host_ids: Collection[str], heard_before: float) -> list[str]:
+        silent = [s.host.host_id for s in self.silent_up(heard_before)]
+        chosen = [host_id for host_id in silent if host_id in host_ids]
+        for host_id in chosen:
             self._set(host_id, HostStatus.DOWN)
-        return silent
+        return chosen
 
-    def silent_up(self, heard_before: float) -> list[str]:
-        up = {h.host_id for h, (_, _, s) in self.store.fleet.items() if s is HostStatus.UP}
-        return sorted(h for h, at in self.heard.items() if h in up and at < heard_before)
+    def silent_up(self, heard_before: float) -> list[SilentHost]:
+        up = {h: s for h, (_, _, s) in self.store.fleet.items()}
+        return [
+            SilentHost(where, self.heard[where.host_id])
+            for where, status in sorted(up.items(), key=lambda item: item[0].host_id)
+            if status is HostStatus.UP and self.heard[where.host_id] < heard_before
+        ]
 
     def misplaced(self) -> list[tuple[HostAddress, list[str]]]:
         found = []
@@ -81,13 +87,33 @@ class Hosts:
         return found
 
 
+GRACE = 10.0
+
+
+class Answering(HostProbe):
+    """The hosts of a set answer on their agents' ports (restarting agents); no other."""
+
+    def __init__(self, hosts: set[str]) -> None:
+        self.hosts = hosts
+
+    def answers(self, host: HostAddress) -> bool:
+        return host.host_id in self.hosts
+
+
 class World:
     def __init__(
-        self, tmp_path: Path, *, hosts_first: bool = False, probe: DataPlaneProbe | None = None
+        self,
+        tmp_path: Path,
+        *,
+        hosts_first: bool = False,
+        probe: DataPlaneProbe | None = None,
+        answering: set[str] | None = None,
     ) -> None:
         """``hosts_first``: the amphora sweeper marks silent hosts DOWN first, as the
         health manager wires it (``lbaas.health.service``); ``probe``: the data-plane
-        probe, started a second ahead of the hosts' and the amphorae's silence."""
+        probe, started a second ahead of the hosts' and the amphorae's silence;
+        ``answering``: the hosts whose kernels answer the host probe (None: no host
+        probe), with a restart grace of ``GRACE``."""
         self.clock = FakeClock(T0)
         self.store = MemoryAmphoraStore()
         for where in HOSTS:
@@ -108,7 +134,10 @@ class World:
             silent_hosts=(lambda: self.host_sweeper.mark_down()) if hosts_first else tuple,
             probe=probe,
             probe_lead=1.0 if probe is not None else 0.0,
+            restarting_hosts=lambda: self.host_sweeper.restarting,
         )
+        self.answering = answering
+        verdicts = None if answering is None else HostVerdicts(Answering(answering), every=0.0)
         self.hosts = Hosts(self.store, self.agents)
         self.host_sweeper = HostSweeper(
             self.hosts,
@@ -118,6 +147,8 @@ class World:
             on_down=self.amphorae.fail_over_hosts,
             probe_lead=1.0 if probe is not None else 0.0,
             on_suspect=self.amphorae.suspect_hosts,
+            verdicts=verdicts,
+            restart_grace=GRACE,
         )
 
     def place(self, name: str) -> tuple[Any, str, str]:
@@ -289,4 +320,70 @@ def test_a_host_heard_again_has_its_probes_ahead_dropped(tmp_path: Path) -> None
     world.host_sweeper.sweep()
     assert world.host_sweeper.sweep() == []  # already DOWN
     wait_until(lambda: len(probe.asked) == 2, 5.0, "a probe of this silence, not the old one")
+    assert world.health.failover_requests() == [amphora]
+
+
+def _pair_across(world: World, lost: str) -> tuple[AmphoraId, AmphoraId]:
+    """An ACTIVE_STANDBY load balancer heard from: its amphora on ``lost``, its other one
+    on another host."""
+    other = next(h.host_id for h in HOSTS if h.host_id != lost)
+    lb = replace(
+        load_balancer([listener("web")], [], ident="lb-pair"), topology=Topology.ACTIVE_STANDBY
+    )
+    world.health.put_graph(lb)
+    on_lost, elsewhere = AmphoraId("amp-pair-1"), AmphoraId("amp-pair-2")
+    world.health.add_amphora(on_lost, LoadBalancerId(lb.id), T0, host=lost)
+    world.health.add_amphora(elsewhere, LoadBalancerId(lb.id), T0, host=other)
+    return on_lost, elsewhere
+
+
+def test_a_silent_host_that_answers_is_a_restarting_agent_and_its_pairs_are_kept(
+    tmp_path: Path,
+) -> None:
+    """Issue 35: an agent restart (an upgrade step) stops host and amphora heartbeats alike;
+    its pair amphorae were rebuilt as for a lost host. Its SINGLE amphora is still judged
+    by its VIP (here no probe: no evidence, failed over)."""
+    world = World(tmp_path, answering=set())
+    _, single, restarting = world.place("x")
+    assert world.answering is not None
+    world.answering.add(restarting)
+    pair_amphora, survivor = _pair_across(world, restarting)
+    world.clock.advance(3.5)  # past the hosts' 1.5 s and the amphorae's 3 s
+    world.hear_all_but({restarting})
+    world.health.record_heartbeat(survivor, LoadBalancerId("lb-pair"), world.clock())
+    assert world.host_sweeper.sweep() == []
+    assert world.host_sweeper.restarting == {restarting}
+    swept = world.amphorae.sweep()
+    assert swept.failovers_requested == (single,)
+    assert pair_amphora in swept.agent_silent
+    world.clock.advance(GRACE)  # the grace is over: a lost host after all
+    world.hear_all_but({restarting})
+    world.health.record_heartbeat(survivor, LoadBalancerId("lb-pair"), world.clock())
+    assert world.host_sweeper.sweep() == [restarting]
+    assert world.host_sweeper.restarting == frozenset()
+    assert pair_amphora in world.health.failover_requests()
+    assert survivor not in world.health.failover_requests()
+
+
+def test_a_restarting_host_that_stops_answering_is_marked_down(tmp_path: Path) -> None:
+    world = World(tmp_path, answering=set())
+    assert world.answering is not None
+    _, _, host = world.place("x")
+    pair_amphora, _ = _pair_across(world, host)
+    world.answering.add(host)
+    world.clock.advance(2.0)
+    world.hear_all_but({host})
+    assert world.host_sweeper.sweep() == [] and world.host_sweeper.restarting == {host}
+    world.answering.discard(host)  # its links went down: the next probe says nothing
+    wait_until(lambda: world.host_sweeper.sweep() == [host], 5.0, "the host marked DOWN")
+    assert pair_amphora in world.health.failover_requests()
+
+
+def test_a_silent_host_that_does_not_answer_is_lost_at_once(tmp_path: Path) -> None:
+    world = World(tmp_path, answering=set())
+    _, amphora, lost = world.place("x")
+    world.clock.advance(2.0)
+    world.hear_all_but({lost})
+    assert world.host_sweeper.sweep() == [lost]
+    assert world.host_sweeper.restarting == frozenset()
     assert world.health.failover_requests() == [amphora]

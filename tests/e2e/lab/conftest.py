@@ -39,15 +39,3 @@ def lab_dir() -> Iterator[Path]:
         yield directory
     finally:
         subprocess.run(["rm", "-rf", str(directory)], check=False)
-
-
-@pytest.fixture
-def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Processes a test starts (sleepers, member servers): killed and reaped after it."""
-    started: list[subprocess.Popen[bytes]] = []
-    try:
-        yield started
-    finally:
-        for process in started:
-            process.kill()
-            process.wait()

@@ -14,23 +14,10 @@ from lbaas.errors import (
     TemporaryError,
 )
 from lbaas.fleet.client import AgentClient
-from lbaas.wire.amphora import (
-    SPEC_FORMAT,
-    AmphoraSpec,
-    AmphoraStatus,
-    ErrorBody,
-    HaproxyFacts,
-    VipSpec,
-)
+from lbaas.wire.amphora import AmphoraSpec, AmphoraStatus, ErrorBody
+from tests.support.amphora_specs import minimal_amphora_spec
 
-SPEC = AmphoraSpec(
-    spec_format=SPEC_FORMAT,
-    version=1,
-    loadbalancer_id="lb",
-    haproxy_config="global\n",
-    haproxy_facts=HaproxyFacts(runtime_socket="/x/stats.sock", fixed_digest="test:x"),
-    vip=VipSpec(address="127.0.10.5", subnet_cidr="127.0.10.0/24", network_id="n"),
-)
+SPEC = minimal_amphora_spec()
 
 
 def _client(handler: Callable[[httpx.Request], httpx.Response]) -> AgentClient:

@@ -23,16 +23,14 @@ from lbaas.fleet.peer_versions import PeerVersions
 from lbaas.host.recording import RecordingHostOps
 from lbaas.metrics.wire_versions import WireVersionCollector
 from lbaas.wire.amphora import (
-    SPEC_FORMAT,
     AgentInfo,
     AmphoraSpec,
     AmphoraStatus,
-    HaproxyFacts,
-    VipSpec,
 )
 from lbaas.wire.datapath import UdpListener
 from lbaas.wire.l4 import L4ListenerSpec, L4ServiceSpec, L4ServiceStatus
 from lbaas.wire.versions import HEADER, UNSTATED, WIRE_VERSION, stated
+from tests.support.amphora_specs import minimal_amphora_spec
 
 INFO = AgentInfo(mode="loopback", haproxy_version="test", amphora_root="/x")
 
@@ -226,15 +224,7 @@ def test_an_unknown_agent_is_not_asked_when_a_spec_needs_nothing_new() -> None:
 def _amphora_spec(**udp: object) -> AmphoraSpec:
     fields = {"listener_id": "l-dns", "port": 53, "table_size": 251, **udp}
     listener = UdpListener.model_validate(fields)
-    return AmphoraSpec(
-        spec_format=SPEC_FORMAT,
-        version=1,
-        loadbalancer_id="lb",
-        haproxy_config="global\n",
-        haproxy_facts=HaproxyFacts(runtime_socket="/x/stats.sock", fixed_digest="test:x"),
-        vip=VipSpec(address="127.0.10.5", subnet_cidr="127.0.10.0/24", network_id="n"),
-        udp_listeners=(listener,),
-    )
+    return minimal_amphora_spec((listener,))
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -63,17 +62,6 @@ def test_another_trees_settings_loader_is_the_one_asked(tmp_path: Path) -> None:
     assert settings_refusal(str(tree), refused) == (
         "invalid settings: agent.spare_amphorae: Extra inputs"
     )
-
-
-@pytest.fixture
-def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    try:
-        yield started
-    finally:
-        for process in started:
-            process.kill()
-            process.wait()
 
 
 def test_stopping_one_role_leaves_the_owners_other_processes(

@@ -16,7 +16,11 @@ policy and its rules ERROR to Octavia at once. The work outstanding is written d
 lbaas, where both of the driver's processes read it: the create tags the load balancer
 ``MARK`` and the tag is removed once every policy has its outcome. A driver agent that
 restarts in between finds the tag (``reconcile``) and finishes the work rather than taking
-Octavia's policies lbaas lacks for deleted ones.
+Octavia's policies lbaas lacks for deleted ones. A policy lbaas refused stays ERROR in
+Octavia, where its owner sees why and deletes it: the same PUT that removes the mark tags
+the load balancer ``REFUSED`` + the policy's id, so that a later reconciliation does not
+take the policy lbaas lacks for one deleted and report it DELETED (which would make it
+vanish from Octavia with its error).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from lbaas_octavia_provider.status import PENDING, Key
 
 LOG = logging.getLogger(__name__)
 MARK = "octavia-l7-pending"
+REFUSED = "octavia-l7-refused:"
 # How long to wait for Octavia's commit, and for lbaas to settle and take the policies.
 COMMIT_WAIT = 60.0
 GIVE_UP = 900.0
@@ -52,6 +57,11 @@ def policies(octavia: Any, listener_ids: Collection[str] | None = None) -> list[
         for policy in translate.children(listener, "l7policies")
     ]
     return sorted(found, key=lambda p: int(translate.fields(p).get("position") or 0))
+
+
+def refused_policies(tags: Collection[str]) -> set[str]:
+    """The ids of the policies lbaas refused, as the load balancer's tags record them."""
+    return {tag.removeprefix(REFUSED) for tag in tags if tag.startswith(REFUSED)}
 
 
 def transient(exc: Exception) -> bool:
@@ -110,13 +120,15 @@ class L7AfterCommit:
             why = f"lbaas's load balancer is {lb_status or 'not answering'}"
             return [key for body in wanted for key in self._error(body, why)], bool(lb_status)
         errors: list[Key] = []
+        refused: list[str] = []
         decided = True
         for body in wanted:
             outcome = self._create(project, body, deadline)
             if outcome is not None:
                 errors += self._error(body, str(outcome))
                 decided = decided and not transient(outcome)
-        return errors, decided and self._unmark(lb_id, deadline)
+                refused.append(str(body["l7policy"]["id"]))
+        return errors, decided and self._unmark(lb_id, deadline, refused)
 
     def _committed(self, lb_id: str) -> Any | None:
         """Octavia's load balancer once its create is committed (None before, or never)."""
@@ -170,8 +182,9 @@ class L7AfterCommit:
             lambda: self.client.write("POST", "/l7policies", project, body), what, deadline
         )
 
-    def _unmark(self, lb_id: str, deadline: float) -> bool:
-        body = {"loadbalancer": {"tags": [translate.TAG]}}
+    def _unmark(self, lb_id: str, deadline: float, refused: Collection[str] = ()) -> bool:
+        tags = [translate.TAG, *(f"{REFUSED}{policy_id}" for policy_id in refused)]
+        body = {"loadbalancer": {"tags": tags}}
         failed = self._retried(
             lambda: self.client.write("PUT", f"/loadbalancers/{lb_id}", None, body),
             f"load balancer {lb_id}'s tag {MARK}",

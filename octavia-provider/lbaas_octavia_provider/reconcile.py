@@ -13,7 +13,9 @@
 - Any other object of Octavia's load balancer that lbaas does not have (its delete
   finished in lbaas while nobody was there to report it, or lbaas lost it) is reported
   DELETED to Octavia. The get socket gives no provisioning status, so the mark in lbaas,
-  not Octavia's PENDING_CREATE, tells the two cases apart.
+  not Octavia's PENDING_CREATE, tells the two cases apart; and the load balancer's
+  ``REFUSED`` tags name the policies lbaas refused, left ERROR in Octavia (with their
+  rules) rather than reported DELETED.
 - Everything else lbaas has is pushed, whatever Octavia was told before: an object left
   PENDING_* in Octavia by a restart takes lbaas's status.
 
@@ -27,8 +29,14 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from lbaas_octavia_provider import translate
 from lbaas_octavia_provider.client import LbaasClient
-from lbaas_octavia_provider.l7_after_commit import MARK, L7AfterCommit
+from lbaas_octavia_provider.l7_after_commit import (
+    MARK,
+    L7AfterCommit,
+    policies,
+    refused_policies,
+)
 from lbaas_octavia_provider.reporter import Reporter
 from lbaas_octavia_provider.status import PENDING, Key, snapshot
 
@@ -69,6 +77,20 @@ def octavia_objects(provider_lb: Any) -> set[Key]:
     walk("listeners", provider_lb.get("listeners"))
     walk("pools", provider_lb.get("pools"))
     return found
+
+
+def refused_keys(provider_lb: Any, policy_ids: set[str]) -> set[Key]:
+    """The keys of Octavia's policies of ``policy_ids`` and of their rules."""
+    keys: set[Key] = set()
+    if not policy_ids:
+        return keys
+    for policy in policies(provider_lb):
+        fields = translate.fields(policy)
+        if str(fields["l7policy_id"]) in policy_ids:
+            keys.add(("l7policies", str(fields["l7policy_id"])))
+            for rule in translate.children(policy, "rules"):
+                keys.add(("l7rules", str(translate.fields(rule)["l7rule_id"])))
+    return keys
 
 
 def age(client: LbaasClient, lb_id: str) -> float | None:
@@ -117,7 +139,8 @@ def reconcile_one(client: LbaasClient, reporter: Reporter, l7: L7AfterCommit, lb
         deadline = l7.clock() + FINISH_WAIT
         errors, done = l7.finish(lb_id, octavia, lb_status, deadline, have, snap.listener_ids)
         snap = snapshot(client, lb_id)
-    found = octavia_objects(octavia) - set(snap.statuses) - set(errors)
+    refused = refused_keys(octavia, refused_policies(snap.tags))
+    found = octavia_objects(octavia) - set(snap.statuses) - set(errors) - refused
     missing = sorted(found) if snap.exists else []
     for collection, object_id in missing:
         LOG.warning(

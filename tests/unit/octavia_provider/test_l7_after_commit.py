@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 from lbaas_octavia_provider.client import LbaasClient
-from lbaas_octavia_provider.l7_after_commit import L7AfterCommit
+from lbaas_octavia_provider.l7_after_commit import REFUSED, L7AfterCommit
 from lbaas_octavia_provider.settings import Settings
 
 LB = "22222222-2222-4222-8222-222222222222"
@@ -158,7 +158,8 @@ def test_a_policy_lbaas_refuses_is_error_in_octavia_and_the_others_are_created()
     assert octavia.sent == [
         {"l7rules": [{"id": "p1-r", **ERROR}], "l7policies": [{"id": "p1", **ERROR}]}
     ]
-    assert lbaas.tags == UNMARKED  # a refusal is an outcome
+    # A refusal is an outcome, recorded so that no reconciliation reports it DELETED.
+    assert lbaas.tags == [["octavia-provider", f"{REFUSED}p1"]]
 
 
 def test_lbaas_unreachable_for_a_while_is_waited_for_with_backoff() -> None:

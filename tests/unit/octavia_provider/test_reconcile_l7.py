@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 from lbaas_octavia_provider.agent import Agent
 from lbaas_octavia_provider.client import LbaasClient
-from lbaas_octavia_provider.l7_after_commit import MARK, L7AfterCommit
+from lbaas_octavia_provider.l7_after_commit import MARK, REFUSED, L7AfterCommit
 from lbaas_octavia_provider.reconcile import reconcile
 from lbaas_octavia_provider.reporter import Reporter
 from lbaas_octavia_provider.settings import Settings
@@ -148,6 +148,15 @@ def test_without_the_mark_a_policy_lbaas_lacks_was_deleted() -> None:
     assert lbaas.posted == [] and lbaas.tags == ["octavia-provider"]
     told = octavia.statuses()
     assert told["p1"] == told["p1-r"] == "DELETED" and told[LB] == "ACTIVE"
+
+
+def test_a_policy_lbaas_refused_stays_error_in_octavia_not_deleted() -> None:
+    lbaas = Lbaas(tags=["octavia-provider", f"{REFUSED}p1"])
+    octavia = Octavia([_policy("p1"), _policy("p2")])
+    assert _reconcile(lbaas, octavia) == []
+    told = octavia.statuses()
+    assert "p1" not in told and "p1-r" not in told  # left as Octavia has it: ERROR
+    assert told["p2"] == told["p2-r"] == "DELETED" and told[LB] == "ACTIVE"
 
 
 def test_a_marked_load_balancer_lbaas_still_converges_is_left_for_a_later_round() -> None:

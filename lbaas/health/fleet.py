@@ -161,12 +161,15 @@ class HostSweeper:
         on_suspect: Callable[[list[str]], object] = lambda _hosts: None,
         verdicts: HostVerdicts | None = None,
         restart_grace: float = 0.0,
+        settle: float = 0.0,
     ) -> None:
         """``on_down`` is given the hosts each sweep marks DOWN; ``on_suspect``, when
         ``probe_lead`` > 0, the UP hosts silent for ``stale_after - probe_lead`` (every
         sweep, an empty list included), so that their amphorae's data-plane probes (and
         the hosts' own, with ``verdicts``) are started ahead and have their verdicts when
-        the host would be marked DOWN."""
+        the host would be marked DOWN. ``settle``: how long a restarting host stays in
+        ``restarting`` once heard again (its agent's first rounds may precede its
+        amphorae's first heartbeats; the amphorae's own ``stale_after``)."""
         self._registry = registry
         self._on_down = on_down
         self._on_suspect = on_suspect
@@ -181,6 +184,8 @@ class HostSweeper:
         self._verdicts = verdicts
         self._grace = max(restart_grace, 0.0) if verdicts is not None else 0.0
         self._restarting: frozenset[str] = frozenset()
+        self._settle = settle
+        self._returned: dict[str, float] = {}  # host heard again -> until when it settles
         self._suspects: list[str] = []  # the UP hosts silent for stale_after - probe_lead
         # Both sweepers' threads mark hosts DOWN (``mark_down``): one at a time.
         self._marking = threading.Lock()
@@ -189,8 +194,12 @@ class HostSweeper:
     @property
     def restarting(self) -> frozenset[str]:
         """The hosts silent past ``stale_after`` that still answer (as of the last sweep):
-        agents restarting or wedged, left UP; their amphorae are judged one by one."""
-        return self._restarting
+        agents restarting or wedged, left UP; their amphorae are judged one by one. A host
+        heard again stays here for ``settle`` seconds."""
+        now = self._clock()
+        with self._marking:
+            returned = frozenset(h for h, until in self._returned.items() if until > now)
+            return self._restarting | returned
 
     def mark_down(self) -> list[str]:
         """Mark DOWN the hosts silent for ``stale_after`` (that do not answer, within the
@@ -215,10 +224,10 @@ class HostSweeper:
         if listened >= self._stale_after:
             stale = [s for s in silent if s.last_heard < now - self._stale_after]
             answering = {s.host.host_id for s in stale if self._answers(s, now)}
-            self._note_restarting(frozenset(answering), now)
             lost = [s.host.host_id for s in stale if s.host.host_id not in answering]
             if lost:
                 down = self._registry.mark_silent_down(lost, now - self._stale_after)
+            self._note_restarting(frozenset(answering), set(lost), now)
         self._suspects = [s.host.host_id for s in silent if s.host.host_id not in down]
         for host_id in down:
             log.warning("host %s silent for over %.1fs: marked DOWN", host_id, self._stale_after)
@@ -231,7 +240,7 @@ class HostSweeper:
             return False
         return self._verdicts.answers(silent.host)
 
-    def _note_restarting(self, answering: frozenset[str], now: float) -> None:
+    def _note_restarting(self, answering: frozenset[str], lost: set[str], now: float) -> None:
         for host_id in sorted(answering - self._restarting):
             log.warning(
                 "host %s silent for over %.1fs but it answers on its agent's port: its agent "
@@ -241,8 +250,12 @@ class HostSweeper:
                 self._stale_after,
                 self._grace,
             )
-        for host_id in sorted(self._restarting - answering):
-            log.info("host %s: no longer taken for a restarting agent", host_id)
+        for host_id in sorted(self._restarting - answering - lost):
+            log.info("host %s: its agent is back", host_id)
+            self._returned[host_id] = now + self._settle
+        for host_id in lost | answering:
+            self._returned.pop(host_id, None)
+        self._returned = {h: until for h, until in self._returned.items() if until > now}
         self._restarting = answering
 
     def sweep(self, *, woken: bool = True) -> list[str]:

@@ -143,6 +143,7 @@ def _sweepers(
         on_suspect=sweeper.suspect_hosts,
         verdicts=_host_verdicts(settings),
         restart_grace=health.agent_restart_grace,
+        settle=health.stale_after,
     )
     return sweeper, host_sweeper
 

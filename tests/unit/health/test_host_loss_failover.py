@@ -149,6 +149,7 @@ class World:
             on_suspect=self.amphorae.suspect_hosts,
             verdicts=verdicts,
             restart_grace=GRACE,
+            settle=3.0,
         )
 
     def place(self, name: str) -> tuple[Any, str, str]:
@@ -387,3 +388,30 @@ def test_a_silent_host_that_does_not_answer_is_lost_at_once(tmp_path: Path) -> N
     assert world.host_sweeper.sweep() == [lost]
     assert world.host_sweeper.restarting == frozenset()
     assert world.health.failover_requests() == [amphora]
+
+
+def test_a_returning_agents_pairs_are_kept_until_their_own_heartbeats_can_resume(
+    tmp_path: Path,
+) -> None:
+    """The lab's upgrade: the agent's first host heartbeat came 40 ms before the sweep
+    and a round before its amphorae's; the pair amphorae, still silent, were failed over."""
+    world = World(tmp_path, answering=set())
+    assert world.answering is not None
+    _, _, host = world.place("x")
+    pair_amphora, survivor = _pair_across(world, host)
+    world.answering.add(host)
+    world.clock.advance(3.5)
+    world.hear_all_but({host})
+    world.health.record_heartbeat(survivor, LoadBalancerId("lb-pair"), world.clock())
+    assert world.host_sweeper.sweep() == [] and world.host_sweeper.restarting == {host}
+    world.clock.advance(0.5)
+    world.hear_all_but(set())  # the new agent's first host heartbeat
+    world.health.record_heartbeat(survivor, LoadBalancerId("lb-pair"), world.clock())
+    assert world.host_sweeper.sweep() == [] and world.host_sweeper.restarting == {host}
+    assert pair_amphora not in world.amphorae.sweep().failovers_requested
+    world.clock.advance(3.1)  # settled, and the amphora still silent: failed over
+    world.hear_all_but(set())
+    world.health.record_heartbeat(survivor, LoadBalancerId("lb-pair"), world.clock())
+    world.host_sweeper.sweep()
+    assert world.host_sweeper.restarting == frozenset()
+    assert pair_amphora in world.amphorae.sweep().failovers_requested

@@ -203,6 +203,7 @@ def run_steps(client: VipClients, steps: Sequence[Step]) -> Iterator[dict[str, A
         if isinstance(done, Restart):
             figures |= {"stop_s": round(done.stop_s, 3), "start_s": round(done.start_s, 3)}
         if figures["failed_requests"]:
+            figures["failed_by_route"] = client.failed_by_route(start, end)
             figures["failures"] = client.failures(start, end)
         if error:
             figures["error"] = error[-3000:]

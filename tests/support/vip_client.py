@@ -213,6 +213,17 @@ class VipClients:
             p: sum(c.failed(start, end, self._of(p)) for c in self.clients) for p in self.named()
         }
 
+    def failed_by_route(self, start: float, end: float) -> dict[str, int]:
+        """Failed requests per client namespace and VIP ("<namespace> > <VIP>"), those
+        with any."""
+        counts: dict[str, int] = {}
+        for client in self.clients:
+            for vip in client.addresses:
+                failed = client.failed(start, end, {vip})
+                if failed:
+                    counts[f"{client.namespace} > {vip}"] = failed
+        return counts
+
     def failures(self, start: float, end: float, limit: int = 10) -> list[dict[str, Any]]:
         every = [f for c in self.clients for f in c.failures(start, end, limit)]
         return sorted(every, key=lambda f: float(f["at_s"]))[:limit]

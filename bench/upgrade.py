@@ -22,7 +22,8 @@ default this working tree's code.
 
 Prints JSON: per step its seconds, the longest time any VIP went unanswered (at best
 the client's cycle, ``cycle_s``: every VIP asked once) and the failed requests, both per
-provider too (``by_provider``); at the end how many load balancers are left PENDING and
+provider too (``by_provider``), and when any failed, per client namespace and VIP
+(``failed_by_route``); at the end how many load balancers are left PENDING and
 how many are ACTIVE; the load average before and after. Nothing here asserts on time.
 Target (issue 35): 0 failed requests, nothing PENDING, every load balancer ACTIVE.
 """

@@ -1,24 +1,31 @@
-"""A rolling upgrade in the lab while a client is served (issue 35; root).
+"""A rolling upgrade in the lab while clients are served (issue 35; root).
 
     sudo python bench/upgrade.py [--hosts 3] [--control 3] [--per-topology 10]
                                  [--old 6824d05] [--new COMMIT] [--pause 0.01]
+                                 [--agents-first]
 
 A lab whose every process runs the old commit's tree (``lbaas lab tree``: ``git archive``
-into /var/tmp/lbaas-lab-trees; same virtual environment), ``--per-topology`` SINGLE and
-ACTIVE_STANDBY load balancers made by the old code, and a client in the lab's client
-namespace that asks each VIP in turn, a request every ``--pause`` seconds on a new
-connection (0.5 s timeout). Then the upgrade, one process at a time
-(``tests.support.rolling_upgrade``): each host's agent; a create and an update; the
-schema's expansion (``lbaas db upgrade`` from the new tree); each control host's api,
-worker and health (with a create and an update after the first control host); the
-contraction when ``--contract`` names its options. ``--new``: a commit; default this
-working tree's code.
+into /var/tmp/lbaas-lab-trees; same virtual environment), ``--per-topology`` SINGLE,
+ACTIVE_STANDBY and distributed (kernel L4 on every host) load balancers made by the old
+code, and clients (``tests.support.vip_client``): one in the lab's client namespace that
+asks each VIP in turn, a request every ``--pause`` seconds on a new connection (0.5 s
+timeout; a distributed VIP enters through its entry node), and one on each host asking
+the distributed VIPs (balanced by that host's own rules), each as often. Then the
+upgrade, one process at a time (``tests.support.rolling_upgrade``), control plane first
+as Octavia does: the schema's expansion (``lbaas db upgrade`` from the new tree); each
+control host's api, worker and health (a create and an update after the first control
+host); a create and an update through the old agents; each host's agent; the contraction
+when ``--contract`` names its options. ``--agents-first``: the agents, a create and an
+update, then the schema and the control plane. The creates and updates make and change a
+SINGLE and, when there are any, a distributed load balancer. ``--new``: a commit;
+default this working tree's code.
 
 Prints JSON: per step its seconds, the longest time any VIP went unanswered (at best
-the client's cycle, ``cycle_s``: every VIP asked once) and the failed requests; at the
-end how many load balancers are left PENDING and how many are ACTIVE; the load average
-before and after. Nothing here asserts on time. Target (issue 35): 0 failed requests,
-nothing PENDING, every load balancer ACTIVE.
+the client's cycle, ``cycle_s``: every VIP asked once) and the failed requests, both per
+provider too (``by_provider``), and when any failed, per client namespace and VIP
+(``failed_by_route``); at the end how many load balancers are left PENDING and
+how many are ACTIVE; the load average before and after. Nothing here asserts on time.
+Target (issue 35): 0 failed requests, nothing PENDING, every load balancer ACTIVE.
 """
 
 from __future__ import annotations
@@ -41,14 +48,13 @@ sys.path.insert(0, str(ROOT))
 from lbaas.lab.upgrade import STOP_GRACE, tree_from_git  # noqa: E402
 from tests.support.lab_pair import lab_world  # noqa: E402
 from tests.support.rolling_upgrade import (  # noqa: E402
-    VipClient,
     amphora_ids,
     create_load_balancers,
     final_statuses,
     keep_logs,
     run_steps,
     upgrade_steps,
-    vips,
+    vip_clients,
 )
 
 #: The commit before issue 35's first change (0381ffc).
@@ -60,7 +66,10 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--hosts", type=int, default=3, help="agent hosts (default 3)")
     parser.add_argument("--control", type=int, default=3, help="control hosts (default 3)")
     parser.add_argument(
-        "--per-topology", type=int, default=10, help="SINGLE and ACTIVE_STANDBY each (10)"
+        "--per-topology",
+        type=int,
+        default=10,
+        help="SINGLE, ACTIVE_STANDBY and distributed each (10)",
     )
     parser.add_argument("--old", default=OLD, help=f"the commit upgraded from (default {OLD})")
     parser.add_argument("--new", default="", help="the commit upgraded to (default: this code)")
@@ -78,14 +87,32 @@ def _arguments() -> argparse.Namespace:
         default=STOP_GRACE,
         help=f"SIGTERM to SIGKILL per process (default {STOP_GRACE:g} s; 0: SIGKILL at once)",
     )
-    parser.add_argument(
-        "--control-first",
-        action="store_true",
-        help="the schema and the control plane before the agents (new control, old agents)",
+    order = parser.add_mutually_exclusive_group()
+    order.add_argument(
+        "--agents-first",
+        dest="control_first",
+        action="store_false",
+        help="the agents before the schema and the control plane (new agents, old control)",
     )
+    order.add_argument(
+        "--control-first",
+        dest="control_first",
+        action="store_true",
+        help="the schema and the control plane before the agents (the default)",
+    )
+    parser.set_defaults(control_first=True)
     parser.add_argument("--keep-logs", default="", help="copy the lab's logs here at the end")
     parser.add_argument("--name", default=f"up{uuid.uuid4().hex[:4]}", help="lab name prefix")
     return parser.parse_args()
+
+
+def _failed_by_provider(steps: list[dict[str, Any]]) -> dict[str, int]:
+    """Every step's failed requests, summed per provider."""
+    total: dict[str, int] = {}
+    for step in steps:
+        for provider, failed in step.get("by_provider", {}).get("failed_requests", {}).items():
+            total[provider] = total.get(provider, 0) + failed
+    return total
 
 
 def main() -> None:
@@ -109,11 +136,9 @@ def main() -> None:
             directory, hosts=args.hosts, prefix=args.name[:4], control=args.control, code=old
         ) as world:
             started = time.monotonic()
-            made = create_load_balancers(world, args.per_topology)
+            made = create_load_balancers(world, args.per_topology, args.per_topology)
             result["build_s"] = round(time.monotonic() - started, 1)
-            namespace = world.lab.names.client
-            addresses = vips(world, made)
-            with VipClient(namespace, addresses, args.pause, args.timeout) as client:
+            with vip_clients(world, made, args.pause, args.timeout) as client:
                 client.wait_answered()
                 amphorae = amphora_ids(world)
                 result["cycle_s"] = round(client.cycle, 3)
@@ -130,7 +155,9 @@ def main() -> None:
                     print(json.dumps(figures), file=sys.stderr, flush=True)
                     result["steps"].append(figures)
                 result["failed_requests"] = sum(s["failed_requests"] for s in result["steps"])
-                result["requests"] = len(client.requests)
+                result["failed_by_provider"] = _failed_by_provider(result["steps"])
+                result["requests"] = client.requests
+                result["requests_by_provider"] = client.requests_by_provider()
             result |= final_statuses(world, made)
             # Failed over during the upgrade (a host silent past health.host_stale_after).
             result["amphorae_replaced"] = len(amphorae - amphora_ids(world))

@@ -71,3 +71,8 @@ def bare(address_with_prefix: str) -> str:
 def network_names(members: int) -> Sequence[str]:
     """The lab's networks in the order their /24s are picked."""
     return ("fab", "vip", *(f"m{index}" for index in range(members)), "out")
+
+
+def local_mac(rng: random.Random) -> str:
+    """A random unicast, locally administered MAC (02:…)."""
+    return ":".join(f"{octet:02x}" for octet in (0x02, *rng.randbytes(5)))

@@ -31,6 +31,7 @@ from lbaas.lab.addresses import (
     ROUTER_HOST,
     address,
     control_host,
+    local_mac,
     network_names,
     networks_in_use,
     pick_networks,
@@ -236,7 +237,11 @@ class Lab:
             else:
                 # The VIP and member uplinks are bridges, so an agent can plug amphorae into
                 # them (agent.bridge_mappings) while the host keeps its own address there.
-                self._netns.bridge(host, inner)
+                # Their MAC is set once: a bridge whose address was never set takes its
+                # lowest port's, so an amphora plugged in could change the host's MAC while
+                # the router still sends the host's addresses (an entry node's VIPs) to the
+                # old one (docs/lab.md, "A rolling upgrade in the lab").
+                self._netns.bridge(host, inner, local_mac(self._rng))
                 self._netns.veth(host, n.uplink_port(net), fabric, port, bridge=n.bridge(net))
                 self._netns.ip(host, "link", "set", n.uplink_port(net), "master", inner)
             self._netns.ip(

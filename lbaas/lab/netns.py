@@ -47,8 +47,10 @@ class Netns:
     def sysctl(self, namespace: str, *settings: str) -> None:
         self.check(["ip", "netns", "exec", namespace, "sysctl", "-qw", *settings])
 
-    def bridge(self, namespace: str, name: str) -> None:
-        self.ip(namespace, "link", "add", name, "type", "bridge")
+    def bridge(self, namespace: str, name: str, address: str = "") -> None:
+        """A bridge, up; ``address``: its MAC for good (without one it follows its ports)."""
+        mac = ["address", address] if address else []
+        self.ip(namespace, "link", "add", name, *mac, "type", "bridge")
         self.ip(namespace, "link", "set", name, "up")
 
     def veth(

@@ -126,12 +126,14 @@ def active_standby_flavor(api: LabApi) -> str:
     return str(api.call("POST", f"{V2}/flavors", {"flavor": flavor})["flavor"]["id"])
 
 
-def _members_pool(world: LabWorld) -> dict[str, Any]:
-    """A round-robin HTTP pool of the world's members."""
+def _members_pool(
+    world: LabWorld, protocol: str = "HTTP", algorithm: str = "ROUND_ROBIN"
+) -> dict[str, Any]:
+    """A pool of the world's members (round-robin HTTP unless told)."""
     return {
         "name": "members",
-        "protocol": "HTTP",
-        "lb_algorithm": "ROUND_ROBIN",
+        "protocol": protocol,
+        "lb_algorithm": algorithm,
         "members": [
             {"address": address, "protocol_port": port, "subnet_id": world.member_subnet}
             for address, port in world.members
@@ -147,6 +149,21 @@ def create_single(world: LabWorld, name: str) -> str:
         "name": name,
         "vip_subnet_id": world.services["vip_subnet_id"],
         "listeners": [{"protocol": "HTTP", "protocol_port": 80, "default_pool": pool}],
+    }
+    created = world.api.call("POST", f"{V2}/loadbalancers", {"loadbalancer": body})
+    return str(created["loadbalancer"]["id"])
+
+
+def create_distributed(world: LabWorld, name: str) -> str:
+    """POST a load balancer of the ``distributed`` provider (kernel L4 on every host) with
+    a TCP listener on 80 over the world's members, hashed by SOURCE_IP_PORT; its id. Does
+    not wait for ACTIVE."""
+    pool = _members_pool(world, "TCP", "SOURCE_IP_PORT")
+    body = {
+        "name": name,
+        "vip_subnet_id": world.services["vip_subnet_id"],
+        "provider": "distributed",
+        "listeners": [{"protocol": "TCP", "protocol_port": 80, "default_pool": pool}],
     }
     created = world.api.call("POST", f"{V2}/loadbalancers", {"loadbalancer": body})
     return str(created["loadbalancer"]["id"])

@@ -2,18 +2,22 @@
 
 The smallest lab that proves the path: one agent host and one control host, both running
 6824d05's tree (``lbaas.lab.upgrade.tree_from_git``: the commit from this repository's
-git, the same virtual environment), two SINGLE load balancers made by the old code, and a
-client asking both VIPs in turn from the lab's client namespace. Then the procedure of
-``tests.support.rolling_upgrade``: h1's agent, a create and an update (new agent, old
-control plane), the schema's expansion, ctl's api, worker and health, each restarted from
-this code. Every step must pass with no failed request; at the end nothing is PENDING
-and every load balancer is ACTIVE. The lab is removed even when a step fails.
+git, the same virtual environment), two SINGLE load balancers and one of the distributed
+provider made by the old code, a client asking the three VIPs in turn from the lab's
+client namespace and one asking the distributed VIP from h1 (balanced there). Then the
+procedure of ``tests.support.rolling_upgrade``, control plane first: the schema's
+expansion, ctl's api, worker and health, a create and an update of a SINGLE and a
+distributed load balancer (new control plane, old agent), h1's agent, each restarted from
+this code. Every step must pass with no failed request, of either provider; at the end
+nothing is PENDING and every load balancer is ACTIVE. The lab is removed even when a
+step fails.
 
 (``bench/upgrade.py`` runs the same at any size and prints the gaps.)
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -24,12 +28,11 @@ from lbaas.lab.base import LabError
 from lbaas.lab.upgrade import tree_from_git
 from tests.support.lab_pair import lab_world
 from tests.support.rolling_upgrade import (
-    VipClient,
     create_load_balancers,
     final_statuses,
     run_steps,
     upgrade_steps,
-    vips,
+    vip_clients,
 )
 
 pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.haproxy]
@@ -55,9 +58,8 @@ def test_one_host_and_one_control_host_upgrade_with_no_request_failed(
     old_tree: str, lab_dir: Path
 ) -> None:
     with lab_world(lab_dir, hosts=1, prefix="u", code=old_tree) as world:
-        made = create_load_balancers(world, 2)
-        addresses = vips(world, made)
-        with VipClient(world.lab.names.client, addresses, pause=0.02) as client:
+        made = create_load_balancers(world, 2, distributed=1)
+        with vip_clients(world, made, pause=0.02) as client:
             client.wait_answered()
             steps = list(run_steps(client, upgrade_steps(world, "", made)))
         statuses = final_statuses(world, made)
@@ -69,13 +71,19 @@ def test_one_host_and_one_control_host_upgrade_with_no_request_failed(
         }
 
     assert [s["step"] for s in steps] == [
-        "h1/agent",
-        "mixed: new agents",
         "schema: expand",
         "ctl/api",
         "ctl/worker",
         "ctl/health",
+        "mixed: old agents",
+        "h1/agent",
     ]
-    assert [s for s in steps if "error" in s or s["failed_requests"]] == []
+    failed = [s for s in steps if "error" in s or s["failed_requests"]]
+    assert failed == [], json.dumps(failed, indent=1)
+    assert {s["step"]: s["by_provider"]["failed_requests"] for s in steps} == {
+        s["step"]: {"amphora": 0, "distributed": 0} for s in steps
+    }
+    assert client.requests_by_provider()["distributed"] > 0
     assert statuses["pending_left"] == 0
-    assert statuses["active"] == statuses["load_balancers"] == 3  # with the mixed create
+    # With the mixed creates: a SINGLE and a distributed load balancer.
+    assert statuses["active"] == statuses["load_balancers"] == 5

@@ -94,6 +94,9 @@ class NftSession:
     def __init__(self, namespace: str | None = None, *, library: str = LIBRARY) -> None:
         self._lib = _load_library(library)
         self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        # Calls are queued under it, and the end after the last of them.
+        self._queueing = threading.Lock()
+        self._closed = False
         opened: Future[None] = Future()
         self._worker = threading.Thread(
             target=self._serve, args=(namespace, opened), name=f"nft-{namespace}", daemon=True
@@ -101,19 +104,26 @@ class NftSession:
         self._worker.start()
         opened.result()
 
-    def _serve(self, namespace: str | None, opened: Future[None]) -> None:
+    def _open(self, namespace: str | None) -> int:
+        """A context in ``namespace``, from the worker thread (which stays there)."""
         try:
             if namespace is not None:
                 _enter_namespace(namespace)
-            ctx = self._lib.nft_ctx_new(0)  # NFT_CTX_DEFAULT: opens the netlink socket
-            if not ctx:
-                raise LibNftUnavailable("nft_ctx_new failed")
-        except (OSError, LibNftUnavailable) as exc:
-            opened.set_exception(exc if isinstance(exc, LibNftUnavailable) else
-                                 LibNftUnavailable(str(exc)))  # fmt: skip
-            return
+        except OSError as exc:
+            raise LibNftUnavailable(f"namespace {namespace}: {exc}") from exc
+        ctx: int | None = self._lib.nft_ctx_new(0)  # NFT_CTX_DEFAULT: opens the netlink socket
+        if not ctx:
+            raise LibNftUnavailable("nft_ctx_new failed")
         self._lib.nft_ctx_buffer_output(ctx)
         self._lib.nft_ctx_buffer_error(ctx)
+        return ctx
+
+    def _serve(self, namespace: str | None, opened: Future[None]) -> None:
+        try:
+            ctx = self._open(namespace)
+        except LibNftUnavailable as exc:
+            opened.set_exception(exc)
+            return
         opened.set_result(None)
         try:
             while (call := self._calls.get()) is not None:
@@ -130,9 +140,10 @@ class NftSession:
         transaction; ``json``/``terse``: as ``-j``/``-t`` for what it lists."""
         flags = (_OUTPUT_JSON if json else 0) | (_OUTPUT_TERSE if terse else 0)
         call = _Call(text, dry_run, flags, Future())
-        if not self._worker.is_alive():
-            raise LibNftUnavailable("the session is closed")
-        self._calls.put(call)
+        with self._queueing:
+            if self._closed:
+                raise LibNftUnavailable("the session is closed")
+            self._calls.put(call)
         return call.done.result()
 
     def _call(self, ctx: int, call: _Call) -> NftResult:
@@ -144,6 +155,9 @@ class NftSession:
         return NftResult(status == 0, output.decode(), error.decode())
 
     def close(self) -> None:
-        if self._worker.is_alive():
-            self._calls.put(None)
-            self._worker.join()
+        """Frees the context once the calls queued before are done; idempotent."""
+        with self._queueing:
+            if not self._closed:
+                self._closed = True
+                self._calls.put(None)
+        self._worker.join()

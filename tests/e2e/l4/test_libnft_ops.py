@@ -22,6 +22,7 @@ from lbaas.l4 import nft
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.host.base import NftCommandFailed
 from lbaas.l4.host.lib_ops import LibNftOps
+from lbaas.l4.host.libnft import LibNftUnavailable, NftSession
 from lbaas.l4.service import L4Listener, L4Member, L4Protocol, L4Service
 
 pytestmark = [pytest.mark.root]
@@ -86,6 +87,19 @@ def test_a_context_programs_its_own_namespace_only(ops_pair: tuple[Recorded, Rec
     with pytest.raises(NftCommandFailed):
         first.load("add element ip probe missing { 10.9.0.2 }\n")
     assert first.list_table("probe") is not None and second.list_table("probe") is None
+
+
+def test_a_session_needs_its_namespace_and_ends_with_close(
+    namespaces: tuple[str, str],
+) -> None:
+    with pytest.raises(LibNftUnavailable):
+        NftSession(f"lbt-nft-missing-{uuid.uuid4().hex[:8]}")
+    session = NftSession(namespaces[0])
+    assert session.run("add table ip probe", dry_run=True).ok
+    session.close()
+    session.close()
+    with pytest.raises(LibNftUnavailable):
+        session.run("list tables")
 
 
 def test_a_load_balancer_added_alone_is_what_a_full_load_makes(

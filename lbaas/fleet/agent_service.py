@@ -63,7 +63,8 @@ from lbaas.host.real import RealHostOps
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.health.checker import HealthChecker
 from lbaas.l4.health.probes import NetworkProber
-from lbaas.l4.host.real import RealNftOps, RealVipHolder
+from lbaas.l4.host.lib_ops import node_nft_ops
+from lbaas.l4.host.real import RealVipHolder
 from lbaas.l4.host.vip_announce import AnnouncingVipHolder, LinkAnnouncer
 from lbaas.l4node.manager import L4NodeManager
 from lbaas.model.fleet import HostAnnouncement, agent_server_name
@@ -142,8 +143,9 @@ def l4_node_manager(agent: AgentSettings, root: Path) -> tuple[L4NodeManager, He
         announcer = BirdVipAnnouncer(Path(agent.tier_vips_file), control)
     vips = AnnouncingVipHolder(RealVipHolder(), LinkAnnouncer())
     dsr = RealDsrRouter() if announcer is not None else None
-    # One listing of the dispatch map's counters serves a second of answers (issue 34).
-    engine = L4Engine(RealNftOps(), flows_max_age=NODE_FLOWS_MAX_AGE)
+    # One listing of the dispatch map's counters serves a second of answers, and one
+    # libnftables context serves every command (issue 34).
+    engine = L4Engine(node_nft_ops(), flows_max_age=NODE_FLOWS_MAX_AGE)
     manager = L4NodeManager(root, engine, checker, vips, announcer, dsr)
     sink.append(manager)
     return manager, checker

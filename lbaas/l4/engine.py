@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from lbaas.errors import InvalidRenderedConfig, LbaasError
 from lbaas.l4 import nft
 from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
+from lbaas.l4.maglev import MaglevTable
 from lbaas.l4.service import L4Listener, L4Service, LiveFlowPolicy
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,9 @@ class L4Engine:
         # What the kernel's table held when the engine first needed to know of a load
         # balancer it had not loaded itself (None: not read yet); entries go as they are used.
         self._kernel: dict[str, nft.Footprint] | None = None
+        # Whether this engine has written the shared part (a new load balancer can then
+        # be added alone, ``_added_new``).
+        self._base_written = False
 
     def apply(self, service: L4Service) -> ApplyReport:
         """Make the kernel balance ``service``; raises what NftOps raises, changing nothing.
@@ -118,7 +122,7 @@ class L4Engine:
             except NftCommandFailed:
                 self._applied.pop(service.lb_id)
         if report is None:
-            values = self._replace(service)
+            values = self._replace(service, known=old is not None)
             report = ApplyReport(full_reload=True, moved_slots=sum(map(len, values.values())))
         return self._applied_now(old, service, values, report)
 
@@ -183,6 +187,7 @@ class L4Engine:
                 log.info("%d full loads refused together (%s): one by one", len(services), exc)
                 self._kernel = None  # what was taken from it for them is read again
             else:
+                self._base_written = True
                 for service, table in zip(services, tables, strict=True):
                     values = {
                         li.name: nft.slot_values(li, table[li.name]) for li in service.listeners
@@ -213,25 +218,54 @@ class L4Engine:
             return report
         return ApplyReport(report.full_reload, report.moved_slots, self._cut(old, service))
 
-    def _replace(self, service: L4Service) -> dict[str, list[str]]:
+    def _replace(self, service: L4Service, *, known: bool) -> dict[str, list[str]]:
+        """A full load (``known``: the engine applied it before, so the kernel may hold
+        some of it even if the engine forgot it after a refused update)."""
         tables = {listener.name: listener.table() for listener in service.listeners}
         remembered = service.lb_id in self._applied
-        for fresh in (False, True):
-            before, legacy = self._before(service.lb_id, fresh=fresh)
-            text = nft.render_full(service, tables, before, legacy=legacy)
-            try:
-                self._ops.check(text)
-                self._ops.load(text)
-                break
-            except (InvalidRenderedConfig, NftCommandFailed):
-                # What the engine remembers may be wrong (the table was changed behind
-                # its back): read the kernel and try once more.
-                if fresh or not remembered:
-                    raise
+        before, legacy = self._before(service.lb_id, fresh=False)
+        if known or not self._added_new(service, tables, before):
+            for fresh in (False, True):
+                if fresh:
+                    before, legacy = self._before(service.lb_id, fresh=True)
+                text = nft.render_full(service, tables, before, legacy=legacy)
+                try:
+                    self._ops.check(text)
+                    self._ops.load(text)
+                    break
+                except (InvalidRenderedConfig, NftCommandFailed):
+                    # What the engine remembers may be wrong (the table was changed behind
+                    # its back): read the kernel and try once more.
+                    if fresh or not remembered:
+                        raise
+            self._base_written = True
         return {
             listener.name: nft.slot_values(listener, tables[listener.name])
             for listener in service.listeners
         }
+
+    def _added_new(
+        self, service: L4Service, tables: dict[str, MaglevTable], before: nft.Footprint
+    ) -> bool:
+        """Load a load balancer the table does not hold with ``nft.render_new`` (which
+        makes ``nft`` read only the tables first, not every chain and set): when this
+        engine wrote the shared part, neither it nor the kernel's ``dispatch`` knows the
+        load balancer, and it has no table of the old layout. False (nothing changed)
+        when that does not hold or the kernel refuses it: then the full load decides
+        (and says whether the text or the kernel refused it)."""
+        lb_id = service.lb_id
+        if not self._base_written or lb_id in self._applied or before != nft.Footprint():
+            return False
+        if self._ops.has_table(nft.LEGACY_PREFIX + nft.lb_key(lb_id)):
+            return False
+        try:
+            # The transaction is its own check, as a slot update's is: one nft refuses
+            # changes nothing, and the full load then checks what it sends.
+            self._ops.load(nft.render_new(service, tables))
+        except NftCommandFailed as exc:
+            log.info("load balancer %s not added alone (%s): a full load", lb_id, exc)
+            return False
+        return True
 
     def _before(self, lb_id: str, *, fresh: bool) -> tuple[nft.Footprint, bool]:
         """What ``lb_id`` holds in the table now, and whether it may still have a table of

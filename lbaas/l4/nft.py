@@ -51,7 +51,9 @@ deleted and defined again (the idiom that works whether or not it exists, whatev
 definition), what it held before and holds no more removed (``Footprint``), its dispatch
 elements added. A VIP, protocol and port another load balancer of the namespace holds
 already is refused by the kernel ("File exists"): one of them would never see a flow. A
-slot update deletes and re-adds just the moved elements, and a change of allowed networks
+load balancer the table does not hold yet is added by ``render_new`` instead: the same
+objects, only declared (``nft`` then reads just the tables first, not every chain and
+set). A slot update deletes and re-adds just the moved elements, and a change of allowed networks
 just the networks that changed, in the same transaction, so no packet sees a half-written
 map or set.
 """
@@ -211,23 +213,67 @@ def render_full(
             lines += _allow_set_lines(lb_id, listener)
         if listener.idle_timeout is not None:
             lines += _timeout_lines(lb_id, listener, listener.idle_timeout)
-    for listener in service.listeners:
-        if listener.allowed_cidrs:
-            lines.append(f"add rule {chain} {_filter_rule(service, listener)}")
-        if listener.connection_limit is not None:
-            lines.append(f"add rule {chain} {_match(service, listener)} ct count over "
-                         f"{listener.connection_limit} drop")  # fmt: skip
-        if listener.idle_timeout is not None:
-            name = timeout_name(lb_id, listener)
-            lines.append(f'add rule {chain} {_match(service, listener)} ct timeout set "{name}"')
-        if tables[listener.name].slots:
-            lines.append(f"add rule {chain} {_rule(service, listener)}")
+    lines += [f"add rule {chain} {rule}" for rule in _chain_rules(service, tables)]
     jump = f"jump {chain_name(lb_id)}"
     lines += [
         f"add element ip {TABLE} dispatch {{ {key} : {jump} }}" for key in sorted(now.dispatch)
     ]
     lines += [f"add element ip {TABLE} entry_vips {{ {vip} }}" for vip in sorted(now.entry_vips)]
     return "\n".join(lines) + "\n"
+
+
+def render_new(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
+    """A load balancer the table does not hold yet, added with declarations only.
+
+    ``nft`` 1.0.6 reads every chain and set of the namespace from the kernel before a
+    transaction holding any ``add rule``, ``add element``, ``delete`` or ``flush map``,
+    and only the tables before one that just declares tables, chains, maps, sets and
+    timeouts (issue 34: at 10,000 load balancers the reading was most of "one more").
+    So this transaction declares its maps, sets and timeouts with their elements, its
+    chain with its rules (flushed first: an ``add`` of a chain's rules appends), and its
+    ``dispatch`` and ``entry_vips`` elements by declaring those with them (an ``add`` of
+    an existing map adds its elements, refused as ``add element`` is when a key is held
+    with another verdict). Valid only where the shared part is in place and nothing of
+    this load balancer is: an object of its name left with other contents makes the
+    kernel refuse it, and the engine then loads it the full way (``render_full``).
+    """
+    lb_id = service.lb_id
+    chain = f"ip {TABLE} {chain_name(lb_id)}"
+    lines = []
+    for listener in service.listeners:
+        lines += _map_lines(lb_id, listener, tables[listener.name])[2:]
+        if listener.allowed_cidrs:
+            lines += _allow_set_lines(lb_id, listener)[2:]
+        if listener.idle_timeout is not None:
+            lines += _timeout_lines(lb_id, listener, listener.idle_timeout)[2:]
+    rules = _chain_rules(service, tables)
+    lines += [f"add chain {chain}", f"flush chain {chain}"]
+    if rules:
+        lines.append(f"add chain {chain} {{ {'; '.join(rules)}; }}")
+    now = footprint(service)
+    jump = f"jump {chain_name(lb_id)}"
+    dispatch = ", ".join(f"{key} : {jump}" for key in sorted(now.dispatch))
+    lines.append(f"add map ip {TABLE} dispatch {{ {DISPATCH_BODY} elements = {{ {dispatch} }} }}")
+    if now.entry_vips:
+        vips = ", ".join(sorted(now.entry_vips))
+        lines.append(f"add set ip {TABLE} entry_vips {{ type ipv4_addr; elements = {{ {vips} }} }}")
+    return "\n".join(lines) + "\n"
+
+
+def _chain_rules(service: L4Service, tables: Mapping[str, MaglevTable]) -> list[str]:
+    """The rules of the load balancer's chain, in order, listener by listener."""
+    rules = []
+    for listener in service.listeners:
+        match = _match(service, listener)
+        if listener.allowed_cidrs:
+            rules.append(_filter_rule(service, listener))
+        if listener.connection_limit is not None:
+            rules.append(f"{match} ct count over {listener.connection_limit} drop")
+        if listener.idle_timeout is not None:
+            rules.append(f'{match} ct timeout set "{timeout_name(service.lb_id, listener)}"')
+        if tables[listener.name].slots:
+            rules.append(_rule(service, listener))
+    return rules
 
 
 def _forget(before: Footprint, now: Footprint) -> list[str]:

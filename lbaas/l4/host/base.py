@@ -103,6 +103,11 @@ class NftOps(abc.ABC):
     def list_table(self, name: str) -> str | None:
         """``nft list table ip <name>``, or None if there is no such table. No change."""
 
+    def has_table(self, name: str) -> bool:
+        """Whether ``table ip <name>`` exists. No change. Not abstract: ``list_table``
+        answers it, at the price of a listing."""
+        return self.list_table(name) is not None
+
     @abc.abstractmethod
     def list_chain_json(self, table: str, chain: str) -> dict[str, Any] | None:
         """``nft -j list chain ip <table> <chain>`` parsed, or None if it does not exist."""

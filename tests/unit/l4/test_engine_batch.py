@@ -100,6 +100,11 @@ class RefusesOneTable(RecordingNftOps):
             raise NftCommandFailed(["nft", "-c", "-f", "-"], 1, "refused")
         super().check(ruleset)
 
+    def load(self, ruleset: str) -> None:  # what nft -c refuses, nft -f refuses too
+        if self.table in ruleset:
+            raise NftCommandFailed(["nft", "-f", "-"], 1, "refused")
+        super().load(ruleset)
+
 
 def test_one_load_balancer_failing_leaves_the_others_applied() -> None:
     ops = RefusesOneTable(nft.chain_name(LBS[1]))

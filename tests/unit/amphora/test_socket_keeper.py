@@ -12,7 +12,7 @@ import pytest
 
 from lbaas.amphora.access_log import AccessLogs
 from lbaas.amphora.held_log_sockets import listen_in_place, refuses
-from lbaas.amphora.keeper_client import KeeperClient
+from lbaas.amphora.keeper_client import KeeperClient, attach
 from tests.support.keepers import Keepers, stopped_after
 from tests.support.waiting import wait_until
 
@@ -192,3 +192,22 @@ def test_take_over_listens_in_place_while_the_old_agent_runs(
     finally:
         established.close()
         old.close()
+
+
+def test_an_agent_starts_a_keeper_when_none_answers_and_outlives_its_death(
+    tmp_path: Path, keepers: Keepers
+) -> None:
+    control, path = tmp_path / "keeper.sock", tmp_path / "amp.sock"
+    started: list[object] = []
+    agent = attach(control, lambda: started.append(keepers.start(control)))
+    assert agent is not None and len(started) == 1
+    again = attach(control, lambda: started.append(keepers.start(control)))
+    assert again is not None and len(started) == 1  # the one that answers is used
+    again.close()
+    with listen_in_place(path) as listener:
+        agent.hold([(path, listener)])
+        keepers.close()  # the keeper dies under the agent
+        agent.hold([(path, listener)])  # logged once; the agent's own logs go on
+        agent.drop([path])
+        assert agent.listeners() == {}
+    agent.close()

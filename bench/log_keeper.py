@@ -36,6 +36,7 @@ from tests.e2e.amphora.serve_process import (  # noqa: E402
     running_serve,
 )
 from tests.e2e.amphora.topology import LOOPBACK_SUBNET_ID  # noqa: E402
+from tests.support.process_cpu import cpu_ticks  # noqa: E402
 from tests.support.waiting import wait_until  # noqa: E402
 
 PORT = 8080
@@ -43,14 +44,7 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_seconds(pids: list[int]) -> float:
-    ticks = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])
-    return ticks / _TICK
+    return cpu_ticks(pids) / _TICK
 
 
 def _spell(pids: list[int], seconds: float) -> dict[str, float]:

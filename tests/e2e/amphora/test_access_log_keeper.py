@@ -34,6 +34,7 @@ from tests.e2e.amphora.serve_process import (
 )
 from tests.e2e.amphora.topology import LOOPBACK_SUBNET_ID, LoadBalancerUnderTest
 from tests.e2e.amphora.traffic import request
+from tests.support.process_cpu import cpu_ticks
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.haproxy]
@@ -44,22 +45,10 @@ SPELL = 2.0
 KEEPER_SETTINGS = {**SHARED_SETTINGS, "agent": {"log_socket_keeper": True}}
 
 
-def _cpu_ticks(pids: list[int]) -> int:
-    """utime + stime of ``pids`` (clock ticks), the ones that exited counted as 0."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total
-
-
 def _spell(pids: list[int]) -> int:
-    before = _cpu_ticks(pids)
+    before = cpu_ticks(pids)
     time.sleep(SPELL)
-    return _cpu_ticks(pids) - before
+    return cpu_ticks(pids) - before
 
 
 def _log_socket(state_dir: Path) -> Path:

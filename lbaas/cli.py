@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from lbaas.api.validation import operator_policy
 from lbaas.config import Settings, load_settings
 from lbaas.errors import CommandRefused, ConfigError
+from lbaas.fleet.keeper_command import add_parser as add_keeper_parser
 from lbaas.listening import bind_agent, bind_api, bind_embedded_agent, bind_embedded_heartbeats
 from lbaas.private_files import make_private_directory
 from lbaas.startup_heap import freeze_startup_heap
@@ -481,6 +482,7 @@ def _add_fleet_commands(sub: Any, agent: argparse.ArgumentParser) -> None:
     enrol.add_argument("--state-dir", help=STATE_DIR_HELP)
     enrol.add_argument("--database-url")
     enrol.set_defaults(func=cmd_agent_enrol)
+    add_keeper_parser(agent_sub, functools.partial(_settings, create=False))
     host = sub.add_parser("host", help="the agent hosts of the fleet")
     host_sub = host.add_subparsers(dest="host_command", required=True)
     host_list = host_sub.add_parser("list", help="list the hosts")

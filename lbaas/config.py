@@ -582,6 +582,15 @@ class AgentSettings(_Section):
         ),
     )
     capacity: int = Field(100, gt=0, description="Most amphorae placement puts on this host.")
+    log_socket_keeper: bool = Field(
+        True,
+        description=(
+            "Whether the agent hands its amphorae's access-log listeners to a small process "
+            "of their own (python -m lbaas.amphora.socket_keeper), so they keep listening "
+            "while the agent restarts: HAProxy's log forwarders then wait instead of "
+            "reconnecting without pause, and the next agent reads the lines queued meanwhile."
+        ),
+    )
     tier_bird_socket: str = Field(
         "",
         description=(

@@ -1,7 +1,7 @@
 """``lbaas cleanup``: stop what a state directory's dead owner left running.
 
-By design an agent's HAProxies (and keepalived, in netns mode) run in sessions of their
-own and outlive ``lbaas serve`` or ``lbaas agent``: a restart adopts them and drops no
+By design an agent's HAProxies (and keepalived, in netns mode), and its access-log socket
+keeper, run in sessions of their own and outlive ``lbaas serve`` or ``lbaas agent``: a restart adopts them and drops no
 connection. After a Ctrl-C or a SIGKILL that is meant to be final, they keep serving the
 VIPs, and nothing else stops them. This command does, for one state directory.
 
@@ -26,9 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lbaas.amphora.short_root import link_for
+from lbaas.host.log_keeper_exec import KEEPER_MODULE
 from lbaas.state_directory import StateLock, missing_state
 
 DAEMONS = ("haproxy", "keepalived")
+#: The agent's access-log socket keeper (``lbaas.amphora.socket_keeper``): found by its
+#: control socket in the amphorae's directory, on its command line.
+KEEPER = "log-keeper"
+NAMES = (*DAEMONS, KEEPER)
 PID_FILES = ("haproxy.pid", "keepalived.pid", "keepalived-vrrp.pid")
 _POLL = 0.05
 
@@ -76,8 +81,8 @@ def processes_of(state_dir: Path) -> list[LeftProcess]:
             argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        name = Path(argv[0]).name
-        if name in DAEMONS and _names_under(argv[1:], roots) and _running(int(entry.name)):
+        name = KEEPER if KEEPER_MODULE in argv else Path(argv[0]).name
+        if name in NAMES and _names_under(argv[1:], roots) and _running(int(entry.name)):
             found.append(LeftProcess(int(entry.name), name))
     return sorted(found, key=lambda p: p.pid)
 

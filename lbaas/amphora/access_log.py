@@ -49,8 +49,12 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lbaas.amphora.held_log_sockets import HeldLogSockets, listen_in_place, refuses
+
+if TYPE_CHECKING:
+    from lbaas.amphora.keeper_client import KeeperClient
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +183,10 @@ class AccessLogReader:
             target=self._run, name=f"access-log-{socket_path.parent.name}", daemon=True
         )
         self._thread.start()
+
+    @property
+    def listener(self) -> socket.socket:
+        return self._listener
 
     def _run(self) -> None:
         _name_os_thread(THREAD_NAME)
@@ -316,10 +324,13 @@ class AccessLogs:
         syslog_target: str = "",
         batch_wait: float = BATCH_WAIT,
         held: HeldLogSockets | None = None,
+        keeper: KeeperClient | None = None,
     ) -> None:
         """``held``: the listeners kept for the amphorae about to be adopted (taken by
-        ``ensure``; the rest closed by ``release_held``)."""
+        ``ensure``; the rest closed by ``release_held``). ``keeper``: the socket keeper
+        every reader's listener is handed to (``socket_keeper``), dropped with it."""
         self.directory = directory
+        self.keeper = keeper
         self._held = held if held is not None else HeldLogSockets()
         self._batch_wait = batch_wait
         self.socket_directory = socket_directory
@@ -341,7 +352,7 @@ class AccessLogs:
             if reader is not None and reader.socket_path == socket_path:
                 return
             if reader is not None:
-                reader.close()
+                self._close_reader(reader)
             output = RotatingFile(
                 self.directory / f"{loadbalancer_id}.log", self._max_bytes, self._backups
             )
@@ -363,10 +374,15 @@ class AccessLogs:
                 os.chown(socket_path, -1, grp.getgrnam(group).gr_gid)
                 socket_path.chmod(0o660)
             self._readers[amphora_id] = reader
+            if self.keeper is not None:
+                self.keeper.hold([(socket_path, reader.listener)])
 
     def release_held(self) -> list[Path]:
         """Close the held listeners no adopted amphora took; the paths removed."""
-        return self._held.release()
+        removed = self._held.release()
+        if self.keeper is not None:
+            self.keeper.drop(removed)
+        return removed
 
     def remove_stale_sockets(self) -> list[Path]:
         """Remove the sockets of the directory that nothing listens on; the removed paths.
@@ -405,11 +421,22 @@ class AccessLogs:
         with self._lock:
             reader = self._readers.pop(amphora_id, None)
         if reader is not None:
-            reader.close()
+            self._close_reader(reader)
+
+    def _close_reader(self, reader: AccessLogReader) -> None:
+        if self.keeper is not None:
+            self.keeper.drop([reader.socket_path])
+        reader.close()
 
     def close_all(self) -> None:
         with self._lock:
             readers = list(self._readers.values())
             self._readers.clear()
         for reader in readers:
-            reader.close()
+            self._close_reader(reader)
+
+    def detach_keeper(self) -> None:
+        """Leave the keeper holding what it holds (the agent stops)."""
+        if self.keeper is not None:
+            self.keeper.close()
+            self.keeper = None

@@ -43,16 +43,25 @@ def refuses(path: Path) -> bool:
     return False
 
 
-def listen_in_place(path: Path, *, keep_owner_of: Path | None = None) -> socket.socket:
+def listen_in_place(
+    path: Path,
+    *,
+    keep_owner_of: Path | None = None,
+    kind: socket.SocketKind = socket.SOCK_STREAM,
+    mode: int | None = None,
+) -> socket.socket:
     """A socket listening at ``path``, bound under a private name and renamed over it, so
     whoever connects to ``path`` never finds one that does not listen yet; with
-    ``keep_owner_of``, that file's group and mode (HAProxy's group) are kept. The private
-    name is no longer than the path's (a UNIX socket path has at most 107 bytes)."""
+    ``keep_owner_of``, that file's group and mode (HAProxy's group) are kept, with
+    ``mode`` that mode. The private name is no longer than the path's (a UNIX socket path
+    has at most 107 bytes). ``kind``: a stream socket unless said otherwise."""
     fresh = path.with_name(f".{path.stem}.new")
     fresh.unlink(missing_ok=True)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener = socket.socket(socket.AF_UNIX, kind)
     try:
         listener.bind(str(fresh))
+        if mode is not None:
+            fresh.chmod(mode)
         listener.listen(BACKLOG)
         if keep_owner_of is not None:
             was = keep_owner_of.stat()
@@ -100,6 +109,15 @@ class HeldLogSockets:
         if held:
             log.info("holding %d access-log sockets until their amphorae are adopted", len(held))
         return cls(held)
+
+    def add(self, path: Path, listener: socket.socket) -> None:
+        """Hold ``listener`` (one a socket keeper kept) for the amphora of ``path``."""
+        inode = path.stat().st_ino
+        with self._lock:
+            old = self._held.pop(path, None)
+            self._held[path] = (listener, inode)
+        if old is not None:
+            old[0].close()
 
     def take(self, path: Path) -> socket.socket | None:
         """The listener held at ``path`` (the caller's from now on), or None."""

@@ -53,6 +53,7 @@ from lbaas.fleet.agent_certs import AgentCertificates
 from lbaas.fleet.agent_paths import access_log_sockets, amphora_root_of
 from lbaas.fleet.enrolment import HEARTBEAT_KEY_FILE, bundle_tls
 from lbaas.fleet.heartbeat_sender import HeartbeatSender
+from lbaas.fleet.log_keeper import attach_keeper
 from lbaas.fleet.server import AgentHttpsServer
 from lbaas.host.base import HostOps
 from lbaas.host.daemons import become_subreaper
@@ -158,17 +159,28 @@ def access_logs_of(
 
     ``held``: the sockets ``serve`` held at its start (``hold_embedded_access_logs``); else
     they are held here, before adoption: each adopted amphora's reader takes its own,
-    ``AccessLogs.release_held`` the rest once adoption is done."""
+    ``AccessLogs.release_held`` the rest once adoption is done. With the socket keeper
+    (``agent.log_socket_keeper``), the listeners it kept through the restart come first,
+    with the connections queued in them; only those nothing listens on are held anew."""
     conf = settings.access_log
     state_dir = settings.state_dir.absolute()
     sockets = access_log_sockets(settings, amphora_root)
+    keeper = attach_keeper(settings, amphora_root)
+    kept = keeper.listeners() if keeper is not None else {}
+    if held is None:
+        held = HeldLogSockets.hold_stale(sockets, amphora_root)
+    for path, listener in kept.items():
+        held.add(path, listener)
+    if kept:
+        log.info("took %d access-log listeners back from the socket keeper", len(kept))
     return AccessLogs(
         conf.directory or state_dir / "access-logs",
         sockets,
         max_bytes=conf.max_bytes,
         backups=conf.backups,
         syslog_target=conf.syslog_target,
-        held=held if held is not None else HeldLogSockets.hold_stale(sockets, amphora_root),
+        held=held,
+        keeper=keeper,
     )
 
 
@@ -411,6 +423,8 @@ class AgentService:
         self.l4_checker.stop()
         if stop_haproxy:
             self.manager.stop_all()
+        if self.manager.access_logs is not None:  # the keeper holds on for the next agent
+            self.manager.access_logs.detach_keeper()
 
 
 def _identity(

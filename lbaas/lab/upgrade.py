@@ -13,6 +13,13 @@ An upgrade step (``restart_with_code``) stops one process as a service manager d
 serves: an agent or an api until its port accepts, a worker or health until it has run
 for a few seconds without dying. ``upgrade_schema`` runs a tree's ``lbaas db upgrade``.
 
+Before an agent is stopped, the new tree's access-log socket keeper is started in its
+host taking the running agent's sockets over (``lbaas agent log-keeper``,
+``lbaas.amphora.socket_keeper``): the agent being replaced may be of a release without
+one, and while no agent listens its HAProxies' log forwarders would reconnect without
+pause. The new agent takes the listeners from it. It is registered as the host's
+``log-keeper``, so losing or removing the host kills it as it does the agent.
+
 Settings: the lab writes its settings files with this code, and an older tree's loader
 refuses keys it does not know (``extra="forbid"``); ``settings_refusal`` asks the tree's
 own loader before a process is started from it, so a refusal is named, not a silent
@@ -54,6 +61,14 @@ TREES = Path("/var/tmp/lbaas-lab-trees")
 #: A worker or health process that lives this long after its start is taken as started.
 SETTLE = 3.0
 _START_TIMEOUT = 60.0
+
+#: The take-over keeper's role among a host's processes, and its log in the host's directory.
+KEEPER_ROLE = "log-keeper"
+KEEPER_LOG = "log-keeper.log"
+#: What the keeper logs once it holds the sockets and answers (``SocketKeeper.serve``), or
+#: finding one that does (a step run again).
+_KEEPER_READY = (b"ready on", b"already answers")
+_POLL = 0.1
 
 #: ``run_command``'s shape: argv, then ``timeout`` by keyword.
 Run = Callable[..., CommandResult]
@@ -130,6 +145,8 @@ def restart_with_code(
     if refusal is not None:
         raise LabError(f"{tree or 'this code'} refuses {owner}'s settings: {refusal}")
     started = time.monotonic()
+    if part == AGENT_PART:
+        _take_over_log_sockets(lab, owner, tree)
     if grace > 0:
         lab.stop_registered(owner, part, grace)
     else:
@@ -143,6 +160,28 @@ def restart_with_code(
     else:
         _start_control_part(lab, n.control_index(owner), part)
     return Restart(stopped - started, time.monotonic() - stopped)
+
+
+def _take_over_log_sockets(lab: Lab, owner: str, tree: str) -> None:
+    """Start ``tree``'s socket keeper in host ``owner``, taking over its agent's access-log
+    sockets, and wait until it holds them (a tree without a keeper: nothing to do)."""
+    code = Path(tree) if tree else Path(__file__).resolve().parents[2]
+    if not (code / "lbaas" / "amphora" / "socket_keeper.py").is_file():
+        return
+    agent_dir = lab.services_dir / owner
+    log = agent_dir / KEEPER_LOG
+    seen = log.stat().st_size if log.exists() else 0
+    argv = lbaas_command(agent_dir / SETTINGS_FILE, AGENT_PART, "log-keeper")
+    env = processes.code_environment(tree)
+    namespace = lab.names.host(lab.host_index(owner))
+    pid = processes.start(namespace, argv, log, agent_dir, env)
+    lab.register_process(owner, pid, KEEPER_ROLE)
+    deadline = time.monotonic() + _START_TIMEOUT
+    while not any(word in log.read_bytes()[seen:] for word in _KEEPER_READY):
+        if not process_running(pid) or time.monotonic() > deadline:
+            tail = log.read_text(errors="replace")[-2000:]
+            raise LabError(f"{owner}'s log keeper did not start; {log}:\n{tail}")
+        time.sleep(_POLL)
 
 
 def _check_part(lab: Lab, owner: str, part: str) -> None:

@@ -32,6 +32,7 @@ from tests.e2e.amphora.serve_process import (
     _merged,
     free_port,
     kill_haproxies_under,
+    kill_keepers_of,
     random_vip_subnet,
 )
 from tests.support.processes import lbaas_env, lbaas_process
@@ -104,11 +105,12 @@ class Fleet:
         )
 
     def kill_host(self, host: FleetHost) -> None:
-        """Lose the host: SIGKILL its agent and every HAProxy it started."""
+        """Lose the host: SIGKILL its agent, every HAProxy it started and its keeper."""
         if host.process is not None and host.process.poll() is None:
             os.killpg(host.process.pid, signal.SIGKILL)
             host.process.wait(10)
         kill_haproxies_under(host.state_dir)
+        kill_keepers_of(host.state_dir)
         host.stack.close()
         host.stack = ExitStack()
 

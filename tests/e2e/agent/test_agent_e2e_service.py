@@ -29,6 +29,7 @@ from lbaas.wire.amphora import AmphoraSpec, VipSpec, amphora_paths
 from lbaas.wire.heartbeat.envelope import open_envelope
 from lbaas.wire.heartbeat.host_codec import is_host_payload
 from lbaas.wire.heartbeat.report_codec import from_payload
+from tests.e2e.amphora.serve_process import kill_keepers_of
 from tests.support.udp import udp_receiver
 
 pytestmark = pytest.mark.haproxy
@@ -61,6 +62,7 @@ def service(short_dir: Path, heartbeats: socket.socket) -> Iterator[AgentService
         agent.stop()
         for amphora_id in agent.manager.amphora_ids():
             agent.manager.delete(amphora_id)
+        kill_keepers_of(short_dir)  # the access-log socket keeper it started
 
 
 @pytest.fixture

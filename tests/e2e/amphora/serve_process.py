@@ -14,6 +14,7 @@ directory (processes this test started, found by their pid files and by ``/proc`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -31,6 +32,7 @@ from typing import Any
 
 import httpx
 
+from lbaas.state_cleanup import KEEPER, processes_of
 from tests.e2e.amphora.octavia_api import OctaviaApi
 from tests.support.processes import lbaas_env
 from tests.support.waiting import wait_until
@@ -123,7 +125,9 @@ def serve_settings(state_dir: Path, extra: Mapping[str, Any] | None = None) -> d
     base: dict[str, Any] = {
         "state_dir": str(state_dir),
         "api": {"port": api_port},
-        "agent": {"port": agent_port, "vip_probe_interval": 1.0},
+        # No socket keeper unless a test asks for one (``test_access_log_keeper.py``):
+        # a test's SIGKILLed serve would leave one holding sockets until clean-up.
+        "agent": {"port": agent_port, "vip_probe_interval": 1.0, "log_socket_keeper": False},
         "health": {
             "bind_port": free_port(kind=socket.SOCK_DGRAM),
             "heartbeat_interval": 0.5,
@@ -219,6 +223,7 @@ def stop_serve(instance: ServeInstance) -> None:
     finally:
         _stop_process(instance.process)
         kill_haproxies_under(instance.state_dir)
+        kill_keepers_of(instance.state_dir)
 
 
 def _stop_process(process: subprocess.Popen[bytes]) -> None:
@@ -272,6 +277,17 @@ def kill_haproxies_under(state_dir: Path) -> list[int]:
     while time.monotonic() < deadline and any(process_alive(p) for p in victims):
         time.sleep(0.05)
     return victims
+
+
+def keeper_pids_of(state_dir: Path) -> list[int]:
+    """The access-log socket keepers of this state directory (as ``lbaas cleanup`` finds them)."""
+    return [p.pid for p in processes_of(state_dir) if p.name == KEEPER]
+
+
+def kill_keepers_of(state_dir: Path) -> None:
+    for pid in keeper_pids_of(state_dir):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def process_alive(pid: int) -> bool:

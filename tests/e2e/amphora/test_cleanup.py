@@ -1,8 +1,8 @@
 """``lbaas cleanup``: what a SIGKILLed ``lbaas serve`` left serving is stopped.
 
-By design HAProxy outlives ``lbaas serve`` (a restart adopts it and drops nothing); after
-a final stop, ``lbaas cleanup`` on the state directory stops every HAProxy of it, and the
-VIP's port closes. While a serve owns the directory, cleanup refuses in one line.
+By design HAProxy outlives ``lbaas serve`` (a restart adopts it and drops nothing), and
+so does the access-log socket keeper; after a final stop, ``lbaas cleanup`` on the state
+directory stops every HAProxy of it and its keeper, and the VIP's port closes. While a serve owns the directory, cleanup refuses in one line.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from tests.e2e.amphora.serve_process import (
     STOP_TIMEOUT,
     ServeInstance,
     haproxy_pids_under,
+    keeper_pids_of,
     running_serve,
 )
 from tests.e2e.amphora.topology import LOOPBACK_SUBNET_ID, free_port_on
@@ -49,7 +50,8 @@ def _accepts(address: str, port: int) -> bool:
 
 
 def test_cleanup_stops_the_haproxies_a_killed_serve_left_serving() -> None:
-    with running_serve(SHARED_SETTINGS, prefix="lbc-") as serve:
+    settings = {**SHARED_SETTINGS, "agent": {"log_socket_keeper": True}}
+    with running_serve(settings, prefix="lbc-") as serve:
         refused = _cleanup(serve)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr
         assert refused.stderr.strip() == (
@@ -69,11 +71,15 @@ def test_cleanup_stops_the_haproxies_a_killed_serve_left_serving() -> None:
         assert _accepts(vip, port)  # by design: HAProxy serves on without lbaas serve
         left = haproxy_pids_under(serve.state_dir)
         assert left
+        keepers = keeper_pids_of(serve.state_dir)
+        assert len(keepers) == 1  # holding the access-log socket for the next serve
 
         done = _cleanup(serve)
         assert done.returncode == 0, done.stderr
-        assert done.stdout.startswith(f"stopped {len(left)} process(es) of {serve.state_dir}: ")
+        stopped = len(left) + len(keepers)
+        assert done.stdout.startswith(f"stopped {stopped} process(es) of {serve.state_dir}: ")
         assert haproxy_pids_under(serve.state_dir) == []
+        assert keeper_pids_of(serve.state_dir) == []
         assert not _accepts(vip, port)
         again = _cleanup(serve)  # nothing left: still fine, and says so
         assert (again.returncode, again.stdout.strip()) == (

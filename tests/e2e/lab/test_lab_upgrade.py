@@ -12,6 +12,10 @@ this code. Every step must pass with no failed request, of either provider; at t
 nothing is PENDING and every load balancer is ACTIVE. The lab is removed even when a
 step fails.
 
+Before h1's old agent stops, the new code's socket keeper takes its access-log sockets
+over (``lbaas agent log-keeper``): the new agent takes them back from it, and the
+keeper, registered as h1's, still runs for the new agent afterwards.
+
 (``bench/upgrade.py`` runs the same at any size and prints the gaps.)
 """
 
@@ -25,7 +29,8 @@ from pathlib import Path
 import pytest
 
 from lbaas.lab.base import LabError
-from lbaas.lab.upgrade import tree_from_git
+from lbaas.lab.state import process_running
+from lbaas.lab.upgrade import KEEPER_ROLE, tree_from_git
 from tests.support.lab_pair import lab_world
 from tests.support.rolling_upgrade import (
     create_load_balancers,
@@ -69,6 +74,10 @@ def test_one_host_and_one_control_host_upgrade_with_no_request_failed(
             client.wait_answered()
             steps = list(run_steps(client, upgrade_steps(world, "", made)))
         statuses = final_statuses(world, made)
+        keepers = [p for p in world.lab.state().processes["h1"] if p.role == KEEPER_ROLE]
+        assert len(keepers) == 1 and process_running(keepers[0].pid)
+        agent_log = (world.lab.services_dir / "h1" / "agent.log").read_text()
+        assert "access-log listeners back from the socket keeper" in agent_log
         assert world.lab.state().code == {
             "h1": "",
             "ctl/api": "",

@@ -76,6 +76,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--pause", type=float, default=0.01, help="between requests (0.01 s)")
     parser.add_argument("--timeout", type=float, default=0.5, help="per request (0.5 s)")
     parser.add_argument(
+        "--realtime-client",
+        action="store_true",
+        help="run the clients at a real-time priority (chrt -f), so that a request fails "
+        "only when the VIP did not answer in time, not when the client was not scheduled",
+    )
+    parser.add_argument(
         "--contract",
         default=None,
         help="the schema's contraction: options of lbaas db upgrade (e.g. '--contract'); "
@@ -129,6 +135,7 @@ def main() -> None:
         "control_hosts": args.control,
         "per_topology": args.per_topology,
         "grace_s": args.grace,
+        "realtime_client": args.realtime_client,
         "order": "control plane first" if args.control_first else "agents first",
     }
     try:
@@ -138,7 +145,8 @@ def main() -> None:
             started = time.monotonic()
             made = create_load_balancers(world, args.per_topology, args.per_topology)
             result["build_s"] = round(time.monotonic() - started, 1)
-            with vip_clients(world, made, args.pause, args.timeout) as client:
+            clients = vip_clients(world, made, args.pause, args.timeout, args.realtime_client)
+            with clients as client:
                 client.wait_answered()
                 amphorae = amphora_ids(world)
                 result["cycle_s"] = round(client.cycle, 3)

@@ -90,7 +90,11 @@ def provider_of(kind: str) -> str:
 
 
 def vip_clients(
-    world: LabWorld, made: dict[str, list[str]], pause: float = 0.01, timeout: float = 0.5
+    world: LabWorld,
+    made: dict[str, list[str]],
+    pause: float = 0.01,
+    timeout: float = 0.5,
+    realtime: bool = False,
 ) -> VipClients:
     """The lab's client namespace asks every VIP (a distributed one through its entry
     node); each host asks the distributed VIPs too, balanced by that host's own rules, each
@@ -98,12 +102,17 @@ def vip_clients(
     providers = {
         vip_of(world, lb_id): provider_of(kind) for kind, ids in made.items() for lb_id in ids
     }
-    clients = [VipClient(world.lab.names.client, list(providers), pause, timeout)]
+    clients = [
+        VipClient(world.lab.names.client, list(providers), pause, timeout, realtime=realtime)
+    ]
     distributed = [vip for vip, provider in providers.items() if provider == DISTRIBUTED]
     if distributed:
         each = pause * len(providers) / len(distributed)
         hosts = range(1, world.lab.state().hosts + 1)
-        clients += [VipClient(world.lab.names.host(i), distributed, each, timeout) for i in hosts]
+        clients += [
+            VipClient(world.lab.names.host(i), distributed, each, timeout, realtime=realtime)
+            for i in hosts
+        ]
     return VipClients(clients, providers)
 
 

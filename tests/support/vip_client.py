@@ -55,6 +55,11 @@ class Request:
     answered: bool
 
 
+#: The client's SCHED_FIFO priority with ``realtime``: above every normal process, below
+#: the kernel's own real-time threads (which run at 50 and up).
+REALTIME_PRIORITY = 10
+
+
 @dataclass
 class VipClient:
     """Requests to every VIP in turn from ``namespace``; ``requests`` fills as they end.
@@ -65,6 +70,10 @@ class VipClient:
     pause: float = 0.01
     timeout: float = 0.5
     limit: float = 3600.0
+    realtime: bool = False
+    """Run the client at a real-time priority (``chrt -f``): a request then fails only
+    when the data plane did not answer in time, not when the machine's scheduler kept
+    the client itself from reading the answer."""
     requests: list[Request] = field(default_factory=list)
     _process: subprocess.Popen[str] | None = None
     _reader: threading.Thread | None = None
@@ -72,6 +81,8 @@ class VipClient:
     def __enter__(self) -> VipClient:
         argv = [sys.executable, "-c", _LOOP, ",".join(self.addresses)]
         argv += [str(self.timeout), str(self.pause), str(self.limit)]
+        if self.realtime:
+            argv = ["chrt", "--fifo", str(REALTIME_PRIORITY), *argv]
         self._process = subprocess.Popen(
             ["ip", "netns", "exec", self.namespace, *argv], stdout=subprocess.PIPE, text=True
         )

@@ -145,6 +145,10 @@ def running_fleet(
             "heartbeat_interval": HEARTBEAT_INTERVAL,
             "stale_after": 3.0,
             "host_stale_after": 3.0,
+            # Every host here is an agent on this machine's loopback, so a "lost" host's
+            # port is refused by the one kernel they share, as a restarting agent's is:
+            # the kernel's answer cannot tell them apart, and a killed host must be lost.
+            "agent_restart_grace": 0.0,
         },
         "worker": {"poll_interval": 0.05, "backoff_base": 0.1, "backoff_max": 1.0},
         "network": {"loopback_subnet_cidr": random_vip_subnet()},

@@ -338,6 +338,16 @@ def _pair_across(world: World, lost: str) -> tuple[AmphoraId, AmphoraId]:
     return on_lost, elsewhere
 
 
+def _pair_on_answering_host(world: World) -> tuple[str, AmphoraId, AmphoraId]:
+    """A SINGLE load balancer placed, and a pair across its host (which answers the host
+    probe) and another: the host, the pair's amphora on it and the other one."""
+    assert world.answering is not None
+    _, _, host = world.place("x")
+    on_host, survivor = _pair_across(world, host)
+    world.answering.add(host)
+    return host, on_host, survivor
+
+
 def test_a_silent_host_that_answers_is_a_restarting_agent_and_its_pairs_are_kept(
     tmp_path: Path,
 ) -> None:
@@ -368,13 +378,11 @@ def test_a_silent_host_that_answers_is_a_restarting_agent_and_its_pairs_are_kept
 
 def test_a_restarting_host_that_stops_answering_is_marked_down(tmp_path: Path) -> None:
     world = World(tmp_path, answering=set())
-    assert world.answering is not None
-    _, _, host = world.place("x")
-    pair_amphora, _ = _pair_across(world, host)
-    world.answering.add(host)
+    host, pair_amphora, _ = _pair_on_answering_host(world)
     world.clock.advance(2.0)
     world.hear_all_but({host})
     assert world.host_sweeper.sweep() == [] and world.host_sweeper.restarting == {host}
+    assert world.answering is not None
     world.answering.discard(host)  # its links went down: the next probe says nothing
     wait_until(lambda: world.host_sweeper.sweep() == [host], 5.0, "the host marked DOWN")
     assert pair_amphora in world.health.failover_requests()
@@ -396,10 +404,7 @@ def test_a_returning_agents_pairs_are_kept_until_their_own_heartbeats_can_resume
     """The lab's upgrade: the agent's first host heartbeat came 40 ms before the sweep
     and a round before its amphorae's; the pair amphorae, still silent, were failed over."""
     world = World(tmp_path, answering=set())
-    assert world.answering is not None
-    _, _, host = world.place("x")
-    pair_amphora, survivor = _pair_across(world, host)
-    world.answering.add(host)
+    host, pair_amphora, survivor = _pair_on_answering_host(world)
     world.clock.advance(3.5)
     world.hear_all_but({host})
     world.health.record_heartbeat(survivor, LoadBalancerId("lb-pair"), world.clock())

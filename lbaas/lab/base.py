@@ -32,10 +32,14 @@ class HostFiles:
     #: Own too, but crossed by other users' processes (HAProxy's workers): made 0755 when
     #: missing, with every parent made for them.
     crossed: tuple[Path, ...] = ()
+    #: The machine's software below ``/tmp`` (a checkout, its virtualenv), which the
+    #: host's own ``/tmp`` would hide: bound back read-only, the same for every host.
+    software: tuple[Path, ...] = ()
 
     @property
     def bound(self) -> tuple[Path, ...]:
-        return (*self.own, *self.crossed)
+        # The software first: an own directory inside it is then mounted on top of it.
+        return (*self.software, *self.own, *self.crossed)
 
 
 class MountNamespaces(Protocol):

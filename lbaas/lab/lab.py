@@ -15,6 +15,7 @@ import os
 import random
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,7 +39,7 @@ from lbaas.lab.addresses import (
 )
 from lbaas.lab.base import HostFiles, LabError, LabExists, MountNamespaces, Runner
 from lbaas.lab.host_loss import HostLoss, lose_host
-from lbaas.lab.mounts import HostMounts
+from lbaas.lab.mounts import HostMounts, software_below_tmp
 from lbaas.lab.netns import Netns
 from lbaas.lab.state import (
     LabState,
@@ -64,6 +65,15 @@ def _signal_and_wait(pids: list[int], signum: signal.Signals, wait: float) -> No
 
 #: How long the router trusts a neighbour entry (Linux's default is 30 s).
 ROUTER_REACHABLE_MS = 2000
+
+
+def _software() -> tuple[Path, ...]:
+    """This interpreter, its virtualenv and the code (this tree and PYTHONPATH's), as far
+    as a host's private /tmp would hide them."""
+    trees = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
+    trees.append(Path(__file__).resolve().parents[2])
+    trees += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return software_below_tmp(trees)
 
 
 class Lab:
@@ -167,7 +177,7 @@ class Lab:
         # its own, and an agent that finds a link whose target it cannot see removes it.
         links = links_directory(0, {})
         hidden = (self.services_dir.parent, n.LOG_SOCKETS_ROOT, n.DATABASE_ROOT, links)
-        return HostFiles(own=own, crossed=crossed, hidden=hidden)
+        return HostFiles(own=own, crossed=crossed, hidden=hidden, software=_software())
 
     def _bridged_networks(self, state: LabState) -> list[str]:
         return [net for net in state.networks if net != "out"]

@@ -11,7 +11,10 @@ both. Inside it:
 * each *hidden* tree (the lab state directory's ``labs/``, the access-log sockets' root,
   the lab databases' root) is covered by an empty tmpfs;
 * the host's *own* directories are bound back at their usual paths, so settings the lab
-  writes from outside and sockets the host creates are the same inodes on both sides.
+  writes from outside and sockets the host creates are the same inodes on both sides;
+* the machine's software that lives below ``/tmp`` (a clean clone checked there, its
+  virtualenv: ``software_below_tmp``) is bound back read-only, or no lab process could
+  start: every host runs the lab's own interpreter and code.
 
 Modes matter on the way to an access-log socket: an agent runs as root but its HAProxy's
 workers do not, and they connect to sockets below ``/run/lbaas/lab-access-log/<lab>/hN``.
@@ -31,6 +34,7 @@ host's processes: they enter the network namespace only, as an operator's shell 
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +45,17 @@ from lbaas.private_files import make_private_directory
 MOUNT_NAMESPACES = Path("/run/lbaas/lab-mnt")
 _SHARED_WITH_MACHINE = Path("/run/netns")
 _CROSSED_MODE = 0o755
+
+
+def software_below_tmp(paths: Sequence[Path]) -> tuple[Path, ...]:
+    """Which of ``paths`` (the interpreter's prefixes, the code's trees) a host's own
+    ``/tmp`` would hide, as named and resolved (a virtualenv linked from below /tmp is
+    reached through the link), without one lying inside another."""
+    tmp = Path("/tmp")
+    named = {Path(os.path.abspath(p)) for p in paths} | {p.resolve() for p in paths}
+    below = {p for p in named if p.is_relative_to(tmp)}
+    below.discard(tmp)
+    return tuple(sorted(p for p in below if not any(p != o and p.is_relative_to(o) for o in below)))
 
 
 def make_crossed_directory(path: Path) -> None:
@@ -103,6 +118,8 @@ def setup_script(files: HostFiles, points: Sequence[str], stage: Path) -> str:
     for index, own in enumerate(files.bound):
         lines.append(f"mkdir -p {q(str(own))}")
         lines.append(f"mount --move {q(str(stage / str(index)))} {q(str(own))}")
+    for tree in files.software:
+        lines.append(f"mount -o remount,bind,ro {q(str(tree))}")
     lines.append(f"umount {q(str(stage))}")
     return "\n".join(lines) + "\n"
 

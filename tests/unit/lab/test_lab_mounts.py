@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lbaas.lab.base import HostFiles
-from lbaas.lab.mounts import make_crossed_directory, setup_script
+from lbaas.lab.mounts import make_crossed_directory, setup_script, software_below_tmp
 
 STAGE = Path("/run/lbaas/lab-mnt")
 
@@ -38,3 +38,33 @@ def test_a_crossed_directory_and_the_parents_it_makes_are_0755(tmp_path: Path) -
     made = kept / "lab" / "h1"
     make_crossed_directory(made)
     assert [p.stat().st_mode & 0o777 for p in (kept, made.parent, made)] == [0o700, 0o755, 0o755]
+
+
+def test_software_below_tmp_comes_back_read_only_above_the_hosts_tmp() -> None:
+    checkout = Path("/tmp/ci-check")
+    files = HostFiles(own=(Path("/s/labs/x/h1"),), hidden=(), software=(checkout,))
+    lines = _script(files, ["/", str(STAGE)])
+    bind = lines.index(f"mount --bind {checkout} {STAGE}/0")
+    tmp = lines.index("mount -t tmpfs -o mode=1777 lab-tmp /tmp")
+    back = lines.index(f"mount --move {STAGE}/0 {checkout}")
+    read_only = lines.index(f"mount -o remount,bind,ro {checkout}")
+    assert bind < tmp < back < read_only < lines.index(f"umount {STAGE}")
+
+
+def test_only_trees_below_tmp_count_as_hidden_software(tmp_path: Path) -> None:
+    checkout = Path("/tmp") / tmp_path.name  # below /tmp whatever pytest's base is
+    venv = checkout / ".venv"
+    found = software_below_tmp([Path("/usr"), venv, checkout, Path("/tmp"), Path("/work/x")])
+    assert found == (checkout,)
+
+
+def test_a_link_below_tmp_is_software_as_named(tmp_path: Path) -> None:
+    outside = tmp_path / "venv"
+    outside.mkdir()
+    link = Path("/tmp") / f"{tmp_path.name}-venv"
+    link.symlink_to(outside)
+    try:
+        found = software_below_tmp([link])
+    finally:
+        link.unlink()
+    assert link in found

@@ -82,6 +82,12 @@ def _arguments() -> argparse.Namespace:
         "only when the VIP did not answer in time, not when the client was not scheduled",
     )
     parser.add_argument(
+        "--realtime-members",
+        action="store_true",
+        help="run the members (Python HTTP servers in the router namespace, shared by every "
+        "VIP) at a real-time priority too: a request then fails only in lbaas's part",
+    )
+    parser.add_argument(
         "--contract",
         default=None,
         help="the schema's contraction: options of lbaas db upgrade (e.g. '--contract'); "
@@ -136,11 +142,17 @@ def main() -> None:
         "per_topology": args.per_topology,
         "grace_s": args.grace,
         "realtime_client": args.realtime_client,
+        "realtime_members": args.realtime_members,
         "order": "control plane first" if args.control_first else "agents first",
     }
     try:
         with lab_world(
-            directory, hosts=args.hosts, prefix=args.name[:4], control=args.control, code=old
+            directory,
+            hosts=args.hosts,
+            prefix=args.name[:4],
+            control=args.control,
+            code=old,
+            realtime_members=args.realtime_members,
         ) as world:
             started = time.monotonic()
             made = create_load_balancers(world, args.per_topology, args.per_topology)

@@ -36,6 +36,8 @@ from lbaas.amphora.haproxy_process import (
 from lbaas.amphora.ledger_store import LEDGER_FILE
 from lbaas.amphora.plumbing import (
     AmphoraPlumbing,
+    Announcement,
+    announce,
     apply_plumbing,
     namespace_name,
     plan_plumbing,
@@ -189,9 +191,10 @@ class AmphoraConverger:
 
     def _apply(self, spec: AmphoraSpec) -> None:
         kernel_rules = None
+        announcements: list[Announcement] = []
         if self.setup.mode == "netns":
             previous = None if self.applied is None else self.setup.plan(self.id, self.applied)
-            kernel_rules = self._plumb(spec, previous)
+            kernel_rules, announcements = self._plumb(spec, previous)
             if spec.vrrp is not None:
                 allow_nonlocal_bind(self.setup.host, self.namespace)
         # A reload replaces the worker: the statistics hold it to read it to its end,
@@ -204,6 +207,7 @@ class AmphoraConverger:
         prune_tls_files(self.instance.directory, spec.tls_files)
         if self.datapath is not None and kernel_rules is not None:
             self.datapath.apply(spec, kernel_rules)
+        announce(self.setup.host, announcements)
 
     def remove(self) -> None:
         """Stop HAProxy (and keepalived), remove plumbing and files."""
@@ -239,10 +243,13 @@ class AmphoraConverger:
             if self.datapath is not None:
                 self.datapath.close()
             self.datapath = None  # its tables went with the namespace
-            rules = self._plumb(applied, None)
+            rules, announcements = self._plumb(applied, None)
             if self.datapath is not None:
                 self.datapath.apply(applied, rules)
-        restarted = self.instance.ensure_running()
+            restarted = self.instance.ensure_running()
+            announce(self.setup.host, announcements)
+        else:
+            restarted = self.instance.ensure_running()
         if self.keepalived is not None and self.keepalived.ensure_running():
             log.warning("restarted keepalived of amphora %s", self.id)
         return restarted
@@ -360,15 +367,18 @@ class AmphoraConverger:
         self.keepalived.apply(vrrp_config(self.id, spec, spec.vrrp, interface, socket, state_file))
         self.vrrp_interface = interface
 
-    def _plumb(self, spec: AmphoraSpec, previous: AmphoraPlumbing | None) -> str:
-        """Legs, routing and the checked nftables rules (returned, loaded after HAProxy)."""
+    def _plumb(
+        self, spec: AmphoraSpec, previous: AmphoraPlumbing | None
+    ) -> tuple[str, list[Announcement]]:
+        """Legs and routing; returns the checked nftables rules and the new addresses'
+        announcements, both for after HAProxy."""
         plan = self.setup.plan(self.id, spec)
-        apply_plumbing(self.setup.host, plan, previous)
+        announcements = apply_plumbing(self.setup.host, plan, previous)
         apply_routing(self.setup.host, plan_routing(plan, spec.vip.address, spec.vip.network_id))
         if self.datapath is None:
             self.datapath = self._datapath()
         leg = next(leg for leg in plan.legs if leg.network_id == spec.vip.network_id)
-        return self.datapath.check(spec, leg.amphora_end)
+        return self.datapath.check(spec, leg.amphora_end), announcements
 
     def _datapath(self) -> AmphoraDatapath:
         namespace = self.namespace

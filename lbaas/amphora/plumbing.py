@@ -133,10 +133,21 @@ def vip_leg(plan: AmphoraPlumbing, spec: AmphoraSpec) -> Leg:
     return next(leg for leg in plan.legs if leg.network_id == spec.vip.network_id)
 
 
+@dataclass(frozen=True)
+class Announcement:
+    """An address new on an amphora's link, to be announced once the amphora serves it."""
+
+    namespace: str
+    link: str
+    address: str  # CIDR form
+
+
 def apply_plumbing(
     host: HostOps, desired: AmphoraPlumbing, previous: AmphoraPlumbing | None
-) -> None:
-    """Create what ``desired`` needs; remove legs and addresses only ``previous`` had."""
+) -> list[Announcement]:
+    """Create what ``desired`` needs; remove legs and addresses only ``previous`` had.
+    Returns the addresses new on their links, for ``announce`` once HAProxy listens."""
+    announcements: list[Announcement] = []
     host.create_namespace(desired.namespace)
     old_legs = {} if previous is None else {leg.network_id: leg for leg in previous.legs}
     for leg in desired.legs:
@@ -158,22 +169,28 @@ def apply_plumbing(
         for address in leg.addresses:
             host.add_address(leg.amphora_end, address, desired.namespace)
         for address in leg.addresses if old is None else set(leg.addresses) - set(old.addresses):
-            _announce(host, leg.amphora_end, address, desired.namespace)
+            announcements.append(Announcement(desired.namespace, leg.amphora_end, address))
     for gone in old_legs.values():
         host.delete_link(gone.amphora_end, desired.namespace)
         _remove_unused_bridge(host, gone)
     if desired.default_gateway is not None:
         _default_route(host, desired.namespace, desired.default_gateway)
+    return announcements
 
 
-def _announce(host: HostOps, link: str, address: str, namespace: str) -> None:
-    """Gratuitous ARP for an address new on this link: a rebuilt amphora has the old
+def announce(host: HostOps, announcements: list[Announcement]) -> None:
+    """Gratuitous ARP for addresses new on their links: a rebuilt amphora has the old
     one's VIP behind a new MAC, which neighbours learn at once instead of after their
-    entry goes stale. A failure costs only that speed-up, so it is logged, not raised."""
-    try:
-        host.announce_address(link, address, namespace)
-    except (OSError, HostOpsError) as exc:
-        log.warning("could not announce %s on %s in %s: %s", address, link, namespace, exc)
+    entry goes stale. Sent once the amphora serves: a failover builds the new amphora
+    while the old one still serves the VIP, and neighbours moved earlier would find no
+    HAProxy listening. A failure costs only that speed-up, so it is logged, not raised."""
+    for a in announcements:
+        try:
+            host.announce_address(a.link, a.address, a.namespace)
+        except (OSError, HostOpsError) as exc:
+            log.warning(
+                "could not announce %s on %s in %s: %s", a.address, a.link, a.namespace, exc
+            )
 
 
 def _ensure_bridge(host: HostOps, leg: Leg) -> None:

@@ -116,7 +116,11 @@ class RealHostOps(IpRouting, LaunchingHostOps):
         self._ip(["link", "set", name, "up"], namespace)
 
     def add_address(self, link: str, address: str, namespace: str | None = None) -> None:
-        self._ip(["addr", "replace", address, "dev", link], namespace)
+        # IPv6 without duplicate address detection: a failover's new amphora takes the
+        # VIP while the old one still holds it (make before break), which DAD would mark
+        # failed for good; and DAD would hold any new VIP tentative for a second.
+        nodad = ["nodad"] if ":" in address else []
+        self._ip(["addr", "replace", address, "dev", link, *nodad], namespace)
 
     def announce_address(self, link: str, address: str, namespace: str | None = None) -> None:
         bare = address.split("/", 1)[0]

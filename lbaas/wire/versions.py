@@ -31,6 +31,9 @@ FEATURES: Final[Mapping[str, int]] = {
     "spares": 2,  # GET /v1/spares
     "member_down": 2,  # member_down cut or reroute in UDP and L4 listeners
     "flow_limits": 2,  # a UDP listener's connection_limit and idle_timeout
+    # A new amphora's VIP announced once HAProxy serves it (IPv6 without DAD): a SINGLE
+    # failover may build the replacement while the old amphora still holds the VIP.
+    "vip_take_over": 2,
 }
 
 

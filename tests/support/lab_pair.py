@@ -34,6 +34,7 @@ from lbaas.lab.lab import Lab
 from lbaas.lab.services import start_services
 from lbaas.model.enums import LIVE_AMPHORA_STATUSES, AmphoraRole, HostStatus
 from tests.e2e.lab.lab_api import V2, LabApi, host_list
+from tests.support.vip_client import REALTIME_PRIORITY
 from tests.support.vrrp_pair import Attempt, LoopingClient
 from tests.support.waiting import wait_until
 
@@ -64,10 +65,13 @@ def lab_world(
     *,
     control: int = 1,
     code: str = "",
+    realtime_members: bool = False,
 ) -> Iterator[LabWorld]:
     """A lab of ``hosts`` hosts with lbaas running and members up; always removed.
     ``spare_amphorae``: each agent's ``agent.spare_amphorae``; ``control``: control hosts;
-    ``code``: the source tree every process runs (``lbaas.lab.upgrade``; "": this code)."""
+    ``code``: the source tree every process runs (``lbaas.lab.upgrade``; "": this code);
+    ``realtime_members``: the members at a real-time priority (``chrt -f``), so that a
+    request fails only when lbaas's part of the path did not carry it in time."""
     lab = Lab(f"{prefix}{uuid.uuid4().hex[:7]}", directory)
     started: list[subprocess.Popen[bytes]] = []
     try:
@@ -80,7 +84,7 @@ def lab_world(
             timeout=60,
             what="every lab host UP",
         )
-        members = _start_members(lab, started)
+        members = _start_members(lab, started, realtime_members)
         yield LabWorld(lab, api, services, active_standby_flavor(api), members, started)
     finally:
         for process in started:
@@ -99,10 +103,14 @@ def _statuses(lab: Lab, settings: str, code: str) -> set[str]:
         return set()
 
 
-def _start_members(lab: Lab, started: list[subprocess.Popen[bytes]]) -> list[tuple[str, int]]:
+def _start_members(
+    lab: Lab, started: list[subprocess.Popen[bytes]], realtime: bool = False
+) -> list[tuple[str, int]]:
     address = bare(lab.status()["router"]["addresses"]["m0"])
     for index, port in enumerate(MEMBER_PORTS, start=1):
         argv = [sys.executable, str(COOKIE_MEMBER), address, str(port), f"m{index}"]
+        if realtime:
+            argv = ["chrt", "--fifo", str(REALTIME_PRIORITY), *argv]
         started.append(
             subprocess.Popen(
                 ["ip", "netns", "exec", lab.names.router, *argv],

@@ -4,8 +4,9 @@
 sends the amphora's whole desired state to its agent in one declarative, versioned call;
 the agent validates it with ``haproxy -c`` and applies it the least disruptive way. A
 SINGLE-topology load balancer has one amphora (a namespace or a loopback slot on the
-agent's host). ``rebuild`` (failover) retires the current amphora and builds a new one on
-the same VIP. Health arrives by heartbeat, so ``status`` returns None.
+agent's host). ``rebuild`` (failover) builds a new amphora on the same VIP and then
+retires the current one (in loopback mode, where both would need the VIP's ports, the
+other way round). Health arrives by heartbeat, so ``status`` returns None.
 
 Allocations that would leak if forgotten — amphora records and their ports — are written
 through an ``AmphoraStore`` before the agent call and marked DELETED when retired; every
@@ -74,6 +75,7 @@ from lbaas.wire.amphora import (
     VrrpSpec,
     amphora_paths,
 )
+from lbaas.wire.versions import UNSTATED, speaks
 
 if TYPE_CHECKING:
     from lbaas.db.jobs.job_queue import Claim
@@ -278,15 +280,31 @@ class AmphoraProvider(ProviderDriver):
             legacy_host=self._agent_host,
         )
         amphora_id = choice.amphora_id
-        for old in choice.retiring:
+        client = self._agents.client(choice.host)
+        info = client.info()
+        # Make before break where the new amphora has a namespace of its own: it serves the
+        # VIP (announced by gratuitous ARP) before the old one goes, so a failover's outage
+        # is the neighbours' switch, not the rebuild (as Octavia's failover flow orders it).
+        # In loopback mode the old HAProxy holds the VIP's ports: it must go first; so
+        # must it for an agent of the release before, which announces the VIP before its
+        # HAProxy listens and would fail an IPv6 VIP's duplicate address detection.
+        version = info.wire_version or UNSTATED
+        take_over = info.mode == "netns" and speaks(version, "vip_take_over")
+        before = () if take_over else choice.retiring
+        self._retire(fence, graph, before)
+        spec = self._spec(info, graph, fence, amphora_id)
+        status = client.put_amphora(amphora_id, spec)
+        self._store.mark_serving(fence, amphora_id)
+        self._retire(fence, graph, tuple(a for a in choice.retiring if a not in before))
+        return ApplyResult(serving=status.running, detail=status.last_outcome or "")
+
+    def _retire(self, fence: Claim, graph: LoadBalancer, amphorae: tuple[str, ...]) -> None:
+        """Remove failed-over ``amphorae`` from their hosts, then mark them DELETED (a
+        removal that fails leaves them live: the retried rebuild resumes the new one)."""
+        for old in amphorae:
             self._remove(old, failover=True)
             self._store.retire(fence, old)
             LOG.info("amphora %s of %s retired for failover", old, graph.id)
-        client = self._agents.client(choice.host)
-        spec = self._spec(client.info(), graph, fence, amphora_id)
-        status = client.put_amphora(amphora_id, spec)
-        self._store.mark_serving(fence, amphora_id)
-        return ApplyResult(serving=status.running, detail=status.last_outcome or "")
 
     def _spec(
         self,

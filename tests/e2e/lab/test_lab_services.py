@@ -170,6 +170,8 @@ def test_the_lab_is_a_fleet_that_spreads_load_balancers_and_survives_a_lost_host
             timeout=90,
             what=f"the VIP served again after {lost} was lost",
         )
+        # The new amphora serves before the lost one is retired (make before break).
+        wait_until(lambda: len(api.hosts_of(web)) == 1, what="the lost amphora retired")
         moved = api.hosts_of(web)
         assert len(moved) == 1 and moved[0] != lost, moved
         assert lab_links(f"{name}-{moved[0]}-amp-")

@@ -172,6 +172,10 @@ def test_netns_mode_plumbs_and_unplumbs(tmp_path: Path, runtime: FakeRuntime) ->
     assert [r.source for r in host.rules[namespace_name("amp-1")]] == ["10.1.0.5"]
     assert status.namespace == namespace_name("amp-1")
     assert host.namespaces == {namespace_name("amp-1")}
+    # The VIP is announced once HAProxy serves it: a failover's new amphora is built while
+    # the old one still serves, and the neighbours move only when it can take over.
+    steps = [name for name, _ in host.calls]
+    assert steps.index("announce_address") > steps.index("start_haproxy")
     assert host.master_namespaces[tmp_path / "amp-1" / "haproxy.cfg"] == namespace_name("amp-1")
     host.namespaces.clear()  # someone deleted it: supervise puts it back
     manager.supervise()

@@ -21,6 +21,7 @@ from lbaas.providers.amphora.placement import place_one, place_pair_member
 from lbaas.providers.amphora.store.base import AgentLocation, AmphoraChoice, PairMember, PairSite
 from lbaas.providers.base import LeaseLost
 from lbaas.wire.amphora import AgentInfo, AmphoraSpec, AmphoraStatus
+from lbaas.wire.versions import WIRE_VERSION
 
 
 @dataclass
@@ -74,12 +75,14 @@ class MemoryAmphoraStore:
         self._check(fence)
         self.zones_asked.append(zone)
         current = self.live_amphorae(fence.loadbalancer_id)
-        if current and not rebuild:
+        if len(current) == 1 and not rebuild:
             return AmphoraChoice(current[0], host=self.hosts.get(current[0]))
-        for resumed in reversed(current):  # a retry of this rebuild (see the database store)
+        if current:  # a retry of this rebuild (see the database store)
+            resumed = current[-1]
             host = self.hosts.get(resumed)
             up = host is None or self.fleet[host][2] is HostStatus.UP
-            if self.amphorae[resumed].status is Status.PENDING_CREATE and up:
+            half_way = len(current) > 1 or self.amphorae[resumed].status is Status.PENDING_CREATE
+            if half_way and up:
                 others = tuple(a for a in current if a != resumed)
                 return AmphoraChoice(resumed, retiring=others, host=host)
         amphora_id = f"amp-{next(self._ids)}"
@@ -219,6 +222,8 @@ class RecordingAgent:
     starting: dict[str, int] = field(default_factory=dict)
     unreachable: bool = False
     """Every call fails as a lost host's agent does."""
+    wire_version: int | None = WIRE_VERSION
+    """None: an agent of the release before versions were stated."""
 
     def _reach(self) -> None:
         if self.unreachable:
@@ -227,7 +232,12 @@ class RecordingAgent:
     def info(self) -> AgentInfo:
         self._reach()
         self.calls += 1
-        return AgentInfo(mode=self.mode, haproxy_version="test", amphora_root=self.amphora_root)
+        return AgentInfo(
+            mode=self.mode,
+            haproxy_version="test",
+            amphora_root=self.amphora_root,
+            wire_version=self.wire_version,
+        )
 
     def put_amphora(self, amphora_id: str, spec: AmphoraSpec) -> AmphoraStatus:
         self._reach()

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from lbaas.config import load_settings
 from lbaas.db.jobs.job_queue import Claim
+from lbaas.errors import ConvergeError
 from lbaas.model.enums import AmphoraStatus
 from lbaas.model.graph import LoadBalancerId, NetworkId, Subnet, SubnetId
 from lbaas.providers.amphora.driver import AmphoraProvider
 from lbaas.providers.base import LeaseLost, ProviderContext
+from lbaas.wire.versions import WIRE_VERSION
 from tests.support.graphs import listener, load_balancer, member, pool
 
 from .amphora_fakes import MemoryAmphoraStore, RecordingAgent
@@ -87,6 +89,61 @@ def test_rebuild_retires_the_old_amphora_and_delete_retires_all(
     assert agent.deleted == [old]
     provider.delete(LoadBalancerId(GRAPH.id), CLAIM)
     assert store.live_amphorae(GRAPH.id) == [] and agent.deleted == [old, new]
+
+
+@pytest.mark.parametrize(
+    ("mode", "wire_version", "new_first"),
+    [
+        ("netns", WIRE_VERSION, True),  # the new amphora serves, then the old one goes
+        ("netns", None, False),  # an agent of the release before: old one out first
+        ("loopback", WIRE_VERSION, False),  # both would need the VIP's ports
+    ],
+)
+def test_a_rebuild_orders_the_new_amphora_and_the_old_ones_removal(
+    provider: AmphoraProvider,
+    store: MemoryAmphoraStore,
+    agent: RecordingAgent,
+    mode: Literal["loopback", "netns"],
+    wire_version: int | None,
+    new_first: bool,
+) -> None:
+    agent.mode, agent.wire_version = mode, wire_version
+    provider.apply(GRAPH, CLAIM)
+    [old] = store.amphorae
+    provider.apply(GRAPH, CLAIM, rebuild=True)
+    [new] = store.live_amphorae(GRAPH.id)
+    expected = [("put", new), ("delete", old)] if new_first else [("delete", old), ("put", new)]
+    assert agent.log[-2:] == expected
+    assert store.amphorae[old].status is AmphoraStatus.DELETED
+
+
+class FailingDelete(RecordingAgent):
+    """An agent whose removals fail (its host UP and answering) while ``refuse`` holds."""
+
+    refuse = True
+
+    def delete_amphora(self, amphora_id: str) -> None:
+        if self.refuse:
+            raise ConvergeError("namespace busy")
+        super().delete_amphora(amphora_id)
+
+
+def test_a_rebuild_whose_removal_failed_resumes_its_new_amphora(
+    tmp_path: Path, store: MemoryAmphoraStore
+) -> None:
+    agent = FailingDelete(mode="netns")
+    settings = load_settings(environ={}, overrides={"state_dir": str(tmp_path)})
+    client: Any = agent
+    provider = AmphoraProvider(ProviderContext(settings), store=store, client=client)
+    provider.apply(GRAPH, CLAIM)
+    [old] = store.amphorae
+    with pytest.raises(ConvergeError):
+        provider.apply(GRAPH, CLAIM, rebuild=True)
+    [_, new] = store.live_amphorae(GRAPH.id)  # both live: the new one serves already
+    agent.refuse = False
+    provider.apply(GRAPH, CLAIM, rebuild=True)  # the job's retry
+    assert store.live_amphorae(GRAPH.id) == [new]  # resumed, not a third amphora
+    assert agent.deleted == [old] and len(store.amphorae) == 2
 
 
 def test_a_worker_that_lost_its_lease_creates_nothing(

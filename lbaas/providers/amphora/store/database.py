@@ -58,22 +58,24 @@ def _host_address(session: Any, compute_id: str | None) -> HostAddress | None:
 
 
 def _unfinished_rebuild(session: Any, current: list[AmphoraRow]) -> AmphoraRow | None:
-    """The amphora an earlier attempt of this rebuild created and never got serving.
+    """The amphora an earlier attempt of this rebuild created: the newest, when it never
+    got serving or when older ones are still live (a rebuild in namespaces builds the new
+    amphora before it removes the old: a retry after a failed removal finds both).
 
     A rebuild job keeps asking for a rebuild until it settles, so without this every
     retry (an agent down for a while) created one more amphora and retired the one
-    before: six retired in a row for one load balancer during agent kills. The newest
-    never-served amphora is resumed instead (a PUT converges it whatever an earlier
-    attempt left), unless its host is DOWN (placed on a host lost meanwhile): then it
-    is retired and a new one placed.
+    before: six retired in a row for one load balancer during agent kills. The newest is
+    resumed instead (a PUT converges it whatever an earlier attempt left), unless its host
+    is DOWN (placed on a host lost meanwhile): then every one is retired and a new one
+    placed.
     """
-    for row in reversed(current):
-        if row.status != AmphoraStatus.PENDING_CREATE:
-            continue
-        where = None if row.compute_id is None else host_repo.host_of(session, row.compute_id)
-        if where is None or where[1] is HostStatus.UP:
-            return row
-    return None
+    if not current:
+        return None
+    newest = current[-1]
+    if len(current) < 2 and newest.status != AmphoraStatus.PENDING_CREATE:
+        return None
+    where = None if newest.compute_id is None else host_repo.host_of(session, newest.compute_id)
+    return newest if where is None or where[1] is HostStatus.UP else None
 
 
 class DatabaseAmphoraStore:
@@ -105,9 +107,10 @@ class DatabaseAmphoraStore:
     ) -> AmphoraChoice:
         with self._fenced(fence) as session:
             current = amphora_repo.amphorae_of(session, fence.loadbalancer_id)
-            if current and not rebuild:
+            if len(current) == 1 and not rebuild:
                 where = host_repo.host_of(session, current[0].compute_id or "")
                 return AmphoraChoice(current[0].id, host=None if where is None else where[0])
+            # Several live: a rebuild left half-way, finished by any converge.
             resumed = _unfinished_rebuild(session, current)
             if resumed is not None:  # a retry of this rebuild: no further amphora
                 where = host_repo.host_of(session, resumed.compute_id or "")

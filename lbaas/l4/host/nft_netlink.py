@@ -16,6 +16,7 @@ inet_service`` likewise. Only ``table ip`` (family NFPROTO_IPV4).
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import socket
@@ -33,6 +34,9 @@ _NESTED = 0x8000
 _ERROR = 2  # NLMSG_ERROR
 _OBJ_CT_TIMEOUT = 7  # NFT_OBJECT_CT_TIMEOUT
 _PROTOCOLS = {"tcp": 6, "udp": 17, "sctp": 132}
+_SO_SNDBUFFORCE = 32
+_SEND_BUFFER = 16 << 20
+_ELEMENTS_MAX = 60000
 
 
 def _attr(kind: int, payload: bytes) -> bytes:
@@ -78,18 +82,30 @@ class Batch:
 
     def delete_elements(self, set_name: str, keys: Iterable[bytes]) -> None:
         elements = [_nest(1, _nest(1, _attr(1, key))) for key in keys]  # ELEM(KEY(VALUE))
-        if elements:
-            body = self._table() + _string(2, set_name) + _nest(3, *elements)
-            self.messages.append((_DELSETELEM, 0, body))
+        self._elements(_DELSETELEM, 0, set_name, elements)
 
     def add_elements(self, set_name: str, pairs: Iterable[tuple[bytes, bytes]]) -> None:
         """``key : value`` elements (a data map)."""
         elements = [
             _nest(1, _nest(1, _attr(1, key)), _nest(2, _attr(1, value))) for key, value in pairs
         ]
-        if elements:
-            body = self._table() + _string(2, set_name) + _nest(3, *elements)
-            self.messages.append((_NEWSETELEM, _CREATE, body))
+        self._elements(_NEWSETELEM, _CREATE, set_name, elements)
+
+    def _elements(self, kind: int, flags: int, set_name: str, elements: list[bytes]) -> None:
+        """As many messages as the elements need: an attribute's length is 16 bits, so a
+        message's list of elements stays under 64 KB (still one transaction)."""
+        chunks: list[list[bytes]] = [[]]
+        size = 0
+        for element in elements:
+            if chunks[-1] and size + len(element) > _ELEMENTS_MAX:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(element)
+            size += len(element)
+        head = self._table() + _string(2, set_name)
+        for chunk in chunks:
+            if chunk:
+                self.messages.append((kind, flags, head + _nest(3, *chunk)))
 
     def flush_chain(self, chain: str) -> None:
         self.messages.append((_DELRULE, 0, self._table() + _string(2, chain)))
@@ -134,6 +150,11 @@ class NetlinkSocket:
     def __init__(self, timeout: float = 10.0) -> None:
         self._socket = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
         self._socket.settimeout(timeout)
+        # A batch is one datagram, which must fit the send buffer: a whole 16411-slot
+        # map moved is ~1 MB (the default buffer takes ~200 KB). FORCE needs
+        # CAP_NET_ADMIN, which programming nftables needs anyway; without it, the default.
+        with contextlib.suppress(OSError):
+            self._socket.setsockopt(socket.SOL_SOCKET, _SO_SNDBUFFORCE, _SEND_BUFFER)
         self._socket.bind((0, 0))
         self._seq = int.from_bytes(os.urandom(2), "big") << 8
 

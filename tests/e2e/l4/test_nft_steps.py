@@ -4,7 +4,8 @@ Real nftables in namespaces this module creates and deletes, even when a test fa
 (issue 34, docs/architecture.md, "The L4 engine"): an engine whose slot updates and
 removals go to the kernel as element and object messages leaves the table a text-only
 engine (``RealNftOps``, ``nft -f``) leaves, for load balancers with allowed networks, a
-connection limit, a UDP timeout and an entry VIP; when the kernel refuses the steps (the
+connection limit, a UDP timeout and an entry VIP, and for a 16411-slot map moved whole
+(several messages in one batch); when the kernel refuses the steps (the
 table was changed behind the engine's back) nothing of them is applied, and the text path
 (then the checked full load) still gets the table right. Traffic goes where the updated
 map says. Needs root.
@@ -129,6 +130,24 @@ def test_refused_steps_change_nothing_and_the_text_path_still_applies(
     table = steps.list_table(nft.TABLE) or ""
     assert chain not in table and nft.lb_key(balancer(1).lb_id) not in table
     assert nft.chain_name(balancer(0).lb_id) in table
+
+
+def test_a_whole_large_map_moved_goes_as_one_batch(pair: tuple[Texts, RealNftOps, str]) -> None:
+    steps, text = pair[0], pair[1]
+
+    def service(base: int) -> L4Service:
+        held = tuple(L4Member(f"m{base + k}", f"10.213.{base}.{k}", 80) for k in (1, 2))
+        listener = L4Listener(L4Protocol.TCP, 80, held, table_size=16411)
+        return L4Service(str(uuid.UUID(int=55 << 100)), "10.210.1.1", (listener,))
+
+    by_steps, by_text = L4Engine(steps), L4Engine(text)
+    for engine in (by_steps, by_text):
+        engine.apply(service(0))
+    loads = len(steps.loaded)
+    for engine in (by_steps, by_text):  # every one of the 16411 slots moves
+        assert engine.apply(service(1)).moved_slots == 16411
+    assert len(steps.loaded) == loads
+    assert steps.list_table(nft.TABLE) == text.list_table(nft.TABLE)
 
 
 @pytest.fixture

@@ -23,11 +23,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from lbaas.errors import InvalidRenderedConfig, LbaasError
-from lbaas.l4 import nft
+from lbaas.l4 import nft, nft_steps
 from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
 from lbaas.l4.maglev import MaglevTable
 from lbaas.l4.service import L4Listener, L4Service, LiveFlowPolicy
@@ -56,15 +56,29 @@ def slot_values_of(listener: L4Listener) -> list[str]:
     return nft.slot_values(listener, listener.table())
 
 
-def plan_update(old: _Applied, service: L4Service) -> tuple[str, int, dict[str, list[str]]]:
-    """The slot-update transaction from ``old`` to ``service`` (same shape), moved count."""
+@dataclass(frozen=True)
+class _Plan:
+    """A slot update: its text, the same as steps (None: only the text can do it, e.g. a
+    change of allowed networks, an interval set), moved slots, the new slot values."""
+
+    text: str
+    steps: list[nft_steps.Step] | None
+    moved: int
+    values: dict[str, list[str]]
+
+
+def plan_update(old: _Applied, service: L4Service) -> _Plan:
+    """The slot-update transaction from ``old`` to ``service`` (same shape)."""
     parts: list[str] = []
+    steps: list[nft_steps.Step] | None = []
     moved = 0
     values: dict[str, list[str]] = {}
     before = {listener.name: listener for listener in old.service.listeners}
     for listener in service.listeners:
         if listener.allowed_cidrs:
-            parts.append(nft.render_allow_update(service.lb_id, before[listener.name], listener))
+            allow = nft.render_allow_update(service.lb_id, before[listener.name], listener)
+            parts.append(allow)
+            steps = None if allow else steps
         new = slot_values_of(listener)
         values[listener.name] = new
         changes = [
@@ -76,7 +90,21 @@ def plan_update(old: _Applied, service: L4Service) -> tuple[str, int, dict[str, 
         ]
         moved += len(changes)
         parts.append(nft.render_slot_update(service.lb_id, listener.name, changes))
-    return "".join(parts), moved, values
+        if steps is not None:
+            steps += nft_steps.slot_update(service.lb_id, listener.name, changes)
+    return _Plan("".join(parts), steps, moved, values)
+
+
+def _load(ops: NftOps, plans: Sequence[_Plan]) -> None:
+    """One transaction of ``plans``: as steps when all of them have steps."""
+    text = "".join(plan.text for plan in plans)
+    if not text:
+        return
+    steps = [plan.steps for plan in plans]
+    if all(step is not None for step in steps):
+        ops.load_steps(text, [step for part in steps if part is not None for step in part])
+    else:
+        ops.load(text)
 
 
 class L4Engine:
@@ -114,11 +142,11 @@ class L4Engine:
         old = self._applied.get(service.lb_id)
         report: ApplyReport | None = None
         if old is not None and old.service.shape() == service.shape():
-            text, moved, values = plan_update(old, service)
+            plan = plan_update(old, service)
+            values = plan.values
             try:
-                if text:
-                    self._ops.load(text)
-                report = ApplyReport(full_reload=False, moved_slots=moved)
+                _load(self._ops, [plan])
+                report = ApplyReport(full_reload=False, moved_slots=plan.moved)
             except NftCommandFailed:
                 self._applied.pop(service.lb_id)
         if report is None:
@@ -139,31 +167,27 @@ class L4Engine:
         balancer's outcome: its report, or the error that left it as it was.
         """
         outcomes: dict[str, ApplyReport | LbaasError] = {}
-        planned: list[tuple[_Applied, L4Service, int, dict[str, list[str]]]] = []
-        texts: list[str] = []
+        planned: list[tuple[_Applied, L4Service, _Plan]] = []
         alone: list[L4Service] = []
         for service in services:
             old = self._applied.get(service.lb_id)
             if old is None or old.service.shape() != service.shape():
                 alone.append(service)
                 continue
-            text, moved, values = plan_update(old, service)
-            planned.append((old, service, moved, values))
-            texts.append(text)
+            planned.append((old, service, plan_update(old, service)))
         try:
-            if any(texts):
-                self._ops.load("".join(texts))
+            _load(self._ops, [plan for _old, _service, plan in planned])
         except NftCommandFailed:
             # Each on its own: its slot update, or a full load where its table changed.
-            for _old, service, _moved, _values in planned:
+            for _old, service, _plan in planned:
                 try:
                     outcomes[service.lb_id] = self.apply(service)
                 except LbaasError as exc:
                     outcomes[service.lb_id] = exc
             planned = []
-        for old, service, moved, values in planned:
-            report = ApplyReport(full_reload=False, moved_slots=moved)
-            outcomes[service.lb_id] = self._applied_now(old, service, values, report)
+        for old, service, plan in planned:
+            report = ApplyReport(full_reload=False, moved_slots=plan.moved)
+            outcomes[service.lb_id] = self._applied_now(old, service, plan.values, report)
         for start in range(0, len(alone), FULL_LOADS_PER_TRANSACTION):
             outcomes.update(self._load_together(alone[start : start + FULL_LOADS_PER_TRANSACTION]))
         return outcomes
@@ -316,8 +340,13 @@ class L4Engine:
 
     def remove(self, lb_id: str) -> None:
         """Delete the load balancer; established flows keep their conntrack NAT."""
+        known = lb_id in self._applied  # then ``before`` is exactly what it holds
         before, legacy = self._before(lb_id, fresh=False)
-        self._ops.load(nft.render_delete(lb_id, before, legacy=legacy))
+        text = nft.render_delete(lb_id, before, legacy=legacy)
+        if known:
+            self._ops.load_steps(text, nft_steps.delete(lb_id, before))
+        else:
+            self._ops.load(text)
         self._applied.pop(lb_id, None)
 
     def _cut(self, old: _Applied, service: L4Service) -> int:

@@ -55,7 +55,9 @@ load balancer the table does not hold yet is added by ``render_new`` instead: th
 objects, only declared (``nft`` then reads just the tables first, not every chain and
 set). A slot update deletes and re-adds just the moved elements, and a change of allowed networks
 just the networks that changed, in the same transaction, so no packet sees a half-written
-map or set.
+map or set. A slot update and a removal are also described as data (``nft_steps``), which
+``LibNftOps`` sends without nftables' parser and the reading of every chain and set it
+does first.
 """
 
 from __future__ import annotations

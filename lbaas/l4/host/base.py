@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lbaas.errors import TemporaryError
+from lbaas.l4.nft_steps import Step
 from lbaas.l4.service import L4Protocol, L4Service
 
 
@@ -98,6 +99,13 @@ class NftOps(abc.ABC):
 
         Raises NftCommandFailed.
         """
+
+    def load_steps(self, ruleset: str, steps: Sequence[Step]) -> None:
+        """Apply ``ruleset``, whose whole effect ``steps`` also describe (``nft_steps``),
+        as one transaction. An implementation that can send the steps without nftables'
+        parser (and its reading of every chain and set) does, and loads ``ruleset`` when
+        the kernel refuses them; this one loads ``ruleset``. Raises NftCommandFailed."""
+        self.load(ruleset)
 
     @abc.abstractmethod
     def list_table(self, name: str) -> str | None:

@@ -16,7 +16,18 @@ from typing import Any
 from lbaas.errors import InvalidRenderedConfig
 from lbaas.l4.host.base import NftCommandFailed
 from lbaas.l4.host.libnft import LIBRARY, LibNftUnavailable, NftSession
+from lbaas.l4.host.nft_netlink import (
+    Batch,
+    NetlinkRefused,
+    NetlinkSocket,
+    address_key,
+    dispatch_key,
+    slot_key,
+    target_value,
+)
 from lbaas.l4.host.real import RealNftOps
+from lbaas.l4.nft import TABLE
+from lbaas.l4.nft_steps import Step, Verb
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +38,27 @@ class LibNftOps(RealNftOps):
         opened."""
         super().__init__(namespace)
         self._session = NftSession(namespace, library=library)
+        self._netlink: NetlinkSocket | None = None  # opened by the session's worker
 
     def close(self) -> None:
+        if self._netlink is not None:
+            self._session.in_namespace(self._netlink.close)
         self._session.close()
+
+    def load_steps(self, ruleset: str, steps: Sequence[Step]) -> None:
+        """The steps as one nf_tables netlink batch (``host/nft_netlink.py``), and
+        ``ruleset`` through libnftables if the kernel refuses them (nothing applied)."""
+        try:
+            self._session.in_namespace(lambda: self._socket().send(batch_of(steps)))
+        except (NetlinkRefused, OSError) as exc:
+            log.info("element steps refused (%s): loading their text", exc)
+            self.load(ruleset)
+
+    def _socket(self) -> NetlinkSocket:
+        """The netlink socket, opened on first use (from the worker: its namespace)."""
+        if self._netlink is None:
+            self._netlink = NetlinkSocket()
+        return self._netlink
 
     def check(self, ruleset: str) -> None:
         done = self._session.run(ruleset, dry_run=True)
@@ -61,6 +90,31 @@ class LibNftOps(RealNftOps):
             return None
         listing: dict[str, Any] = json.loads(done.output)
         return listing
+
+
+def batch_of(steps: Sequence[Step]) -> Batch:
+    batch = Batch(TABLE)
+    for step in steps:
+        match step.verb:
+            case Verb.DELETE_SLOTS:
+                batch.delete_elements(step.name, (slot_key(int(key)) for key in step.keys))
+            case Verb.ADD_SLOTS:
+                pairs = ((slot_key(s), target_value(a, p)) for s, a, p in step.slots)
+                batch.add_elements(step.name, pairs)
+            case Verb.DELETE_DISPATCH:
+                keys = (key.split(" . ") for key in step.keys)
+                batch.delete_elements(step.name, (dispatch_key(v, t, int(p)) for v, t, p in keys))
+            case Verb.DELETE_ENTRY:
+                batch.delete_elements(step.name, map(address_key, step.keys))
+            case Verb.FLUSH_CHAIN:
+                batch.flush_chain(step.name)
+            case Verb.DELETE_CHAIN:
+                batch.delete_chain(step.name)
+            case Verb.DELETE_SET:
+                batch.delete_set(step.name)
+            case Verb.DELETE_CT_TIMEOUT:
+                batch.delete_ct_timeout(step.name)
+    return batch
 
 
 def node_nft_ops() -> RealNftOps:

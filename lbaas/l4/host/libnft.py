@@ -24,13 +24,16 @@ import ctypes
 import os
 import queue
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 LIBRARY = "libnftables.so.1"
 _OUTPUT_JSON = 1 << 4  # NFT_CTX_OUTPUT_JSON
 _OUTPUT_TERSE = 1 << 11  # NFT_CTX_OUTPUT_TERSE
 _CLONE_NEWNET = 0x40000000
+T = TypeVar("T")
 
 
 class LibNftUnavailable(RuntimeError):
@@ -46,10 +49,10 @@ class NftResult:
 
 @dataclass(frozen=True)
 class _Call:
-    text: str
-    dry_run: bool
-    flags: int
-    done: Future[NftResult]
+    """Something to run in the worker thread, given the context."""
+
+    action: Callable[[int], object]
+    done: Future[object]
 
 
 def _load_library(name: str) -> ctypes.CDLL:
@@ -128,8 +131,8 @@ class NftSession:
         try:
             while (call := self._calls.get()) is not None:
                 try:
-                    call.done.set_result(self._call(ctx, call))
-                except (UnicodeError, ValueError, ctypes.ArgumentError) as exc:  # the caller's
+                    call.done.set_result(call.action(ctx))
+                except Exception as exc:  # noqa: BLE001 - the caller's: a dead worker hangs it
                     call.done.set_exception(exc)
         finally:
             self._lib.nft_ctx_free(ctx)
@@ -139,17 +142,25 @@ class NftSession:
         """``text`` as ``nft -f`` would take it (``dry_run``: as ``nft -c``), one
         transaction; ``json``/``terse``: as ``-j``/``-t`` for what it lists."""
         flags = (_OUTPUT_JSON if json else 0) | (_OUTPUT_TERSE if terse else 0)
-        call = _Call(text, dry_run, flags, Future())
+        return self._queued(lambda ctx: self._call(ctx, text, dry_run, flags))
+
+    def in_namespace(self, action: Callable[[], T]) -> T:
+        """``action()`` run by the worker, in the session's namespace (a socket it opens
+        belongs there); its OSError is raised here."""
+        return self._queued(lambda _ctx: action())
+
+    def _queued(self, action: Callable[[int], T]) -> T:
+        call = _Call(action, Future())
         with self._queueing:
             if self._closed:
                 raise LibNftUnavailable("the session is closed")
             self._calls.put(call)
-        return call.done.result()
+        return cast(T, call.done.result())
 
-    def _call(self, ctx: int, call: _Call) -> NftResult:
-        self._lib.nft_ctx_set_dry_run(ctx, call.dry_run)
-        self._lib.nft_ctx_output_set_flags(ctx, call.flags)
-        status = self._lib.nft_run_cmd_from_buffer(ctx, call.text.encode())
+    def _call(self, ctx: int, text: str, dry_run: bool, flags: int) -> NftResult:
+        self._lib.nft_ctx_set_dry_run(ctx, dry_run)
+        self._lib.nft_ctx_output_set_flags(ctx, flags)
+        status = self._lib.nft_run_cmd_from_buffer(ctx, text.encode())
         output = self._lib.nft_ctx_get_output_buffer(ctx) or b""
         error = self._lib.nft_ctx_get_error_buffer(ctx) or b""
         return NftResult(status == 0, output.decode(), error.decode())

@@ -26,6 +26,7 @@ from lbaas.model.enums import ProvisioningStatus
 from tests.db.rows import add_loadbalancer
 
 LIVE = (not_deleted(LoadBalancerRow),)
+_OF_PROJECT_P = LoadBalancerRow.project_id == "p"
 
 
 def _plan(database: Database, query: ListQuery) -> str:
@@ -54,6 +55,8 @@ def test_pages_read_the_order_from_the_index(database: Database) -> None:
             assert "ix_load_balancers_created_id" in plan, plan
             assert "Sort" not in plan, plan
         assert re.search(r"Index Cond: \(+created_at >=", behind), behind
+        tenant = _plan(database, ListQuery(limit=2, conditions=(*LIVE, _OF_PROJECT_P)))
+        assert "Index Cond: ((project_id)::text" in tenant and "Sort" not in tenant, tenant
     else:
         for plan in (first, behind):
             assert "USING INDEX ix_load_balancers_created_id" in plan, plan

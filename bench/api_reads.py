@@ -16,14 +16,17 @@ script's ``--api-child`` mode, which counts the SQL statements its engine sends 
 time (SQLAlchemy's cursor events, read by SIGUSR1), and measured:
 
 - ``per_request``: for each read, ``--requests`` sent one after another from one client:
-  the API process's CPU milliseconds per request (``/proc``), its statements and their
-  milliseconds per request, and the wall milliseconds; reads are a tenant's show, a
+  the API process's CPU milliseconds per request (``/proc``), the CPU of the PostgreSQL
+  backends serving the database (``database_cpu_ms``: the same machine's ``/proc``, which
+  the load of other work does not inflate as it does the statements' wall time), its
+  statements and their milliseconds per request, and the wall milliseconds; reads are a tenant's show, a
   tenant's list (its ``N / projects`` load balancers), the administrator's first page
   with ``limit=1000`` and without ``limit`` (``api.pagination_max_limit``), its second
   page (with a marker), and the members of a pool;
 - ``under_clients``: ``--clients`` threads for ``--seconds`` of the mix of
   ``bench/scale_load.py`` (45 % show, 45 % tenant list, 10 % the administrator's walk over
-  every page): requests per second and p50/p99 of each.
+  every page): requests per second, p50/p99 of each, and the CPU seconds the API and
+  the database backends used meanwhile.
 
 With ``--py-spy`` (py-spy is not a dependency of the project) each read's sequential run
 is also sampled into ``DIR/<size>-<read>.txt`` (py-spy's collapsed stacks). The load

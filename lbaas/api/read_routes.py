@@ -23,11 +23,10 @@ from lbaas.api.deps import get_context, get_services
 from lbaas.api.listing import list_page, parse_list_params, select_fields
 from lbaas.api.scoping import list_scope
 from lbaas.api.services import ApiServices
-from lbaas.db.listing import ListSpec, typed_filters
+from lbaas.db.listing import ListSpec, not_deleted, typed_filters
 from lbaas.db.session import Session
 from lbaas.identity.context import RequestContext
 from lbaas.identity.policy import Rule
-from lbaas.model.enums import ProvisioningStatus
 
 RenderMany = Callable[[Session, list[Any]], list[dict[str, Any]]]
 # (session, request, caller, id from the path or None) -> SQL conditions
@@ -57,7 +56,7 @@ def live_rows_of_caller(spec: ListSpec, request: Request, ctx: RequestContext) -
     """A top-level tree list: rows not DELETED, of the projects the caller may see."""
     table: Any = spec.table
     scope = list_scope(request, ctx, table.project_id)
-    return [table.provisioning_status != ProvisioningStatus.DELETED.value, *scope]
+    return [not_deleted(table), *scope]
 
 
 def tree_conditions(spec: ListSpec) -> Conditions:
@@ -77,7 +76,7 @@ def live_children(lookup: Lookup, rule: Rule, table: Any, parent_column: str) ->
         parent = lookup(session, ctx, parent_id, rule)
         return [
             getattr(table, parent_column) == parent.id,
-            table.provisioning_status != ProvisioningStatus.DELETED.value,
+            not_deleted(table),
         ]
 
     return conditions

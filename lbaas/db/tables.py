@@ -55,6 +55,14 @@ class StatusMixin(TimestampMixin):
 
 class LoadBalancerRow(StatusMixin, Base):
     __tablename__ = "load_balancers"
+    # The lists' order (``db.listing``): a page of 1,000 reads 1,000 index entries instead
+    # of sorting every load balancer (issue 34: 10,000 and more); a tenant's list reads
+    # its own in order (with the first alone, a prepared statement's generic plan walked
+    # every load balancer to find a project's 50).
+    __table_args__ = (
+        Index("ix_load_balancers_created_id", "created_at", "id"),
+        Index("ix_load_balancers_project_created_id", "project_id", "created_at", "id"),
+    )
 
     id: Mapped[str] = _id()
     project_id: Mapped[str] = mapped_column(String(36), nullable=False, index=True)

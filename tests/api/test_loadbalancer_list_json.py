@@ -1,8 +1,8 @@
 """The database-rendered load balancer list matches the Python view, object by object.
 
-``GET /v2/lbaas/loadbalancers`` without ``fields=`` is rendered by SQLite or PostgreSQL
-(``lbaas/db/loadbalancers/loadbalancer_json.py``); ``GET …/{id}`` and ``fields=`` lists go through
-``lbaas/api/views/loadbalancer.py``. Every value kind is covered here: null and set
+``GET /v2/lbaas/loadbalancers`` without ``fields=`` and ``GET …/{id}`` are rendered by SQLite
+or PostgreSQL (``lbaas/db/loadbalancers/loadbalancer_json.py``); ``fields=`` lists, and the
+objects answered to writes, go through ``lbaas/api/views/loadbalancer.py``. Every value kind is covered here: null and set
 strings, booleans both ways, timestamps with and without ``updated_at``, stored JSON
 lists, tags out of order, live and deleted children.
 """
@@ -49,9 +49,13 @@ def test_list_objects_equal_show_objects(api: Api) -> None:
     assert r.status_code == 200, r.text
     listed = {lb["id"]: lb for lb in r.json()["loadbalancers"]}
     assert set(ids) <= set(listed)
+    every_field = [("fields", key) for key in listed[ids[0]]]
+    r = api.get(LBS, params=every_field)
+    assert r.status_code == 200, r.text
+    viewed = {lb["id"]: lb for lb in r.json()["loadbalancers"]}
     for lb_id in ids:
         shown = api.get(f"{LBS}/{lb_id}").json()["loadbalancer"]
-        assert _normalised(listed[lb_id]) == _normalised(shown)
+        assert _normalised(listed[lb_id]) == _normalised(shown) == _normalised(viewed[lb_id])
     named = listed[ids[1]]
     assert named["tags"] == ["alpha", "mid", "zeta"]
     assert len(named["listeners"]) == 1 and len(named["pools"]) == 2

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, String, case, cast, func, literal, literal_column, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
@@ -51,7 +51,9 @@ class _Dialect:
     def timestamp(self, column: Any) -> Any:
         """ISO-8601 to the second, no zone: what ``views.common.timestamp`` writes."""
         if self.pg:
-            return func.to_char(column, literal('YYYY-MM-DD"T"HH24:MI:SS'))
+            # json_build_object writes a timestamp in that form itself, and faster than
+            # to_char would format it (about a tenth of a page's statement).
+            return func.date_trunc(literal("second"), column)
         return func.replace(func.substr(column, 1, 19), " ", "T")
 
     def boolean(self, column: Any) -> Any:
@@ -149,6 +151,23 @@ def list_loadbalancers_json(
     stmt = page_statement(conn, spec, query, [_LBS.id, loadbalancer_json(conn.dialect)])
     rows = conn.execute(stmt).all()
     return [row[0] for row in rows], [row[1] for row in rows]
+
+
+class StoredLoadBalancer(NamedTuple):
+    """What a show needs of one load balancer: who owns it, whether it is gone, its JSON."""
+
+    project_id: str
+    provisioning_status: str
+    json: str
+
+
+def loadbalancer_json_by_id(conn: Connection, lb_id: str) -> StoredLoadBalancer | None:
+    """One load balancer's API object as JSON, with its project and status: a show in
+    one statement (the ORM row and a query for its children were two, and most of the
+    show's CPU)."""
+    columns = (_LBS.project_id, _LBS.provisioning_status, loadbalancer_json(conn.dialect))
+    row = conn.execute(select(*columns).where(_LBS.id == lb_id)).first()
+    return None if row is None else StoredLoadBalancer(*row)
 
 
 PageRenderer = Callable[[Connection, ListSpec, ListQuery], tuple[list[str], list[str]]]

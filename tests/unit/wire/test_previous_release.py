@@ -146,7 +146,7 @@ def test_old_processes_run_on_the_expanded_schema_but_cannot_migrate_it(
     assert answer["mismatch"] is None  # the api, worker and health processes start
     # `serve`, `enrol`, `network create-subnet` of the old release migrate at start-up,
     # and Alembic refuses a revision its scripts do not know: a finding, documented.
-    assert "0009_member_down" in answer["upgrade"]
+    assert "0010_lb_page_order" in answer["upgrade"]
 
 
 _OLD_SPECS = """

@@ -1,6 +1,11 @@
 """Keeps ``bench/scale.py`` from rotting: ``--quick`` builds 20 load balancers (one of them
 an amphora) through the same code as the full run, and prints every figure.
 
+The ``--lab`` run's own test is opt-in (``SCALE_LAB_SMOKE=1``): with two control and two
+agent hosts it took 41-67 s on the 2-core machine (docs/benchmarks.md, "In the lab"),
+more than the 60 s the suite, at its 30-minute budget, could add; the single-namespace
+test stays in CI.
+
 Shapes and counts only, never timings: every load balancer created and ACTIVE, each
 tenant list holding only its tenant's, the administrator's walk over the pages seeing
 them all, every load balancer re-converged after the restart with no HAProxy replaced
@@ -41,22 +46,26 @@ def test_quick_run_builds_measures_and_resyncs(tmp_path: Path) -> None:
     assert "API latency" in drawn and "resident memory" in drawn
 
 
+@pytest.mark.skipif(
+    os.environ.get("SCALE_LAB_SMOKE") != "1",
+    reason="opt-in (SCALE_LAB_SMOKE=1): 41-67 s, over the 60 s the suite could add",
+)
 @pytest.mark.skipif(os.geteuid() != 0, reason="builds a lab: needs root")
 @pytest.mark.skipif(shutil.which("haproxy") is None, reason="needs haproxy")
 def test_quick_lab_run_spreads_over_control_hosts_and_adopts() -> None:
-    """``--lab --quick``: three control hosts on the lab's PostgreSQL, three agent hosts,
-    20 load balancers of which one SINGLE amphora and one ACTIVE_STANDBY pair; the lab is
-    gone afterwards."""
+    """``--lab --quick`` with two control hosts on the lab's PostgreSQL and two agent hosts
+    (the run's three and three cost some 10 s more): 20 load balancers of which one SINGLE
+    amphora and one ACTIVE_STANDBY pair; the lab is gone afterwards."""
     namespaces_before = _namespaces()
-    figures = quick_figures("scale.py", "--lab", timeout=280)
+    figures = quick_figures("scale.py", "--lab", "--hosts", "2", "--control", "2", timeout=280)
     assert _namespaces() - namespaces_before == set()  # the lab was taken down
     assert figures["postgresql"] == "the lab's database host"
-    assert figures["setup"].startswith("lab: 3 control hosts")
+    assert figures["setup"].startswith("lab: 2 control hosts")
     size = _check_run(figures, amphora_lbs=2)
     assert size["active_standby_load_balancers"] == 1
     memory = size["memory"]
-    assert set(memory["hosts"]) == {"h1", "h2", "h3"}
-    assert set(memory["control_hosts"]) == {"ctl", "ctl2", "ctl3"}
+    assert set(memory["hosts"]) == {"h1", "h2"}
+    assert set(memory["control_hosts"]) == {"ctl", "ctl2"}
     assert all(h["agent_mb"] > 0 for h in memory["hosts"].values())
     assert all(c["api_mb"] > 0 and c["worker_mb"] > 0 for c in memory["control_hosts"].values())
     # Three amphorae (the pair's two and the SINGLE), two HAProxy processes each.

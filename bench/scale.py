@@ -3,6 +3,7 @@
     python bench/scale.py [--quick] [--sizes 100,1000,10000] [--projects 200]
                           [--clients 50] [--amphora-every 20] [--max-amphorae 50]
                           [--read-seconds 30] [--admin-url postgresql://...]
+                          [--lab [--hosts 3] [--control 3] [--standby-every 5]]
                           [--plot FILE.svg] [--plot-from FIGURES.json]
 
 Needs root. Makes a network namespace of its own and a throw-away PostgreSQL cluster
@@ -32,8 +33,17 @@ most ``--max-amphorae``, the rest distributed), and measured:
 ``--plot FILE.svg`` draws the curves against the size (``bench/scale_plot.py``);
 ``--plot-from`` redraws them from the JSON of an earlier run without running anything.
 
-ACTIVE_STANDBY is not in the mix: serve's own agent runs in loopback mode, which refuses
-it; it needs the lab's netns agents (``docs/lab.md``). Nothing here asserts on time.
+``--lab``: the same sizes and measures in a lab (``bench/scale_lab.py``): ``--control``
+control hosts (api, worker, health each) on the lab's PostgreSQL (``pg_stat_statements``
+preloaded), ``--hosts`` agent hosts whose agents are the distributed provider's nodes and
+the amphorae's hosts, the clients in the lab's client namespace spread over the control
+hosts' APIs, the members' backend on the router's member-network address. Every
+``--standby-every``-th amphora load balancer is ACTIVE_STANDBY (netns agents run
+keepalived). The resync restarts the control hosts' processes only; memory is given per
+host; ``agent_restart``: one agent SIGKILLed and started again, the seconds until it
+listens, its amphorae adopted. The lab is taken down at the end, on failure and ^C too.
+Without ``--lab``, ACTIVE_STANDBY is not in the mix: serve's own agent runs in loopback
+mode, which refuses it. Nothing here asserts on time.
 """
 
 from __future__ import annotations
@@ -48,7 +58,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,7 +67,8 @@ from typing import Any
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale_load import Timings, build, project_of, read_mix, set_url  # noqa: E402
+from scale_lab import LabScaleWorld, lab_database, lab_shape, scale_lab  # noqa: E402
+from scale_load import Timings, build, project_of, read_mix, set_target  # noqa: E402
 from scale_pg import (  # noqa: E402
     BENCH,
     Db,
@@ -70,6 +81,9 @@ from scale_pg import (  # noqa: E402
 )
 from scale_plot import write_plot  # noqa: E402
 from scale_world import ScaleWorld, kill_haproxies  # noqa: E402
+
+from lbaas.lab.lab import Lab  # noqa: E402
+from lbaas.lab.processes import in_namespace  # noqa: E402
 
 TABLES = ("load_balancers", "listeners", "pools", "members", "health_monitors",
           "amphorae", "converge_jobs", "ports", "listener_stats")  # fmt: skip
@@ -90,7 +104,20 @@ def _args() -> argparse.Namespace:
         "--resync-timeout", type=float, default=1800.0, help="stop waiting; report how many"
     )
     parser.add_argument(
+        "--settle-timeout",
+        type=float,
+        default=900.0,
+        help="after the creates, wait this long for every load balancer ACTIVE or ERROR, "
+        "then measure with those still PENDING reported in the statuses",
+    )
+    parser.add_argument(
         "--admin-url", default="", help="an existing server instead of a cluster of our own"
+    )
+    parser.add_argument("--lab", action="store_true", help="in a lab (bench/scale_lab.py)")
+    parser.add_argument("--hosts", type=int, default=3, help="--lab: agent hosts")
+    parser.add_argument("--control", type=int, default=3, help="--lab: control hosts")
+    parser.add_argument(
+        "--standby-every", type=int, default=5, help="--lab: every Nth amphora a pair"
     )
     parser.add_argument("--plot", default="", help="write the curves to this SVG file")
     parser.add_argument("--plot-from", default="", help="only draw --plot from this JSON")
@@ -98,10 +125,14 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--socket-dir", default="", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--state", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--inside-lab", default="", help=argparse.SUPPRESS)  # the lab's name
+    parser.add_argument("--flavor", default="", help=argparse.SUPPRESS)  # ACTIVE_STANDBY's
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.projects, args.clients = "20", 5, 8
         args.max_amphorae, args.read_seconds, args.amphora_every = 2, 3.0, 20
+        if args.lab:  # two amphora load balancers: a pair and a SINGLE
+            args.amphora_every = 10
     return args
 
 
@@ -115,7 +146,11 @@ def main() -> None:
     args = _args()
     if args.inside:
         db = Db(Server(args.socket_dir, args.port), args.inside)
-        print(json.dumps(_inside(args, db)))
+        world = ScaleWorld(Path(args.state), db.sqlalchemy_url())
+        print(json.dumps(_inside(args, db, world)))
+        return
+    if args.inside_lab:
+        print(json.dumps(_inside_lab(args)))
         return
     if args.plot_from:
         write_plot(json.loads(Path(args.plot_from).read_text()), Path(args.plot))
@@ -128,9 +163,13 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "load_average_before": os.getloadavg(),
     }
-    with _server(args.admin_url) as server:
-        figures["postgresql"] = "--admin-url" if args.admin_url else "own cluster"
-        figures.update(_outer(server))
+    if args.lab:
+        figures["postgresql"] = "the lab's database host"
+        figures.update(_outer_lab(args))
+    else:
+        with _server(args.admin_url) as server:
+            figures["postgresql"] = "--admin-url" if args.admin_url else "own cluster"
+            figures.update(_outer(server))
     figures["load_average_after"] = os.getloadavg()
     figures["wall_seconds"] = round(time.monotonic() - started, 1)
     print(json.dumps(figures, indent=2))
@@ -155,18 +194,65 @@ def _outer(server: Server) -> dict[str, Any]:
         argv = [sys.executable, "-W", "ignore", __file__, "--inside", db.name,
                 "--socket-dir", server.socket_dir, "--port", str(server.port),
                 "--state", str(state), *sys.argv[1:]]  # fmt: skip
-        inner = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=subprocess.PIPE)
-        try:
-            out, _ = inner.communicate()
-        finally:
-            if inner.poll() is None:  # stopped ourselves: the inner run cleans up first
-                inner.terminate()
-                inner.wait(300)  # serve and the agent get 70 s and 30 s to stop
+
+        def cleanup() -> None:
             kill_haproxies(state)  # whatever the inner run could not stop
             shutil.rmtree(state, ignore_errors=True)
+
+        return _inner_figures(["ip", "netns", "exec", ns, *argv], cleanup)
+
+
+def _outer_lab(args: argparse.Namespace) -> dict[str, Any]:
+    """The lab built, the inner run in its client namespace; its figures. The lab is
+    taken down whatever happens (``scale_lab``)."""
+    directory = Path(tempfile.mkdtemp(prefix="sc", dir="/tmp"))  # short: socket paths
+    try:
+        with scale_lab(directory, args.hosts, args.control) as world:
+            argv = [sys.executable, "-W", "ignore", __file__, "--inside-lab",
+                    world.lab.names.lab, "--state", str(directory), "--flavor", world.flavor,
+                    *sys.argv[1:]]  # fmt: skip
+            # The client's network namespace only (``in_namespace``), not ``ip netns
+            # exec``'s mount namespace: an agent the inner run restarts from there made
+            # amphora namespaces whose names never reached the machine's /run/netns, so
+            # ``down`` could not find their HAProxies.
+            return _inner_figures(in_namespace(world.lab.names.client, argv), lambda: None)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _inner_figures(argv: list[str], cleanup: Callable[[], None]) -> dict[str, Any]:
+    """The inner run's JSON; ``cleanup`` runs once it has ended, whatever happened."""
+    inner = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    try:
+        out, _ = inner.communicate()
+    finally:
+        if inner.poll() is None:  # stopped ourselves: the inner run cleans up first
+            inner.terminate()
+            inner.wait(300)  # serve and the agent get 70 s and 30 s to stop
+        cleanup()
     if inner.returncode != 0:
         sys.exit(f"the run failed ({inner.returncode})")
     found: dict[str, Any] = json.loads(out)
+    return found
+
+
+def _inside_lab(args: argparse.Namespace) -> dict[str, Any]:
+    """The whole run in the lab's client namespace."""
+    lab = Lab(args.inside_lab, Path(args.state))
+    last = max(int(s) for s in args.sizes.split(","))
+    amphorae = sorted(range(0, last, args.amphora_every)[: args.max_amphorae])
+    standby = frozenset(amphorae[:: args.standby_every])
+    world = LabScaleWorld(lab)
+    set_target(world.urls, lab_shape(lab, args.flavor, standby))
+    found = _inside(args, lab_database(lab), world)
+    state = lab.state()
+    found["setup"] = (f"lab: {state.control} control hosts (api, worker, health) on "
+                      f"PostgreSQL, {state.hosts} agent hosts")  # fmt: skip
+    found["standby_every"] = args.standby_every
+    for size in found["sizes"]:
+        n = size["load_balancers"]
+        size["active_standby_load_balancers"] = sum(1 for i in standby if i < n)
+    found["vip_network"] = state.networks["vip"]
     return found
 
 
@@ -179,21 +265,24 @@ def _namespace(name: str) -> Iterator[str]:
         subprocess.run(["ip", "netns", "delete", name], check=False)
 
 
-def _inside(args: argparse.Namespace, db: Db) -> dict[str, Any]:
-    """The whole run, in the namespace; the database ``db`` exists and is empty."""
+def _inside(args: argparse.Namespace, db: Db, world: Any) -> dict[str, Any]:
+    """The whole run, in the namespace; the database ``db`` exists and holds no load
+    balancer. ``world``: a ``ScaleWorld`` or, with ``--lab``, a ``LabScaleWorld``."""
     sizes = [int(s) for s in args.sizes.split(",")]
-    world = ScaleWorld(Path(args.state), db.sqlalchemy_url())
     amphorae = set(range(0, sizes[-1], args.amphora_every)[: args.max_amphorae])
     results: list[dict[str, Any]] = []
     by_project: dict[str, list[str]] = {}
     try:
         world.start()
-        set_url(world.url)
+        if not args.lab:
+            set_target([world.url])
         done = 0
         for size in sizes:
             world.start_serve()
             results.append(_one_size(args, world, db, (done, size), amphorae, by_project))
             done = size
+            if args.lab:
+                results[-1]["agent_restart"] = world.restart_agent()
             note(f"size {size}: {json.dumps(results[-1])}")  # kept if a later size is cut
             results[-1]["resync"] = _resync(world, size, db, args.resync_timeout)
             note(f"size {size} resync: {json.dumps(results[-1]['resync'])}")
@@ -212,7 +301,7 @@ def _inside(args: argparse.Namespace, db: Db) -> dict[str, Any]:
 
 def _one_size(
     args: argparse.Namespace,
-    world: ScaleWorld,
+    world: Any,
     db: Db,
     span: tuple[int, int],
     amphorae: set[int],
@@ -229,8 +318,9 @@ def _one_size(
     note(f"created {len(ids)} in {post_seconds:.1f} s; waiting for ACTIVE")
     if len(ids) < len(indices):
         raise RuntimeError(f"creates failed: {creates.summary()}")
-    statuses = _wait_settled(db, size)
+    statuses = _wait_settled(db, size, args.settle_timeout)
     converge_seconds = time.monotonic() - started
+    active = max(0, statuses.get("ACTIVE", 0) - done)  # the earlier sizes' were ACTIVE
     for index, lb_id in _index_ids(db, ids):
         by_project.setdefault(project_of(index, args.projects), []).append(lb_id)
     note("reads")
@@ -245,7 +335,9 @@ def _one_size(
             "created": len(ids),
             "posts_seconds": round(post_seconds, 2),
             "all_settled_seconds": round(converge_seconds, 2),
-            "active_per_second": round(len(ids) / converge_seconds, 1),
+            # Of this size's creates; the load balancers still PENDING when
+            # --settle-timeout ran out are in ``statuses`` and not counted.
+            "active_per_second": round(active / converge_seconds, 1),
             "statuses": statuses,
         },
         "api": {**reads.summary(), **held},
@@ -267,8 +359,9 @@ def _statuses(db: Db) -> dict[str, int]:
     return {str(status): int(count) for status, count in rows}
 
 
-def _wait_settled(db: Db, size: int, timeout: float = 3600) -> dict[str, int]:
-    """Until every load balancer is ACTIVE or ERROR; the counts by status."""
+def _wait_settled(db: Db, size: int, timeout: float) -> dict[str, int]:
+    """Until every load balancer is ACTIVE or ERROR, or ``timeout`` passed; the counts by
+    status (those still PENDING_* then among them: the measures go on without them)."""
     deadline = time.monotonic() + timeout
     shown = time.monotonic()
     while time.monotonic() < deadline:
@@ -279,7 +372,8 @@ def _wait_settled(db: Db, size: int, timeout: float = 3600) -> dict[str, int]:
             shown = time.monotonic()
             note(f"statuses {counts}")
         time.sleep(0.5)
-    raise TimeoutError(f"not settled: {_statuses(db)}")
+    note(f"--settle-timeout: not settled, going on: {_statuses(db)}")
+    return _statuses(db)
 
 
 def _index_ids(db: Db, ids: list[str]) -> list[tuple[int, str]]:
@@ -315,15 +409,18 @@ def _database_figures(db: Db) -> dict[str, Any]:
     }
 
 
-def _resync(world: ScaleWorld, size: int, db: Db, timeout: float) -> dict[str, Any]:
+def _resync(world: Any, size: int, db: Db, timeout: float) -> dict[str, Any]:
     """serve restarted with a 1 s resync interval: until every load balancer was
     re-converged once; what it cost when nothing differs."""
     note("resync")
     world.stop_serve()
     with db.connect() as conn:
         conn.execute("DROP TABLE IF EXISTS scale_baseline")
+        # The ACTIVE ones: one stuck PENDING (see --settle-timeout) would never count.
         conn.execute("CREATE TABLE scale_baseline AS SELECT loadbalancer_id, done_gen "
-                     "FROM converge_jobs")  # fmt: skip
+                     "FROM converge_jobs JOIN load_balancers l ON l.id = loadbalancer_id "
+                     "WHERE l.provisioning_status = 'ACTIVE'")  # fmt: skip
+        size = _one(conn, "SELECT count(*) FROM scale_baseline")
         reset_statements(conn)
     haproxies = set(world.haproxy_pids())
     before = world.cpu()
@@ -351,7 +448,8 @@ def _resync(world: ScaleWorld, size: int, db: Db, timeout: float) -> dict[str, A
     return {
         "serve_answering_seconds": round(answer, 2),
         "all_reconverged_seconds": round(elapsed, 2),
-        "reconverged": redone,  # fewer than the load balancers: --resync-timeout passed
+        "active_at_start": size,  # the load balancers the resync waits for
+        "reconverged": redone,  # fewer than active_at_start: --resync-timeout passed
         # serve's includes its start-up (imports: about 4 s on this machine).
         "serve_and_worker_cpu_seconds": round(cpu["serve_and_worker"], 2),
         "node_agent_cpu_seconds": round(cpu["node_agent"] - before["node_agent"], 2),

@@ -4,8 +4,13 @@ Each load balancer belongs to one of ``projects`` tenants (round robin) and is c
 that tenant (noauth's Keystone headers) with its whole tree in one POST: a listener, a
 pool, two members and a health monitor. Most are ``distributed`` (TCP, Maglev over the
 5-tuple, a TCP monitor); those whose index is in the amphora set are ``amphora`` (HTTP,
-an HTTP monitor: a real HAProxy each). Reads mix a tenant's show and list with an
-administrator's walk over every page of the full list.
+an HTTP monitor: a real HAProxy each), and with a ``Shape`` whose ``standby_flavor`` is
+set, those in its standby set are amphora pairs (ACTIVE_STANDBY: the lab's). Reads mix a
+tenant's show and list with an administrator's walk over every page of the full list.
+
+``set_target`` names the API (several: the client threads are spread over them, thread
+``k`` on the ``k``-th modulo their number) and the ``Shape``: serve's loopback subnet and
+127.x members by default, the lab's VIP and member subnets and its backends with ``--lab``.
 """
 
 from __future__ import annotations
@@ -35,12 +40,36 @@ def tenant(project: str) -> dict[str, str]:
     return {"X-Project-Id": project, "X-Roles": "member"}
 
 
-def lb_body(index: int, amphora: bool) -> dict[str, Any]:
-    kind = "HTTP" if amphora else "TCP"
-    members = [
-        {"address": f"127.200.{(index // 250) % 250}.{index % 250 + 1}", "protocol_port": 8000},
-        {"address": f"127.201.{(index // 250) % 250}.{index % 250 + 1}", "protocol_port": 8000},
+@dataclass(frozen=True)
+class Shape:
+    """Where the load balancers go: their VIP subnet, their members (none: two 127.x
+    addresses per load balancer on port 8000, serve's loopback world), the members'
+    subnet, the ACTIVE_STANDBY flavor and which amphora indices use it."""
+
+    vip_subnet: str = SUBNET
+    members: tuple[tuple[str, int], ...] = ()
+    member_subnet: str = ""
+    standby_flavor: str = ""
+    standby: frozenset[int] = frozenset()
+
+
+def _members(index: int, shape: Shape) -> list[dict[str, Any]]:
+    if not shape.members:
+        return [
+            {"address": f"127.{net}.{(index // 250) % 250}.{index % 250 + 1}",
+             "protocol_port": 8000}
+            for net in (200, 201)
+        ]  # fmt: skip
+    return [
+        {"address": address, "protocol_port": port, "subnet_id": shape.member_subnet}
+        for address, port in shape.members
     ]
+
+
+def lb_body(index: int, amphora: bool) -> dict[str, Any]:
+    shape = _TARGET.shape
+    kind = "HTTP" if amphora else "TCP"
+    members = _members(index, shape)
     pool = {
         "name": f"scale-{index}",
         "protocol": kind,
@@ -48,14 +77,15 @@ def lb_body(index: int, amphora: bool) -> dict[str, Any]:
         "members": members,
         "healthmonitor": {"type": kind, **MONITOR},
     }
-    return {
-        "loadbalancer": {
-            "name": f"scale-{index}",
-            "vip_subnet_id": SUBNET,
-            "provider": "amphora" if amphora else "distributed",
-            "listeners": [{"protocol": kind, "protocol_port": 80, "default_pool": pool}],
-        }
+    body: dict[str, Any] = {
+        "name": f"scale-{index}",
+        "vip_subnet_id": shape.vip_subnet,
+        "provider": "amphora" if amphora else "distributed",
+        "listeners": [{"protocol": kind, "protocol_port": 80, "default_pool": pool}],
     }
+    if amphora and index in shape.standby:
+        body["flavor_id"] = shape.standby_flavor
+    return {"loadbalancer": body}
 
 
 @dataclass
@@ -113,7 +143,8 @@ def run_threads(clients: int, work: Callable[[httpx.Client, int], None]) -> floa
     """``work(http, k)`` on ``clients`` threads, each with its own client; wall seconds."""
 
     def one(k: int) -> None:
-        with httpx.Client(base_url=_URL[0], timeout=120) as http:
+        urls = _TARGET.urls
+        with httpx.Client(base_url=urls[k % len(urls)], timeout=120) as http:
             work(http, k)
 
     started = time.perf_counter()
@@ -125,11 +156,19 @@ def run_threads(clients: int, work: Callable[[httpx.Client, int], None]) -> floa
     return time.perf_counter() - started
 
 
-_URL: list[str] = [""]
+@dataclass
+class _Target:
+    urls: list[str] = field(default_factory=lambda: [""])
+    shape: Shape = field(default_factory=Shape)
 
 
-def set_url(url: str) -> None:
-    _URL[0] = url
+_TARGET = _Target()
+
+
+def set_target(urls: list[str], shape: Shape | None = None) -> None:
+    """The APIs the client threads call (spread over them) and the load balancers' shape."""
+    _TARGET.urls = list(urls)
+    _TARGET.shape = shape or Shape()
 
 
 def build(

@@ -57,9 +57,10 @@ class Server:
     socket_dir: str
     port: int
     admin_url: str = ""  # --admin-url: how the outer run creates and drops the database
+    user: str = "postgres"  # the lab's database host: its superuser is "lbaas"
 
     def url(self, database: str, driver: str = "postgresql") -> str:
-        return f"{driver}://postgres@/{database}?host={self.socket_dir}&port={self.port}"
+        return f"{driver}://{self.user}@/{database}?host={self.socket_dir}&port={self.port}"
 
     def connect(self, database: str) -> psycopg.Connection[Any]:
         return psycopg.connect(self.url(database), autocommit=True)

@@ -36,9 +36,10 @@ from tests.support.processes import lbaas_env  # noqa: E402
 BACKEND_PORT = 8000
 VIP_CIDR = "127.16.0.0/16"  # room for 10,000 VIPs and more
 # Every member is 127.200.x.y:8000; one process bound to the wildcard answers them all:
-# an HTTP 200 for the amphorae's HTTP monitors, a closed connection for TCP probes.
+# an HTTP 200 for the amphorae's HTTP monitors, a closed connection for TCP probes. Its
+# arguments: other ports to answer on instead (the lab's router, ``bench/scale_lab.py``).
 BACKEND = """
-import asyncio
+import asyncio, sys
 async def one(reader, writer):
     try:
         await asyncio.wait_for(reader.read(512), 2)
@@ -48,9 +49,10 @@ async def one(reader, writer):
         pass
     writer.close()
 async def main():
-    server = await asyncio.start_server(one, "0.0.0.0", PORT, backlog=1024)
+    ports = [int(p) for p in sys.argv[1:]] or [PORT]
+    servers = [await asyncio.start_server(one, "0.0.0.0", p, backlog=1024) for p in ports]
     print("ready", flush=True)
-    await server.serve_forever()
+    await asyncio.gather(*(s.serve_forever() for s in servers))
 asyncio.run(main())
 """.replace("PORT", str(BACKEND_PORT))
 
@@ -73,7 +75,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _processes() -> list[tuple[int, int, str]]:
+def processes() -> list[tuple[int, int, str]]:
     """(pid, parent pid, command line) of every process."""
     found = []
     for entry in Path("/proc").iterdir():
@@ -88,7 +90,7 @@ def _processes() -> list[tuple[int, int, str]]:
 
 def haproxies_under(state: Path) -> list[int]:
     """HAProxy processes whose command line names a file under ``state``."""
-    return [p for p, _, cmd in _processes() if "haproxy" in cmd and str(state) in cmd]
+    return [p for p, _, cmd in processes() if "haproxy" in cmd and str(state) in cmd]
 
 
 def kill_haproxies(state: Path) -> None:
@@ -208,7 +210,7 @@ class ScaleWorld:
         """serve's worker child (its HAProxies are children too: left out)."""
         assert self.serve is not None
         serve = self.serve.pid
-        return [p for p, ppid, cmd in _processes() if ppid == serve and "lbaas.cli" in cmd]
+        return [p for p, ppid, cmd in processes() if ppid == serve and "lbaas.cli" in cmd]
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds so far of serve with its worker child, of the node agent and of

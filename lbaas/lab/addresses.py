@@ -1,4 +1,4 @@
-"""The lab's address plan: one /24 per network, chosen to shadow nothing on the machine.
+"""The lab's address plan: one /24 per network (the VIP network larger when asked), chosen to shadow nothing on the machine.
 
 The lab's addresses live only in its own namespaces, but a later step may join a namespace
 to the host (a control plane in the root namespace, say), so ranges the host routes or holds
@@ -39,18 +39,25 @@ def networks_in_use(run: Runner) -> list[ipaddress.IPv4Network]:
 
 
 def pick_networks(
-    count: int, used: Iterable[ipaddress.IPv4Network], rng: random.Random
+    count: int,
+    used: Iterable[ipaddress.IPv4Network],
+    rng: random.Random,
+    prefixes: Sequence[int] = (),
 ) -> list[ipaddress.IPv4Network]:
-    """``count`` random 10.x.y.0/24 networks overlapping nothing in ``used`` nor each other."""
+    """``count`` random 10.x.y.0 networks overlapping nothing in ``used`` nor each other:
+    /24s, or the ``i``-th of length ``prefixes[i]`` where given (16-24: a VIP network
+    for thousands of load balancers)."""
     taken = list(used)
     picked: list[ipaddress.IPv4Network] = []
     for _attempt in range(10_000):
         if len(picked) == count:
             return picked
-        candidate = ipaddress.IPv4Network(f"10.{rng.randint(64, 250)}.{rng.randint(0, 255)}.0/24")
+        length = prefixes[len(picked)] if len(picked) < len(prefixes) else 24
+        start = f"10.{rng.randint(64, 250)}.{rng.randint(0, 255)}.0/{length}"
+        candidate = ipaddress.IPv4Network(start, strict=False)
         if not any(candidate.overlaps(other) for other in [*taken, *picked]):
             picked.append(candidate)
-    raise LabError("no free 10.x.y.0/24 networks left for the lab")
+    raise LabError("no free 10.x.y.0 networks left for the lab")
 
 
 def address(network: str, host: int) -> str:

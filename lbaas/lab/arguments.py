@@ -92,6 +92,13 @@ def _up_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "worker and health against one PostgreSQL on a database host of its own",
     )
     up.add_argument(
+        "--vip-prefix",
+        type=int,
+        default=24,
+        metavar="N",
+        help="the VIP network's prefix length, 16-24 (default 24: some 240 VIPs)",
+    )
+    up.add_argument(
         "--tier",
         type=int,
         default=0,

@@ -59,13 +59,14 @@ def _up(
     settings: TierSettings | None = None,
     control: int = 1,
     code: str = "",
+    vip_prefix: int = 24,
 ) -> None:
     if not 0 <= tier <= hosts:
         raise LabError(f"--tier {tier}: the tier's nodes are among the {hosts} hosts")
     # Named steps: the network's four plus one per host, then the services' four.
     progress = Progress("lab up", 4 + hosts + (4 if services else 0), quiet=quiet)
     try:
-        lab.up(hosts, members, progress, control=control)
+        lab.up(hosts, members, progress, control=control, vip_prefix=vip_prefix)
         if services:
             mode = (settings or TierSettings()).return_mode
             start_services(lab, progress, tier, mode, code=code)
@@ -123,6 +124,7 @@ def run(args: argparse.Namespace, state_dir: Path, tier: TierSettings | None = N
                 settings=tier,
                 control=args.control,
                 code=args.code,
+                vip_prefix=args.vip_prefix,
             )
         elif args.lab_command == "tier":
             _tier(lab, args.metrics)

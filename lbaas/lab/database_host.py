@@ -9,7 +9,8 @@ cluster per lab: ``initdb`` into ``/run/lbaas-lab-db/<lab>`` (owned by ``postgre
 cannot enter the lab's private state directory; the database host's own, hidden from the
 other hosts like its log directory ``<services_dir>/db``), then ``postgres`` listening on the
 database host's fabric address only, trusting the fabric's /24 (the lab's own network) and
-tuned for a throwaway cluster (no fsync). Started under ``setpriv`` as ``postgres`` (it
+tuned for a throwaway cluster (no fsync), with ``pg_stat_statements`` preloaded so a bench
+can read the slowest statements there (``bench/scale.py --lab``). Started under ``setpriv`` as ``postgres`` (it
 execs, so the registered pid is the server's); ``down`` removes the data directory.
 """
 
@@ -38,6 +39,9 @@ _SERVER_SETTINGS = {
     "full_page_writes": "off",
     "max_connections": "300",
     "shared_buffers": "32MB",
+    # Loaded at start (it cannot be later); ``CREATE EXTENSION`` makes its view readable.
+    "shared_preload_libraries": "pg_stat_statements",
+    "pg_stat_statements.track_utility": "off",
 }
 
 

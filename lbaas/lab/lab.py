@@ -96,21 +96,30 @@ class Lab:
     # -- building -------------------------------------------------------------------------
 
     def up(
-        self, hosts: int, members: int = 1, progress: Progress | None = None, control: int = 1
+        self,
+        hosts: int,
+        members: int = 1,
+        progress: Progress | None = None,
+        control: int = 1,
+        vip_prefix: int = 24,
     ) -> Lab:
         """Build the lab. On an error the state file stays, so ``down`` can remove the rest.
 
-        ``control`` > 1: that many control hosts (ctl, ctl2…) and a database host (db)."""
+        ``control`` > 1: that many control hosts (ctl, ctl2…) and a database host (db).
+        ``vip_prefix``: the VIP network's length (a /24 holds some 240 VIPs; a /18 16,000)."""
         if not 1 <= hosts <= n.MAX_HOSTS or not 1 <= members <= n.MAX_MEMBER_NETWORKS:
             raise LabError(
                 f"a lab has 1-{n.MAX_HOSTS} hosts and 1-{n.MAX_MEMBER_NETWORKS} member networks"
             )
         if not 1 <= control <= n.MAX_CONTROL_HOSTS:
             raise LabError(f"a lab has 1-{n.MAX_CONTROL_HOSTS} control hosts")
+        if not 16 <= vip_prefix <= 24:
+            raise LabError("the VIP network is a /16 to a /24")
         if self._file.exists() or any(map(self.names.is_ours, self._netns.names())):
             raise LabExists(f"lab {self.names.lab} exists; run 'lbaas lab down' first")
         wanted = network_names(members)
-        picked = pick_networks(len(wanted), networks_in_use(self._run), self._rng)
+        prefixes = [vip_prefix if net == "vip" else 24 for net in wanted]
+        picked = pick_networks(len(wanted), networks_in_use(self._run), self._rng, prefixes)
         state = LabState(
             self.names.lab,
             hosts,

@@ -9,6 +9,7 @@ broadcast addresses, the gateway and (for the loopback range) 127.0.0.1 are neve
 from __future__ import annotations
 
 import ipaddress
+import random
 import threading
 import time
 import uuid
@@ -54,6 +55,13 @@ _hints = threading.Lock()
 # Right after the hint an address is nearly always free: look at a few first, then more.
 _FIRST_BATCH = 8
 _BATCH = 64
+# On a subnet this large each process starts its search at a random place, and moves to
+# another after losing an address to another process: API processes that all began at the
+# first address walked it in step and kept choosing the same ones, each loser waiting for
+# the winner's transaction, some creates failing after 16 tries (three control hosts, 50
+# clients: docs/benchmarks.md, "Scale in the lab"). Smaller subnets keep their order.
+_SCATTER_FROM = 4000  # a /20 or larger
+_scatter = random.Random()
 
 
 def _host_range(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> tuple[int, int]:
@@ -72,6 +80,8 @@ def _free_address(session: Session, subnet: SubnetRow, claim: bool = True) -> st
     first, count = _host_range(ipaddress.ip_network(subnet.cidr, strict=False))
     count = min(count, _SEARCH_LIMIT)
     reserved = {subnet.gateway_ip, "127.0.0.1"}
+    if subnet.id not in _next_index and count >= _SCATTER_FROM:
+        _move_hint(subnet.id, count)
     start = _next_index.get(subnet.id, 0) % max(count, 1)
     offset, batch = 0, _FIRST_BATCH
     fallback: tuple[int, str] | None = None  # free in the table, pending here
@@ -83,19 +93,20 @@ def _free_address(session: Session, subnet: SubnetRow, claim: bool = True) -> st
         for index, text in zip(indexes, candidates, strict=True):
             if text in taken or text in reserved:
                 continue
-            if not claim or _take(subnet.id, index, text):
+            if not claim or _take(subnet.id, index, text, count):
                 return text
             fallback = fallback or (index, text)
         offset, batch = offset + size, _BATCH
     if fallback is None:
         return None
-    _take(subnet.id, *fallback, force=True)
+    _take(subnet.id, *fallback, count, force=True)
     return fallback[1]
 
 
-def _take(subnet_id: str, index: int, text: str, force: bool = False) -> bool:
+def _take(subnet_id: str, index: int, text: str, count: int, force: bool = False) -> bool:
     """Mark ``text`` pending and move the hint past it, unless another create of this
-    process took it in the last _PENDING_SECONDS (``force``: take it all the same)."""
+    process took it in the last _PENDING_SECONDS (``force``: take it all the same).
+    ``count``: the addresses searched, the index's modulus."""
     now = time.monotonic()
     with _hints:
         pending = _pending.setdefault(subnet_id, {})
@@ -105,9 +116,17 @@ def _take(subnet_id: str, index: int, text: str, force: bool = False) -> bool:
             for old in [a for a, at in pending.items() if now - at >= _PENDING_SECONDS]:
                 del pending[old]
         pending[text] = now
-        if index + 1 > _next_index.get(subnet_id, 0):  # never back over another's
+        hint = _next_index.get(subnet_id, 0)
+        # Never back over another thread's pick, but follow the search round the end.
+        if index + 1 > hint or hint - index > count // 2:
             _next_index[subnet_id] = index + 1
         return True
+
+
+def _move_hint(subnet_id: str, count: int) -> None:
+    """Start this process's next search on the subnet at a random place."""
+    with _hints:
+        _next_index[subnet_id] = _scatter.randrange(count)
 
 
 def free_address(session: Session, subnet: SubnetRow) -> str | None:
@@ -212,4 +231,7 @@ def _reserve_port(
             return Vip(chosen, SubnetId(subnet.id), NetworkId(subnet.network_id), port_id)
         if address is not None:
             break
+        _, count = _host_range(ipaddress.ip_network(subnet.cidr, strict=False))
+        if count >= _SCATTER_FROM:  # another process searches here: search elsewhere
+            _move_hint(subnet.id, min(count, _SEARCH_LIMIT))
     raise Conflict(f"The VIP IP address is already in use: {address or subnet.cidr}")

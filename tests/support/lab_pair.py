@@ -66,16 +66,18 @@ def lab_world(
     control: int = 1,
     code: str = "",
     realtime_members: bool = False,
+    vip_prefix: int = 24,
 ) -> Iterator[LabWorld]:
     """A lab of ``hosts`` hosts with lbaas running and members up; always removed.
     ``spare_amphorae``: each agent's ``agent.spare_amphorae``; ``control``: control hosts;
     ``code``: the source tree every process runs (``lbaas.lab.upgrade``; "": this code);
     ``realtime_members``: the members at a real-time priority (``chrt -f``), so that a
-    request fails only when lbaas's part of the path did not carry it in time."""
+    request fails only when lbaas's part of the path did not carry it in time;
+    ``vip_prefix``: the VIP network's prefix length."""
     lab = Lab(f"{prefix}{uuid.uuid4().hex[:7]}", directory)
     started: list[subprocess.Popen[bytes]] = []
     try:
-        lab.up(hosts=hosts, control=control)
+        lab.up(hosts=hosts, control=control, vip_prefix=vip_prefix)
         services = start_services(lab, spare_amphorae=spare_amphorae, code=code)
         api = LabApi(services["api_namespace"], services["api"])
         settings = services["settings"]

@@ -122,6 +122,20 @@ def test_picked_networks_overlap_nothing_in_use_nor_each_other() -> None:
     assert not any(net.overlaps(other) for net in picked for other in used)
 
 
+def test_a_larger_vip_network_is_picked_aligned_and_given_to_the_hosts(tmp_path: Path) -> None:
+    runner = RecordingRunner(StateFile(tmp_path, "lab"))
+    Lab("lab", tmp_path, mounts=FakeMounts(), run=runner).up(hosts=2, vip_prefix=18)
+    state = StateFile(tmp_path, "lab").load()
+    assert state is not None
+    vip = ipaddress.IPv4Network(state.networks["vip"])  # strict: aligned on its /18
+    assert vip.prefixlen == 18
+    assert all(ipaddress.IPv4Network(state.networks[n]).prefixlen == 24 for n in ("fab", "m0"))
+    addresses = [argv[5] for argv in runner.commands if argv[3:5] == ["addr", "add"]]
+    assert f"{vip.network_address + 11}/18" in addresses  # h1's VIP-network address
+    with pytest.raises(LabError, match="/16 to a /24"):
+        Lab("other", tmp_path, mounts=FakeMounts(), run=runner).up(hosts=1, vip_prefix=25)
+
+
 def test_no_free_network_is_a_clear_error() -> None:
     with pytest.raises(LabError, match="no free"):
         pick_networks(1, [ipaddress.IPv4Network("10.0.0.0/8")], random.Random(1))

@@ -45,7 +45,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lbaas.lab.upgrade import STOP_GRACE, tree_from_git  # noqa: E402
+from lbaas.lab.arguments import STOP_GRACE  # noqa: E402
+from lbaas.lab.upgrade import tree_from_git  # noqa: E402
 from tests.support.lab_pair import lab_world  # noqa: E402
 from tests.support.rolling_upgrade import (  # noqa: E402
     amphora_ids,

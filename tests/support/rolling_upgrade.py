@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lbaas.lab.arguments import STOP_GRACE
 from lbaas.lab.base import LabError
 from lbaas.lab.names import control_name
 from lbaas.lab.upgrade import (
-    STOP_GRACE,
     Restart,
     processes_in_order,
     restart_with_code,

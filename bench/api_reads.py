@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from scale_load import Timings, project_of, read_mix, set_url  # noqa: E402
+from scale_load import Timings, project_of, read_mix, set_target  # noqa: E402
 from scale_world import free_port  # noqa: E402
 
 from tests.support.processes import lbaas_env  # noqa: E402
@@ -455,7 +455,7 @@ def one_size(args: argparse.Namespace, settings: dict[str, Any], size: int) -> d
                     measured[name] = per_request(api, db, requests, count)
             figures["per_request"] = measured
             figures["load_average_sequential"] = load_average()
-            set_url(api.url)
+            set_target([api.url])
             timings = Timings()
             cpu = api.cpu_seconds()
             with db.tracked() as db_cpu:

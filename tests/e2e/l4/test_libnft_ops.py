@@ -21,9 +21,9 @@ from lbaas.errors import LbaasError
 from lbaas.l4 import nft
 from lbaas.l4.engine import L4Engine
 from lbaas.l4.host.base import NftCommandFailed
-from lbaas.l4.host.lib_ops import LibNftOps
 from lbaas.l4.host.libnft import LibNftUnavailable, NftSession
 from lbaas.l4.service import L4Listener, L4Member, L4Protocol, L4Service
+from tests.support.recorded_nft import RecordedLibNftOps
 
 pytestmark = [pytest.mark.root]
 
@@ -44,21 +44,9 @@ def namespaces() -> Iterator[tuple[str, str]]:
             subprocess.run(["ip", "netns", "delete", name], check=False, timeout=30)
 
 
-class Recorded(LibNftOps):
-    """Keeps what it loaded, to tell a load balancer added alone from a full load."""
-
-    def __init__(self, namespace: str) -> None:
-        super().__init__(namespace)
-        self.loaded: list[str] = []
-
-    def load(self, ruleset: str) -> None:
-        super().load(ruleset)
-        self.loaded.append(ruleset)
-
-
 @pytest.fixture
-def ops_pair(namespaces: tuple[str, str]) -> Iterator[tuple[Recorded, Recorded]]:
-    first, second = Recorded(namespaces[0]), Recorded(namespaces[1])
+def ops_pair(namespaces: tuple[str, str]) -> Iterator[tuple[RecordedLibNftOps, RecordedLibNftOps]]:
+    first, second = RecordedLibNftOps(namespaces[0]), RecordedLibNftOps(namespaces[1])
     try:
         yield first, second
     finally:
@@ -74,7 +62,9 @@ def balancer(index: int, *, vip: str | None = None, **options: object) -> L4Serv
     return L4Service(lb_id, vip or f"10.210.0.{index + 1}", tuple(listeners))
 
 
-def test_a_context_programs_its_own_namespace_only(ops_pair: tuple[Recorded, Recorded]) -> None:
+def test_a_context_programs_its_own_namespace_only(
+    ops_pair: tuple[RecordedLibNftOps, RecordedLibNftOps],
+) -> None:
     first, second = ops_pair
     text = "add table ip probe\nadd set ip probe s { type ipv4_addr; elements = { 10.9.0.1 } }\n"
     first.check(text)
@@ -103,7 +93,7 @@ def test_a_session_needs_its_namespace_and_ends_with_close(
 
 
 def test_a_load_balancer_added_alone_is_what_a_full_load_makes(
-    ops_pair: tuple[Recorded, Recorded],
+    ops_pair: tuple[RecordedLibNftOps, RecordedLibNftOps],
 ) -> None:
     first, second = ops_pair
     lbs = [balancer(0), balancer(1, allowed_cidrs=("10.50.0.0/16",), connection_limit=9)]
@@ -118,7 +108,7 @@ def test_a_load_balancer_added_alone_is_what_a_full_load_makes(
 
 
 def test_a_new_load_balancer_on_a_held_vip_is_still_refused(
-    ops_pair: tuple[Recorded, Recorded],
+    ops_pair: tuple[RecordedLibNftOps, RecordedLibNftOps],
 ) -> None:
     ops = ops_pair[0]
     engine = L4Engine(ops)
@@ -140,7 +130,7 @@ def lab() -> Iterator[L4Lab]:
 
 
 def test_traffic_reaches_a_member_through_a_load_balancer_added_alone(lab: L4Lab) -> None:
-    ops = Recorded(lab.lb)
+    ops = RecordedLibNftOps(lab.lb)
     try:
         engine = L4Engine(ops)
         engine.apply(balancer(0))

@@ -23,23 +23,11 @@ from l4_lab import VIP, L4Lab, built_lab
 
 from lbaas.l4 import nft
 from lbaas.l4.engine import L4Engine
-from lbaas.l4.host.lib_ops import LibNftOps
 from lbaas.l4.host.real import RealNftOps
 from lbaas.l4.service import L4Listener, L4Member, L4Protocol, L4Service
+from tests.support.recorded_nft import RecordedLibNftOps
 
 pytestmark = [pytest.mark.root]
-
-
-class Texts(LibNftOps):
-    """Keeps the text it loaded: none for steps the kernel took."""
-
-    def __init__(self, namespace: str) -> None:
-        super().__init__(namespace)
-        self.loaded: list[str] = []
-
-    def load(self, ruleset: str) -> None:
-        super().load(ruleset)
-        self.loaded.append(ruleset)
 
 
 def _netns(*argv: str) -> None:
@@ -47,14 +35,14 @@ def _netns(*argv: str) -> None:
 
 
 @pytest.fixture
-def pair() -> Iterator[tuple[Texts, RealNftOps, str]]:
+def pair() -> Iterator[tuple[RecordedLibNftOps, RealNftOps, str]]:
     """Steps in one namespace, text in the other; the first namespace's name."""
     names = [f"lbt-stp-{uuid.uuid4().hex[:8]}" for _ in range(2)]
-    ops: Texts | None = None
+    ops: RecordedLibNftOps | None = None
     try:
         for name in names:
             _netns("add", name)
-        ops = Texts(names[0])
+        ops = RecordedLibNftOps(names[0])
         yield ops, RealNftOps(names[1]), names[0]
     finally:
         if ops is not None:
@@ -79,7 +67,7 @@ def balancer(index: int, down: int = 0) -> L4Service:
 
 
 def test_slot_updates_and_removals_as_steps_leave_the_table_text_leaves(
-    pair: tuple[Texts, RealNftOps, str],
+    pair: tuple[RecordedLibNftOps, RealNftOps, str],
 ) -> None:
     steps, text = pair[0], pair[1]
     by_steps, by_text = L4Engine(steps), L4Engine(text)
@@ -100,7 +88,7 @@ def test_slot_updates_and_removals_as_steps_leave_the_table_text_leaves(
 
 
 def test_refused_steps_change_nothing_and_the_text_path_still_applies(
-    pair: tuple[Texts, RealNftOps, str],
+    pair: tuple[RecordedLibNftOps, RealNftOps, str],
 ) -> None:
     steps, _text, namespace = pair
     engine = L4Engine(steps)
@@ -132,7 +120,9 @@ def test_refused_steps_change_nothing_and_the_text_path_still_applies(
     assert nft.chain_name(balancer(0).lb_id) in table
 
 
-def test_a_whole_large_map_moved_goes_as_one_batch(pair: tuple[Texts, RealNftOps, str]) -> None:
+def test_a_whole_large_map_moved_goes_as_one_batch(
+    pair: tuple[RecordedLibNftOps, RealNftOps, str],
+) -> None:
     steps, text = pair[0], pair[1]
 
     def service(base: int) -> L4Service:
@@ -157,7 +147,7 @@ def lab() -> Iterator[L4Lab]:
 
 
 def test_traffic_follows_a_slot_update_sent_as_steps(lab: L4Lab) -> None:
-    ops = Texts(lab.lb)
+    ops = RecordedLibNftOps(lab.lb)
     try:
         engine = L4Engine(ops)
         on_lab = lab.members()

@@ -239,6 +239,7 @@ class AmphoraConverger:
         applied = self.applied
         if applied is None or self.held:
             return False
+        announcements: list[Announcement] = []  # only for a namespace made again
         if self.setup.mode == "netns" and not self.setup.host.namespace_exists(self.namespace):
             if self.datapath is not None:
                 self.datapath.close()
@@ -246,10 +247,8 @@ class AmphoraConverger:
             rules, announcements = self._plumb(applied, None)
             if self.datapath is not None:
                 self.datapath.apply(applied, rules)
-            restarted = self.instance.ensure_running()
-            announce(self.setup.host, announcements)
-        else:
-            restarted = self.instance.ensure_running()
+        restarted = self.instance.ensure_running()
+        announce(self.setup.host, announcements)
         if self.keepalived is not None and self.keepalived.ensure_running():
             log.warning("restarted keepalived of amphora %s", self.id)
         return restarted

@@ -12,10 +12,10 @@ asks each VIP in turn, a request every ``--pause`` seconds on a new connection (
 timeout; a distributed VIP enters through its entry node), and one on each host asking
 the distributed VIPs (balanced by that host's own rules), each as often. Then the
 upgrade, one process at a time (``tests.support.rolling_upgrade``), control plane first
-as Octavia does: the schema's expansion (``lbaas db upgrade`` from the new tree); each
+as Octavia does: the schema's expansion (``lbaas db upgrade --expand`` from the new tree); each
 control host's api, worker and health (a create and an update after the first control
 host); a create and an update through the old agents; each host's agent; the contraction
-when ``--contract`` names its options. ``--agents-first``: the agents, a create and an
+(``--contract``: its options, '' to leave it out). ``--agents-first``: the agents, a create and an
 update, then the schema and the control plane. The creates and updates make and change a
 SINGLE and, when there are any, a distributed load balancer. ``--new``: a commit;
 default this working tree's code.
@@ -90,9 +90,9 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument(
         "--contract",
-        default=None,
-        help="the schema's contraction: options of lbaas db upgrade (e.g. '--contract'); "
-        "default none (the code has no contraction yet)",
+        default="--contract",
+        help="the schema's contraction: options of lbaas db upgrade (default '--contract'; "
+        "'' leaves it out)",
     )
     parser.add_argument(
         "--grace",
@@ -134,7 +134,7 @@ def main() -> None:
     new = str(tree_from_git(ROOT, args.new)) if args.new else ""
     load_before = os.getloadavg()
     directory = Path(tempfile.mkdtemp(prefix="up", dir="/tmp"))  # short: socket paths
-    contract = None if args.contract is None else shlex.split(args.contract)
+    contract = shlex.split(args.contract) or None
     result: dict[str, Any] = {
         "old": args.old,
         "new": args.new or "working tree",

@@ -10,13 +10,14 @@ on that host, where a distributed load balancer's decision is taken).
 
 ``upgrade_steps`` lists the procedure, one process at a time. By default the control
 plane first, as Octavia upgrades its control plane before its amphorae: the schema's
-expansion (``lbaas db upgrade``: the new code's processes refuse a schema that lacks their
+expansion (``lbaas db upgrade --expand``: the new code's processes refuse a schema that lacks their
 tables, while the old code's ignore what they do not know), every control host's api,
 worker and health (after the first control host, a create and an update: a control plane
 of both versions), a create and an update through old agents, then every host's agent:
 the new health manager judges the old agents' restarts. ``control_first=False``: the
 agents, a create and an update, the schema, the control plane. Then the schema's
-contraction when the code has one (``contract``). A step is a name and a function: a list
+contraction (``lbaas db upgrade --contract``: 0011 drops an index only the release before
+was planned with). A step is a name and a function: a list
 is easy to extend. ``run_steps`` runs them and reads, for each, the longest time a VIP
 went unanswered and the requests that failed, per provider too.
 """
@@ -142,12 +143,13 @@ def upgrade_steps(
     new: str,
     made: dict[str, list[str]],
     *,
-    contract: Sequence[str] | None = None,
+    contract: Sequence[str] | None = ("--contract",),
     grace: float = STOP_GRACE,
     control_first: bool = True,
 ) -> list[Step]:
     """The procedure's steps (see the module's docstring); ``contract``: the options of the
-    schema's contraction (``lbaas db upgrade <contract>``), None while the code has none;
+    schema's contraction (``lbaas db upgrade <contract>``; None: left out, as an operator
+    who waits to be sure of the new release would);
     ``grace``: SIGTERM to SIGKILL for each process stopped (0: SIGKILL); ``control_first``
     (the default): the schema and the control plane before the agents, so that the new
     health manager judges the old agents' restarts; False: the agents first."""
@@ -163,7 +165,7 @@ def upgrade_steps(
     controls = [restart(o, p) for o, p in order if o.startswith("ctl")]
     first_control = [s for s in controls if s.name.startswith(f"{control_name(1)}/")]
     later = controls[len(first_control) :]
-    schema = Step("schema: expand", lambda: upgrade_schema(lab, new))
+    schema = Step("schema: expand", lambda: upgrade_schema(lab, new, ["--expand"]))
     control_plane = [*first_control]
     if later:
         label = "control plane"

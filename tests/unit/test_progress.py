@@ -75,15 +75,24 @@ def test_db_upgrade_shows_each_migration_on_stderr_and_keeps_stdout(tmp_path: Pa
 
 
 def test_db_upgrade_by_phase_says_what_it_applied(tmp_path: Path) -> None:
-    """Rolling upgrades: ``--expand`` applies this release's expand migrations (all of
-    them: it has no contract one), ``--contract`` then finds none and says so."""
+    """Rolling upgrades: ``--expand`` stops before this release's contract migration,
+    ``--contract`` applies it, and a second ``--contract`` finds none and says so."""
     head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    assert head == "0011_drop_lb_project_index"  # the contract one; expand ends before it
     url = f"sqlite:///{tmp_path / 'lbaas.db'}"
     argv = [sys.executable, "-m", "lbaas.cli", "db", "upgrade", "--database-url", url]
     argv += ["--state-dir", str(tmp_path)]
-    expand = subprocess.run([*argv, "--expand"], capture_output=True, text=True, timeout=120)
-    assert expand.returncode == 0, expand.stderr
-    assert "db upgrade expand" in expand.stderr and f" applied {head}" in expand.stderr
-    contract = subprocess.run([*argv, "--contract"], capture_output=True, text=True, timeout=120)
-    assert contract.returncode == 0 and "no contract migration to apply" in contract.stderr
-    assert contract.stdout == expand.stdout == f"database at revision {head}\n"
+
+    def upgrade(phase: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*argv, phase], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    expand = upgrade("--expand")
+    assert "db upgrade expand" in expand.stderr and " applied 0010_lb_page_order" in expand.stderr
+    assert expand.stdout == "database at revision 0010_lb_page_order\n"
+    contract = upgrade("--contract")
+    assert f" applied {head}" in contract.stderr
+    again = upgrade("--contract")
+    assert "no contract migration to apply" in again.stderr
+    assert contract.stdout == again.stdout == f"database at revision {head}\n"

@@ -92,6 +92,7 @@ def test_one_host_and_one_control_host_upgrade_with_no_request_failed(
         "ctl/health",
         "mixed: old agents",
         "h1/agent",
+        "schema: contract",
     ]
     failed = [s for s in steps if "error" in s or s["failed_requests"]]
     assert failed == [], json.dumps(failed, indent=1)

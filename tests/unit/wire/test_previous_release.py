@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from lbaas.amphora.registry import AmphoraRegistry
 from lbaas.db.engine import Database
-from lbaas.db.migrate import upgrade_database
+from lbaas.db.migrate import current_revision, upgrade_database, upgrade_phase
 from lbaas.fleet.agent_app import create_agent_app
 from lbaas.fleet.client import AgentClient
 from lbaas.fleet.client_l4 import L4AgentClient
@@ -140,13 +140,25 @@ def test_old_processes_run_on_the_expanded_schema_but_cannot_migrate_it(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'expanded.sqlite'}"
     database = Database(url)
-    upgrade_database(database)  # every migration of this release is an expand one
+    upgrade_phase(database, "expand")  # what a rolling upgrade gives the old processes
     database.dispose()
     answer = run_old(old, _OLD_SCHEMA, url)
     assert answer["mismatch"] is None  # the api, worker and health processes start
     # `serve`, `enrol`, `network create-subnet` of the old release migrate at start-up,
     # and Alembic refuses a revision its scripts do not know: a finding, documented.
     assert "0010_lb_page_order" in answer["upgrade"]
+
+
+def test_this_release_contraction_leaves_old_processes_able_to_start(
+    old: Path, tmp_path: Path
+) -> None:
+    """Contracting early is an operator's mistake, not an outage: 0011 drops an index."""
+    url = f"sqlite:///{tmp_path / 'contracted.sqlite'}"
+    database = Database(url)
+    upgrade_database(database)
+    assert current_revision(database) == "0011_drop_lb_project_index"
+    database.dispose()
+    assert run_old(old, _OLD_SCHEMA, url)["mismatch"] is None
 
 
 _OLD_SPECS = """

@@ -188,10 +188,16 @@ def build_worker(
     runner = JobRunner(database, converger, settings.worker, metrics=metrics, agent_watch=watch)
     # Several workers: one purges (leader election on [coordination]; None: this one).
     housekeeping = open_leadership(settings, "housekeeping")
-    woken.append(
-        Worker(database, runner, settings.worker, slot_tag=slot_tag, housekeeping=housekeeping)
+    worker = Worker(
+        database,
+        runner,
+        settings.worker,
+        slot_tag=slot_tag,
+        housekeeping=housekeeping,
+        version_check=lambda name, wanted: providers.get(name).applied_versions(wanted),
     )
-    return woken[0]
+    woken.append(worker)
+    return worker
 
 
 def build_worker_process(

@@ -271,7 +271,11 @@ class WorkerSettings(_Section):
     )
     resync_interval: float = Field(
         60.0,
-        description="Each load balancer is re-converged about this often (spread out, not at once).",
+        description=(
+            "Each load balancer is compared with its data plane about this often (spread "
+            "out, not at once): re-converged, or, where its provider reports the version "
+            "its data plane holds (distributed), only checked against the version last sent."
+        ),
     )
     deleted_retention: float = Field(
         604800.0,

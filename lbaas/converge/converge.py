@@ -18,6 +18,7 @@ from typing import Protocol
 
 from lbaas.db.engine import Database
 from lbaas.db.jobs.job_queue import Claim, Fence
+from lbaas.db.jobs.resync_versions import record_applied_version
 from lbaas.db.loadbalancers import status_writer
 from lbaas.db.loadbalancers.graph_loader import graph_from_tree
 from lbaas.db.loadbalancers.tree_loader import load_tree
@@ -84,11 +85,12 @@ class Converger:
                     status_writer.finish_deleted(session, graph.id, utcnow())
             LOG.info("load balancer %s deleted", graph.id)
             return
-        provider.apply(graph, request.fence, rebuild=request.rebuild)
+        applied = provider.apply(graph, request.fence, rebuild=request.rebuild)
         operating = self._rollup(graph, provider.status(LoadBalancerId(graph.id)))
         with self._db.write() as session:
             if settle(session) is Fence.CURRENT:
                 status_writer.finish_applied(session, snapshot, utcnow(), operating)
+                record_applied_version(session, graph.id, applied.version)
         LOG.debug("load balancer %s converged", graph.id)
 
     def give_up(self, request: ConvergeRequest, reason: str, settle: Settle) -> None:

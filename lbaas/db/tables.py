@@ -450,6 +450,10 @@ class ConvergeJobRow(Base):
     next_attempt_at: Mapped[float] = mapped_column(Float, nullable=False, index=True)
     last_error: Mapped[str | None] = mapped_column(String(2048))
     updated_at: Mapped[float] = mapped_column(Float, nullable=False)
+    # The data-plane version the last successful converge sent (``ApplyResult.version``;
+    # None for providers without one): the resync checks it against what the nodes report
+    # instead of converging again (``lbaas.jobs.resync_check``).
+    applied_version: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 def table_of(mapped: type[Base]) -> Table:

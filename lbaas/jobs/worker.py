@@ -27,6 +27,7 @@ from lbaas.db import housekeeping
 from lbaas.db.engine import Database
 from lbaas.db.housekeeping import Purged
 from lbaas.db.jobs import job_queue
+from lbaas.jobs.resync_check import VersionCheck, check_due
 from lbaas.jobs.runner import JobRunner
 
 LOG = logging.getLogger(__name__)
@@ -46,10 +47,14 @@ class Worker:
         clock: Callable[[], float] = time.time,
         slot_tag: str = "",
         housekeeping: Leadership | None = None,
+        version_check: VersionCheck | None = None,
     ) -> None:
         """``housekeeping``: the election for the purge when several workers run (None:
-        this worker purges)."""
+        this worker purges); ``version_check``: how the resync asks a provider which load
+        balancers its data plane holds at the version last sent (``resync_check``; None:
+        every load balancer due is converged)."""
         self._db = database
+        self._version_check = version_check
         self._housekeeping = housekeeping
         self._runner = runner
         self._settings = settings
@@ -190,6 +195,12 @@ class Worker:
         ticks = 12
         while not self._stop.wait(interval / ticks):
             try:
+                if self._version_check is not None:
+                    now = self._clock()
+                    held = check_due(self._db, self._version_check, now, interval)
+                    if held:
+                        LOG.info("resync checked %d load balancers: their data planes hold "
+                                 "what was last sent", held)  # fmt: skip
                 share = job_queue.count_active(self._db) // ticks + 1
                 count = job_queue.enqueue_resync_share(self._db, self._clock(), interval, share)
                 if count:

@@ -159,6 +159,9 @@ class ApplyResult:
     # Set when the provider could already see the data plane serving (e.g. HAProxy up).
     serving: bool = True
     detail: str = ""
+    # The version the data plane was sent, when it reports which version it holds
+    # (``applied_versions``): kept with the job so a resync can check instead of converge.
+    version: int | None = None
 
 
 class ProviderDriver(abc.ABC):
@@ -203,6 +206,13 @@ class ProviderDriver(abc.ABC):
         Providers whose data planes push heartbeats may return None and let the health
         manager record what arrives.
         """
+
+    def applied_versions(self, wanted: Mapping[str, int]) -> set[str]:
+        """Of ``wanted`` (load balancer id: the ``ApplyResult.version`` its last converge
+        sent), the ids whose whole data plane reports holding exactly that version now: the
+        resync need not converge those (``lbaas.jobs.resync_check``). The default checks
+        nothing, so every load balancer is converged again, as before."""
+        return set()
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release what the provider holds (connections, threads)."""

@@ -78,7 +78,7 @@ def test_db_upgrade_by_phase_says_what_it_applied(tmp_path: Path) -> None:
     """Rolling upgrades: ``--expand`` stops before this release's contract migration,
     ``--contract`` applies it, and a second ``--contract`` finds none and says so."""
     head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
-    assert head == "0011_drop_lb_project_index"  # the contract one; expand ends before it
+    assert head == "0012_drop_lb_project_index"  # the contract one; expand ends before it
     url = f"sqlite:///{tmp_path / 'lbaas.db'}"
     argv = [sys.executable, "-m", "lbaas.cli", "db", "upgrade", "--database-url", url]
     argv += ["--state-dir", str(tmp_path)]
@@ -89,8 +89,8 @@ def test_db_upgrade_by_phase_says_what_it_applied(tmp_path: Path) -> None:
         return done
 
     expand = upgrade("--expand")
-    assert "db upgrade expand" in expand.stderr and " applied 0010_lb_page_order" in expand.stderr
-    assert expand.stdout == "database at revision 0010_lb_page_order\n"
+    assert "db upgrade expand" in expand.stderr and " applied 0011_applied_version" in expand.stderr
+    assert expand.stdout == "database at revision 0011_applied_version\n"
     contract = upgrade("--contract")
     assert f" applied {head}" in contract.stderr
     again = upgrade("--contract")

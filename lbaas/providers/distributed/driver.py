@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +95,12 @@ def _directory(context: ProviderContext) -> NodeDirectory:
     if context.database is None or not providers.distributed_use_hosts:
         return listed
     return RegistryNodeDirectory(context.database, listed, bool(providers.distributed_nodes))
+
+
+def _holds(listing: Mapping[str, L4ServiceStatus], lb_id: str, version: int) -> bool:
+    """Whether a node's listing has the load balancer applied at ``version``, error-free."""
+    seen = listing.get(lb_id)
+    return seen is not None and seen.applied_version == version and seen.last_error is None
 
 
 @dataclass(frozen=True)
@@ -188,7 +194,25 @@ class DistributedProvider(ProviderDriver):
         )
         with self._lock:
             self._graphs[graph.id] = graph
-        return ApplyResult(serving=True, detail="distributed")
+        return ApplyResult(serving=True, detail="distributed", version=spec.version)
+
+    def applied_versions(self, wanted: Mapping[str, int]) -> set[str]:
+        """The ids of ``wanted`` that every node carries at exactly the version given: one
+        listing per node for all of them (the status poll's ``node_views``), instead of a
+        converge each (issue 34: a full resync of 10,000). A node that does not answer, or
+        one of a release that cannot list, checks nothing: all are converged as before."""
+        nodes = self._directory.nodes()
+        if not wanted or not nodes:
+            return set()
+        views = self.node_views().by_node
+        listings = [views.get(node.name) for node in nodes]
+        if any(listing is None for listing in listings):
+            return set()
+        return {
+            lb_id
+            for lb_id, version in wanted.items()
+            if all(_holds(listing, lb_id, version) for listing in listings if listing is not None)
+        }
 
     def delete(self, loadbalancer_id: LoadBalancerId, fence: Claim) -> None:
         self._each_node(

@@ -290,6 +290,30 @@ def test_a_node_new_to_the_fleet_gets_the_load_balancer_at_the_next_status_poll(
     assert report is not None and report.pools[GRAPH.pools[0].id].members
 
 
+def test_the_resync_check_finds_what_every_node_holds_at_the_version_sent(
+    provider: DistributedProvider, fleet: Fleet, tmp_path: Path
+) -> None:
+    sent = provider.apply(GRAPH, CLAIM).version
+    assert sent is not None
+    lists_before = [f.single_gets for f in fleet.fakes.values()]
+    assert provider.applied_versions({GRAPH.id: sent, "never-sent": sent}) == {GRAPH.id}
+    assert [f.single_gets for f in fleet.fakes.values()] == lists_before  # listings only
+    assert provider.applied_versions({GRAPH.id: sent - 1}) == set()  # not what it holds
+    fleet.fakes["n2"].manager.delete(GRAPH.id)  # a node that lost it
+    assert provider.applied_versions({GRAPH.id: sent}) == set()
+    again = provider.apply(GRAPH, CLAIM).version
+    assert again is not None and again > sent
+    assert provider.applied_versions({GRAPH.id: again}) == {GRAPH.id}
+    fleet.fakes["n1"].reachable = False  # a node that does not answer checks nothing
+    assert provider.applied_versions({GRAPH.id: again}) == set()
+    fleet.fakes["n1"].reachable = True
+    fleet.fakes["n0"].lists = False  # nor does an agent of a release that cannot list
+    assert provider.applied_versions({GRAPH.id: again}) == set()
+    fleet.fakes["n0"].lists = True
+    fleet.fakes["n9"] = FakeNode(tmp_path / "n9")  # a node new to the fleet holds nothing
+    assert provider.applied_versions({GRAPH.id: again}) == set()
+
+
 def test_the_spec_names_its_format_and_an_unknown_format_is_refused_clearly() -> None:
     spec = service_spec(GRAPH, version=3)
     assert spec.spec_format == 1 == L4_SPEC_FORMAT

@@ -146,17 +146,17 @@ def test_old_processes_run_on_the_expanded_schema_but_cannot_migrate_it(
     assert answer["mismatch"] is None  # the api, worker and health processes start
     # `serve`, `enrol`, `network create-subnet` of the old release migrate at start-up,
     # and Alembic refuses a revision its scripts do not know: a finding, documented.
-    assert "0010_lb_page_order" in answer["upgrade"]
+    assert "0011_applied_version" in answer["upgrade"]
 
 
 def test_this_release_contraction_leaves_old_processes_able_to_start(
     old: Path, tmp_path: Path
 ) -> None:
-    """Contracting early is an operator's mistake, not an outage: 0011 drops an index."""
+    """Contracting early is an operator's mistake, not an outage: 0012 drops an index."""
     url = f"sqlite:///{tmp_path / 'contracted.sqlite'}"
     database = Database(url)
     upgrade_database(database)
-    assert current_revision(database) == "0011_drop_lb_project_index"
+    assert current_revision(database) == "0012_drop_lb_project_index"
     database.dispose()
     assert run_old(old, _OLD_SCHEMA, url)["mismatch"] is None
 

@@ -1,16 +1,16 @@
 """drop load_balancers(project_id): (project_id, created_at, id) serves every lookup by it
 
-Revision ID: 0011_drop_lb_project_index
-Revises: 0010_lb_page_order
-Create Date: 2026-12-08 00:50:00
+Revision ID: 0012_drop_lb_project_index
+Revises: 0011_applied_version
+Create Date: 2026-12-08 01:20:00
 """
 
 from __future__ import annotations
 
 from alembic import op
 
-revision = "0011_drop_lb_project_index"
-down_revision = "0010_lb_page_order"
+revision = "0012_drop_lb_project_index"
+down_revision = "0011_applied_version"
 branch_labels = None
 depends_on = None
 #: Rolling upgrades (``lbaas.db.migrate``): removes what only the release before relies on,

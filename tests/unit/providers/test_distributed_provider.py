@@ -8,6 +8,7 @@ unreachable. The majority rule is tested on hand-made node views.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 from collections import Counter
@@ -312,6 +313,23 @@ def test_the_resync_check_finds_what_every_node_holds_at_the_version_sent(
     fleet.fakes["n0"].lists = True
     fleet.fakes["n9"] = FakeNode(tmp_path / "n9")  # a node new to the fleet holds nothing
     assert provider.applied_versions({GRAPH.id: again}) == set()
+
+
+#: The translation of GRAPH, pinned. The resync checks a stored version instead of
+#: converging (``lbaas.jobs.resync_check``), so a change that makes the code write another
+#: spec for the same graph must also ship a migration that sets
+#: ``converge_jobs.applied_version`` to NULL, or load balancers made before it would keep
+#: their old specs until changed (docs/architecture.md, "A full resync converged").
+TRANSLATION_OF_GRAPH = "16166283de60f1b3"
+
+
+def test_a_changed_translation_is_noticed() -> None:
+    text = service_spec(GRAPH, version=1).model_dump_json()
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert digest == TRANSLATION_OF_GRAPH, (
+        "the distributed spec of the same graph changed: ship a migration that sets "
+        "converge_jobs.applied_version to NULL, then pin the new digest"
+    )
 
 
 def test_the_spec_names_its_format_and_an_unknown_format_is_refused_clearly() -> None:

@@ -19,31 +19,68 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from lbaas.db.engine import Database
 from lbaas.db.jobs import resync_versions
 
 LOG = logging.getLogger(__name__)
 
-VersionCheck = Callable[[str, Mapping[str, int]], set[str]]
-"""(provider name, {load balancer id: version wanted}) -> the ids held at that version."""
+VersionCheck = Callable[[str, Mapping[str, int]], set[str] | None]
+"""(provider name, {load balancer id: version wanted}) -> the ids held at that version;
+None: the provider cannot tell now."""
 
 #: Load balancers checked in one tick at most: one listing per node answers them all.
 CHECK_BATCH = 20_000
 
 
+@dataclass(frozen=True)
+class CheckResult:
+    held: int
+    """Load balancers marked checked: not converged this round."""
+    undecided: int
+    """Load balancers whose provider could not tell now (see ``ResyncPacing``)."""
+
+
 def check_due(
     db: Database, check: VersionCheck, now: float, interval: float, limit: int = CHECK_BATCH
-) -> int:
-    """Check the load balancers due for a resync that have a version; mark those held.
-    How many were held (and so will not be converged this round)."""
+) -> CheckResult:
+    """Check the load balancers due for a resync that have a version; mark those held."""
     held: dict[str, int] = {}
+    undecided = 0
     for provider, wanted in resync_versions.due_with_versions(db, now, interval, limit).items():
         try:
             found = check(provider, wanted)
         except Exception as exc:  # noqa: BLE001 - whatever it is, the converges still run
             LOG.warning("resync: provider %s could not check versions: %s", provider, exc)
+            found = None
+        if found is None:
+            undecided += len(wanted)
             continue
         held.update((lb_id, wanted[lb_id]) for lb_id in found if lb_id in wanted)
     resync_versions.mark_checked(db, held, now)
-    return len(held)
+    return CheckResult(len(held), undecided)
+
+
+class ResyncPacing:
+    """Whether a tick may converge what is due, after its check.
+
+    Right after a controller starts, a provider may not be able to tell yet (the hosts
+    registry has not heard its nodes again): converging every load balancer it was asked
+    about would be the old full resync for those (the likely reason 69 of 950 distributed
+    load balancers were converged again at 1,000 before this). So while a check is
+    undecided the converges wait, for one interval at most: a data plane that never
+    answers is converged as it always was.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+        self._undecided_since: float | None = None
+
+    def may_converge(self, result: CheckResult, now: float) -> bool:
+        if not result.undecided:
+            self._undecided_since = None
+            return True
+        if self._undecided_since is None:
+            self._undecided_since = now
+        return now - self._undecided_since >= self._interval

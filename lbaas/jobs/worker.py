@@ -27,7 +27,7 @@ from lbaas.db import housekeeping
 from lbaas.db.engine import Database
 from lbaas.db.housekeeping import Purged
 from lbaas.db.jobs import job_queue
-from lbaas.jobs.resync_check import VersionCheck, check_due
+from lbaas.jobs.resync_check import ResyncPacing, VersionCheck, check_due
 from lbaas.jobs.runner import JobRunner
 
 LOG = logging.getLogger(__name__)
@@ -193,14 +193,19 @@ class Worker:
         # load balancer at once (which stalled the API every minute at a few thousand).
         interval = self._settings.resync_interval
         ticks = 12
+        pacing = ResyncPacing(interval)
         while not self._stop.wait(interval / ticks):
             try:
                 if self._version_check is not None:
                     now = self._clock()
-                    held = check_due(self._db, self._version_check, now, interval)
-                    if held:
+                    checked = check_due(self._db, self._version_check, now, interval)
+                    if checked.held:
                         LOG.info("resync checked %d load balancers: their data planes hold "
-                                 "what was last sent", held)  # fmt: skip
+                                 "what was last sent", checked.held)  # fmt: skip
+                    if not pacing.may_converge(checked, now):
+                        LOG.info("resync: %d load balancers not checked yet (a data plane "
+                                 "did not answer): converges wait", checked.undecided)  # fmt: skip
+                        continue
                 share = job_queue.count_active(self._db) // ticks + 1
                 count = job_queue.enqueue_resync_share(self._db, self._clock(), interval, share)
                 if count:

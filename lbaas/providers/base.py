@@ -207,11 +207,12 @@ class ProviderDriver(abc.ABC):
         manager record what arrives.
         """
 
-    def applied_versions(self, wanted: Mapping[str, int]) -> set[str]:
+    def applied_versions(self, wanted: Mapping[str, int]) -> set[str] | None:
         """Of ``wanted`` (load balancer id: the ``ApplyResult.version`` its last converge
         sent), the ids whose whole data plane reports holding exactly that version now: the
-        resync need not converge those (``lbaas.jobs.resync_check``). The default checks
-        nothing, so every load balancer is converged again, as before."""
+        resync need not converge those (``lbaas.jobs.resync_check``). None: it cannot tell
+        now (its data plane did not answer), so the resync waits a little before it
+        converges them. The default holds nothing: every one is converged, as before."""
         return set()
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing

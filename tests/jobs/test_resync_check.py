@@ -15,7 +15,7 @@ from lbaas.db.engine import Database
 from lbaas.db.jobs import job_queue, resync_versions
 from lbaas.db.tables import ConvergeJobRow
 from lbaas.health.rollup import roll_up
-from lbaas.jobs.resync_check import check_due
+from lbaas.jobs.resync_check import CheckResult, ResyncPacing, check_due
 from lbaas.jobs.runner import JobRunner
 from lbaas.jobs.worker import Worker
 from lbaas.model.graph import LoadBalancer
@@ -59,7 +59,7 @@ def test_what_the_data_plane_holds_is_checked_and_the_rest_converged(
         return {held, "an-id-it-was-not-asked-about"}
 
     later = time.time() + INTERVAL + 1
-    assert check_due(db, check, later, INTERVAL) == 1
+    assert check_due(db, check, later, INTERVAL) == CheckResult(held=1, undecided=0)
     # One call for every due load balancer with a version, whatever their number.
     assert asked == [("noop", {held: 101, moved: 102})]
     # The checked one is not due again for an interval; the others are converged.
@@ -86,9 +86,24 @@ def test_a_provider_that_cannot_check_leaves_all_to_the_converges(
     def broken(provider: str, wanted: Mapping[str, int]) -> set[str]:
         raise RuntimeError("the nodes could not be listed")
 
+    def silent(provider: str, wanted: Mapping[str, int]) -> set[str] | None:
+        return None  # a node did not answer
+
     later = time.time() + INTERVAL + 1
-    assert check_due(db, broken, later, INTERVAL) == 0
+    assert check_due(db, broken, later, INTERVAL) == CheckResult(held=0, undecided=2)
+    assert check_due(db, silent, later, INTERVAL) == CheckResult(held=0, undecided=2)
     assert job_queue.enqueue_resync(db, later, INTERVAL) == 2
+
+
+def test_converges_wait_for_an_undecided_check_one_interval_at_most() -> None:
+    pacing = ResyncPacing(INTERVAL)
+    decided, undecided = CheckResult(held=3, undecided=0), CheckResult(held=0, undecided=5)
+    assert pacing.may_converge(decided, 0.0)
+    assert not pacing.may_converge(undecided, 1.0)  # just started: its nodes not heard yet
+    assert not pacing.may_converge(undecided, 1.0 + INTERVAL - 1)
+    assert pacing.may_converge(undecided, 1.0 + INTERVAL)  # never answers: converged anyway
+    assert pacing.may_converge(decided, 200.0)
+    assert not pacing.may_converge(undecided, 201.0)  # a new spell waits again
 
 
 class VersionedNoop(NoopProvider):

@@ -196,18 +196,21 @@ class DistributedProvider(ProviderDriver):
             self._graphs[graph.id] = graph
         return ApplyResult(serving=True, detail="distributed", version=spec.version)
 
-    def applied_versions(self, wanted: Mapping[str, int]) -> set[str]:
+    def applied_versions(self, wanted: Mapping[str, int]) -> set[str] | None:
         """The ids of ``wanted`` that every node carries at exactly the version given: one
         listing per node for all of them (the status poll's ``node_views``), instead of a
-        converge each (issue 34: a full resync of 10,000). A node that does not answer, or
-        one of a release that cannot list, checks nothing: all are converged as before."""
+        converge each (issue 34: a full resync of 10,000). None, when no node is known yet
+        (a registry whose hosts are not heard from again after a restart), a node does not
+        answer or one of a release that cannot list: the resync cannot tell now."""
         nodes = self._directory.nodes()
-        if not wanted or not nodes:
+        if not wanted:
             return set()
+        if not nodes:
+            return None
         views = self.node_views().by_node
         listings = [views.get(node.name) for node in nodes]
         if any(listing is None for listing in listings):
-            return set()
+            return None
         return {
             lb_id
             for lb_id, version in wanted.items()

@@ -305,14 +305,17 @@ def test_the_resync_check_finds_what_every_node_holds_at_the_version_sent(
     again = provider.apply(GRAPH, CLAIM).version
     assert again is not None and again > sent
     assert provider.applied_versions({GRAPH.id: again}) == {GRAPH.id}
-    fleet.fakes["n1"].reachable = False  # a node that does not answer checks nothing
-    assert provider.applied_versions({GRAPH.id: again}) == set()
+    fleet.fakes["n1"].reachable = False  # a node that does not answer: cannot tell
+    assert provider.applied_versions({GRAPH.id: again}) is None
     fleet.fakes["n1"].reachable = True
-    fleet.fakes["n0"].lists = False  # nor does an agent of a release that cannot list
-    assert provider.applied_versions({GRAPH.id: again}) == set()
+    fleet.fakes["n0"].lists = False  # nor can an agent of a release that cannot list
+    assert provider.applied_versions({GRAPH.id: again}) is None
     fleet.fakes["n0"].lists = True
     fleet.fakes["n9"] = FakeNode(tmp_path / "n9")  # a node new to the fleet holds nothing
     assert provider.applied_versions({GRAPH.id: again}) == set()
+    fleet.fakes.clear()  # no node known yet (a registry not hearing its hosts again)
+    assert provider.applied_versions({GRAPH.id: again}) is None
+    assert provider.applied_versions({}) == set()
 
 
 #: The translation of GRAPH, pinned. The resync checks a stored version instead of

@@ -65,7 +65,7 @@ class LoadBalancerRow(StatusMixin, Base):
     )
 
     id: Mapped[str] = _id()
-    # No index of its own: ix_load_balancers_project_created_id begins with it (0011).
+    # No index of its own: ix_load_balancers_project_created_id begins with it (0012).
     project_id: Mapped[str] = mapped_column(String(36), nullable=False)
     name: Mapped[str | None] = mapped_column(String(255))
     description: Mapped[str | None] = mapped_column(String(255))

@@ -458,8 +458,10 @@ class HealthSettings(_Section):
         1.0,
         description=(
             "Before failing over a silent amphora, its listeners are probed on the VIP for "
-            "up to this many seconds each; if the data plane answers, only the agent is "
-            "degraded and nothing is rebuilt. 0: no probe, silence alone fails over."
+            "up to this many seconds each (an ACTIVE_STANDBY amphora: HAProxy's peers port "
+            "on its own VRRP address, since either amphora answers the VIP); if it answers, "
+            "only the agent is degraded and nothing is rebuilt. 0: no probe, silence alone "
+            "fails over."
         ),
     )
     host_stale_after: float = Field(

@@ -145,7 +145,8 @@ class AmphoraDatapath:
 
     def check(self, spec: AmphoraSpec, vip_device: str) -> str:
         """The filter ruleset for ``spec``, validated with ``nft -c``; changes nothing."""
-        text = render(spec.vip.address, vip_device, spec.vip_filter, spec.udp_listeners)
+        own = None if spec.vrrp is None else spec.vrrp.own_address
+        text = render(spec.vip.address, vip_device, spec.vip_filter, spec.udp_listeners, own)
         if self._loaded is None or self._loaded[0] != text:
             self._nft.check(text)
         return text

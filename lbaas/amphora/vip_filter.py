@@ -6,8 +6,10 @@
     chain vip_in   filter, prerouting, priority -150 (after conntrack, before the L4
                    engine's DNAT, so the destination is still the VIP):
                    on the VIP leg accept replies of known flows, ICMP, each listener's
-                   port on the VIP (from its allowed_cidrs when it has some) and each
-                   extra peer's protocol (VRRP between a pair); drop the rest
+                   port on the VIP (from its allowed_cidrs when it has some), each
+                   extra peer's protocol (VRRP between a pair) and, for a pair's
+                   amphora, HAProxy's peers port on its own VRRP address (the health
+                   manager's own-address probe, ``lbaas.health.pair_probe``); drop the rest
     chain forward  filter, policy drop: the amphora forwards nothing but the flows the L4
                    engine translated (``ct status dnat``); per UDP listener one counter
                    for each direction (bytes in, bytes out)
@@ -24,7 +26,7 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lbaas.wire.datapath import ListenerPort, UdpListener, VipFilter
+from lbaas.wire.datapath import HAPROXY_PEER_PORT, ListenerPort, UdpListener, VipFilter
 
 TABLE = "lbaas_amphora"
 FORWARD_CHAIN = "forward"
@@ -47,7 +49,7 @@ def _accept_port(vip: str, rule: ListenerPort) -> list[str]:
     return [f"ip daddr {vip} {sources}{rule.protocol} dport {rule.port} accept"]
 
 
-def _vip_in(vip: str, device: str, rules: VipFilter) -> list[str]:
+def _vip_in(vip: str, device: str, rules: VipFilter, own_address: str | None) -> list[str]:
     guard = f'iifname "{device}"'
     lines = [
         "type filter hook prerouting priority -150; policy accept;",
@@ -61,6 +63,10 @@ def _vip_in(vip: str, device: str, rules: VipFilter) -> list[str]:
         f"{guard} ip saddr {peer.address} ip protocol {peer.protocol} accept"
         for peer in rules.peers
     ]
+    if own_address is not None and ipaddress.ip_address(own_address).version == 4:
+        # HAProxy's peers handshake takes only the pair's peer names (amphora ids): from
+        # anyone else a connection shows no more than that this amphora's HAProxy lives.
+        lines.append(f"{guard} ip daddr {own_address} tcp dport {HAPROXY_PEER_PORT} accept")
     lines.append(f'{guard} counter drop comment "vip_drop"')
     return lines
 
@@ -78,15 +84,24 @@ def _forward(vip: str, listeners: Sequence[UdpListener]) -> list[str]:
 
 
 def render(
-    vip: str, vip_device: str, rules: VipFilter | None, listeners: Sequence[UdpListener]
+    vip: str,
+    vip_device: str,
+    rules: VipFilter | None,
+    listeners: Sequence[UdpListener],
+    own_address: str | None = None,
 ) -> str:
     """The whole table as one transaction (declare, delete, define: works either way).
 
     ``rules`` None leaves the VIP leg open (a controller that sends no filter).
+    ``own_address``: a pair amphora's VRRP address, whose peers port is let in.
     """
     filtered = rules is not None and ipaddress.ip_address(vip).version == 4
     chains = {
-        **({"vip_in": _vip_in(vip, vip_device, rules)} if rules is not None and filtered else {}),
+        **(
+            {"vip_in": _vip_in(vip, vip_device, rules, own_address)}
+            if rules is not None and filtered
+            else {}
+        ),
         FORWARD_CHAIN: _forward(vip, listeners),
         "postrouting": [
             "type nat hook postrouting priority srcnat; policy accept;",

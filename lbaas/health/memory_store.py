@@ -26,6 +26,7 @@ class InMemoryHealthStore(HealthStore):
         self._lock = threading.Lock()
         self._amphora_lb: dict[AmphoraId, LoadBalancerId] = {}
         self._hosts: dict[AmphoraId, str | None] = {}
+        self._addresses: dict[AmphoraId, str | None] = {}
         self._last_seen: dict[AmphoraId, float] = {}
         self._graphs: dict[LoadBalancerId, LoadBalancer] = {}
         self._pending: set[LoadBalancerId] = set()
@@ -43,11 +44,14 @@ class InMemoryHealthStore(HealthStore):
         loadbalancer_id: LoadBalancerId,
         last_seen: float | None = None,
         host: str | None = None,
+        address: str | None = None,
     ) -> None:
-        """Register an amphora serving a load balancer, optionally already heard from."""
+        """Register an amphora serving a load balancer, optionally already heard from;
+        ``address``: its own (VRRP) address."""
         with self._lock:
             self._amphora_lb[amphora_id] = loadbalancer_id
             self._hosts[amphora_id] = host
+            self._addresses[amphora_id] = address
             if last_seen is not None:
                 self._last_seen[amphora_id] = last_seen
 
@@ -151,7 +155,7 @@ class InMemoryHealthStore(HealthStore):
     def list_amphora_heartbeats(self) -> list[AmphoraHeartbeat]:
         with self._lock:
             return [
-                AmphoraHeartbeat(aid, lb_id, seen, self._hosts.get(aid))
+                AmphoraHeartbeat(aid, lb_id, seen, self._hosts.get(aid), self._addresses.get(aid))
                 for aid, lb_id in self._amphora_lb.items()
                 if (seen := self._last_seen.get(aid)) is not None
             ]

@@ -107,6 +107,15 @@ class ListenerProbe(DataPlaneProbe):
             log.debug("probe of %s:%d: %s", address, listener.protocol_port, exc)
             return False
 
+    def port_acts(self, address: str, port: int) -> bool:
+        """Whether a live process acts on an empty connection to ``address``:``port``, sent
+        from an ephemeral port (the own-address probe of a pair's amphora)."""
+        try:
+            return self._acts(address, port, from_probe_source=False)
+        except OSError as exc:  # refused, timed out, unreachable: no evidence of life
+            log.debug("probe of %s:%d: %s", address, port, exc)
+            return False
+
     def _acts(self, address: str, port: int, *, from_probe_source: bool) -> bool:
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
         connected = False

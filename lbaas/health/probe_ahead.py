@@ -10,33 +10,37 @@ started that way covers the last stretch of the silence, which is the evidence t
 at ``stale_after`` would have given, a timeout earlier. An amphora heard again loses its
 probe; each verdict is used once, for the sweep that finds the amphora stale, and later
 sweeps probe again as they always did.
+
+A probe is any check returning a verdict: the VIP probe of a SINGLE amphora, or the
+own-address probe of a pair's amphora (``lbaas.health.pair_probe``); the pool is shared.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from lbaas.health.probe import DataPlaneProbe
-from lbaas.model.graph import AmphoraId, LoadBalancer
+from lbaas.model.graph import AmphoraId
+
+Check = Callable[[], bool]
+"""One probe of one amphora: True only on evidence that it serves."""
 
 
 class ProbesAhead:
     """The probes in flight or done, per amphora, on a pool of at most ``workers``
     threads shared with the sweeps' own probes."""
 
-    def __init__(self, probe: DataPlaneProbe, workers: int) -> None:
-        self._probe = probe
+    def __init__(self, workers: int) -> None:
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="vip-probe")
         self._started: dict[AmphoraId, Future[bool]] = {}
         self._lock = threading.Lock()
 
-    def start(self, amphora_id: AmphoraId, graph: LoadBalancer) -> None:
-        """Probe ``graph``'s data plane for ``amphora_id`` now, unless one is under way."""
+    def start(self, amphora_id: AmphoraId, check: Check) -> None:
+        """Run ``check`` for ``amphora_id`` now, unless one is under way."""
         with self._lock:
             if amphora_id not in self._started:
-                self._started[amphora_id] = self._pool.submit(self._probe.serving, graph)
+                self._started[amphora_id] = self._pool.submit(check)
 
     def started(self) -> frozenset[AmphoraId]:
         with self._lock:
@@ -48,11 +52,11 @@ class ProbesAhead:
             for amphora_id in set(self._started) - set(suspects):
                 del self._started[amphora_id]
 
-    def verdict(self, amphora_id: AmphoraId, graph: LoadBalancer) -> Future[bool]:
-        """The probe started ahead for ``amphora_id`` (taken: used once), or a new one."""
+    def verdict(self, amphora_id: AmphoraId, check: Check) -> Future[bool]:
+        """The probe started ahead for ``amphora_id`` (taken: used once), or ``check`` now."""
         with self._lock:
             ahead = self._started.pop(amphora_id, None)
-        return ahead if ahead is not None else self._pool.submit(self._probe.serving, graph)
+        return ahead if ahead is not None else self._pool.submit(check)
 
     def close(self) -> None:
         """Stop taking probes; those running end within their timeout on their own."""

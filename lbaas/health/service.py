@@ -30,6 +30,7 @@ from lbaas.health.host_probe import HostVerdicts, TcpHostProbe
 from lbaas.health.lb_breaker import LoadBalancerBreaker, SqlRetirementHistory
 from lbaas.health.metrics import HealthManagerCollector
 from lbaas.health.node_flows import fold_node_flows
+from lbaas.health.pair_probe import PeerPortProbe
 from lbaas.health.probe import ListenerProbe
 from lbaas.health.processor import HeartbeatProcessor
 from lbaas.health.receiver import HeartbeatReceiver
@@ -132,6 +133,7 @@ def _sweepers(
         silent_hosts=lambda: host_sweeper.mark_down(),  # bound below, before any sweep
         probe_lead=health.probe_timeout,
         restarting_hosts=lambda: host_sweeper.restarting,
+        pair_probe=PeerPortProbe(timeout=health.probe_timeout) if health.probe_timeout else None,
     )
     host_sweeper = HostSweeper(
         hosts,

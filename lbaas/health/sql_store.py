@@ -243,10 +243,12 @@ class SqlHealthStore(HealthStore):
         pending = self._pending.last_heard()
         with self._db.read() as session:
             rows = health_repo.heartbeating_amphorae(session)
-        return [
-            AmphoraHeartbeat(amp, LoadBalancerId(lb), max(seen, pending.get(amp, seen)), host)
-            for amp, lb, seen, host in ((AmphoraId(a), lb, seen, h) for a, lb, seen, h in rows)
-        ]
+        heard = []
+        for amphora_id, lb, seen, host, address in rows:
+            amp = AmphoraId(amphora_id)
+            latest = max(seen, pending.get(amp, seen))
+            heard.append(AmphoraHeartbeat(amp, LoadBalancerId(lb), latest, host, address))
+        return heard
 
     def request_failover(self, amphora_id: AmphoraId) -> bool:
         with self._db.write() as session:

@@ -27,6 +27,12 @@ answer on the VIP. If they do, the agent is taken to be degraded (paused, wedged
 restarting): the amphora is left alone, a warning is logged once, and it is reported in
 ``SweepResult.agent_silent`` and ``lbaas_amphorae_agent_silent`` until it heartbeats again. Only when the data plane is silent
 too is the amphora rebuilt.
+
+A pair shares its VIP, so the VIP says nothing of one of its amphorae: a silent pair
+amphora is asked on its own VRRP address instead (an ``OwnAddressProbe``,
+``lbaas.health.pair_probe``), unless its host was marked DOWN (lost: rebuilt at once, as
+before) or is restarting (kept, as before). Without that probe, or an address, silence
+alone fails a pair amphora over.
 """
 
 from __future__ import annotations
@@ -36,10 +42,12 @@ import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import partial
 
 from lbaas.health.lb_breaker import LoadBalancerBreaker
+from lbaas.health.pair_probe import OwnAddressProbe
 from lbaas.health.probe import DataPlaneProbe, NoProbe
-from lbaas.health.probe_ahead import ProbesAhead
+from lbaas.health.probe_ahead import Check, ProbesAhead
 from lbaas.health.store import AmphoraHeartbeat, HealthStore
 from lbaas.health.storm import storm_reason
 from lbaas.model.enums import Topology
@@ -50,6 +58,13 @@ from lbaas.model.graph import AmphoraId, LoadBalancer
 _MAX_PROBES_AT_ONCE = 32
 
 log = logging.getLogger(__name__)
+
+#: What vouched for an amphora left alone, by (its host restarting, a pair's amphora).
+_EVIDENCE = {
+    (True, True): "its host answers",
+    (False, True): "its own address answers",
+    (False, False): "its data plane answers",
+}
 
 
 @dataclass(frozen=True)
@@ -80,13 +95,15 @@ class StaleAmphoraSweeper:
         silent_hosts: Callable[[], Collection[str]] = lambda: (),
         probe_lead: float = 0.0,
         restarting_hosts: Callable[[], Collection[str]] = lambda: (),
+        pair_probe: OwnAddressProbe | None = None,
     ) -> None:
         """``silent_hosts`` marks the hosts silent too long DOWN and returns their ids
         (``HostSweeper.mark_down``); each sweep calls it first (see ``_sweep``).
         ``probe_lead``: how long before ``stale_after`` a silent amphora's data plane is
         probed (the probe's timeout; ``lbaas.health.probe_ahead``); 0 probes at
         ``stale_after``. ``restarting_hosts``: the silent hosts that still answer
-        (``HostSweeper.restarting``): the pair amphorae on them are left alone."""
+        (``HostSweeper.restarting``): the pair amphorae on them are left alone.
+        ``pair_probe``: asks a silent pair amphora of an UP host on its own address."""
         if stale_after <= 0:
             raise ValueError("stale_after must be positive")
         if not 0 <= failover_threshold <= 1:
@@ -98,7 +115,8 @@ class StaleAmphoraSweeper:
         self._min_storm_size = min_storm_size
         self._probe = probe if probe is not None else NoProbe()
         self._probe_lead = min(max(probe_lead, 0.0), stale_after)
-        self._ahead = ProbesAhead(self._probe, _MAX_PROBES_AT_ONCE)
+        self._pair_probe = pair_probe
+        self._ahead = ProbesAhead(_MAX_PROBES_AT_ONCE)
         self._breaker = breaker
         self._silent_hosts = silent_hosts
         self._restarting_hosts = restarting_hosts
@@ -165,7 +183,7 @@ class StaleAmphoraSweeper:
         self._clear_alarm(len(stale), len(heard))
         self._probe_suspects(heard, frozenset(stale), now)
         silent = [hb for hb in heard if hb.amphora_id in stale]
-        serving = self._data_plane_serving(silent)
+        serving = self._data_plane_serving(silent, lost_hosts)
         requested = tuple(
             hb.amphora_id
             for hb in silent
@@ -181,25 +199,31 @@ class StaleAmphoraSweeper:
             )
         return SweepResult(len(heard), stale, requested, None, tuple(sorted(serving)))
 
-    def _data_plane_serving(self, stale: list[AmphoraHeartbeat]) -> set[AmphoraId]:
+    def _data_plane_serving(
+        self, stale: list[AmphoraHeartbeat], lost_hosts: frozenset[str]
+    ) -> set[AmphoraId]:
         """The stale amphorae left alone: those whose load balancer still answers on its
-        VIP, all probed at once (a lost host's VIPs each take the probe's whole timeout to
-        say nothing, so one after another a host of twenty amphorae held its failovers
-        back twenty timeouts, issue 34), and the pair amphorae of hosts that answer
-        though their agents are silent (restarting)."""
-        probed: dict[AmphoraId, LoadBalancer] = {}
+        VIP, or (a pair's) whose own address answers, all probed at once (a lost host's
+        VIPs each take the probe's whole timeout to say nothing, so one after another a
+        host of twenty amphorae held its failovers back twenty timeouts, issue 34), and
+        the pair amphorae of hosts that answer though their agents are silent
+        (restarting)."""
+        checks: dict[AmphoraId, Check] = {}
         restarting = frozenset(self._restarting_hosts()) if stale else frozenset()
         kept: set[AmphoraId] = set()
+        pairs: set[AmphoraId] = set()
         for hb in stale:
             graph = self._store.load_graph(hb.loadbalancer_id)
-            # A pair shares its VIP: the survivor answering says nothing of this amphora
-            # (a lost MASTER's host would never get its BACKUP rebuilt).
-            if graph is not None and graph.topology is not Topology.ACTIVE_STANDBY:
-                probed[hb.amphora_id] = graph
-            elif graph is not None and hb.host in restarting:
-                kept.add(hb.amphora_id)
+            if graph is not None and graph.topology is Topology.ACTIVE_STANDBY:
+                pairs.add(hb.amphora_id)
+                if hb.host in restarting:
+                    kept.add(hb.amphora_id)
+                    continue
+            check = self._check(hb, graph, lost_hosts)
+            if check is not None:
+                checks[hb.amphora_id] = check
         # Started ahead where the silence allowed (``_probe_suspects``), else now.
-        verdicts = {aid: self._ahead.verdict(aid, graph) for aid, graph in probed.items()}
+        verdicts = {aid: self._ahead.verdict(aid, check) for aid, check in checks.items()}
         serving = {amphora_id for amphora_id, v in verdicts.items() if v.result()} | kept
         for amphora_id in serving - self._agent_silent:
             log.warning(
@@ -207,7 +231,7 @@ class StaleAmphoraSweeper:
                 "agent degraded, amphora not failed over",
                 amphora_id,
                 self._stale_after,
-                "its host answers" if amphora_id in kept else "its data plane answers",
+                _EVIDENCE[(amphora_id in kept, amphora_id in pairs)],
             )
         for amphora_id in self._agent_silent - serving:
             log.info("amphora %s: agent degraded no longer", amphora_id)
@@ -248,9 +272,25 @@ class StaleAmphoraSweeper:
 
     def _start_ahead(self, suspects: dict[AmphoraId, AmphoraHeartbeat]) -> None:
         for amphora_id in set(suspects) - self._ahead.started():
-            graph = self._store.load_graph(suspects[amphora_id].loadbalancer_id)
-            if graph is not None and graph.topology is not Topology.ACTIVE_STANDBY:
-                self._ahead.start(amphora_id, graph)
+            hb = suspects[amphora_id]
+            check = self._check(hb, self._store.load_graph(hb.loadbalancer_id), frozenset())
+            if check is not None:
+                self._ahead.start(amphora_id, check)
+
+    def _check(
+        self, hb: AmphoraHeartbeat, graph: LoadBalancer | None, lost_hosts: frozenset[str]
+    ) -> Check | None:
+        """The probe that may vouch for a silent amphora, or None if nothing can."""
+        if graph is None:
+            return None
+        if graph.topology is not Topology.ACTIVE_STANDBY:
+            return partial(self._probe.serving, graph)
+        # A pair shares its VIP: the survivor answering says nothing of this amphora (a
+        # lost MASTER's host would never get its BACKUP rebuilt); only its own address
+        # can, unless its host is lost already (its kernel did not answer).
+        if self._pair_probe is None or hb.address is None or hb.host in lost_hosts:
+            return None
+        return partial(self._pair_probe.answers, hb.address)
 
     def run(self, stop: threading.Event, interval: float) -> None:
         """Sweep every ``interval`` seconds until ``stop`` is set."""

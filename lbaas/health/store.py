@@ -41,6 +41,9 @@ class AmphoraHeartbeat:
     last_seen: float
     host: str | None = None
     """The agent host it runs on (``compute_id``); None where no fleet is recorded."""
+    address: str | None = None
+    """Its own (VRRP) address, where a pair's amphora answers for itself alone
+    (``lbaas.health.pair_probe``); None where it has none recorded."""
 
 
 class HealthStore(abc.ABC):

@@ -21,6 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from lbaas.wire.l4 import L4MonitorSpec, MemberDown
 
 VRRP_PROTOCOL = 112
+#: Port HAProxy's peers listen on, on each amphora's VRRP address (Octavia uses 1025): the
+#: pair's HAProxies sync their stick tables over it, and the health manager asks a silent
+#: amphora of a pair on it whether its HAProxy lives (``lbaas.health.pair_probe``).
+HAPROXY_PEER_PORT = 1025
 #: Largest L4 table a spec may ask for (the engine loads 65537 slots in seconds).
 MAX_TABLE_SIZE = 1_310_723
 

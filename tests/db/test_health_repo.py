@@ -90,7 +90,7 @@ def test_batched_liveness_and_assignments(database: Database) -> None:
     with database.write_connection() as conn:
         health_repo.record_heartbeats(conn, [("amp-a", "lb-1")], 60.0)  # never back
     with database.read() as session:
-        heard = {a: t for a, _, t, _ in health_repo.heartbeating_amphorae(session)}
+        heard = {a: t for a, _, t, _, _ in health_repo.heartbeating_amphorae(session)}
     assert heard == {"amp-a": 70.0, "amp-b": 50.0}
 
 
@@ -154,4 +154,4 @@ def test_a_serving_amphora_never_heard_from_is_silent_from_when_it_began_to_serv
     with database.read() as session:
         listed = health_repo.heartbeating_amphorae(session)
     serving = (built + timedelta(seconds=7)).replace(tzinfo=UTC).timestamp()
-    assert listed == [("amp-new", "lb-1", serving, None)]
+    assert listed == [("amp-new", "lb-1", serving, None, None)]

@@ -133,8 +133,11 @@ def loadbalancer_is_settled(session: Session, loadbalancer_id: str) -> bool:
     return status in _SETTLED
 
 
-def heartbeating_amphorae(session: Session) -> list[tuple[str, str, float, str | None]]:
-    """(amphora, load balancer, last heard, host) of each amphora expected to heartbeat.
+def heartbeating_amphorae(
+    session: Session,
+) -> list[tuple[str, str, float, str | None, str | None]]:
+    """(amphora, load balancer, last heard, host, VRRP address) of each amphora expected
+    to heartbeat.
 
     Every live amphora heard from, and every serving (ALLOCATED) one never heard from,
     whose silence counts from when it was put into service (its ``updated_at``, which
@@ -150,6 +153,7 @@ def heartbeating_amphorae(session: Session) -> list[tuple[str, str, float, str |
             AmphoraRow.updated_at,
             AmphoraRow.created_at,
             AmphoraRow.compute_id,
+            AmphoraRow.vrrp_ip,
         ).where(
             AmphoraRow.status.in_(LIVE_AMPHORA),
             AmphoraRow.loadbalancer_id.is_not(None),
@@ -160,8 +164,8 @@ def heartbeating_amphorae(session: Session) -> list[tuple[str, str, float, str |
         )
     )
     return [
-        (a, str(lb), float(t) if t is not None else _epoch(updated or created), host)
-        for a, lb, t, updated, created, host in rows
+        (a, str(lb), float(t) if t is not None else _epoch(updated or created), host, vrrp)
+        for a, lb, t, updated, created, host, vrrp in rows
     ]
 
 

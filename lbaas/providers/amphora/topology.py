@@ -40,7 +40,7 @@ from lbaas.providers.amphora.placement import PairPlacementImpossible
 from lbaas.providers.amphora.store.base import AmphoraStore, PairMember, PairSite, PairStore
 from lbaas.render.haproxy.context import HaproxyPeer, HaproxyPeers
 from lbaas.wire.amphora import AmphoraSpec, AmphoraStatus, VrrpSpec
-from lbaas.wire.datapath import VRRP_PROTOCOL, AllowedPeer, VipFilter
+from lbaas.wire.datapath import HAPROXY_PEER_PORT, VRRP_PROTOCOL, AllowedPeer, VipFilter
 
 if TYPE_CHECKING:
     from lbaas.db.jobs.job_queue import Claim
@@ -57,8 +57,6 @@ log = logging.getLogger(__name__)
 
 MASTER_PRIORITY = 200
 BACKUP_PRIORITY = 100
-#: Port HAProxy's peers listen on, on each amphora's VRRP address (Octavia uses 1025).
-PEER_PORT = 1025
 
 #: Builds one amphora's whole spec: (graph, fence, member, peers, vrrp) -> spec.
 SpecBuilder = Callable[[LoadBalancer, "Claim", PairMember, HaproxyPeers, VrrpSpec], AmphoraSpec]
@@ -74,7 +72,7 @@ class VrrpTimers:
     realtime_priority: int | None
 
 
-#: IP protocol of HAProxy's peers connection (TCP, to ``PEER_PORT``) from the peer.
+#: IP protocol of HAProxy's peers connection (TCP, to ``HAPROXY_PEER_PORT``) from the peer.
 _TCP = 6
 
 
@@ -249,7 +247,7 @@ class PairConverger:
             members = [*members, self._ghost_peer(graph, members[0])]
         if len(members) != 2:
             raise PermanentError(f"an ACTIVE_STANDBY pair has 2 amphorae, not {len(members)}")
-        peers = tuple(HaproxyPeer(m.amphora_id, m.vrrp_address, PEER_PORT) for m in members)
+        peers = tuple(HaproxyPeer(m.amphora_id, m.vrrp_address, HAPROXY_PEER_PORT) for m in members)
         status: AmphoraStatus | None = None
         live = [m for m in members if m.amphora_id != _GHOST]
         for member in sorted(live, key=lambda m: m.role != AmphoraRole.MASTER):

@@ -30,6 +30,21 @@ def reachable(namespace: str, address: str, timeout: float = 2.0) -> bool:
     return subprocess.run(argv, capture_output=True, timeout=timeout + 30).returncode == 0
 
 
+_OWN_ADDRESS = """
+import sys
+from lbaas.health.pair_probe import PeerPortProbe
+sys.exit(0 if PeerPortProbe(timeout=float(sys.argv[2])).answers(sys.argv[1]) else 1)
+"""
+
+
+def own_address_answers(namespace: str, address: str, timeout: float = 1.0) -> bool:
+    """The health manager's probe of a pair amphora (``lbaas.health.pair_probe``: its
+    HAProxy's peers port on ``address``), run from inside ``namespace``."""
+    argv = ["ip", "netns", "exec", namespace, sys.executable, "-c", _OWN_ADDRESS, address]
+    done = subprocess.run([*argv, str(timeout)], capture_output=True, timeout=timeout + 30)
+    return done.returncode == 0
+
+
 def bare(address: str) -> str:
     return address.split("/", 1)[0]
 

@@ -28,7 +28,14 @@ from lbaas.l4.service import HashKey, L4Listener, L4Member, L4Protocol, L4Servic
 from lbaas.model.graph import ListenerId, MemberId, PoolId
 from lbaas.model.health import MemberState, PoolState
 from lbaas.wire.amphora import AmphoraSpec, HaproxyFacts, MemberNetwork, NetworkSpec, VipSpec
-from lbaas.wire.datapath import AllowedPeer, ListenerPort, UdpListener, UdpMember, VipFilter
+from lbaas.wire.datapath import (
+    HAPROXY_PEER_PORT,
+    AllowedPeer,
+    ListenerPort,
+    UdpListener,
+    UdpMember,
+    VipFilter,
+)
 from lbaas.wire.l4 import L4MonitorSpec
 
 UDP = UdpListener(
@@ -122,6 +129,20 @@ def test_the_filter_lets_in_listener_ports_icmp_and_peers_and_drops_the_rest() -
     assert 'comment "udp_53_in"' in text and 'comment "udp_53_out"' in text
     assert "ct status dnat masquerade" in text
     assert "vip_in" not in render("10.1.0.5", "lbvleg", None, ())  # no filter sent: open
+
+
+@pytest.mark.root
+def test_a_pair_amphora_lets_in_its_haproxy_peers_port_on_its_own_address_only() -> None:
+    """The health manager's own-address probe (``lbaas.health.pair_probe``) reaches a pair
+    amphora's HAProxy peers listener; the VIP's peers port stays closed, and a SINGLE
+    amphora (no own address) opens nothing more."""
+    text = render("10.1.0.5", "lbvleg", _spec().vip_filter, (), "10.1.0.6")
+    rule = f'iifname "lbvleg" ip daddr 10.1.0.6 tcp dport {HAPROXY_PEER_PORT} accept'
+    assert rule in text
+    assert text.index(rule) < text.index('counter drop comment "vip_drop"')
+    assert f"ip daddr 10.1.0.5 tcp dport {HAPROXY_PEER_PORT}" not in text
+    assert f"dport {HAPROXY_PEER_PORT}" not in render("10.1.0.5", "lbvleg", _spec().vip_filter, ())
+    assert _nft_check(text).returncode == 0
 
 
 @pytest.mark.root

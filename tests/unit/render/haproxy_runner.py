@@ -24,7 +24,7 @@ import pytest
 
 from lbaas.model.graph import LoadBalancer
 from lbaas.render.haproxy import render_haproxy_config
-from lbaas.render.haproxy.context import HaproxyContext
+from lbaas.render.haproxy.context import HaproxyContext, HaproxyPeers
 
 from .golden_cases import RUN_DIR
 
@@ -101,16 +101,20 @@ def wait_for_runtime(sock_path: Path, process: subprocess.Popen[bytes], limit: f
 
 @contextmanager
 def running_haproxy(
-    lb: LoadBalancer, vip: str, prefix: str, limit: float = 30
+    lb: LoadBalancer,
+    vip: str,
+    prefix: str,
+    limit: float = 30,
+    peers: HaproxyPeers | None = None,
 ) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
     """A real HAProxy (foreground, its own temporary directory) on the configuration lbaas
-    renders for ``lb`` bound to ``vip``; yields the configuration's path (its directory
-    holds the runtime socket ``rt.sock``) and the process. Stopped on the way out, even
-    after a failure."""
+    renders for ``lb`` bound to ``vip`` (with a pair's ``peers``, if given); yields the
+    configuration's path (its directory holds the runtime socket ``rt.sock``) and the
+    process. Stopped on the way out, even after a failure."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         run_dir = Path(tmp)
         prepare_run_dir(run_dir)
-        ctx = HaproxyContext(vip, str(run_dir / "rt.sock"), str(run_dir), 1000)
+        ctx = HaproxyContext(vip, str(run_dir / "rt.sock"), str(run_dir), 1000, peers=peers)
         config = run_dir / "haproxy.cfg"
         config.write_text(render_haproxy_config(lb, ctx))
         process = subprocess.Popen(

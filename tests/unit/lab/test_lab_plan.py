@@ -234,13 +234,17 @@ def test_every_host_has_its_own_mount_namespace_and_no_directory_of_another(
     lab = Lab("lab", tmp_path, mounts=mounts, run=runner).up(hosts=3, control=3)
     hosts = ["rtr", "ctl", "ctl2", "ctl3", "db", "h1", "h2", "h3", "cli"]
     assert mounts.names() == sorted(f"lab-{host}" for host in hosts)  # not the fabric
-    bound = [path for files in mounts.created.values() for path in files.bound]
+    # What a host binds of its own (the software below /tmp, when the checkout is there,
+    # is bound alike in every host: it is no host's own).
+    bound = [p for files in mounts.created.values() for p in (*files.own, *files.crossed)]
     assert len(bound) == len(set(bound))
     assert not any(a != b and a.is_relative_to(b) for a in bound for b in bound)
+    assert len({files.software for files in mounts.created.values()}) == 1
     for files in mounts.created.values():  # every lab's state, sockets, databases, links
         assert lab.services_dir.parent in files.hidden
         assert Path("/run/lbaas-links") in files.hidden
-        assert all(any(p.is_relative_to(h) for h in files.hidden) for p in files.bound)
+        owned = (*files.own, *files.crossed)
+        assert all(any(p.is_relative_to(h) for h in files.hidden) for p in owned)
     h1 = mounts.created["lab-h1"]
     assert h1.own == (lab.services_dir / "h1", lab.services_dir / "tier" / "h1")
     assert h1.crossed == (LabNames("lab").log_sockets / "h1",)  # HAProxy's workers cross it

@@ -49,7 +49,8 @@ from health_flood import flood_phase  # noqa: E402
 
 from lbaas.api.app import create_asgi_app  # noqa: E402
 from lbaas.compose import build_control_plane  # noqa: E402
-from lbaas.config import load_settings  # noqa: E402
+from lbaas.config import Settings, load_settings  # noqa: E402
+from lbaas.db.engine import Database  # noqa: E402
 from lbaas.db.health import stats_repo  # noqa: E402
 from lbaas.db.tables import AmphoraRow, LoadBalancerRow  # noqa: E402
 from lbaas.health.flusher import DEFAULT_INTERVAL, Flusher  # noqa: E402
@@ -83,13 +84,18 @@ LB = "/v2/lbaas/loadbalancers"
 def _tree_body(i: int) -> dict[str, Any]:
     members = [{"address": f"192.0.2.{10 + m}", "protocol_port": 80} for m in range(2)]
     monitor = {"type": "HTTP", "delay": 5, "timeout": 3, "max_retries": 3}
-    pool = {"name": "p", "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN", "members": members}
+    pool: dict[str, Any] = {
+        "name": "p",
+        "protocol": "HTTP",
+        "lb_algorithm": "ROUND_ROBIN",
+        "members": members,
+    }
     listener = {"protocol": "HTTP", "protocol_port": 80, "default_pool": pool}
     pool["healthmonitor"] = monitor
     return {"loadbalancer": {"name": f"hm-{i}", "vip_subnet_id": SUBNET, "listeners": [listener]}}
 
 
-def _report(lb: dict[str, Any], pools: dict[str, Any], seq: int, member_up: bool) -> HealthReport:
+def report(lb: dict[str, Any], pools: dict[str, Any], seq: int, member_up: bool) -> HealthReport:
     counters = ListenerCounters(bytes_in=1000 * seq, bytes_out=4000 * seq, total_connections=seq)
     return HealthReport(
         loadbalancer_id=LoadBalancerId(lb["id"]),
@@ -113,6 +119,20 @@ def _report(lb: dict[str, Any], pools: dict[str, Any], seq: int, member_up: bool
     )
 
 
+def plane_settings(state_dir: str, database_url: str) -> Settings:
+    """A control plane with the noop provider on ``database_url`` (empty: SQLite)."""
+    return load_settings(
+        environ={},
+        overrides={
+            "state_dir": state_dir,
+            "database": {"url": database_url},
+            "providers": {"enabled": ["noop"], "default": "noop"},
+            "worker": {"poll_interval": 0.05},
+            "network": {"loopback_subnet_cidr": "127.16.0.0/16"},
+        },
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
@@ -124,17 +144,7 @@ def main() -> None:
     count = 5 if args.quick else args.loadbalancers
     steady_rounds = 2 if args.quick else args.steady_rounds
     with tempfile.TemporaryDirectory() as tmp:
-        settings = load_settings(
-            environ={},
-            overrides={
-                "state_dir": tmp,
-                "database": {"url": args.database_url},
-                "providers": {"enabled": ["noop"], "default": "noop"},
-                "worker": {"poll_interval": 0.05},
-                "network": {"loopback_subnet_cidr": "127.16.0.0/16"},
-            },
-        )
-        plane = build_control_plane(settings)
+        plane = build_control_plane(plane_settings(tmp, args.database_url))
         plane.start()
         try:
             figures = _run(plane, count, steady_rounds, 2.0 if args.quick else args.flood_seconds)
@@ -143,7 +153,13 @@ def main() -> None:
     print(json.dumps({"database": args.database_url or "sqlite", **figures}, indent=2))
 
 
-def _run(plane: Any, count: int, steady_rounds: int, flood_seconds: float) -> dict[str, Any]:
+Fleet = tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, str]]
+"""The load balancers as the API shows them, their pools' members, and each one's amphora."""
+
+
+def build_fleet(plane: Any, count: int) -> Fleet:
+    """``count`` load balancers through the API, settled, each given an amphora row; the
+    worker is stopped after (from there on only the health path touches the database)."""
     with TestClient(create_asgi_app(plane.services)) as client:
         ids = [
             client.post(LB, json=_tree_body(i)).json()["loadbalancer"]["id"] for i in range(count)
@@ -161,7 +177,7 @@ def _run(plane: Any, count: int, steady_rounds: int, flood_seconds: float) -> di
                 p["id"]: client.get(f"/v2/lbaas/pools/{p['id']}/members").json()["members"]
                 for p in lb["pools"]
             }
-    plane.worker.stop()  # from here on only the health path touches the database
+    plane.worker.stop()
     now = datetime.now(UTC).replace(tzinfo=None)
     amphorae: dict[str, str] = {}
     with plane.database.write() as session:
@@ -176,6 +192,11 @@ def _run(plane: Any, count: int, steady_rounds: int, flood_seconds: float) -> di
                     created_at=now,
                 )
             )
+    return lbs, pools, amphorae
+
+
+def _run(plane: Any, count: int, steady_rounds: int, flood_seconds: float) -> dict[str, Any]:
+    lbs, pools, amphorae = build_fleet(plane, count)
     store = SqlHealthStore(plane.database)
     processor = HeartbeatProcessor(store)
     flusher = Flusher(store, DEFAULT_INTERVAL)  # as the service runs it, on its own thread
@@ -185,12 +206,12 @@ def _run(plane: Any, count: int, steady_rounds: int, flood_seconds: float) -> di
     try:
         rounds = _rounds(processor, store, lbs, pools, amphorae, steady_rounds)
         # Judged before the flood, whose genuine heartbeats the kernel may drop.
-        checks = _checks(plane, lbs, last_seq)
+        checks = fleet_checks(plane.database, lbs, last_seq)
         beats = [
             (
                 amphorae[lb["id"]],
                 [
-                    _report(lb, pools[lb["id"]], last_seq + n, True)
+                    report(lb, pools[lb["id"]], last_seq + n, True)
                     for n in range(1, flood_rounds + 1)
                 ],
             )
@@ -226,12 +247,12 @@ def _rounds(
         outcomes: dict[str, int] = {}
         # Decoded before timing, as the receiver hands them on (decoding is not measured).
         beats = [
-            (AmphoraId(amphorae[lb["id"]]), _report(lb, pools[lb["id"]], seq, member_up))
+            (AmphoraId(amphorae[lb["id"]]), report(lb, pools[lb["id"]], seq, member_up))
             for lb in lbs
         ]
         wall, cpu = time.perf_counter(), time.process_time()
-        for amphora_id, report in beats:
-            outcome = processor.process(amphora_id, 1, report, seq)
+        for amphora_id, beat in beats:
+            outcome = processor.process(amphora_id, 1, beat, seq)
             outcomes[outcome.value] = outcomes.get(outcome.value, 0) + 1
         store.flush()  # what the round left is part of its cost
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -260,9 +281,9 @@ def _rounds(
     return result
 
 
-def _checks(plane: Any, lbs: list[dict[str, Any]], last_seq: int) -> dict[str, Any]:
+def fleet_checks(database: Database, lbs: list[dict[str, Any]], last_seq: int) -> dict[str, Any]:
     """What the database holds at the end: every status ONLINE, every byte counted."""
-    with plane.database.read() as session:
+    with database.read() as session:
         lb_statuses = session.execute(
             select(LoadBalancerRow.operating_status).where(
                 LoadBalancerRow.id.in_([lb["id"] for lb in lbs])

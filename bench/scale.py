@@ -74,9 +74,8 @@ from scale_pg import (  # noqa: E402
     Db,
     Server,
     database,
-    existing_server,
-    own_cluster,
     reset_statements,
+    server_for,
     slowest_statements,
 )
 from scale_plot import write_plot  # noqa: E402
@@ -167,7 +166,7 @@ def main() -> None:
         figures["postgresql"] = "the lab's database host"
         figures.update(_outer_lab(args))
     else:
-        with _server(args.admin_url) as server:
+        with server_for(args.admin_url) as server:
             figures["postgresql"] = "--admin-url" if args.admin_url else "own cluster"
             figures.update(_outer(server))
     figures["load_average_after"] = os.getloadavg()
@@ -175,15 +174,6 @@ def main() -> None:
     print(json.dumps(figures, indent=2))
     if args.plot:
         write_plot(figures, Path(args.plot))
-
-
-@contextmanager
-def _server(admin_url: str) -> Iterator[Server]:
-    if admin_url:
-        yield existing_server(admin_url)
-    else:
-        with own_cluster() as server:
-            yield server
 
 
 def _outer(server: Server) -> dict[str, Any]:

@@ -180,6 +180,16 @@ def existing_server(admin_url: str) -> Server:
 
 
 @contextmanager
+def server_for(admin_url: str) -> Iterator[Server]:
+    """The server of ``admin_url``, or (empty) a throw-away cluster of the run's own."""
+    if admin_url:
+        yield existing_server(admin_url)
+    else:
+        with own_cluster() as server:
+            yield server
+
+
+@contextmanager
 def database(server: Server, name: str) -> Iterator[Db]:
     """A database ``name`` for the run, dropped at the end."""
     with server.admin() as conn:

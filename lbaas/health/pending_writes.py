@@ -5,11 +5,16 @@ at once every flush interval and writes it in two transactions (see ``sql_store`
 Liveness keeps only the newest time per amphora; counter updates are kept in arrival
 order, because folding counters is not commutative (a reload is recognised by a counter
 going down between two consecutive reports).
+
+What a flush could not write because another health manager held the amphora's row
+(``carry_over``) is put back ahead of what arrived since, so that it is written at the
+next flush if it is still newer than what that manager stored.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from lbaas.health.freshness import HeartbeatStamp
@@ -35,6 +40,10 @@ class PendingBatch:
     newest: dict[AmphoraId, HeartbeatStamp] = field(default_factory=dict)
     """The newest stamp heard per amphora (unstamped heartbeats leave no entry)."""
     counter_updates: list[StampedUpdate] = field(default_factory=list)
+    carried: set[AmphoraId] = field(default_factory=set)
+    """Amphorae whose time in ``heard`` is from an earlier flush interval (put back)."""
+    skipped: dict[AmphoraId, int] = field(default_factory=dict)
+    """How many flushes in a row found each amphora's row held by another transaction."""
 
     @property
     def loadbalancers(self) -> set[LoadBalancerId]:
@@ -82,12 +91,21 @@ class PendingWrites:
     def restore_liveness(self, batch: PendingBatch) -> None:
         """Put back the liveness of a batch that could not be written (it is idempotent)."""
         with self._lock:
-            for amphora_id, (lb_id, at) in batch.heard.items():
-                self._hear(amphora_id, lb_id, at)
-            for amphora_id, stamp in batch.newest.items():
-                newest = self._batch.newest.get(amphora_id)
-                if newest is None or newest < stamp:
-                    self._batch.newest[amphora_id] = stamp
+            self._put_back_liveness(batch, batch.heard.keys())
+
+    def carry_over(self, batch: PendingBatch, amphorae: Collection[AmphoraId]) -> None:
+        """Put back everything ``batch`` holds for ``amphorae``, whose rows another
+        transaction held: liveness, stamps, and counter updates ahead of those that
+        arrived since (they are older), each amphora counted as skipped once more."""
+        if not amphorae:
+            return
+        held = set(amphorae)
+        with self._lock:
+            self._put_back_liveness(batch, held)
+            for amphora_id in held:
+                self._batch.skipped[amphora_id] = batch.skipped.get(amphora_id, 0) + 1
+            carried = [u for u in batch.counter_updates if u.amphora_id in held]
+            self._batch.counter_updates[:0] = carried
 
     def last_heard(self) -> dict[AmphoraId, float]:
         """The newest pending time of each amphora heard since the last flush."""
@@ -98,3 +116,17 @@ class PendingWrites:
         previous = self._batch.heard.get(amphora_id)
         if previous is None or previous[0] != loadbalancer_id or previous[1] < at:
             self._batch.heard[amphora_id] = (loadbalancer_id, at)
+            self._batch.carried.discard(amphora_id)
+
+    def _put_back_liveness(self, batch: PendingBatch, amphorae: Collection[AmphoraId]) -> None:
+        """Liveness and newest stamps of ``amphorae`` from an earlier ``batch`` (lock held)."""
+        pending = self._batch
+        for amphora_id in amphorae:
+            heard = batch.heard.get(amphora_id)
+            if heard is not None and amphora_id not in pending.heard:  # else heard since
+                pending.heard[amphora_id] = heard
+                pending.carried.add(amphora_id)
+            if (stamp := batch.newest.get(amphora_id)) is not None:
+                newest = pending.newest.get(amphora_id)
+                if newest is None or newest < stamp:
+                    pending.newest[amphora_id] = stamp

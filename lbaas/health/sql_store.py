@@ -15,6 +15,17 @@ the ``Flusher`` thread) writes it in two transactions:
    statement, the interval's reports are folded into them in arrival order, and the
    records that changed are upserted in one executemany.
 
+Every agent sends each heartbeat to every health manager, so several of them flush the
+same amphorae at about the same time. So the flush first reads the amphorae's stored
+stamps without a lock: an amphora whose every fact here is no newer (another manager
+already wrote this very datagram) is done with, its row not even taken. The others' rows
+are locked with ``SKIP LOCKED``: a row another transaction holds (most often another
+manager writing the same datagram) is not waited for, and nothing of that amphora is
+written; what this process heard from it is carried over to the next flush
+(``PendingWrites.carry_over``), where the stored stamp decides as for any heartbeat. An
+amphora found held ``SKIPS_BEFORE_WAITING`` flushes in a row is waited for at the next,
+so a long transaction elsewhere delays its facts but cannot make them pile up in memory.
+
 Statuses are not batched: when the roll-up differs from what was written, only the
 objects whose status differs are written, at once, in a transaction that holds the load
 balancer's row lock and checks that it is settled and still at the generation the graph
@@ -35,6 +46,7 @@ from typing import Any
 
 from lbaas.db.engine import Database
 from lbaas.db.health import health_repo
+from lbaas.db.health.health_repo import Stamp
 from lbaas.db.loadbalancers import status_writer
 from lbaas.db.loadbalancers.graph_loader import load_graph
 from lbaas.db.session import Connection, Session
@@ -49,6 +61,9 @@ from lbaas.model.graph import AmphoraId, ListenerId, LoadBalancer, LoadBalancerI
 from lbaas.model.health import ListenerCounters
 
 log = logging.getLogger(__name__)
+
+SKIPS_BEFORE_WAITING = 4
+"""Flushes in a row an amphora's row may be found held before the next flush waits for it."""
 
 
 _COUNTER_FIELDS = tuple(f.name for f in fields(ListenerCounters))
@@ -195,40 +210,47 @@ class SqlHealthStore(HealthStore):
             if not batch:
                 return
             try:
-                assignments, versions = self._write_batch(batch)
+                assignments, held, versions = self._write_batch(batch)
             except Exception:
                 # Only liveness is put back: a second attempt after a commit whose outcome
                 # was lost would count unstamped counters twice (docs/operations.md).
                 self._pending.restore_liveness(batch)
                 raise
+            self._pending.carry_over(batch, held)
         self._known.remember_amphorae(batch.heard.keys(), assignments, self._clock())
         self._known.revalidate(batch.loadbalancers, versions)
 
     def _write_batch(
         self, batch: PendingBatch
-    ) -> tuple[dict[AmphoraId, LoadBalancerId], dict[LoadBalancerId, Version]]:
-        """One transaction: freshness, counters, liveness; the assignments and versions read."""
+    ) -> tuple[dict[AmphoraId, LoadBalancerId], set[AmphoraId], dict[LoadBalancerId, Version]]:
+        """One transaction: freshness, counters, liveness. Returns the assignments read, the
+        live amphorae whose rows another transaction held (nothing of theirs was written)
+        and the versions read."""
         with self._db.write_connection() as conn:
             # The amphora rows first, locked: they hold the newest accepted stamps, and two
             # health managers flushing the same amphora must not both take one as fresh.
-            locked = health_repo.lock_amphorae(conn, batch.amphorae)
+            locked, live, held = _lock_amphorae(conn, batch)
             accepted = {a: HeartbeatStamp.stored(stamp) for a, (_, stamp) in locked.items()}
-            fresh = [u for u in batch.counter_updates if newer(u.stamp, accepted.get(u.amphora_id))]
+            fresh = [  # of the rows locked, and of amphorae gone (no stamp to compare)
+                u
+                for u in batch.counter_updates
+                if (u.amphora_id in locked or u.amphora_id not in live)
+                and newer(u.stamp, accepted.get(u.amphora_id))
+            ]
             if fresh:
                 self._write_counters(conn, fresh)
-            heard = [
-                (a, lb)
-                for a, (lb, _) in batch.heard.items()
+            heard = {
+                a: at
+                for a, (lb, at) in batch.heard.items()
                 if a in locked and locked[a][0] == lb and newer(batch.newest.get(a), accepted[a])
-            ]
-            earliest = min(at for _, at in batch.heard.values()) if batch.heard else 0.0
-            health_repo.record_heartbeats(conn, heard, earliest)
+            }
+            for pairs, at in _liveness_groups(batch, heard):
+                health_repo.record_heartbeats(conn, pairs, at)
             health_repo.record_stamps(
-                conn, {a: batch.newest[a].as_row() for a, _ in heard if a in batch.newest}
+                conn, {a: batch.newest[a].as_row() for a in heard if a in batch.newest}
             )
             versions = health_repo.loadbalancer_versions(conn, batch.loadbalancers)
-        assignments = {AmphoraId(a): LoadBalancerId(lb) for a, (lb, _) in locked.items()}
-        return assignments, {LoadBalancerId(lb): v for lb, v in versions.items()}
+        return live, held, {LoadBalancerId(lb): v for lb, v in versions.items()}
 
     def _write_counters(self, conn: Connection, updates: list[StampedUpdate]) -> None:
         stored: dict[AmphoraId, dict[ListenerId, CounterRecord]] = defaultdict(dict)
@@ -256,6 +278,61 @@ class SqlHealthStore(HealthStore):
         if requested:
             self._notify()
         return requested
+
+
+def _lock_amphorae(
+    conn: Connection, batch: PendingBatch
+) -> tuple[dict[str, tuple[str, Stamp | None]], dict[AmphoraId, LoadBalancerId], set[AmphoraId]]:
+    """The rows to write locked: (the locked rows, every live amphora's load balancer,
+    the live amphorae with newer facts whose rows another transaction holds).
+
+    A plain read first: an amphora whose every fact is no newer than its stored stamp
+    (another health manager wrote this very datagram) is done with, its row not taken.
+    Of the rest, only those held too long are waited for, first and in id order (as every
+    health manager locks them), so two flushes never wait on each other in a cycle.
+    """
+    live = health_repo.amphora_stamps(conn, batch.amphorae)
+    newest = _newest_facts(batch)
+    to_lock = {
+        AmphoraId(a)
+        for a, (_, stored) in live.items()
+        if newer(newest.get(AmphoraId(a)), HeartbeatStamp.stored(stored))
+    }
+    overdue = {a for a, times in batch.skipped.items() if times >= SKIPS_BEFORE_WAITING}
+    locked = health_repo.amphora_stamps(conn, overdue & to_lock, "wait")
+    locked |= health_repo.amphora_stamps(conn, to_lock - overdue - locked.keys(), "skip")
+    assignments = {AmphoraId(a): LoadBalancerId(lb) for a, (lb, _) in live.items()}
+    return locked, assignments, {a for a in to_lock if a not in locked}
+
+
+def _newest_facts(batch: PendingBatch) -> dict[AmphoraId, HeartbeatStamp | None]:
+    """Per amphora, the newest stamp of what the batch holds for it (None: a fact without
+    a stamp, which is never checked)."""
+    newest: dict[AmphoraId, HeartbeatStamp | None] = {}
+    facts = [(a, batch.newest.get(a)) for a in batch.heard]
+    facts += [(u.amphora_id, u.stamp) for u in batch.counter_updates]
+    for amphora_id, stamp in facts:
+        if amphora_id not in newest:
+            newest[amphora_id] = stamp
+        elif (known := newest[amphora_id]) is not None and (stamp is None or known < stamp):
+            newest[amphora_id] = stamp
+    return newest
+
+
+def _liveness_groups(
+    batch: PendingBatch, heard: Mapping[AmphoraId, float]
+) -> list[tuple[list[tuple[str, str]], float]]:
+    """The (amphora, load balancer) pairs to record, each group at its earliest time: this
+    interval's, and those carried over from an earlier one (which must not hold the
+    others back by a whole interval)."""
+    groups: dict[bool, list[AmphoraId]] = {False: [], True: []}
+    for amphora_id in heard:
+        groups[amphora_id in batch.carried].append(amphora_id)
+    return [
+        ([(a, batch.heard[a][0]) for a in group], min(heard[a] for a in group))
+        for group in groups.values()
+        if group
+    ]
 
 
 def _fresh(session: Session, heard_from: tuple[AmphoraId, HeartbeatStamp] | None) -> bool:

@@ -155,3 +155,9 @@ def test_a_serving_amphora_never_heard_from_is_silent_from_when_it_began_to_serv
         listed = health_repo.heartbeating_amphorae(session)
     serving = (built + timedelta(seconds=7)).replace(tzinfo=UTC).timestamp()
     assert listed == [("amp-new", "lb-1", serving, None, None)]
+    # A later converge of its load balancer finds it serving already: nothing moves (the
+    # write also waited on the health managers' locks on the row).
+    with database.write() as session:
+        amphora_repo.mark_serving(session, "amp-new", built + timedelta(seconds=60))
+    with database.read() as session:
+        assert health_repo.heartbeating_amphorae(session) == listed

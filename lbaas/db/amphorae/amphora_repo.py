@@ -80,6 +80,11 @@ def mark_serving(session: Session, amphora_id: str, now: datetime) -> None:
     row = session.get(AmphoraRow, amphora_id)
     if row is None:
         return
+    if row.status == AmphoraStatus.ALLOCATED and not row.failover_pending:
+        # Already serving (every converge of its load balancer comes here): no write. Its
+        # ``updated_at`` is when it began to serve, where the silence of an amphora never
+        # heard from counts from, and the write waited on the health managers' row locks.
+        return
     row.status = AmphoraStatus.ALLOCATED
     row.failover_pending = False
     row.updated_at = now

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Connection, bindparam, case, func, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -205,7 +205,7 @@ _ASSIGNMENTS = select(_AMPHORAE.id, _AMPHORAE.loadbalancer_id).where(*_SERVING)
 Stamp = tuple[int, int]
 """(epoch, sequence) of a heartbeat, as ``lbaas.health.freshness.HeartbeatStamp`` holds it."""
 
-_LOCK_AMPHORAE = (
+_SERVING_STAMPS = (
     select(
         _AMPHORAE.id,
         _AMPHORAE.loadbalancer_id,
@@ -214,17 +214,28 @@ _LOCK_AMPHORAE = (
     )
     .where(*_SERVING)
     .order_by(_AMPHORAE.id)
-    .with_for_update()
 )
+# {lock: statement}: none, waiting, skipping. SQLite renders no lock clause: its writers
+# take turns.
+_AMPHORA_STAMPS = {
+    None: _SERVING_STAMPS,
+    "wait": _SERVING_STAMPS.with_for_update(),
+    "skip": _SERVING_STAMPS.with_for_update(skip_locked=True),
+}
 
 
-def lock_amphorae(
-    conn: Connection, amphora_ids: Collection[str]
+def amphora_stamps(
+    conn: Connection, amphora_ids: Collection[str], lock: Literal["wait", "skip"] | None = None
 ) -> dict[str, tuple[str, Stamp | None]]:
-    """{amphora id: (load balancer id, newest accepted stamp)} of the live ones, locked."""
+    """{amphora id: (load balancer id, newest accepted stamp)} of the live ones.
+
+    ``lock`` "wait" locks their rows; "skip" locks those no other transaction holds and
+    leaves the others out (PostgreSQL's ``SKIP LOCKED``; on SQLite every live row is
+    returned); None reads without locking (or waiting).
+    """
     if not amphora_ids:
         return {}
-    rows = conn.execute(_LOCK_AMPHORAE, {"amps": sorted(amphora_ids)})
+    rows = conn.execute(_AMPHORA_STAMPS[lock], {"amps": sorted(amphora_ids)})
     return {
         amp: (str(lb), None if epoch is None else (int(epoch), int(sequence or 0)))
         for amp, lb, epoch, sequence in rows

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from lbaas.errors import InvalidRenderedConfig, LbaasError
-from lbaas.l4 import nft, nft_steps
+from lbaas.l4 import adoption, nft, nft_steps
 from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
 from lbaas.l4.maglev import MaglevTable
 from lbaas.l4.service import L4Listener, L4Service, LiveFlowPolicy
@@ -43,6 +43,10 @@ class ApplyReport:
     full_reload: bool
     moved_slots: int
     cut_flows: int = 0
+
+
+#: What ``adopt_many`` reports for a load balancer it found as its spec says.
+_KEPT = ApplyReport(full_reload=False, moved_slots=0)
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,53 @@ class L4Engine:
             outcomes[service.lb_id] = self._applied_now(old, service, plan.values, report)
         for start in range(0, len(alone), FULL_LOADS_PER_TRANSACTION):
             outcomes.update(self._load_together(alone[start : start + FULL_LOADS_PER_TRANSACTION]))
+        return outcomes
+
+    def adopt_many(self, services: Sequence[L4Service]) -> dict[str, ApplyReport | LbaasError]:
+        """``apply_many`` for an engine that has applied nothing yet (an agent restarting),
+        keeping what the kernel holds already (``adoption``): a load balancer whose chain,
+        ``dispatch`` and ``entry_vips`` are as its spec says keeps them, only its slots
+        that differ are rewritten (netlink steps, all such load balancers in one
+        transaction), and the others are loaded whole (``apply_many``). The shared part is
+        written first, once. Where ``NftOps`` cannot read the rules, ``apply_many``."""
+        held = adoption.read_held(self._ops)
+        if held is None:
+            return self.apply_many(services)
+        try:
+            self._ops.load("\n".join(nft.render_base()) + "\n")
+            self._base_written = True
+        except NftCommandFailed as exc:
+            log.warning("shared part of the L4 table not written (%s): loading all", exc)
+            return self.apply_many(services)
+        self._kernel = dict(held.footprints)
+        outcomes: dict[str, ApplyReport | LbaasError] = {}
+        plans: list[tuple[L4Service, _Plan]] = []
+        whole: list[L4Service] = []
+        for service in services:
+            tables = {listener.name: listener.table() for listener in service.listeners}
+            values = {li.name: nft.slot_values(li, tables[li.name]) for li in service.listeners}
+            repairs = adoption.repairs_for(service, tables, values, held, self._ops.slot_map)
+            if repairs is None:
+                whole.append(service)
+                continue
+            self._kernel.pop(nft.lb_key(service.lb_id), None)
+            if not repairs:
+                outcomes[service.lb_id] = self._applied_now(None, service, values, _KEPT)
+                continue
+            text = adoption.repair_text(service.lb_id, repairs)
+            steps = adoption.repair_steps(service.lb_id, repairs)
+            plans.append((service, _Plan(text, steps, sum(len(r.added) for r in repairs), values)))
+        try:
+            _load(self._ops, [plan for _service, plan in plans])
+        except NftCommandFailed as exc:
+            log.info("%d slot repairs refused together (%s): loading them whole", len(plans), exc)
+            self._kernel = None  # read again for them
+            whole += [service for service, _plan in plans]
+            plans = []
+        for service, plan in plans:
+            report = ApplyReport(full_reload=False, moved_slots=plan.moved)
+            outcomes[service.lb_id] = self._applied_now(None, service, plan.values, report)
+        outcomes.update(self.apply_many(whole))
         return outcomes
 
     def _load_together(self, services: list[L4Service]) -> dict[str, ApplyReport | LbaasError]:

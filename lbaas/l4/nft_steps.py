@@ -39,20 +39,23 @@ class Step:
     slots: tuple[tuple[int, str, int], ...] = ()
 
 
-def slot_update(lb_id: str, listener_name: str, changes: Iterable[tuple[int, str]]) -> list[Step]:
-    """``nft.render_slot_update`` as steps: the slots' old elements deleted, new ones added."""
+def slot_update(
+    lb_id: str,
+    listener_name: str,
+    changes: Iterable[tuple[int, str]],
+    deleted: Iterable[int] | None = None,
+) -> list[Step]:
+    """``nft.render_slot_update`` as steps: the slots' old elements deleted (``deleted``:
+    those that hold one; None: every changed slot), new ones added."""
     pairs = sorted(changes)
-    if not pairs:
-        return []
+    gone = sorted(slot for slot, _ in pairs) if deleted is None else sorted(deleted)
     name = nft.map_name(lb_id, listener_name)
     slots = []
     for slot, value in pairs:
         address, port = value.split(" . ")
         slots.append((slot, address, int(port)))
-    return [
-        Step(Verb.DELETE_SLOTS, name, keys=tuple(str(slot) for slot, _ in pairs)),
-        Step(Verb.ADD_SLOTS, name, slots=tuple(slots)),
-    ]
+    steps = [Step(Verb.DELETE_SLOTS, name, keys=tuple(map(str, gone)))] if gone else []
+    return steps + ([Step(Verb.ADD_SLOTS, name, slots=tuple(slots))] if slots else [])
 
 
 def delete(lb_id: str, before: nft.Footprint) -> list[Step]:

@@ -16,6 +16,7 @@ from typing import Any
 from lbaas.errors import InvalidRenderedConfig
 from lbaas.l4.host.base import NftCommandFailed
 from lbaas.l4.host.libnft import LIBRARY, LibNftUnavailable, NftSession
+from lbaas.l4.host.nft_dump import read_rule_comments, read_slot_map
 from lbaas.l4.host.nft_netlink import (
     Batch,
     NetlinkRefused,
@@ -53,6 +54,22 @@ class LibNftOps(RealNftOps):
         except (NetlinkRefused, OSError) as exc:
             log.info("element steps refused (%s): loading their text", exc)
             self.load(ruleset)
+
+    def rule_comments(self) -> dict[str, tuple[str, ...]] | None:
+        """One netlink dump of the table's rules (``nft_dump``): {} when it is refused (no
+        table: nothing to keep)."""
+        try:
+            return self._session.in_namespace(lambda: read_rule_comments(self._socket(), TABLE))
+        except (NetlinkRefused, OSError) as exc:
+            log.info("rules not read (%s): nothing kept", exc)
+            return {}
+
+    def slot_map(self, name: str) -> list[str | None] | None:
+        """One netlink dump of the map's elements; None when it is refused (no such map)."""
+        try:
+            return self._session.in_namespace(lambda: read_slot_map(self._socket(), TABLE, name))
+        except (NetlinkRefused, OSError):
+            return None
 
     def _socket(self) -> NetlinkSocket:
         """The netlink socket, opened on first use (from the worker: its namespace)."""

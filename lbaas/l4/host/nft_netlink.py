@@ -21,7 +21,7 @@ import ipaddress
 import os
 import socket
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 NETLINK_NETFILTER = 12
@@ -31,7 +31,9 @@ _BATCH_BEGIN, _BATCH_END = 16, 17  # NFNL_MSG_BATCH_*
 _NEWSETELEM, _DELSETELEM, _DELRULE, _DELCHAIN, _DELSET, _DELOBJ = 12, 14, 8, 5, 11, 20
 _REQUEST, _ACK, _CREATE = 0x1, 0x4, 0x400
 _NESTED = 0x8000
-_ERROR = 2  # NLMSG_ERROR
+_ERROR, _DONE = 2, 3  # NLMSG_ERROR, NLMSG_DONE
+_DUMP, _DUMP_INTERRUPTED = 0x300, 0x10  # NLM_F_DUMP, NLM_F_DUMP_INTR
+_DUMP_BUFFER = 1 << 16  # the kernel's dump messages stay under 32 KB
 _OBJ_CT_TIMEOUT = 7  # NFT_OBJECT_CT_TIMEOUT
 _PROTOCOLS = {"tcp": 6, "udp": 17, "sctp": 132}
 _SO_SNDBUFFORCE = 32
@@ -44,7 +46,7 @@ def _attr(kind: int, payload: bytes) -> bytes:
     return header + payload + b"\0" * (-len(payload) % 4)
 
 
-def _string(kind: int, text: str) -> bytes:
+def string_attr(kind: int, text: str) -> bytes:
     return _attr(kind, text.encode() + b"\0")
 
 
@@ -78,7 +80,7 @@ class Batch:
     messages: list[tuple[int, int, bytes]] = field(default_factory=list)
 
     def _table(self) -> bytes:
-        return _string(1, self.table)  # NFTA_*_TABLE is 1 for every object kind
+        return string_attr(1, self.table)  # NFTA_*_TABLE is 1 for every object kind
 
     def delete_elements(self, set_name: str, keys: Iterable[bytes]) -> None:
         elements = [_nest(1, _nest(1, _attr(1, key))) for key in keys]  # ELEM(KEY(VALUE))
@@ -102,22 +104,22 @@ class Batch:
                 size = 0
             chunks[-1].append(element)
             size += len(element)
-        head = self._table() + _string(2, set_name)
+        head = self._table() + string_attr(2, set_name)
         for chunk in chunks:
             if chunk:
                 self.messages.append((kind, flags, head + _nest(3, *chunk)))
 
     def flush_chain(self, chain: str) -> None:
-        self.messages.append((_DELRULE, 0, self._table() + _string(2, chain)))
+        self.messages.append((_DELRULE, 0, self._table() + string_attr(2, chain)))
 
     def delete_chain(self, chain: str) -> None:
-        self.messages.append((_DELCHAIN, 0, self._table() + _string(3, chain)))
+        self.messages.append((_DELCHAIN, 0, self._table() + string_attr(3, chain)))
 
     def delete_set(self, name: str) -> None:
-        self.messages.append((_DELSET, 0, self._table() + _string(2, name)))
+        self.messages.append((_DELSET, 0, self._table() + string_attr(2, name)))
 
     def delete_ct_timeout(self, name: str) -> None:
-        body = self._table() + _string(2, name) + _attr(3, struct.pack(">I", _OBJ_CT_TIMEOUT))
+        body = self._table() + string_attr(2, name) + _attr(3, struct.pack(">I", _OBJ_CT_TIMEOUT))
         self.messages.append((_DELOBJ, 0, body))
 
 
@@ -175,6 +177,37 @@ class NetlinkSocket:
             raise NetlinkRefused(f"nf_tables netlink: {exc}") from exc
         if errors:
             raise NetlinkRefused("; ".join(sorted(set(errors))))
+
+    def dump(self, kind: int, body: bytes) -> Iterator[bytes]:
+        """The attributes (after the nfgenmsg header) of each message of one nf_tables dump
+        request ``kind`` (``NFT_MSG_GET*``) with ``body``, as they arrive: a dump of ten
+        thousand maps' elements is never held whole. Raises NetlinkRefused with the
+        kernel's error (``ENOENT``: no such table or set)."""
+        seq = self._seq
+        self._seq += 1
+        request = _message(_SUBSYS_NFTABLES << 8 | kind, _REQUEST | _DUMP, seq, body)
+        try:
+            self._socket.send(request)
+            while True:
+                data = self._socket.recv(_DUMP_BUFFER)
+                offset = 0
+                while offset + 16 <= len(data):
+                    length, kind_got, flags, seq_got, _pid = struct.unpack_from(
+                        "=IHHII", data, offset
+                    )
+                    end = offset + max(16, length)
+                    if seq_got == seq:
+                        if flags & _DUMP_INTERRUPTED:  # the table changed meanwhile
+                            raise NetlinkRefused("nf_tables dump: interrupted by a change")
+                        if kind_got == _DONE:
+                            return
+                        if kind_got == _ERROR:
+                            (code,) = struct.unpack_from("=i", data, offset + 16)
+                            raise NetlinkRefused(f"nf_tables dump: {os.strerror(-code)}")
+                        yield data[offset + 20 : end]
+                    offset = (end + 3) & ~3
+        except OSError as exc:
+            raise NetlinkRefused(f"nf_tables dump: {exc}") from exc
 
     def _acks(self, waiting: set[int]) -> list[str]:
         """Read until every message is acknowledged, or the first refusal (the kernel

@@ -69,6 +69,14 @@ def read_held(ops: NftOps) -> Held | None:
     return Held(nft.kernel_footprints(dispatch, entry), comments, legacy)
 
 
+def absent(service: L4Service, held: Held) -> bool:
+    """Whether the kernel holds nothing of ``service``: no ``dispatch`` element jumps to
+    its chain, no table of the old layout, no rule in a chain of its name."""
+    key = nft.lb_key(service.lb_id)
+    chain = nft.chain_name(service.lb_id)
+    return key not in held.footprints and key not in held.legacy and not held.comments.get(chain)
+
+
 def repairs_for(
     service: L4Service,
     tables: Mapping[str, MaglevTable],
@@ -125,3 +133,43 @@ def repair_steps(lb_id: str, repairs: Sequence[SlotRepair]) -> list[nft_steps.St
         for r in repairs
         for step in nft_steps.slot_update(lb_id, r.listener, r.added, deleted=r.deleted)
     ]
+
+
+def fill_text(service: L4Service, values: Mapping[str, list[str]]) -> str:
+    """The elements of a load balancer added by ``nft.render_new(elements=False)``: its
+    slots, then its ``dispatch`` and ``entry_vips`` elements (from then on it is reached)."""
+    jump = f"jump {nft.chain_name(service.lb_id)}"
+    lines = [
+        nft.render_slot_update(service.lb_id, name, enumerate(slots), deleted=())
+        for name, slots in values.items()
+    ]
+    wanted = nft.footprint(service)
+    dispatch = ", ".join(f"{key} : {jump}" for key in sorted(wanted.dispatch))
+    lines.append(f"add element ip {nft.TABLE} dispatch {{ {dispatch} }}\n")
+    if wanted.entry_vips:
+        vips = ", ".join(sorted(wanted.entry_vips))
+        lines.append(f"add element ip {nft.TABLE} entry_vips {{ {vips} }}\n")
+    return "".join(lines)
+
+
+def fill_steps(service: L4Service, values: Mapping[str, list[str]]) -> list[nft_steps.Step]:
+    """``fill_text`` as steps."""
+    steps = [
+        step
+        for name, slots in values.items()
+        for step in nft_steps.slot_update(service.lb_id, name, enumerate(slots), deleted=())
+    ]
+    wanted = nft.footprint(service)
+    chain = nft.chain_name(service.lb_id)
+    steps.append(
+        nft_steps.Step(
+            nft_steps.Verb.ADD_DISPATCH,
+            "dispatch",
+            keys=tuple(sorted(wanted.dispatch)),
+            chain=chain,
+        )
+    )
+    if wanted.entry_vips:
+        vips = tuple(sorted(wanted.entry_vips))
+        steps.append(nft_steps.Step(nft_steps.Verb.ADD_ENTRY, "entry_vips", keys=vips))
+    return steps

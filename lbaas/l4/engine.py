@@ -31,6 +31,7 @@ from lbaas.l4 import adoption, nft, nft_steps
 from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
 from lbaas.l4.maglev import MaglevTable
 from lbaas.l4.service import L4Listener, L4Service, LiveFlowPolicy
+from lbaas.l4.slot_values import SlotValues
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,12 @@ class ApplyReport:
     cut_flows: int = 0
 
 
+#: Load balancers the kernel holds nothing of, added together by ``adopt_many`` (a batch
+#: of 50 with 1,021-slot maps is ~1.6 MB of netlink messages).
+ABSENT_PER_TRANSACTION = 50
+#: A load balancer, its tables and its slot values by listener name.
+_Fresh = tuple[L4Service, dict[str, MaglevTable], dict[str, list[str]]]
+
 #: What ``adopt_many`` reports for a load balancer it found as its spec says.
 _KEPT = ApplyReport(full_reload=False, moved_slots=0)
 
@@ -52,7 +59,7 @@ _KEPT = ApplyReport(full_reload=False, moved_slots=0)
 @dataclass(frozen=True)
 class _Applied:
     service: L4Service
-    slot_values: dict[str, list[str]]
+    slot_values: dict[str, SlotValues]
 
 
 def slot_values_of(listener: L4Listener) -> list[str]:
@@ -215,10 +222,14 @@ class L4Engine:
         self._kernel = dict(held.footprints)
         outcomes: dict[str, ApplyReport | LbaasError] = {}
         plans: list[tuple[L4Service, _Plan]] = []
+        absent: list[_Fresh] = []
         whole: list[L4Service] = []
         for service in services:
             tables = {listener.name: listener.table() for listener in service.listeners}
             values = {li.name: nft.slot_values(li, tables[li.name]) for li in service.listeners}
+            if adoption.absent(service, held):
+                absent.append((service, tables, values))
+                continue
             repairs = adoption.repairs_for(service, tables, values, held, self._ops.slot_map)
             if repairs is None:
                 whole.append(service)
@@ -240,8 +251,36 @@ class L4Engine:
         for service, plan in plans:
             report = ApplyReport(full_reload=False, moved_slots=plan.moved)
             outcomes[service.lb_id] = self._applied_now(None, service, plan.values, report)
+        whole += self._added_absent(absent, outcomes)
         outcomes.update(self.apply_many(whole))
         return outcomes
+
+    def _added_absent(
+        self, absent: list[_Fresh], outcomes: dict[str, ApplyReport | LbaasError]
+    ) -> list[L4Service]:
+        """Load balancers the kernel holds nothing of (a node after a reboot), added
+        ``ABSENT_PER_TRANSACTION`` at a time: their chains and empty maps as one text of
+        declarations (``nft.render_new``), then their slots, ``dispatch`` and
+        ``entry_vips`` elements as one netlink batch (``adoption.fill_steps``), which
+        is when flows reach them. libnftables' parsing of every slot was most of a
+        restore's time and memory. The groups refused are returned, for full loads."""
+        refused: list[L4Service] = []
+        for start in range(0, len(absent), ABSENT_PER_TRANSACTION):
+            group = absent[start : start + ABSENT_PER_TRANSACTION]
+            try:
+                self._ops.load("".join(nft.render_new(s, t, elements=False) for s, t, _ in group))
+                text = "".join(adoption.fill_text(s, values) for s, _t, values in group)
+                steps = [step for s, _t, v in group for step in adoption.fill_steps(s, v)]
+                self._ops.load_steps(text, steps)
+            except NftCommandFailed as exc:
+                log.info("%d load balancers not added together (%s)", len(group), exc)
+                refused += [service for service, _tables, _values in group]
+                continue
+            for service, _tables, values in group:
+                moved = sum(map(len, values.values()))
+                report = ApplyReport(full_reload=True, moved_slots=moved)
+                outcomes[service.lb_id] = self._applied_now(None, service, values, report)
+        return refused
 
     def _load_together(self, services: list[L4Service]) -> dict[str, ApplyReport | LbaasError]:
         """Full loads of ``services`` in one transaction (an agent restoring thousands of
@@ -288,7 +327,8 @@ class L4Engine:
         report: ApplyReport,
     ) -> ApplyReport:
         """Remember ``service`` as applied and cut what its policy says of ``old``'s flows."""
-        self._applied[service.lb_id] = _Applied(service, values)
+        compact = {name: SlotValues(slots) for name, slots in values.items()}
+        self._applied[service.lb_id] = _Applied(service, compact)
         if old is None:
             return report
         return ApplyReport(report.full_reload, report.moved_slots, self._cut(old, service))

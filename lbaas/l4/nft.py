@@ -225,8 +225,12 @@ def render_full(
     return "\n".join(lines) + "\n"
 
 
-def render_new(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
-    """A load balancer the table does not hold yet, added with declarations only.
+def render_new(
+    service: L4Service, tables: Mapping[str, MaglevTable], *, elements: bool = True
+) -> str:
+    """A load balancer the table does not hold yet, added with declarations only
+    (``elements`` False: its maps empty and no ``dispatch`` or ``entry_vips`` element, so
+    that no flow reaches it until those are added: ``adoption.fill_steps``).
 
     ``nft`` 1.0.6 reads every chain and set of the namespace from the kernel before a
     transaction holding any ``add rule``, ``add element``, ``delete`` or ``flush map``,
@@ -244,7 +248,8 @@ def render_new(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
     chain = f"ip {TABLE} {chain_name(lb_id)}"
     lines = []
     for listener in service.listeners:
-        lines += _map_lines(lb_id, listener, tables[listener.name])[2:]
+        table = tables[listener.name] if elements else _EMPTY
+        lines += _map_lines(lb_id, listener, table)[2:]
         if listener.allowed_cidrs:
             lines += _allow_set_lines(lb_id, listener)[2:]
         if listener.idle_timeout is not None:
@@ -253,6 +258,8 @@ def render_new(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
     lines += [f"add chain {chain}", f"flush chain {chain}"]
     if rules:
         lines.append(f"add chain {chain} {{ {'; '.join(rules)}; }}")
+    if not elements:
+        return "\n".join(lines) + "\n"
     now = footprint(service)
     jump = f"jump {chain_name(lb_id)}"
     dispatch = ", ".join(f"{key} : {jump}" for key in sorted(now.dispatch))

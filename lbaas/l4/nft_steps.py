@@ -25,6 +25,8 @@ class Verb(StrEnum):
     ADD_SLOTS = "add slots"  # ``slots``: (slot, address, port)
     DELETE_DISPATCH = "delete dispatch"  # ``keys``: ``VIP . tcp . 80``
     DELETE_ENTRY = "delete entry"  # ``keys``: VIPs of ``entry_vips``
+    ADD_DISPATCH = "add dispatch"  # ``keys``: ``VIP . tcp . 80``, each to ``jump <chain>``
+    ADD_ENTRY = "add entry"  # ``keys``: VIPs
     FLUSH_CHAIN = "flush chain"
     DELETE_CHAIN = "delete chain"
     DELETE_SET = "delete set"  # a map or a set
@@ -37,6 +39,7 @@ class Step:
     name: str
     keys: tuple[str, ...] = ()
     slots: tuple[tuple[int, str, int], ...] = ()
+    chain: str = ""  # ADD_DISPATCH: the chain its elements jump to
 
 
 def slot_update(

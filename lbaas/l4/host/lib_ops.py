@@ -123,6 +123,12 @@ def batch_of(steps: Sequence[Step]) -> Batch:
                 batch.delete_elements(step.name, (dispatch_key(v, t, int(p)) for v, t, p in keys))
             case Verb.DELETE_ENTRY:
                 batch.delete_elements(step.name, map(address_key, step.keys))
+            case Verb.ADD_DISPATCH:
+                keys = (key.split(" . ") for key in step.keys)
+                jumps = ((dispatch_key(v, t, int(p)), step.chain) for v, t, p in keys)
+                batch.add_jumps(step.name, jumps)
+            case Verb.ADD_ENTRY:
+                batch.add_keys(step.name, map(address_key, step.keys))
             case Verb.FLUSH_CHAIN:
                 batch.flush_chain(step.name)
             case Verb.DELETE_CHAIN:

@@ -35,6 +35,7 @@ _ERROR, _DONE = 2, 3  # NLMSG_ERROR, NLMSG_DONE
 _DUMP, _DUMP_INTERRUPTED = 0x300, 0x10  # NLM_F_DUMP, NLM_F_DUMP_INTR
 _DUMP_BUFFER = 1 << 16  # the kernel's dump messages stay under 32 KB
 _OBJ_CT_TIMEOUT = 7  # NFT_OBJECT_CT_TIMEOUT
+_NFT_JUMP = -3
 _PROTOCOLS = {"tcp": 6, "udp": 17, "sctp": 132}
 _SO_SNDBUFFORCE = 32
 _SEND_BUFFER = 16 << 20
@@ -52,6 +53,11 @@ def string_attr(kind: int, text: str) -> bytes:
 
 def _nest(kind: int, *parts: bytes) -> bytes:
     return _attr(kind | _NESTED, b"".join(parts))
+
+
+def _verdict_jump(chain: str) -> bytes:
+    """NFTA_VERDICT_CODE (NFT_JUMP, network order) and NFTA_VERDICT_CHAIN."""
+    return _attr(1, struct.pack(">i", _NFT_JUMP)) + string_attr(2, chain)
 
 
 def slot_key(slot: int) -> bytes:
@@ -91,6 +97,20 @@ class Batch:
         elements = [
             _nest(1, _nest(1, _attr(1, key)), _nest(2, _attr(1, value))) for key, value in pairs
         ]
+        self._elements(_NEWSETELEM, _CREATE, set_name, elements)
+
+    def add_jumps(self, set_name: str, pairs: Iterable[tuple[bytes, str]]) -> None:
+        """``key : jump <chain>`` elements (a verdict map); the map's own expressions (a
+        ``counter``) are given to each new element by the kernel, as to nft's."""
+        elements = [
+            _nest(1, _nest(1, _attr(1, key)), _nest(2, _nest(2, _verdict_jump(chain))))
+            for key, chain in pairs
+        ]
+        self._elements(_NEWSETELEM, _CREATE, set_name, elements)
+
+    def add_keys(self, set_name: str, keys: Iterable[bytes]) -> None:
+        """Elements of a plain set (no data)."""
+        elements = [_nest(1, _nest(1, _attr(1, key))) for key in keys]
         self._elements(_NEWSETELEM, _CREATE, set_name, elements)
 
     def _elements(self, kind: int, flags: int, set_name: str, elements: list[bytes]) -> None:

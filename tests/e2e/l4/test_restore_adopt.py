@@ -132,3 +132,25 @@ def test_adopting_an_untouched_table_loads_no_load_balancer(namespaces: tuple[st
         assert len(ops.loaded) == 1
     finally:
         ops.close()
+
+
+def test_an_empty_namespace_gets_what_full_loads_give(namespaces: tuple[str, str]) -> None:
+    """A node after a reboot: declarations as text, then slots, ``dispatch`` (with its
+    counters) and ``entry_vips`` as one netlink batch; the table is a full load's."""
+    node, reference = namespaces
+    wanted = [balancer(n, down=2 if n == 1 else None) for n in range(4)]
+    ops = RecordedLibNftOps(node)
+    fresh = LibNftOps(reference)
+    try:
+        outcomes = L4Engine(ops).adopt_many(wanted)
+        assert all(isinstance(o, ApplyReport) and o.full_reload for o in outcomes.values())
+        assert len(ops.loaded) == 2  # the shared part, the declarations: elements as steps
+        assert "add element" not in ops.loaded[1]
+        for service in wanted:
+            L4Engine(fresh).apply(service)
+        table = ops.list_table(nft.TABLE)
+        assert table is not None and "counter packets 0 bytes 0 : jump" in table
+        assert table == fresh.list_table(nft.TABLE)
+    finally:
+        ops.close()
+        fresh.close()

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from lbaas.l4 import nft
 from lbaas.l4.engine import ApplyReport, L4Engine
+from lbaas.l4.host.base import NftCommandFailed
 from lbaas.l4.host.recording import RecordingNftOps
 from lbaas.l4.service import L4Listener, L4Member, L4Protocol, L4Service
 from tests.support.held_nft import kernel_holding
@@ -127,13 +128,42 @@ def test_a_missing_map_or_a_table_of_the_old_layout_means_a_whole_load() -> None
     assert f"delete table ip {nft.LEGACY_PREFIX}{nft.lb_key(LBS[1])}" in load
 
 
-def test_an_empty_kernel_loads_everything() -> None:
+def test_an_empty_kernel_gets_declarations_then_elements() -> None:
     ops = RecordingNftOps()
+    ops.comments = {}  # a node after a reboot
+    outcomes = L4Engine(ops).adopt_many([service(0), service(1, entry=True)])
+    assert outcomes == {LBS[n]: ApplyReport(full_reload=True, moved_slots=101) for n in (0, 1)}
+    declared, filled = loaded_after_base(ops)
+    assert ops.checked == []
+    for n in (0, 1):
+        # The chain and an empty map first, nothing reaching them ...
+        assert f"add chain ip lbaas {nft.chain_name(LBS[n])} {{" in declared
+        empty = f"add map ip lbaas {nft.map_name(LBS[n], 'tcp_80')} {{ typeof numgen inc mod 101"
+        assert f"{empty} : ip daddr . th dport; }}" in declared
+        # ... then the slots, and the dispatch element that makes it reachable.
+        assert f"add element ip lbaas {nft.map_name(LBS[n], 'tcp_80')} {{ 0 : " in filled
+    assert "dispatch" not in declared and "entry_vips" not in declared
+    jump = f"10.41.0.100 . tcp . 80 : jump {nft.chain_name(LBS[0])}"
+    assert f"add element ip lbaas dispatch {{ {jump} }}" in filled
+    assert filled.endswith("add element ip lbaas entry_vips { 10.41.1.100 }\n")
+
+
+class RefusesElements(RecordingNftOps):
+    def load(self, ruleset: str) -> None:
+        if ruleset.startswith("add element"):
+            raise NftCommandFailed(["nft", "-f", "-"], 1, "File exists")
+        super().load(ruleset)
+
+
+def test_absent_load_balancers_refused_together_are_loaded_whole() -> None:
+    ops = RefusesElements()
     ops.comments = {}
     outcomes = L4Engine(ops).adopt_many([service(0), service(1)])
     assert all(isinstance(o, ApplyReport) and o.full_reload for o in outcomes.values())
-    (load,) = loaded_after_base(ops)
-    assert nft.chain_name(LBS[0]) in load and nft.chain_name(LBS[1]) in load
+    declared, whole = loaded_after_base(ops)
+    assert "dispatch" not in declared
+    assert nft.chain_name(LBS[0]) in whole and nft.chain_name(LBS[1]) in whole
+    assert "add element ip lbaas dispatch" in whole
 
 
 def test_an_ops_that_cannot_read_rules_loads_everything_as_before() -> None:

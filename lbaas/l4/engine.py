@@ -50,7 +50,7 @@ class ApplyReport:
 #: of 50 with 1,021-slot maps is ~1.6 MB of netlink messages).
 ABSENT_PER_TRANSACTION = 50
 #: A load balancer, its tables and its slot values by listener name.
-_Fresh = tuple[L4Service, dict[str, MaglevTable], dict[str, list[str]]]
+_Absent = tuple[L4Service, dict[str, MaglevTable], dict[str, list[str]]]
 
 #: What ``adopt_many`` reports for a load balancer it found as its spec says.
 _KEPT = ApplyReport(full_reload=False, moved_slots=0)
@@ -222,13 +222,16 @@ class L4Engine:
         self._kernel = dict(held.footprints)
         outcomes: dict[str, ApplyReport | LbaasError] = {}
         plans: list[tuple[L4Service, _Plan]] = []
-        absent: list[_Fresh] = []
+        absent: list[_Absent] = []
         whole: list[L4Service] = []
         for service in services:
             tables = {listener.name: listener.table() for listener in service.listeners}
             values = {li.name: nft.slot_values(li, tables[li.name]) for li in service.listeners}
             if adoption.absent(service, held):
                 absent.append((service, tables, values))
+                if len(absent) == ABSENT_PER_TRANSACTION:  # added now: tables not all held
+                    whole += self._added_absent(absent, outcomes)
+                    absent = []
                 continue
             repairs = adoption.repairs_for(service, tables, values, held, self._ops.slot_map)
             if repairs is None:
@@ -251,36 +254,32 @@ class L4Engine:
         for service, plan in plans:
             report = ApplyReport(full_reload=False, moved_slots=plan.moved)
             outcomes[service.lb_id] = self._applied_now(None, service, plan.values, report)
-        whole += self._added_absent(absent, outcomes)
+        whole += self._added_absent(absent, outcomes) if absent else []
         outcomes.update(self.apply_many(whole))
         return outcomes
 
     def _added_absent(
-        self, absent: list[_Fresh], outcomes: dict[str, ApplyReport | LbaasError]
+        self, absent: list[_Absent], outcomes: dict[str, ApplyReport | LbaasError]
     ) -> list[L4Service]:
-        """Load balancers the kernel holds nothing of (a node after a reboot), added
-        ``ABSENT_PER_TRANSACTION`` at a time: their chains and empty maps as one text of
-        declarations (``nft.render_new``), then their slots, ``dispatch`` and
-        ``entry_vips`` elements as one netlink batch (``adoption.fill_steps``), which
-        is when flows reach them. libnftables' parsing of every slot was most of a
-        restore's time and memory. The groups refused are returned, for full loads."""
-        refused: list[L4Service] = []
-        for start in range(0, len(absent), ABSENT_PER_TRANSACTION):
-            group = absent[start : start + ABSENT_PER_TRANSACTION]
-            try:
-                self._ops.load("".join(nft.render_new(s, t, elements=False) for s, t, _ in group))
-                text = "".join(adoption.fill_text(s, values) for s, _t, values in group)
-                steps = [step for s, _t, v in group for step in adoption.fill_steps(s, v)]
-                self._ops.load_steps(text, steps)
-            except NftCommandFailed as exc:
-                log.info("%d load balancers not added together (%s)", len(group), exc)
-                refused += [service for service, _tables, _values in group]
-                continue
-            for service, _tables, values in group:
-                moved = sum(map(len, values.values()))
-                report = ApplyReport(full_reload=True, moved_slots=moved)
-                outcomes[service.lb_id] = self._applied_now(None, service, values, report)
-        return refused
+        """Load balancers the kernel holds nothing of (a node after a reboot) added
+        together: their chains and empty maps as one text of declarations
+        (``nft.render_new``), then their slots, ``dispatch`` and ``entry_vips`` elements
+        as one netlink batch (``adoption.fill_steps``), which is when flows reach them.
+        libnftables' parsing of every slot was most of a restore's time and memory.
+        Refused, they are returned, for full loads."""
+        try:
+            self._ops.load("".join(nft.render_new(s, t, elements=False) for s, t, _ in absent))
+            text = "".join(adoption.fill_text(s, values) for s, _t, values in absent)
+            steps = [step for s, _t, v in absent for step in adoption.fill_steps(s, v)]
+            self._ops.load_steps(text, steps)
+        except NftCommandFailed as exc:
+            log.info("%d load balancers not added together (%s)", len(absent), exc)
+            return [service for service, _tables, _values in absent]
+        for service, _tables, values in absent:
+            moved = sum(map(len, values.values()))
+            report = ApplyReport(full_reload=True, moved_slots=moved)
+            outcomes[service.lb_id] = self._applied_now(None, service, values, report)
+        return []
 
     def _load_together(self, services: list[L4Service]) -> dict[str, ApplyReport | LbaasError]:
         """Full loads of ``services`` in one transaction (an agent restoring thousands of

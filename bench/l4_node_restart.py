@@ -23,7 +23,8 @@ restored: interpreter, imports and restore), ``cpu_s`` (user + system of the pro
 libnftables thread and kernel time included), ``peak_rss_mb`` (``ru_maxrss``) and
 ``rss_mb`` (VmRSS once restored: what it goes on holding). ``--trace-memory``: the restart
 traces Python's allocations (its times are then inflated) and lists the ten sites holding
-most once restored, and the traced peak (C allocations, libnftables', are not traced).
+most once restored, and the traced peak (C allocations, libnftables', are not traced);
+``--profile``: the restart's restore runs under cProfile, its 15 costliest calls listed.
 ``--tree PATH``: the processes import lbaas from another working tree (a before/after on
 the same machine, e.g. a worktree of main). Root only. Prints JSON; nothing asserts on
 time. ``--quick``: 20 load balancers (the smoke test).
@@ -32,8 +33,11 @@ time. ``--quick``: 20 load balancers (the smoke test).
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
+import pstats
 import resource
 import selectors
 import signal
@@ -80,7 +84,7 @@ def spec_json(index: int, slots: int, entry_every: int) -> bytes:
     return spec.model_dump_json().encode()
 
 
-def child(root: Path, trace: bool) -> None:
+def child(root: Path, trace: bool, profile: bool) -> None:
     """One node manager process: restore, report one JSON line, wait to be killed."""
     started = time.perf_counter()
     if trace:
@@ -92,8 +96,9 @@ def child(root: Path, trace: bool) -> None:
 
     manager, checker = l4_node_manager(AgentSettings(), root)
     checker.start()
+    profiler = cProfile.Profile() if profile else None
     begun = time.perf_counter()
-    restored = manager.restore()
+    restored = manager.restore() if profiler is None else profiler.runcall(manager.restore)
     done = time.perf_counter()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     report: dict[str, Any] = {
@@ -106,9 +111,21 @@ def child(root: Path, trace: bool) -> None:
     }
     if trace:
         report.update(_traced())
+    if profiler is not None:
+        report["profile"] = _profiled(profiler)
     print(json.dumps(report), flush=True)
     while True:
         time.sleep(60)
+
+
+def _profiled(profiler: cProfile.Profile) -> list[str]:
+    """The 15 functions of most cumulative time (the libnftables thread's work shows as
+    the main thread waiting in ``Future.result``)."""
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(15)
+    rows = out.getvalue().splitlines()
+    start = next(n for n, row in enumerate(rows) if row.lstrip().startswith("ncalls"))
+    return [" ".join(row.split()) for row in rows[start:] if row.strip()]
 
 
 def _vm_rss_kb() -> int:
@@ -130,9 +147,12 @@ def _traced() -> dict[str, Any]:
     }
 
 
-def run_child(namespace: str, root: Path, tree: Path, trace: bool) -> dict[str, Any]:
+def run_child(
+    namespace: str, root: Path, tree: Path, trace: bool = False, profile: bool = False
+) -> dict[str, Any]:
     """Start a node manager in ``namespace``; its report, once restored; then SIGKILL it."""
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", str(root)]
+    argv += ["--profile"] if profile else []
     env = {k: v for k, v in os.environ.items() if not k.startswith("LBAAS_")}
     env["PYTHONPATH"] = str(tree)
     proc = subprocess.Popen(
@@ -229,11 +249,11 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
                 spec_json(index, args.slots, args.entry_every)
             )
         row["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
-        row["cold"] = run_child(namespace, root, args.tree, False)
+        row["cold"] = run_child(namespace, root, args.tree)
         drifted = [size // 2 + k for k in range(min(args.drifted, size - size // 2))]
         if drifted:
             drift(namespace, drifted)
-        row["restart"] = run_child(namespace, root, args.tree, args.trace_memory)
+        row["restart"] = run_child(namespace, root, args.tree, args.trace_memory, args.profile)
         if drifted:
             row["drifted"] = len(drifted)
             row["drift_fixed"] = drift_fixed(namespace, drifted)
@@ -254,10 +274,11 @@ def main() -> None:
     parser.add_argument("--drifted", type=int, default=3)
     parser.add_argument("--tree", type=Path, default=ROOT, help="lbaas from this tree")
     parser.add_argument("--trace-memory", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="the restart under cProfile")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        child(args.child, args.trace_memory)
+        child(args.child, args.trace_memory, args.profile)
         return
     if os.geteuid() != 0:
         sys.exit("bench/l4_node_restart.py needs root (network namespaces, nftables)")

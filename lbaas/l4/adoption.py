@@ -58,12 +58,7 @@ def read_held(ops: NftOps) -> Held | None:
         return None
     dispatch = ops.list_json(("map", "ip", nft.TABLE, "dispatch")) or {}
     entry = ops.list_json(("set", "ip", nft.TABLE, "entry_vips")) or {}
-    tables = ops.list_json(("tables",)) or {}
-    names = {
-        str(item["table"].get("name", ""))
-        for item in tables.get("nftables", [])
-        if "table" in item and item["table"].get("family") == "ip"
-    }
+    names = ops.table_names()
     prefix = nft.LEGACY_PREFIX
     legacy = frozenset(n[len(prefix) :] for n in names if n.startswith(prefix) and n != nft.TABLE)
     return Held(nft.kernel_footprints(dispatch, entry), comments, legacy)

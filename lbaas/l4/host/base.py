@@ -137,6 +137,17 @@ class NftOps(abc.ABC):
         restarted engine loads every load balancer again. No change."""
         return None
 
+    def table_names(self) -> list[str]:
+        """The names of the namespace's ``ip`` tables. No change. Not abstract: from
+        ``list_json`` (which nftables 1.0.6 answers only after reading every set's
+        elements)."""
+        listing = self.list_json(("tables",)) or {}
+        return [
+            str(item["table"].get("name", ""))
+            for item in listing.get("nftables", [])
+            if "table" in item and item["table"].get("family") == "ip"
+        ]
+
     def slot_map(self, name: str) -> list[str | None] | None:
         """The slot map ``name`` of ``table ip lbaas``: each slot's ``address . port``
         (None: no element), as long as its largest slot + 1; None if there is no such map

@@ -16,7 +16,7 @@ from typing import Any
 from lbaas.errors import InvalidRenderedConfig
 from lbaas.l4.host.base import NftCommandFailed
 from lbaas.l4.host.libnft import LIBRARY, LibNftUnavailable, NftSession
-from lbaas.l4.host.nft_dump import read_rule_comments, read_slot_map
+from lbaas.l4.host.nft_dump import read_rule_comments, read_slot_map, read_table_names
 from lbaas.l4.host.nft_netlink import (
     Batch,
     NetlinkRefused,
@@ -63,6 +63,14 @@ class LibNftOps(RealNftOps):
         except (NetlinkRefused, OSError) as exc:
             log.info("rules not read (%s): nothing kept", exc)
             return {}
+
+    def table_names(self) -> list[str]:
+        """One netlink dump of the tables (no libnftables cache: see ``nft_dump``)."""
+        try:
+            return self._session.in_namespace(lambda: read_table_names(self._socket()))
+        except (NetlinkRefused, OSError) as exc:
+            log.warning("tables not read (%s)", exc)
+            return []
 
     def slot_map(self, name: str) -> list[str | None] | None:
         """One netlink dump of the map's elements; None when it is refused (no such map)."""

@@ -17,6 +17,7 @@ inet_service`` likewise. Only ``table ip`` (family NFPROTO_IPV4).
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import os
 import socket
@@ -55,6 +56,21 @@ def _nest(kind: int, *parts: bytes) -> bytes:
     return _attr(kind | _NESTED, b"".join(parts))
 
 
+@functools.lru_cache(maxsize=64)
+def _element_heads(key_size: int, value_size: int) -> tuple[bytes, bytes, bytes]:
+    """What goes before, between and after a key and a value of these sizes in an
+    element ``ELEM(KEY(VALUE key), DATA(VALUE value))``: the same bytes ``_nest`` and
+    ``_attr`` build, computed once (a restore adds millions of slot elements)."""
+    key_pad, value_pad = -key_size % 4, -value_size % 4
+    key_nest = 8 + key_size + key_pad
+    data_nest = 8 + value_size + value_pad
+    head = struct.pack(
+        "=HHHHHH", 4 + key_nest + data_nest, 1 | _NESTED, key_nest, 1 | _NESTED, 4 + key_size, 1
+    )
+    middle = b"\0" * key_pad + struct.pack("=HHHH", data_nest, 2 | _NESTED, 4 + value_size, 1)
+    return head, middle, b"\0" * value_pad
+
+
 def _verdict_jump(chain: str) -> bytes:
     """NFTA_VERDICT_CODE (NFT_JUMP, network order) and NFTA_VERDICT_CHAIN."""
     return _attr(1, struct.pack(">i", _NFT_JUMP)) + string_attr(2, chain)
@@ -64,8 +80,9 @@ def slot_key(slot: int) -> bytes:
     return struct.pack("=I", slot)
 
 
+@functools.lru_cache(maxsize=4096)
 def target_value(address: str, port: int) -> bytes:
-    """``address . port`` as a slot map holds it."""
+    """``address . port`` as a slot map holds it (a map's thousand slots share a few)."""
     return ipaddress.IPv4Address(address).packed + struct.pack(">H", port) + b"\0\0"
 
 
@@ -94,9 +111,10 @@ class Batch:
 
     def add_elements(self, set_name: str, pairs: Iterable[tuple[bytes, bytes]]) -> None:
         """``key : value`` elements (a data map)."""
-        elements = [
-            _nest(1, _nest(1, _attr(1, key)), _nest(2, _attr(1, value))) for key, value in pairs
-        ]
+        elements = []
+        for key, value in pairs:
+            head, middle, tail = _element_heads(len(key), len(value))
+            elements.append(head + key + middle + value + tail)
         self._elements(_NEWSETELEM, _CREATE, set_name, elements)
 
     def add_jumps(self, set_name: str, pairs: Iterable[tuple[bytes, str]]) -> None:

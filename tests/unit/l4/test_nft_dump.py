@@ -10,7 +10,15 @@ from __future__ import annotations
 import struct
 
 from lbaas.l4.host.nft_dump import rule_comments, slot_elements, slot_values
-from lbaas.l4.host.nft_netlink import Batch, slot_key, string_attr, target_value
+from lbaas.l4.host.nft_netlink import (
+    Batch,
+    _attr,
+    _element_heads,
+    _nest,
+    slot_key,
+    string_attr,
+    target_value,
+)
 
 
 def elements_message(pairs: list[tuple[int, str, int]]) -> bytes:
@@ -70,3 +78,11 @@ def test_rule_comments_by_chain_in_order() -> None:
         "prerouting": ("",),
         "lb_b": ("tcp_80 d2",),
     }
+
+
+def test_elements_from_cached_headers_are_the_nested_encoding() -> None:
+    for key, value in ((slot_key(5), target_value("10.0.0.1", 80)), (b"\1\2\3", b"\4\5")):
+        head, middle, tail = _element_heads(len(key), len(value))
+        assert head + key + middle + value + tail == _nest(
+            1, _nest(1, _attr(1, key)), _nest(2, _attr(1, value))
+        )

@@ -27,10 +27,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from lbaas.errors import InvalidRenderedConfig, LbaasError
-from lbaas.l4 import nft, nft_steps
+from lbaas.l4 import adoption, nft, nft_steps
 from lbaas.l4.host.base import FlowMatch, NftCommandFailed, NftOps
 from lbaas.l4.maglev import MaglevTable
 from lbaas.l4.service import L4Listener, L4Service, LiveFlowPolicy
+from lbaas.l4.slot_values import SlotValues
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,20 @@ class ApplyReport:
     cut_flows: int = 0
 
 
+#: Load balancers the kernel holds nothing of, added together by ``adopt_many`` (a batch
+#: of 50 with 1,021-slot maps is ~1.6 MB of netlink messages).
+ABSENT_PER_TRANSACTION = 50
+#: A load balancer, its tables and its slot values by listener name.
+_Absent = tuple[L4Service, dict[str, MaglevTable], dict[str, list[str]]]
+
+#: What ``adopt_many`` reports for a load balancer it found as its spec says.
+_KEPT = ApplyReport(full_reload=False, moved_slots=0)
+
+
 @dataclass(frozen=True)
 class _Applied:
     service: L4Service
-    slot_values: dict[str, list[str]]
+    slot_values: dict[str, SlotValues]
 
 
 def slot_values_of(listener: L4Listener) -> list[str]:
@@ -192,6 +203,84 @@ class L4Engine:
             outcomes.update(self._load_together(alone[start : start + FULL_LOADS_PER_TRANSACTION]))
         return outcomes
 
+    def adopt_many(self, services: Sequence[L4Service]) -> dict[str, ApplyReport | LbaasError]:
+        """``apply_many`` for an engine that has applied nothing yet (an agent restarting),
+        keeping what the kernel holds already (``adoption``): a load balancer whose chain,
+        ``dispatch`` and ``entry_vips`` are as its spec says keeps them, only its slots
+        that differ are rewritten (netlink steps, all such load balancers in one
+        transaction), and the others are loaded whole (``apply_many``). The shared part is
+        written first, once. Where ``NftOps`` cannot read the rules, ``apply_many``."""
+        held = adoption.read_held(self._ops)
+        if held is None:
+            return self.apply_many(services)
+        try:
+            self._ops.load("\n".join(nft.render_base()) + "\n")
+            self._base_written = True
+        except NftCommandFailed as exc:
+            log.warning("shared part of the L4 table not written (%s): loading all", exc)
+            return self.apply_many(services)
+        self._kernel = dict(held.footprints)
+        outcomes: dict[str, ApplyReport | LbaasError] = {}
+        plans: list[tuple[L4Service, _Plan]] = []
+        absent: list[_Absent] = []
+        whole: list[L4Service] = []
+        for service in services:
+            tables = {listener.name: listener.table() for listener in service.listeners}
+            values = {li.name: nft.slot_values(li, tables[li.name]) for li in service.listeners}
+            if adoption.absent(service, held):
+                absent.append((service, tables, values))
+                if len(absent) == ABSENT_PER_TRANSACTION:  # added now: tables not all held
+                    whole += self._added_absent(absent, outcomes)
+                    absent = []
+                continue
+            repairs = adoption.repairs_for(service, tables, values, held, self._ops.slot_map)
+            if repairs is None:
+                whole.append(service)
+                continue
+            self._kernel.pop(nft.lb_key(service.lb_id), None)
+            if not repairs:
+                outcomes[service.lb_id] = self._applied_now(None, service, values, _KEPT)
+                continue
+            text = adoption.repair_text(service.lb_id, repairs)
+            steps = adoption.repair_steps(service.lb_id, repairs)
+            plans.append((service, _Plan(text, steps, sum(len(r.added) for r in repairs), values)))
+        try:
+            _load(self._ops, [plan for _service, plan in plans])
+        except NftCommandFailed as exc:
+            log.info("%d slot repairs refused together (%s): loading them whole", len(plans), exc)
+            self._kernel = None  # read again for them
+            whole += [service for service, _plan in plans]
+            plans = []
+        for service, plan in plans:
+            report = ApplyReport(full_reload=False, moved_slots=plan.moved)
+            outcomes[service.lb_id] = self._applied_now(None, service, plan.values, report)
+        whole += self._added_absent(absent, outcomes) if absent else []
+        outcomes.update(self.apply_many(whole))
+        return outcomes
+
+    def _added_absent(
+        self, absent: list[_Absent], outcomes: dict[str, ApplyReport | LbaasError]
+    ) -> list[L4Service]:
+        """Load balancers the kernel holds nothing of (a node after a reboot) added
+        together: their chains and empty maps as one text of declarations
+        (``nft.render_new``), then their slots, ``dispatch`` and ``entry_vips`` elements
+        as one netlink batch (``adoption.fill_steps``), which is when flows reach them.
+        libnftables' parsing of every slot was most of a restore's time and memory.
+        Refused, they are returned, for full loads."""
+        try:
+            self._ops.load("".join(nft.render_new(s, t, elements=False) for s, t, _ in absent))
+            text = "".join(adoption.fill_text(s, values) for s, _t, values in absent)
+            steps = [step for s, _t, v in absent for step in adoption.fill_steps(s, v)]
+            self._ops.load_steps(text, steps)
+        except NftCommandFailed as exc:
+            log.info("%d load balancers not added together (%s)", len(absent), exc)
+            return [service for service, _tables, _values in absent]
+        for service, _tables, values in absent:
+            moved = sum(map(len, values.values()))
+            report = ApplyReport(full_reload=True, moved_slots=moved)
+            outcomes[service.lb_id] = self._applied_now(None, service, values, report)
+        return []
+
     def _load_together(self, services: list[L4Service]) -> dict[str, ApplyReport | LbaasError]:
         """Full loads of ``services`` in one transaction (an agent restoring thousands of
         load balancers: each ``nft`` reads the table's state first, so one per load
@@ -237,7 +326,8 @@ class L4Engine:
         report: ApplyReport,
     ) -> ApplyReport:
         """Remember ``service`` as applied and cut what its policy says of ``old``'s flows."""
-        self._applied[service.lb_id] = _Applied(service, values)
+        compact = {name: SlotValues(slots) for name, slots in values.items()}
+        self._applied[service.lb_id] = _Applied(service, compact)
         if old is None:
             return report
         return ApplyReport(report.full_reload, report.moved_slots, self._cut(old, service))

@@ -16,7 +16,8 @@ Layout of ``table ip lbaas`` (one per network namespace)::
                      ip daddr VIP meta l4proto tcp th dport 80 ct count over N drop
                      ip daddr VIP meta l4proto udp th dport 53 ct timeout set "t_<key>_udp_53"
                      ip daddr VIP meta l4proto tcp th dport 80 counter
-                     dnat ip to jhash <key> mod M seed S map @m_<key>_tcp_80 comment "tcp_80" }
+                     dnat ip to jhash <key> mod M seed S map @m_<key>_tcp_80
+                     comment "tcp_80 <digest>" }  (every rule: rule_comments)
 
 ``<key>`` is the first 12 hex digits of the load balancer id. A new flow's first packet
 does one lookup in ``dispatch`` (a hash of VIP, protocol and port), whatever the number of
@@ -224,8 +225,12 @@ def render_full(
     return "\n".join(lines) + "\n"
 
 
-def render_new(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
-    """A load balancer the table does not hold yet, added with declarations only.
+def render_new(
+    service: L4Service, tables: Mapping[str, MaglevTable], *, elements: bool = True
+) -> str:
+    """A load balancer the table does not hold yet, added with declarations only
+    (``elements`` False: its maps empty and no ``dispatch`` or ``entry_vips`` element, so
+    that no flow reaches it until those are added: ``adoption.fill_steps``).
 
     ``nft`` 1.0.6 reads every chain and set of the namespace from the kernel before a
     transaction holding any ``add rule``, ``add element``, ``delete`` or ``flush map``,
@@ -243,7 +248,8 @@ def render_new(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
     chain = f"ip {TABLE} {chain_name(lb_id)}"
     lines = []
     for listener in service.listeners:
-        lines += _map_lines(lb_id, listener, tables[listener.name])[2:]
+        table = tables[listener.name] if elements else _EMPTY
+        lines += _map_lines(lb_id, listener, table)[2:]
         if listener.allowed_cidrs:
             lines += _allow_set_lines(lb_id, listener)[2:]
         if listener.idle_timeout is not None:
@@ -252,6 +258,8 @@ def render_new(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
     lines += [f"add chain {chain}", f"flush chain {chain}"]
     if rules:
         lines.append(f"add chain {chain} {{ {'; '.join(rules)}; }}")
+    if not elements:
+        return "\n".join(lines) + "\n"
     now = footprint(service)
     jump = f"jump {chain_name(lb_id)}"
     dispatch = ", ".join(f"{key} : {jump}" for key in sorted(now.dispatch))
@@ -263,18 +271,59 @@ def render_new(service: L4Service, tables: Mapping[str, MaglevTable]) -> str:
 
 
 def _chain_rules(service: L4Service, tables: Mapping[str, MaglevTable]) -> list[str]:
-    """The rules of the load balancer's chain, in order, listener by listener."""
+    """The rules of the load balancer's chain, in order, listener by listener, each with
+    its comment (``rule_comments``)."""
+    plain = _plain_rules(service, tables)
+    comments = _comments(service, tables, plain)
+    pairs = zip(plain, comments, strict=True)
+    return [f'{rule} comment "{comment}"' for (_name, rule), comment in pairs]
+
+
+def rule_comments(service: L4Service, tables: Mapping[str, MaglevTable]) -> tuple[str, ...]:
+    """The comments of the rules of the load balancer's chain, in order, as a full load
+    writes them: ``<listener> <digest>``, the digest (``DEFINITION_FORMAT``, the rules
+    without their comments and the definitions of the maps, sets and timeouts they use)
+    the same on every rule. An agent that restarts compares these with the kernel's
+    (``lbaas.l4.adoption``): equal, the chain and its objects are as this version would
+    write them, and only the slot maps' elements need reading. Not JSON, as the code rules
+    ask of metadata in a free-form field: nft's quoted strings cannot hold a double quote."""
+    return _comments(service, tables, _plain_rules(service, tables))
+
+
+#: Part of every digest: a change of how a load balancer is written changes every digest,
+#: so a restarted agent of a new version reloads what an older one wrote.
+DEFINITION_FORMAT = "lbaas-l4/1"
+
+
+def _comments(
+    service: L4Service, tables: Mapping[str, MaglevTable], plain: list[tuple[str, str]]
+) -> tuple[str, ...]:
+    definition = [DEFINITION_FORMAT, *(rule for _name, rule in plain)]
+    for listener in service.listeners:
+        definition += [_map_lines(service.lb_id, listener, _EMPTY)[0]]
+        if listener.allowed_cidrs:
+            definition += _allow_set_lines(service.lb_id, listener)[2:]
+        if listener.idle_timeout is not None:
+            definition += _timeout_lines(service.lb_id, listener, listener.idle_timeout)[:1]
+    digest = hashlib.blake2b("\n".join(definition).encode(), digest_size=8).hexdigest()
+    return tuple(f"{name} {digest}" for name, _rule in plain)
+
+
+def _plain_rules(service: L4Service, tables: Mapping[str, MaglevTable]) -> list[tuple[str, str]]:
+    """(listener name, rule without comment) of the chain, in order."""
     rules = []
     for listener in service.listeners:
         match = _match(service, listener)
+        name = listener.name
         if listener.allowed_cidrs:
-            rules.append(_filter_rule(service, listener))
+            rules.append((name, _filter_rule(service, listener)))
         if listener.connection_limit is not None:
-            rules.append(f"{match} ct count over {listener.connection_limit} drop")
+            rules.append((name, f"{match} ct count over {listener.connection_limit} drop"))
         if listener.idle_timeout is not None:
-            rules.append(f'{match} ct timeout set "{timeout_name(service.lb_id, listener)}"')
+            timeout = timeout_name(service.lb_id, listener)
+            rules.append((name, f'{match} ct timeout set "{timeout}"'))
         if tables[listener.name].slots:
-            rules.append(_rule(service, listener))
+            rules.append((name, _rule(service, listener)))
     return rules
 
 
@@ -307,6 +356,10 @@ def _declared(kind: str, name: str, body: str, elements: list[str]) -> list[str]
         f"delete {kind} {where}",
         f"add {kind} {where} {{ {full} }}",
     ]
+
+
+#: A table with no slots: a map's declaration without elements.
+_EMPTY = MaglevTable(0, (), ())
 
 
 def _map_lines(lb_id: str, listener: L4Listener, table: MaglevTable) -> list[str]:
@@ -361,7 +414,7 @@ def _rule(service: L4Service, listener: L4Listener) -> str:
     return (
         f"{_match(service, listener)} counter dnat ip to jhash {_hash_input(listener)} "
         f"mod {listener.table_size} seed {hash_seed(service.lb_id, listener):#010x} "
-        f'map @{map_name(service.lb_id, listener.name)} comment "{listener.name}"'
+        f"map @{map_name(service.lb_id, listener.name)}"
     )
 
 
@@ -395,15 +448,22 @@ def _packets(verdict: Mapping[str, Any]) -> int:
     return int(verdict.get("counter", {}).get("packets", 0))
 
 
-def render_slot_update(lb_id: str, listener_name: str, changes: Iterable[tuple[int, str]]) -> str:
-    """Rewrite the given slots (slot, ``address . port``) of one map in one transaction."""
+def render_slot_update(
+    lb_id: str,
+    listener_name: str,
+    changes: Iterable[tuple[int, str]],
+    deleted: Iterable[int] | None = None,
+) -> str:
+    """Rewrite the given slots (slot, ``address . port``) of one map in one transaction;
+    ``deleted``: the slots that hold an element now (None: every changed slot)."""
     pairs = sorted(changes)
-    if not pairs:
-        return ""
+    gone = sorted(slot for slot, _ in pairs) if deleted is None else sorted(deleted)
     where = f"ip {TABLE} {map_name(lb_id, listener_name)}"
-    slots = ", ".join(str(slot) for slot, _ in pairs)
-    values = ", ".join(f"{slot} : {value}" for slot, value in pairs)
-    return f"delete element {where} {{ {slots} }}\nadd element {where} {{ {values} }}\n"
+    text = f"delete element {where} {{ {', '.join(map(str, gone))} }}\n" if gone else ""
+    if pairs:
+        values = ", ".join(f"{slot} : {value}" for slot, value in pairs)
+        text += f"add element {where} {{ {values} }}\n"
+    return text
 
 
 def render_delete(lb_id: str, before: Footprint, *, legacy: bool = False) -> str:

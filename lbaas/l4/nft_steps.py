@@ -25,6 +25,8 @@ class Verb(StrEnum):
     ADD_SLOTS = "add slots"  # ``slots``: (slot, address, port)
     DELETE_DISPATCH = "delete dispatch"  # ``keys``: ``VIP . tcp . 80``
     DELETE_ENTRY = "delete entry"  # ``keys``: VIPs of ``entry_vips``
+    ADD_DISPATCH = "add dispatch"  # ``keys``: ``VIP . tcp . 80``, each to ``jump <chain>``
+    ADD_ENTRY = "add entry"  # ``keys``: VIPs
     FLUSH_CHAIN = "flush chain"
     DELETE_CHAIN = "delete chain"
     DELETE_SET = "delete set"  # a map or a set
@@ -37,22 +39,26 @@ class Step:
     name: str
     keys: tuple[str, ...] = ()
     slots: tuple[tuple[int, str, int], ...] = ()
+    chain: str = ""  # ADD_DISPATCH: the chain its elements jump to
 
 
-def slot_update(lb_id: str, listener_name: str, changes: Iterable[tuple[int, str]]) -> list[Step]:
-    """``nft.render_slot_update`` as steps: the slots' old elements deleted, new ones added."""
+def slot_update(
+    lb_id: str,
+    listener_name: str,
+    changes: Iterable[tuple[int, str]],
+    deleted: Iterable[int] | None = None,
+) -> list[Step]:
+    """``nft.render_slot_update`` as steps: the slots' old elements deleted (``deleted``:
+    those that hold one; None: every changed slot), new ones added."""
     pairs = sorted(changes)
-    if not pairs:
-        return []
+    gone = sorted(slot for slot, _ in pairs) if deleted is None else sorted(deleted)
     name = nft.map_name(lb_id, listener_name)
     slots = []
     for slot, value in pairs:
         address, port = value.split(" . ")
         slots.append((slot, address, int(port)))
-    return [
-        Step(Verb.DELETE_SLOTS, name, keys=tuple(str(slot) for slot, _ in pairs)),
-        Step(Verb.ADD_SLOTS, name, slots=tuple(slots)),
-    ]
+    steps = [Step(Verb.DELETE_SLOTS, name, keys=tuple(map(str, gone)))] if gone else []
+    return steps + ([Step(Verb.ADD_SLOTS, name, slots=tuple(slots))] if slots else [])
 
 
 def delete(lb_id: str, before: nft.Footprint) -> list[Step]:

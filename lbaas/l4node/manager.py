@@ -173,9 +173,9 @@ class L4NodeManager:
         self._lock = threading.RLock()
 
     def restore(self) -> list[str]:
-        """Program again the load balancers an earlier agent left specs for, many in one
-        nft transaction (``L4Engine.apply_many``): a node restarting with thousands of
-        them would otherwise read the whole table once per load balancer."""
+        """Program again the load balancers an earlier agent left specs for: what the
+        kernel still holds as a spec says is kept, slots that differ are rewritten, the
+        rest loaded whole, many in one transaction (``L4Engine.adopt_many``)."""
         if not self.root.is_dir():
             return []
         specs: list[L4ServiceSpec] = []
@@ -194,10 +194,10 @@ class L4NodeManager:
                 self._index(spec.loadbalancer_id, self._specs.get(spec.loadbalancer_id), spec)
                 self._specs[spec.loadbalancer_id] = spec
                 self._checker.set_targets(spec.loadbalancer_id, health_targets(spec))
-            self._apply_all([spec.loadbalancer_id for spec in specs], "restored")
-            for spec in specs:
-                if spec.loadbalancer_id not in self._errors:
-                    self._hold_vip(None, spec)
+            self._apply_all([spec.loadbalancer_id for spec in specs], "restored", adopt=True)
+            self._vips.hold_many(
+                [s.vip for s in specs if s.entry and s.loadbalancer_id not in self._errors]
+            )
             self._announce_or_log()
             return sorted(self._specs)
 
@@ -311,11 +311,13 @@ class L4NodeManager:
             self._announce_or_log()
         log.info("health changes %s applied to %s", [(c.key, c.healthy) for c in changes], touched)
 
-    def _apply_all(self, lb_ids: list[str], what: str) -> None:
-        """Apply ``lb_ids`` with this node's health (``apply_many``), then the DSR table; a
-        failure is kept as the load balancer's last_error (the next change retries)."""
+    def _apply_all(self, lb_ids: list[str], what: str, *, adopt: bool = False) -> None:
+        """Apply ``lb_ids`` with this node's health (``apply_many``; ``adopt``: keeping
+        what the kernel holds as it should, ``adopt_many``), then the DSR table; a failure
+        is kept as the load balancer's last_error (the next change retries)."""
         services = [l4_service(self._specs[lb], self._checker.states(lb)) for lb in lb_ids]
-        for lb_id, outcome in self._engine.apply_many(services).items():
+        apply = self._engine.adopt_many if adopt else self._engine.apply_many
+        for lb_id, outcome in apply(services).items():
             if isinstance(outcome, LbaasError):
                 self._errors[lb_id] = str(outcome)
                 log.error("L4 service %s not %s: %s", lb_id, what, outcome)

@@ -54,6 +54,12 @@ class VipHolder(abc.ABC):
     @abc.abstractmethod
     def hold(self, vip: str) -> None: ...
 
+    def hold_many(self, vips: Sequence[str]) -> None:
+        """``hold`` of each of ``vips`` (an agent restoring its entry load balancers). Not
+        abstract: this one holds them one by one."""
+        for vip in vips:
+            self.hold(vip)
+
     @abc.abstractmethod
     def release(self, vip: str) -> None: ...
 
@@ -124,6 +130,29 @@ class NftOps(abc.ABC):
     def list_json(self, words: Sequence[str], *, terse: bool = False) -> dict[str, Any] | None:
         """``nft -j [-t] list <words>`` parsed (``-t``: without the elements of maps and
         sets), or None if ``nft`` refused (no such object). No change."""
+
+    def rule_comments(self) -> dict[str, tuple[str, ...]] | None:
+        """The comments of every rule of ``table ip lbaas``, by chain, in the chain's order
+        (empty: no such table); None when this implementation cannot read them, and then a
+        restarted engine loads every load balancer again. No change."""
+        return None
+
+    def table_names(self) -> list[str]:
+        """The names of the namespace's ``ip`` tables. No change. Not abstract: from
+        ``list_json`` (which nftables 1.0.6 answers only after reading every set's
+        elements)."""
+        listing = self.list_json(("tables",)) or {}
+        return [
+            str(item["table"].get("name", ""))
+            for item in listing.get("nftables", [])
+            if "table" in item and item["table"].get("family") == "ip"
+        ]
+
+    def slot_map(self, name: str) -> list[str | None] | None:
+        """The slot map ``name`` of ``table ip lbaas``: each slot's ``address . port``
+        (None: no element), as long as its largest slot + 1; None if there is no such map
+        or this implementation cannot read it. No change."""
+        return None
 
     def count_flows(self, protocol: L4Protocol, vip: str, port: int) -> int:
         """How many conntrack entries (live flows) go to ``vip``:``port``. No change.

@@ -16,6 +16,7 @@ from typing import Any
 from lbaas.errors import InvalidRenderedConfig
 from lbaas.l4.host.base import NftCommandFailed
 from lbaas.l4.host.libnft import LIBRARY, LibNftUnavailable, NftSession
+from lbaas.l4.host.nft_dump import read_rule_comments, read_slot_map, read_table_names
 from lbaas.l4.host.nft_netlink import (
     Batch,
     NetlinkRefused,
@@ -53,6 +54,30 @@ class LibNftOps(RealNftOps):
         except (NetlinkRefused, OSError) as exc:
             log.info("element steps refused (%s): loading their text", exc)
             self.load(ruleset)
+
+    def rule_comments(self) -> dict[str, tuple[str, ...]] | None:
+        """One netlink dump of the table's rules (``nft_dump``): {} when it is refused (no
+        table: nothing to keep)."""
+        try:
+            return self._session.in_namespace(lambda: read_rule_comments(self._socket(), TABLE))
+        except (NetlinkRefused, OSError) as exc:
+            log.info("rules not read (%s): nothing kept", exc)
+            return {}
+
+    def table_names(self) -> list[str]:
+        """One netlink dump of the tables (no libnftables cache: see ``nft_dump``)."""
+        try:
+            return self._session.in_namespace(lambda: read_table_names(self._socket()))
+        except (NetlinkRefused, OSError) as exc:
+            log.warning("tables not read (%s)", exc)
+            return []
+
+    def slot_map(self, name: str) -> list[str | None] | None:
+        """One netlink dump of the map's elements; None when it is refused (no such map)."""
+        try:
+            return self._session.in_namespace(lambda: read_slot_map(self._socket(), TABLE, name))
+        except (NetlinkRefused, OSError):
+            return None
 
     def _socket(self) -> NetlinkSocket:
         """The netlink socket, opened on first use (from the worker: its namespace)."""
@@ -106,6 +131,12 @@ def batch_of(steps: Sequence[Step]) -> Batch:
                 batch.delete_elements(step.name, (dispatch_key(v, t, int(p)) for v, t, p in keys))
             case Verb.DELETE_ENTRY:
                 batch.delete_elements(step.name, map(address_key, step.keys))
+            case Verb.ADD_DISPATCH:
+                keys = (key.split(" . ") for key in step.keys)
+                jumps = ((dispatch_key(v, t, int(p)), step.chain) for v, t, p in keys)
+                batch.add_jumps(step.name, jumps)
+            case Verb.ADD_ENTRY:
+                batch.add_keys(step.name, map(address_key, step.keys))
             case Verb.FLUSH_CHAIN:
                 batch.flush_chain(step.name)
             case Verb.DELETE_CHAIN:

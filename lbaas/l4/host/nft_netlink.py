@@ -17,11 +17,12 @@ inet_service`` likewise. Only ``table ip`` (family NFPROTO_IPV4).
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import os
 import socket
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 NETLINK_NETFILTER = 12
@@ -31,8 +32,11 @@ _BATCH_BEGIN, _BATCH_END = 16, 17  # NFNL_MSG_BATCH_*
 _NEWSETELEM, _DELSETELEM, _DELRULE, _DELCHAIN, _DELSET, _DELOBJ = 12, 14, 8, 5, 11, 20
 _REQUEST, _ACK, _CREATE = 0x1, 0x4, 0x400
 _NESTED = 0x8000
-_ERROR = 2  # NLMSG_ERROR
+_ERROR, _DONE = 2, 3  # NLMSG_ERROR, NLMSG_DONE
+_DUMP, _DUMP_INTERRUPTED = 0x300, 0x10  # NLM_F_DUMP, NLM_F_DUMP_INTR
+_DUMP_BUFFER = 1 << 16  # the kernel's dump messages stay under 32 KB
 _OBJ_CT_TIMEOUT = 7  # NFT_OBJECT_CT_TIMEOUT
+_NFT_JUMP = -3
 _PROTOCOLS = {"tcp": 6, "udp": 17, "sctp": 132}
 _SO_SNDBUFFORCE = 32
 _SEND_BUFFER = 16 << 20
@@ -44,7 +48,7 @@ def _attr(kind: int, payload: bytes) -> bytes:
     return header + payload + b"\0" * (-len(payload) % 4)
 
 
-def _string(kind: int, text: str) -> bytes:
+def string_attr(kind: int, text: str) -> bytes:
     return _attr(kind, text.encode() + b"\0")
 
 
@@ -52,12 +56,33 @@ def _nest(kind: int, *parts: bytes) -> bytes:
     return _attr(kind | _NESTED, b"".join(parts))
 
 
+@functools.lru_cache(maxsize=64)
+def _element_heads(key_size: int, value_size: int) -> tuple[bytes, bytes, bytes]:
+    """What goes before, between and after a key and a value of these sizes in an
+    element ``ELEM(KEY(VALUE key), DATA(VALUE value))``: the same bytes ``_nest`` and
+    ``_attr`` build, computed once (a restore adds millions of slot elements)."""
+    key_pad, value_pad = -key_size % 4, -value_size % 4
+    key_nest = 8 + key_size + key_pad
+    data_nest = 8 + value_size + value_pad
+    head = struct.pack(
+        "=HHHHHH", 4 + key_nest + data_nest, 1 | _NESTED, key_nest, 1 | _NESTED, 4 + key_size, 1
+    )
+    middle = b"\0" * key_pad + struct.pack("=HHHH", data_nest, 2 | _NESTED, 4 + value_size, 1)
+    return head, middle, b"\0" * value_pad
+
+
+def _verdict_jump(chain: str) -> bytes:
+    """NFTA_VERDICT_CODE (NFT_JUMP, network order) and NFTA_VERDICT_CHAIN."""
+    return _attr(1, struct.pack(">i", _NFT_JUMP)) + string_attr(2, chain)
+
+
 def slot_key(slot: int) -> bytes:
     return struct.pack("=I", slot)
 
 
+@functools.lru_cache(maxsize=4096)
 def target_value(address: str, port: int) -> bytes:
-    """``address . port`` as a slot map holds it."""
+    """``address . port`` as a slot map holds it (a map's thousand slots share a few)."""
     return ipaddress.IPv4Address(address).packed + struct.pack(">H", port) + b"\0\0"
 
 
@@ -78,7 +103,7 @@ class Batch:
     messages: list[tuple[int, int, bytes]] = field(default_factory=list)
 
     def _table(self) -> bytes:
-        return _string(1, self.table)  # NFTA_*_TABLE is 1 for every object kind
+        return string_attr(1, self.table)  # NFTA_*_TABLE is 1 for every object kind
 
     def delete_elements(self, set_name: str, keys: Iterable[bytes]) -> None:
         elements = [_nest(1, _nest(1, _attr(1, key))) for key in keys]  # ELEM(KEY(VALUE))
@@ -86,9 +111,24 @@ class Batch:
 
     def add_elements(self, set_name: str, pairs: Iterable[tuple[bytes, bytes]]) -> None:
         """``key : value`` elements (a data map)."""
+        elements = []
+        for key, value in pairs:
+            head, middle, tail = _element_heads(len(key), len(value))
+            elements.append(head + key + middle + value + tail)
+        self._elements(_NEWSETELEM, _CREATE, set_name, elements)
+
+    def add_jumps(self, set_name: str, pairs: Iterable[tuple[bytes, str]]) -> None:
+        """``key : jump <chain>`` elements (a verdict map); the map's own expressions (a
+        ``counter``) are given to each new element by the kernel, as to nft's."""
         elements = [
-            _nest(1, _nest(1, _attr(1, key)), _nest(2, _attr(1, value))) for key, value in pairs
+            _nest(1, _nest(1, _attr(1, key)), _nest(2, _nest(2, _verdict_jump(chain))))
+            for key, chain in pairs
         ]
+        self._elements(_NEWSETELEM, _CREATE, set_name, elements)
+
+    def add_keys(self, set_name: str, keys: Iterable[bytes]) -> None:
+        """Elements of a plain set (no data)."""
+        elements = [_nest(1, _nest(1, _attr(1, key))) for key in keys]
         self._elements(_NEWSETELEM, _CREATE, set_name, elements)
 
     def _elements(self, kind: int, flags: int, set_name: str, elements: list[bytes]) -> None:
@@ -102,22 +142,22 @@ class Batch:
                 size = 0
             chunks[-1].append(element)
             size += len(element)
-        head = self._table() + _string(2, set_name)
+        head = self._table() + string_attr(2, set_name)
         for chunk in chunks:
             if chunk:
                 self.messages.append((kind, flags, head + _nest(3, *chunk)))
 
     def flush_chain(self, chain: str) -> None:
-        self.messages.append((_DELRULE, 0, self._table() + _string(2, chain)))
+        self.messages.append((_DELRULE, 0, self._table() + string_attr(2, chain)))
 
     def delete_chain(self, chain: str) -> None:
-        self.messages.append((_DELCHAIN, 0, self._table() + _string(3, chain)))
+        self.messages.append((_DELCHAIN, 0, self._table() + string_attr(3, chain)))
 
     def delete_set(self, name: str) -> None:
-        self.messages.append((_DELSET, 0, self._table() + _string(2, name)))
+        self.messages.append((_DELSET, 0, self._table() + string_attr(2, name)))
 
     def delete_ct_timeout(self, name: str) -> None:
-        body = self._table() + _string(2, name) + _attr(3, struct.pack(">I", _OBJ_CT_TIMEOUT))
+        body = self._table() + string_attr(2, name) + _attr(3, struct.pack(">I", _OBJ_CT_TIMEOUT))
         self.messages.append((_DELOBJ, 0, body))
 
 
@@ -175,6 +215,37 @@ class NetlinkSocket:
             raise NetlinkRefused(f"nf_tables netlink: {exc}") from exc
         if errors:
             raise NetlinkRefused("; ".join(sorted(set(errors))))
+
+    def dump(self, kind: int, body: bytes) -> Iterator[bytes]:
+        """The attributes (after the nfgenmsg header) of each message of one nf_tables dump
+        request ``kind`` (``NFT_MSG_GET*``) with ``body``, as they arrive: a dump of ten
+        thousand maps' elements is never held whole. Raises NetlinkRefused with the
+        kernel's error (``ENOENT``: no such table or set)."""
+        seq = self._seq
+        self._seq += 1
+        request = _message(_SUBSYS_NFTABLES << 8 | kind, _REQUEST | _DUMP, seq, body)
+        try:
+            self._socket.send(request)
+            while True:
+                data = self._socket.recv(_DUMP_BUFFER)
+                offset = 0
+                while offset + 16 <= len(data):
+                    length, kind_got, flags, seq_got, _pid = struct.unpack_from(
+                        "=IHHII", data, offset
+                    )
+                    end = offset + max(16, length)
+                    if seq_got == seq:
+                        if flags & _DUMP_INTERRUPTED:  # the table changed meanwhile
+                            raise NetlinkRefused("nf_tables dump: interrupted by a change")
+                        if kind_got == _DONE:
+                            return
+                        if kind_got == _ERROR:
+                            (code,) = struct.unpack_from("=i", data, offset + 16)
+                            raise NetlinkRefused(f"nf_tables dump: {os.strerror(-code)}")
+                        yield data[offset + 20 : end]
+                    offset = (end + 3) & ~3
+        except OSError as exc:
+            raise NetlinkRefused(f"nf_tables dump: {exc}") from exc
 
     def _acks(self, waiting: set[int]) -> list[str]:
         """Read until every message is acknowledged, or the first refusal (the kernel

@@ -19,6 +19,9 @@ class RecordingNftOps(NftOps):
         # What list_json answers, by its words, set by the test; and what it was asked.
         self.listings: dict[tuple[str, ...], dict[str, Any]] = {}
         self.listings_read: list[tuple[str, ...]] = []
+        # What rule_comments and slot_map answer, set by the test (None: cannot read).
+        self.comments: dict[str, tuple[str, ...]] | None = None
+        self.slot_maps: dict[str, list[str | None]] = {}
         # What count_flows answers, by (protocol, VIP, port), set by the test.
         self.flow_counts: dict[tuple[L4Protocol, str, int], int] = {}
 
@@ -52,6 +55,12 @@ class RecordingNftOps(NftOps):
             counter = {"packets": packets, "bytes": 60 * packets}
             elements.append([{"elem": {"val": value, "counter": counter}},
                              {"jump": {"target": chain}}])  # fmt: skip
+
+    def rule_comments(self) -> dict[str, tuple[str, ...]] | None:
+        return self.comments
+
+    def slot_map(self, name: str) -> list[str | None] | None:
+        return self.slot_maps.get(name)
 
     def count_flows(self, protocol: L4Protocol, vip: str, port: int) -> int:
         return self.flow_counts.get((protocol, vip, port), 0)

@@ -17,14 +17,15 @@ import ipaddress
 import json
 import logging
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from lbaas.host.garp import send_gratuitous_arp
 from lbaas.l4.host.base import VipHolder
 
 log = logging.getLogger(__name__)
 
-Announce = Callable[[str], None]
+#: Announces the VIPs given (several at once: an agent restoring thousands of them).
+Announce = Callable[[Sequence[str]], None]
 
 
 class AnnouncingVipHolder(VipHolder):
@@ -37,13 +38,21 @@ class AnnouncingVipHolder(VipHolder):
 
     def hold(self, vip: str) -> None:
         self._inner.hold(vip)
-        if vip in self._held:
+        self._announce_new([vip])
+
+    def hold_many(self, vips: Sequence[str]) -> None:
+        self._inner.hold_many(vips)
+        self._announce_new(vips)
+
+    def _announce_new(self, vips: Sequence[str]) -> None:
+        new = [vip for vip in dict.fromkeys(vips) if vip not in self._held]
+        if not new:
             return
-        self._held.add(vip)
+        self._held.update(new)
         try:
-            self._announce(vip)
+            self._announce(new)
         except OSError as exc:
-            log.warning("gratuitous ARP for %s not sent: %s", vip, exc)
+            log.warning("gratuitous ARP for %s not sent: %s", ", ".join(new), exc)
 
     def release(self, vip: str) -> None:
         self._inner.release(vip)
@@ -82,7 +91,8 @@ class LinkAnnouncer:
         self._namespace = namespace
         self._ip = [ip_binary] if namespace is None else [ip_binary, "-n", namespace]
 
-    def __call__(self, vip: str) -> None:
+    def __call__(self, vips: Sequence[str]) -> None:
+        """One listing of the links for all of ``vips``."""
         try:
             done = subprocess.run(
                 [*self._ip, "-j", "-4", "addr", "show"],
@@ -93,5 +103,7 @@ class LinkAnnouncer:
             )
         except (subprocess.SubprocessError, OSError) as exc:
             raise OSError(f"listing links failed: {exc}") from exc
-        for link in announce_links(json.loads(done.stdout or "[]"), vip):
-            send_gratuitous_arp(link, vip, self._namespace)
+        addresses = json.loads(done.stdout or "[]")
+        for vip in vips:
+            for link in announce_links(addresses, vip):
+                send_gratuitous_arp(link, vip, self._namespace)

@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lbaas.l4.host.recording import RecordingVipHolder
 from lbaas.l4.host.vip_announce import AnnouncingVipHolder, announce_links
 
 
 def test_a_vip_is_announced_when_newly_held_and_again_after_a_release() -> None:
-    said: list[str] = []
+    said: list[list[str]] = []
     inner = RecordingVipHolder()
-    holder = AnnouncingVipHolder(inner, said.append)
+    holder = AnnouncingVipHolder(inner, lambda vips: said.append(list(vips)))
     holder.hold("10.1.0.9")
     holder.hold("10.1.0.9")  # every spec re-holds it: no new announcement
-    assert said == ["10.1.0.9"] and inner.held
+    assert said == [["10.1.0.9"]] and inner.held
     holder.release("10.1.0.9")
     holder.hold("10.1.0.9")  # the entry came back here
-    assert said == ["10.1.0.9", "10.1.0.9"]
+    assert said == [["10.1.0.9"], ["10.1.0.9"]]
+
+
+def test_many_vips_held_at_once_are_announced_in_one_call_each_once() -> None:
+    said: list[list[str]] = []
+    inner = RecordingVipHolder()
+    holder = AnnouncingVipHolder(inner, lambda vips: said.append(list(vips)))
+    holder.hold("10.1.0.1")
+    holder.hold_many(["10.1.0.1", "10.1.0.2", "10.1.0.3", "10.1.0.2"])
+    assert said == [["10.1.0.1"], ["10.1.0.2", "10.1.0.3"]]
+    assert inner.held == {"10.1.0.1", "10.1.0.2", "10.1.0.3"}
 
 
 def test_a_failed_announcement_leaves_the_vip_held() -> None:
-    def fails(vip: str) -> None:
+    def fails(vips: Sequence[str]) -> None:
         raise OSError("no raw socket")
 
     inner = RecordingVipHolder()

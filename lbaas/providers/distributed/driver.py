@@ -207,7 +207,7 @@ class DistributedProvider(ProviderDriver):
             return set()
         if not nodes:
             return None
-        views = self.node_views().by_node
+        views = self.node_views(nodes).by_node
         listings = [views.get(node.name) for node in nodes]
         if any(listing is None for listing in listings):
             return None
@@ -232,12 +232,15 @@ class DistributedProvider(ProviderDriver):
             graph = self._graphs.get(loadbalancer_id)
         return None if graph is None else self.report(graph)
 
-    def node_views(self) -> NodeViews:
+    def node_views(self, nodes: list[Node] | None = None) -> NodeViews:
         """Every node's view of every load balancer it carries, one call per node, all
         nodes at once: what one round of the status poll reads (issue 34: a call per load
         balancer per node made a round's cost grow with the load balancers). A node that
-        does not answer is left out and logged once per round, not once per load balancer."""
-        nodes = self._directory.nodes()
+        does not answer is left out and logged once per round, not once per load balancer.
+        ``nodes``: the directory's nodes as the caller already read them (the resync's
+        check compares against the same list)."""
+        if nodes is None:
+            nodes = self._directory.nodes()
 
         def listing(node: Node) -> tuple[str, dict[str, L4ServiceStatus] | None] | None:
             try:
